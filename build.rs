@@ -1,0 +1,55 @@
+//! Links shaderc's dependencies statically when the `glsl` feature is on.
+//!
+//! Debian and Ubuntu ship `libshaderc_combined.a` holding shaderc alone, not
+//! glslang or SPIRV-Tools, and the shared `libshaderc.so` leaves glslang
+//! symbols undefined. So `shaderc-sys` links the combined archive (feature
+//! `prefer-static-linking`) and this script adds the glslang and SPIRV-Tools
+//! archives from the system library folder, in dependency order. Building
+//! shaderc from source would take over ten minutes; this takes none.
+
+use std::env;
+use std::path::Path;
+
+/// Archives shaderc needs, in the order the linker must see them.
+const STATIC_LIBS: &[&str] = &[
+    "glslang",
+    "MachineIndependent",
+    "OSDependent",
+    "GenericCodeGen",
+    "OGLCompiler",
+    "SPIRV",
+    "HLSL",
+    "SPIRV-Tools-opt",
+    "SPIRV-Tools",
+];
+
+fn main() {
+    println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-env-changed=VKCOMPUTE_SHADERC_LIB_DIR");
+    if env::var_os("CARGO_FEATURE_GLSL").is_none() {
+        return;
+    }
+    if env::var("CARGO_CFG_TARGET_OS").as_deref() != Ok("linux") {
+        return;
+    }
+    let dir = env::var("VKCOMPUTE_SHADERC_LIB_DIR").unwrap_or_else(|_| {
+        let arch = env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
+        format!("/usr/lib/{arch}-linux-gnu")
+    });
+    let missing: Vec<&str> = STATIC_LIBS
+        .iter()
+        .copied()
+        .filter(|lib| !Path::new(&dir).join(format!("lib{lib}.a")).exists())
+        .collect();
+    if !missing.is_empty() {
+        println!(
+            "cargo:warning=vkcompute: static archives {missing:?} not found in {dir}; \
+             install libshaderc-dev and spirv-tools (apt), or set VKCOMPUTE_SHADERC_LIB_DIR, \
+             or build without the `glsl` feature"
+        );
+    }
+    println!("cargo:rustc-link-search=native={dir}");
+    for lib in STATIC_LIBS {
+        println!("cargo:rustc-link-lib=static={lib}");
+    }
+}

@@ -1,0 +1,346 @@
+//! Barrier choice: which stage and access masks a batch's barriers carry.
+//!
+//! A batch never emits a barrier the user did not ask for, except the one at
+//! its start (ordering it after earlier submissions) and the one at the end
+//! of each submitted chunk (making writes visible to the host). When the user
+//! calls [`Batch::barrier`](crate::Batch::barrier), nothing is recorded yet:
+//! the barrier is resolved when the next command arrives, so that its masks
+//! name exactly the stages that ran since the previous barrier (source) and
+//! the stage of the command that follows (destination). A chain of dispatches
+//! therefore gets the narrow compute→compute, shader-write → shader-read|write
+//! barrier; a copy after a dispatch gets compute→transfer. If a later command
+//! before the next barrier runs in a stage the barrier did not cover, a second
+//! barrier with the same source covers it. Repeated `barrier()` calls with
+//! nothing in between collapse into one. All of this is plain logic, tested
+//! here without a GPU.
+
+use ash::vk;
+
+/// The pipeline stage a recorded command runs in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stage {
+    /// A compute dispatch.
+    Compute,
+    /// A copy or fill.
+    Transfer,
+}
+
+impl Stage {
+    fn bit(self) -> u8 {
+        match self {
+            Stage::Compute => 1,
+            Stage::Transfer => 2,
+        }
+    }
+}
+
+/// A set of stages, as bits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct StageSet(u8);
+
+impl StageSet {
+    const ALL: StageSet = StageSet(3);
+
+    fn insert(&mut self, s: Stage) {
+        self.0 |= s.bit();
+    }
+    fn contains(self, s: Stage) -> bool {
+        self.0 & s.bit() != 0
+    }
+    fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+    fn stage_mask(self) -> vk::PipelineStageFlags {
+        let mut m = vk::PipelineStageFlags::empty();
+        if self.contains(Stage::Compute) {
+            m |= vk::PipelineStageFlags::COMPUTE_SHADER;
+        }
+        if self.contains(Stage::Transfer) {
+            m |= vk::PipelineStageFlags::TRANSFER;
+        }
+        m
+    }
+    fn write_mask(self) -> vk::AccessFlags {
+        let mut m = vk::AccessFlags::empty();
+        if self.contains(Stage::Compute) {
+            m |= vk::AccessFlags::SHADER_WRITE;
+        }
+        if self.contains(Stage::Transfer) {
+            m |= vk::AccessFlags::TRANSFER_WRITE;
+        }
+        m
+    }
+}
+
+/// The masks of one `vkCmdPipelineBarrier` with a single global memory barrier.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Masks {
+    /// Source stages.
+    pub src_stage: vk::PipelineStageFlags,
+    /// Destination stages.
+    pub dst_stage: vk::PipelineStageFlags,
+    /// Source accesses (writes to make available).
+    pub src_access: vk::AccessFlags,
+    /// Destination accesses (to make visible).
+    pub dst_access: vk::AccessFlags,
+}
+
+fn dst_access(stage: Stage) -> vk::AccessFlags {
+    match stage {
+        Stage::Compute => vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE,
+        Stage::Transfer => vk::AccessFlags::TRANSFER_READ | vk::AccessFlags::TRANSFER_WRITE,
+    }
+}
+
+/// The barrier state of one batch.
+#[derive(Debug, Clone)]
+pub(crate) struct Tracker {
+    /// Stages that ran since the last barrier (source of the next one).
+    since_barrier: StageSet,
+    /// Stages that wrote since the last barrier.
+    written_since_barrier: StageSet,
+    /// Source of the barrier currently in force, kept to cover further stages.
+    active_src: Option<(StageSet, StageSet)>,
+    /// Destination stages the barrier in force already covers.
+    covered: StageSet,
+    /// A barrier was asked for and not yet emitted.
+    pending: bool,
+    /// Stages and writes in the current chunk, for its closing host barrier.
+    chunk_stages: StageSet,
+    chunk_writes: StageSet,
+}
+
+impl Tracker {
+    /// A tracker for a new batch: the first command waits for every earlier
+    /// submission's compute and transfer work.
+    pub(crate) fn new_batch() -> Self {
+        Tracker {
+            since_barrier: StageSet::ALL,
+            written_since_barrier: StageSet::ALL,
+            active_src: None,
+            covered: StageSet::default(),
+            pending: true,
+            chunk_stages: StageSet::default(),
+            chunk_writes: StageSet::default(),
+        }
+    }
+
+    /// The user asked for a barrier.
+    pub(crate) fn barrier(&mut self) {
+        if !self.since_barrier.is_empty() {
+            self.pending = true;
+        }
+    }
+
+    /// A command of `stage` is about to be recorded; `writes` says whether it
+    /// may write memory. Returns the barrier to record before it, if any.
+    pub(crate) fn command(&mut self, stage: Stage, writes: bool) -> Option<Masks> {
+        let mut out = None;
+        if self.pending {
+            self.pending = false;
+            let src = (self.since_barrier, self.written_since_barrier);
+            self.active_src = Some(src);
+            self.covered = StageSet::default();
+            self.since_barrier = StageSet::default();
+            self.written_since_barrier = StageSet::default();
+            out = Some(src);
+        } else if let Some(src) = self.active_src {
+            if !self.covered.contains(stage) {
+                out = Some(src);
+            }
+        }
+        let masks = out.map(|(stages, writes_set)| {
+            self.covered.insert(stage);
+            Masks {
+                src_stage: stages.stage_mask(),
+                dst_stage: StageSet(stage.bit()).stage_mask(),
+                src_access: writes_set.write_mask(),
+                dst_access: dst_access(stage),
+            }
+        });
+        self.since_barrier.insert(stage);
+        self.chunk_stages.insert(stage);
+        if writes {
+            self.written_since_barrier.insert(stage);
+            self.chunk_writes.insert(stage);
+        }
+        masks
+    }
+
+    /// Closes a chunk: the barrier that makes its writes visible to the host,
+    /// if it recorded anything.
+    pub(crate) fn end_chunk(&mut self) -> Option<Masks> {
+        let stages = std::mem::take(&mut self.chunk_stages);
+        let writes = std::mem::take(&mut self.chunk_writes);
+        if stages.is_empty() {
+            return None;
+        }
+        Some(Masks {
+            src_stage: stages.stage_mask(),
+            dst_stage: vk::PipelineStageFlags::HOST,
+            src_access: writes.write_mask(),
+            dst_access: vk::AccessFlags::HOST_READ,
+        })
+    }
+}
+
+/// Masks at the start of a staging submission: order its copy after earlier
+/// work on the same queue. On a transfer-only queue only transfer stages
+/// exist; compute work there is ordered by a semaphore wait instead.
+pub(crate) fn staging_before(transfer_only: bool) -> Masks {
+    let src = if transfer_only {
+        StageSet(Stage::Transfer.bit())
+    } else {
+        StageSet::ALL
+    };
+    Masks {
+        src_stage: src.stage_mask(),
+        dst_stage: vk::PipelineStageFlags::TRANSFER,
+        src_access: src.write_mask(),
+        dst_access: dst_access(Stage::Transfer),
+    }
+}
+
+/// Masks at the end of a staging submission: what the copy wrote becomes
+/// visible to the host (downloads) and to later work on the same queue.
+pub(crate) fn staging_after(transfer_only: bool) -> Masks {
+    let dst = if transfer_only {
+        StageSet(Stage::Transfer.bit())
+    } else {
+        StageSet::ALL
+    };
+    let mut dst_acc = vk::AccessFlags::HOST_READ | dst_access(Stage::Transfer);
+    if !transfer_only {
+        dst_acc |= dst_access(Stage::Compute);
+    }
+    Masks {
+        src_stage: vk::PipelineStageFlags::TRANSFER,
+        dst_stage: dst.stage_mask() | vk::PipelineStageFlags::HOST,
+        src_access: vk::AccessFlags::TRANSFER_WRITE,
+        dst_access: dst_acc,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use vk::AccessFlags as A;
+    use vk::PipelineStageFlags as S;
+
+    fn compute_to_compute() -> Masks {
+        Masks {
+            src_stage: S::COMPUTE_SHADER,
+            dst_stage: S::COMPUTE_SHADER,
+            src_access: A::SHADER_WRITE,
+            dst_access: A::SHADER_READ | A::SHADER_WRITE,
+        }
+    }
+
+    #[test]
+    fn batch_start_orders_after_earlier_submissions() {
+        let mut t = Tracker::new_batch();
+        let m = t.command(Stage::Compute, true).unwrap();
+        assert_eq!(m.src_stage, S::COMPUTE_SHADER | S::TRANSFER);
+        assert_eq!(m.src_access, A::SHADER_WRITE | A::TRANSFER_WRITE);
+        assert_eq!(m.dst_stage, S::COMPUTE_SHADER);
+        // A copy later in the same batch, no user barrier: still ordered after
+        // earlier submissions, with the same source.
+        let m2 = t.command(Stage::Transfer, true).unwrap();
+        assert_eq!(m2.dst_stage, S::TRANSFER);
+        assert_eq!(m2.src_stage, m.src_stage);
+        // A further compute command needs nothing.
+        assert_eq!(t.command(Stage::Compute, true), None);
+    }
+
+    #[test]
+    fn chain_gets_the_narrow_compute_barrier() {
+        let mut t = Tracker::new_batch();
+        t.command(Stage::Compute, true);
+        for _ in 0..10 {
+            t.barrier();
+            assert_eq!(t.command(Stage::Compute, true), Some(compute_to_compute()));
+        }
+    }
+
+    #[test]
+    fn no_barrier_unless_asked() {
+        let mut t = Tracker::new_batch();
+        t.command(Stage::Compute, true);
+        for _ in 0..100 {
+            assert_eq!(t.command(Stage::Compute, true), None);
+        }
+    }
+
+    #[test]
+    fn repeated_barriers_collapse_and_leading_ones_vanish() {
+        let mut t = Tracker::new_batch();
+        t.command(Stage::Compute, true);
+        t.barrier();
+        t.barrier();
+        t.barrier();
+        assert!(t.command(Stage::Compute, true).is_some());
+        assert_eq!(t.command(Stage::Compute, true), None);
+        // A barrier right after a barrier with no command between adds nothing.
+        let mut fresh = Tracker::new_batch();
+        fresh.barrier();
+        assert!(fresh.command(Stage::Compute, false).is_some());
+        assert_eq!(fresh.command(Stage::Compute, false), None);
+    }
+
+    #[test]
+    fn read_only_work_makes_execution_only_barriers() {
+        let mut t = Tracker::new_batch();
+        t.command(Stage::Compute, false);
+        t.barrier();
+        let m = t.command(Stage::Compute, true).unwrap();
+        assert_eq!(m.src_stage, S::COMPUTE_SHADER);
+        assert_eq!(m.src_access, A::empty());
+    }
+
+    #[test]
+    fn mixed_stages_are_each_covered() {
+        let mut t = Tracker::new_batch();
+        t.command(Stage::Transfer, true); // fill
+        t.barrier();
+        let m = t.command(Stage::Compute, true).unwrap();
+        assert_eq!(m.src_stage, S::TRANSFER);
+        assert_eq!(m.src_access, A::TRANSFER_WRITE);
+        assert_eq!(m.dst_stage, S::COMPUTE_SHADER);
+        // A copy after the same barrier needs its own edge from the fill.
+        let m = t.command(Stage::Transfer, false).unwrap();
+        assert_eq!(m.src_stage, S::TRANSFER);
+        assert_eq!(m.dst_stage, S::TRANSFER);
+        // The next barrier's source names both stages used since.
+        t.barrier();
+        let m = t.command(Stage::Compute, true).unwrap();
+        assert_eq!(m.src_stage, S::COMPUTE_SHADER | S::TRANSFER);
+        assert_eq!(m.src_access, A::SHADER_WRITE);
+    }
+
+    #[test]
+    fn chunk_end_makes_writes_host_visible_once() {
+        let mut t = Tracker::new_batch();
+        assert_eq!(t.end_chunk(), None);
+        t.command(Stage::Compute, true);
+        t.command(Stage::Transfer, false);
+        let m = t.end_chunk().unwrap();
+        assert_eq!(m.src_stage, S::COMPUTE_SHADER | S::TRANSFER);
+        assert_eq!(m.src_access, A::SHADER_WRITE);
+        assert_eq!(m.dst_stage, S::HOST);
+        assert_eq!(m.dst_access, A::HOST_READ);
+        assert_eq!(t.end_chunk(), None);
+    }
+
+    #[test]
+    fn staging_masks_respect_the_queue_kind() {
+        assert!(staging_before(false).src_stage.contains(S::COMPUTE_SHADER));
+        assert_eq!(staging_before(true).src_stage, S::TRANSFER);
+        assert_eq!(staging_before(true).dst_stage, S::TRANSFER);
+        assert!(staging_after(false)
+            .dst_stage
+            .contains(S::HOST | S::COMPUTE_SHADER));
+        assert_eq!(staging_after(true).dst_stage, S::TRANSFER | S::HOST);
+        assert!(!staging_after(true).dst_access.contains(A::SHADER_READ));
+        assert_eq!(staging_after(true).src_access, A::TRANSFER_WRITE);
+    }
+}

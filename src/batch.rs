@@ -1,0 +1,707 @@
+//! Batches: dispatches, barriers, copies and fills recorded into command
+//! buffers, submitted with one call, tracked by a [`Ticket`].
+//!
+//! Recording a dispatch checks it against the kernel's reflection and the
+//! adapter's limits, then records only what changed since the previous
+//! command: the pipeline if it differs, descriptors (pushed with
+//! VK_KHR_push_descriptor, or written into a pooled set) if the bindings
+//! differ, push constants, and the dispatch. Nothing is allocated per
+//! dispatch. Commands not separated by [`Batch::barrier`] may run
+//! concurrently; a barrier orders everything before it against everything
+//! after it ([`crate::barrier`] picks its masks). Each batch is ordered after
+//! all work submitted before it on the device.
+//!
+//! A long batch is submitted in chunks as it grows ([`crate::policy`]), so
+//! the GPU starts while the CPU records; [`Batch::submit_async`] submits the
+//! rest. Dropping a batch without submitting discards what was not yet
+//! submitted; chunks already submitted run to completion.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use ash::vk;
+
+use crate::barrier::{Stage, Tracker};
+use crate::buffer::{BufView, BufferInner, GpuBuf};
+use crate::device::{Device, DeviceInner, Garbage};
+use crate::error::{Error, Result};
+use crate::kernel::{Kernel, MAX_BINDINGS};
+use crate::pipeline_cache::KernelCore;
+use crate::policy::ChunkPolicy;
+use crate::profile::Profiling;
+use crate::queue::SemaphoreWait;
+use crate::reclaim::UseMark;
+use crate::recorder::{cmd_barrier, Recorder};
+use crate::reflect::BindingKind;
+use crate::stats::Counter;
+use crate::ticket::{QueryReadout, Ticket};
+use crate::workgroups::{self, GridError};
+
+/// Queries per timestamp pool.
+pub(crate) const QUERIES_PER_POOL: u32 = 1024;
+
+/// How a batch records and submits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct BatchOptions {
+    /// Submit what is recorded once this many commands are in the batch,
+    /// then keep recording (0: record everything, submit once).
+    pub first_chunk: u32,
+    /// Later chunks double in length up to this many commands.
+    pub max_chunk: u32,
+    /// GPU timestamps to record.
+    pub profiling: Profiling,
+}
+
+impl Default for BatchOptions {
+    fn default() -> Self {
+        BatchOptions {
+            first_chunk: 32,
+            max_chunk: 512,
+            profiling: Profiling::Off,
+        }
+    }
+}
+
+impl BatchOptions {
+    /// Options that record everything and submit once at the end.
+    pub fn single_submit() -> Self {
+        BatchOptions {
+            first_chunk: 0,
+            ..Default::default()
+        }
+    }
+
+    /// These options with `profiling` set.
+    pub fn with_profiling(mut self, profiling: Profiling) -> Self {
+        self.profiling = profiling;
+        self
+    }
+}
+
+/// Timestamp queries of one profiled batch.
+struct Queries {
+    pools: Vec<vk::QueryPool>,
+    used: u32,
+    labels: Vec<String>,
+    next_label: Option<String>,
+}
+
+/// A recording of GPU work. Created by [`Device::batch`].
+pub struct Batch {
+    dev: Arc<DeviceInner>,
+    rec: Option<Recorder>,
+    cb: vk::CommandBuffer,
+    tracker: Tracker,
+    /// Buffers used by the open chunk (kept alive until it is submitted).
+    keep: Vec<Arc<BufferInner>>,
+    last_pipeline: vk::Pipeline,
+    last_infos: [vk::DescriptorBufferInfo; MAX_BINDINGS],
+    last_count: usize,
+    binds_valid: bool,
+    chunk_cmds: u32,
+    policy: ChunkPolicy,
+    commands: u64,
+    last_value: u64,
+    profiling: Profiling,
+    queries: Option<Queries>,
+}
+
+impl std::fmt::Debug for Batch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Batch")
+            .field("commands", &self.commands)
+            .field("submitted_up_to", &self.last_value)
+            .finish()
+    }
+}
+
+impl Device {
+    /// A new batch with default options.
+    pub fn batch(&self) -> Result<Batch> {
+        self.batch_with(BatchOptions::default())
+    }
+
+    /// A new batch with `options`.
+    pub fn batch_with(&self, options: BatchOptions) -> Result<Batch> {
+        let d = &self.inner;
+        d.sticky.check()?;
+        if options.profiling != Profiling::Off && !d.info.timestamps {
+            return Err(Error::Unsupported {
+                what: "timestamps on the compute queue (profiling)",
+                adapter: d.info.name.clone(),
+            });
+        }
+        let rec = d
+            .compute_recorders
+            .take(&d.raw, &d.sticky, &d.counters, || d.completed())?;
+        Ok(Batch {
+            dev: d.clone(),
+            rec: Some(rec),
+            cb: vk::CommandBuffer::null(),
+            tracker: Tracker::new_batch(),
+            keep: Vec::new(),
+            last_pipeline: vk::Pipeline::null(),
+            last_infos: [vk::DescriptorBufferInfo::default(); MAX_BINDINGS],
+            last_count: 0,
+            binds_valid: false,
+            chunk_cmds: 0,
+            policy: ChunkPolicy::new(options.first_chunk, options.max_chunk),
+            commands: 0,
+            last_value: 0,
+            profiling: options.profiling,
+            queries: (options.profiling != Profiling::Off).then(|| Queries {
+                pools: Vec::new(),
+                used: 0,
+                labels: Vec::new(),
+                next_label: None,
+            }),
+        })
+    }
+}
+
+fn same_infos(a: &[vk::DescriptorBufferInfo], b: &[vk::DescriptorBufferInfo]) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|(x, y)| x.buffer == y.buffer && x.offset == y.offset && x.range == y.range)
+}
+
+fn grid_error(k: &KernelCore, e: GridError, limit: [u32; 3], asked: [u32; 3]) -> Error {
+    match e {
+        GridError::Empty => Error::EmptyDispatch {
+            kernel: k.label.clone(),
+            workgroups: asked,
+        },
+        GridError::TooLarge(requested) => Error::WorkgroupLimit {
+            kernel: k.label.clone(),
+            requested,
+            limit,
+        },
+    }
+}
+
+impl Batch {
+    /// Records `kernel` over `invocations` invocations along x, in
+    /// `ceil(invocations / local_size_x)` workgroups. Past the adapter's
+    /// `maxComputeWorkGroupCount[0]` the grid spreads into y and then z
+    /// (never clamped; a grid that cannot fit is [`Error::WorkgroupLimit`]),
+    /// and may hold a few spare invocations. A 1-D kernel that may be
+    /// launched that large recovers its linear index as
+    ///
+    /// ```glsl
+    /// uint idx = gl_GlobalInvocationID.x
+    ///          + gl_GlobalInvocationID.y * (gl_NumWorkGroups.x * gl_WorkGroupSize.x)
+    ///          + gl_GlobalInvocationID.z * (gl_NumWorkGroups.x * gl_WorkGroupSize.x * gl_NumWorkGroups.y);
+    /// if (idx >= n) return;
+    /// ```
+    pub fn run(
+        &mut self,
+        kernel: &Kernel,
+        buffers: &[&dyn GpuBuf],
+        invocations: u32,
+    ) -> Result<&mut Self> {
+        self.run_with_push_constants(kernel, buffers, invocations, &[])
+    }
+
+    /// Like [`Batch::run`], passing `push_constants` (exactly the kernel's
+    /// push-constant block size).
+    pub fn run_with_push_constants(
+        &mut self,
+        kernel: &Kernel,
+        buffers: &[&dyn GpuBuf],
+        invocations: u32,
+        push_constants: &[u8],
+    ) -> Result<&mut Self> {
+        let k = &*kernel.core;
+        let limit = self.dev.info.max_workgroup_count;
+        let grid =
+            workgroups::grid_for_invocations(u64::from(invocations), k.workgroup_size[0], limit)
+                .map_err(|e| grid_error(k, e, limit, [0, 0, 0]))?;
+        self.dispatch(kernel, buffers, grid, push_constants)
+    }
+
+    /// Records `kernel` over an explicit grid of `workgroups`, with optional
+    /// push constants.
+    pub fn run_configured(
+        &mut self,
+        kernel: &Kernel,
+        buffers: &[&dyn GpuBuf],
+        workgroups: [u32; 3],
+        push_constants: Option<&[u8]>,
+    ) -> Result<&mut Self> {
+        let k = &*kernel.core;
+        let limit = self.dev.info.max_workgroup_count;
+        workgroups::check_grid(workgroups, limit)
+            .map_err(|e| grid_error(k, e, limit, workgroups))?;
+        self.dispatch(kernel, buffers, workgroups, push_constants.unwrap_or(&[]))
+    }
+
+    /// Orders every command recorded before against every command recorded
+    /// after. Costs nothing until a command follows it.
+    pub fn barrier(&mut self) -> &mut Self {
+        self.tracker.barrier();
+        self
+    }
+
+    /// Names the next command in the profile (profiled batches only; a
+    /// no-op otherwise).
+    pub fn label(&mut self, label: &str) -> &mut Self {
+        if let Some(q) = &mut self.queries {
+            q.next_label = Some(label.to_string());
+        }
+        self
+    }
+
+    /// Copies all of `src` into `dst` (equal byte sizes; both may be slices,
+    /// of different element types).
+    pub fn copy(&mut self, src: &dyn GpuBuf, dst: &dyn GpuBuf) -> Result<&mut Self> {
+        self.dev.sticky.check()?;
+        let (s, t) = (src.view(), dst.view());
+        self.check_own(&s, "copy")?;
+        self.check_own(&t, "copy")?;
+        if s.size != t.size {
+            return Err(Error::BadTransfer {
+                what: "copy",
+                detail: format!("source is {} bytes, destination {} bytes", s.size, t.size),
+            });
+        }
+        if Arc::ptr_eq(s.inner, t.inner)
+            && s.offset < t.offset + t.size
+            && t.offset < s.offset + s.size
+        {
+            return Err(Error::BadTransfer {
+                what: "copy",
+                detail: "source and destination ranges overlap".into(),
+            });
+        }
+        self.begin_command(Stage::Transfer, true)?;
+        self.keep_view(&s);
+        self.keep_view(&t);
+        let region = vk::BufferCopy {
+            src_offset: s.offset,
+            dst_offset: t.offset,
+            size: s.size,
+        };
+        // SAFETY: `cb` is recording; both buffers are live (kept by `keep`)
+        // and the regions lie inside them and do not overlap (checked).
+        unsafe {
+            self.dev
+                .raw
+                .cmd_copy_buffer(self.cb, s.inner.raw, t.inner.raw, &[region])
+        };
+        self.end_command("copy")
+    }
+
+    /// Fills `dst` with copies of the 32-bit pattern `value`. The byte
+    /// offset and size must be multiples of 4 (whole buffers always qualify).
+    pub fn fill(&mut self, dst: &dyn GpuBuf, value: u32) -> Result<&mut Self> {
+        self.dev.sticky.check()?;
+        let t = dst.view();
+        self.check_own(&t, "fill")?;
+        let whole = t.offset == 0 && t.size == t.inner.size;
+        let size = if whole { t.inner.vk_size } else { t.size };
+        if t.offset % 4 != 0 || size % 4 != 0 {
+            return Err(Error::BadTransfer {
+                what: "fill",
+                detail: format!(
+                    "byte offset {} and size {} must be multiples of 4",
+                    t.offset, t.size
+                ),
+            });
+        }
+        self.begin_command(Stage::Transfer, true)?;
+        self.keep_view(&t);
+        // SAFETY: `cb` is recording; the range lies inside the live buffer
+        // and is 4-byte aligned (checked).
+        unsafe {
+            self.dev
+                .raw
+                .cmd_fill_buffer(self.cb, t.inner.raw, t.offset, size, value)
+        };
+        self.end_command("fill")
+    }
+
+    /// Fills `dst` with zeros (see [`Batch::fill`]).
+    pub fn zero(&mut self, dst: &dyn GpuBuf) -> Result<&mut Self> {
+        self.fill(dst, 0)
+    }
+
+    /// Commands recorded so far.
+    pub fn len(&self) -> u64 {
+        self.commands
+    }
+
+    /// Whether nothing was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.commands == 0
+    }
+
+    /// Submits what remains and waits for all of it to complete.
+    pub fn submit(self) -> Result<()> {
+        self.submit_async()?.wait()
+    }
+
+    /// Submits what remains and returns a [`Ticket`] for the whole batch.
+    pub fn submit_async(mut self) -> Result<Ticket> {
+        if self.profiling == Profiling::Batch && self.queries.as_ref().is_some_and(|q| q.used > 0) {
+            if self.cb == vk::CommandBuffer::null() {
+                self.open_chunk()?;
+            }
+            self.write_timestamp(vk::PipelineStageFlags::BOTTOM_OF_PIPE);
+        }
+        self.flush()?;
+        let mark = UseMark {
+            compute: self.last_value,
+            transfer: 0,
+        };
+        if let Some(rec) = self.rec.take() {
+            self.dev.compute_recorders.retire(mark, rec);
+        }
+        let queries = self.queries.take().map(|q| QueryReadout {
+            pools: q.pools,
+            count: q.used,
+            labels: q.labels,
+        });
+        Ok(Ticket::new(self.dev.clone(), self.last_value, queries))
+    }
+
+    fn check_own(&self, v: &BufView<'_>, what: &str) -> Result<()> {
+        if v.inner.dev.id != self.dev.id {
+            return Err(Error::ForeignBuffer {
+                kernel: what.to_string(),
+                binding: 0,
+            });
+        }
+        Ok(())
+    }
+
+    fn keep_view(&mut self, v: &BufView<'_>) {
+        let recent = self
+            .keep
+            .iter()
+            .rev()
+            .take(4)
+            .any(|k| Arc::ptr_eq(k, v.inner));
+        if !recent {
+            self.keep.push(v.inner.clone());
+        }
+    }
+
+    /// The recorded-dispatch hot path.
+    fn dispatch(
+        &mut self,
+        kernel: &Kernel,
+        buffers: &[&dyn GpuBuf],
+        grid: [u32; 3],
+        pc: &[u8],
+    ) -> Result<&mut Self> {
+        let d = &*self.dev;
+        d.sticky.check()?;
+        let k = &*kernel.core;
+        if !Arc::ptr_eq(&kernel.dev, &self.dev) {
+            return Err(Error::ForeignKernel {
+                kernel: k.label.clone(),
+            });
+        }
+        let bindings = &k.reflection.bindings;
+        if buffers.len() != bindings.len() {
+            return Err(Error::BindingCount {
+                kernel: k.label.clone(),
+                expected: bindings.len(),
+                got: buffers.len(),
+            });
+        }
+        if pc.len() != k.push_constant_size as usize {
+            return Err(Error::PushConstantSize {
+                kernel: k.label.clone(),
+                expected: k.push_constant_size,
+                got: pc.len(),
+            });
+        }
+        let n = buffers.len();
+        let mut infos = [vk::DescriptorBufferInfo::default(); MAX_BINDINGS];
+        for (i, (b, info)) in buffers.iter().zip(bindings).enumerate() {
+            let v = b.view();
+            if v.inner.dev.id != d.id {
+                return Err(Error::ForeignBuffer {
+                    kernel: k.label.clone(),
+                    binding: info.binding,
+                });
+            }
+            let (limit, limit_name, align) = match info.kind {
+                BindingKind::Storage => (
+                    d.info.max_storage_buffer_range,
+                    "maxStorageBufferRange",
+                    d.info.min_storage_buffer_offset_alignment,
+                ),
+                BindingKind::Uniform => (
+                    d.info.max_uniform_buffer_range,
+                    "maxUniformBufferRange",
+                    256,
+                ),
+            };
+            if v.size > limit {
+                return Err(Error::BindingMismatch {
+                    kernel: k.label.clone(),
+                    binding: info.binding,
+                    detail: format!(
+                        "binds {} bytes, over {limit_name} ({limit} bytes); bind slices of at most that size",
+                        v.size
+                    ),
+                });
+            }
+            if align > 1 && v.offset % align != 0 {
+                return Err(Error::BindingMismatch {
+                    kernel: k.label.clone(),
+                    binding: info.binding,
+                    detail: format!(
+                        "slice starts at byte {}, not a multiple of the offset alignment {align}",
+                        v.offset
+                    ),
+                });
+            }
+            infos[i] = vk::DescriptorBufferInfo {
+                buffer: v.inner.raw,
+                offset: v.offset,
+                range: v.size,
+            };
+        }
+        let rebind = !(self.binds_valid
+            && self.last_pipeline == k.pipeline
+            && self.last_count == n
+            && same_infos(&self.last_infos[..n], &infos[..n]));
+        self.begin_command(Stage::Compute, k.writes)?;
+        if rebind {
+            for b in buffers {
+                self.keep_view(&b.view());
+            }
+        }
+        let d = &*self.dev;
+        let cb = self.cb;
+        if self.last_pipeline != k.pipeline || !self.binds_valid {
+            // SAFETY: `cb` is recording; the pipeline lives until the device drops.
+            unsafe {
+                d.raw
+                    .cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, k.pipeline)
+            };
+            self.last_pipeline = k.pipeline;
+        }
+        if rebind && n > 0 {
+            let data = infos.as_ptr().cast::<std::ffi::c_void>();
+            match &d.push_descriptor {
+                Some(pd) if k.push_descriptors => {
+                    // SAFETY: `cb` is recording; the template was made for
+                    // this layout over `n` packed DescriptorBufferInfo, and
+                    // `infos` holds `n` valid entries for live buffers.
+                    unsafe {
+                        pd.cmd_push_descriptor_set_with_template(
+                            cb,
+                            k.template,
+                            k.pipeline_layout,
+                            0,
+                            data,
+                        )
+                    };
+                }
+                _ => {
+                    let rec = self
+                        .rec
+                        .as_mut()
+                        .ok_or(Error::DeviceLost { call: "batch" })?;
+                    let set = rec.allocate_set(&d.raw, &d.sticky, &d.counters, k.set_layout)?;
+                    // SAFETY: `set` is fresh from a pool this batch owns and
+                    // not in use; `infos` matches the template's layout.
+                    unsafe {
+                        d.raw
+                            .update_descriptor_set_with_template(set, k.template, data);
+                        d.raw.cmd_bind_descriptor_sets(
+                            cb,
+                            vk::PipelineBindPoint::COMPUTE,
+                            k.pipeline_layout,
+                            0,
+                            &[set],
+                            &[],
+                        );
+                    }
+                }
+            }
+            self.last_infos[..n].copy_from_slice(&infos[..n]);
+            self.last_count = n;
+        }
+        self.binds_valid = true;
+        if !pc.is_empty() {
+            let mut padded = [0u8; 256];
+            let bytes = if pc.len() % 4 == 0 {
+                pc
+            } else {
+                let len = pc.len().next_multiple_of(4);
+                padded[..pc.len()].copy_from_slice(pc);
+                &padded[..len]
+            };
+            // SAFETY: `cb` is recording; the layout declares a COMPUTE push
+            // range of the block size rounded up to 4, which `bytes` matches.
+            unsafe {
+                d.raw.cmd_push_constants(
+                    cb,
+                    k.pipeline_layout,
+                    vk::ShaderStageFlags::COMPUTE,
+                    0,
+                    bytes,
+                )
+            };
+        }
+        // SAFETY: `cb` is recording with a compute pipeline bound and every
+        // binding and push constant it declares set; the grid is within limits.
+        unsafe { d.raw.cmd_dispatch(cb, grid[0], grid[1], grid[2]) };
+        let label = if self.queries.is_some() {
+            k.label.clone()
+        } else {
+            String::new()
+        };
+        self.end_command(&label)
+    }
+
+    /// Opens a chunk if needed and records the barrier the command needs.
+    #[inline]
+    fn begin_command(&mut self, stage: Stage, writes: bool) -> Result<()> {
+        if self.cb == vk::CommandBuffer::null() {
+            self.open_chunk()?;
+        }
+        if let Some(m) = self.tracker.command(stage, writes) {
+            cmd_barrier(&self.dev.raw, self.cb, m);
+        }
+        Ok(())
+    }
+
+    /// Counts a recorded command; submits the chunk when the policy says so.
+    #[inline]
+    fn end_command(&mut self, label: &str) -> Result<&mut Self> {
+        self.commands += 1;
+        self.chunk_cmds += 1;
+        if self.profiling == Profiling::Commands {
+            if let Some(q) = &mut self.queries {
+                let l = q.next_label.take().unwrap_or_else(|| label.to_string());
+                q.labels.push(l);
+            }
+            self.write_timestamp(vk::PipelineStageFlags::BOTTOM_OF_PIPE);
+        } else if let Some(q) = &mut self.queries {
+            q.next_label = None;
+        }
+        if self.policy.should_flush(self.chunk_cmds) {
+            self.flush()?;
+            self.policy.advance();
+        }
+        Ok(self)
+    }
+
+    fn open_chunk(&mut self) -> Result<()> {
+        let d = &*self.dev;
+        let rec = self
+            .rec
+            .as_mut()
+            .ok_or(Error::DeviceLost { call: "batch" })?;
+        self.cb = rec.begin(&d.raw, &d.sticky, &d.counters)?;
+        self.chunk_cmds = 0;
+        self.binds_valid = false;
+        self.last_pipeline = vk::Pipeline::null();
+        if self.queries.as_ref().is_some_and(|q| q.used == 0) {
+            self.write_timestamp(vk::PipelineStageFlags::TOP_OF_PIPE);
+        }
+        Ok(())
+    }
+
+    fn write_timestamp(&mut self, stage: vk::PipelineStageFlags) {
+        let d = &*self.dev;
+        let Some(q) = &mut self.queries else { return };
+        let pool_index = (q.used / QUERIES_PER_POOL) as usize;
+        if pool_index == q.pools.len() {
+            let info = vk::QueryPoolCreateInfo::default()
+                .query_type(vk::QueryType::TIMESTAMP)
+                .query_count(QUERIES_PER_POOL);
+            // SAFETY: plain creation on a live device.
+            match unsafe { d.raw.create_query_pool(&info, None) } {
+                Ok(p) => {
+                    d.counters.add(Counter::QueryPools, 1);
+                    // SAFETY: `cb` is recording outside any render pass.
+                    unsafe { d.raw.cmd_reset_query_pool(self.cb, p, 0, QUERIES_PER_POOL) };
+                    q.pools.push(p);
+                }
+                Err(_) => return,
+            }
+        }
+        // SAFETY: the query was reset earlier in submission order and is
+        // written once.
+        unsafe {
+            d.raw.cmd_write_timestamp(
+                self.cb,
+                stage,
+                q.pools[pool_index],
+                q.used % QUERIES_PER_POOL,
+            )
+        };
+        q.used += 1;
+    }
+
+    /// Ends and submits the open chunk, if any.
+    fn flush(&mut self) -> Result<()> {
+        if self.cb == vk::CommandBuffer::null() {
+            return Ok(());
+        }
+        let cb = std::mem::replace(&mut self.cb, vk::CommandBuffer::null());
+        if let Some(m) = self.tracker.end_chunk() {
+            cmd_barrier(&self.dev.raw, cb, m);
+        }
+        let d = &*self.dev;
+        // SAFETY: `cb` is recording.
+        unsafe { d.raw.end_command_buffer(cb) }
+            .map_err(|r| d.sticky.fail("vkEndCommandBuffer", r))?;
+        let mut waits = [SemaphoreWait {
+            semaphore: vk::Semaphore::null(),
+            value: 0,
+            stage: vk::PipelineStageFlags::COMPUTE_SHADER | vk::PipelineStageFlags::TRANSFER,
+        }];
+        let mut nwaits = 0;
+        if let Some(t) = &d.transfer {
+            let need = self
+                .keep
+                .iter()
+                .map(|b| b.last_use.transfer())
+                .max()
+                .unwrap_or(0);
+            if need > 0 {
+                waits[0].semaphore = t.timeline;
+                waits[0].value = need;
+                nwaits = 1;
+            }
+        }
+        let value = d
+            .compute
+            .submit(&d.raw, &d.sticky, &[cb], &waits[..nwaits])?;
+        d.counters.submissions.fetch_add(1, Ordering::Relaxed);
+        for b in self.keep.drain(..) {
+            b.last_use.used_compute(value);
+        }
+        self.last_value = value;
+        self.binds_valid = false;
+        Ok(())
+    }
+}
+
+impl Drop for Batch {
+    fn drop(&mut self) {
+        // Unsubmitted commands are discarded: the pool reset drops them.
+        let mark = UseMark {
+            compute: self.last_value,
+            transfer: 0,
+        };
+        if let Some(rec) = self.rec.take() {
+            self.dev.compute_recorders.retire(mark, rec);
+        }
+        if let Some(q) = self.queries.take() {
+            for p in q.pools {
+                self.dev.release(mark, Garbage::QueryPool(p));
+            }
+        }
+    }
+}

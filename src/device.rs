@@ -1,0 +1,819 @@
+//! The device: adapter choice, queues, allocator, and the one place where
+//! everything is destroyed.
+//!
+//! `Device` is a cheap handle (`Arc` of `DeviceInner`); every buffer, kernel,
+//! batch and ticket holds one, so the device outlives them all. Objects that
+//! in-flight work may still use are not destroyed when dropped but parked in
+//! the device's deferred list ([`crate::reclaim`]) until their timeline
+//! values pass. `DeviceInner::drop` is the destroy order: wait for the
+//! queues, then release parked objects, recorders, staging buffers, kernels,
+//! semaphores, the allocator, the device, and last the instance.
+
+use std::mem::ManuallyDrop;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use ash::vk;
+use gpu_allocator::vulkan::{
+    Allocation, AllocationCreateDesc, AllocationScheme, Allocator, AllocatorCreateDesc,
+};
+use gpu_allocator::{AllocationError, AllocationSizes, AllocatorDebugSettings, MemoryLocation};
+
+use crate::adapter::{self, AdapterInfo};
+use crate::error::{Error, Result, Sticky};
+use crate::instance::Instance;
+use crate::pipeline_cache::KernelCache;
+use crate::probe::{self, Probed};
+use crate::queue::Queue;
+use crate::reclaim::{Deferred, UseMark};
+use crate::recorder::RecorderPool;
+use crate::staging::{StagingBuffer, StagingPool};
+use crate::stats::{Counter, Counters, Stats};
+
+/// Environment variable naming the adapter: an index or a name fragment.
+pub const ENV_DEVICE: &str = "VKCOMPUTE_DEVICE";
+/// Environment variable that turns validation on (`1`, `true`, `yes`).
+pub const ENV_VALIDATION: &str = "VKCOMPUTE_VALIDATION";
+
+/// How to create a [`Device`]. `Default` gives what [`Device::new`] uses.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct DeviceOptions {
+    /// Adapter by index or case-insensitive name fragment. `None`: the
+    /// `VKCOMPUTE_DEVICE` variable if set, else the best adapter.
+    pub adapter: Option<String>,
+    /// Enable the Khronos validation layer with synchronization validation.
+    /// `None`: on when `VKCOMPUTE_VALIDATION` is `1`, `true` or `yes`.
+    pub validation: Option<bool>,
+    /// Use a transfer-only queue for staging copies when the adapter has one.
+    pub transfer_queue: bool,
+    /// Use VK_KHR_push_descriptor when available; `false` forces the pooled
+    /// descriptor-set fallback (useful to test it).
+    pub push_descriptors: bool,
+    /// Reach device-local memory that happens to be host-visible and cached
+    /// through its mapping rather than staging copies; `false` forces staging.
+    pub direct_host_access: bool,
+    /// Size in bytes of each staging buffer (transfers larger than this are
+    /// pipelined through two of them).
+    pub staging_buffer_size: u64,
+    /// Upper bound, in bytes, on the user buffers alive at once; an
+    /// allocation past it fails with [`Error::OutOfMemory`]. `None`: only the
+    /// driver's limits apply.
+    pub memory_budget: Option<u64>,
+    /// How long a wait spins on the timeline before blocking in the driver.
+    /// Spinning costs one CPU core for at most this long per wait and cuts
+    /// the latency of short waits (blocking waits wake late on some drivers).
+    pub wait_spin: Duration,
+}
+
+impl Default for DeviceOptions {
+    fn default() -> Self {
+        DeviceOptions {
+            adapter: None,
+            validation: None,
+            transfer_queue: true,
+            push_descriptors: true,
+            direct_host_access: true,
+            staging_buffer_size: 32 << 20,
+            memory_budget: None,
+            wait_spin: Duration::from_micros(50),
+        }
+    }
+}
+
+fn env_flag(name: &str) -> bool {
+    std::env::var(name)
+        .map(|v| {
+            matches!(
+                v.trim().to_ascii_lowercase().as_str(),
+                "1" | "true" | "yes" | "on"
+            )
+        })
+        .unwrap_or(false)
+}
+
+/// A Vulkan device ready for compute. Cheap to clone; `Send + Sync`.
+#[derive(Clone)]
+pub struct Device {
+    pub(crate) inner: Arc<DeviceInner>,
+}
+
+impl std::fmt::Debug for Device {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Device")
+            .field("adapter", &self.inner.info.name)
+            .field("id", &self.inner.id)
+            .finish()
+    }
+}
+
+/// Something parked until in-flight work passes its mark.
+pub(crate) enum Garbage {
+    Buffer(vk::Buffer, Allocation),
+    QueryPool(vk::QueryPool),
+}
+
+/// The shared state behind every handle.
+pub(crate) struct DeviceInner {
+    pub id: u64,
+    pub info: AdapterInfo,
+    pub options: DeviceOptions,
+    pub raw: ash::Device,
+    pub push_descriptor: Option<ash::khr::push_descriptor::Device>,
+    pub debug_utils: Option<ash::ext::debug_utils::Device>,
+    pub compute: Queue,
+    pub transfer: Option<Queue>,
+    pub compute_recorders: RecorderPool,
+    pub transfer_recorders: Option<RecorderPool>,
+    pub sticky: Sticky,
+    pub counters: Counters,
+    pub kernels: KernelCache,
+    pub staging: StagingPool,
+    pub buffer_device_address: bool,
+    /// Valid bits of compute-queue timestamps.
+    pub timestamp_bits: u32,
+    /// Families that share buffers (CONCURRENT sharing when two).
+    pub families: Vec<u32>,
+    allocator: Mutex<ManuallyDrop<Allocator>>,
+    garbage: Mutex<Deferred<Garbage>>,
+    budget_used: AtomicU64,
+    /// Dropped last: the device is destroyed in `drop` before it.
+    instance: Instance,
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+impl Device {
+    /// The best adapter (or the one `VKCOMPUTE_DEVICE` names), validation
+    /// as `VKCOMPUTE_VALIDATION` says.
+    pub fn new() -> Result<Device> {
+        Device::with_options(DeviceOptions::default())
+    }
+
+    /// A device chosen and configured by `options`.
+    pub fn with_options(options: DeviceOptions) -> Result<Device> {
+        let validation = options
+            .validation
+            .unwrap_or_else(|| env_flag(ENV_VALIDATION));
+        let instance = Instance::new(validation)?;
+        let probed = probe::probe_all(&instance.raw)?;
+        let infos: Vec<AdapterInfo> = probed.iter().map(|p| p.info.clone()).collect();
+        let env_choice = std::env::var(ENV_DEVICE).ok();
+        let request = options.adapter.as_deref().or(env_choice.as_deref());
+        let chosen = adapter::pick(&infos, request)?;
+        let p = probed.into_iter().nth(chosen).ok_or(Error::NoAdapter)?;
+        let inner = DeviceInner::create(instance, p, options, validation)?;
+        log::info!(
+            "vkcompute: using {} ({:?}, {} {}), transfer queue: {}, push descriptors: {}",
+            inner.info.name,
+            inner.info.adapter_type,
+            inner.info.driver_name,
+            inner.info.driver_info,
+            inner.transfer.is_some(),
+            inner.push_descriptor.is_some()
+        );
+        Ok(Device {
+            inner: Arc::new(inner),
+        })
+    }
+
+    /// Every adapter with a compute queue, in enumeration order.
+    pub fn adapters() -> Result<Vec<AdapterInfo>> {
+        let instance = Instance::new(false)?;
+        Ok(probe::probe_all(&instance.raw)?
+            .into_iter()
+            .map(|p| p.info)
+            .collect())
+    }
+
+    /// One device per adapter (for multi-GPU work), with `options` applied
+    /// to each (its `adapter` field is ignored).
+    pub fn all(options: DeviceOptions) -> Result<Vec<Device>> {
+        Device::adapters()?
+            .into_iter()
+            .map(|a| {
+                Device::with_options(DeviceOptions {
+                    adapter: Some(a.index.to_string()),
+                    ..options.clone()
+                })
+            })
+            .collect()
+    }
+
+    /// What the chosen adapter offers.
+    pub fn info(&self) -> &AdapterInfo {
+        &self.inner.info
+    }
+
+    /// The options the device was created with.
+    pub fn options(&self) -> &DeviceOptions {
+        &self.inner.options
+    }
+
+    /// Whether the validation layer is on for this device.
+    pub fn validation_enabled(&self) -> bool {
+        self.inner.instance.debug_utils.is_some()
+    }
+
+    /// Validation-layer warnings and errors counted so far on this device
+    /// (0 when validation is off).
+    pub fn validation_message_count(&self) -> usize {
+        self.inner.instance.log.count()
+    }
+
+    /// The first validation messages (up to 64), verbatim.
+    pub fn validation_messages(&self) -> Vec<String> {
+        self.inner.instance.log.messages()
+    }
+
+    /// Whether the device was lost; every operation then fails with
+    /// [`Error::DeviceLost`].
+    pub fn is_lost(&self) -> bool {
+        self.inner.sticky.is_lost()
+    }
+
+    /// Counts of live Vulkan objects and memory.
+    pub fn stats(&self) -> Stats {
+        self.inner.maintain_quiet();
+        let mut s = self.inner.counters.snapshot();
+        s.deferred = self
+            .inner
+            .garbage
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .len() as i64
+            + self.inner.compute_recorders.busy_len() as i64
+            + self
+                .inner
+                .transfer_recorders
+                .as_ref()
+                .map_or(0, |r| r.busy_len() as i64);
+        let report = self
+            .inner
+            .allocator
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .generate_report();
+        s.allocator_used_bytes = report.total_allocated_bytes;
+        s.allocator_reserved_bytes = report.total_capacity_bytes;
+        debug_assert_eq!(s.pipelines as usize, self.inner.kernels.len());
+        s
+    }
+
+    /// Waits until all submitted work is done, then releases parked objects.
+    pub fn wait_idle(&self) -> Result<()> {
+        self.inner.wait_idle()?;
+        self.inner.maintain()
+    }
+
+    /// Waits for idle, then releases pooled objects not in use (free
+    /// recorders, staging buffers) so [`Device::stats`] shows only what
+    /// users hold. Kernels stay cached.
+    pub fn trim(&self) -> Result<()> {
+        self.wait_idle()?;
+        let d = &self.inner;
+        d.compute_recorders.trim(&d.raw, &d.counters);
+        if let Some(t) = &d.transfer_recorders {
+            t.trim(&d.raw, &d.counters);
+        }
+        for s in d.staging.drain() {
+            d.destroy_staging(s);
+        }
+        Ok(())
+    }
+
+    /// A process-unique id of this device.
+    pub fn id(&self) -> u64 {
+        self.inner.id
+    }
+}
+
+impl DeviceInner {
+    fn create(
+        instance: Instance,
+        p: Probed,
+        options: DeviceOptions,
+        validation: bool,
+    ) -> Result<DeviceInner> {
+        let sticky = Sticky::default();
+        let fail = |call, r| sticky.fail(call, r);
+        // SAFETY (whole block): `p.physical` belongs to `instance`; all
+        // create-info pointers refer to locals alive across each call.
+        unsafe {
+            let mut core = vk::PhysicalDeviceFeatures2::default();
+            let mut q11 = vk::PhysicalDeviceVulkan11Features::default();
+            let mut q12 = vk::PhysicalDeviceVulkan12Features::default();
+            let mut q13 = vk::PhysicalDeviceVulkan13Features::default();
+            let api13 = p.info.api_version >= (1, 3, 0);
+            {
+                let mut chain = vk::PhysicalDeviceFeatures2::default()
+                    .push_next(&mut q11)
+                    .push_next(&mut q12);
+                if api13 {
+                    chain = chain.push_next(&mut q13);
+                }
+                instance
+                    .raw
+                    .get_physical_device_features2(p.physical, &mut chain);
+                core.features = chain.features;
+            }
+            if q12.timeline_semaphore != vk::TRUE {
+                return Err(Error::Unsupported {
+                    what: "timeline semaphores",
+                    adapter: p.info.name.clone(),
+                });
+            }
+            let f = core.features;
+            let features = vk::PhysicalDeviceFeatures::default()
+                .shader_int64(f.shader_int64 == vk::TRUE)
+                .shader_int16(f.shader_int16 == vk::TRUE)
+                .shader_float64(f.shader_float64 == vk::TRUE);
+            let mut e11 = vk::PhysicalDeviceVulkan11Features::default()
+                .storage_buffer16_bit_access(q11.storage_buffer16_bit_access == vk::TRUE)
+                .uniform_and_storage_buffer16_bit_access(
+                    q11.uniform_and_storage_buffer16_bit_access == vk::TRUE,
+                );
+            let bda = q12.buffer_device_address == vk::TRUE;
+            let mut e12 = vk::PhysicalDeviceVulkan12Features::default()
+                .timeline_semaphore(true)
+                .shader_float16(q12.shader_float16 == vk::TRUE)
+                .shader_int8(q12.shader_int8 == vk::TRUE)
+                .storage_buffer8_bit_access(q12.storage_buffer8_bit_access == vk::TRUE)
+                .uniform_and_storage_buffer8_bit_access(
+                    q12.uniform_and_storage_buffer8_bit_access == vk::TRUE,
+                )
+                .scalar_block_layout(q12.scalar_block_layout == vk::TRUE)
+                .vulkan_memory_model(q12.vulkan_memory_model == vk::TRUE)
+                .buffer_device_address(bda);
+            let mut e13 = vk::PhysicalDeviceVulkan13Features::default()
+                .synchronization2(q13.synchronization2 == vk::TRUE)
+                .maintenance4(q13.maintenance4 == vk::TRUE)
+                .subgroup_size_control(q13.subgroup_size_control == vk::TRUE)
+                .compute_full_subgroups(q13.compute_full_subgroups == vk::TRUE);
+
+            let transfer_family = p.plan.transfer.filter(|_| options.transfer_queue);
+            let prio = [1.0f32];
+            let mut queue_infos = vec![vk::DeviceQueueCreateInfo::default()
+                .queue_family_index(p.plan.compute)
+                .queue_priorities(&prio)];
+            if let Some(t) = transfer_family {
+                queue_infos.push(
+                    vk::DeviceQueueCreateInfo::default()
+                        .queue_family_index(t)
+                        .queue_priorities(&prio),
+                );
+            }
+            let use_push = options.push_descriptors && p.info.push_descriptor;
+            let mut extensions = Vec::new();
+            if use_push {
+                extensions.push(probe::PUSH_DESCRIPTOR.as_ptr());
+            }
+            let mut info = vk::DeviceCreateInfo::default()
+                .queue_create_infos(&queue_infos)
+                .enabled_extension_names(&extensions)
+                .enabled_features(&features)
+                .push_next(&mut e11)
+                .push_next(&mut e12);
+            if api13 {
+                info = info.push_next(&mut e13);
+            }
+            let raw = instance
+                .raw
+                .create_device(p.physical, &info, None)
+                .map_err(|r| fail("vkCreateDevice", r))?;
+
+            // From here on, a failure must destroy `raw`.
+            let built = (|| -> Result<_> {
+                let allocator = Allocator::new(&AllocatorCreateDesc {
+                    instance: instance.raw.clone(),
+                    device: raw.clone(),
+                    physical_device: p.physical,
+                    debug_settings: {
+                        let mut s = AllocatorDebugSettings::default();
+                        s.log_leaks_on_shutdown = false;
+                        s
+                    },
+                    buffer_device_address: bda,
+                    allocation_sizes: AllocationSizes::default(),
+                })
+                .map_err(|e| Error::Allocator(e.to_string()))?;
+                let counters = Counters::default();
+                let compute = Queue::new(&raw, p.plan.compute, &sticky)?;
+                counters.add(Counter::Semaphores, 1);
+                let transfer = match transfer_family {
+                    Some(t) => match Queue::new(&raw, t, &sticky) {
+                        Ok(q) => {
+                            counters.add(Counter::Semaphores, 1);
+                            Some(q)
+                        }
+                        Err(e) => {
+                            compute.destroy(&raw);
+                            return Err(e);
+                        }
+                    },
+                    None => None,
+                };
+                let cache_info = vk::PipelineCacheCreateInfo::default();
+                let vk_cache = match raw.create_pipeline_cache(&cache_info, None) {
+                    Ok(c) => c,
+                    Err(r) => {
+                        compute.destroy(&raw);
+                        if let Some(t) = &transfer {
+                            t.destroy(&raw);
+                        }
+                        return Err(sticky.fail("vkCreatePipelineCache", r));
+                    }
+                };
+                Ok((allocator, counters, compute, transfer, vk_cache))
+            })();
+            let (allocator, counters, compute, transfer, vk_cache) = match built {
+                Ok(b) => b,
+                Err(e) => {
+                    raw.destroy_device(None);
+                    return Err(e);
+                }
+            };
+
+            let push_descriptor =
+                use_push.then(|| ash::khr::push_descriptor::Device::new(&instance.raw, &raw));
+            let debug_utils =
+                validation.then(|| ash::ext::debug_utils::Device::new(&instance.raw, &raw));
+            let mut families = vec![compute.family];
+            if let Some(t) = &transfer {
+                families.push(t.family);
+            }
+            let mut info = p.info;
+            info.push_descriptor = use_push;
+            Ok(DeviceInner {
+                id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+                info,
+                compute_recorders: RecorderPool::new(compute.family),
+                transfer_recorders: transfer.as_ref().map(|t| RecorderPool::new(t.family)),
+                options,
+                raw,
+                push_descriptor,
+                debug_utils,
+                compute,
+                transfer,
+                sticky,
+                counters,
+                kernels: KernelCache::new(vk_cache),
+                staging: StagingPool::default(),
+                timestamp_bits: p.plan.timestamp_bits,
+                buffer_device_address: bda,
+                families,
+                allocator: Mutex::new(ManuallyDrop::new(allocator)),
+                garbage: Mutex::new(Deferred::default()),
+                budget_used: AtomicU64::new(0),
+                instance,
+            })
+        }
+    }
+
+    /// The queue staging copies go to.
+    pub(crate) fn transfer_queue(&self) -> &Queue {
+        self.transfer.as_ref().unwrap_or(&self.compute)
+    }
+
+    /// The recorders of the queue staging copies go to.
+    pub(crate) fn transfer_recorder_pool(&self) -> &RecorderPool {
+        self.transfer_recorders
+            .as_ref()
+            .unwrap_or(&self.compute_recorders)
+    }
+
+    /// A mark on the transfer queue for `value` (on the compute queue when
+    /// there is no transfer queue).
+    pub(crate) fn transfer_mark(&self, value: u64) -> UseMark {
+        if self.transfer.is_some() {
+            UseMark {
+                compute: 0,
+                transfer: value,
+            }
+        } else {
+            UseMark {
+                compute: value,
+                transfer: 0,
+            }
+        }
+    }
+
+    /// Completed values on both queues, asking the driver.
+    pub(crate) fn completed(&self) -> Result<UseMark> {
+        Ok(UseMark {
+            compute: self.compute.poll(&self.raw, &self.sticky)?,
+            transfer: match &self.transfer {
+                Some(t) => t.poll(&self.raw, &self.sticky)?,
+                None => 0,
+            },
+        })
+    }
+
+    /// Completed values as last seen, without asking the driver.
+    pub(crate) fn completed_cached(&self) -> UseMark {
+        UseMark {
+            compute: self.compute.completed_cached(),
+            transfer: self.transfer.as_ref().map_or(0, Queue::completed_cached),
+        }
+    }
+
+    /// Waits until `mark` is reached on both queues.
+    pub(crate) fn wait_mark(&self, mark: UseMark, timeout: Option<Duration>) -> Result<()> {
+        let spin = self.options.wait_spin;
+        self.compute
+            .wait(&self.raw, &self.sticky, mark.compute, timeout, spin)?;
+        if let Some(t) = &self.transfer {
+            t.wait(&self.raw, &self.sticky, mark.transfer, timeout, spin)?;
+        }
+        Ok(())
+    }
+
+    /// Waits for all submitted work on every queue.
+    pub(crate) fn wait_idle(&self) -> Result<()> {
+        self.compute.wait_all(&self.raw, &self.sticky)?;
+        if let Some(t) = &self.transfer {
+            t.wait_all(&self.raw, &self.sticky)?;
+        }
+        Ok(())
+    }
+
+    /// Releases parked objects and recorders whose work completed.
+    pub(crate) fn maintain(&self) -> Result<()> {
+        let done = self.completed()?;
+        self.release_ready(done);
+        Ok(())
+    }
+
+    /// `maintain` that ignores errors (used where none can be reported).
+    pub(crate) fn maintain_quiet(&self) {
+        if let Ok(done) = self.completed() {
+            self.release_ready(done);
+        }
+    }
+
+    fn release_ready(&self, done: UseMark) {
+        let ready = {
+            let mut g = self.garbage.lock().unwrap_or_else(|p| p.into_inner());
+            if g.is_empty() {
+                Vec::new()
+            } else {
+                g.take_ready(done)
+            }
+        };
+        for item in ready {
+            self.destroy_garbage(item);
+        }
+        self.compute_recorders
+            .maintain(&self.raw, &self.counters, done);
+        if let Some(t) = &self.transfer_recorders {
+            t.maintain(&self.raw, &self.counters, done);
+        }
+    }
+
+    /// Releases `item` now if `mark` has passed, else parks it.
+    pub(crate) fn release(&self, mark: UseMark, item: Garbage) {
+        if mark.reached(self.completed_cached()) {
+            self.destroy_garbage(item);
+        } else {
+            self.garbage
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(mark, item);
+        }
+    }
+
+    fn destroy_garbage(&self, item: Garbage) {
+        match item {
+            Garbage::Buffer(raw, alloc) => self.destroy_buffer(raw, alloc, false),
+            Garbage::QueryPool(pool) => {
+                // SAFETY: the pool's last use completed (its mark passed).
+                unsafe { self.raw.destroy_query_pool(pool, None) };
+                self.counters.add(Counter::QueryPools, -1);
+            }
+        }
+    }
+
+    /// Creates a buffer of `size` bytes with memory at `location`.
+    /// `user` buffers count against the memory budget and the buffer stats.
+    pub(crate) fn create_buffer(
+        &self,
+        size: u64,
+        location: MemoryLocation,
+        name: &str,
+        user: bool,
+    ) -> Result<(vk::Buffer, Allocation)> {
+        self.sticky.check()?;
+        let info = &self.info;
+        if size > info.max_memory_allocation_size {
+            return Err(Error::BufferTooLarge {
+                requested: size,
+                limit: info.max_memory_allocation_size,
+                limit_name: "maxMemoryAllocationSize",
+            });
+        }
+        if size > info.max_buffer_size {
+            return Err(Error::BufferTooLarge {
+                requested: size,
+                limit: info.max_buffer_size,
+                limit_name: "maxBufferSize",
+            });
+        }
+        if user {
+            if let Some(budget) = self.options.memory_budget {
+                let prev = self.budget_used.fetch_add(size, Ordering::AcqRel);
+                if prev + size > budget {
+                    self.budget_used.fetch_sub(size, Ordering::AcqRel);
+                    return Err(Error::OutOfMemory {
+                        requested: size,
+                        detail: format!(
+                            "memory budget of {budget} bytes, {prev} in use (DeviceOptions::memory_budget)"
+                        ),
+                    });
+                }
+            } else {
+                self.budget_used.fetch_add(size, Ordering::AcqRel);
+            }
+        }
+        let unbudget = || {
+            if user {
+                self.budget_used.fetch_sub(size, Ordering::AcqRel);
+            }
+        };
+        let mut usage = vk::BufferUsageFlags::STORAGE_BUFFER
+            | vk::BufferUsageFlags::UNIFORM_BUFFER
+            | vk::BufferUsageFlags::TRANSFER_SRC
+            | vk::BufferUsageFlags::TRANSFER_DST;
+        if self.buffer_device_address {
+            usage |= vk::BufferUsageFlags::SHADER_DEVICE_ADDRESS;
+        }
+        let concurrent = self.families.len() > 1;
+        let mut binfo = vk::BufferCreateInfo::default().size(size).usage(usage);
+        binfo = if concurrent {
+            binfo
+                .sharing_mode(vk::SharingMode::CONCURRENT)
+                .queue_family_indices(&self.families)
+        } else {
+            binfo.sharing_mode(vk::SharingMode::EXCLUSIVE)
+        };
+        // SAFETY: valid create info on a live device.
+        let raw = match unsafe { self.raw.create_buffer(&binfo, None) } {
+            Ok(b) => b,
+            Err(r) => {
+                unbudget();
+                return Err(self.sticky.fail("vkCreateBuffer", r));
+            }
+        };
+        // SAFETY: `raw` is a live buffer of this device.
+        let requirements = unsafe { self.raw.get_buffer_memory_requirements(raw) };
+        let alloc = {
+            let mut a = self.allocator.lock().unwrap_or_else(|p| p.into_inner());
+            a.allocate(&AllocationCreateDesc {
+                name,
+                requirements,
+                location,
+                linear: true,
+                allocation_scheme: AllocationScheme::GpuAllocatorManaged,
+            })
+        };
+        let alloc = match alloc {
+            Ok(a) => a,
+            Err(e) => {
+                // SAFETY: the buffer was never bound or used.
+                unsafe { self.raw.destroy_buffer(raw, None) };
+                unbudget();
+                return Err(match e {
+                    AllocationError::OutOfMemory => Error::OutOfMemory {
+                        requested: size,
+                        detail: "the driver has no memory left in a suitable heap".into(),
+                    },
+                    other => Error::Allocator(other.to_string()),
+                });
+            }
+        };
+        // SAFETY: the allocation satisfies `requirements` of this buffer.
+        if let Err(r) = unsafe {
+            self.raw
+                .bind_buffer_memory(raw, alloc.memory(), alloc.offset())
+        } {
+            // SAFETY: the buffer is unused.
+            unsafe { self.raw.destroy_buffer(raw, None) };
+            let _ = self
+                .allocator
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .free(alloc);
+            unbudget();
+            return Err(self.sticky.fail("vkBindBufferMemory", r));
+        }
+        self.counters.add(Counter::Allocations, 1);
+        if user {
+            self.counters.add(Counter::Buffers, 1);
+            self.counters
+                .buffer_bytes
+                .fetch_add(size, Ordering::Relaxed);
+        }
+        self.set_name(raw, name);
+        Ok((raw, alloc))
+    }
+
+    /// Destroys a buffer and frees its memory now.
+    pub(crate) fn destroy_buffer(&self, raw: vk::Buffer, alloc: Allocation, staging: bool) {
+        // SAFETY: callers pass buffers no pending submission uses.
+        unsafe { self.raw.destroy_buffer(raw, None) };
+        let _ = self
+            .allocator
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .free(alloc);
+        self.counters.add(Counter::Allocations, -1);
+        if !staging {
+            self.counters.add(Counter::Buffers, -1);
+        }
+    }
+
+    /// Takes back a user buffer's budget share (called when it is dropped).
+    pub(crate) fn unbudget(&self, size: u64) {
+        self.budget_used.fetch_sub(size, Ordering::AcqRel);
+        self.counters
+            .buffer_bytes
+            .fetch_sub(size, Ordering::Relaxed);
+    }
+
+    /// A staging buffer of at least `size` bytes, pooled or new.
+    pub(crate) fn take_staging(&self, size: u64) -> Result<StagingBuffer> {
+        if let Some(s) = self.staging.take(size) {
+            return Ok(s);
+        }
+        let (raw, alloc) =
+            self.create_buffer(size, MemoryLocation::GpuToCpu, "vkcompute staging", false)?;
+        self.counters.add(Counter::StagingBuffers, 1);
+        StagingBuffer::new(raw, alloc, size).map_err(|(raw, alloc)| {
+            self.destroy_buffer(raw, alloc, true);
+            self.counters.add(Counter::StagingBuffers, -1);
+            Error::Allocator("staging memory could not be mapped".into())
+        })
+    }
+
+    /// Returns a staging buffer (its copies must have completed).
+    pub(crate) fn give_staging(&self, s: StagingBuffer) {
+        if let Some(extra) = self.staging.give(s) {
+            self.destroy_staging(extra);
+        }
+    }
+
+    fn destroy_staging(&self, s: StagingBuffer) {
+        self.destroy_buffer(s.raw, s.alloc, true);
+        self.counters.add(Counter::StagingBuffers, -1);
+    }
+
+    /// Names a Vulkan object for validation messages and debuggers.
+    pub(crate) fn set_name<H: vk::Handle>(&self, handle: H, name: &str) {
+        let Some(du) = &self.debug_utils else { return };
+        let Ok(c) = std::ffi::CString::new(name) else {
+            return;
+        };
+        let info = vk::DebugUtilsObjectNameInfoEXT::default()
+            .object_handle(handle)
+            .object_name(&c);
+        // SAFETY: `handle` is a live object of this device; `c` outlives the call.
+        let _ = unsafe { du.set_debug_utils_object_name(&info) };
+    }
+}
+
+impl Drop for DeviceInner {
+    fn drop(&mut self) {
+        // The destroy order. Work may still be in flight if tickets were
+        // dropped unwaited: wait for it (unless the device is lost, when the
+        // driver guarantees nothing will run).
+        // SAFETY (whole block): after vkDeviceWaitIdle nothing is pending, so
+        // every object may be destroyed; children go before the device, the
+        // device before the instance (a later field).
+        unsafe {
+            let _ = self.raw.device_wait_idle();
+            for item in self
+                .garbage
+                .get_mut()
+                .unwrap_or_else(|p| p.into_inner())
+                .take_all()
+            {
+                self.destroy_garbage(item);
+            }
+            self.compute_recorders
+                .destroy_all(&self.raw, &self.counters);
+            if let Some(t) = &self.transfer_recorders {
+                t.destroy_all(&self.raw, &self.counters);
+            }
+            for s in self.staging.drain() {
+                self.destroy_staging(s);
+            }
+            self.kernels.destroy_all(&self.raw, &self.counters);
+            self.compute.destroy(&self.raw);
+            if let Some(t) = &self.transfer {
+                t.destroy(&self.raw);
+            }
+            ManuallyDrop::drop(self.allocator.get_mut().unwrap_or_else(|p| p.into_inner()));
+            self.raw.destroy_device(None);
+        }
+    }
+}

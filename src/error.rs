@@ -1,0 +1,385 @@
+//! The crate's one error type.
+//!
+//! Every failure a caller can cause or meet is a variant here, naming what was
+//! asked, the limit or the Vulkan call at fault. Device loss is sticky: once a
+//! Vulkan call reports `VK_ERROR_DEVICE_LOST`, every later call on that device
+//! returns [`Error::DeviceLost`] without touching the driver.
+
+use std::time::Duration;
+
+use ash::vk;
+
+/// Result alias used throughout the crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in vkcompute.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The Vulkan loader library could not be found or opened.
+    #[error("could not load the Vulkan loader (libvulkan): {0}; install libvulkan1")]
+    Loader(String),
+
+    /// A Vulkan call failed.
+    #[error("{call} failed: {result}")]
+    Vulkan {
+        /// The Vulkan entry point that failed.
+        call: &'static str,
+        /// The result code it returned.
+        result: vk::Result,
+    },
+
+    /// The device was lost (driver reset, GPU fault, hang). Sticky: every
+    /// later operation on the same `Device` returns this too.
+    #[error("the Vulkan device was lost (first seen in {call}); recreate the Device")]
+    DeviceLost {
+        /// The call that first reported the loss.
+        call: &'static str,
+    },
+
+    /// A wait ran out of time before the GPU finished.
+    #[error("timed out after {waited:?} waiting for the GPU")]
+    Timeout {
+        /// How long the caller waited.
+        waited: Duration,
+    },
+
+    /// No Vulkan adapter with a compute queue exists.
+    #[error("no Vulkan adapter with a compute queue was found; install a driver (mesa-vulkan-drivers provides lavapipe)")]
+    NoAdapter,
+
+    /// The adapter asked for (by index or name) does not exist.
+    #[error("no adapter matches {requested:?}; available: {available:?}")]
+    AdapterNotFound {
+        /// The index or name fragment that was asked for.
+        requested: String,
+        /// Names of the adapters that do exist, by index.
+        available: Vec<String>,
+    },
+
+    /// Validation was asked for but the Khronos validation layer is missing.
+    #[error("validation requested but VK_LAYER_KHRONOS_validation is not installed; install vulkan-validationlayers")]
+    ValidationLayerMissing,
+
+    /// The adapter lacks something the operation needs.
+    #[error("{what} is not supported by adapter {adapter:?}")]
+    Unsupported {
+        /// The missing capability.
+        what: &'static str,
+        /// The adapter's name.
+        adapter: String,
+    },
+
+    /// A buffer of zero elements was requested.
+    #[error("{what}: zero-length buffers are not allowed")]
+    ZeroLength {
+        /// Which operation was asked for a zero-length buffer.
+        what: &'static str,
+    },
+
+    /// A buffer larger than a device limit was requested.
+    #[error("buffer of {requested} bytes exceeds {limit_name} ({limit} bytes)")]
+    BufferTooLarge {
+        /// Bytes requested.
+        requested: u64,
+        /// The limit in bytes.
+        limit: u64,
+        /// Which limit (maxMemoryAllocationSize, maxBufferSize, memory budget).
+        limit_name: &'static str,
+    },
+
+    /// The allocator has no memory left for the request.
+    #[error("out of device memory allocating {requested} bytes ({detail})")]
+    OutOfMemory {
+        /// Bytes requested.
+        requested: u64,
+        /// What ran out: the configured budget or the driver's heap.
+        detail: String,
+    },
+
+    /// A range of elements lies outside a buffer.
+    #[error("{what}: range {start}..{end} is outside a buffer of {len} elements")]
+    OutOfRange {
+        /// The operation.
+        what: &'static str,
+        /// First element asked for.
+        start: u64,
+        /// One past the last element asked for.
+        end: u64,
+        /// The buffer's length in elements.
+        len: u64,
+    },
+
+    /// A host slice's length does not match the buffer (or range) length.
+    #[error("{what}: expected {expected} elements, got {got}")]
+    LengthMismatch {
+        /// The operation.
+        what: &'static str,
+        /// Elements the buffer side holds.
+        expected: u64,
+        /// Elements the host side holds.
+        got: u64,
+    },
+
+    /// The SPIR-V module is malformed.
+    #[error("invalid SPIR-V: {reason}")]
+    InvalidSpirv {
+        /// What is wrong with it.
+        reason: String,
+    },
+
+    /// The requested entry point does not exist or is not a compute shader.
+    #[error("no compute entry point named {requested:?}; compute entry points: {available:?}")]
+    EntryPointNotFound {
+        /// The entry point asked for.
+        requested: String,
+        /// The module's compute entry points.
+        available: Vec<String>,
+    },
+
+    /// The kernel uses a resource kind this crate cannot bind.
+    #[error("kernel {kernel:?}: {detail}")]
+    UnsupportedShader {
+        /// The kernel's label.
+        kernel: String,
+        /// What is unsupported.
+        detail: String,
+    },
+
+    /// GLSL failed to compile; the message holds shaderc's diagnostics with line numbers.
+    #[error("GLSL compilation failed:\n{message}")]
+    Glsl {
+        /// shaderc's error output.
+        message: String,
+    },
+
+    /// A specialization constant was given a bad id or a value of the wrong size.
+    #[error("kernel {kernel:?}: specialization constant {id}: {detail}")]
+    SpecConstant {
+        /// The kernel's label.
+        kernel: String,
+        /// The constant's SpecId.
+        id: u32,
+        /// What is wrong.
+        detail: String,
+    },
+
+    /// The kernel's workgroup size exceeds the adapter's limits.
+    #[error("kernel {kernel:?}: workgroup size {size:?} exceeds maxComputeWorkGroupSize {limit:?} or maxComputeWorkGroupInvocations {max_invocations}")]
+    WorkgroupSizeLimit {
+        /// The kernel's label.
+        kernel: String,
+        /// The workgroup size after specialization.
+        size: [u32; 3],
+        /// The adapter's per-dimension limit.
+        limit: [u32; 3],
+        /// The adapter's limit on invocations per workgroup.
+        max_invocations: u32,
+    },
+
+    /// The kernel declares more than the crate or the adapter can bind.
+    #[error("kernel {kernel:?}: {what} is {got}, over the limit of {limit}")]
+    KernelLimit {
+        /// The kernel's label.
+        kernel: String,
+        /// What is over the limit (bindings, push-constant bytes).
+        what: &'static str,
+        /// What the kernel declares.
+        got: u64,
+        /// The limit.
+        limit: u64,
+    },
+
+    /// A dispatch passed the wrong number of buffers.
+    #[error("kernel {kernel:?} expects {expected} buffer bindings, got {got}")]
+    BindingCount {
+        /// The kernel's label.
+        kernel: String,
+        /// Bindings the kernel declares.
+        expected: usize,
+        /// Buffers passed.
+        got: usize,
+    },
+
+    /// A buffer cannot be bound where the kernel expects it.
+    #[error("kernel {kernel:?} binding {binding}: {detail}")]
+    BindingMismatch {
+        /// The kernel's label.
+        kernel: String,
+        /// Binding number.
+        binding: u32,
+        /// What is wrong (kind, size, alignment, range limit).
+        detail: String,
+    },
+
+    /// A kernel created on another `Device` was passed.
+    #[error("kernel {kernel:?} belongs to another Device")]
+    ForeignKernel {
+        /// The kernel's label.
+        kernel: String,
+    },
+
+    /// A buffer created on another `Device` was passed.
+    #[error("kernel {kernel:?} binding {binding}: buffer belongs to another Device")]
+    ForeignBuffer {
+        /// The kernel's label (or the operation).
+        kernel: String,
+        /// Binding number (0 for copies).
+        binding: u32,
+    },
+
+    /// Push-constant bytes do not match the kernel's push-constant block.
+    #[error("kernel {kernel:?} expects {expected} bytes of push constants, got {got}")]
+    PushConstantSize {
+        /// The kernel's label.
+        kernel: String,
+        /// Size of the kernel's push-constant block in bytes.
+        expected: u32,
+        /// Bytes passed.
+        got: usize,
+    },
+
+    /// A dispatch of zero invocations or zero workgroups.
+    #[error("kernel {kernel:?}: a dispatch needs at least one invocation (got {workgroups:?} workgroups)")]
+    EmptyDispatch {
+        /// The kernel's label.
+        kernel: String,
+        /// Workgroups asked for.
+        workgroups: [u32; 3],
+    },
+
+    /// The dispatch does not fit in the adapter's workgroup-count limits.
+    #[error(
+        "kernel {kernel:?}: {requested:?} workgroups exceed maxComputeWorkGroupCount {limit:?}"
+    )]
+    WorkgroupLimit {
+        /// The kernel's label.
+        kernel: String,
+        /// Workgroups asked for (or needed).
+        requested: [u64; 3],
+        /// The adapter's limit per dimension.
+        limit: [u32; 3],
+    },
+
+    /// A copy or fill with mismatched or misaligned sizes.
+    #[error("{what}: {detail}")]
+    BadTransfer {
+        /// The operation.
+        what: &'static str,
+        /// What is wrong.
+        detail: String,
+    },
+
+    /// The GPU-side memory allocator failed.
+    #[error("gpu-allocator: {0}")]
+    Allocator(String),
+}
+
+impl Error {
+    /// True for [`Error::DeviceLost`].
+    pub fn is_device_lost(&self) -> bool {
+        matches!(self, Error::DeviceLost { .. })
+    }
+}
+
+/// Maps a failed Vulkan result to an error, naming the call.
+///
+/// `VK_ERROR_DEVICE_LOST` becomes [`Error::DeviceLost`]; the caller records
+/// it in the device's sticky flag. Out-of-memory results become
+/// [`Error::OutOfMemory`].
+pub(crate) fn vk_error(call: &'static str, result: vk::Result) -> Error {
+    match result {
+        vk::Result::ERROR_DEVICE_LOST => Error::DeviceLost { call },
+        vk::Result::ERROR_OUT_OF_DEVICE_MEMORY | vk::Result::ERROR_OUT_OF_HOST_MEMORY => {
+            Error::OutOfMemory {
+                requested: 0,
+                detail: format!("{call} returned {result}"),
+            }
+        }
+        _ => Error::Vulkan { call, result },
+    }
+}
+
+/// The device's sticky loss flag: set by the first call that reports
+/// `VK_ERROR_DEVICE_LOST`, checked (one atomic load) before further work.
+#[derive(Debug, Default)]
+pub(crate) struct Sticky(std::sync::OnceLock<&'static str>);
+
+impl Sticky {
+    /// `Err(DeviceLost)` once the device was lost.
+    #[inline]
+    pub(crate) fn check(&self) -> Result<()> {
+        match self.0.get() {
+            None => Ok(()),
+            Some(call) => Err(Error::DeviceLost { call }),
+        }
+    }
+
+    /// Maps a failed result to an error, recording device loss.
+    pub(crate) fn fail(&self, call: &'static str, result: vk::Result) -> Error {
+        let e = vk_error(call, result);
+        if e.is_device_lost() {
+            let _ = self.0.set(call);
+            return Error::DeviceLost {
+                call: self.0.get().copied().unwrap_or(call),
+            };
+        }
+        e
+    }
+
+    /// Whether the device was lost.
+    pub(crate) fn is_lost(&self) -> bool {
+        self.0.get().is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loss_is_sticky_and_names_the_first_call() {
+        let s = Sticky::default();
+        assert!(s.check().is_ok());
+        let e = s.fail("vkCreateBuffer", vk::Result::ERROR_OUT_OF_HOST_MEMORY);
+        assert!(!e.is_device_lost() && s.check().is_ok());
+        assert!(s
+            .fail("vkQueueSubmit", vk::Result::ERROR_DEVICE_LOST)
+            .is_device_lost());
+        let later = s.fail("vkWaitSemaphores", vk::Result::ERROR_DEVICE_LOST);
+        assert!(matches!(
+            later,
+            Error::DeviceLost {
+                call: "vkQueueSubmit"
+            }
+        ));
+        assert!(matches!(
+            s.check(),
+            Err(Error::DeviceLost {
+                call: "vkQueueSubmit"
+            })
+        ));
+        assert!(s.is_lost());
+    }
+
+    #[test]
+    fn device_lost_maps_to_sticky_variant() {
+        let e = vk_error("vkQueueSubmit", vk::Result::ERROR_DEVICE_LOST);
+        assert!(e.is_device_lost());
+        assert!(e.to_string().contains("vkQueueSubmit"));
+    }
+
+    #[test]
+    fn other_results_name_the_call() {
+        let e = vk_error("vkCreateBuffer", vk::Result::ERROR_INITIALIZATION_FAILED);
+        assert!(matches!(
+            e,
+            Error::Vulkan {
+                call: "vkCreateBuffer",
+                ..
+            }
+        ));
+        let oom = vk_error("vkAllocateMemory", vk::Result::ERROR_OUT_OF_DEVICE_MEMORY);
+        assert!(matches!(oom, Error::OutOfMemory { .. }));
+    }
+}

@@ -1,0 +1,192 @@
+//! The Vulkan loader, the instance, and the validation messenger.
+//!
+//! The loader is opened at run time (`ash::Entry::load`), so binaries link no
+//! Vulkan library. With validation on, the instance enables
+//! `VK_LAYER_KHRONOS_validation` with synchronization validation, and a
+//! debug-utils messenger routes every message to `log`. Warnings and errors
+//! of the validation and performance kinds are also counted and kept, per
+//! instance, so a test can assert that a run produced none. The messenger's
+//! create-info is chained into instance creation so that messages emitted
+//! while the instance itself is created or destroyed are caught too.
+
+use std::ffi::{c_void, CStr};
+use std::sync::Mutex;
+
+use ash::vk;
+
+use crate::error::{vk_error, Error, Result};
+
+const VALIDATION_LAYER: &CStr = c"VK_LAYER_KHRONOS_validation";
+/// How many messages are kept verbatim; all are counted.
+const KEPT_MESSAGES: usize = 64;
+
+/// Messages the validation layer reported on one instance.
+#[derive(Debug, Default)]
+pub(crate) struct ValidationLog {
+    inner: Mutex<LogInner>,
+}
+
+#[derive(Debug, Default)]
+struct LogInner {
+    count: usize,
+    kept: Vec<String>,
+}
+
+impl ValidationLog {
+    fn record(&self, text: String) {
+        let mut g = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        g.count += 1;
+        if g.kept.len() < KEPT_MESSAGES {
+            g.kept.push(text);
+        }
+    }
+
+    pub(crate) fn count(&self) -> usize {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner()).count
+    }
+
+    pub(crate) fn messages(&self) -> Vec<String> {
+        self.inner
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .kept
+            .clone()
+    }
+}
+
+unsafe extern "system" fn messenger_callback(
+    severity: vk::DebugUtilsMessageSeverityFlagsEXT,
+    kind: vk::DebugUtilsMessageTypeFlagsEXT,
+    data: *const vk::DebugUtilsMessengerCallbackDataEXT<'_>,
+    user: *mut c_void,
+) -> vk::Bool32 {
+    // SAFETY: the layer passes a valid callback-data pointer for the duration
+    // of the call; `user` is the `ValidationLog` boxed in `Instance`, which
+    // outlives the messenger (it is destroyed before the box is dropped).
+    let (text, log) = unsafe {
+        let msg = if data.is_null() || (*data).p_message.is_null() {
+            "<no message>".to_string()
+        } else {
+            CStr::from_ptr((*data).p_message)
+                .to_string_lossy()
+                .into_owned()
+        };
+        (msg, (user as *const ValidationLog).as_ref())
+    };
+    let counted = severity.intersects(
+        vk::DebugUtilsMessageSeverityFlagsEXT::WARNING
+            | vk::DebugUtilsMessageSeverityFlagsEXT::ERROR,
+    ) && kind.intersects(
+        vk::DebugUtilsMessageTypeFlagsEXT::VALIDATION
+            | vk::DebugUtilsMessageTypeFlagsEXT::PERFORMANCE,
+    );
+    if counted {
+        log::error!(target: "vkcompute::validation", "{text}");
+        if let Some(log) = log {
+            log.record(text);
+        }
+    } else if severity.contains(vk::DebugUtilsMessageSeverityFlagsEXT::WARNING) {
+        log::warn!(target: "vkcompute::validation", "{text}");
+    } else {
+        log::debug!(target: "vkcompute::validation", "{text}");
+    }
+    vk::FALSE
+}
+
+/// An instance, with its messenger when validation is on.
+pub(crate) struct Instance {
+    pub(crate) entry: ash::Entry,
+    pub(crate) raw: ash::Instance,
+    pub(crate) debug_utils: Option<ash::ext::debug_utils::Instance>,
+    messenger: vk::DebugUtilsMessengerEXT,
+    /// Boxed so its address, handed to the layer, never moves.
+    pub(crate) log: Box<ValidationLog>,
+}
+
+impl Instance {
+    /// Opens the loader and creates an instance (Vulkan 1.3 requested).
+    pub(crate) fn new(validation: bool) -> Result<Self> {
+        // SAFETY: loading the system Vulkan loader runs its initialisers; we
+        // rely on it being a conforming loader.
+        let entry = unsafe { ash::Entry::load() }.map_err(|e| Error::Loader(e.to_string()))?;
+        if validation {
+            // SAFETY: plain query through a valid entry.
+            let layers = unsafe { entry.enumerate_instance_layer_properties() }
+                .map_err(|r| vk_error("vkEnumerateInstanceLayerProperties", r))?;
+            let found = layers
+                .iter()
+                .any(|l| l.layer_name_as_c_str().ok() == Some(VALIDATION_LAYER));
+            if !found {
+                return Err(Error::ValidationLayerMissing);
+            }
+        }
+        let log = Box::new(ValidationLog::default());
+        let log_ptr = &*log as *const ValidationLog as *mut c_void;
+        let app = vk::ApplicationInfo::default()
+            .application_name(c"vkcompute")
+            .engine_name(c"vkcompute")
+            .api_version(vk::API_VERSION_1_3);
+        let layers = [VALIDATION_LAYER.as_ptr()];
+        let extensions = [ash::ext::debug_utils::NAME.as_ptr()];
+        let enabled = [vk::ValidationFeatureEnableEXT::SYNCHRONIZATION_VALIDATION];
+        let mut features =
+            vk::ValidationFeaturesEXT::default().enabled_validation_features(&enabled);
+        let messenger_info = || {
+            vk::DebugUtilsMessengerCreateInfoEXT::default()
+                .message_severity(
+                    vk::DebugUtilsMessageSeverityFlagsEXT::WARNING
+                        | vk::DebugUtilsMessageSeverityFlagsEXT::ERROR
+                        | vk::DebugUtilsMessageSeverityFlagsEXT::INFO,
+                )
+                .message_type(
+                    vk::DebugUtilsMessageTypeFlagsEXT::GENERAL
+                        | vk::DebugUtilsMessageTypeFlagsEXT::VALIDATION
+                        | vk::DebugUtilsMessageTypeFlagsEXT::PERFORMANCE,
+                )
+                .pfn_user_callback(Some(messenger_callback))
+                .user_data(log_ptr)
+        };
+        let mut chained_messenger = messenger_info();
+        let mut info = vk::InstanceCreateInfo::default().application_info(&app);
+        if validation {
+            info = info
+                .enabled_layer_names(&layers)
+                .enabled_extension_names(&extensions)
+                .push_next(&mut features)
+                .push_next(&mut chained_messenger);
+        }
+        // SAFETY: every pointer in `info` refers to locals alive across the call.
+        let raw = unsafe { entry.create_instance(&info, None) }
+            .map_err(|r| vk_error("vkCreateInstance", r))?;
+        let mut inst = Instance {
+            entry,
+            raw,
+            debug_utils: None,
+            messenger: vk::DebugUtilsMessengerEXT::null(),
+            log,
+        };
+        if validation {
+            let du = ash::ext::debug_utils::Instance::new(&inst.entry, &inst.raw);
+            // SAFETY: the instance was created with VK_EXT_debug_utils; the
+            // user-data pointer is the boxed log, which outlives the messenger.
+            inst.messenger = unsafe { du.create_debug_utils_messenger(&messenger_info(), None) }
+                .map_err(|r| vk_error("vkCreateDebugUtilsMessengerEXT", r))?;
+            inst.debug_utils = Some(du);
+        }
+        Ok(inst)
+    }
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        // SAFETY: every child object (the logical device, the messenger) is
+        // destroyed here or before; `DeviceInner::drop` destroys the device
+        // before its `Instance` field is dropped.
+        unsafe {
+            if let Some(du) = &self.debug_utils {
+                du.destroy_debug_utils_messenger(self.messenger, None);
+            }
+            self.raw.destroy_instance(None);
+        }
+    }
+}

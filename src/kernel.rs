@@ -1,0 +1,539 @@
+//! Kernels: compute pipelines built from SPIR-V or GLSL, with reflection.
+//!
+//! A kernel's bindings, push-constant size and workgroup size come from its
+//! SPIR-V ([`crate::reflect`]); every dispatch is checked against them. The
+//! builder sets the entry point, specialization constants and the workgroup
+//! size (through `local_size_x_id` and friends). The same SPIR-V with the same
+//! specialization is compiled once per device ([`crate::pipeline_cache`]).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use ash::vk;
+
+use crate::device::{Device, DeviceInner};
+use crate::error::{Error, Result};
+use crate::pipeline_cache::{KernelCore, KernelKey};
+use crate::reflect::{self, BindingInfo, BindingKind, Reflection};
+use crate::stats::Counter;
+
+/// Most buffer bindings one kernel may declare.
+pub const MAX_BINDINGS: usize = 32;
+
+/// Something that holds a SPIR-V module: words, or bytes in either byte order.
+pub trait SpirvInput {
+    /// The module's words, checked for length and magic number.
+    fn spirv_words(&self) -> Result<Vec<u32>>;
+}
+
+impl SpirvInput for [u32] {
+    fn spirv_words(&self) -> Result<Vec<u32>> {
+        reflect::words_from_bytes(bytemuck::cast_slice(self))
+    }
+}
+impl SpirvInput for [u8] {
+    fn spirv_words(&self) -> Result<Vec<u32>> {
+        reflect::words_from_bytes(self)
+    }
+}
+impl SpirvInput for Vec<u32> {
+    fn spirv_words(&self) -> Result<Vec<u32>> {
+        self.as_slice().spirv_words()
+    }
+}
+impl SpirvInput for Vec<u8> {
+    fn spirv_words(&self) -> Result<Vec<u32>> {
+        self.as_slice().spirv_words()
+    }
+}
+impl<const N: usize> SpirvInput for [u32; N] {
+    fn spirv_words(&self) -> Result<Vec<u32>> {
+        self.as_slice().spirv_words()
+    }
+}
+impl<const N: usize> SpirvInput for [u8; N] {
+    fn spirv_words(&self) -> Result<Vec<u32>> {
+        self.as_slice().spirv_words()
+    }
+}
+
+/// A compute kernel ready to dispatch. Cheap to clone.
+#[derive(Clone)]
+pub struct Kernel {
+    pub(crate) dev: Arc<DeviceInner>,
+    pub(crate) core: Arc<KernelCore>,
+}
+
+impl std::fmt::Debug for Kernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Kernel")
+            .field("label", &self.core.label)
+            .field("workgroup_size", &self.core.workgroup_size)
+            .field("bindings", &self.core.reflection.bindings.len())
+            .field("push_constant_size", &self.core.push_constant_size)
+            .finish()
+    }
+}
+
+impl Kernel {
+    /// A kernel from a SPIR-V module (words or bytes), entry point `main`
+    /// (or its only compute entry point), no specialization.
+    pub fn from_spirv<S: SpirvInput + ?Sized>(gpu: &Device, spirv: &S) -> Result<Kernel> {
+        Kernel::builder(gpu).spirv(spirv).build()
+    }
+
+    /// A builder for entry point, specialization constants and workgroup size.
+    pub fn builder(gpu: &Device) -> KernelBuilder {
+        KernelBuilder {
+            dev: gpu.clone(),
+            source: Err(Error::InvalidSpirv {
+                reason: "no SPIR-V or GLSL was given to the builder".into(),
+            }),
+            entry: None,
+            spec: BTreeMap::new(),
+            local_size: [None; 3],
+            label: None,
+        }
+    }
+
+    /// The label used in errors and debug names (entry point unless set).
+    pub fn label(&self) -> &str {
+        &self.core.label
+    }
+
+    /// What reflection found: bindings, push-constant size, declared workgroup size.
+    pub fn reflection(&self) -> &Reflection {
+        &self.core.reflection
+    }
+
+    /// The buffer bindings, in the order a dispatch passes buffers.
+    pub fn bindings(&self) -> &[BindingInfo] {
+        &self.core.reflection.bindings
+    }
+
+    /// Bytes of push constants each dispatch must pass.
+    pub fn push_constant_size(&self) -> u32 {
+        self.core.push_constant_size
+    }
+
+    /// Workgroup size after specialization.
+    pub fn workgroup_size(&self) -> [u32; 3] {
+        self.core.workgroup_size
+    }
+}
+
+impl Device {
+    /// Compiles GLSL compute source (entry `main`) into a kernel.
+    #[cfg(feature = "glsl")]
+    pub fn kernel_glsl(&self, source: &str) -> Result<Kernel> {
+        Kernel::builder(self).glsl(source).build()
+    }
+
+    /// A kernel from SPIR-V words or bytes.
+    pub fn kernel_spirv<S: SpirvInput + ?Sized>(&self, spirv: &S) -> Result<Kernel> {
+        Kernel::from_spirv(self, spirv)
+    }
+
+    /// Number of distinct pipelines compiled on this device so far.
+    pub fn cached_kernels(&self) -> usize {
+        self.inner.kernels.len()
+    }
+}
+
+/// Builds a [`Kernel`]: source, entry point, specialization, workgroup size.
+pub struct KernelBuilder {
+    dev: Device,
+    source: Result<Vec<u32>>,
+    entry: Option<String>,
+    spec: BTreeMap<u32, Vec<u8>>,
+    local_size: [Option<u32>; 3],
+    label: Option<String>,
+}
+
+impl std::fmt::Debug for KernelBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KernelBuilder")
+            .field("entry", &self.entry)
+            .field("spec", &self.spec.keys().collect::<Vec<_>>())
+            .field("local_size", &self.local_size)
+            .finish()
+    }
+}
+
+impl KernelBuilder {
+    /// Uses a SPIR-V module (words or bytes).
+    pub fn spirv<S: SpirvInput + ?Sized>(mut self, spirv: &S) -> Self {
+        self.source = spirv.spirv_words();
+        self
+    }
+
+    /// Compiles GLSL compute source.
+    #[cfg(feature = "glsl")]
+    pub fn glsl(mut self, source: &str) -> Self {
+        self.source = crate::glsl::compile_glsl(source);
+        self
+    }
+
+    /// Picks the entry point (default: `main`, or the module's only compute entry point).
+    pub fn entry(mut self, name: &str) -> Self {
+        self.entry = Some(name.to_string());
+        self
+    }
+
+    /// A label for errors and debug names (default: the entry point).
+    pub fn label(mut self, label: &str) -> Self {
+        self.label = Some(label.to_string());
+        self
+    }
+
+    /// Sets specialization constant `id` to raw little-endian bytes (4 or 8).
+    pub fn spec_bytes(mut self, id: u32, bytes: &[u8]) -> Self {
+        self.spec.insert(id, bytes.to_vec());
+        self
+    }
+
+    /// Sets a `uint` specialization constant.
+    pub fn spec_u32(self, id: u32, v: u32) -> Self {
+        self.spec_bytes(id, &v.to_le_bytes())
+    }
+
+    /// Sets an `int` specialization constant.
+    pub fn spec_i32(self, id: u32, v: i32) -> Self {
+        self.spec_bytes(id, &v.to_le_bytes())
+    }
+
+    /// Sets a `float` specialization constant.
+    pub fn spec_f32(self, id: u32, v: f32) -> Self {
+        self.spec_bytes(id, &v.to_le_bytes())
+    }
+
+    /// Sets a `bool` specialization constant.
+    pub fn spec_bool(self, id: u32, v: bool) -> Self {
+        self.spec_bytes(id, &u32::from(v).to_le_bytes())
+    }
+
+    /// Sets a 64-bit integer specialization constant.
+    pub fn spec_u64(self, id: u32, v: u64) -> Self {
+        self.spec_bytes(id, &v.to_le_bytes())
+    }
+
+    /// Sets a `double` specialization constant.
+    pub fn spec_f64(self, id: u32, v: f64) -> Self {
+        self.spec_bytes(id, &v.to_le_bytes())
+    }
+
+    /// Sets the workgroup size. Dimensions declared with `local_size_*_id`
+    /// are specialized; fixed ones must equal the declared size.
+    pub fn local_size(mut self, size: [u32; 3]) -> Self {
+        self.local_size = size.map(Some);
+        self
+    }
+
+    /// Sets the workgroup size in x only (see [`KernelBuilder::local_size`]).
+    pub fn local_size_x(mut self, x: u32) -> Self {
+        self.local_size[0] = Some(x);
+        self
+    }
+
+    /// Creates the kernel, or returns the cached one with the same SPIR-V
+    /// and specialization.
+    pub fn build(self) -> Result<Kernel> {
+        let d = self.dev.inner.clone();
+        d.sticky.check()?;
+        let words = self.source?;
+        let reflection = reflect::reflect(&words, self.entry.as_deref())?;
+        let label = self.label.unwrap_or_else(|| reflection.entry_point.clone());
+        let mut spec = self.spec;
+
+        // Workgroup size: declared, then specialized.
+        let mut size = reflection.workgroup_size;
+        for dim in 0..3 {
+            let Some(want) = self.local_size[dim] else {
+                continue;
+            };
+            match reflection.workgroup_size_ids[dim] {
+                Some(id) => {
+                    spec.insert(id, want.to_le_bytes().to_vec());
+                }
+                None if want == size[dim] => {}
+                None => {
+                    return Err(Error::SpecConstant {
+                        kernel: label,
+                        id: dim as u32,
+                        detail: format!(
+                            "workgroup size {} is fixed at {} in the shader; declare it with local_size_{}_id to set it",
+                            ["x", "y", "z"][dim],
+                            size[dim],
+                            ["x", "y", "z"][dim]
+                        ),
+                    });
+                }
+            }
+        }
+        for (&id, bytes) in &spec {
+            let declared = reflection.spec_constants.iter().find(|s| s.id == id);
+            let Some(declared) = declared else {
+                return Err(Error::SpecConstant {
+                    kernel: label,
+                    id,
+                    detail: format!(
+                        "the kernel has no such constant (declared: {:?})",
+                        reflection
+                            .spec_constants
+                            .iter()
+                            .map(|s| s.id)
+                            .collect::<Vec<_>>()
+                    ),
+                });
+            };
+            if bytes.len() != declared.size as usize {
+                return Err(Error::SpecConstant {
+                    kernel: label,
+                    id,
+                    detail: format!(
+                        "value is {} bytes, the constant is {}",
+                        bytes.len(),
+                        declared.size
+                    ),
+                });
+            }
+        }
+        for dim in 0..3 {
+            if let Some(id) = reflection.workgroup_size_ids[dim] {
+                if let Some(b) = spec.get(&id) {
+                    size[dim] = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+                }
+            }
+        }
+        let info = &d.info;
+        let invocations = size.iter().map(|&s| u64::from(s)).product::<u64>();
+        if size.contains(&0)
+            || size
+                .iter()
+                .zip(info.max_workgroup_size.iter())
+                .any(|(s, m)| s > m)
+            || invocations > u64::from(info.max_workgroup_invocations)
+        {
+            return Err(Error::WorkgroupSizeLimit {
+                kernel: label,
+                size,
+                limit: info.max_workgroup_size,
+                max_invocations: info.max_workgroup_invocations,
+            });
+        }
+        if reflection.bindings.len() > MAX_BINDINGS {
+            return Err(Error::KernelLimit {
+                kernel: label,
+                what: "the number of buffer bindings",
+                got: reflection.bindings.len() as u64,
+                limit: MAX_BINDINGS as u64,
+            });
+        }
+        if reflection.push_constant_size > info.max_push_constants_size {
+            return Err(Error::KernelLimit {
+                kernel: label,
+                what: "the push-constant block size (maxPushConstantsSize)",
+                got: u64::from(reflection.push_constant_size),
+                limit: u64::from(info.max_push_constants_size),
+            });
+        }
+
+        let key = KernelKey {
+            words,
+            entry: reflection.entry_point.clone(),
+            spec: spec.into_iter().collect(),
+            push_descriptors: d.push_descriptor.is_some(),
+        };
+        if let Some(core) = d.kernels.get(&key) {
+            return Ok(Kernel { dev: d, core });
+        }
+        let core = create_core(&d, &key, reflection, size, label)?;
+        let (core, lost_race) = d.kernels.insert(key, core);
+        if let Some(extra) = lost_race {
+            // SAFETY: never used: another thread's identical pipeline won.
+            unsafe { extra.destroy(&d.raw, &d.counters) };
+        }
+        Ok(Kernel { dev: d, core })
+    }
+}
+
+fn descriptor_type(kind: BindingKind) -> vk::DescriptorType {
+    match kind {
+        BindingKind::Storage => vk::DescriptorType::STORAGE_BUFFER,
+        BindingKind::Uniform => vk::DescriptorType::UNIFORM_BUFFER,
+    }
+}
+
+fn create_core(
+    d: &DeviceInner,
+    key: &KernelKey,
+    reflection: Reflection,
+    workgroup_size: [u32; 3],
+    label: String,
+) -> Result<KernelCore> {
+    let push = d.push_descriptor.is_some();
+    let bindings: Vec<vk::DescriptorSetLayoutBinding> = reflection
+        .bindings
+        .iter()
+        .map(|b| {
+            vk::DescriptorSetLayoutBinding::default()
+                .binding(b.binding)
+                .descriptor_type(descriptor_type(b.kind))
+                .descriptor_count(1)
+                .stage_flags(vk::ShaderStageFlags::COMPUTE)
+        })
+        .collect();
+    let pc_size = reflection.push_constant_size.next_multiple_of(4);
+    let mut spec_entries = Vec::new();
+    let mut spec_data = Vec::new();
+    for (id, bytes) in &key.spec {
+        spec_entries.push(vk::SpecializationMapEntry {
+            constant_id: *id,
+            offset: spec_data.len() as u32,
+            size: bytes.len(),
+        });
+        spec_data.extend_from_slice(bytes);
+    }
+
+    let mut made = Made::default();
+    // SAFETY (whole block): every create-info points at locals alive across
+    // its call; objects are created on the live device and destroyed by
+    // `Made::drop` if a later step fails.
+    let result = unsafe {
+        (|| -> Result<()> {
+            let has_set = !bindings.is_empty();
+            if has_set {
+                let flags = if push {
+                    vk::DescriptorSetLayoutCreateFlags::PUSH_DESCRIPTOR_KHR
+                } else {
+                    vk::DescriptorSetLayoutCreateFlags::empty()
+                };
+                let info = vk::DescriptorSetLayoutCreateInfo::default()
+                    .flags(flags)
+                    .bindings(&bindings);
+                made.set_layout = d
+                    .raw
+                    .create_descriptor_set_layout(&info, None)
+                    .map_err(|r| d.sticky.fail("vkCreateDescriptorSetLayout", r))?;
+            }
+            let set_layouts = [made.set_layout];
+            let ranges = [vk::PushConstantRange {
+                stage_flags: vk::ShaderStageFlags::COMPUTE,
+                offset: 0,
+                size: pc_size,
+            }];
+            let info = vk::PipelineLayoutCreateInfo::default()
+                .set_layouts(if has_set { &set_layouts } else { &[] })
+                .push_constant_ranges(if pc_size > 0 { &ranges } else { &[] });
+            made.layout = d
+                .raw
+                .create_pipeline_layout(&info, None)
+                .map_err(|r| d.sticky.fail("vkCreatePipelineLayout", r))?;
+            let module_info = vk::ShaderModuleCreateInfo::default().code(&key.words);
+            made.module = d
+                .raw
+                .create_shader_module(&module_info, None)
+                .map_err(|r| d.sticky.fail("vkCreateShaderModule", r))?;
+            let entry =
+                std::ffi::CString::new(key.entry.as_str()).map_err(|_| Error::InvalidSpirv {
+                    reason: "entry point name contains a NUL byte".into(),
+                })?;
+            let spec_info = vk::SpecializationInfo::default()
+                .map_entries(&spec_entries)
+                .data(&spec_data);
+            let stage = vk::PipelineShaderStageCreateInfo::default()
+                .stage(vk::ShaderStageFlags::COMPUTE)
+                .module(made.module)
+                .name(&entry)
+                .specialization_info(&spec_info);
+            let pinfo = vk::ComputePipelineCreateInfo::default()
+                .stage(stage)
+                .layout(made.layout);
+            made.pipeline = d
+                .raw
+                .create_compute_pipelines(d.kernels.vk_cache, &[pinfo], None)
+                .map_err(|(_, r)| d.sticky.fail("vkCreateComputePipelines", r))?[0];
+            if has_set {
+                let stride = std::mem::size_of::<vk::DescriptorBufferInfo>();
+                let entries: Vec<vk::DescriptorUpdateTemplateEntry> = reflection
+                    .bindings
+                    .iter()
+                    .enumerate()
+                    .map(|(i, b)| vk::DescriptorUpdateTemplateEntry {
+                        dst_binding: b.binding,
+                        dst_array_element: 0,
+                        descriptor_count: 1,
+                        descriptor_type: descriptor_type(b.kind),
+                        offset: i * stride,
+                        stride,
+                    })
+                    .collect();
+                let mut tinfo = vk::DescriptorUpdateTemplateCreateInfo::default()
+                    .descriptor_update_entries(&entries)
+                    .descriptor_set_layout(made.set_layout)
+                    .pipeline_bind_point(vk::PipelineBindPoint::COMPUTE)
+                    .pipeline_layout(made.layout)
+                    .set(0);
+                tinfo = if push {
+                    tinfo.template_type(vk::DescriptorUpdateTemplateType::PUSH_DESCRIPTORS_KHR)
+                } else {
+                    tinfo.template_type(vk::DescriptorUpdateTemplateType::DESCRIPTOR_SET)
+                };
+                made.template = d
+                    .raw
+                    .create_descriptor_update_template(&tinfo, None)
+                    .map_err(|r| d.sticky.fail("vkCreateDescriptorUpdateTemplate", r))?;
+            }
+            Ok(())
+        })()
+    };
+    // The module is not needed once the pipeline exists.
+    // SAFETY: a shader module may be destroyed after pipeline creation.
+    unsafe { d.raw.destroy_shader_module(made.module, None) };
+    made.module = vk::ShaderModule::null();
+    result.map_err(|e| {
+        made.destroy(&d.raw);
+        e
+    })?;
+    d.counters.add(Counter::Pipelines, 1);
+    d.set_name(made.pipeline, &label);
+    let writes = reflection.bindings.iter().any(|b| !b.read_only);
+    let core = KernelCore {
+        label,
+        workgroup_size,
+        push_constant_size: reflection.push_constant_size,
+        writes,
+        push_descriptors: push,
+        set_layout: made.set_layout,
+        pipeline_layout: made.layout,
+        pipeline: made.pipeline,
+        template: made.template,
+        reflection,
+    };
+    Ok(core)
+}
+
+/// Objects made so far while creating a kernel (destroyed on failure).
+#[derive(Default)]
+struct Made {
+    set_layout: vk::DescriptorSetLayout,
+    layout: vk::PipelineLayout,
+    module: vk::ShaderModule,
+    pipeline: vk::Pipeline,
+    template: vk::DescriptorUpdateTemplate,
+}
+
+impl Made {
+    fn destroy(&mut self, device: &ash::Device) {
+        // SAFETY: these objects were never used by a submission; destroying
+        // a null handle is a no-op.
+        unsafe {
+            device.destroy_pipeline(self.pipeline, None);
+            device.destroy_descriptor_update_template(self.template, None);
+            device.destroy_shader_module(self.module, None);
+            device.destroy_pipeline_layout(self.layout, None);
+            device.destroy_descriptor_set_layout(self.set_layout, None);
+        }
+        *self = Made::default();
+    }
+}

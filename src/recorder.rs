@@ -1,0 +1,305 @@
+//! Recorders: the reusable Vulkan objects one batch records into.
+//!
+//! A recorder is a command pool with the command buffers allocated from it,
+//! plus, on the pooled-descriptor fallback, descriptor pools. A batch takes a
+//! recorder, records one or more command buffers (one per submitted chunk),
+//! and retires it with the timeline value of its last submission. Once that
+//! value completes the recorder is reset (one `vkResetCommandPool`, one
+//! `vkResetDescriptorPool` per pool) and handed to the next batch. So after
+//! warm-up no batch creates a Vulkan object.
+
+use std::sync::Mutex;
+
+use ash::vk;
+
+use crate::barrier::Masks;
+use crate::error::{Result, Sticky};
+use crate::reclaim::{Deferred, UseMark};
+use crate::stats::{Counter, Counters};
+
+/// Descriptor sets per fallback descriptor pool.
+const SETS_PER_POOL: u32 = 256;
+/// Buffer descriptors per fallback pool, per type.
+const DESCRIPTORS_PER_POOL: u32 = SETS_PER_POOL * 8;
+/// Recorders kept for reuse per queue; more are destroyed when returned.
+const MAX_FREE: usize = 32;
+
+/// Records one pipeline barrier with a single global memory barrier.
+pub(crate) fn cmd_barrier(device: &ash::Device, cb: vk::CommandBuffer, m: Masks) {
+    let mb = [vk::MemoryBarrier::default()
+        .src_access_mask(m.src_access)
+        .dst_access_mask(m.dst_access)];
+    // SAFETY: callers pass a command buffer in the recording state, and masks
+    // naming only stages its queue supports (see `crate::barrier`).
+    unsafe {
+        device.cmd_pipeline_barrier(
+            cb,
+            m.src_stage,
+            m.dst_stage,
+            vk::DependencyFlags::empty(),
+            &mb,
+            &[],
+            &[],
+        )
+    };
+}
+
+/// One command pool and what was allocated from it.
+pub(crate) struct Recorder {
+    pool: vk::CommandPool,
+    buffers: Vec<vk::CommandBuffer>,
+    next: usize,
+    desc_pools: Vec<vk::DescriptorPool>,
+    desc_current: usize,
+    dirty: bool,
+}
+
+impl Recorder {
+    fn new(
+        device: &ash::Device,
+        family: u32,
+        sticky: &Sticky,
+        counters: &Counters,
+    ) -> Result<Self> {
+        let info = vk::CommandPoolCreateInfo::default().queue_family_index(family);
+        // SAFETY: `device` is live; `family` is one of its queue families.
+        let pool = unsafe { device.create_command_pool(&info, None) }
+            .map_err(|r| sticky.fail("vkCreateCommandPool", r))?;
+        counters.add(Counter::CommandPools, 1);
+        Ok(Recorder {
+            pool,
+            buffers: Vec::new(),
+            next: 0,
+            desc_pools: Vec::new(),
+            desc_current: 0,
+            dirty: false,
+        })
+    }
+
+    /// Resets everything recorded, keeping the objects.
+    fn reset(&mut self, device: &ash::Device, sticky: &Sticky) -> Result<()> {
+        if !self.dirty {
+            return Ok(());
+        }
+        // SAFETY: the caller guarantees no submission using these command
+        // buffers or descriptor sets is pending (the recorder's mark passed).
+        unsafe {
+            device
+                .reset_command_pool(self.pool, vk::CommandPoolResetFlags::empty())
+                .map_err(|r| sticky.fail("vkResetCommandPool", r))?;
+            for &p in &self.desc_pools {
+                device
+                    .reset_descriptor_pool(p, vk::DescriptorPoolResetFlags::empty())
+                    .map_err(|r| sticky.fail("vkResetDescriptorPool", r))?;
+            }
+        }
+        self.next = 0;
+        self.desc_current = 0;
+        self.dirty = false;
+        Ok(())
+    }
+
+    /// The next command buffer, begun for one-time submission.
+    pub(crate) fn begin(
+        &mut self,
+        device: &ash::Device,
+        sticky: &Sticky,
+        counters: &Counters,
+    ) -> Result<vk::CommandBuffer> {
+        self.dirty = true;
+        if self.next == self.buffers.len() {
+            let info = vk::CommandBufferAllocateInfo::default()
+                .command_pool(self.pool)
+                .level(vk::CommandBufferLevel::PRIMARY)
+                .command_buffer_count(1);
+            // SAFETY: the pool is ours and externally synchronised by `&mut self`.
+            let cb = unsafe { device.allocate_command_buffers(&info) }
+                .map_err(|r| sticky.fail("vkAllocateCommandBuffers", r))?;
+            counters.add(Counter::CommandBuffers, 1);
+            self.buffers.extend(cb);
+        }
+        let cb = self.buffers[self.next];
+        self.next += 1;
+        let begin = vk::CommandBufferBeginInfo::default()
+            .flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
+        // SAFETY: `cb` is in the initial state (fresh or after pool reset).
+        unsafe { device.begin_command_buffer(cb, &begin) }
+            .map_err(|r| sticky.fail("vkBeginCommandBuffer", r))?;
+        Ok(cb)
+    }
+
+    /// A descriptor set of `layout` from the fallback pools.
+    pub(crate) fn allocate_set(
+        &mut self,
+        device: &ash::Device,
+        sticky: &Sticky,
+        counters: &Counters,
+        layout: vk::DescriptorSetLayout,
+    ) -> Result<vk::DescriptorSet> {
+        self.dirty = true;
+        loop {
+            if self.desc_current == self.desc_pools.len() {
+                let sizes = [
+                    vk::DescriptorPoolSize {
+                        ty: vk::DescriptorType::STORAGE_BUFFER,
+                        descriptor_count: DESCRIPTORS_PER_POOL,
+                    },
+                    vk::DescriptorPoolSize {
+                        ty: vk::DescriptorType::UNIFORM_BUFFER,
+                        descriptor_count: DESCRIPTORS_PER_POOL,
+                    },
+                ];
+                let info = vk::DescriptorPoolCreateInfo::default()
+                    .max_sets(SETS_PER_POOL)
+                    .pool_sizes(&sizes);
+                // SAFETY: plain creation on a live device.
+                let p = unsafe { device.create_descriptor_pool(&info, None) }
+                    .map_err(|r| sticky.fail("vkCreateDescriptorPool", r))?;
+                counters.add(Counter::DescriptorPools, 1);
+                self.desc_pools.push(p);
+            }
+            let layouts = [layout];
+            let info = vk::DescriptorSetAllocateInfo::default()
+                .descriptor_pool(self.desc_pools[self.desc_current])
+                .set_layouts(&layouts);
+            // SAFETY: the pool is ours (externally synchronised by `&mut self`).
+            match unsafe { device.allocate_descriptor_sets(&info) } {
+                Ok(sets) => return Ok(sets[0]),
+                Err(vk::Result::ERROR_OUT_OF_POOL_MEMORY | vk::Result::ERROR_FRAGMENTED_POOL) => {
+                    self.desc_current += 1;
+                }
+                Err(r) => return Err(sticky.fail("vkAllocateDescriptorSets", r)),
+            }
+        }
+    }
+
+    /// Destroys the pool and everything from it.
+    ///
+    /// # Safety
+    /// Nothing recorded here may be pending on a queue.
+    unsafe fn destroy(self, device: &ash::Device, counters: &Counters) {
+        // SAFETY: guaranteed by the caller; freeing the pool frees its buffers.
+        unsafe {
+            for p in &self.desc_pools {
+                device.destroy_descriptor_pool(*p, None);
+            }
+            device.destroy_command_pool(self.pool, None);
+        }
+        counters.add(Counter::DescriptorPools, -(self.desc_pools.len() as i64));
+        counters.add(Counter::CommandBuffers, -(self.buffers.len() as i64));
+        counters.add(Counter::CommandPools, -1);
+    }
+}
+
+/// Recorders of one queue family: free ones, and ones whose work is in flight.
+#[derive(Default)]
+pub(crate) struct RecorderPool {
+    family: u32,
+    free: Mutex<Vec<Recorder>>,
+    busy: Mutex<Deferred<Recorder>>,
+}
+
+impl RecorderPool {
+    pub(crate) fn new(family: u32) -> Self {
+        RecorderPool {
+            family,
+            ..Default::default()
+        }
+    }
+
+    /// A ready recorder: a free one, else one whose work completed (by
+    /// `completed`), else a new one.
+    pub(crate) fn take(
+        &self,
+        device: &ash::Device,
+        sticky: &Sticky,
+        counters: &Counters,
+        completed: impl FnOnce() -> Result<UseMark>,
+    ) -> Result<Recorder> {
+        let free = self.free.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        let mut rec = match free {
+            Some(r) => r,
+            None => {
+                let mut busy = self.busy.lock().unwrap_or_else(|p| p.into_inner());
+                let ready = if busy.is_empty() {
+                    None
+                } else {
+                    let done = completed()?;
+                    busy.take_one_ready(done)
+                };
+                drop(busy);
+                match ready {
+                    Some(r) => r,
+                    None => Recorder::new(device, self.family, sticky, counters)?,
+                }
+            }
+        };
+        if let Err(e) = rec.reset(device, sticky) {
+            // SAFETY: reset failed only after its mark passed; nothing is pending.
+            unsafe { rec.destroy(device, counters) };
+            return Err(e);
+        }
+        Ok(rec)
+    }
+
+    /// Returns a recorder whose work completes at `mark`.
+    pub(crate) fn retire(&self, mark: UseMark, rec: Recorder) {
+        self.busy
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(mark, rec);
+    }
+
+    /// Moves recorders whose work completed to the free list, destroying any
+    /// beyond the free-list cap.
+    pub(crate) fn maintain(&self, device: &ash::Device, counters: &Counters, completed: UseMark) {
+        let ready = self
+            .busy
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take_ready(completed);
+        if ready.is_empty() {
+            return;
+        }
+        let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
+        for r in ready {
+            if free.len() < MAX_FREE {
+                free.push(r);
+            } else {
+                // SAFETY: its mark passed, so nothing recorded in it is pending.
+                unsafe { r.destroy(device, counters) };
+            }
+        }
+    }
+
+    /// Number of recorders parked behind in-flight work.
+    pub(crate) fn busy_len(&self) -> usize {
+        self.busy.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    /// Destroys the free recorders.
+    pub(crate) fn trim(&self, device: &ash::Device, counters: &Counters) {
+        let free = std::mem::take(&mut *self.free.lock().unwrap_or_else(|p| p.into_inner()));
+        for r in free {
+            // SAFETY: free recorders have nothing pending.
+            unsafe { r.destroy(device, counters) };
+        }
+    }
+
+    /// Destroys every recorder.
+    ///
+    /// # Safety
+    /// The queue must be idle.
+    pub(crate) unsafe fn destroy_all(&self, device: &ash::Device, counters: &Counters) {
+        let busy = self
+            .busy
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take_all();
+        for r in busy {
+            // SAFETY: the queue is idle (caller's guarantee).
+            unsafe { r.destroy(device, counters) };
+        }
+        self.trim(device, counters);
+    }
+}

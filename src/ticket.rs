@@ -1,0 +1,127 @@
+//! Tickets: completion of a submitted batch.
+//!
+//! A ticket is a timeline value on the compute queue. Waiting spins briefly
+//! on the timeline, then blocks (see [`DeviceOptions::wait_spin`]). A ticket
+//! holds nothing the GPU uses: buffers record their own last use, so
+//! dropping a ticket early neither blocks nor frees anything in flight.
+//!
+//! [`DeviceOptions::wait_spin`]: crate::DeviceOptions::wait_spin
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ash::vk;
+
+use crate::device::{DeviceInner, Garbage};
+use crate::error::{Error, Result};
+use crate::profile::Profile;
+use crate::reclaim::UseMark;
+
+/// Timestamp queries a profiled batch wrote.
+pub(crate) struct QueryReadout {
+    pub pools: Vec<vk::QueryPool>,
+    pub count: u32,
+    pub labels: Vec<String>,
+}
+
+/// The completion of a submitted batch.
+#[must_use = "a ticket does nothing unless waited on or polled"]
+pub struct Ticket {
+    dev: Arc<DeviceInner>,
+    value: u64,
+    queries: Option<QueryReadout>,
+}
+
+impl std::fmt::Debug for Ticket {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ticket")
+            .field("value", &self.value)
+            .finish()
+    }
+}
+
+impl Ticket {
+    pub(crate) fn new(dev: Arc<DeviceInner>, value: u64, queries: Option<QueryReadout>) -> Ticket {
+        Ticket {
+            dev,
+            value,
+            queries,
+        }
+    }
+
+    /// The compute-queue timeline value that marks completion.
+    pub fn timeline_value(&self) -> u64 {
+        self.value
+    }
+
+    /// Blocks until the batch has completed.
+    pub fn wait(&self) -> Result<()> {
+        self.wait_inner(None)
+    }
+
+    /// Blocks until the batch has completed or `timeout` passes
+    /// ([`Error::Timeout`]; the ticket stays valid and can be waited on again).
+    pub fn wait_timeout(&self, timeout: Duration) -> Result<()> {
+        self.wait_inner(Some(timeout))
+    }
+
+    fn wait_inner(&self, timeout: Option<Duration>) -> Result<()> {
+        let d = &self.dev;
+        d.compute
+            .wait(&d.raw, &d.sticky, self.value, timeout, d.options.wait_spin)?;
+        d.maintain_quiet();
+        Ok(())
+    }
+
+    /// Whether the batch has completed (never blocks).
+    pub fn is_ready(&self) -> Result<bool> {
+        let d = &self.dev;
+        d.compute.is_done(&d.raw, &d.sticky, self.value)
+    }
+
+    /// GPU timings of a profiled batch; waits for completion first.
+    /// [`Error::Unsupported`] when the batch was not profiled.
+    pub fn profile(&self) -> Result<Profile> {
+        let Some(q) = &self.queries else {
+            return Err(Error::Unsupported {
+                what: "a profile of a batch recorded without BatchOptions::profiling",
+                adapter: self.dev.info.name.clone(),
+            });
+        };
+        self.wait()?;
+        let d = &self.dev;
+        let per_pool = crate::batch::QUERIES_PER_POOL;
+        let mut ticks = vec![0u64; q.count as usize];
+        for (i, chunk) in ticks.chunks_mut(per_pool as usize).enumerate() {
+            // SAFETY: the queries were written by the completed batch; the
+            // pool is live (this ticket owns it) and `chunk` holds one u64
+            // per query read.
+            unsafe {
+                d.raw
+                    .get_query_pool_results(q.pools[i], 0, chunk, vk::QueryResultFlags::TYPE_64)
+            }
+            .map_err(|r| d.sticky.fail("vkGetQueryPoolResults", r))?;
+        }
+        let bits = d.timestamp_bits;
+        Ok(Profile::from_ticks(
+            &q.labels,
+            &ticks,
+            d.info.timestamp_period_ns,
+            bits,
+        ))
+    }
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        if let Some(q) = self.queries.take() {
+            let mark = UseMark {
+                compute: self.value,
+                transfer: 0,
+            };
+            for p in q.pools {
+                self.dev.release(mark, Garbage::QueryPool(p));
+            }
+        }
+    }
+}

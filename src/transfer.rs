@@ -1,0 +1,312 @@
+//! Host transfers: writing, reading and zeroing a buffer from the host.
+//!
+//! Every transfer first makes sure no submitted GPU work still uses the
+//! buffer: a mapped transfer waits for the buffer's last use on the host;
+//! a staged transfer makes its copy wait on the GPU (a barrier on the same
+//! queue, or a semaphore wait on the compute timeline when copies run on a
+//! transfer-only queue). Staged transfers larger than one staging buffer
+//! alternate between two, so the host fills (or drains) one while the GPU
+//! copies the other. Transfers return once the data is in place.
+
+use std::ops::Range;
+
+use ash::vk;
+
+use crate::barrier;
+use crate::buffer::BufferInner;
+use crate::device::DeviceInner;
+use crate::error::Result;
+use crate::memory::HostPath;
+use crate::queue::SemaphoreWait;
+use crate::recorder::{cmd_barrier, Recorder};
+use crate::staging::StagingBuffer;
+
+/// Writes `data` at byte `offset` of `buf`.
+pub(crate) fn write_bytes(buf: &BufferInner, offset: u64, data: &[u8]) -> Result<()> {
+    let d = &*buf.dev;
+    d.sticky.check()?;
+    match (buf.write_path, buf.mapped()) {
+        (HostPath::Mapped, Some(ptr)) => {
+            d.wait_mark(buf.last_use.mark(), None)?;
+            // SAFETY: the range lies inside the mapped buffer (callers check
+            // it against the buffer's length) and no GPU work uses the buffer
+            // (waited above).
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    data.as_ptr(),
+                    ptr.as_ptr().add(offset as usize),
+                    data.len(),
+                );
+            }
+            Ok(())
+        }
+        _ => staged_write(d, buf, offset, data),
+    }
+}
+
+/// Reads `out.len()` bytes at byte `offset` of `buf`.
+pub(crate) fn read_bytes(buf: &BufferInner, offset: u64, out: &mut [u8]) -> Result<()> {
+    let d = &*buf.dev;
+    d.sticky.check()?;
+    match (buf.read_path, buf.mapped()) {
+        (HostPath::Mapped, Some(ptr)) => {
+            d.wait_mark(buf.last_use.mark(), None)?;
+            // SAFETY: the range lies inside the mapped buffer; GPU writes to
+            // it completed and were made visible to the host by the closing
+            // barrier of their submission.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    ptr.as_ptr().add(offset as usize),
+                    out.as_mut_ptr(),
+                    out.len(),
+                );
+            }
+            Ok(())
+        }
+        _ => staged_read(d, buf, offset, out),
+    }
+}
+
+/// Fills the whole buffer with zeros.
+pub(crate) fn zero(buf: &BufferInner) -> Result<()> {
+    let d = &*buf.dev;
+    d.sticky.check()?;
+    match (buf.write_path, buf.mapped()) {
+        (HostPath::Mapped, Some(ptr)) => {
+            d.wait_mark(buf.last_use.mark(), None)?;
+            // SAFETY: the mapping covers the whole buffer; no GPU use is pending.
+            unsafe { std::ptr::write_bytes(ptr.as_ptr(), 0, buf.vk_size as usize) };
+            Ok(())
+        }
+        _ => {
+            let mut run = Run::start(d, buf)?;
+            let r = run.submit(|dev, cb| {
+                // SAFETY: `cb` is recording; the buffer is live and its size
+                // is a multiple of 4 (WHOLE_SIZE covers it exactly).
+                unsafe { dev.cmd_fill_buffer(cb, buf.raw, 0, vk::WHOLE_SIZE, 0) };
+            });
+            let fin = run.finish();
+            r.map(|_| ()).and(fin)
+        }
+    }
+}
+
+/// Byte ranges of `len` bytes in pieces of at most `chunk`.
+fn pieces(len: u64, chunk: u64) -> impl Iterator<Item = Range<u64>> {
+    let chunk = chunk.max(1);
+    (0..len.div_ceil(chunk)).map(move |i| i * chunk..((i + 1) * chunk).min(len))
+}
+
+fn take_slots(d: &DeviceInner, len: u64) -> Result<(u64, Vec<StagingBuffer>)> {
+    let chunk = d.options.staging_buffer_size.max(4096).min(len);
+    let count = if len > chunk { 2 } else { 1 };
+    let mut slots = Vec::with_capacity(count);
+    for _ in 0..count {
+        match d.take_staging(chunk) {
+            Ok(s) => slots.push(s),
+            Err(e) => {
+                for s in slots {
+                    d.give_staging(s);
+                }
+                return Err(e);
+            }
+        }
+    }
+    Ok((chunk, slots))
+}
+
+fn staged_write(d: &DeviceInner, buf: &BufferInner, offset: u64, data: &[u8]) -> Result<()> {
+    let (chunk, mut slots) = take_slots(d, data.len() as u64)?;
+    let mut run = Run::start(d, buf);
+    let result = match &mut run {
+        Err(_) => Ok(()),
+        Ok(run) => (|| {
+            let mut pending = [0u64; 2];
+            for (i, r) in pieces(data.len() as u64, chunk).enumerate() {
+                let slot = i % slots.len();
+                run.wait(pending[slot])?;
+                let s = &mut slots[slot];
+                s.write(&data[r.start as usize..r.end as usize]);
+                let region = vk::BufferCopy {
+                    src_offset: 0,
+                    dst_offset: offset + r.start,
+                    size: r.end - r.start,
+                };
+                let src = s.raw;
+                pending[slot] = run.submit(|dev, cb| {
+                    // SAFETY: `cb` is recording; both buffers are live and
+                    // the regions lie inside them.
+                    unsafe { dev.cmd_copy_buffer(cb, src, buf.raw, &[region]) };
+                })?;
+            }
+            Ok(())
+        })(),
+    };
+    let fin = run.and_then(Run::finish);
+    for s in slots {
+        d.give_staging(s);
+    }
+    result.and(fin)
+}
+
+fn staged_read(d: &DeviceInner, buf: &BufferInner, offset: u64, out: &mut [u8]) -> Result<()> {
+    let (chunk, slots) = take_slots(d, out.len() as u64)?;
+    let mut run = Run::start(d, buf);
+    let result = match &mut run {
+        Err(_) => Ok(()),
+        Ok(run) => (|| {
+            let total = out.len() as u64;
+            let mut pending: [Option<(u64, Range<u64>)>; 2] = [None, None];
+            let mut drain = |run: &mut Run<'_>,
+                             p: Option<(u64, Range<u64>)>,
+                             s: &StagingBuffer|
+             -> Result<()> {
+                if let Some((value, r)) = p {
+                    run.wait(value)?;
+                    s.read(&mut out[r.start as usize..r.end as usize]);
+                }
+                Ok(())
+            };
+            for (i, r) in pieces(total, chunk).enumerate() {
+                let slot = i % slots.len();
+                drain(run, pending[slot].take(), &slots[slot])?;
+                let region = vk::BufferCopy {
+                    src_offset: offset + r.start,
+                    dst_offset: 0,
+                    size: r.end - r.start,
+                };
+                let dst = slots[slot].raw;
+                let value = run.submit(|dev, cb| {
+                    // SAFETY: `cb` is recording; both buffers are live and
+                    // the regions lie inside them.
+                    unsafe { dev.cmd_copy_buffer(cb, buf.raw, dst, &[region]) };
+                })?;
+                pending[slot] = Some((value, r));
+            }
+            for (slot, p) in pending.iter_mut().enumerate() {
+                drain(run, p.take(), &slots[slot])?;
+            }
+            Ok(())
+        })(),
+    };
+    let fin = run.and_then(Run::finish);
+    for s in slots {
+        d.give_staging(s);
+    }
+    result.and(fin)
+}
+
+/// A sequence of staging submissions for one buffer.
+struct Run<'a> {
+    d: &'a DeviceInner,
+    buf: &'a BufferInner,
+    rec: Option<Recorder>,
+    transfer_only: bool,
+    compute_wait: u64,
+    last: u64,
+}
+
+impl<'a> Run<'a> {
+    fn start(d: &'a DeviceInner, buf: &'a BufferInner) -> Result<Run<'a>> {
+        let rec = d
+            .transfer_recorder_pool()
+            .take(&d.raw, &d.sticky, &d.counters, || d.completed())?;
+        let transfer_only = d.transfer.is_some();
+        Ok(Run {
+            d,
+            buf,
+            rec: Some(rec),
+            transfer_only,
+            compute_wait: if transfer_only {
+                buf.last_use.mark().compute
+            } else {
+                0
+            },
+            last: 0,
+        })
+    }
+
+    /// Records one command buffer (`record` between the staging barriers),
+    /// submits it, and returns its timeline value.
+    fn submit(&mut self, record: impl FnOnce(&ash::Device, vk::CommandBuffer)) -> Result<u64> {
+        let d = self.d;
+        let rec = self
+            .rec
+            .as_mut()
+            .ok_or(crate::Error::DeviceLost { call: "staging" })?;
+        let cb = rec.begin(&d.raw, &d.sticky, &d.counters)?;
+        cmd_barrier(&d.raw, cb, barrier::staging_before(self.transfer_only));
+        record(&d.raw, cb);
+        cmd_barrier(&d.raw, cb, barrier::staging_after(self.transfer_only));
+        // SAFETY: `cb` is in the recording state.
+        unsafe { d.raw.end_command_buffer(cb) }
+            .map_err(|r| d.sticky.fail("vkEndCommandBuffer", r))?;
+        let wait = [SemaphoreWait {
+            semaphore: d.compute.timeline,
+            value: self.compute_wait,
+            stage: vk::PipelineStageFlags::TRANSFER,
+        }];
+        let waits: &[SemaphoreWait] = if self.compute_wait > 0 { &wait } else { &[] };
+        let value = d.transfer_queue().submit(&d.raw, &d.sticky, &[cb], waits)?;
+        d.counters
+            .submissions
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.compute_wait = 0;
+        self.last = value;
+        Ok(value)
+    }
+
+    /// Waits for one submitted value (0: nothing to wait for).
+    fn wait(&self, value: u64) -> Result<()> {
+        if value == 0 {
+            return Ok(());
+        }
+        let d = self.d;
+        d.transfer_queue()
+            .wait(&d.raw, &d.sticky, value, None, d.options.wait_spin)
+    }
+
+    /// Waits for the last submission, records the buffer's use and retires
+    /// the recorder.
+    fn finish(mut self) -> Result<()> {
+        let d = self.d;
+        let waited = self.wait(self.last);
+        if self.last > 0 {
+            if self.transfer_only {
+                self.buf.last_use.used_transfer(self.last);
+            } else {
+                self.buf.last_use.used_compute(self.last);
+            }
+        }
+        if let Some(rec) = self.rec.take() {
+            d.transfer_recorder_pool()
+                .retire(d.transfer_mark(self.last), rec);
+        }
+        waited
+    }
+}
+
+impl Drop for Run<'_> {
+    fn drop(&mut self) {
+        // Reached only when `finish` was not called (an error path): park
+        // the recorder behind whatever was submitted.
+        if let Some(rec) = self.rec.take() {
+            self.d
+                .transfer_recorder_pool()
+                .retire(self.d.transfer_mark(self.last), rec);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pieces;
+
+    #[test]
+    fn pieces_tile_the_range() {
+        assert_eq!(pieces(10, 4).collect::<Vec<_>>(), vec![0..4, 4..8, 8..10]);
+        assert_eq!(pieces(8, 4).collect::<Vec<_>>(), vec![0..4, 4..8]);
+        assert_eq!(pieces(3, 4).collect::<Vec<_>>(), vec![0..3]);
+        assert_eq!(pieces(0, 4).count(), 0);
+    }
+}
