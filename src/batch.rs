@@ -42,7 +42,6 @@ pub(crate) const QUERIES_PER_POOL: u32 = 1024;
 
 /// How a batch records and submits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
 pub struct BatchOptions {
     /// Submit what is recorded once this many commands are in the batch,
     /// then keep recording (0: record everything, submit once).

@@ -38,7 +38,6 @@ pub const ENV_VALIDATION: &str = "VKCOMPUTE_VALIDATION";
 
 /// How to create a [`Device`]. `Default` gives what [`Device::new`] uses.
 #[derive(Debug, Clone)]
-#[non_exhaustive]
 pub struct DeviceOptions {
     /// Adapter by index or case-insensitive name fragment. `None`: the
     /// `VKCOMPUTE_DEVICE` variable if set, else the best adapter.
