@@ -10,7 +10,9 @@
 use std::env;
 use std::path::Path;
 
-/// Archives shaderc needs, in the order the linker must see them.
+/// Archives shaderc needs, in the order the linker must see them. Newer
+/// glslang releases fold OGLCompiler, OSDependent and HLSL into glslang;
+/// those that exist are linked.
 const STATIC_LIBS: &[&str] = &[
     "glslang",
     "MachineIndependent",
@@ -36,20 +38,18 @@ fn main() {
         let arch = env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
         format!("/usr/lib/{arch}-linux-gnu")
     });
-    let missing: Vec<&str> = STATIC_LIBS
-        .iter()
-        .copied()
-        .filter(|lib| !Path::new(&dir).join(format!("lib{lib}.a")).exists())
-        .collect();
-    if !missing.is_empty() {
-        println!(
-            "cargo:warning=vkcompute: static archives {missing:?} not found in {dir}; \
-             install libshaderc-dev and spirv-tools (apt), or set VKCOMPUTE_SHADERC_LIB_DIR, \
-             or build without the `glsl` feature"
-        );
+    let present = |lib: &str| Path::new(&dir).join(format!("lib{lib}.a")).exists();
+    for required in ["glslang", "SPIRV-Tools", "SPIRV-Tools-opt"] {
+        if !present(required) {
+            println!(
+                "cargo:warning=vkcompute: lib{required}.a not found in {dir}; install \
+                 libshaderc-dev, glslang-dev and spirv-tools (apt), or set \
+                 VKCOMPUTE_SHADERC_LIB_DIR, or build without the `glsl` feature"
+            );
+        }
     }
     println!("cargo:rustc-link-search=native={dir}");
-    for lib in STATIC_LIBS {
+    for lib in STATIC_LIBS.iter().filter(|l| present(l)) {
         println!("cargo:rustc-link-lib=static={lib}");
     }
 }

@@ -38,6 +38,7 @@
 //!
 //! let y = ys.download()?;
 //! assert_eq!(y[10], 40.0);                           // 2*10 + 2*10
+//! # assert_eq!(gpu.validation_message_count(), 0, "{:?}", gpu.validation_messages());
 //! # Ok(())
 //! # }
 //! ```

@@ -1,0 +1,154 @@
+//! Dispatch costs: CPU cost to record a dispatch, 1000 dependent and 1000
+//! independent tiny dispatches (GPU time from timestamps, and wall time),
+//! and the submit → wait round trip of one tiny dispatch.
+//!
+//! `cargo bench --bench dispatch`; `VKCOMPUTE_QUICK=1` shrinks the workloads
+//! (for lavapipe). The same workloads in hand-written ash are `benches/floor.rs`.
+
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use vkcompute::{BatchOptions, Buffer, Device, DeviceOptions, Kernel, Profiling};
+
+const AXPB: &str = include_str!("../shaders/axpb.comp");
+const N: u32 = 1024;
+
+fn quick() -> bool {
+    std::env::var_os("VKCOMPUTE_QUICK").is_some()
+}
+
+fn steps() -> usize {
+    if quick() {
+        100
+    } else {
+        1000
+    }
+}
+
+struct Setup {
+    gpu: Device,
+    k: Kernel,
+    x: Buffer<f32>,
+    many: Buffer<f32>,
+    pc: [u8; 12],
+}
+
+fn setup(options: DeviceOptions) -> Setup {
+    let gpu = Device::with_options(options).expect("device");
+    let k = gpu.kernel_glsl(AXPB).expect("kernel");
+    let x = gpu.upload(&vec![1.0f32; N as usize]).expect("upload");
+    let many = gpu.alloc::<f32>(N as usize * steps()).expect("alloc");
+    let mut pc = [0u8; 12];
+    pc[..4].copy_from_slice(&1.0f32.to_le_bytes());
+    pc[4..8].copy_from_slice(&1.0f32.to_le_bytes());
+    pc[8..].copy_from_slice(&N.to_le_bytes());
+    Setup {
+        gpu,
+        k,
+        x,
+        many,
+        pc,
+    }
+}
+
+/// Records `n` dispatches (with barriers when `chain`) into `b`.
+fn record(s: &Setup, b: &mut vkcompute::Batch, n: usize, chain: bool) {
+    for i in 0..n {
+        if chain {
+            b.run_with_push_constants(&s.k, &[&s.x], N, &s.pc).unwrap();
+            b.barrier();
+        } else {
+            let off = i * N as usize;
+            let slice = s.many.slice(off..off + N as usize).unwrap();
+            b.run_with_push_constants(&s.k, &[&slice], N, &s.pc)
+                .unwrap();
+        }
+    }
+}
+
+fn bench(c: &mut Criterion) {
+    let s = setup(DeviceOptions::default());
+    let n = steps();
+    println!("adapter: {}", s.gpu.info().name);
+
+    let mut g = c.benchmark_group("dispatch");
+    g.sample_size(if quick() { 10 } else { 30 });
+    g.measurement_time(Duration::from_secs(if quick() { 1 } else { 3 }));
+
+    // CPU cost of recording, per dispatch (the batch is submitted outside
+    // the timed region; single_submit so no chunk is submitted while timing).
+    for (name, chain) in [
+        ("record_dispatch", false),
+        ("record_dispatch_barrier", true),
+    ] {
+        g.bench_function(name, |bch| {
+            bch.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    let mut b = s.gpu.batch_with(BatchOptions::single_submit()).unwrap();
+                    let t = Instant::now();
+                    record(&s, &mut b, n, chain);
+                    total += t.elapsed();
+                    b.submit().unwrap();
+                }
+                total / n as u32
+            })
+        });
+    }
+
+    // GPU time per dispatch from timestamps, and wall time per dispatch
+    // (record + submit in chunks + wait).
+    for (name, chain) in [("chain", true), ("independent", false)] {
+        g.bench_function(format!("{name}_{n}_gpu_per_dispatch"), |bch| {
+            bch.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    let opts = BatchOptions::default().with_profiling(Profiling::Batch);
+                    let mut b = s.gpu.batch_with(opts).unwrap();
+                    record(&s, &mut b, n, chain);
+                    let t = b.submit_async().unwrap();
+                    let p = t.profile().unwrap();
+                    total += Duration::from_nanos(p.total_ns as u64);
+                }
+                total / n as u32
+            })
+        });
+        g.bench_function(format!("{name}_{n}_wall_per_dispatch"), |bch| {
+            bch.iter_custom(|iters| {
+                let t = Instant::now();
+                for _ in 0..iters {
+                    let mut b = s.gpu.batch().unwrap();
+                    record(&s, &mut b, n, chain);
+                    b.submit().unwrap();
+                }
+                t.elapsed() / n as u32
+            })
+        });
+    }
+
+    // One tiny dispatch: record, submit, wait (spin then block, the default).
+    g.bench_function("round_trip", |bch| {
+        bch.iter(|| {
+            let mut b = s.gpu.batch().unwrap();
+            b.run_with_push_constants(&s.k, &[&s.x], N, &s.pc).unwrap();
+            b.submit().unwrap();
+        })
+    });
+    drop(s);
+    let blocking = setup(DeviceOptions {
+        wait_spin: Duration::ZERO,
+        ..Default::default()
+    });
+    g.bench_function("round_trip_blocking", |bch| {
+        bch.iter(|| {
+            let mut b = blocking.gpu.batch().unwrap();
+            b.run_with_push_constants(&blocking.k, &[&blocking.x], N, &blocking.pc)
+                .unwrap();
+            b.submit().unwrap();
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
