@@ -162,6 +162,20 @@ impl<T: Pod> Buffer<T> {
                 limit_name: "maxMemoryAllocationSize",
             })?;
         let vk_size = size.checked_next_multiple_of(4).unwrap_or(u64::MAX);
+        // Checked here (create_buffer checks again) so the error names the
+        // bytes asked for, not the rounded-up Vulkan size.
+        for (limit, limit_name) in [
+            (d.info.max_memory_allocation_size, "maxMemoryAllocationSize"),
+            (d.info.max_buffer_size, "maxBufferSize"),
+        ] {
+            if vk_size > limit {
+                return Err(Error::BufferTooLarge {
+                    requested: size,
+                    limit,
+                    limit_name,
+                });
+            }
+        }
         let name = format!("vkcompute {what} {len} x {}", std::any::type_name::<T>());
         let (raw, alloc) = d.create_buffer(vk_size, memory.location(), &name, true)?;
         let props = alloc.memory_properties();

@@ -344,6 +344,7 @@ impl DeviceInner {
                 )
                 .scalar_block_layout(q12.scalar_block_layout == vk::TRUE)
                 .vulkan_memory_model(q12.vulkan_memory_model == vk::TRUE)
+                .vulkan_memory_model_device_scope(q12.vulkan_memory_model_device_scope == vk::TRUE)
                 .buffer_device_address(bda);
             let mut e13 = vk::PhysicalDeviceVulkan13Features::default()
                 .synchronization2(q13.synchronization2 == vk::TRUE)

@@ -186,7 +186,9 @@ impl KernelBuilder {
         self
     }
 
-    /// Sets specialization constant `id` to raw little-endian bytes (4 or 8).
+    /// Sets specialization constant `id` to raw little-endian bytes, as many
+    /// as the constant has (4 for bool and 32-bit types, 8, 2 or 1 for 64-,
+    /// 16- or 8-bit types).
     pub fn spec_bytes(mut self, id: u32, bytes: &[u8]) -> Self {
         self.spec.insert(id, bytes.to_vec());
         self
@@ -298,11 +300,9 @@ impl KernelBuilder {
                 });
             }
         }
-        for dim in 0..3 {
-            if let Some(id) = reflection.workgroup_size_ids[dim] {
-                if let Some(b) = spec.get(&id) {
-                    size[dim] = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-                }
+        for (s, id) in size.iter_mut().zip(reflection.workgroup_size_ids) {
+            if let Some(b) = id.and_then(|id| spec.get(&id)) {
+                *s = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
             }
         }
         let info = &d.info;
@@ -491,10 +491,7 @@ fn create_core(
     // SAFETY: a shader module may be destroyed after pipeline creation.
     unsafe { d.raw.destroy_shader_module(made.module, None) };
     made.module = vk::ShaderModule::null();
-    result.map_err(|e| {
-        made.destroy(&d.raw);
-        e
-    })?;
+    result.inspect_err(|_| made.destroy(&d.raw))?;
     d.counters.add(Counter::Pipelines, 1);
     d.set_name(made.pipeline, &label);
     let writes = reflection.bindings.iter().any(|b| !b.read_only);

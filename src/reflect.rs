@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 
 use spirq::prelude::{ConstantValue, DescriptorType, ExecutionModel, Variable};
-use spirq::ty::{AccessType, Type};
+use spirq::ty::{AccessType, ScalarType, Type};
 
 use crate::error::{Error, Result};
 
@@ -44,7 +44,8 @@ pub struct BindingInfo {
 pub struct SpecConstantInfo {
     /// Its `constant_id` / SpecId.
     pub id: u32,
-    /// Size of its value in bytes (4 for bool, int, uint, float; 8 for 64-bit types).
+    /// Size of its value in bytes: 4 for bool and 32-bit types, 8, 2 or 1
+    /// for 64-, 16- or 8-bit types.
     pub size: u32,
     /// Its name, when the module keeps debug names.
     pub name: Option<String>,
@@ -122,29 +123,100 @@ pub(crate) fn check_header(words: &[u32]) -> Result<()> {
     Ok(())
 }
 
-/// Reflects the compute entry point `entry` (or the only / `main` one).
-pub(crate) fn reflect(words: &[u32], entry: Option<&str>) -> Result<Reflection> {
-    check_header(words)?;
+/// Checks the module's structure beyond its header: one memory model, an
+/// entry point, functions opened and closed in turn, and every entry point
+/// and function call naming a function the module defines. Catches
+/// truncated modules, which the parser below may accept and drivers (or the
+/// validation layer) may crash on.
+pub(crate) fn check_structure(words: &[u32]) -> Result<()> {
+    let invalid = |reason: String| Err(Error::InvalidSpirv { reason });
+    let mut memory_models = 0;
+    let mut open_function: Option<u32> = None;
+    let mut defined = std::collections::HashSet::new();
+    let mut needed: Vec<(&'static str, u32)> = Vec::new();
+    let mut i = 5;
+    while i < words.len() {
+        let count = ((words[i] >> 16) as usize).max(1);
+        let inst = &words[i..(i + count).min(words.len())];
+        match (inst[0] & 0xffff, inst.len()) {
+            (OP_MEMORY_MODEL, _) => memory_models += 1,
+            (OP_ENTRY_POINT, 3..) => needed.push(("entry point", inst[2])),
+            (OP_FUNCTION, 5..) => {
+                if let Some(f) = open_function {
+                    return invalid(format!("function %{} starts inside function %{f}", inst[2]));
+                }
+                open_function = Some(inst[2]);
+                defined.insert(inst[2]);
+            }
+            (OP_FUNCTION_END, _) => {
+                let Some(_) = open_function.take() else {
+                    return invalid(format!("OpFunctionEnd at word {i} closes no function"));
+                };
+            }
+            (OP_FUNCTION_CALL, 4..) => needed.push(("function call", inst[3])),
+            (OP_FUNCTION | OP_ENTRY_POINT | OP_FUNCTION_CALL, _) => {
+                return invalid(format!("instruction at word {i} is too short"));
+            }
+            _ => {}
+        }
+        i += count;
+    }
+    if memory_models != 1 {
+        return invalid(format!(
+            "the module has {memory_models} OpMemoryModel instructions (exactly one is required)"
+        ));
+    }
+    if !needed.iter().any(|(what, _)| *what == "entry point") {
+        return invalid("the module declares no entry point (OpEntryPoint)".into());
+    }
+    if let Some(f) = open_function {
+        return invalid(format!(
+            "function %{f} is not closed by OpFunctionEnd (truncated module?)"
+        ));
+    }
+    if let Some((what, id)) = needed.iter().find(|(_, id)| !defined.contains(id)) {
+        return invalid(format!(
+            "{what} names function %{id}, which the module does not define (truncated module?)"
+        ));
+    }
+    Ok(())
+}
+
+/// Runs spirq over `words`, turning its errors and panics into `InvalidSpirv`.
+fn parse(words: &[u32]) -> Result<Vec<spirq::prelude::EntryPoint>> {
     // spirq is not hardened against hostile input; a panic inside it must not
     // reach the caller.
     let parsed = std::panic::catch_unwind(|| {
         spirq::ReflectConfig::new()
             .spv(words)
-            .ref_all_rscs(false)
+            .ref_all_rscs(true)
             .reflect()
     });
-    let entry_points = match parsed {
-        Ok(Ok(eps)) => eps,
-        Ok(Err(e)) => {
-            return Err(Error::InvalidSpirv {
-                reason: e.to_string(),
-            })
-        }
-        Err(_) => {
-            return Err(Error::InvalidSpirv {
-                reason: "the reflection parser rejected the module".into(),
-            })
-        }
+    match parsed {
+        Ok(Ok(eps)) => Ok(eps),
+        Ok(Err(e)) => Err(Error::InvalidSpirv {
+            reason: e.to_string(),
+        }),
+        Err(_) => Err(Error::InvalidSpirv {
+            reason: "the reflection parser rejected the module".into(),
+        }),
+    }
+}
+
+/// Reflects the compute entry point `entry` (or the only / `main` one).
+pub(crate) fn reflect(words: &[u32], entry: Option<&str>) -> Result<Reflection> {
+    check_header(words)?;
+    check_structure(words)?;
+    // spirq cannot evaluate some specialization-constant expressions (any
+    // that read a component of a composite, such as `gl_WorkGroupSize.x`
+    // under `local_size_x_id`). None of them decides what is reflected here,
+    // so when parsing fails, parse again with them replaced by plain constants.
+    let entry_points = match parse(words) {
+        Ok(eps) => eps,
+        Err(e) => match without_spec_ops(words) {
+            Some(plain) => parse(&plain).map_err(|_| e)?,
+            None => return Err(e),
+        },
     };
     let compute: Vec<_> = entry_points
         .iter()
@@ -225,10 +297,15 @@ pub(crate) fn reflect(words: &[u32], entry: Option<&str>) -> Result<Reflection> 
             Variable::SpecConstant {
                 name, spec_id, ty, ..
             } => {
-                let size = ty
-                    .nbyte()
-                    .filter(|&n| n == 1 || n == 4 || n == 8)
-                    .map(|n| n.max(4) as u32)
+                // A specialization map entry has the constant's exact size;
+                // booleans have no memory size in SPIR-V and pass as a VkBool32.
+                let bytes = match ty {
+                    Type::Scalar(ScalarType::Boolean) => Some(4),
+                    _ => ty.nbyte(),
+                };
+                let size = bytes
+                    .filter(|&n| matches!(n, 1 | 2 | 4 | 8))
+                    .map(|n| n as u32)
                     .ok_or_else(|| {
                         unsupported(format!(
                             "specialization constant {spec_id} has no scalar size"
@@ -304,6 +381,17 @@ fn constant_u32(v: &ConstantValue) -> Option<u32> {
     }
 }
 
+const OP_MEMORY_MODEL: u32 = 14;
+const OP_ENTRY_POINT: u32 = 15;
+const OP_TYPE_BOOL: u32 = 20;
+const OP_TYPE_INT: u32 = 21;
+const OP_TYPE_FLOAT: u32 = 22;
+const OP_CONSTANT_TRUE: u32 = 41;
+const OP_CONSTANT_NULL: u32 = 46;
+const OP_SPEC_CONSTANT_OP: u32 = 52;
+const OP_FUNCTION: u32 = 54;
+const OP_FUNCTION_END: u32 = 56;
+const OP_FUNCTION_CALL: u32 = 57;
 const OP_DECORATE: u32 = 71;
 const OP_CONSTANT: u32 = 43;
 const OP_SPEC_CONSTANT: u32 = 50;
@@ -312,6 +400,47 @@ const OP_SPEC_CONSTANT_COMPOSITE: u32 = 51;
 const DECORATION_BUILTIN: u32 = 11;
 const DECORATION_SPEC_ID: u32 = 1;
 const BUILTIN_WORKGROUP_SIZE: u32 = 25;
+
+/// A copy of the module with every `OpSpecConstantOp` replaced by a plain
+/// constant of its type (1, true, or null), or `None` when it has none.
+fn without_spec_ops(words: &[u32]) -> Option<Vec<u32>> {
+    // Scalar types by id: Some(width) for numbers, None for bool.
+    let mut scalars: HashMap<u32, Option<u32>> = HashMap::new();
+    let mut out = Vec::with_capacity(words.len());
+    out.extend_from_slice(words.get(..5)?);
+    let mut replaced = false;
+    let mut i = 5;
+    while i < words.len() {
+        let count = ((words[i] >> 16) as usize).max(1);
+        let inst = words.get(i..i + count)?;
+        match (inst[0] & 0xffff, inst.len()) {
+            (OP_TYPE_BOOL, 2..) => {
+                scalars.insert(inst[1], None);
+            }
+            (OP_TYPE_INT | OP_TYPE_FLOAT, 3..) => {
+                scalars.insert(inst[1], Some(inst[2]));
+            }
+            (OP_SPEC_CONSTANT_OP, 4..) => {
+                let (ty, id) = (inst[1], inst[2]);
+                replaced = true;
+                match scalars.get(&ty) {
+                    Some(None) => out.extend_from_slice(&[(3 << 16) | OP_CONSTANT_TRUE, ty, id]),
+                    Some(Some(64)) => {
+                        out.extend_from_slice(&[(5 << 16) | OP_CONSTANT, ty, id, 1, 0])
+                    }
+                    Some(Some(_)) => out.extend_from_slice(&[(4 << 16) | OP_CONSTANT, ty, id, 1]),
+                    None => out.extend_from_slice(&[(3 << 16) | OP_CONSTANT_NULL, ty, id]),
+                }
+                i += count;
+                continue;
+            }
+            _ => {}
+        }
+        out.extend_from_slice(inst);
+        i += count;
+    }
+    replaced.then_some(out)
+}
 
 type WorkgroupSize = ([u32; 3], [Option<u32>; 3]);
 
@@ -329,10 +458,10 @@ fn builtin_workgroup_size(words: &[u32]) -> Option<WorkgroupSize> {
         let op = words[i] & 0xffff;
         let inst = words.get(i..i + count)?;
         match (op, inst.len()) {
-            (OP_DECORATE, 4..) if inst[2] == DECORATION_BUILTIN => {
-                if inst[3] == BUILTIN_WORKGROUP_SIZE {
-                    target = Some(inst[1]);
-                }
+            (OP_DECORATE, 4..)
+                if inst[2] == DECORATION_BUILTIN && inst[3] == BUILTIN_WORKGROUP_SIZE =>
+            {
+                target = Some(inst[1]);
             }
             (OP_DECORATE, 4..) if inst[2] == DECORATION_SPEC_ID => {
                 spec_ids.insert(inst[1], inst[3]);
@@ -381,12 +510,27 @@ mod tests {
         // An instruction claiming 9 words with 1 left.
         let w = [MAGIC, 0x0001_0000, 0, 10, 0, 0x0009_0011];
         assert!(check_header(&w).is_err());
-        // A header alone is well formed (but has no entry point).
+        // A header alone passes the header walk, but is no module.
         let w = [MAGIC, 0x0001_0000, 0, 10, 0];
         assert!(check_header(&w).is_ok());
         assert!(matches!(
             reflect(&w, None),
-            Err(Error::EntryPointNotFound { .. })
+            Err(Error::InvalidSpirv { reason }) if reason.contains("OpMemoryModel")
+        ));
+        // With a memory model but no entry point.
+        let w = [
+            MAGIC,
+            0x0001_0000,
+            0,
+            10,
+            0,
+            (3 << 16) | OP_MEMORY_MODEL,
+            0,
+            1,
+        ];
+        assert!(matches!(
+            reflect(&w, None),
+            Err(Error::InvalidSpirv { reason }) if reason.contains("no entry point")
         ));
     }
 
@@ -436,5 +580,92 @@ mod tests {
             Some(([64, 1, 1], [Some(7), None, None]))
         );
         assert_eq!(builtin_workgroup_size(&w[..21]), None);
+    }
+
+    /// Header, memory model, `OpEntryPoint GLCompute %4 "main"`, and a
+    /// function %4 whose body is `extra` (between OpLabel and OpReturn).
+    fn module(extra: &[u32], close: bool) -> Vec<u32> {
+        let mut w = vec![MAGIC, 0x0001_0000, 0, 20, 0];
+        w.extend([(3 << 16) | OP_MEMORY_MODEL, 0, 1]);
+        // "main\0" padded to one more word.
+        w.extend([(5 << 16) | OP_ENTRY_POINT, 5, 4, 0x6e69_616d, 0]);
+        w.extend([(5 << 16) | OP_FUNCTION, 1, 4, 0, 2]);
+        w.extend([(2 << 16) | 248, 3]);
+        w.extend_from_slice(extra);
+        w.push((1 << 16) | 253);
+        if close {
+            w.push((1 << 16) | OP_FUNCTION_END);
+        }
+        w
+    }
+
+    #[test]
+    fn structure_catches_truncated_modules() {
+        assert!(check_structure(&module(&[], true)).is_ok());
+        let unclosed = check_structure(&module(&[], false));
+        assert!(
+            matches!(unclosed, Err(Error::InvalidSpirv { reason }) if reason.contains("not closed"))
+        );
+        // A call to a function the module lacks.
+        let call = [(4 << 16) | OP_FUNCTION_CALL, 1, 8, 9];
+        let r = check_structure(&module(&call, true));
+        assert!(matches!(r, Err(Error::InvalidSpirv { reason }) if reason.contains("%9")));
+        // Every prefix that cuts into the function is rejected.
+        let whole = module(&[], true);
+        for len in 5..whole.len() {
+            let prefix = &whole[..len];
+            assert!(
+                check_header(prefix).is_err() || check_structure(prefix).is_err(),
+                "prefix of {len} words"
+            );
+        }
+        // Two memory models, or a stray OpFunctionEnd.
+        let mut two = module(&[], true);
+        two.extend([(3 << 16) | OP_MEMORY_MODEL, 0, 1]);
+        assert!(check_structure(&two).is_err());
+        let mut stray = module(&[], true);
+        stray.push((1 << 16) | OP_FUNCTION_END);
+        assert!(check_structure(&stray).is_err());
+    }
+
+    #[test]
+    fn spec_ops_become_plain_constants() {
+        let mut w = vec![MAGIC, 0x0001_0000, 0, 20, 0];
+        w.extend([(4 << 16) | OP_TYPE_INT, 1, 32, 0]);
+        w.extend([(2 << 16) | OP_TYPE_BOOL, 2]);
+        w.extend([(4 << 16) | 23, 3, 1, 3]); // OpTypeVector %3 %1 3
+        w.extend([(3 << 16) | OP_TYPE_FLOAT, 6, 64]);
+        // %5 = OpSpecConstantOp %1 CompositeExtract %9 0
+        w.extend([(6 << 16) | OP_SPEC_CONSTANT_OP, 1, 5, 81, 9, 0]);
+        // %7 = OpSpecConstantOp %2 ULessThan %5 %5
+        w.extend([(6 << 16) | OP_SPEC_CONSTANT_OP, 2, 7, 176, 5, 5]);
+        // %8 = OpSpecConstantOp %3 VectorShuffle %9 %9 0 1 2
+        w.extend([(9 << 16) | OP_SPEC_CONSTANT_OP, 3, 8, 79, 9, 9, 0, 1, 2]);
+        // %10 = OpSpecConstantOp %6 FNegate %11
+        w.extend([(5 << 16) | OP_SPEC_CONSTANT_OP, 6, 10, 127, 11]);
+        let out = without_spec_ops(&w).unwrap();
+        assert!(check_header(&out).is_ok());
+        let tail = &out[5 + 4 + 2 + 4 + 3..];
+        assert_eq!(
+            tail,
+            [
+                (4 << 16) | OP_CONSTANT,
+                1,
+                5,
+                1,
+                (3 << 16) | OP_CONSTANT_TRUE,
+                2,
+                7,
+                (3 << 16) | OP_CONSTANT_NULL,
+                3,
+                8,
+                (5 << 16) | OP_CONSTANT,
+                6,
+                10,
+                1,
+                0
+            ]
+        );
+        assert_eq!(without_spec_ops(&w[..5 + 4]), None);
     }
 }

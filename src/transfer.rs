@@ -183,8 +183,10 @@ fn staged_read(d: &DeviceInner, buf: &BufferInner, offset: u64, out: &mut [u8]) 
                 })?;
                 pending[slot] = Some((value, r));
             }
-            for (slot, p) in pending.iter_mut().enumerate() {
-                drain(run, p.take(), &slots[slot])?;
+            // `slots` may hold one buffer (a transfer of one chunk): zip, so
+            // the unused second entry of `pending` never indexes past it.
+            for (p, s) in pending.iter_mut().zip(&slots) {
+                drain(run, p.take(), s)?;
             }
             Ok(())
         })(),

@@ -1,0 +1,384 @@
+//! One table of vkcompute's figures beside the driver's floor (the same work
+//! in minimal hand-written ash, `benches/common/floor.rs`) and, when given,
+//! CUDA's figures from `cuda_anchor.py` run on the same machine.
+//!
+//! ```text
+//! cargo run --release --example gpu_report -- [--cuda cuda.json] [--json out.json]
+//! ```
+//!
+//! Every figure is a median over repeated runs after warm-up. The `clock`
+//! column says what was timed: `gpu` is GPU timestamps around the work,
+//! `wall` is host wall clock, `cpu` is host time spent recording.
+//! `VKCOMPUTE_QUICK=1` shrinks the workloads (lavapipe, CI).
+
+#[path = "../benches/common/floor.rs"]
+mod floor;
+
+use std::time::{Duration, Instant};
+
+use vkcompute::{BatchOptions, Buffer, Device, DeviceOptions, Kernel, Profiling};
+
+const AXPB: &str = include_str!("../shaders/axpb.comp");
+const N: u32 = 1024;
+
+/// One row of the report.
+struct Row {
+    name: String,
+    unit: &'static str,
+    clock: &'static str,
+    ours: f64,
+    floor: Option<f64>,
+    cuda: Option<(String, f64)>,
+    goal: String,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+fn us(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+/// Runs `f` `warm` times, then `reps` times, and returns the median.
+fn measure(warm: usize, reps: usize, mut f: impl FnMut() -> f64) -> f64 {
+    for _ in 0..warm {
+        f();
+    }
+    median((0..reps).map(|_| f()).collect())
+}
+
+/// Reads `"key": number` pairs from cuda_anchor.py's flat JSON.
+fn parse_flat_json(text: &str) -> Vec<(String, f64)> {
+    let mut out = Vec::new();
+    for part in text.split(',') {
+        let mut kv = part.splitn(2, ':');
+        let (Some(k), Some(v)) = (kv.next(), kv.next()) else {
+            continue;
+        };
+        let key = k
+            .trim()
+            .trim_matches(|c| c == '{' || c == '\n' || c == ' ' || c == '"');
+        if let Ok(n) = v.trim().trim_end_matches('}').trim().parse::<f64>() {
+            out.push((key.to_string(), n));
+        }
+    }
+    out
+}
+
+struct Ours {
+    gpu: Device,
+    k: Kernel,
+    x: Buffer<f32>,
+    many: Buffer<f32>,
+    pc: [u8; 12],
+}
+
+impl Ours {
+    fn new(options: DeviceOptions, steps: usize) -> vkcompute::Result<Ours> {
+        let gpu = Device::with_options(options)?;
+        let k = gpu.kernel_glsl(AXPB)?;
+        let x = gpu.upload(&vec![0.0f32; N as usize])?;
+        let many = gpu.alloc::<f32>(N as usize * steps)?;
+        let mut pc = [0u8; 12];
+        pc[..4].copy_from_slice(&1.0f32.to_le_bytes());
+        pc[4..8].copy_from_slice(&1.0f32.to_le_bytes());
+        pc[8..].copy_from_slice(&N.to_le_bytes());
+        Ok(Ours {
+            gpu,
+            k,
+            x,
+            many,
+            pc,
+        })
+    }
+
+    fn record(&self, b: &mut vkcompute::Batch, n: usize, chain: bool) -> vkcompute::Result<()> {
+        for i in 0..n {
+            if chain {
+                b.run_with_push_constants(&self.k, &[&self.x], N, &self.pc)?;
+                b.barrier();
+            } else {
+                let off = i * N as usize;
+                let slice = self.many.slice(off..off + N as usize)?;
+                b.run_with_push_constants(&self.k, &[&slice], N, &self.pc)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// CPU µs per recorded dispatch: the same kernel on the same buffer, as
+    /// the floor records it (pipeline and bindings unchanged between
+    /// dispatches). The batch is dropped unsubmitted: without barriers the
+    /// dispatches would race.
+    fn record_cost(&self, n: usize, barrier: bool) -> vkcompute::Result<f64> {
+        let mut b = self.gpu.batch_with(BatchOptions::single_submit())?;
+        let t = Instant::now();
+        for _ in 0..n {
+            b.run_with_push_constants(&self.k, &[&self.x], N, &self.pc)?;
+            if barrier {
+                b.barrier();
+            }
+        }
+        let e = t.elapsed();
+        drop(b);
+        Ok(us(e) / n as f64)
+    }
+
+    /// (GPU µs, wall µs) per dispatch.
+    fn run(&self, n: usize, chain: bool, profile: bool) -> vkcompute::Result<f64> {
+        if profile {
+            let mut b = self
+                .gpu
+                .batch_with(BatchOptions::default().with_profiling(Profiling::Batch))?;
+            self.record(&mut b, n, chain)?;
+            let t = b.submit_async()?;
+            Ok(t.profile()?.total_ns / 1e3 / n as f64)
+        } else {
+            let start = Instant::now();
+            let mut b = self.gpu.batch()?;
+            self.record(&mut b, n, chain)?;
+            b.submit()?;
+            Ok(us(start.elapsed()) / n as f64)
+        }
+    }
+
+    fn round_trip(&self) -> vkcompute::Result<f64> {
+        let t = Instant::now();
+        let mut b = self.gpu.batch()?;
+        b.run_with_push_constants(&self.k, &[&self.x], N, &self.pc)?;
+        b.submit()?;
+        Ok(us(t.elapsed()))
+    }
+}
+
+fn main() -> vkcompute::Result<()> {
+    let args: Vec<String> = std::env::args().collect();
+    let arg = |flag: &str| {
+        args.iter()
+            .position(|a| a == flag)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+    };
+    let cuda: Vec<(String, f64)> = arg("--cuda")
+        .and_then(|p| std::fs::read_to_string(p).ok())
+        .map(|t| parse_flat_json(&t))
+        .unwrap_or_default();
+    let cuda_get = |k: &str| cuda.iter().find(|(n, _)| n == k).map(|(_, v)| *v);
+    let quick = std::env::var_os("VKCOMPUTE_QUICK").is_some();
+    let steps = if quick { 100 } else { 1000 };
+    let (warm, reps) = if quick { (1, 3) } else { (3, 21) };
+
+    let ours = Ours::new(DeviceOptions::default(), steps)?;
+    let info = ours.gpu.info().clone();
+    let mut fl = floor::Floor::new();
+    let mut rows = Vec::new();
+    let mut row = |name: String,
+                   unit,
+                   clock,
+                   ours: f64,
+                   floor: Option<f64>,
+                   cuda: Option<(String, f64)>,
+                   goal: String| {
+        rows.push(Row {
+            name,
+            unit,
+            clock,
+            ours,
+            floor,
+            cuda,
+            goal,
+        })
+    };
+
+    // Correctness first: a chain of `steps` adds `steps` to every element.
+    ours.x.write(0, &vec![0.0f32; N as usize])?;
+    ours.run(steps, true, false)?;
+    let x = ours.x.download()?;
+    assert!(
+        x.iter().all(|&v| v == steps as f32),
+        "chain result wrong: {:?}",
+        &x[..4]
+    );
+
+    for (label, chain) in [
+        ("record dispatch", false),
+        ("record dispatch + barrier", true),
+    ] {
+        let o = measure(warm, reps, || {
+            ours.record_cost(steps, chain).expect("record")
+        });
+        let f = measure(warm, reps, || {
+            us(fl.record_cost(steps, chain)) / steps as f64
+        });
+        row(
+            label.into(),
+            "µs",
+            "cpu",
+            o,
+            Some(f),
+            None,
+            "≤ 1.1× floor".into(),
+        );
+    }
+    for (label, chain) in [("chain", true), ("independent", false)] {
+        let o = measure(warm, reps, || ours.run(steps, chain, true).expect("run"));
+        let f = measure(warm, reps, || {
+            let (g, _) = if chain {
+                fl.chain_gpu(steps)
+            } else {
+                fl.independent_gpu(steps)
+            };
+            us(g) / steps as f64
+        });
+        let (cuda, goal) = if chain {
+            (
+                cuda_get("graph_us_per_kernel").map(|v| ("CUDA graph replay".to_string(), v)),
+                "≤ 1.1× floor".to_string(),
+            )
+        } else {
+            (None, "≤ 0.6 µs".to_string())
+        };
+        row(
+            format!("{label} of {steps}, per dispatch"),
+            "µs",
+            "gpu",
+            o,
+            Some(f),
+            cuda,
+            goal,
+        );
+        let o = measure(warm, reps, || ours.run(steps, chain, false).expect("run"));
+        let f = measure(warm, reps, || {
+            let (_, w) = if chain {
+                fl.chain_gpu(steps)
+            } else {
+                fl.independent_gpu(steps)
+            };
+            us(w) / steps as f64
+        });
+        let cuda = if chain {
+            cuda_get("graph_1000_wall_ms").map(|v| ("CUDA graph replay".to_string(), v))
+        } else {
+            cuda_get("eager_us_per_kernel").map(|v| ("CUDA eager".to_string(), v))
+        };
+        let goal = if chain { "≤ 2.6 µs" } else { "" };
+        row(
+            format!("{label} of {steps}, per dispatch"),
+            "µs",
+            "wall",
+            o,
+            Some(f),
+            cuda,
+            goal.into(),
+        );
+    }
+    let rt_reps = if quick { 20 } else { 2001 };
+    let o = measure(warm * 10, rt_reps, || {
+        ours.round_trip().expect("round trip")
+    });
+    let f = measure(warm * 10, rt_reps, || us(fl.round_trip(true)));
+    let cuda_rt =
+        cuda_get("roundtrip_us_one_kernel_sync").map(|v| ("PyTorch kernel + sync".to_string(), v));
+    row(
+        "round trip, spin then block (default)".into(),
+        "µs",
+        "wall",
+        o,
+        Some(f),
+        cuda_rt.clone(),
+        "≤ 15 µs (goal 10)".into(),
+    );
+    drop(ours);
+    let blocking = Ours::new(
+        DeviceOptions {
+            wait_spin: Duration::ZERO,
+            ..Default::default()
+        },
+        1,
+    )?;
+    let o = measure(warm * 10, rt_reps, || {
+        blocking.round_trip().expect("round trip")
+    });
+    let f = measure(warm * 10, rt_reps, || us(fl.round_trip(false)));
+    row(
+        "round trip, blocking wait".into(),
+        "µs",
+        "wall",
+        o,
+        Some(f),
+        cuda_rt,
+        String::new(),
+    );
+    drop(blocking);
+    drop(fl);
+
+    // cuda_anchor's graph_1000_wall_ms is ms per 1000 kernels: numerically
+    // µs per kernel, as the rows are.
+    println!(
+        "vkcompute report: {} ({:?}), driver {} {}, Vulkan {}.{}.{}",
+        info.name,
+        info.adapter_type,
+        info.driver_name,
+        info.driver_info,
+        info.api_version.0,
+        info.api_version.1,
+        info.api_version.2
+    );
+    println!(
+        "{:<44} {:>5} {:>10} {:>10} {:>8} {:>10} {:>8}  goal",
+        "workload", "clock", "ours", "floor", "/floor", "CUDA", "/CUDA"
+    );
+    for r in &rows {
+        let floor = r.floor.map_or(String::from("-"), |f| format!("{f:.3}"));
+        let rf = r
+            .floor
+            .map_or(String::from("-"), |f| format!("{:.2}×", r.ours / f));
+        let cuda = r
+            .cuda
+            .as_ref()
+            .map_or(String::from("-"), |(_, v)| format!("{v:.3}"));
+        let rc = r
+            .cuda
+            .as_ref()
+            .map_or(String::from("-"), |(_, v)| format!("{:.2}×", r.ours / v));
+        println!(
+            "{:<44} {:>5} {:>10.3} {:>10} {:>8} {:>10} {:>8}  {}",
+            format!("{} ({})", r.name, r.unit),
+            r.clock,
+            r.ours,
+            floor,
+            rf,
+            cuda,
+            rc,
+            r.goal
+        );
+    }
+    if let Some(path) = arg("--json") {
+        let mut s = String::from("{\n");
+        s += &format!(
+            "  \"adapter\": {:?},\n  \"driver\": {:?},\n  \"rows\": [\n",
+            info.name, info.driver_info
+        );
+        for (i, r) in rows.iter().enumerate() {
+            s += &format!(
+                "    {{\"name\": {:?}, \"unit\": {:?}, \"clock\": {:?}, \"ours\": {}, \"floor\": {}, \"cuda\": {}, \"cuda_what\": {:?}, \"goal\": {:?}}}{}\n",
+                r.name,
+                r.unit,
+                r.clock,
+                r.ours,
+                r.floor.map_or("null".to_string(), |f| f.to_string()),
+                r.cuda.as_ref().map_or("null".to_string(), |(_, v)| v.to_string()),
+                r.cuda.as_ref().map_or("", |(w, _)| w.as_str()),
+                r.goal,
+                if i + 1 < rows.len() { "," } else { "" }
+            );
+        }
+        s += "  ]\n}\n";
+        if let Err(e) = std::fs::write(&path, s) {
+            eprintln!("could not write {path}: {e}");
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,821 @@
+//! Buffers: upload/download round trips, zero-filled allocation, sub-range
+//! reads and writes, slices, memory placements, the staging path, error
+//! cases and the memory budget.
+
+mod common;
+use common::*;
+
+use bytemuck::{Pod, Zeroable};
+use vkcompute::{Buffer, Device, DeviceOptions, Error, GpuBuf, Memory};
+
+/// Sizes (in elements) that are multiples of neither 4 bytes nor any
+/// workgroup size.
+const SIZES: [usize; 5] = [1, 3, 1023, 4097, (1 << 20) + 5];
+
+const PLACEMENTS: [Memory; 3] = [
+    Memory::DeviceLocal,
+    Memory::HostVisible,
+    Memory::DeviceHostVisible,
+];
+
+/// A 20-byte element with no padding.
+#[derive(Debug, Clone, Copy, PartialEq, Pod, Zeroable)]
+#[repr(C)]
+struct Particle {
+    pos: [f32; 3],
+    id: u32,
+    vel: [i16; 2],
+}
+
+/// A 6-byte element: a buffer of an odd count is not a multiple of 4 bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Pod, Zeroable)]
+#[repr(C)]
+struct Rgb16 {
+    r: u16,
+    g: u16,
+    b: u16,
+}
+
+/// A device that reaches device-local memory only through staging copies,
+/// with staging buffers of 4 KiB so most transfers take several chunks.
+fn staged_gpu() -> Device {
+    gpu_with(DeviceOptions {
+        direct_host_access: false,
+        staging_buffer_size: 4096,
+        ..Default::default()
+    })
+}
+
+/// `n` elements of random bytes (any bit pattern, NaNs included).
+fn random<T: Pod>(rng: &mut Rng, n: usize) -> Vec<T> {
+    let mut v = vec![T::zeroed(); n];
+    for chunk in bytemuck::cast_slice_mut::<T, u8>(&mut v).chunks_mut(8) {
+        let r = rng.next_u64().to_le_bytes();
+        chunk.copy_from_slice(&r[..chunk.len()]);
+    }
+    v
+}
+
+/// Bitwise equality, naming the first differing byte.
+fn assert_same<T: Pod>(got: &[T], want: &[T], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    let (g, w) = (
+        bytemuck::cast_slice::<T, u8>(got),
+        bytemuck::cast_slice::<T, u8>(want),
+    );
+    if let Some(i) = g.iter().zip(w).position(|(a, b)| a != b) {
+        panic!(
+            "{what}: first difference at byte {i} (element {}): got {:#04x}, want {:#04x}",
+            i / std::mem::size_of::<T>(),
+            g[i],
+            w[i]
+        );
+    }
+}
+
+fn assert_zero<T: Pod>(got: &[T], what: &str) {
+    let bytes = bytemuck::cast_slice::<T, u8>(got);
+    if let Some(i) = bytes.iter().position(|&b| b != 0) {
+        panic!("{what}: byte {i} is {:#04x}, not zero", bytes[i]);
+    }
+}
+
+fn round_trip<T: Pod>(gpu: &Device, rng: &mut Rng, n: usize, memory: Memory) {
+    let what = format!("{} x {} in {memory:?}", n, std::any::type_name::<T>());
+    let host: Vec<T> = random(rng, n);
+    let buf = gpu.upload_with(&host, memory).unwrap();
+    assert_eq!(buf.len(), n, "{what}");
+    assert!(!buf.is_empty());
+    assert_eq!(buf.byte_size(), (n * std::mem::size_of::<T>()) as u64);
+    assert_eq!(buf.memory(), memory);
+    assert_same(&buf.download().unwrap(), &host, &what);
+}
+
+#[test]
+fn round_trips_of_element_types_and_odd_sizes() {
+    let gpu = gpu();
+    let mut rng = Rng::new(1);
+    for &n in &SIZES {
+        round_trip::<f32>(&gpu, &mut rng, n, Memory::DeviceLocal);
+        round_trip::<u32>(&gpu, &mut rng, n, Memory::DeviceLocal);
+        round_trip::<u8>(&gpu, &mut rng, n, Memory::DeviceLocal);
+        round_trip::<i16>(&gpu, &mut rng, n, Memory::DeviceLocal);
+        round_trip::<[f32; 3]>(&gpu, &mut rng, n, Memory::DeviceLocal);
+        round_trip::<Particle>(&gpu, &mut rng, n, Memory::DeviceLocal);
+        round_trip::<Rgb16>(&gpu, &mut rng, n, Memory::DeviceLocal);
+    }
+    // Typed values survive too (not only bytes).
+    let ps: Vec<Particle> = (0..77)
+        .map(|i| Particle {
+            pos: [i as f32, -(i as f32), 0.5],
+            id: i,
+            vel: [i as i16, -(i as i16)],
+        })
+        .collect();
+    assert_eq!(gpu.upload(&ps).unwrap().download().unwrap(), ps);
+    let v3: Vec<[f32; 3]> = (0..5).map(|i| [i as f32; 3]).collect();
+    let b = gpu
+        .upload(bytemuck::cast_slice::<[f32; 3], f32>(&v3))
+        .unwrap();
+    assert_eq!(b.len(), 15);
+    assert_eq!(
+        bytemuck::cast_slice::<f32, [f32; 3]>(&b.download().unwrap()),
+        &v3[..]
+    );
+    assert_clean(&gpu);
+}
+
+#[test]
+fn round_trips_in_every_placement() {
+    let gpu = gpu();
+    let mut rng = Rng::new(2);
+    for memory in PLACEMENTS {
+        for &n in &SIZES[..4] {
+            round_trip::<u8>(&gpu, &mut rng, n, memory);
+            round_trip::<f32>(&gpu, &mut rng, n, memory);
+            round_trip::<Particle>(&gpu, &mut rng, n, memory);
+        }
+        round_trip::<i16>(&gpu, &mut rng, SIZES[4], memory);
+
+        let z = gpu.alloc_with::<Rgb16>(1023, memory).unwrap();
+        assert_eq!(z.memory(), memory);
+        assert_zero(&z.download().unwrap(), "alloc_with");
+        let data: Vec<Rgb16> = random(&mut rng, 100);
+        z.write(900, &data).unwrap();
+        assert_same(&z.read_range(900..1000).unwrap(), &data, "write/read_range");
+        assert_zero(&z.read_range(..900).unwrap(), "untouched head");
+        assert_zero(&z.read_range(1000..).unwrap(), "untouched tail");
+    }
+    assert_clean(&gpu);
+}
+
+#[test]
+fn device_host_visible_is_supported_on_lavapipe() {
+    let gpu = gpu();
+    if !gpu.info().name.to_lowercase().contains("llvmpipe") {
+        println!(
+            "not lavapipe ({}): skipping the lavapipe-specific check",
+            gpu.info().name
+        );
+        assert_clean(&gpu);
+        return;
+    }
+    // Its only memory type is device-local and host-visible.
+    assert!(gpu.info().host_visible_device_memory > 0);
+    let b = gpu
+        .upload_with(&[1u16, 2, 3], Memory::DeviceHostVisible)
+        .unwrap();
+    assert_eq!(b.memory(), Memory::DeviceHostVisible);
+    assert_eq!(b.download().unwrap(), vec![1, 2, 3]);
+    assert_clean(&gpu);
+}
+
+#[test]
+fn alloc_is_zero_filled_even_after_memory_reuse() {
+    for gpu in [gpu(), staged_gpu()] {
+        for memory in PLACEMENTS {
+            for &n in &[1usize, 3, 1023, 4097, 70_001] {
+                let garbage = vec![0xA5u8; n];
+                let reserved_before = {
+                    let g = gpu.upload_with(&garbage, memory).unwrap();
+                    assert_eq!(g.download().unwrap(), garbage);
+                    gpu.stats().allocator_reserved_bytes
+                };
+                // Same size again: the allocator hands back the same memory.
+                let z = gpu.alloc_with::<u8>(n, memory).unwrap();
+                assert_eq!(gpu.stats().allocator_reserved_bytes, reserved_before);
+                assert_zero(
+                    &z.download().unwrap(),
+                    &format!("alloc_with::<u8>({n}, {memory:?}) after garbage"),
+                );
+                // And as another type over the same bytes.
+                drop(z);
+                let g = gpu.upload_with(&vec![-1i16; n], memory).unwrap();
+                drop(g);
+                let z = gpu.alloc_with::<i16>(n, memory).unwrap();
+                assert_zero(&z.download().unwrap(), "alloc_with::<i16> after garbage");
+                // A write to a freshly zeroed buffer leaves the rest zero.
+                z.write(n - 1, &[7]).unwrap();
+                let back = z.download().unwrap();
+                assert_eq!(back[n - 1], 7);
+                assert_zero(&back[..n - 1], "rest after one write");
+            }
+        }
+        assert_clean(&gpu);
+    }
+}
+
+fn sub_ranges<T: Pod>(gpu: &Device, rng: &mut Rng, n: usize) {
+    let what = std::any::type_name::<T>();
+    let mut mirror: Vec<T> = random(rng, n);
+    let buf = gpu.upload(&mirror).unwrap();
+    for _ in 0..40 {
+        let start = rng.below(n as u64) as usize;
+        let len = rng.below((n - start) as u64 + 1) as usize;
+        let data: Vec<T> = random(rng, len);
+        buf.write(start, &data).unwrap();
+        mirror[start..start + len].copy_from_slice(&data);
+
+        let a = rng.below(n as u64 + 1) as usize;
+        let b = a + rng.below((n - a) as u64 + 1) as usize;
+        let got = buf.read_range(a..b).unwrap();
+        assert_same(&got, &mirror[a..b], &format!("{what} read_range({a}..{b})"));
+        if a < b {
+            let got = buf.read_range(a..=b - 1).unwrap();
+            assert_same(
+                &got,
+                &mirror[a..b],
+                &format!("{what} read_range({a}..={})", b - 1),
+            );
+        }
+    }
+    assert_same(&buf.read_range(..).unwrap(), &mirror, what);
+    assert_same(&buf.read_range(n / 2..).unwrap(), &mirror[n / 2..], what);
+    assert_same(&buf.read_range(..n / 3).unwrap(), &mirror[..n / 3], what);
+    assert!(buf.read_range(n..).unwrap().is_empty());
+    buf.write(n, &[]).unwrap();
+    assert_same(&buf.download().unwrap(), &mirror, what);
+}
+
+#[test]
+fn write_and_read_range_on_sub_ranges() {
+    for gpu in [gpu(), staged_gpu()] {
+        let mut rng = Rng::new(3);
+        sub_ranges::<u8>(&gpu, &mut rng, 3 * 4096 + 7);
+        sub_ranges::<i16>(&gpu, &mut rng, 5001);
+        sub_ranges::<f32>(&gpu, &mut rng, 2049);
+        sub_ranges::<Rgb16>(&gpu, &mut rng, 1999);
+        sub_ranges::<u32>(&gpu, &mut rng, 1);
+        assert_clean(&gpu);
+    }
+}
+
+#[test]
+fn download_into_fills_the_slice() {
+    for gpu in [gpu(), staged_gpu()] {
+        let mut rng = Rng::new(4);
+        for &n in &SIZES[..4] {
+            let host: Vec<i16> = random(&mut rng, n);
+            let buf = gpu.upload(&host).unwrap();
+            let mut out = vec![0x5555i16; n];
+            buf.download_into(&mut out).unwrap();
+            assert_same(&out, &host, "download_into");
+        }
+        let host: Vec<Particle> = random(&mut rng, 999);
+        let buf = gpu.upload_with(&host, Memory::HostVisible).unwrap();
+        let mut out = vec![Particle::zeroed(); 999];
+        buf.download_into(&mut out).unwrap();
+        assert_same(&out, &host, "download_into HostVisible");
+        assert_clean(&gpu);
+    }
+}
+
+#[test]
+fn slices_view_sub_ranges() {
+    for gpu in [gpu(), staged_gpu()] {
+        let host: Vec<u32> = (0..5000).collect();
+        let buf = gpu.upload(&host).unwrap();
+
+        let s = buf.slice(100..300).unwrap();
+        assert_eq!((s.start(), s.len()), (100, 200));
+        assert!(!s.is_empty());
+        assert_eq!(s.byte_offset(), 400);
+        assert_eq!(GpuBuf::byte_size(&s), 800);
+        assert_eq!(s.download().unwrap(), host[100..300]);
+
+        let s = buf.slice(4999..=4999).unwrap();
+        assert_eq!((s.start(), s.len()), (4999, 1));
+        assert_eq!(s.download().unwrap(), vec![4999]);
+
+        let s = buf.slice(..).unwrap();
+        assert_eq!((s.start(), s.len()), (0, 5000));
+        assert_eq!(s.byte_offset(), 0);
+        assert_eq!(GpuBuf::byte_size(&s), buf.byte_size());
+        assert_eq!(s.download().unwrap(), host);
+
+        let s = buf.slice(4097..).unwrap();
+        assert_eq!((s.start(), s.len()), (4097, 903));
+        let copy = s; // slices are Copy
+        assert_eq!(copy.download().unwrap(), host[4097..]);
+
+        // A slice sees later writes to its buffer.
+        let s = buf.slice(10..20).unwrap();
+        buf.write(15, &[9, 9, 9]).unwrap();
+        assert_eq!(s.download().unwrap(), [10, 11, 12, 13, 14, 9, 9, 9, 18, 19]);
+
+        // Odd-sized elements: slices of u8 at odd offsets.
+        let bytes: Vec<u8> = (0..9999u32).map(|i| (i * 7 + 3) as u8).collect();
+        let b = gpu.upload(&bytes).unwrap();
+        let s = b.slice(4093..8199).unwrap();
+        assert_eq!(s.download().unwrap(), bytes[4093..8199]);
+        assert_eq!(s.byte_offset(), 4093);
+        assert_clean(&gpu);
+    }
+}
+
+#[test]
+fn clones_share_memory_and_buffers_keep_the_device_alive() {
+    let gpu = gpu();
+    let a = gpu.upload(&[1u32, 2, 3, 4]).unwrap();
+    let b = a.clone();
+    b.write(1, &[20, 30]).unwrap();
+    assert_eq!(a.download().unwrap(), vec![1, 20, 30, 4]);
+    let before = gpu.stats().buffers;
+    drop(a);
+    assert_eq!(gpu.stats().buffers, before, "a clone keeps the buffer");
+    assert_eq!(b.device().id(), gpu.id());
+    assert_clean(&gpu);
+    // Dropping every Device handle first leaves the buffer usable.
+    let id = gpu.id();
+    drop(gpu);
+    assert_eq!(b.download().unwrap(), vec![1, 20, 30, 4]);
+    let dev = b.device();
+    assert_eq!(dev.id(), id);
+    drop(b);
+    assert_eq!(dev.stats().buffers, 0);
+    assert_clean(&dev);
+}
+
+#[test]
+fn staging_path_pipelines_odd_sizes_through_two_buffers() {
+    let gpu = staged_gpu();
+    let mut rng = Rng::new(5);
+    assert_eq!(gpu.stats().staging_buffers, 0);
+    for &n in &[
+        1usize,
+        4095,
+        4096,
+        4097,
+        8191,
+        3 * 4096 + 1,
+        10 * 4096 + 3,
+        (1 << 20) + 5,
+    ] {
+        let host: Vec<u8> = random(&mut rng, n);
+        let s0 = gpu.stats();
+        let buf = gpu.upload(&host).unwrap();
+        let s1 = gpu.stats();
+        let chunks = n.div_ceil(4096) as u64;
+        // One submission per 4 KiB chunk.
+        assert_eq!(
+            s1.submissions - s0.submissions,
+            chunks,
+            "upload of {n} bytes in 4 KiB chunks"
+        );
+        assert!(s1.staging_buffers >= if n > 4096 { 2 } else { 1 });
+        assert_same(&buf.download().unwrap(), &host, &format!("{n} bytes"));
+        let s2 = gpu.stats();
+        assert_eq!(
+            s2.submissions - s1.submissions,
+            chunks,
+            "download of {n} bytes"
+        );
+        // Only a few staging buffers are kept however many chunks passed.
+        assert!(s2.staging_buffers <= 4, "{s2:?}");
+    }
+
+    // Elements straddling chunk boundaries (12-byte and 6-byte elements do not
+    // divide 4096), and sub-ranges starting at odd byte offsets.
+    let pts: Vec<[f32; 3]> = random(&mut rng, 3 * 4096 / 12 * 4 + 5);
+    let b = gpu.upload(&pts).unwrap();
+    assert_same(&b.download().unwrap(), &pts, "[f32; 3]");
+    let rgb: Vec<Rgb16> = random(&mut rng, 4097);
+    let b = gpu.upload(&rgb).unwrap();
+    assert_same(&b.download().unwrap(), &rgb, "Rgb16");
+    let mut mirror = rgb.clone();
+    let patch: Vec<Rgb16> = random(&mut rng, 1500);
+    b.write(1300, &patch).unwrap(); // bytes 7800..16800: three chunks
+    mirror[1300..2800].copy_from_slice(&patch);
+    assert_same(
+        &b.read_range(681..2801).unwrap(),
+        &mirror[681..2801],
+        "Rgb16 range",
+    );
+    assert_same(&b.download().unwrap(), &mirror, "Rgb16 after patch");
+
+    let big: Vec<u8> = random(&mut rng, 5 * 4096 + 11);
+    let b = gpu.upload(&big).unwrap();
+    for (start, end) in [
+        (4095, 4097),
+        (4090, 12290),
+        (1, 5 * 4096 + 10),
+        (8192, 8193),
+    ] {
+        assert_same(
+            &b.read_range(start..end).unwrap(),
+            &big[start..end],
+            &format!("read_range({start}..{end})"),
+        );
+    }
+    let s = b.slice(4093..4096 * 3 + 5).unwrap();
+    assert_same(&s.download().unwrap(), &big[4093..4096 * 3 + 5], "slice");
+    let mut out = vec![0u8; big.len()];
+    b.download_into(&mut out).unwrap();
+    assert_same(&out, &big, "download_into");
+
+    // HostVisible memory is mapped even on this device: no staging copies.
+    let before = gpu.stats().submissions;
+    let hv = gpu.upload_with(&big, Memory::HostVisible).unwrap();
+    assert_same(&hv.download().unwrap(), &big, "HostVisible");
+    assert_eq!(gpu.stats().submissions, before);
+
+    // trim releases the staging buffers.
+    drop((b, hv));
+    gpu.trim().unwrap();
+    assert_eq!(gpu.stats().staging_buffers, 0);
+    assert_clean(&gpu);
+}
+
+#[test]
+fn direct_host_access_needs_no_staging_on_lavapipe() {
+    let gpu = gpu();
+    if !gpu.info().name.to_lowercase().contains("llvmpipe") {
+        println!("not lavapipe: skipping");
+        assert_clean(&gpu);
+        return;
+    }
+    let mut rng = Rng::new(6);
+    let host: Vec<u8> = random(&mut rng, (1 << 20) + 5);
+    let buf = gpu.upload(&host).unwrap();
+    buf.write(3, &host[..100]).unwrap();
+    let mut want = host.clone();
+    want.copy_within(..100, 3);
+    assert_same(&buf.download().unwrap(), &want, "direct");
+    let z = gpu.alloc::<f32>(12345).unwrap();
+    assert_zero(&z.download().unwrap(), "direct alloc");
+    let s = gpu.stats();
+    assert_eq!(s.staging_buffers, 0, "{s:?}");
+    assert_eq!(s.submissions, 0, "{s:?}");
+    assert_clean(&gpu);
+}
+
+#[test]
+fn zero_length_is_an_error() {
+    let gpu = gpu();
+    assert!(matches!(
+        gpu.alloc::<f32>(0),
+        Err(Error::ZeroLength { what: "alloc" })
+    ));
+    for memory in PLACEMENTS {
+        assert!(matches!(
+            gpu.alloc_with::<u8>(0, memory),
+            Err(Error::ZeroLength { what: "alloc" })
+        ));
+        assert!(matches!(
+            gpu.upload_with::<u32>(&[], memory),
+            Err(Error::ZeroLength { what: "upload" })
+        ));
+    }
+    assert!(matches!(
+        gpu.upload::<Particle>(&[]),
+        Err(Error::ZeroLength { what: "upload" })
+    ));
+    let s = gpu.stats();
+    assert_eq!((s.buffers, s.allocations, s.buffer_bytes), (0, 0, 0));
+    assert_clean(&gpu);
+}
+
+#[test]
+fn buffers_over_max_memory_allocation_size_fail_before_allocating() {
+    let gpu = gpu();
+    let limit = gpu.info().max_memory_allocation_size;
+    let before = gpu.stats();
+    let t = std::time::Instant::now();
+    for memory in PLACEMENTS {
+        match gpu.alloc_with::<u8>(limit as usize + 1, memory) {
+            Err(Error::BufferTooLarge {
+                requested,
+                limit: l,
+                limit_name,
+            }) => {
+                assert_eq!(requested, limit + 1, "the bytes asked for");
+                assert_eq!(l, limit);
+                assert_eq!(limit_name, "maxMemoryAllocationSize");
+            }
+            other => panic!("expected BufferTooLarge, got {other:?}"),
+        }
+    }
+    // In elements of 4 bytes: the bytes asked for are named.
+    let n = (limit / 4 + 1) as usize;
+    match gpu.alloc::<f32>(n) {
+        Err(Error::BufferTooLarge {
+            requested,
+            limit_name: "maxMemoryAllocationSize",
+            ..
+        }) => assert_eq!(requested, limit + 4),
+        other => panic!("expected BufferTooLarge, got {other:?}"),
+    }
+    let msg = gpu.alloc::<u8>(limit as usize + 1).unwrap_err().to_string();
+    assert!(msg.contains("maxMemoryAllocationSize"), "{msg}");
+    assert!(msg.contains(&(limit + 1).to_string()), "{msg}");
+    // A byte count that overflows u64.
+    assert!(matches!(
+        gpu.alloc::<[u64; 4]>(usize::MAX),
+        Err(Error::BufferTooLarge { .. })
+    ));
+    // Nothing was allocated, nothing zeroed: this returns at once.
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(2),
+        "{:?}",
+        t.elapsed()
+    );
+    assert_eq!(gpu.stats(), before);
+    // The limit itself is not an error to compute (just not allocated here).
+    assert_clean(&gpu);
+}
+
+#[test]
+fn out_of_range_and_length_errors_name_the_bounds() {
+    for gpu in [gpu(), staged_gpu()] {
+        let buf = gpu.upload(&[1u32; 10]).unwrap();
+        let oor = |r: vkcompute::Result<Vec<u32>>| match r {
+            Err(Error::OutOfRange {
+                what,
+                start,
+                end,
+                len,
+            }) => (what, start, end, len),
+            other => panic!("expected OutOfRange, got {other:?}"),
+        };
+        assert_eq!(oor(buf.read_range(5..11)), ("read_range", 5, 11, 10));
+        assert_eq!(oor(buf.read_range(11..)), ("read_range", 11, 10, 10));
+        assert_eq!(oor(buf.read_range(..=10)), ("read_range", 0, 11, 10));
+        let (a, b) = (7usize, 3usize);
+        assert_eq!(oor(buf.read_range(a..b)), ("read_range", 7, 3, 10));
+
+        match buf.write(8, &[0, 0, 0]) {
+            Err(Error::OutOfRange {
+                what: "write",
+                start: 8,
+                end: 11,
+                len: 10,
+            }) => {}
+            other => panic!("expected OutOfRange, got {other:?}"),
+        }
+        match buf.write(11, &[]) {
+            Err(Error::OutOfRange {
+                what: "write",
+                start: 11,
+                end: 11,
+                len: 10,
+            }) => {}
+            other => panic!("expected OutOfRange, got {other:?}"),
+        }
+        assert!(matches!(
+            buf.write(usize::MAX, &[1]),
+            Err(Error::OutOfRange { what: "write", .. })
+        ));
+        match buf.slice(3..12) {
+            Err(Error::OutOfRange {
+                what: "slice",
+                start: 3,
+                end: 12,
+                len: 10,
+            }) => {}
+            other => panic!("expected OutOfRange, got {other:?}"),
+        }
+        assert!(matches!(
+            buf.slice(4..4),
+            Err(Error::ZeroLength { what: "slice" })
+        ));
+        assert!(matches!(
+            buf.slice(10..),
+            Err(Error::ZeroLength { what: "slice" })
+        ));
+
+        let mut short = [0u32; 9];
+        match buf.download_into(&mut short) {
+            Err(Error::LengthMismatch {
+                what: "download_into",
+                expected: 10,
+                got: 9,
+            }) => {}
+            other => panic!("expected LengthMismatch, got {other:?}"),
+        }
+        let mut long = vec![0u32; 11];
+        assert!(matches!(
+            buf.download_into(&mut long),
+            Err(Error::LengthMismatch {
+                expected: 10,
+                got: 11,
+                ..
+            })
+        ));
+        // Failed calls changed nothing.
+        assert_eq!(buf.download().unwrap(), vec![1u32; 10]);
+        assert_eq!(short, [0; 9]);
+        let msg = buf.read_range(5..11).unwrap_err().to_string();
+        assert!(msg.contains("5..11") && msg.contains("10"), "{msg}");
+        assert_clean(&gpu);
+    }
+}
+
+#[test]
+fn host_access_waits_for_gpu_use() {
+    const COPY: &str = r#"
+        #version 450
+        layout(local_size_x = 64) in;
+        layout(set = 0, binding = 0) readonly buffer X { uint x[]; };
+        layout(set = 0, binding = 1) buffer Y { uint y[]; };
+        layout(push_constant) uniform P { uint n; };
+        void main() {
+            uint i = gl_GlobalInvocationID.x;
+            if (i < n) {
+                uint v = x[i];
+                for (uint k = 0u; k < 16u; k++) v = v * 3u + 1u;
+                y[i] = v;
+            }
+        }
+    "#;
+    let f = |mut v: u32| {
+        for _ in 0..16 {
+            v = v.wrapping_mul(3).wrapping_add(1);
+        }
+        v
+    };
+    for gpu in [gpu(), staged_gpu()] {
+        let n = 1u32 << 18;
+        let old: Vec<u32> = (0..n).collect();
+        let x = gpu.upload(&old).unwrap();
+        let y = gpu.alloc::<u32>(n as usize).unwrap();
+        let k = gpu.kernel_glsl(COPY).unwrap();
+        let mut b = gpu.batch().unwrap();
+        b.run_with_push_constants(&k, &[&x, &y], n, &n.to_le_bytes())
+            .unwrap();
+        let ticket = b.submit_async().unwrap();
+        // Overwriting the input right away waits for the kernel reading it.
+        x.write(0, &vec![0u32; n as usize]).unwrap();
+        // Reading the output right away waits for the kernel writing it.
+        let got = y.download().unwrap();
+        ticket.wait().unwrap();
+        for (i, g) in got.iter().enumerate() {
+            assert_eq!(*g, f(i as u32), "y[{i}]");
+        }
+        assert_zero(&x.download().unwrap(), "x after write");
+        assert_clean(&gpu);
+    }
+}
+
+#[test]
+fn memory_budget_limits_live_buffers() {
+    for direct in [true, false] {
+        let gpu = gpu_with(DeviceOptions {
+            memory_budget: Some(1 << 20),
+            direct_host_access: direct,
+            staging_buffer_size: 4096,
+            ..Default::default()
+        });
+        const N: usize = 16 << 10; // 64 KiB of u32
+        let fill =
+            |i: usize| -> Vec<u32> { (0..N as u32).map(|j| j ^ (i as u32 * 7919)).collect() };
+
+        // A buffer over the whole budget fails without using any of it.
+        match gpu.alloc::<u8>((1 << 20) + 1) {
+            Err(Error::OutOfMemory { requested, detail }) => {
+                assert!(requested > 1 << 20, "{requested}");
+                assert!(detail.contains("budget"), "{detail}");
+            }
+            other => panic!("expected OutOfMemory, got {other:?}"),
+        }
+
+        let mut bufs: Vec<Option<Buffer<u32>>> = Vec::new();
+        let err = loop {
+            assert!(bufs.len() <= 16, "the budget was not enforced");
+            match gpu.upload(&fill(bufs.len())) {
+                Ok(b) => bufs.push(Some(b)),
+                Err(e) => break e,
+            }
+        };
+        assert_eq!(bufs.len(), 16, "1 MiB holds sixteen 64 KiB buffers");
+        match err {
+            Error::OutOfMemory { requested, detail } => {
+                assert_eq!(requested, (N * 4) as u64);
+                assert!(detail.contains("budget"), "{detail}");
+            }
+            other => panic!("expected OutOfMemory, got {other:?}"),
+        }
+        // Any further allocation fails, whatever its size or placement.
+        for memory in PLACEMENTS {
+            assert!(matches!(
+                gpu.alloc_with::<u8>(1, memory),
+                Err(Error::OutOfMemory { .. })
+            ));
+        }
+        assert_eq!(gpu.stats().buffers, 16);
+        assert_eq!(gpu.stats().buffer_bytes, 1 << 20);
+
+        // Earlier buffers still hold their data, and can be written (staging
+        // memory does not count against the budget).
+        for (i, b) in bufs.iter().enumerate() {
+            let b = b.as_ref().unwrap();
+            assert_eq!(b.download().unwrap(), fill(i), "buffer {i}");
+        }
+        bufs[3].as_ref().unwrap().write(5, &[1, 2, 3]).unwrap();
+        assert_eq!(
+            bufs[3].as_ref().unwrap().read_range(5..8).unwrap(),
+            [1, 2, 3]
+        );
+
+        // Dropping some frees their share of the budget.
+        for i in [0, 5, 10, 15] {
+            bufs[i] = None;
+        }
+        assert_eq!(gpu.stats().buffers, 12);
+        let again: Vec<Buffer<u32>> = (0..4)
+            .map(|i| gpu.upload(&fill(100 + i)).unwrap())
+            .collect();
+        assert!(matches!(
+            gpu.alloc::<u32>(N),
+            Err(Error::OutOfMemory { .. })
+        ));
+        for (i, b) in again.iter().enumerate() {
+            assert_eq!(b.download().unwrap(), fill(100 + i));
+        }
+        for (i, b) in bufs.iter().enumerate() {
+            if let Some(b) = b {
+                assert_eq!(b.read_range(100..200).unwrap(), fill(i)[100..200]);
+            }
+        }
+        drop(again);
+        drop(bufs);
+        let s = gpu.stats();
+        assert_eq!((s.buffers, s.buffer_bytes), (0, 0));
+        // The whole budget is available again.
+        let whole = gpu.alloc::<u8>(1 << 20).unwrap();
+        assert_zero(&whole.read_range(..4096).unwrap(), "whole budget");
+        assert_clean(&gpu);
+    }
+}
+
+#[test]
+fn alloc_never_reuses_memory_the_gpu_still_writes() {
+    // Each invocation spins, then writes a non-zero word: long enough that
+    // the batch is still running when its buffer is dropped.
+    const SCRIBBLE: &str = r#"
+        #version 450
+        layout(local_size_x = 64) in;
+        layout(set = 0, binding = 0) buffer B { uint v[]; };
+        layout(push_constant) uniform P { uint n; };
+        void main() {
+            uint i = gl_GlobalInvocationID.x;
+            if (i >= n) return;
+            uint x = i;
+            for (uint k = 0u; k < 256u; k++) x = x * 1664525u + 1013904223u;
+            v[i] = x | 1u;
+        }
+    "#;
+    for gpu in [gpu(), staged_gpu()] {
+        let n = 1u32 << 20;
+        let k = gpu.kernel_glsl(SCRIBBLE).unwrap();
+        for round in 0..3 {
+            let victim = gpu.alloc::<u32>(n as usize).unwrap();
+            let mut b = gpu.batch().unwrap();
+            b.run_with_push_constants(&k, &[&victim], n, &n.to_le_bytes())
+                .unwrap();
+            let ticket = b.submit_async().unwrap();
+            drop(victim);
+            drop(ticket);
+            let in_flight = gpu.stats().deferred;
+            println!("round {round}: {in_flight} objects parked behind the running batch");
+            // Same size at once: must not alias the memory still written.
+            let fresh = gpu.alloc::<u32>(n as usize).unwrap();
+            gpu.wait_idle().unwrap();
+            let got = fresh.download().unwrap();
+            if let Some(i) = got.iter().position(|&v| v != 0) {
+                panic!(
+                    "round {round}: fresh[{i}] = {:#x} (deferred was {in_flight})",
+                    got[i]
+                );
+            }
+        }
+        gpu.trim().unwrap();
+        let s = gpu.stats();
+        assert_eq!((s.buffers, s.deferred, s.allocator_used_bytes), (0, 0, 0));
+        assert_clean(&gpu);
+    }
+}
+
+#[test]
+fn tiny_staging_buffer_size_still_transfers() {
+    for size in [0u64, 1, 4095] {
+        let gpu = gpu_with(DeviceOptions {
+            direct_host_access: false,
+            staging_buffer_size: size,
+            ..Default::default()
+        });
+        let mut rng = Rng::new(size + 10);
+        let host: Vec<u8> = random(&mut rng, 3 * 4096 + 17);
+        let b = gpu.upload(&host).unwrap();
+        assert_same(
+            &b.download().unwrap(),
+            &host,
+            &format!("staging size {size}"),
+        );
+        assert_same(
+            &b.read_range(4000..9000).unwrap(),
+            &host[4000..9000],
+            "range",
+        );
+        assert_clean(&gpu);
+    }
+}
