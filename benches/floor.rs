@@ -12,7 +12,10 @@
 //! - `floor/round_trip_{block,spin}`: submit + wait of one pre-recorded tiny
 //!   dispatch, blocking in vkWaitSemaphores or spinning on the counter.
 //!
-//! N is 1000, or 100 with `VKCOMPUTE_BENCH_QUICK=1` (lavapipe CI).
+//! N is 1000, or 100 with `VKCOMPUTE_BENCH_QUICK=1` (lavapipe CI). On
+//! lavapipe, `LP_NUM_THREADS=0` (dispatches run on the queue thread) makes
+//! the GPU figures steady; with worker threads on a 2-core VM a chain of
+//! 1000 takes 11 or 65 ms from one minute to the next.
 //! `VKCOMPUTE_VALIDATION=1` runs it under the validation layer and fails on
 //! any warning or error; `VKCOMPUTE_DEVICE` picks the adapter.
 
@@ -55,10 +58,11 @@ fn record_dispatch(c: &mut Criterion, f: &mut Floor, n: usize) {
 
 type Run = fn(&mut Floor, usize) -> (Duration, Duration);
 
-/// Keeps the GPU busy with dependent chains for a while. A GPU's clocks
-/// follow its recent load: on an H200 a tiny round trip measured 33-58 µs
-/// after idle or light work and 13 µs after sustained work, and stayed at
-/// that level for the whole measurement. So every GPU group starts primed.
+/// Keeps the GPU busy with dependent chains for 300 ms, so every GPU group
+/// starts from the same state (an H200's SM clock drops from 1980 to about
+/// 1400 MHz within seconds of light load). Round trips on the H200 still
+/// flip between about 13 µs and 40-57 µs (spin) in windows of seconds:
+/// compare them only with figures from the same run.
 fn prime(f: &mut Floor, n: usize) {
     let start = Instant::now();
     while start.elapsed() < Duration::from_millis(300) {

@@ -75,6 +75,8 @@ pub struct AdapterInfo {
     pub max_buffer_size: u64,
     /// minStorageBufferOffsetAlignment in bytes: slice offsets must be multiples of it.
     pub min_storage_buffer_offset_alignment: u64,
+    /// minUniformBufferOffsetAlignment in bytes.
+    pub min_uniform_buffer_offset_alignment: u64,
     /// maxPushConstantsSize in bytes.
     pub max_push_constants_size: u32,
     /// Whether the compute queue writes timestamps.
@@ -159,6 +161,7 @@ pub(crate) fn fake(index: usize, name: &str, ty: AdapterType, mem: u64) -> Adapt
         max_memory_allocation_size: 1 << 31,
         max_buffer_size: u64::MAX,
         min_storage_buffer_offset_alignment: 16,
+        min_uniform_buffer_offset_alignment: 64,
         max_push_constants_size: 128,
         timestamps: true,
         timestamp_period_ns: 1.0,

@@ -159,13 +159,6 @@ impl Device {
     }
 }
 
-fn same_infos(a: &[vk::DescriptorBufferInfo], b: &[vk::DescriptorBufferInfo]) -> bool {
-    a.len() == b.len()
-        && a.iter()
-            .zip(b)
-            .all(|(x, y)| x.buffer == y.buffer && x.offset == y.offset && x.range == y.range)
-}
-
 fn grid_error(k: &KernelCore, e: GridError, limit: [u32; 3], asked: [u32; 3]) -> Error {
     match e {
         GridError::Empty => Error::EmptyDispatch {
@@ -419,57 +412,26 @@ impl Batch {
             });
         }
         let n = buffers.len();
-        let mut infos = [vk::DescriptorBufferInfo::default(); MAX_BINDINGS];
+        // Validate each binding and write it over the previous dispatch's,
+        // noting whether anything changed (then descriptors are re-pushed).
+        let mut rebind =
+            !(self.binds_valid && self.last_pipeline == k.pipeline && self.last_count == n);
         for (i, (b, info)) in buffers.iter().zip(bindings).enumerate() {
             let v = b.view();
-            if v.inner.dev.id != d.id {
-                return Err(Error::ForeignBuffer {
-                    kernel: k.label.clone(),
-                    binding: info.binding,
-                });
-            }
-            let (limit, limit_name, align) = match info.kind {
-                BindingKind::Storage => (
-                    d.info.max_storage_buffer_range,
-                    "maxStorageBufferRange",
-                    d.info.min_storage_buffer_offset_alignment,
-                ),
-                BindingKind::Uniform => (
-                    d.info.max_uniform_buffer_range,
-                    "maxUniformBufferRange",
-                    256,
-                ),
+            let new = match binding_info(d, k, info, &v) {
+                Ok(new) => new,
+                Err(e) => {
+                    // Entries before `i` may have been overwritten.
+                    self.binds_valid = false;
+                    return Err(e);
+                }
             };
-            if v.size > limit {
-                return Err(Error::BindingMismatch {
-                    kernel: k.label.clone(),
-                    binding: info.binding,
-                    detail: format!(
-                        "binds {} bytes, over {limit_name} ({limit} bytes); bind slices of at most that size",
-                        v.size
-                    ),
-                });
+            let old = &mut self.last_infos[i];
+            if old.buffer != new.buffer || old.offset != new.offset || old.range != new.range {
+                *old = new;
+                rebind = true;
             }
-            if align > 1 && v.offset % align != 0 {
-                return Err(Error::BindingMismatch {
-                    kernel: k.label.clone(),
-                    binding: info.binding,
-                    detail: format!(
-                        "slice starts at byte {}, not a multiple of the offset alignment {align}",
-                        v.offset
-                    ),
-                });
-            }
-            infos[i] = vk::DescriptorBufferInfo {
-                buffer: v.inner.raw,
-                offset: v.offset,
-                range: v.size,
-            };
         }
-        let rebind = !(self.binds_valid
-            && self.last_pipeline == k.pipeline
-            && self.last_count == n
-            && same_infos(&self.last_infos[..n], &infos[..n]));
         self.begin_command(Stage::Compute, k.writes)?;
         if rebind {
             for b in buffers {
@@ -487,12 +449,12 @@ impl Batch {
             self.last_pipeline = k.pipeline;
         }
         if rebind && n > 0 {
-            let data = infos.as_ptr().cast::<std::ffi::c_void>();
+            let data = self.last_infos.as_ptr().cast::<std::ffi::c_void>();
             match &d.push_descriptor {
                 Some(pd) if k.push_descriptors => {
                     // SAFETY: `cb` is recording; the template was made for
                     // this layout over `n` packed DescriptorBufferInfo, and
-                    // `infos` holds `n` valid entries for live buffers.
+                    // `last_infos` holds `n` valid entries for live buffers.
                     unsafe {
                         pd.cmd_push_descriptor_set_with_template(
                             cb,
@@ -510,7 +472,7 @@ impl Batch {
                         .ok_or(Error::DeviceLost { call: "batch" })?;
                     let set = rec.allocate_set(&d.raw, &d.sticky, &d.counters, k.set_layout)?;
                     // SAFETY: `set` is fresh from a pool this batch owns and
-                    // not in use; `infos` matches the template's layout.
+                    // not in use; `last_infos` matches the template's layout.
                     unsafe {
                         d.raw
                             .update_descriptor_set_with_template(set, k.template, data);
@@ -525,30 +487,15 @@ impl Batch {
                     }
                 }
             }
-            self.last_infos[..n].copy_from_slice(&infos[..n]);
             self.last_count = n;
         }
         self.binds_valid = true;
         if !pc.is_empty() {
-            let mut padded = [0u8; 256];
-            let bytes = if pc.len() % 4 == 0 {
-                pc
+            if pc.len() % 4 == 0 {
+                push_constants(&d.raw, cb, k, pc);
             } else {
-                let len = pc.len().next_multiple_of(4);
-                padded[..pc.len()].copy_from_slice(pc);
-                &padded[..len]
-            };
-            // SAFETY: `cb` is recording; the layout declares a COMPUTE push
-            // range of the block size rounded up to 4, which `bytes` matches.
-            unsafe {
-                d.raw.cmd_push_constants(
-                    cb,
-                    k.pipeline_layout,
-                    vk::ShaderStageFlags::COMPUTE,
-                    0,
-                    bytes,
-                )
-            };
+                push_constants_padded(&d.raw, cb, k, pc);
+            }
         }
         // SAFETY: `cb` is recording with a compute pipeline bound and every
         // binding and push constant it declares set; the grid is within limits.
@@ -684,6 +631,100 @@ impl Batch {
         self.last_value = value;
         self.binds_valid = false;
         Ok(())
+    }
+}
+
+/// Records push constants whose length is a multiple of 4.
+#[inline]
+fn push_constants(dev: &ash::Device, cb: vk::CommandBuffer, k: &KernelCore, bytes: &[u8]) {
+    // SAFETY: `cb` is recording; the layout declares a COMPUTE push range
+    // of the block size rounded up to 4, which `bytes` does not exceed.
+    unsafe {
+        dev.cmd_push_constants(
+            cb,
+            k.pipeline_layout,
+            vk::ShaderStageFlags::COMPUTE,
+            0,
+            bytes,
+        )
+    };
+}
+
+/// Push constants of a block whose size is not a multiple of 4 (16-bit
+/// members): padded with zeros to the layout's range.
+#[cold]
+fn push_constants_padded(dev: &ash::Device, cb: vk::CommandBuffer, k: &KernelCore, pc: &[u8]) {
+    let mut padded = [0u8; 256];
+    let len = pc.len().next_multiple_of(4).min(padded.len());
+    padded[..pc.len().min(len)].copy_from_slice(&pc[..pc.len().min(len)]);
+    push_constants(dev, cb, k, &padded[..len]);
+}
+
+/// Checks one binding against the kernel's reflection and the adapter's
+/// limits, and returns its descriptor.
+#[inline]
+fn binding_info(
+    d: &DeviceInner,
+    k: &KernelCore,
+    info: &crate::reflect::BindingInfo,
+    v: &BufView<'_>,
+) -> Result<vk::DescriptorBufferInfo> {
+    let (limit, align) = match info.kind {
+        BindingKind::Storage => (
+            d.info.max_storage_buffer_range,
+            d.info.min_storage_buffer_offset_alignment,
+        ),
+        BindingKind::Uniform => (
+            d.info.max_uniform_buffer_range,
+            d.info.min_uniform_buffer_offset_alignment,
+        ),
+    };
+    if v.inner.dev.id != d.id || v.size > limit || v.offset % align != 0 {
+        return Err(binding_error(d, k, info, v, limit, align));
+    }
+    Ok(vk::DescriptorBufferInfo {
+        buffer: v.inner.raw,
+        offset: v.offset,
+        range: v.size,
+    })
+}
+
+#[cold]
+fn binding_error(
+    d: &DeviceInner,
+    k: &KernelCore,
+    info: &crate::reflect::BindingInfo,
+    v: &BufView<'_>,
+    limit: u64,
+    align: u64,
+) -> Error {
+    let limit_name = match info.kind {
+        BindingKind::Storage => "maxStorageBufferRange",
+        BindingKind::Uniform => "maxUniformBufferRange",
+    };
+    if v.inner.dev.id != d.id {
+        Error::ForeignBuffer {
+            kernel: k.label.clone(),
+            binding: info.binding,
+        }
+    } else if v.size > limit {
+        Error::BindingMismatch {
+            kernel: k.label.clone(),
+            binding: info.binding,
+            detail: format!(
+                "binds {} bytes, over {limit_name} ({limit} bytes); bind slices of at most that size",
+                v.size
+            ),
+        }
+    } else {
+        Error::BindingMismatch {
+            kernel: k.label.clone(),
+            binding: info.binding,
+            detail: format!(
+                "slice starts at byte {}, not a multiple of the offset alignment {align}",
+                v.offset
+            ),
+        }
     }
 }
 

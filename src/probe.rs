@@ -176,6 +176,7 @@ fn probe_one(
                 u64::MAX
             },
             min_storage_buffer_offset_alignment: limits.min_storage_buffer_offset_alignment,
+            min_uniform_buffer_offset_alignment: limits.min_uniform_buffer_offset_alignment,
             max_push_constants_size: limits.max_push_constants_size,
             timestamps: plan.timestamp_bits > 0 && limits.timestamp_period > 0.0,
             timestamp_period_ns: limits.timestamp_period,
