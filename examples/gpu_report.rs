@@ -41,12 +41,25 @@ fn us(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6
 }
 
-/// Runs `f` `warm` times, then `reps` times, and returns the median.
-fn measure(warm: usize, reps: usize, mut f: impl FnMut() -> f64) -> f64 {
+/// Runs `a` and `b` alternately (`warm` times unmeasured, then `reps`
+/// times) and returns both medians; alternating keeps clock and thermal
+/// drift out of their ratio.
+fn measure_pair(
+    warm: usize,
+    reps: usize,
+    mut a: impl FnMut() -> f64,
+    mut b: impl FnMut() -> f64,
+) -> (f64, f64) {
     for _ in 0..warm {
-        f();
+        a();
+        b();
     }
-    median((0..reps).map(|_| f()).collect())
+    let (mut va, mut vb) = (Vec::with_capacity(reps), Vec::with_capacity(reps));
+    for _ in 0..reps {
+        va.push(a());
+        vb.push(b());
+    }
+    (median(va), median(vb))
 }
 
 /// Reads `"key": number` pairs from cuda_anchor.py's flat JSON.
@@ -126,12 +139,14 @@ impl Ours {
         Ok(us(e) / n as f64)
     }
 
-    /// (GPU µs, wall µs) per dispatch.
+    /// µs per dispatch: GPU time from timestamps (`profile`: recorded in
+    /// full, then submitted once, so the GPU never waits for the CPU), or
+    /// wall time of record + chunked submission + wait.
     fn run(&self, n: usize, chain: bool, profile: bool) -> vkcompute::Result<f64> {
         if profile {
             let mut b = self
                 .gpu
-                .batch_with(BatchOptions::default().with_profiling(Profiling::Batch))?;
+                .batch_with(BatchOptions::single_submit().with_profiling(Profiling::Batch))?;
             self.record(&mut b, n, chain)?;
             let t = b.submit_async()?;
             Ok(t.profile()?.total_ns / 1e3 / n as f64)
@@ -206,12 +221,12 @@ fn main() -> vkcompute::Result<()> {
         ("record dispatch", false),
         ("record dispatch + barrier", true),
     ] {
-        let o = measure(warm, reps, || {
-            ours.record_cost(steps, chain).expect("record")
-        });
-        let f = measure(warm, reps, || {
-            us(fl.record_cost(steps, chain)) / steps as f64
-        });
+        let (o, f) = measure_pair(
+            warm,
+            reps,
+            || ours.record_cost(steps, chain).expect("record"),
+            || us(fl.record_cost(steps, chain)) / steps as f64,
+        );
         row(
             label.into(),
             "µs",
@@ -223,15 +238,19 @@ fn main() -> vkcompute::Result<()> {
         );
     }
     for (label, chain) in [("chain", true), ("independent", false)] {
-        let o = measure(warm, reps, || ours.run(steps, chain, true).expect("run"));
-        let f = measure(warm, reps, || {
-            let (g, _) = if chain {
+        let floor_run = |fl: &mut floor::Floor| {
+            if chain {
                 fl.chain_gpu(steps)
             } else {
                 fl.independent_gpu(steps)
-            };
-            us(g) / steps as f64
-        });
+            }
+        };
+        let (o, f) = measure_pair(
+            warm,
+            reps,
+            || ours.run(steps, chain, true).expect("run"),
+            || us(floor_run(&mut fl).0) / steps as f64,
+        );
         let (cuda, goal) = if chain {
             (
                 cuda_get("graph_us_per_kernel").map(|v| ("CUDA graph replay".to_string(), v)),
@@ -249,15 +268,12 @@ fn main() -> vkcompute::Result<()> {
             cuda,
             goal,
         );
-        let o = measure(warm, reps, || ours.run(steps, chain, false).expect("run"));
-        let f = measure(warm, reps, || {
-            let (_, w) = if chain {
-                fl.chain_gpu(steps)
-            } else {
-                fl.independent_gpu(steps)
-            };
-            us(w) / steps as f64
-        });
+        let (o, f) = measure_pair(
+            warm,
+            reps,
+            || ours.run(steps, chain, false).expect("run"),
+            || us(floor_run(&mut fl).1) / steps as f64,
+        );
         let cuda = if chain {
             cuda_get("graph_1000_wall_ms").map(|v| ("CUDA graph replay".to_string(), v))
         } else {
@@ -275,10 +291,12 @@ fn main() -> vkcompute::Result<()> {
         );
     }
     let rt_reps = if quick { 20 } else { 2001 };
-    let o = measure(warm * 10, rt_reps, || {
-        ours.round_trip().expect("round trip")
-    });
-    let f = measure(warm * 10, rt_reps, || us(fl.round_trip(true)));
+    let (o, f) = measure_pair(
+        warm * 10,
+        rt_reps,
+        || ours.round_trip().expect("round trip"),
+        || us(fl.round_trip(true)),
+    );
     let cuda_rt =
         cuda_get("roundtrip_us_one_kernel_sync").map(|v| ("PyTorch kernel + sync".to_string(), v));
     row(
@@ -298,10 +316,12 @@ fn main() -> vkcompute::Result<()> {
         },
         1,
     )?;
-    let o = measure(warm * 10, rt_reps, || {
-        blocking.round_trip().expect("round trip")
-    });
-    let f = measure(warm * 10, rt_reps, || us(fl.round_trip(false)));
+    let (o, f) = measure_pair(
+        warm * 10,
+        rt_reps,
+        || blocking.round_trip().expect("round trip"),
+        || us(fl.round_trip(false)),
+    );
     row(
         "round trip, blocking wait".into(),
         "µs",

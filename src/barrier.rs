@@ -1,8 +1,10 @@
 //! Barrier choice: which stage and access masks a batch's barriers carry.
 //!
-//! A batch never emits a barrier the user did not ask for, except the one at
-//! its start (ordering it after earlier submissions) and the one at the end
-//! of each submitted chunk (making writes visible to the host). When the user
+//! A batch never emits a barrier the user did not ask for, except at the end
+//! of a submitted chunk that used memory the host reads through a mapping
+//! (a HOST barrier, making its writes visible there). Ordering against
+//! earlier submissions comes from a timeline-semaphore wait, not a barrier.
+//! When the user
 //! calls [`Batch::barrier`](crate::Batch::barrier), nothing is recorded yet:
 //! the barrier is resolved when the next command arrives, so that its masks
 //! name exactly the stages that ran since the previous barrier (source) and
@@ -111,15 +113,16 @@ pub(crate) struct Tracker {
 }
 
 impl Tracker {
-    /// A tracker for a new batch: the first command waits for every earlier
-    /// submission's compute and transfer work.
+    /// A tracker for a new batch. Ordering against earlier submissions is
+    /// not a barrier's job: the batch's first submission waits on the
+    /// queue's timeline for them (`Queue::submit`).
     pub(crate) fn new_batch() -> Self {
         Tracker {
-            since_barrier: StageSet::ALL,
-            written_since_barrier: StageSet::ALL,
+            since_barrier: StageSet::default(),
+            written_since_barrier: StageSet::default(),
             active_src: None,
             covered: StageSet::default(),
-            pending: true,
+            pending: false,
             chunk_stages: StageSet::default(),
             chunk_writes: StageSet::default(),
         }
@@ -237,18 +240,13 @@ mod tests {
     }
 
     #[test]
-    fn batch_start_orders_after_earlier_submissions() {
+    fn batch_start_needs_no_barrier() {
         let mut t = Tracker::new_batch();
-        let m = t.command(Stage::Compute, true).unwrap();
-        assert_eq!(m.src_stage, S::COMPUTE_SHADER | S::TRANSFER);
-        assert_eq!(m.src_access, A::SHADER_WRITE | A::TRANSFER_WRITE);
-        assert_eq!(m.dst_stage, S::COMPUTE_SHADER);
-        // A copy later in the same batch, no user barrier: still ordered after
-        // earlier submissions, with the same source.
-        let m2 = t.command(Stage::Transfer, true).unwrap();
-        assert_eq!(m2.dst_stage, S::TRANSFER);
-        assert_eq!(m2.src_stage, m.src_stage);
-        // A further compute command needs nothing.
+        assert_eq!(t.command(Stage::Compute, true), None);
+        assert_eq!(t.command(Stage::Transfer, true), None);
+        // A leading barrier with nothing before it is dropped.
+        let mut t = Tracker::new_batch();
+        t.barrier();
         assert_eq!(t.command(Stage::Compute, true), None);
     }
 
@@ -280,11 +278,13 @@ mod tests {
         t.barrier();
         assert!(t.command(Stage::Compute, true).is_some());
         assert_eq!(t.command(Stage::Compute, true), None);
-        // A barrier right after a barrier with no command between adds nothing.
-        let mut fresh = Tracker::new_batch();
-        fresh.barrier();
-        assert!(fresh.command(Stage::Compute, false).is_some());
-        assert_eq!(fresh.command(Stage::Compute, false), None);
+        // A barrier right after an emitted one with no command between adds nothing.
+        t.barrier();
+        assert!(t.command(Stage::Compute, false).is_some());
+        t.barrier();
+        t.barrier();
+        assert!(t.command(Stage::Compute, false).is_some());
+        assert_eq!(t.command(Stage::Compute, false), None);
     }
 
     #[test]

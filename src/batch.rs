@@ -26,6 +26,7 @@ use crate::buffer::{BufView, BufferInner, GpuBuf};
 use crate::device::{Device, DeviceInner, Garbage};
 use crate::error::{Error, Result};
 use crate::kernel::{Kernel, MAX_BINDINGS};
+use crate::memory::HostPath;
 use crate::pipeline_cache::KernelCore;
 use crate::policy::ChunkPolicy;
 use crate::profile::Profiling;
@@ -99,6 +100,8 @@ pub struct Batch {
     last_count: usize,
     binds_valid: bool,
     chunk_cmds: u32,
+    /// The open chunk uses a buffer the host reads through its mapping.
+    chunk_host_reads: bool,
     policy: ChunkPolicy,
     commands: u64,
     last_value: u64,
@@ -131,9 +134,13 @@ impl Device {
                 adapter: d.info.name.clone(),
             });
         }
-        let rec = d
-            .compute_recorders
-            .take(&d.raw, &d.sticky, &d.counters, || d.completed())?;
+        let rec = d.compute_recorders.take(
+            &d.raw,
+            &d.sticky,
+            &d.counters,
+            d.completed_cached(),
+            || d.completed(),
+        )?;
         Ok(Batch {
             dev: d.clone(),
             rec: Some(rec),
@@ -145,6 +152,7 @@ impl Device {
             last_count: 0,
             binds_valid: false,
             chunk_cmds: 0,
+            chunk_host_reads: false,
             policy: ChunkPolicy::new(options.first_chunk, options.max_chunk),
             commands: 0,
             last_value: 0,
@@ -369,6 +377,7 @@ impl Batch {
     }
 
     fn keep_view(&mut self, v: &BufView<'_>) {
+        self.chunk_host_reads |= v.inner.read_path == HostPath::Mapped;
         let recent = self
             .keep
             .iter()
@@ -595,8 +604,15 @@ impl Batch {
             return Ok(());
         }
         let cb = std::mem::replace(&mut self.cb, vk::CommandBuffer::null());
+        // Writes reach the host's view only through a HOST barrier; needed
+        // only when the chunk used a buffer the host reads through a mapping
+        // (staged reads copy on the GPU, ordered by their own barrier or
+        // semaphore wait).
+        let host_reads = std::mem::take(&mut self.chunk_host_reads);
         if let Some(m) = self.tracker.end_chunk() {
-            cmd_barrier(&self.dev.raw, cb, m);
+            if host_reads {
+                cmd_barrier(&self.dev.raw, cb, m);
+            }
         }
         let d = &*self.dev;
         // SAFETY: `cb` is recording.
@@ -621,9 +637,14 @@ impl Batch {
                 nwaits = 1;
             }
         }
+        // The first submission of a batch waits for all earlier work on the
+        // queue (see `Queue::submit`); later chunks follow in queue order
+        // and are ordered by the batch's own barriers.
+        let after_previous = (self.last_value == 0)
+            .then_some(vk::PipelineStageFlags::COMPUTE_SHADER | vk::PipelineStageFlags::TRANSFER);
         let value = d
             .compute
-            .submit(&d.raw, &d.sticky, &[cb], &waits[..nwaits])?;
+            .submit(&d.raw, &d.sticky, &[cb], &waits[..nwaits], after_previous)?;
         d.counters.submissions.fetch_add(1, Ordering::Relaxed);
         for b in self.keep.drain(..) {
             b.last_use.used_compute(value);

@@ -552,7 +552,8 @@ impl DeviceInner {
         }
     }
 
-    fn release_ready(&self, done: UseMark) {
+    /// Releases parked objects and recorders whose mark `done` reaches.
+    pub(crate) fn release_ready(&self, done: UseMark) {
         let ready = {
             let mut g = self.garbage.lock().unwrap_or_else(|p| p.into_inner());
             if g.is_empty() {

@@ -62,19 +62,25 @@ impl Queue {
     }
 
     /// Submits `cmds`, waiting on `waits` first, and returns the timeline
-    /// value that marks their completion.
+    /// value that marks their completion. With `after_previous`, the
+    /// submission also waits (on the GPU, at `after_stages`) for everything
+    /// submitted to this queue before it: a memory dependency that orders it
+    /// after earlier work and makes that work's writes visible, and that costs
+    /// nothing when the earlier work is already done (unlike a pipeline
+    /// barrier, which always drains the pipeline).
     pub(crate) fn submit(
         &self,
         device: &ash::Device,
         sticky: &Sticky,
         cmds: &[vk::CommandBuffer],
         waits: &[SemaphoreWait],
+        after_previous: Option<vk::PipelineStageFlags>,
     ) -> Result<u64> {
         sticky.check()?;
-        let mut wait_sems = [vk::Semaphore::null(); 2];
-        let mut wait_vals = [0u64; 2];
-        let mut wait_stages = [vk::PipelineStageFlags::empty(); 2];
-        let n = waits.len().min(2);
+        let mut wait_sems = [vk::Semaphore::null(); 3];
+        let mut wait_vals = [0u64; 3];
+        let mut wait_stages = [vk::PipelineStageFlags::empty(); 3];
+        let mut n = waits.len().min(2);
         for (i, w) in waits.iter().take(n).enumerate() {
             wait_sems[i] = w.semaphore;
             wait_vals[i] = w.value;
@@ -82,6 +88,12 @@ impl Queue {
         }
         let mut next = self.lock.lock().unwrap_or_else(|p| p.into_inner());
         let value = *next + 1;
+        if let Some(stages) = after_previous.filter(|_| *next > 0) {
+            wait_sems[n] = self.timeline;
+            wait_vals[n] = *next;
+            wait_stages[n] = stages;
+            n += 1;
+        }
         let signal = [self.timeline];
         let signal_vals = [value];
         let mut timeline_info = vk::TimelineSemaphoreSubmitInfo::default()

@@ -207,26 +207,25 @@ impl RecorderPool {
         }
     }
 
-    /// A ready recorder: a free one, else one whose work completed (by
-    /// `completed`), else a new one.
+    /// A ready recorder: a free one, else one whose work completed (judged
+    /// by `cached` first, then by `poll`, which asks the driver), else a new one.
     pub(crate) fn take(
         &self,
         device: &ash::Device,
         sticky: &Sticky,
         counters: &Counters,
-        completed: impl FnOnce() -> Result<UseMark>,
+        cached: UseMark,
+        poll: impl FnOnce() -> Result<UseMark>,
     ) -> Result<Recorder> {
         let free = self.free.lock().unwrap_or_else(|p| p.into_inner()).pop();
         let mut rec = match free {
             Some(r) => r,
             None => {
                 let mut busy = self.busy.lock().unwrap_or_else(|p| p.into_inner());
-                let ready = if busy.is_empty() {
-                    None
-                } else {
-                    let done = completed()?;
-                    busy.take_one_ready(done)
-                };
+                let mut ready = busy.take_one_ready(cached);
+                if ready.is_none() && !busy.is_empty() {
+                    ready = busy.take_one_ready(poll()?);
+                }
                 drop(busy);
                 match ready {
                     Some(r) => r,

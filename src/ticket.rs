@@ -69,7 +69,9 @@ impl Ticket {
         let d = &self.dev;
         d.compute
             .wait(&d.raw, &d.sticky, self.value, timeout, d.options.wait_spin)?;
-        d.maintain_quiet();
+        // Release what the wait made free, by the values already known
+        // (no further driver call on this path).
+        d.release_ready(d.completed_cached());
         Ok(())
     }
 

@@ -210,9 +210,13 @@ struct Run<'a> {
 
 impl<'a> Run<'a> {
     fn start(d: &'a DeviceInner, buf: &'a BufferInner) -> Result<Run<'a>> {
-        let rec = d
-            .transfer_recorder_pool()
-            .take(&d.raw, &d.sticky, &d.counters, || d.completed())?;
+        let rec = d.transfer_recorder_pool().take(
+            &d.raw,
+            &d.sticky,
+            &d.counters,
+            d.completed_cached(),
+            || d.completed(),
+        )?;
         let transfer_only = d.transfer.is_some();
         Ok(Run {
             d,
@@ -249,7 +253,9 @@ impl<'a> Run<'a> {
             stage: vk::PipelineStageFlags::TRANSFER,
         }];
         let waits: &[SemaphoreWait] = if self.compute_wait > 0 { &wait } else { &[] };
-        let value = d.transfer_queue().submit(&d.raw, &d.sticky, &[cb], waits)?;
+        let value = d
+            .transfer_queue()
+            .submit(&d.raw, &d.sticky, &[cb], waits, None)?;
         d.counters
             .submissions
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Builds what the GPU machine runs and packs it into .gpu/ (git-ignored):
+# release examples, the criterion bench binaries, the integration-test
+# binaries, and the Khronos validation layer (so tests keep validation on
+# there too). Run `bash ../shared/gpu/prepare.sh` once before. Then, on the
+# GPU machine (device tool, carry [".gpu"]):
+#   source .gpu/setup.sh && bash .gpu/run.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ -f .gpu/setup.sh ] || { echo "run: bash ../shared/gpu/prepare.sh" >&2; exit 1; }
+cargo build --release --examples --benches --tests >/dev/null
+stage=$(mktemp -d)
+mkdir -p "$stage/bin" "$stage/layer"
+for ex in saxpy batch async gpu_report; do cp "target/release/examples/$ex" "$stage/bin/"; done
+# The newest binary of each bench and test target (tests as test_<name>).
+newest() { ls -t target/release/deps/"$1"-* 2>/dev/null | grep -v '\.d$' | head -1; }
+for b in dispatch floor; do cp "$(newest "$b")" "$stage/bin/$b"; done
+for t in $(cd tests && ls *.rs | sed 's/\.rs$//'); do cp "$(newest "$t")" "$stage/bin/test_$t"; done
+strip "$stage"/bin/*
+cp /usr/lib/x86_64-linux-gnu/libVkLayer_khronos_validation.so "$stage/layer/"
+sed 's#"library_path": *"[^"]*"#"library_path": "./libVkLayer_khronos_validation.so"#' \
+  /usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json > "$stage/layer/VkLayer_khronos_validation.json"
+tar -C "$stage" -cf - bin layer | xz -T0 -3 > .gpu/bundle.tar.xz
+rm -rf "$stage"
+cp scripts/gpu_run.sh .gpu/run.sh
+ls -la .gpu/bundle.tar.xz
