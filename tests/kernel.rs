@@ -438,7 +438,14 @@ fn workgroup_size_through_specialization() {
     assert_eq!(default.workgroup_size(), [1, 1, 1]);
     check_sized(&gpu, &default, 37);
 
+    let limit = gpu.info().max_workgroup_size[0].min(gpu.info().max_workgroup_invocations);
     for x in [8, 64, 100, 256, 1024] {
+        if x > limit {
+            skipped(format_args!(
+                "a workgroup of {x}: the adapter allows at most {limit} in x"
+            ));
+            continue;
+        }
         let k = Kernel::builder(&gpu)
             .spirv(&words)
             .local_size_x(x)
@@ -488,7 +495,16 @@ fn shared_memory_sized_by_specialized_workgroup() {
     let n = 5000usize;
     let x: Vec<u32> = (0..n).map(|_| rng.below(1000) as u32).collect();
     let xs = gpu.upload(&x).unwrap();
+    let info = gpu.info();
+    let limit = info.max_workgroup_size[0].min(info.max_workgroup_invocations);
     for wg in [32u32, 64, 256] {
+        if wg > limit || wg * 4 > info.max_shared_memory {
+            skipped(format_args!(
+                "a workgroup of {wg}: the adapter allows {limit} in x, {} bytes shared",
+                info.max_shared_memory
+            ));
+            continue;
+        }
         let k = Kernel::builder(&gpu)
             .spirv(&words)
             .local_size_x(wg)
@@ -551,21 +567,28 @@ fn workgroup_size_errors() {
     }
     // Each dimension within its limit, but too many invocations in total.
     let y = max_inv / 64 + 1;
-    match Kernel::builder(&gpu)
-        .spirv(&sized)
-        .local_size([64, y, 1])
-        .build()
-    {
-        Err(Error::WorkgroupSizeLimit { size, .. }) => assert_eq!(size, [64, y, 1]),
-        other => panic!("too many invocations: expected WorkgroupSizeLimit, got {other:?}"),
+    if 64 <= limit[0] && y <= limit[1] {
+        match Kernel::builder(&gpu)
+            .spirv(&sized)
+            .local_size([64, y, 1])
+            .build()
+        {
+            Err(Error::WorkgroupSizeLimit { size, .. }) => assert_eq!(size, [64, y, 1]),
+            other => panic!("too many invocations: expected WorkgroupSizeLimit, got {other:?}"),
+        }
+    } else {
+        skipped(format_args!(
+            "64 x {y} within maxComputeWorkGroupSize {limit:?} but over {max_inv} invocations"
+        ));
     }
     match Kernel::builder(&gpu).spirv(&sized).local_size_x(0).build() {
         Err(Error::WorkgroupSizeLimit { .. }) => {}
         other => panic!("zero size: expected WorkgroupSizeLimit, got {other:?}"),
     }
+    // The largest workgroup along x (1024 on lavapipe).
     let max = Kernel::builder(&gpu)
         .spirv(&sized)
-        .local_size_x(max_inv)
+        .local_size_x(max_inv.min(limit[0]))
         .build()
         .unwrap();
     check_sized(&gpu, &max, 3000);

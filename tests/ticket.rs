@@ -4,9 +4,10 @@
 mod common;
 use common::*;
 
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use vkcompute::{Buffer, Device, Error, Kernel, Ticket};
+use vkcompute::{BatchOptions, Buffer, Device, Error, Kernel, Ticket};
 
 /// Each invocation runs `iters` rounds of xorshift32 on its element.
 /// (Lavapipe stops any loop after about 65535 iterations, so a long job is
@@ -41,11 +42,17 @@ void main() {
 }
 "#;
 
-/// Rounds per invocation of the long job (below lavapipe's loop cap).
+/// Rounds per invocation in one dispatch of the long job (below
+/// lavapipe's loop cap).
 const ITERS: u32 = 60_000;
-/// Invocations of the long job: about 0.5 s on lavapipe on two cores
-/// (measured 0.53 s alone), so waits of a few ms reliably find it running.
+/// Invocations of the long job: one dispatch takes about 0.5 s on lavapipe
+/// on two cores (measured 0.53 s alone), about 1 ms on an H200.
 const LONG_N: usize = 16_384;
+/// How long the long job runs at least, so that waits of a few ms
+/// reliably find it running on any device.
+const LONG_JOB: Duration = Duration::from_millis(500);
+/// At most this many dispatches in one long job.
+const MAX_DISPATCHES: u32 = 20_000;
 
 /// xorshift32 as a GF(2)-linear map: the images of the 32 unit vectors.
 type BitMatrix = [u32; 32];
@@ -61,7 +68,7 @@ fn compose(a: &BitMatrix, b: &BitMatrix) -> BitMatrix {
 }
 
 /// xorshift32 applied `n` times to each of `seeds`, by squaring its matrix.
-fn xorshift_n(seeds: &[u32], mut n: u32) -> Vec<u32> {
+fn xorshift_n(seeds: &[u32], mut n: u64) -> Vec<u32> {
     let step = |mut v: u32| {
         v ^= v << 13;
         v ^= v >> 17;
@@ -86,19 +93,57 @@ struct LongJob {
     ticket: Ticket,
 }
 
-/// Submits the ~0.5 s job on fresh seeds and returns without waiting.
+/// Records `dispatches` runs of SPIN over `buf`, each after a barrier, in
+/// one submission.
+fn submit_spin(gpu: &Device, k: &Kernel, buf: &Buffer<u32>, dispatches: u32) -> Ticket {
+    let mut b = gpu.batch_with(BatchOptions::single_submit()).unwrap();
+    for _ in 0..dispatches {
+        b.run_with_push_constants(k, &[buf], LONG_N as u32, &ITERS.to_le_bytes())
+            .unwrap();
+        b.barrier();
+    }
+    b.submit_async().unwrap()
+}
+
+/// How many dispatches of ITERS rounds over LONG_N invocations take at
+/// least LONG_JOB on this adapter: one dispatch is timed (twice where it is
+/// quick, so the second runs at raised clocks), once per test binary.
+fn long_job_dispatches(gpu: &Device) -> u32 {
+    static DISPATCHES: OnceLock<u32> = OnceLock::new();
+    *DISPATCHES.get_or_init(|| {
+        let k = gpu.kernel_glsl(SPIN).unwrap();
+        let buf = gpu.upload(&vec![1u32; LONG_N]).unwrap();
+        let mut once = Duration::MAX;
+        for _ in 0..2 {
+            let start = Instant::now();
+            submit_spin(gpu, &k, &buf, 1).wait().unwrap();
+            once = once.min(start.elapsed());
+            if once > LONG_JOB / 10 {
+                break;
+            }
+        }
+        let n = LONG_JOB.as_secs_f64() / once.as_secs_f64().max(1e-9);
+        let dispatches = (n.ceil() as u32).clamp(1, MAX_DISPATCHES);
+        println!(
+            "long job on {:?}: one dispatch in {once:?}, {dispatches} dispatches",
+            gpu.info().name
+        );
+        dispatches
+    })
+}
+
+/// Submits the long job (at least ~0.5 s of GPU work) on fresh seeds and
+/// returns without waiting.
 fn long_job(gpu: &Device, seed: u64) -> LongJob {
+    let dispatches = long_job_dispatches(gpu);
     let k = gpu.kernel_glsl(SPIN).unwrap();
     let mut rng = Rng::new(seed);
     let seeds: Vec<u32> = (0..LONG_N).map(|_| rng.next_u64() as u32 | 1).collect();
     let buf = gpu.upload(&seeds).unwrap();
-    let mut b = gpu.batch().unwrap();
-    b.run_with_push_constants(&k, &[&buf], LONG_N as u32, &ITERS.to_le_bytes())
-        .unwrap();
-    let ticket = b.submit_async().unwrap();
+    let ticket = submit_spin(gpu, &k, &buf, dispatches);
     LongJob {
+        want: xorshift_n(&seeds, u64::from(ITERS) * u64::from(dispatches)),
         buf,
-        want: xorshift_n(&seeds, ITERS),
         ticket,
     }
 }
@@ -113,6 +158,13 @@ fn cpu_reference_matches_plain_iteration() {
     }
     assert_eq!(xorshift_n(&[12345], 1000), vec![v]);
     assert_eq!(xorshift_n(&[7], 0), vec![7]);
+    // Counts as large as a long job's total compose: n = a + b.
+    let a = u64::from(ITERS) * 7919;
+    let b = u64::from(ITERS) * u64::from(MAX_DISPATCHES);
+    assert_eq!(
+        xorshift_n(&xorshift_n(&[v, 1], a), b),
+        xorshift_n(&[v, 1], a + b)
+    );
 }
 
 #[test]

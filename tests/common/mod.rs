@@ -2,6 +2,8 @@
 //! validation on, and a check that a test produced no validation message.
 #![allow(dead_code)]
 
+pub mod glsl;
+
 use vkcompute::{Device, DeviceOptions};
 
 /// A device with the validation layer on (fails if the layer is missing).
@@ -26,6 +28,18 @@ pub fn assert_clean(gpu: &Device) {
         "{n} validation messages:\n{}",
         gpu.validation_messages().join("\n---\n")
     );
+}
+
+/// Whether `gpu` runs on lavapipe (Mesa's CPU driver), the adapter the
+/// lavapipe-specific assertions describe.
+pub fn is_lavapipe(gpu: &Device) -> bool {
+    gpu.info().driver_name == "llvmpipe"
+}
+
+/// Reports a check the adapter at hand cannot make (the test goes on with
+/// the rest). The runner shows it with `--nocapture`; grep for `skipped:`.
+pub fn skipped(reason: impl std::fmt::Display) {
+    println!("skipped: {reason}");
 }
 
 /// A small deterministic generator (xorshift64*), so tests need no crate.

@@ -1,0 +1,32 @@
+//! Records many dispatches into one batch (never submitted): a target for
+//! CPU profilers (`valgrind --tool=callgrind`, `perf record`).
+//!
+//! `cargo run --release --example record_profile [-- <dispatches>]`
+
+use vkcompute::{BatchOptions, Device};
+
+const AXPB: &str = include_str!("../shaders/axpb.comp");
+
+fn main() -> vkcompute::Result<()> {
+    let n: usize = std::env::args()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(200_000);
+    let gpu = Device::new()?;
+    let k = gpu.kernel_glsl(AXPB)?;
+    let x = gpu.alloc::<f32>(1024)?;
+    let mut pc = [0u8; 12];
+    pc[8..].copy_from_slice(&1024u32.to_le_bytes());
+    let t = std::time::Instant::now();
+    let mut b = gpu.batch_with(BatchOptions::single_submit())?;
+    for _ in 0..n {
+        b.run_with_push_constants(&k, &[&x], 1024, &pc)?;
+        b.barrier();
+    }
+    println!(
+        "{:.1} ns per dispatch + barrier",
+        t.elapsed().as_nanos() as f64 / n as f64
+    );
+    drop(b);
+    Ok(())
+}
