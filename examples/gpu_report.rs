@@ -41,23 +41,27 @@ fn us(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6
 }
 
-/// Runs `a` and `b` alternately (`warm` times unmeasured, then `reps`
-/// times) and returns both medians; alternating keeps clock and thermal
-/// drift out of their ratio.
+/// Runs `a` and `b` in alternating blocks (two blocks each, every block
+/// warmed up first) and returns both medians. Blocks rather than single
+/// alternations: the floor is a second Vulkan device, and switching the GPU
+/// between two devices' contexts on every run costs far more than the work.
 fn measure_pair(
     warm: usize,
     reps: usize,
     mut a: impl FnMut() -> f64,
     mut b: impl FnMut() -> f64,
 ) -> (f64, f64) {
-    for _ in 0..warm {
-        a();
-        b();
-    }
     let (mut va, mut vb) = (Vec::with_capacity(reps), Vec::with_capacity(reps));
-    for _ in 0..reps {
-        va.push(a());
-        vb.push(b());
+    let half = reps.div_ceil(2);
+    for _ in 0..2 {
+        for _ in 0..warm {
+            a();
+        }
+        va.extend((0..half).map(|_| a()));
+        for _ in 0..warm {
+            b();
+        }
+        vb.extend((0..half).map(|_| b()));
     }
     (median(va), median(vb))
 }
@@ -157,6 +161,33 @@ impl Ours {
             b.submit()?;
             Ok(us(start.elapsed()) / n as f64)
         }
+    }
+
+    /// One round trip split into phases: (new batch, record, submit, wait) in µs.
+    fn round_trip_phases(&self) -> vkcompute::Result<[f64; 4]> {
+        let t0 = Instant::now();
+        let mut b = self.gpu.batch()?;
+        let t1 = Instant::now();
+        b.run_with_push_constants(&self.k, &[&self.x], N, &self.pc)?;
+        let t2 = Instant::now();
+        let ticket = b.submit_async()?;
+        let t3 = Instant::now();
+        ticket.wait()?;
+        let t4 = Instant::now();
+        Ok([us(t1 - t0), us(t2 - t1), us(t3 - t2), us(t4 - t3)])
+    }
+
+    /// Wall µs per dispatch of a chain recorded with chunking `first..max`.
+    fn chain_wall_chunked(&self, n: usize, first: u32, max: u32) -> vkcompute::Result<f64> {
+        let start = Instant::now();
+        let mut b = self.gpu.batch_with(BatchOptions {
+            first_chunk: first,
+            max_chunk: max,
+            ..Default::default()
+        })?;
+        self.record(&mut b, n, true)?;
+        b.submit()?;
+        Ok(us(start.elapsed()) / n as f64)
     }
 
     fn round_trip(&self) -> vkcompute::Result<f64> {
@@ -308,6 +339,33 @@ fn main() -> vkcompute::Result<()> {
         cuda_rt.clone(),
         "≤ 15 µs (goal 10)".into(),
     );
+    // Diagnostics: where a round trip's time goes, and how chunking moves
+    // the chain's wall time.
+    let mut phases: Vec<[f64; 4]> = Vec::new();
+    for i in 0..rt_reps.min(501) + 50 {
+        let p = ours.round_trip_phases().expect("phases");
+        if i >= 50 {
+            phases.push(p);
+        }
+    }
+    let phase_medians: Vec<f64> = (0..4)
+        .map(|k| median(phases.iter().map(|p| p[k]).collect()))
+        .collect();
+    let mut sweep = Vec::new();
+    for (first, max) in [
+        (32u32, 512u32),
+        (8, 64),
+        (16, 128),
+        (16, 256),
+        (64, 1024),
+        (0, 0),
+    ] {
+        let w = (0..reps + warm)
+            .map(|_| ours.chain_wall_chunked(steps, first, max).expect("chain"))
+            .skip(warm)
+            .collect();
+        sweep.push((first, max, median(w)));
+    }
     drop(ours);
     let blocking = Ours::new(
         DeviceOptions {
@@ -374,6 +432,18 @@ fn main() -> vkcompute::Result<()> {
             rc,
             r.goal
         );
+    }
+    println!(
+        "round trip phases (µs, medians): new batch {:.2}, record {:.2}, submit {:.2}, wait {:.2}",
+        phase_medians[0], phase_medians[1], phase_medians[2], phase_medians[3]
+    );
+    for (first, max, w) in &sweep {
+        let what = if *first == 0 {
+            "one submission".to_string()
+        } else {
+            format!("chunks {first}..{max}")
+        };
+        println!("chain of {steps} wall per dispatch, {what}: {w:.3} µs");
     }
     if let Some(path) = arg("--json") {
         let mut s = String::from("{\n");
