@@ -352,19 +352,30 @@ fn main() -> vkcompute::Result<()> {
         .map(|k| median(phases.iter().map(|p| p[k]).collect()))
         .collect();
     let mut sweep = Vec::new();
-    for (first, max) in [
+    // Each policy twice, the second pass in reverse order, so warm-up and
+    // clock drift do not favour one position.
+    let policies = [
         (32u32, 512u32),
         (8, 64),
         (16, 128),
         (16, 256),
         (64, 1024),
         (0, 0),
-    ] {
-        let w = (0..reps + warm)
-            .map(|_| ours.chain_wall_chunked(steps, first, max).expect("chain"))
-            .skip(warm)
-            .collect();
-        sweep.push((first, max, median(w)));
+    ];
+    let mut samples: Vec<Vec<f64>> = vec![Vec::new(); policies.len()];
+    let order: Vec<usize> = (0..policies.len())
+        .chain((0..policies.len()).rev())
+        .collect();
+    for i in order {
+        let (first, max) = policies[i];
+        samples[i].extend(
+            (0..reps.div_ceil(2) + warm)
+                .map(|_| ours.chain_wall_chunked(steps, first, max).expect("chain"))
+                .skip(warm),
+        );
+    }
+    for (i, (first, max)) in policies.iter().enumerate() {
+        sweep.push((*first, *max, median(samples[i].clone())));
     }
     drop(ours);
     let blocking = Ours::new(

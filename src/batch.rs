@@ -56,8 +56,8 @@ pub struct BatchOptions {
 impl Default for BatchOptions {
     fn default() -> Self {
         BatchOptions {
-            first_chunk: 32,
-            max_chunk: 512,
+            first_chunk: 16,
+            max_chunk: 128,
             profiling: Profiling::Off,
         }
     }
@@ -100,6 +100,8 @@ pub struct Batch {
     last_count: usize,
     binds_valid: bool,
     chunk_cmds: u32,
+    /// The last (invocations, local size x) turned into a grid, and the grid.
+    last_grid: (u32, u32, [u32; 3]),
     /// The open chunk uses a buffer the host reads through its mapping.
     chunk_host_reads: bool,
     policy: ChunkPolicy,
@@ -152,6 +154,7 @@ impl Device {
             last_count: 0,
             binds_valid: false,
             chunk_cmds: 0,
+            last_grid: (0, 0, [0; 3]),
             chunk_host_reads: false,
             policy: ChunkPolicy::new(options.first_chunk, options.max_chunk),
             commands: 0,
@@ -195,6 +198,7 @@ impl Batch {
     ///          + gl_GlobalInvocationID.z * (gl_NumWorkGroups.x * gl_WorkGroupSize.x * gl_NumWorkGroups.y);
     /// if (idx >= n) return;
     /// ```
+    #[inline]
     pub fn run(
         &mut self,
         kernel: &Kernel,
@@ -206,6 +210,7 @@ impl Batch {
 
     /// Like [`Batch::run`], passing `push_constants` (exactly the kernel's
     /// push-constant block size).
+    #[inline]
     pub fn run_with_push_constants(
         &mut self,
         kernel: &Kernel,
@@ -214,10 +219,16 @@ impl Batch {
         push_constants: &[u8],
     ) -> Result<&mut Self> {
         let k = &*kernel.core;
-        let limit = self.dev.info.max_workgroup_count;
-        let grid =
-            workgroups::grid_for_invocations(u64::from(invocations), k.workgroup_size[0], limit)
+        let local_x = k.workgroup_size[0];
+        let grid = if self.last_grid.0 == invocations && self.last_grid.1 == local_x {
+            self.last_grid.2
+        } else {
+            let limit = self.dev.info.max_workgroup_count;
+            let grid = workgroups::grid_for_invocations(u64::from(invocations), local_x, limit)
                 .map_err(|e| grid_error(k, e, limit, [0, 0, 0]))?;
+            self.last_grid = (invocations, local_x, grid);
+            grid
+        };
         self.dispatch(kernel, buffers, grid, push_constants)
     }
 

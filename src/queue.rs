@@ -63,11 +63,12 @@ impl Queue {
 
     /// Submits `cmds`, waiting on `waits` first, and returns the timeline
     /// value that marks their completion. With `after_previous`, the
-    /// submission also waits (on the GPU, at `after_stages`) for everything
-    /// submitted to this queue before it: a memory dependency that orders it
-    /// after earlier work and makes that work's writes visible, and that costs
-    /// nothing when the earlier work is already done (unlike a pipeline
-    /// barrier, which always drains the pipeline).
+    /// submission is ordered after everything submitted to this queue before
+    /// it, with that work's writes visible: by a GPU-side wait on the
+    /// timeline (at the given stages) while the earlier work may still run,
+    /// and by nothing at all once the host has seen it complete. Unlike a
+    /// pipeline barrier, neither drains the pipeline when there is nothing
+    /// to wait for.
     pub(crate) fn submit(
         &self,
         device: &ash::Device,
@@ -88,7 +89,13 @@ impl Queue {
         }
         let mut next = self.lock.lock().unwrap_or_else(|p| p.into_inner());
         let value = *next + 1;
-        if let Some(stages) = after_previous.filter(|_| *next > 0) {
+        // When the host has already seen the previous submission complete
+        // (a counter read or wait, which is what `completed` records), its
+        // writes are visible to this one through that host synchronisation
+        // and the submission's own host-to-device dependency; no GPU-side
+        // wait is needed.
+        let prev_done = self.completed.load(Ordering::Acquire) >= *next;
+        if let Some(stages) = after_previous.filter(|_| *next > 0 && !prev_done) {
             wait_sems[n] = self.timeline;
             wait_vals[n] = *next;
             wait_stages[n] = stages;
@@ -158,14 +165,33 @@ impl Queue {
         timeout: Option<Duration>,
         spin: Duration,
     ) -> Result<()> {
+        self.wait_with_idle(device, sticky, value, timeout, spin, || {})
+    }
+
+    /// [`Queue::wait`], running `idle` once if the first poll finds the work
+    /// unfinished: housekeeping done in time that would otherwise be spent
+    /// spinning.
+    pub(crate) fn wait_with_idle(
+        &self,
+        device: &ash::Device,
+        sticky: &Sticky,
+        value: u64,
+        timeout: Option<Duration>,
+        spin: Duration,
+        idle: impl FnOnce(),
+    ) -> Result<()> {
         if self.completed_cached() >= value {
             return Ok(());
         }
         let start = Instant::now();
         let spin = timeout.map_or(spin, |t| spin.min(t));
+        let mut idle = Some(idle);
         loop {
             if self.poll(device, sticky)? >= value {
                 return Ok(());
+            }
+            if let Some(f) = idle.take() {
+                f();
             }
             if start.elapsed() >= spin {
                 break;

@@ -52,6 +52,8 @@ pub(crate) struct Recorder {
     desc_pools: Vec<vk::DescriptorPool>,
     desc_current: usize,
     dirty: bool,
+    /// A command buffer already begun ahead of use (see `RecorderPool::prime`).
+    primed: Option<vk::CommandBuffer>,
 }
 
 impl Recorder {
@@ -73,6 +75,7 @@ impl Recorder {
             desc_pools: Vec::new(),
             desc_current: 0,
             dirty: false,
+            primed: None,
         })
     }
 
@@ -96,6 +99,7 @@ impl Recorder {
         self.next = 0;
         self.desc_current = 0;
         self.dirty = false;
+        self.primed = None;
         Ok(())
     }
 
@@ -106,6 +110,9 @@ impl Recorder {
         sticky: &Sticky,
         counters: &Counters,
     ) -> Result<vk::CommandBuffer> {
+        if let Some(cb) = self.primed.take() {
+            return Ok(cb);
+        }
         self.dirty = true;
         if self.next == self.buffers.len() {
             let info = vk::CommandBufferAllocateInfo::default()
@@ -217,7 +224,13 @@ impl RecorderPool {
         cached: UseMark,
         poll: impl FnOnce() -> Result<UseMark>,
     ) -> Result<Recorder> {
-        let free = self.free.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        let free = {
+            let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
+            match free.iter().rposition(|r| r.primed.is_some()) {
+                Some(i) => Some(free.swap_remove(i)),
+                None => free.pop(),
+            }
+        };
         let mut rec = match free {
             Some(r) => r,
             None => {
@@ -233,12 +246,59 @@ impl RecorderPool {
                 }
             }
         };
+        if rec.primed.is_some() {
+            return Ok(rec);
+        }
         if let Err(e) = rec.reset(device, sticky) {
             // SAFETY: reset failed only after its mark passed; nothing is pending.
             unsafe { rec.destroy(device, counters) };
             return Err(e);
         }
         Ok(rec)
+    }
+
+    /// Readies a recorder for the next batch ahead of time: reset, with its
+    /// first command buffer already begun, at the end of the free list
+    /// (where `take` looks first). Called while a wait spins, so the next
+    /// batch on this queue skips the pool reset and `vkBeginCommandBuffer`.
+    /// Does nothing if a primed recorder is already waiting.
+    pub(crate) fn prime(
+        &self,
+        device: &ash::Device,
+        sticky: &Sticky,
+        counters: &Counters,
+        cached: UseMark,
+    ) {
+        let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
+        if free.iter().any(|r| r.primed.is_some()) {
+            return;
+        }
+        let rec = match free.pop() {
+            Some(r) => Some(r),
+            None => self
+                .busy
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .take_one_ready(cached),
+        };
+        let rec = match rec {
+            Some(r) => Ok(r),
+            None if free.len() < MAX_FREE => Recorder::new(device, self.family, sticky, counters),
+            None => return,
+        };
+        let Ok(mut rec) = rec else { return };
+        let primed = rec
+            .reset(device, sticky)
+            .and_then(|()| rec.begin(device, sticky, counters));
+        match primed {
+            Ok(cb) => {
+                rec.primed = Some(cb);
+                free.push(rec);
+            }
+            // SAFETY: the recorder's work completed (it was free or its mark
+            // passed); nothing recorded in it is pending.
+            Err(_) => unsafe { rec.destroy(device, counters) },
+        }
     }
 
     /// Returns a recorder whose work completes at `mark`.

@@ -67,8 +67,13 @@ impl Ticket {
 
     fn wait_inner(&self, timeout: Option<Duration>) -> Result<()> {
         let d = &self.dev;
+        let prime = || {
+            d.compute_recorders
+                .prime(&d.raw, &d.sticky, &d.counters, d.completed_cached())
+        };
+        let spin = d.options.wait_spin;
         d.compute
-            .wait(&d.raw, &d.sticky, self.value, timeout, d.options.wait_spin)?;
+            .wait_with_idle(&d.raw, &d.sticky, self.value, timeout, spin, prime)?;
         // Release what the wait made free, by the values already known
         // (no further driver call on this path).
         d.release_ready(d.completed_cached());
