@@ -137,7 +137,23 @@ impl Tracker {
 
     /// A command of `stage` is about to be recorded; `writes` says whether it
     /// may write memory. Returns the barrier to record before it, if any.
+    #[inline]
     pub(crate) fn command(&mut self, stage: Stage, writes: bool) -> Option<Masks> {
+        // The common case, kept to a few bit operations: no barrier asked
+        // for, and none in force that this stage is not yet covered by.
+        let bit = stage.bit();
+        if !self.pending && (self.active_src.is_none() || self.covered.0 & bit != 0) {
+            let w = if writes { bit } else { 0 };
+            self.since_barrier.0 |= bit;
+            self.chunk_stages.0 |= bit;
+            self.written_since_barrier.0 |= w;
+            self.chunk_writes.0 |= w;
+            return None;
+        }
+        self.command_slow(stage, writes)
+    }
+
+    fn command_slow(&mut self, stage: Stage, writes: bool) -> Option<Masks> {
         let mut out = None;
         if self.pending {
             self.pending = false;

@@ -520,12 +520,7 @@ impl Batch {
         // SAFETY: `cb` is recording with a compute pipeline bound and every
         // binding and push constant it declares set; the grid is within limits.
         unsafe { d.raw.cmd_dispatch(cb, grid[0], grid[1], grid[2]) };
-        let label = if self.queries.is_some() {
-            k.label.clone()
-        } else {
-            String::new()
-        };
-        self.end_command(&label)
+        self.end_command(&k.label)
     }
 
     /// Opens a chunk if needed and records the barrier the command needs.
@@ -545,20 +540,28 @@ impl Batch {
     fn end_command(&mut self, label: &str) -> Result<&mut Self> {
         self.commands += 1;
         self.chunk_cmds += 1;
-        if self.profiling == Profiling::Commands {
-            if let Some(q) = &mut self.queries {
-                let l = q.next_label.take().unwrap_or_else(|| label.to_string());
-                q.labels.push(l);
-            }
-            self.write_timestamp(vk::PipelineStageFlags::BOTTOM_OF_PIPE);
-        } else if let Some(q) = &mut self.queries {
-            q.next_label = None;
+        if self.queries.is_some() {
+            self.end_command_profiled(label);
         }
         if self.policy.should_flush(self.chunk_cmds) {
             self.flush()?;
             self.policy.advance();
         }
         Ok(self)
+    }
+
+    #[cold]
+    fn end_command_profiled(&mut self, label: &str) {
+        let per_command = self.profiling == Profiling::Commands;
+        if let Some(q) = &mut self.queries {
+            let next = q.next_label.take();
+            if per_command {
+                q.labels.push(next.unwrap_or_else(|| label.to_string()));
+            }
+        }
+        if per_command {
+            self.write_timestamp(vk::PipelineStageFlags::BOTTOM_OF_PIPE);
+        }
     }
 
     fn open_chunk(&mut self) -> Result<()> {
