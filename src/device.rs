@@ -282,6 +282,17 @@ impl Device {
         Ok(())
     }
 
+    /// Marks the device lost, exactly as a driver's `VK_ERROR_DEVICE_LOST`
+    /// would, without touching the GPU: every later operation on this
+    /// device fails with [`Error::DeviceLost`]. For testing how an
+    /// application handles device loss; there is no way back.
+    pub fn simulate_device_loss(&self) {
+        let _ = self
+            .inner
+            .sticky
+            .fail("simulate_device_loss", vk::Result::ERROR_DEVICE_LOST);
+    }
+
     /// A process-unique id of this device.
     pub fn id(&self) -> u64 {
         self.inner.id

@@ -57,6 +57,16 @@ impl<const N: usize> SpirvInput for [u8; N] {
     }
 }
 
+/// Reflects a SPIR-V module without a device: the compute entry point
+/// `entry` (default `main`, or the module's only compute entry point), its
+/// bindings, push-constant size and workgroup size. Malformed input is an
+/// [`Error::InvalidSpirv`] (or [`Error::EntryPointNotFound`],
+/// [`Error::UnsupportedShader`]), never a panic.
+pub fn reflect_spirv<S: SpirvInput + ?Sized>(spirv: &S, entry: Option<&str>) -> Result<Reflection> {
+    let words = spirv.spirv_words()?;
+    reflect::reflect(&words, entry)
+}
+
 /// A compute kernel ready to dispatch. Cheap to clone.
 #[derive(Clone)]
 pub struct Kernel {

@@ -101,7 +101,7 @@ pub use device::{Device, DeviceOptions, ENV_DEVICE, ENV_VALIDATION};
 pub use error::{Error, Result};
 #[cfg(feature = "glsl")]
 pub use glsl::{compile_glsl, compile_glsl_with, GlslOptimization, GlslOptions};
-pub use kernel::{Kernel, KernelBuilder, SpirvInput, MAX_BINDINGS};
+pub use kernel::{reflect_spirv, Kernel, KernelBuilder, SpirvInput, MAX_BINDINGS};
 pub use memory::Memory;
 pub use profile::{CommandTiming, Profile, Profiling};
 pub use reflect::{BindingInfo, BindingKind, Reflection, SpecConstantInfo};
