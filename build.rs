@@ -8,6 +8,7 @@
 //! shaderc from source would take over ten minutes; this takes none.
 
 use std::env;
+use std::hash::{Hash, Hasher};
 use std::path::Path;
 
 /// Archives shaderc needs, in the order the linker must see them. Newer
@@ -52,4 +53,32 @@ fn main() {
     for lib in STATIC_LIBS.iter().filter(|l| present(l)) {
         println!("cargo:rustc-link-lib=static={lib}");
     }
+    shaderc_fingerprint(&dir);
+}
+
+/// Identifies the shaderc build linked (name, size and modification time of
+/// each archive), so the on-disk GLSL cache (src/glsl.rs) misses after an
+/// upgrade instead of serving another compiler's output.
+fn shaderc_fingerprint(dir: &str) {
+    println!("cargo:rerun-if-env-changed=SHADERC_LIB_DIR");
+    let mut dirs = vec![dir.to_string()];
+    if let Ok(d) = env::var("SHADERC_LIB_DIR") {
+        dirs.push(d);
+    }
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    for d in &dirs {
+        for lib in std::iter::once(&"shaderc_combined").chain(STATIC_LIBS) {
+            let path = Path::new(d).join(format!("lib{lib}.a"));
+            let Ok(meta) = std::fs::metadata(&path) else {
+                continue;
+            };
+            println!("cargo:rerun-if-changed={}", path.display());
+            path.hash(&mut h);
+            meta.len().hash(&mut h);
+            if let Ok(m) = meta.modified() {
+                m.hash(&mut h);
+            }
+        }
+    }
+    println!("cargo:rustc-env=VKCOMPUTE_SHADERC_ID={:016x}", h.finish());
 }

@@ -4,19 +4,31 @@
 //!
 //! ```text
 //! cargo run --release --example gpu_report -- [--cuda cuda.json] [--json out.json]
+//!     [--only dispatch|bandwidth|startup[,...]]
 //! ```
+//!
+//! Parts: dispatch (record cost, chains, independent dispatches, round
+//! trips), bandwidth (saxpy, copy, upload, download:
+//! `benches/common/bandwidth.rs`), startup (`Device::new` + 12 kernels, cold
+//! and warm on-disk cache, each in a fresh process:
+//! `benches/common/startup.rs`).
 //!
 //! Every figure is a median over repeated runs after warm-up. The `clock`
 //! column says what was timed: `gpu` is GPU timestamps around the work,
-//! `wall` is host wall clock, `cpu` is host time spent recording.
-//! `VKCOMPUTE_QUICK=1` shrinks the workloads (lavapipe, CI).
+//! `wall` is host wall clock, `cpu` is host time spent recording. Ratios
+//! are ours / theirs in the row's unit (µs and ms: lower is better; GB/s:
+//! higher is better). `VKCOMPUTE_QUICK=1` shrinks the workloads (lavapipe, CI).
 
+#[path = "../benches/common/bandwidth.rs"]
+mod bandwidth;
 #[path = "../benches/common/floor.rs"]
 mod floor;
+#[path = "../benches/common/startup.rs"]
+mod startup;
 
 use std::time::{Duration, Instant};
 
-use vkcompute::{BatchOptions, Buffer, Device, DeviceOptions, Kernel, Profiling};
+use vkcompute::{AdapterInfo, BatchOptions, Buffer, Device, DeviceOptions, Kernel, Profiling};
 
 const AXPB: &str = include_str!("../shaders/axpb.comp");
 const N: u32 = 1024;
@@ -199,19 +211,197 @@ impl Ours {
     }
 }
 
-fn main() -> vkcompute::Result<()> {
-    let args: Vec<String> = std::env::args().collect();
-    let arg = |flag: &str| {
-        args.iter()
-            .position(|a| a == flag)
-            .and_then(|i| args.get(i + 1))
-            .cloned()
-    };
-    let cuda: Vec<(String, f64)> = arg("--cuda")
-        .and_then(|p| std::fs::read_to_string(p).ok())
-        .map(|t| parse_flat_json(&t))
-        .unwrap_or_default();
-    let cuda_get = |k: &str| cuda.iter().find(|(n, _)| n == k).map(|(_, v)| *v);
+/// The bandwidth rows: saxpy and copy (GPU time), upload and download
+/// (wall), every result checked.
+fn bandwidth_section(
+    cuda_get: &dyn Fn(&str) -> Option<f64>,
+    rows: &mut Vec<Row>,
+    notes: &mut Vec<String>,
+) -> vkcompute::Result<AdapterInfo> {
+    let quick = bandwidth::quick();
+    let (warm, reps) = if quick { (1, 3) } else { (3, 15) };
+    let gpu = Device::new()?;
+    let info = gpu.info().clone();
+    let gbps = |bytes: u64, v: Vec<f64>| bytes as f64 / median(v) / 1e9;
+
+    // Slicing where a binding would pass maxStorageBufferRange, checked on
+    // a small case with a 1 MiB limit (several slices and a short tail).
+    let sliced = bandwidth::Saxpy::new(&gpu, (3 << 18) + 1028, 5, Some(1 << 20), None, 1)?;
+    sliced.run_gpu(2)?;
+    sliced.check(5, 2).expect("sliced saxpy");
+    notes.push(format!(
+        "saxpy slicing check: {} slices under a 1 MiB binding limit, results exact",
+        sliced.slices.len()
+    ));
+    drop(sliced);
+
+    // saxpy: a few launch shapes (grid sized to the machine ×1 and ×4, one
+    // vec4 per invocation; 1, 2 or 4 vec4s per trip); the row is the best.
+    let n = bandwidth::saxpy_elements();
+    let mut saxpy = bandwidth::Saxpy::new(&gpu, n, 0, None, None, 1)?;
+    let n4 = (saxpy.slices[0].len / 4) as u64;
+    let machine = bandwidth::machine_workgroups(&info, n4);
+    let need = n4.div_ceil(u64::from(bandwidth::WORKGROUP)) as u32;
+    let mut grids = vec![machine, machine.saturating_mul(4).min(need), need];
+    grids.sort_unstable();
+    grids.dedup();
+    let mut best = (0.0f64, 0u32, 0u32);
+    let mut runs = 1; // Saxpy::new ran none; count from the warm-up below
+    saxpy.run_gpu(1)?;
+    for ilp in [1u32, 2, 4] {
+        for &wg in &grids {
+            saxpy.configure(Some(wg), ilp)?;
+            for _ in 0..warm {
+                saxpy.run_gpu(1)?;
+            }
+            let v: Vec<f64> = (0..reps)
+                .map(|_| saxpy.run_gpu(1).map(|d| d.as_secs_f64()))
+                .collect::<vkcompute::Result<_>>()?;
+            runs += warm + reps;
+            let g = gbps(saxpy.bytes(), v);
+            notes.push(format!(
+                "saxpy {} Mi f32: {wg} workgroups × 256, {ilp} vec4/trip, {} slice(s): {g:.1} GB/s (gpu)",
+                n >> 20,
+                saxpy.slices.len()
+            ));
+            if g > best.0 {
+                best = (g, wg, ilp);
+            }
+        }
+    }
+    saxpy.check(0, runs).expect("saxpy result");
+    saxpy.configure(Some(best.1), best.2)?;
+    let wall: Vec<f64> = (0..reps + warm)
+        .map(|_| saxpy.run_wall(1).map(|d| d.as_secs_f64()))
+        .collect::<vkcompute::Result<Vec<_>>>()?
+        .split_off(warm);
+    notes.push(format!(
+        "saxpy best shape ({} workgroups, {} vec4/trip) by wall clock incl. submit + wait: {:.1} GB/s",
+        best.1,
+        best.2,
+        gbps(saxpy.bytes(), wall)
+    ));
+    let cuda = |k: &str, what: &str| cuda_get(k).map(|v| (what.to_string(), v));
+    push_row(
+        rows,
+        format!("saxpy {} Mi f32, vec4, best shape", n >> 20),
+        "GB/s",
+        "gpu",
+        best.0,
+        cuda("saxpy_GBps", "PyTorch y.add_(x, alpha)"),
+        "≥ 1.0× CUDA",
+    );
+    drop(saxpy);
+
+    let bytes = bandwidth::copy_bytes(&info);
+    let copy = bandwidth::Copy::new(&gpu, bytes)?;
+    for _ in 0..warm {
+        copy.run_gpu()?;
+    }
+    let v: Vec<f64> = (0..reps)
+        .map(|_| copy.run_gpu().map(|d| d.as_secs_f64()))
+        .collect::<vkcompute::Result<_>>()?;
+    copy.check().expect("copy result");
+    push_row(
+        rows,
+        format!("copy {} MiB (read + write)", bytes >> 20),
+        "GB/s",
+        "gpu",
+        gbps(copy.bytes(), v),
+        cuda("copy_GBps", "PyTorch y.copy_(x)"),
+        "≥ 0.97× CUDA",
+    );
+    drop(copy);
+
+    let mut t = bandwidth::Transfer::new(&gpu, bandwidth::transfer_bytes())?;
+    t.check().expect("transfer round trip");
+    let mib = t.bytes() >> 20;
+    let mut up = Vec::new();
+    let mut down = Vec::new();
+    for i in 0..warm + reps {
+        let u = t.upload()?.as_secs_f64();
+        let d = t.download()?.as_secs_f64();
+        if i >= warm {
+            up.push(u);
+            down.push(d);
+        }
+    }
+    for (what, v) in [("upload", up), ("download", down)] {
+        push_row(
+            rows,
+            format!("{what} {mib} MiB, device-local"),
+            "GB/s",
+            "wall",
+            gbps(t.bytes(), v),
+            None,
+            "",
+        );
+    }
+    Ok(info)
+}
+
+/// The startup rows: `Device::new` + 12 kernels in a fresh process, with
+/// the on-disk cache empty (cold) and filled (warm).
+fn startup_section(rows: &mut Vec<Row>, notes: &mut Vec<String>) -> vkcompute::Result<AdapterInfo> {
+    let quick = bandwidth::quick();
+    let reps = if quick { 3 } else { 11 };
+    // The adapter the children pick (Device::new's choice), for the header.
+    let info = Device::new()?.info().clone();
+    let fail = |e: String| -> ! { panic!("startup: {e}") };
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let cold: Vec<startup::Start> = (0..reps)
+        .map(|_| startup::cold().unwrap_or_else(|e| fail(e)))
+        .collect();
+    let dir = startup::warm_dir().unwrap_or_else(|e| fail(e));
+    let warm: Vec<startup::Start> = (0..reps)
+        .map(|_| startup::start_in_child(&dir).unwrap_or_else(|e| fail(e)))
+        .collect();
+    let _ = std::fs::remove_dir_all(&dir);
+    for (what, v, goal) in [("cold", &cold, ""), ("warm", &warm, "≤ 30 ms")] {
+        push_row(
+            rows,
+            format!("startup {what}: Device::new + 12 kernels"),
+            "ms",
+            "wall",
+            median(v.iter().map(|s| ms(s.total)).collect()),
+            None,
+            goal,
+        );
+        notes.push(format!(
+            "startup {what}: Device::new alone {:.1} ms (median of {reps}, fresh process each, driver shader caches off)",
+            median(v.iter().map(|s| ms(s.device)).collect())
+        ));
+    }
+    Ok(info)
+}
+
+fn push_row(
+    rows: &mut Vec<Row>,
+    name: String,
+    unit: &'static str,
+    clock: &'static str,
+    ours: f64,
+    cuda: Option<(String, f64)>,
+    goal: &str,
+) {
+    rows.push(Row {
+        name,
+        unit,
+        clock,
+        ours,
+        floor: None,
+        cuda,
+        goal: goal.to_string(),
+    });
+}
+
+/// The dispatch rows: record cost, chains and independent dispatches (GPU
+/// and wall), round trips; beside the floor and CUDA. Diagnostics go to `notes`.
+fn dispatch_section(
+    cuda_get: &dyn Fn(&str) -> Option<f64>,
+    rows: &mut Vec<Row>,
+    notes: &mut Vec<String>,
+) -> vkcompute::Result<AdapterInfo> {
     let quick = std::env::var_os("VKCOMPUTE_QUICK").is_some();
     let steps = if quick { 100 } else { 1000 };
     let (warm, reps) = if quick { (1, 3) } else { (3, 21) };
@@ -219,7 +409,6 @@ fn main() -> vkcompute::Result<()> {
     let ours = Ours::new(DeviceOptions::default(), steps)?;
     let info = ours.gpu.info().clone();
     let mut fl = floor::Floor::new();
-    let mut rows = Vec::new();
     let mut row = |name: String,
                    unit,
                    clock,
@@ -403,6 +592,68 @@ fn main() -> vkcompute::Result<()> {
     drop(blocking);
     drop(fl);
 
+    notes.push(format!(
+        "round trip phases (µs, medians): new batch {:.2}, record {:.2}, submit {:.2}, wait {:.2}",
+        phase_medians[0], phase_medians[1], phase_medians[2], phase_medians[3]
+    ));
+    for (first, max, w) in &sweep {
+        let what = if *first == 0 {
+            "one submission".to_string()
+        } else {
+            format!("chunks {first}..{max}")
+        };
+        notes.push(format!(
+            "chain of {steps} wall per dispatch, {what}: {w:.3} µs"
+        ));
+    }
+    Ok(info)
+}
+
+fn main() -> vkcompute::Result<()> {
+    // A startup child (see benches/common/startup.rs) runs one start and exits.
+    if startup::child_main() {
+        return Ok(());
+    }
+    let args: Vec<String> = std::env::args().collect();
+    let arg = |flag: &str| {
+        args.iter()
+            .position(|a| a == flag)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+    };
+    let cuda: Vec<(String, f64)> = arg("--cuda")
+        .and_then(|p| std::fs::read_to_string(p).ok())
+        .map(|t| parse_flat_json(&t))
+        .unwrap_or_default();
+    let cuda_get = |k: &str| cuda.iter().find(|(n, _)| n == k).map(|(_, v)| *v);
+    let only = arg("--only");
+    const PARTS: [&str; 3] = ["dispatch", "bandwidth", "startup"];
+    if let Some(o) = &only {
+        if let Some(bad) = o.split(',').find(|p| !PARTS.contains(p)) {
+            eprintln!("--only: unknown part {bad:?}; parts: {}", PARTS.join(", "));
+            std::process::exit(2);
+        }
+    }
+    let want = |part: &str| {
+        only.as_deref()
+            .map_or(true, |o| o.split(',').any(|p| p == part))
+    };
+    let mut rows = Vec::new();
+    let mut notes = Vec::new();
+    let mut info = None;
+    if want("dispatch") {
+        info = Some(dispatch_section(&cuda_get, &mut rows, &mut notes)?);
+    }
+    if want("bandwidth") {
+        let i = bandwidth_section(&cuda_get, &mut rows, &mut notes)?;
+        info.get_or_insert(i);
+    }
+    if want("startup") {
+        let i = startup_section(&mut rows, &mut notes)?;
+        info.get_or_insert(i);
+    }
+    let info = info.expect("at least one part ran");
+
     // cuda_anchor's graph_1000_wall_ms is ms per 1000 kernels: numerically
     // µs per kernel, as the rows are.
     println!(
@@ -444,17 +695,8 @@ fn main() -> vkcompute::Result<()> {
             r.goal
         );
     }
-    println!(
-        "round trip phases (µs, medians): new batch {:.2}, record {:.2}, submit {:.2}, wait {:.2}",
-        phase_medians[0], phase_medians[1], phase_medians[2], phase_medians[3]
-    );
-    for (first, max, w) in &sweep {
-        let what = if *first == 0 {
-            "one submission".to_string()
-        } else {
-            format!("chunks {first}..{max}")
-        };
-        println!("chain of {steps} wall per dispatch, {what}: {w:.3} µs");
+    for n in &notes {
+        println!("{n}");
     }
     if let Some(path) = arg("--json") {
         let mut s = String::from("{\n");
@@ -474,6 +716,14 @@ fn main() -> vkcompute::Result<()> {
                 r.cuda.as_ref().map_or("", |(w, _)| w.as_str()),
                 r.goal,
                 if i + 1 < rows.len() { "," } else { "" }
+            );
+        }
+        s += "  ],\n  \"notes\": [\n";
+        for (i, n) in notes.iter().enumerate() {
+            s += &format!(
+                "    {:?}{}\n",
+                n,
+                if i + 1 < notes.len() { "," } else { "" }
             );
         }
         s += "  ]\n}\n";

@@ -9,12 +9,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -f .gpu/setup.sh ] || { echo "run: bash ../shared/gpu/prepare.sh" >&2; exit 1; }
 cargo build --release --examples --benches --tests >/dev/null
+cargo build --release -p vkcompute-peers >/dev/null
 stage=$(mktemp -d)
 mkdir -p "$stage/bin" "$stage/layer"
-for ex in saxpy batch async gpu_report; do cp "target/release/examples/$ex" "$stage/bin/"; done
+for ex in saxpy batch async gpu_report multi_gpu; do cp "target/release/examples/$ex" "$stage/bin/"; done
+cp target/release/peers_report "$stage/bin/"
 # The newest binary of each bench and test target (tests as test_<name>).
 newest() { ls -t target/release/deps/"$1"-* 2>/dev/null | grep -v '\.d$' | head -1; }
-for b in dispatch floor; do cp "$(newest "$b")" "$stage/bin/$b"; done
+for b in dispatch floor bandwidth startup; do cp "$(newest "$b")" "$stage/bin/$b"; done
 for t in $(cd tests && ls *.rs | sed 's/\.rs$//'); do cp "$(newest "$t")" "$stage/bin/test_$t"; done
 strip "$stage"/bin/*
 cp /usr/lib/x86_64-linux-gnu/libVkLayer_khronos_validation.so "$stage/layer/"
@@ -23,4 +25,5 @@ sed 's#"library_path": *"[^"]*"#"library_path": "./libVkLayer_khronos_validation
 tar -C "$stage" -cf - bin layer | xz -T0 -3 > .gpu/bundle.tar.xz
 rm -rf "$stage"
 cp scripts/gpu_run.sh .gpu/run.sh
+cp scripts/perf_table.py .gpu/perf_table.py
 ls -la .gpu/bundle.tar.xz

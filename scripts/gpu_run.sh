@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine, from the project root, after `source .gpu/setup.sh`
-# (packed by scripts/gpu_bundle.sh). Parts: report bench tests examples
-# (default: all). Writes logs and JSON under $OUT.
+# (packed by scripts/gpu_bundle.sh). Parts: report peers bench tests examples
+# soak (default: all but soak). Writes logs and JSON under $OUT.
 set -uo pipefail
-parts=${*:-report bench tests examples}
+parts=${*:-report peers bench tests examples}
 OUT=${OUT:-/tmp/vkcompute-out}
 mkdir -p "$OUT"
 g=$(cd "$(dirname "$0")" && pwd)
@@ -18,13 +18,25 @@ if has report; then
   echo "== gpu_report"
   "$g/bin/gpu_report" --cuda "$OUT/cuda.json" --json "$OUT/report.json" | tee "$OUT/report.txt"
 fi
+if has peers; then
+  echo "== peers_report (wgpu, scry-gpu)"
+  "$g/bin/peers_report" --json "$OUT/peers.json" | tee "$OUT/peers.txt"
+  [ -f "$OUT/report.json" ] && python3 "$g/perf_table.py" "$OUT/report.json" "$OUT/peers.json" | tee "$OUT/table.md"
+fi
+if has soak; then
+  echo "== soak (${VKCOMPUTE_SOAK_BATCHES:-200000} batches, validation off)"
+  VKCOMPUTE_SOAK_BATCHES="${VKCOMPUTE_SOAK_BATCHES:-200000}" VKCOMPUTE_SOAK_NO_VALIDATION=1 \
+    "$g/bin/test_soak" --nocapture 2>&1 | tail -15 | tee "$OUT/soak.txt"
+fi
 if has bench; then
-  echo "== criterion: dispatch, floor"
-  (cd "$g" && bin/dispatch --bench 2>&1 | grep -E "^(dispatch|floor)|time:" ) | tee "$OUT/bench.txt"
-  (cd "$g" && bin/floor --bench 2>&1 | grep -E "^(dispatch|floor)|time:" ) | tee -a "$OUT/bench.txt"
+  echo "== criterion: dispatch, floor, bandwidth, startup"
+  : > "$OUT/bench.txt"
+  for b in dispatch floor bandwidth startup; do
+    (cd "$g" && "bin/$b" --bench 2>&1 | grep -E "^(adapter|dispatch|floor|bandwidth|startup)|time:|thrpt:" ) | tee -a "$OUT/bench.txt"
+  done
 fi
 if has examples; then
-  for ex in saxpy batch async; do echo "== example $ex"; "$g/bin/$ex"; done 2>&1 | tee "$OUT/examples.txt"
+  for ex in saxpy batch async multi_gpu; do echo "== example $ex"; "$g/bin/$ex"; done 2>&1 | tee "$OUT/examples.txt"
 fi
 if has tests; then
   for t in "$g"/bin/test_*; do

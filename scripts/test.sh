@@ -2,7 +2,8 @@
 # The whole test suite: installs what is missing, then runs formatting and
 # lint checks, unit, integration and doc tests on lavapipe (or any Vulkan
 # driver present) with the Khronos validation layer and synchronization
-# validation on (any validation message fails a test), builds the benches
+# validation on (any validation message fails a test), builds the fuzz
+# target and runs it over its seeds, builds the benches
 # and runs each example once under validation at a small size.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,11 +22,21 @@ step "cargo clippy --all-targets -- -D warnings"
 cargo clippy --all-targets -- -D warnings
 step "cargo test (unit, integration, doc)"
 cargo test
+step "fuzz target builds and runs its seeds (scripts/fuzz.sh fuzzes)"
+# Plain stable cargo: libfuzzer-sys builds without cargo-fuzz or nightly
+# (only `cargo fuzz run` needs those); the shared target dir reuses the
+# dependencies built above (about 10 to 60 s on two cores).
+cargo build --quiet --manifest-path fuzz/Cargo.toml --target-dir target
+target/debug/reflect fuzz/seeds/*.spv
 step "cargo bench --no-run"
 cargo bench --no-run
 step "examples under validation"
 for ex in saxpy batch async; do
   cargo run --quiet --example "$ex"
 done
+# Two devices on the one adapter: exercises the sharding, threads and checks.
+cargo run --quiet --example multi_gpu -- --per-adapter 2
+step "gpu_report at small sizes (the GPU machine runs it at full size)"
+cargo run --quiet --example gpu_report -- --json target/gpu_report_quick.json
 echo
 echo "all checks passed"

@@ -53,6 +53,12 @@ pub struct AdapterInfo {
     pub driver_name: String,
     /// Driver version details, e.g. "580.159.04" or "Mesa 22.3.6 (LLVM 15.0.6)".
     pub driver_info: String,
+    /// The driver's own version number (`VkPhysicalDeviceProperties::driverVersion`,
+    /// vendor-specific encoding).
+    pub driver_version: u32,
+    /// `pipelineCacheUUID`: pipeline-cache data is only valid for a driver
+    /// reporting the same UUID.
+    pub pipeline_cache_uuid: [u8; 16],
     /// Vulkan API version as (major, minor, patch).
     pub api_version: (u32, u32, u32),
     /// Subgroup (warp / wave) size.
@@ -97,6 +103,12 @@ pub struct AdapterInfo {
     pub host_visible_device_memory: u64,
     /// Size of the largest device-local heap in bytes.
     pub device_local_memory: u64,
+    /// Streaming multiprocessors (NVIDIA, VK_NV_shader_sm_builtins) or compute
+    /// units (AMD, VK_AMD_shader_core_properties); 0 when the driver does not say.
+    pub compute_units: u32,
+    /// Invocations one compute unit keeps resident at most (warps per SM ×
+    /// warp size on NVIDIA, waves per CU × wave size on AMD); 0 when unknown.
+    pub max_threads_per_compute_unit: u32,
 }
 
 impl AdapterInfo {
@@ -150,6 +162,8 @@ pub(crate) fn fake(index: usize, name: &str, ty: AdapterType, mem: u64) -> Adapt
         device_id: 0,
         driver_name: String::new(),
         driver_info: String::new(),
+        driver_version: 0,
+        pipeline_cache_uuid: [0; 16],
         api_version: (1, 3, 0),
         subgroup_size: 32,
         max_workgroup_size: [1024, 1024, 64],
@@ -172,6 +186,8 @@ pub(crate) fn fake(index: usize, name: &str, ty: AdapterType, mem: u64) -> Adapt
         transfer_queue: false,
         host_visible_device_memory: 0,
         device_local_memory: mem,
+        compute_units: 0,
+        max_threads_per_compute_unit: 0,
     }
 }
 

@@ -355,6 +355,9 @@ impl Batch {
 
     /// Submits what remains and returns a [`Ticket`] for the whole batch.
     pub fn submit_async(mut self) -> Result<Ticket> {
+        // Checked here too: a batch with nothing left to submit would
+        // otherwise return a ticket from a lost device.
+        self.dev.sticky.check()?;
         if self.profiling == Profiling::Batch && self.queries.as_ref().is_some_and(|q| q.used > 0) {
             if self.cb == vk::CommandBuffer::null() {
                 self.open_chunk()?;

@@ -21,6 +21,7 @@ use gpu_allocator::vulkan::{
 use gpu_allocator::{AllocationError, AllocationSizes, AllocatorDebugSettings, MemoryLocation};
 
 use crate::adapter::{self, AdapterInfo};
+use crate::disk_cache::{self, PipelineKey};
 use crate::error::{Error, Result, Sticky};
 use crate::instance::Instance;
 use crate::pipeline_cache::KernelCache;
@@ -31,66 +32,8 @@ use crate::recorder::RecorderPool;
 use crate::staging::{StagingBuffer, StagingPool};
 use crate::stats::{Counter, Counters, Stats};
 
-/// Environment variable naming the adapter: an index or a name fragment.
-pub const ENV_DEVICE: &str = "VKCOMPUTE_DEVICE";
-/// Environment variable that turns validation on (`1`, `true`, `yes`).
-pub const ENV_VALIDATION: &str = "VKCOMPUTE_VALIDATION";
-
-/// How to create a [`Device`]. `Default` gives what [`Device::new`] uses.
-#[derive(Debug, Clone)]
-pub struct DeviceOptions {
-    /// Adapter by index or case-insensitive name fragment. `None`: the
-    /// `VKCOMPUTE_DEVICE` variable if set, else the best adapter.
-    pub adapter: Option<String>,
-    /// Enable the Khronos validation layer with synchronization validation.
-    /// `None`: on when `VKCOMPUTE_VALIDATION` is `1`, `true` or `yes`.
-    pub validation: Option<bool>,
-    /// Use a transfer-only queue for staging copies when the adapter has one.
-    pub transfer_queue: bool,
-    /// Use VK_KHR_push_descriptor when available; `false` forces the pooled
-    /// descriptor-set fallback (useful to test it).
-    pub push_descriptors: bool,
-    /// Reach device-local memory that happens to be host-visible and cached
-    /// through its mapping rather than staging copies; `false` forces staging.
-    pub direct_host_access: bool,
-    /// Size in bytes of each staging buffer (transfers larger than this are
-    /// pipelined through two of them).
-    pub staging_buffer_size: u64,
-    /// Upper bound, in bytes, on the user buffers alive at once; an
-    /// allocation past it fails with [`Error::OutOfMemory`]. `None`: only the
-    /// driver's limits apply.
-    pub memory_budget: Option<u64>,
-    /// How long a wait spins on the timeline before blocking in the driver.
-    /// Spinning costs one CPU core for at most this long per wait and cuts
-    /// the latency of short waits (blocking waits wake late on some drivers).
-    pub wait_spin: Duration,
-}
-
-impl Default for DeviceOptions {
-    fn default() -> Self {
-        DeviceOptions {
-            adapter: None,
-            validation: None,
-            transfer_queue: true,
-            push_descriptors: true,
-            direct_host_access: true,
-            staging_buffer_size: 32 << 20,
-            memory_budget: None,
-            wait_spin: Duration::from_micros(50),
-        }
-    }
-}
-
-fn env_flag(name: &str) -> bool {
-    std::env::var(name)
-        .map(|v| {
-            matches!(
-                v.trim().to_ascii_lowercase().as_str(),
-                "1" | "true" | "yes" | "on"
-            )
-        })
-        .unwrap_or(false)
-}
+use crate::options::env_flag;
+pub use crate::options::{DeviceOptions, ENV_DEVICE, ENV_VALIDATION};
 
 /// A Vulkan device ready for compute. Cheap to clone; `Send + Sync`.
 #[derive(Clone)]
@@ -425,8 +368,15 @@ impl DeviceInner {
                     },
                     None => None,
                 };
-                let cache_info = vk::PipelineCacheCreateInfo::default();
-                let vk_cache = match raw.create_pipeline_cache(&cache_info, None) {
+                let cache_dir =
+                    disk_cache::resolve_dir(options.cache_dir.as_deref(), |v| std::env::var_os(v));
+                let key = PipelineKey {
+                    vendor_id: p.info.vendor_id,
+                    device_id: p.info.device_id,
+                    driver_version: p.info.driver_version,
+                    uuid: p.info.pipeline_cache_uuid,
+                };
+                let kernels = match KernelCache::create(&raw, cache_dir, key) {
                     Ok(c) => c,
                     Err(r) => {
                         compute.destroy(&raw);
@@ -436,9 +386,9 @@ impl DeviceInner {
                         return Err(sticky.fail("vkCreatePipelineCache", r));
                     }
                 };
-                Ok((allocator, counters, compute, transfer, vk_cache))
+                Ok((allocator, counters, compute, transfer, kernels))
             })();
-            let (allocator, counters, compute, transfer, vk_cache) = match built {
+            let (allocator, counters, compute, transfer, kernels) = match built {
                 Ok(b) => b,
                 Err(e) => {
                     raw.destroy_device(None);
@@ -469,7 +419,7 @@ impl DeviceInner {
                 transfer,
                 sticky,
                 counters,
-                kernels: KernelCache::new(vk_cache),
+                kernels,
                 staging: StagingPool::default(),
                 timestamp_bits: p.plan.timestamp_bits,
                 buffer_device_address: bda,
@@ -818,6 +768,11 @@ impl Drop for DeviceInner {
             }
             for s in self.staging.drain() {
                 self.destroy_staging(s);
+            }
+            if !self.sticky.is_lost() {
+                if let Err(e) = self.kernels.save(&self.raw, false) {
+                    log::warn!("vkcompute: pipeline cache not saved: {e}");
+                }
             }
             self.kernels.destroy_all(&self.raw, &self.counters);
             self.compute.destroy(&self.raw);

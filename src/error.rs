@@ -273,6 +273,16 @@ pub enum Error {
     /// The GPU-side memory allocator failed.
     #[error("gpu-allocator: {0}")]
     Allocator(String),
+
+    /// Writing the on-disk cache failed (reading never fails: a bad or
+    /// missing file is ignored).
+    #[error("cache file {path:?}: {detail}")]
+    CacheIo {
+        /// The file that could not be written.
+        path: std::path::PathBuf,
+        /// What went wrong.
+        detail: String,
+    },
 }
 
 impl Error {

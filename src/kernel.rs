@@ -177,10 +177,20 @@ impl KernelBuilder {
         self
     }
 
-    /// Compiles GLSL compute source.
+    /// Compiles GLSL compute source (through the device's on-disk cache,
+    /// see [`DeviceOptions::cache_dir`](crate::DeviceOptions::cache_dir)).
     #[cfg(feature = "glsl")]
-    pub fn glsl(mut self, source: &str) -> Self {
-        self.source = crate::glsl::compile_glsl(source);
+    pub fn glsl(self, source: &str) -> Self {
+        self.glsl_with(source, &crate::glsl::GlslOptions::default())
+    }
+
+    /// Compiles GLSL compute source with `options` (defines, optimisation),
+    /// through the device's on-disk cache.
+    #[cfg(feature = "glsl")]
+    pub fn glsl_with(mut self, source: &str, options: &crate::glsl::GlslOptions) -> Self {
+        let k = &self.dev.inner.kernels;
+        self.source =
+            crate::glsl::compile_cached(source, options, k.dir.as_deref(), &k.disk_counters);
         self
     }
 

@@ -53,6 +53,11 @@
 //!   [`KernelBuilder`] for entry points, specialization constants and
 //!   workgroup sizes.
 //! - [`Batch`]: dispatches, barriers, copies and fills; [`Ticket`]: completion.
+//! - The on-disk cache ([`DeviceOptions::cache_dir`], `VKCOMPUTE_CACHE_DIR`):
+//!   the driver's pipeline cache per adapter and driver build, and compiled
+//!   GLSL, so a second start skips shaderc and pipeline compilation; a
+//!   corrupt or foreign file is ignored. [`Device::cache_stats`] says what
+//!   it did.
 //!
 //! ## Ordering
 //!
@@ -74,12 +79,14 @@ mod barrier;
 mod batch;
 mod buffer;
 mod device;
+mod disk_cache;
 mod error;
 #[cfg(feature = "glsl")]
 mod glsl;
 mod instance;
 mod kernel;
 mod memory;
+mod options;
 mod pipeline_cache;
 mod policy;
 mod probe;
@@ -98,6 +105,7 @@ pub use adapter::{AdapterInfo, AdapterType};
 pub use batch::{Batch, BatchOptions};
 pub use buffer::{BufView, Buffer, BufferSlice, GpuBuf};
 pub use device::{Device, DeviceOptions, ENV_DEVICE, ENV_VALIDATION};
+pub use disk_cache::{CacheStats, ENV_CACHE_DIR};
 pub use error::{Error, Result};
 #[cfg(feature = "glsl")]
 pub use glsl::{compile_glsl, compile_glsl_with, GlslOptimization, GlslOptions};

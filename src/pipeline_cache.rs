@@ -1,4 +1,4 @@
-//! Compiled kernels, kept once per device.
+//! Compiled kernels, kept once per device, and the pipeline cache on disk.
 //!
 //! A compute pipeline is keyed by its SPIR-V words, entry point,
 //! specialization constants and descriptor strategy. Creating the same
@@ -6,12 +6,26 @@
 //! through one `VkPipelineCache`. Pipelines live until the device is dropped,
 //! so a recorded batch never needs to keep one alive itself; their handles
 //! here hold no reference to the device (no cycle).
+//!
+//! With a cache directory, the `VkPipelineCache` starts from the file
+//! [`crate::disk_cache`] names for this adapter and driver (ignored unless
+//! whole and matching), and is written back, atomically, when the device is
+//! dropped after creating new pipelines or when
+//! [`Device::save_pipeline_cache`](crate::Device::save_pipeline_cache) is
+//! called. If another process (or device) rewrote the file meanwhile, its
+//! pipelines are merged in first, so concurrent writers do not drop each
+//! other's work.
 
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use ash::vk;
 
+use crate::device::Device;
+use crate::disk_cache::{self, CacheCounters, CacheStats, PipelineKey};
+use crate::error::{Error, Result};
 use crate::reflect::Reflection;
 use crate::stats::{Counter, Counters};
 
@@ -63,19 +77,238 @@ impl KernelCore {
     }
 }
 
+impl Device {
+    /// The on-disk cache directory in use (`None`: the cache is off). See
+    /// [`DeviceOptions::cache_dir`](crate::DeviceOptions::cache_dir).
+    pub fn cache_dir(&self) -> Option<&Path> {
+        self.inner.kernels.dir.as_deref()
+    }
+
+    /// Writes the pipeline cache to disk now (it is also written when the
+    /// device is dropped, if new pipelines were created). Returns the file
+    /// written, or `None` when the cache is off. The write is atomic: other
+    /// processes see the old file or the new one.
+    pub fn save_pipeline_cache(&self) -> Result<Option<PathBuf>> {
+        self.inner.sticky.check()?;
+        self.inner
+            .kernels
+            .save(&self.inner.raw, true)
+            .map_err(|e| Error::CacheIo {
+                path: self
+                    .inner
+                    .kernels
+                    .file_path()
+                    .map(Path::to_path_buf)
+                    .unwrap_or_default(),
+                detail: e.to_string(),
+            })
+    }
+
+    /// What the on-disk cache did for this device so far.
+    pub fn cache_stats(&self) -> CacheStats {
+        let k = &self.inner.kernels;
+        let c = &k.disk_counters;
+        let get = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+        CacheStats {
+            dir: k.dir.clone(),
+            pipeline_bytes_loaded: k.loaded_bytes,
+            pipeline_file_ignored: k.ignored.clone(),
+            pipeline_saves: get(&c.pipeline_saves),
+            spirv_hits: get(&c.spirv_hits),
+            spirv_misses: get(&c.spirv_misses),
+            spirv_rejected: get(&c.spirv_rejected),
+        }
+    }
+}
+
+/// The pipeline-cache file of one device.
+struct PipelineFile {
+    key: PipelineKey,
+    path: PathBuf,
+    /// Checksum field of the file as last loaded or written by us: a file
+    /// on disk with another one was rewritten by someone else.
+    last_sum: Mutex<Option<u64>>,
+}
+
 /// The per-device kernel cache.
 pub(crate) struct KernelCache {
     map: Mutex<HashMap<KernelKey, Arc<KernelCore>>>,
     /// The one `VkPipelineCache` every pipeline is created through.
     pub vk_cache: vk::PipelineCache,
+    /// The cache directory (`None`: off).
+    pub dir: Option<PathBuf>,
+    file: Option<PipelineFile>,
+    /// Pipelines were created since the last load or save.
+    dirty: AtomicBool,
+    /// One save at a time.
+    save_lock: Mutex<()>,
+    /// Bytes of pipeline data the cache started from.
+    pub loaded_bytes: u64,
+    /// Why the file on disk was not used, when it was not.
+    pub ignored: Option<String>,
+    /// What the SPIR-V cache did.
+    pub disk_counters: CacheCounters,
 }
 
 impl KernelCache {
-    pub(crate) fn new(vk_cache: vk::PipelineCache) -> Self {
-        KernelCache {
+    /// Creates the `VkPipelineCache`, seeded from `dir`'s file for `key`
+    /// when one is there and valid.
+    ///
+    /// # Safety
+    /// `device` must be a live device.
+    pub(crate) unsafe fn create(
+        device: &ash::Device,
+        dir: Option<PathBuf>,
+        key: PipelineKey,
+    ) -> Result<Self, vk::Result> {
+        let file = dir.as_ref().map(|d| PipelineFile {
+            key,
+            path: d.join(key.file_name()),
+            last_sum: Mutex::new(None),
+        });
+        let mut ignored = None;
+        let mut initial: Option<(Vec<u8>, u64)> = None;
+        if let Some(f) = &file {
+            if let Some(bytes) = disk_cache::read_file(&f.path, disk_cache::MAX_PIPELINE_FILE) {
+                match disk_cache::decode_pipelines(&key, &bytes) {
+                    Ok(data) => {
+                        initial = Some((data.to_vec(), disk_cache::stored_checksum(&bytes)));
+                    }
+                    Err(why) => {
+                        log::info!("vkcompute: ignoring {}: {why}", f.path.display());
+                        ignored = Some(why.to_string());
+                    }
+                }
+            }
+        }
+        let mut loaded_bytes = 0;
+        let vk_cache = match &initial {
+            Some((data, sum)) => {
+                let info = vk::PipelineCacheCreateInfo::default().initial_data(data);
+                // SAFETY: `device` is live (caller); `data` outlives the call.
+                match unsafe { device.create_pipeline_cache(&info, None) } {
+                    Ok(c) => {
+                        loaded_bytes = data.len() as u64;
+                        if let Some(f) = &file {
+                            *f.last_sum.lock().unwrap_or_else(|p| p.into_inner()) = Some(*sum);
+                        }
+                        Some(c)
+                    }
+                    Err(r) => {
+                        ignored = Some(format!("the driver refused the data ({r})"));
+                        None
+                    }
+                }
+            }
+            None => None,
+        };
+        let vk_cache = match vk_cache {
+            Some(c) => c,
+            // SAFETY: as above; no initial data.
+            None => unsafe {
+                device.create_pipeline_cache(&vk::PipelineCacheCreateInfo::default(), None)?
+            },
+        };
+        Ok(KernelCache {
             map: Mutex::new(HashMap::new()),
             vk_cache,
+            dir,
+            file,
+            dirty: AtomicBool::new(false),
+            save_lock: Mutex::new(()),
+            loaded_bytes,
+            ignored,
+            disk_counters: CacheCounters::default(),
+        })
+    }
+
+    /// The pipeline-cache file's path (`None` when the cache is off).
+    pub(crate) fn file_path(&self) -> Option<&Path> {
+        self.file.as_ref().map(|f| f.path.as_path())
+    }
+
+    /// Writes the pipeline cache to disk: always when `force`, else only
+    /// when pipelines were created since the last load or save. Returns the
+    /// file written, `None` when nothing was (cache off, nothing new).
+    pub(crate) fn save(
+        &self,
+        device: &ash::Device,
+        force: bool,
+    ) -> std::io::Result<Option<PathBuf>> {
+        let Some(f) = &self.file else {
+            return Ok(None);
+        };
+        let _one = self.save_lock.lock().unwrap_or_else(|p| p.into_inner());
+        if !self.dirty.swap(false, Ordering::AcqRel) && !force {
+            return Ok(None);
         }
+        let result = self.write_file(device, f);
+        if result.is_err() {
+            self.dirty.store(true, Ordering::Release);
+        }
+        result.map(|()| Some(f.path.clone()))
+    }
+
+    fn write_file(&self, device: &ash::Device, f: &PipelineFile) -> std::io::Result<()> {
+        let invalid = |what: String| std::io::Error::new(std::io::ErrorKind::InvalidData, what);
+        // SAFETY: the cache is live; vkGetPipelineCacheData needs no
+        // external synchronization.
+        let ours = unsafe { device.get_pipeline_cache_data(self.vk_cache) }
+            .map_err(|r| invalid(format!("vkGetPipelineCacheData failed: {r}")))?;
+        disk_cache::check_vk_header(&f.key, &ours).map_err(|why| {
+            invalid(format!(
+                "the driver's pipeline-cache data is not usable: {why}"
+            ))
+        })?;
+        let on_disk = disk_cache::read_file(&f.path, disk_cache::MAX_PIPELINE_FILE);
+        let disk_sum = on_disk.as_deref().map(disk_cache::stored_checksum);
+        let last_sum = *f.last_sum.lock().unwrap_or_else(|p| p.into_inner());
+        // Someone else wrote the file since we last read or wrote it: keep
+        // their pipelines too.
+        let merged = match &on_disk {
+            Some(bytes) if disk_sum != last_sum => self.merge(device, f, bytes, &ours),
+            _ => None,
+        };
+        let bytes = disk_cache::encode_pipelines(&f.key, merged.as_deref().unwrap_or(&ours));
+        let sum = disk_cache::stored_checksum(&bytes);
+        if on_disk.as_deref() != Some(bytes.as_slice()) {
+            disk_cache::write_atomic(&f.path, &bytes)?;
+            self.disk_counters
+                .pipeline_saves
+                .fetch_add(1, Ordering::Relaxed);
+        }
+        *f.last_sum.lock().unwrap_or_else(|p| p.into_inner()) = Some(sum);
+        Ok(())
+    }
+
+    /// The data of the pipeline-cache file `bytes` (when valid) merged
+    /// with `ours`.
+    fn merge(
+        &self,
+        device: &ash::Device,
+        f: &PipelineFile,
+        bytes: &[u8],
+        ours: &[u8],
+    ) -> Option<Vec<u8>> {
+        let theirs = disk_cache::decode_pipelines(&f.key, bytes).ok()?;
+        if theirs == ours {
+            return None;
+        }
+        let info = vk::PipelineCacheCreateInfo::default().initial_data(theirs);
+        // SAFETY: a live device; `theirs` passed our checks and outlives the call.
+        let tmp = unsafe { device.create_pipeline_cache(&info, None) }.ok()?;
+        // SAFETY: `tmp` is the destination and only this thread uses it;
+        // our cache is a source, which needs no external synchronization.
+        let merged = unsafe {
+            device
+                .merge_pipeline_caches(tmp, &[self.vk_cache])
+                .and_then(|()| device.get_pipeline_cache_data(tmp))
+        };
+        // SAFETY: `tmp` is unused by anything else.
+        unsafe { device.destroy_pipeline_cache(tmp, None) };
+        merged
+            .ok()
+            .filter(|m| disk_cache::check_vk_header(&f.key, m).is_ok())
     }
 
     /// The cached kernel for `key`.
@@ -100,6 +333,7 @@ impl KernelCache {
         }
         let arc = Arc::new(core);
         map.insert(key, arc.clone());
+        self.dirty.store(true, Ordering::Release);
         (arc, None)
     }
 

@@ -13,6 +13,8 @@ use crate::error::{vk_error, Result};
 pub(crate) const PUSH_DESCRIPTOR: &CStr = ash::khr::push_descriptor::NAME;
 const COOPERATIVE_MATRIX: &CStr = c"VK_KHR_cooperative_matrix";
 const SHADER_CLOCK: &CStr = c"VK_KHR_shader_clock";
+const NV_SM_BUILTINS: &CStr = c"VK_NV_shader_sm_builtins";
+const AMD_SHADER_CORE: &CStr = c"VK_AMD_shader_core_properties";
 
 /// Which queue families to use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,6 +107,9 @@ fn probe_one(
         let mut subgroup = vk::PhysicalDeviceSubgroupProperties::default();
         let mut maint3 = vk::PhysicalDeviceMaintenance3Properties::default();
         let mut maint4 = vk::PhysicalDeviceMaintenance4Properties::default();
+        let mut nv_sm = vk::PhysicalDeviceShaderSMBuiltinsPropertiesNV::default();
+        let mut amd_core = vk::PhysicalDeviceShaderCorePropertiesAMD::default();
+        let (has_nv_sm, has_amd_core) = (has_ext(NV_SM_BUILTINS), has_ext(AMD_SHADER_CORE));
         let base = instance.get_physical_device_properties(pd);
         let api13 = base.api_version >= vk::API_VERSION_1_3;
         let mut props2 = vk::PhysicalDeviceProperties2::default()
@@ -113,6 +118,12 @@ fn probe_one(
             .push_next(&mut maint3);
         if api13 {
             props2 = props2.push_next(&mut maint4);
+        }
+        if has_nv_sm {
+            props2 = props2.push_next(&mut nv_sm);
+        }
+        if has_amd_core {
+            props2 = props2.push_next(&mut amd_core);
         }
         instance.get_physical_device_properties2(pd, &mut props2);
         let props = props2.properties;
@@ -149,6 +160,22 @@ fn probe_one(
             _ => AdapterType::Other,
         };
         let v = props.api_version;
+        let (compute_units, max_threads_per_compute_unit) = if has_nv_sm {
+            (
+                nv_sm.shader_sm_count,
+                nv_sm.shader_warps_per_sm * subgroup.subgroup_size,
+            )
+        } else if has_amd_core {
+            let c = &amd_core;
+            (
+                c.shader_engine_count
+                    * c.shader_arrays_per_engine_count
+                    * c.compute_units_per_shader_array,
+                c.simd_per_compute_unit * c.wavefronts_per_simd * c.wavefront_size,
+            )
+        } else {
+            (0, 0)
+        };
         let info = AdapterInfo {
             index,
             name: cstr_field(&props.device_name),
@@ -157,6 +184,8 @@ fn probe_one(
             device_id: props.device_id,
             driver_name: cstr_field(&driver.driver_name),
             driver_info: cstr_field(&driver.driver_info),
+            driver_version: props.driver_version,
+            pipeline_cache_uuid: props.pipeline_cache_uuid,
             api_version: (
                 vk::api_version_major(v),
                 vk::api_version_minor(v),
@@ -187,6 +216,8 @@ fn probe_one(
             transfer_queue: plan.transfer.is_some(),
             host_visible_device_memory,
             device_local_memory,
+            compute_units,
+            max_threads_per_compute_unit,
         };
         Ok(Some(Probed {
             physical: pd,

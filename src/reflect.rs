@@ -6,6 +6,10 @@
 //! the module header before anything parses it, and resolving a workgroup
 //! size given through the `WorkgroupSize` built-in (GLSL's
 //! `local_size_x_id`), which overrides the `LocalSize` execution mode.
+//! With the `glsl` feature, which links SPIRV-Tools, every module is also
+//! run through its validator first: spirq does not look for ids past the
+//! header's bound, undefined ids or bad operands, which crash drivers and
+//! the validation layer (found by `tests/properties.rs`).
 //! No GPU is involved; everything here is unit-tested.
 
 use std::collections::HashMap;
@@ -102,6 +106,15 @@ pub(crate) fn check_header(words: &[u32]) -> Result<()> {
             reason: format!(
                 "bad magic number {:#010x} (expected {MAGIC:#010x})",
                 words[0]
+            ),
+        });
+    }
+    if words[4] != 0 {
+        // Reserved; drivers refuse modules that set it, validators do not.
+        return Err(Error::InvalidSpirv {
+            reason: format!(
+                "header word 4 (schema) is {:#x}; it is reserved and must be 0",
+                words[4]
             ),
         });
     }
@@ -207,6 +220,11 @@ fn parse(words: &[u32]) -> Result<Vec<spirq::prelude::EntryPoint>> {
 pub(crate) fn reflect(words: &[u32], entry: Option<&str>) -> Result<Reflection> {
     check_header(words)?;
     check_structure(words)?;
+    // The checks above catch truncation; the validator catches the rest
+    // (ids past the bound, undefined ids, bad operands), which spirq does
+    // not look for and which crash drivers and the validation layer.
+    #[cfg(feature = "glsl")]
+    spirv_tools::validate(words).map_err(|reason| Error::InvalidSpirv { reason })?;
     // spirq cannot evaluate some specialization-constant expressions (any
     // that read a component of a composite, such as `gl_WorkGroupSize.x`
     // under `local_size_x_id`). None of them decides what is reflected here,
@@ -486,6 +504,94 @@ fn builtin_workgroup_size(words: &[u32]) -> Option<WorkgroupSize> {
     Some((size, ids))
 }
 
+/// SPIR-V validation by SPIRV-Tools, which the `glsl` feature links (see
+/// `build.rs`): the same checks as `spirv-val`, for the Vulkan 1.3
+/// environment, with block layouts left to the driver (they depend on
+/// features such as scalarBlockLayout) and `LocalSizeId` allowed.
+#[cfg(feature = "glsl")]
+mod spirv_tools {
+    use std::ffi::{c_char, c_void, CStr};
+
+    /// `SPV_ENV_VULKAN_1_3` in `spv_target_env` (libspirv.h).
+    const SPV_ENV_VULKAN_1_3: u32 = 25;
+    /// `SPV_SUCCESS`.
+    const SPV_SUCCESS: i32 = 0;
+
+    #[repr(C)]
+    struct ConstBinary {
+        code: *const u32,
+        word_count: usize,
+    }
+
+    #[repr(C)]
+    struct Diagnostic {
+        line: usize,
+        column: usize,
+        index: usize,
+        error: *mut c_char,
+        is_text_source: bool,
+    }
+
+    extern "C" {
+        fn spvContextCreate(env: u32) -> *mut c_void;
+        fn spvContextDestroy(context: *mut c_void);
+        fn spvValidatorOptionsCreate() -> *mut c_void;
+        fn spvValidatorOptionsDestroy(options: *mut c_void);
+        fn spvValidatorOptionsSetRelaxBlockLayout(options: *mut c_void, val: bool);
+        fn spvValidatorOptionsSetSkipBlockLayout(options: *mut c_void, val: bool);
+        fn spvValidatorOptionsSetAllowLocalSizeId(options: *mut c_void, val: bool);
+        fn spvValidateWithOptions(
+            context: *const c_void,
+            options: *const c_void,
+            binary: *const ConstBinary,
+            diagnostic: *mut *mut Diagnostic,
+        ) -> i32;
+        fn spvDiagnosticDestroy(diagnostic: *mut Diagnostic);
+    }
+
+    /// `Ok` for a valid module, else the validator's message.
+    pub(super) fn validate(words: &[u32]) -> Result<(), String> {
+        // SAFETY: the context, options and diagnostic are created, used and
+        // destroyed here, each checked for null before use; `binary` points
+        // at `words`, which outlives the call; the diagnostic's message is a
+        // NUL-terminated string owned by the diagnostic, copied before it is
+        // destroyed.
+        unsafe {
+            let context = spvContextCreate(SPV_ENV_VULKAN_1_3);
+            if context.is_null() {
+                return Err("SPIRV-Tools could not create a validation context".into());
+            }
+            let options = spvValidatorOptionsCreate();
+            if options.is_null() {
+                spvContextDestroy(context);
+                return Err("SPIRV-Tools could not create validator options".into());
+            }
+            spvValidatorOptionsSetRelaxBlockLayout(options, true);
+            spvValidatorOptionsSetSkipBlockLayout(options, true);
+            spvValidatorOptionsSetAllowLocalSizeId(options, true);
+            let binary = ConstBinary {
+                code: words.as_ptr(),
+                word_count: words.len(),
+            };
+            let mut diagnostic: *mut Diagnostic = std::ptr::null_mut();
+            let result = spvValidateWithOptions(context, options, &binary, &mut diagnostic);
+            let message = if result == SPV_SUCCESS {
+                None
+            } else if !diagnostic.is_null() && !(*diagnostic).error.is_null() {
+                let d = &*diagnostic;
+                let text = CStr::from_ptr(d.error).to_string_lossy();
+                Some(format!("{} (instruction {})", text.trim_end(), d.index))
+            } else {
+                Some(format!("the SPIRV-Tools validator returned {result}"))
+            };
+            spvDiagnosticDestroy(diagnostic);
+            spvValidatorOptionsDestroy(options);
+            spvContextDestroy(context);
+            message.map_or(Ok(()), Err)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -503,6 +609,11 @@ mod tests {
         assert!(matches!(
             words_from_bytes(&MAGIC.to_le_bytes()),
             Err(Error::InvalidSpirv { reason }) if reason.contains("header")
+        ));
+        // A reserved schema word that is not 0.
+        assert!(matches!(
+            check_header(&[MAGIC, 0x0001_0000, 0, 10, 1]),
+            Err(Error::InvalidSpirv { reason }) if reason.contains("schema")
         ));
         // A header followed by an instruction with word count 0.
         let w = [MAGIC, 0x0001_0000, 0, 10, 0, 0x0000_0011];

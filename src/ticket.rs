@@ -54,7 +54,8 @@ impl Ticket {
         self.value
     }
 
-    /// Blocks until the batch has completed.
+    /// Blocks until the batch has completed. After a device loss:
+    /// [`Error::DeviceLost`], even for a batch that had completed.
     pub fn wait(&self) -> Result<()> {
         self.wait_inner(None)
     }
@@ -67,6 +68,9 @@ impl Ticket {
 
     fn wait_inner(&self, timeout: Option<Duration>) -> Result<()> {
         let d = &self.dev;
+        // Device loss is sticky: even a batch the host already saw complete
+        // reports it (its results can no longer be read back anyway).
+        d.sticky.check()?;
         let prime = || {
             d.compute_recorders
                 .prime(&d.raw, &d.sticky, &d.counters, d.completed_cached())
@@ -80,9 +84,11 @@ impl Ticket {
         Ok(())
     }
 
-    /// Whether the batch has completed (never blocks).
+    /// Whether the batch has completed (never blocks); after a device loss,
+    /// [`Error::DeviceLost`].
     pub fn is_ready(&self) -> Result<bool> {
         let d = &self.dev;
+        d.sticky.check()?;
         d.compute.is_done(&d.raw, &d.sticky, self.value)
     }
 

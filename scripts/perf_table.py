@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""One markdown table from a GPU run: vkcompute (examples/gpu_report's JSON,
+with the hand-written ash floor and CUDA columns it carries) beside the peers
+(peers_report's JSON: wgpu, scry-gpu), with ratios ours / other.
+
+    python3 scripts/perf_table.py report.json peers.json > table.md
+
+Ratios are ours divided by the other figure, for every unit: for times
+(µs, ms) below 1.00x is better, for rates (GB/s) above 1.00x is better.
+"""
+import json
+import sys
+
+
+def key(name):
+    # "saxpy 64 Mi f32, vec4, best shape" pairs with the peers' "saxpy 64 Mi f32, vec4"
+    return name.replace(", best shape", "")
+
+
+def fmt(v):
+    if v is None:
+        return "—"
+    if abs(v) >= 100:
+        return f"{v:.0f}"
+    if abs(v) >= 10:
+        return f"{v:.1f}"
+    return f"{v:.3f}"
+
+
+def ratio(a, b):
+    if a is None or b is None or b == 0:
+        return "—"
+    return f"{a / b:.2f}×"
+
+
+def main():
+    report = json.load(open(sys.argv[1]))
+    peers = json.load(open(sys.argv[2])) if len(sys.argv) > 2 else {"rows": [], "peers": {}}
+    names = list(peers.get("peers", {}).keys())
+    prow = {}
+    for r in peers["rows"]:
+        prow[(key(r["name"]), r["clock"])] = r
+    print(f"Adapter: {report.get('adapter')} ({report.get('driver')})")
+    for p in names:
+        print(f"- {p} {peers['peers'][p].get('version', '')}: {peers['peers'][p].get('setup', '')}")
+    print()
+    head = ["workload", "clock", "vkcompute", "ash floor", "/floor", "CUDA", "/CUDA"]
+    for p in names:
+        head += [p, f"/{p}"]
+    head.append("goal")
+    print("| " + " | ".join(head) + " |")
+    print("|" + " --- |" * len(head))
+    for r in report["rows"]:
+        ours = r.get("ours")
+        cells = [f"{r['name']} ({r['unit']})", r["clock"], fmt(ours),
+                 fmt(r.get("floor")), ratio(ours, r.get("floor")),
+                 fmt(r.get("cuda")), ratio(ours, r.get("cuda"))]
+        pr = prow.get((key(r["name"]), r["clock"]))
+        for p in names:
+            cell = pr.get(p) if pr else None
+            v = cell.get("value") if cell else None
+            if v is None and cell and cell.get("na"):
+                cells += ["n/a", "—"]
+            else:
+                cells += [fmt(v), ratio(ours, v)]
+        cells.append(r.get("goal") or "")
+        print("| " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    main()

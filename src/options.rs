@@ -1,0 +1,74 @@
+//! How a device is created: [`DeviceOptions`] and the environment
+//! variables behind its defaults.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Environment variable naming the adapter: an index or a name fragment.
+pub const ENV_DEVICE: &str = "VKCOMPUTE_DEVICE";
+/// Environment variable that turns validation on (`1`, `true`, `yes`).
+pub const ENV_VALIDATION: &str = "VKCOMPUTE_VALIDATION";
+
+/// How to create a [`Device`](crate::Device). `Default` gives what
+/// [`Device::new`](crate::Device::new) uses.
+#[derive(Debug, Clone)]
+pub struct DeviceOptions {
+    /// Adapter by index or case-insensitive name fragment. `None`: the
+    /// `VKCOMPUTE_DEVICE` variable if set, else the best adapter.
+    pub adapter: Option<String>,
+    /// Enable the Khronos validation layer with synchronization validation.
+    /// `None`: on when `VKCOMPUTE_VALIDATION` is `1`, `true` or `yes`.
+    pub validation: Option<bool>,
+    /// Use a transfer-only queue for staging copies when the adapter has one.
+    pub transfer_queue: bool,
+    /// Use VK_KHR_push_descriptor when available; `false` forces the pooled
+    /// descriptor-set fallback (useful to test it).
+    pub push_descriptors: bool,
+    /// Reach device-local memory that happens to be host-visible and cached
+    /// through its mapping rather than staging copies; `false` forces staging.
+    pub direct_host_access: bool,
+    /// Size in bytes of each staging buffer (transfers larger than this are
+    /// pipelined through two of them).
+    pub staging_buffer_size: u64,
+    /// Upper bound, in bytes, on the user buffers alive at once; an
+    /// allocation past it fails with [`Error::OutOfMemory`](crate::Error::OutOfMemory). `None`: only the
+    /// driver's limits apply.
+    pub memory_budget: Option<u64>,
+    /// How long a wait spins on the timeline before blocking in the driver.
+    /// Spinning costs one CPU core for at most this long per wait and cuts
+    /// the latency of short waits (blocking waits wake late on some drivers).
+    pub wait_spin: Duration,
+    /// Directory of the on-disk caches: the driver's pipeline cache (per
+    /// adapter and driver build) and GLSL compilations. `None`: the
+    /// `VKCOMPUTE_CACHE_DIR` variable (`off` disables), else
+    /// `$XDG_CACHE_HOME/vkcompute`, else `$HOME/.cache/vkcompute`.
+    /// `Some` of an empty path disables the cache (nothing is read or written).
+    pub cache_dir: Option<PathBuf>,
+}
+
+impl Default for DeviceOptions {
+    fn default() -> Self {
+        DeviceOptions {
+            adapter: None,
+            validation: None,
+            transfer_queue: true,
+            push_descriptors: true,
+            direct_host_access: true,
+            staging_buffer_size: 32 << 20,
+            memory_budget: None,
+            wait_spin: Duration::from_micros(50),
+            cache_dir: None,
+        }
+    }
+}
+
+pub(crate) fn env_flag(name: &str) -> bool {
+    std::env::var(name)
+        .map(|v| {
+            matches!(
+                v.trim().to_ascii_lowercase().as_str(),
+                "1" | "true" | "yes" | "on"
+            )
+        })
+        .unwrap_or(false)
+}
