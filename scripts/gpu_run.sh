@@ -24,8 +24,8 @@ if has peers; then
   [ -f "$OUT/report.json" ] && python3 "$g/perf_table.py" "$OUT/report.json" "$OUT/peers.json" | tee "$OUT/table.md"
 fi
 if has soak; then
-  echo "== soak (${VKCOMPUTE_SOAK_BATCHES:-200000} batches, validation off)"
-  VKCOMPUTE_SOAK_BATCHES="${VKCOMPUTE_SOAK_BATCHES:-200000}" VKCOMPUTE_SOAK_NO_VALIDATION=1 \
+  echo "== soak (${VKCOMPUTE_SOAK_BATCHES:-1000000} batches, validation on)"
+  VKCOMPUTE_SOAK_BATCHES="${VKCOMPUTE_SOAK_BATCHES:-1000000}" \
     "$g/bin/test_soak" --nocapture 2>&1 | tail -15 | tee "$OUT/soak.txt"
 fi
 if has bench; then
