@@ -3,7 +3,7 @@
 # (packed by scripts/gpu_bundle.sh). Parts: report peers bench tests examples
 # soak (default: all but soak). Writes logs and JSON under $OUT.
 set -uo pipefail
-parts=${*:-report peers bench tests examples}
+parts=${*:-report peers bench examples}
 OUT=${OUT:-/tmp/vkcompute-out}
 mkdir -p "$OUT"
 g=$(cd "$(dirname "$0")" && pwd)
@@ -13,6 +13,8 @@ export VKCOMPUTE_DEVICE="${VKCOMPUTE_DEVICE:-NVIDIA}"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv
 has() { [[ " $parts " == *" $1 "* ]]; }
 if has report; then
+  # gpu_report's startup rows time fresh processes of itself with an empty
+  # and then a filled cache directory of their own.
   echo "== cuda_anchor.py"
   PYTHONUNBUFFERED=1 python3 "$g/cuda_anchor.py" > "$OUT/cuda.json"; cat "$OUT/cuda.json"
   echo "== gpu_report"

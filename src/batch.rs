@@ -23,6 +23,7 @@ use ash::vk;
 
 use crate::barrier::{Stage, Tracker};
 use crate::buffer::{BufView, BufferInner, GpuBuf};
+use crate::copy;
 use crate::device::{Device, DeviceInner, Garbage};
 use crate::error::{Error, Result};
 use crate::kernel::{Kernel, MAX_BINDINGS};
@@ -286,6 +287,16 @@ impl Batch {
                 detail: "source and destination ranges overlap".into(),
             });
         }
+        if copy::eligible(
+            s.offset,
+            t.offset,
+            s.size,
+            self.dev.info.min_storage_buffer_offset_alignment,
+        ) {
+            if let Some(core) = copy::kernel(&self.dev) {
+                return self.copy_by_kernel(&core, &s, &t);
+            }
+        }
         self.begin_command(Stage::Transfer, true)?;
         self.keep_view(&s);
         self.keep_view(&t);
@@ -301,6 +312,100 @@ impl Batch {
                 .raw
                 .cmd_copy_buffer(self.cb, s.inner.raw, t.inner.raw, &[region])
         };
+        self.end_command("copy")
+    }
+
+    /// A large copy as dispatches of the built-in copy kernel (see
+    /// [`crate::copy`]); the caller checked eligibility.
+    fn copy_by_kernel(
+        &mut self,
+        k: &KernelCore,
+        s: &BufView<'_>,
+        t: &BufView<'_>,
+    ) -> Result<&mut Self> {
+        let info = &self.dev.info;
+        let Some(pieces) = copy::plan(
+            s.size,
+            info.max_storage_buffer_range,
+            info.min_storage_buffer_offset_alignment,
+            info.max_workgroup_count[0],
+        ) else {
+            return Err(Error::BadTransfer {
+                what: "copy",
+                detail: "the adapter's binding limits leave no room for a copy piece".into(),
+            });
+        };
+        self.begin_command(Stage::Compute, true)?;
+        self.keep_view(s);
+        self.keep_view(t);
+        let d = &*self.dev;
+        let cb = self.cb;
+        // SAFETY: `cb` is recording; the pipeline lives until the device drops.
+        unsafe {
+            d.raw
+                .cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, k.pipeline)
+        };
+        for p in &pieces {
+            let infos = [
+                vk::DescriptorBufferInfo {
+                    buffer: s.inner.raw,
+                    offset: s.offset + p.offset,
+                    range: p.bytes,
+                },
+                vk::DescriptorBufferInfo {
+                    buffer: t.inner.raw,
+                    offset: t.offset + p.offset,
+                    range: p.bytes,
+                },
+            ];
+            let data = infos.as_ptr().cast::<std::ffi::c_void>();
+            match &d.push_descriptor {
+                Some(pd) if k.push_descriptors => {
+                    // SAFETY: `cb` is recording; the template was made for
+                    // this two-binding layout over packed DescriptorBufferInfo;
+                    // both ranges lie inside live buffers (kept) and within
+                    // maxStorageBufferRange, at aligned offsets (planned).
+                    unsafe {
+                        pd.cmd_push_descriptor_set_with_template(
+                            cb,
+                            k.template,
+                            k.pipeline_layout,
+                            0,
+                            data,
+                        )
+                    };
+                }
+                _ => {
+                    let rec = self
+                        .rec
+                        .as_mut()
+                        .ok_or(Error::DeviceLost { call: "batch" })?;
+                    let set = rec.allocate_set(&d.raw, &d.sticky, &d.counters, k.set_layout)?;
+                    // SAFETY: `set` is fresh from a pool this batch owns;
+                    // `infos` matches the template's layout.
+                    unsafe {
+                        d.raw
+                            .update_descriptor_set_with_template(set, k.template, data);
+                        d.raw.cmd_bind_descriptor_sets(
+                            cb,
+                            vk::PipelineBindPoint::COMPUTE,
+                            k.pipeline_layout,
+                            0,
+                            &[set],
+                            &[],
+                        );
+                    }
+                }
+            }
+            let words = (p.bytes / 16) as u32;
+            push_constants(&d.raw, cb, k, &words.to_le_bytes());
+            // SAFETY: pipeline, bindings and push constants are set; the grid
+            // is within maxComputeWorkGroupCount[0] (planned).
+            unsafe { d.raw.cmd_dispatch(cb, p.groups, 1, 1) };
+        }
+        // The next dispatch binds its own pipeline and descriptors.
+        self.last_pipeline = k.pipeline;
+        self.binds_valid = false;
         self.end_command("copy")
     }
 

@@ -71,6 +71,8 @@ pub(crate) struct DeviceInner {
     pub sticky: Sticky,
     pub counters: Counters,
     pub kernels: KernelCache,
+    /// The built-in copy kernel ([`crate::copy`]), made at first use.
+    pub builtin_copy: std::sync::OnceLock<Option<Arc<crate::pipeline_cache::KernelCore>>>,
     pub staging: StagingPool,
     pub buffer_device_address: bool,
     /// Valid bits of compute-queue timestamps.
@@ -420,6 +422,7 @@ impl DeviceInner {
                 sticky,
                 counters,
                 kernels,
+                builtin_copy: std::sync::OnceLock::new(),
                 staging: StagingPool::default(),
                 timestamp_bits: p.plan.timestamp_bits,
                 buffer_device_address: bda,

@@ -474,13 +474,16 @@ fn pooled_descriptor_fallback_matches_push_descriptors() {
     }
     // Lavapipe does not enforce maxSets, so one fallback pool may hold all sets.
     assert!(pooled.stats().descriptor_pools >= 1, "{:?}", pooled.stats());
-    // Recorders (and their descriptor pools) are reused: once warm (a wait
-    // may ready a second recorder ahead of the next batch), runs add none.
-    assert_eq!(workload(&pooled), want);
+    // Recorders (and their descriptor pools) are reused: however many runs,
+    // the pools stay bounded by the few recorders in rotation (a wait may
+    // ready one ahead of the next batch, so how many depends on timing).
+    for _ in 0..10 {
+        assert_eq!(workload(&pooled), want);
+    }
     pooled.wait_idle().unwrap();
-    let pools = pooled.stats().descriptor_pools;
-    assert_eq!(workload(&pooled), want);
-    assert_eq!(pooled.stats().descriptor_pools, pools);
+    let s = pooled.stats();
+    assert!(s.command_pools <= 4, "{s:?}");
+    assert!(s.descriptor_pools <= s.command_pools, "{s:?}");
     assert_clean(&pushed);
     assert_clean(&pooled);
 }
