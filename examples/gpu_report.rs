@@ -457,6 +457,32 @@ fn dispatch_section(
             "≤ 1.1× floor".into(),
         );
     }
+    // Diagnostic: the same recording with pooled descriptor sets instead of
+    // push descriptors (the floor binds one ordinary set, as this does).
+    {
+        let pooled = Ours::new(
+            DeviceOptions {
+                push_descriptors: false,
+                ..Default::default()
+            },
+            1,
+        )?;
+        for (label, chain) in [
+            ("record dispatch", false),
+            ("record dispatch + barrier", true),
+        ] {
+            let (o, f) = measure_pair(
+                warm,
+                reps,
+                || pooled.record_cost(steps, chain).expect("record"),
+                || us(fl.record_cost(steps, chain)) / steps as f64,
+            );
+            notes.push(format!(
+                "{label} with pooled descriptor sets: {o:.3} µs vs floor {f:.3} µs ({:.2}×)",
+                o / f
+            ));
+        }
+    }
     for (label, chain) in [("chain", true), ("independent", false)] {
         let floor_run = |fl: &mut floor::Floor| {
             if chain {

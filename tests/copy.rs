@@ -71,7 +71,7 @@ fn copies_over_the_binding_range_are_split() {
     let range = gpu.info().max_storage_buffer_range;
     let bytes = range + 4096;
     if bytes > gpu.info().max_memory_allocation_size / 2 || bytes > (1 << 30) {
-        skipped(&format!(
+        skipped(format!(
             "a copy over maxStorageBufferRange ({range} bytes) needs two buffers larger than this test allocates"
         ));
         return;
