@@ -356,7 +356,26 @@ fn startup_section(rows: &mut Vec<Row>, notes: &mut Vec<String>) -> vkcompute::R
     let warm: Vec<startup::Start> = (0..reps)
         .map(|_| startup::start_in_child(&dir).unwrap_or_else(|e| fail(e)))
         .collect();
+    // The same warm start inside this process, where the Vulkan loader and
+    // driver are already loaded (this process made a device above): what
+    // vkcompute itself costs, without the driver's one-time load.
+    let in_process: Vec<startup::Start> = (0..reps)
+        .map(|_| startup::start_once(&dir))
+        .collect::<vkcompute::Result<_>>()?;
     let _ = std::fs::remove_dir_all(&dir);
+    push_row(
+        rows,
+        "startup warm, driver already loaded: Device::new + 12 kernels".into(),
+        "ms",
+        "wall",
+        median(in_process.iter().map(|s| ms(s.total)).collect()),
+        None,
+        "",
+    );
+    notes.push(format!(
+        "startup warm, driver already loaded: Device::new alone {:.1} ms (median of {reps}, in this process)",
+        median(in_process.iter().map(|s| ms(s.device)).collect())
+    ));
     for (what, v, goal) in [("cold", &cold, ""), ("warm", &warm, "≤ 30 ms")] {
         push_row(
             rows,

@@ -20,6 +20,10 @@ if has report; then
   echo "== gpu_report"
   "$g/bin/gpu_report" --cuda "$OUT/cuda.json" --json "$OUT/report.json" | tee "$OUT/report.txt"
 fi
+if has pooled; then
+  echo "== gpu_report --only dispatch with pooled descriptor sets (VKCOMPUTE_PUSH_DESCRIPTORS=0)"
+  VKCOMPUTE_PUSH_DESCRIPTORS=0 "$g/bin/gpu_report" --only dispatch --cuda "$OUT/cuda.json" --json "$OUT/report_pooled.json" | tee "$OUT/report_pooled.txt"
+fi
 if has peers; then
   echo "== peers_report (wgpu, scry-gpu)"
   "$g/bin/peers_report" --json "$OUT/peers.json" | tee "$OUT/peers.txt"

@@ -33,7 +33,7 @@ use crate::staging::{StagingBuffer, StagingPool};
 use crate::stats::{Counter, Counters, Stats};
 
 use crate::options::env_flag;
-pub use crate::options::{DeviceOptions, ENV_DEVICE, ENV_VALIDATION};
+pub use crate::options::{DeviceOptions, ENV_DEVICE, ENV_PUSH_DESCRIPTORS, ENV_VALIDATION};
 
 /// A Vulkan device ready for compute. Cheap to clone; `Send + Sync`.
 #[derive(Clone)]

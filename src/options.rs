@@ -21,8 +21,9 @@ pub struct DeviceOptions {
     pub validation: Option<bool>,
     /// Use a transfer-only queue for staging copies when the adapter has one.
     pub transfer_queue: bool,
-    /// Use VK_KHR_push_descriptor when available; `false` forces the pooled
-    /// descriptor-set fallback (useful to test it).
+    /// Use VK_KHR_push_descriptor when available; `false` uses pooled
+    /// descriptor sets. Default: on, unless `VKCOMPUTE_PUSH_DESCRIPTORS` is
+    /// `0`, `false`, `no` or `off`.
     pub push_descriptors: bool,
     /// Reach device-local memory that happens to be host-visible and cached
     /// through its mapping rather than staging copies; `false` forces staging.
@@ -52,7 +53,7 @@ impl Default for DeviceOptions {
             adapter: None,
             validation: None,
             transfer_queue: true,
-            push_descriptors: true,
+            push_descriptors: !env_off(ENV_PUSH_DESCRIPTORS),
             direct_host_access: true,
             staging_buffer_size: 32 << 20,
             memory_budget: None,
@@ -60,6 +61,20 @@ impl Default for DeviceOptions {
             cache_dir: None,
         }
     }
+}
+
+/// Environment variable that, set to `0`, `false`, `no` or `off`, makes
+/// [`DeviceOptions::default`] use pooled descriptor sets instead of push
+/// descriptors.
+pub const ENV_PUSH_DESCRIPTORS: &str = "VKCOMPUTE_PUSH_DESCRIPTORS";
+
+fn env_off(name: &str) -> bool {
+    std::env::var(name).is_ok_and(|v| {
+        matches!(
+            v.trim().to_ascii_lowercase().as_str(),
+            "0" | "false" | "no" | "off"
+        )
+    })
 }
 
 pub(crate) fn env_flag(name: &str) -> bool {
