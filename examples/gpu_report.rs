@@ -376,6 +376,14 @@ fn startup_section(rows: &mut Vec<Row>, notes: &mut Vec<String>) -> vkcompute::R
         "startup warm, driver already loaded: Device::new alone {:.1} ms (median of {reps}, in this process)",
         median(in_process.iter().map(|s| ms(s.device)).collect())
     ));
+    let t = Device::new()?.startup_times();
+    notes.push(format!(
+        "Device::new in this process, by phase: instance {:.1} ms, adapters {:.1} ms, vkCreateDevice {:.1} ms, allocator + queues + pipeline cache {:.1} ms",
+        ms(t.instance),
+        ms(t.probe),
+        ms(t.create_device),
+        ms(t.rest)
+    ));
     for (what, v, goal) in [("cold", &cold, ""), ("warm", &warm, "≤ 30 ms")] {
         push_row(
             rows,

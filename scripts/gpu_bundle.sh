@@ -27,7 +27,8 @@ case "$set_name" in
     # The newest binary of each test target that says something about a
     # real driver, as test_<name> (properties and smoke are CPU-side or
     # covered by the others; they stay on lavapipe to keep the set small).
-    for t in buffer batch batch_errors ticket concurrency kernel device leaks bad_input oom device_loss cache soak; do
+    cp target/release/examples/gpu_report "$stage/bin/"
+    for t in buffer batch batch_errors copy ticket concurrency kernel device leaks bad_input oom device_loss cache soak; do
       cp "$(newest "$t")" "$stage/bin/test_$t"
     done
     cp /usr/lib/x86_64-linux-gnu/libVkLayer_khronos_validation.so "$stage/layer/"

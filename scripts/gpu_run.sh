@@ -20,6 +20,10 @@ if has report; then
   echo "== gpu_report"
   "$g/bin/gpu_report" --cuda "$OUT/cuda.json" --json "$OUT/report.json" | tee "$OUT/report.txt"
 fi
+if has startup; then
+  echo "== gpu_report --only startup"
+  "$g/bin/gpu_report" --only startup --json "$OUT/startup.json" | tee "$OUT/startup.txt"
+fi
 if has pooled; then
   echo "== gpu_report --only dispatch with pooled descriptor sets (VKCOMPUTE_PUSH_DESCRIPTORS=0)"
   VKCOMPUTE_PUSH_DESCRIPTORS=0 "$g/bin/gpu_report" --only dispatch --cuda "$OUT/cuda.json" --json "$OUT/report_pooled.json" | tee "$OUT/report_pooled.txt"
@@ -32,7 +36,7 @@ fi
 if has soak; then
   echo "== soak (${VKCOMPUTE_SOAK_BATCHES:-1000000} batches, validation on)"
   VKCOMPUTE_SOAK_BATCHES="${VKCOMPUTE_SOAK_BATCHES:-1000000}" \
-    "$g/bin/test_soak" --nocapture 2>&1 | tail -15 | tee "$OUT/soak.txt"
+    timeout "${VKCOMPUTE_SOAK_SECONDS:-300}" "$g/bin/test_soak" --nocapture 2>&1 | tail -15 | tee "$OUT/soak.txt"
 fi
 if has bench; then
   echo "== criterion: dispatch, floor, bandwidth, startup"

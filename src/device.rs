@@ -30,7 +30,7 @@ use crate::queue::Queue;
 use crate::reclaim::{Deferred, UseMark};
 use crate::recorder::RecorderPool;
 use crate::staging::{StagingBuffer, StagingPool};
-use crate::stats::{Counter, Counters, Stats};
+use crate::stats::{Counter, Counters, StartupTimes, Stats};
 
 use crate::options::env_flag;
 pub use crate::options::{DeviceOptions, ENV_DEVICE, ENV_PUSH_DESCRIPTORS, ENV_VALIDATION};
@@ -73,6 +73,8 @@ pub(crate) struct DeviceInner {
     pub kernels: KernelCache,
     /// The built-in copy kernel ([`crate::copy`]), made at first use.
     pub builtin_copy: std::sync::OnceLock<Option<Arc<crate::pipeline_cache::KernelCore>>>,
+    /// How long creation took, by phase.
+    pub startup: StartupTimes,
     pub staging: StagingPool,
     pub buffer_device_address: bool,
     /// Valid bits of compute-queue timestamps.
@@ -100,14 +102,19 @@ impl Device {
         let validation = options
             .validation
             .unwrap_or_else(|| env_flag(ENV_VALIDATION));
+        let t0 = std::time::Instant::now();
         let instance = Instance::new(validation)?;
+        let t1 = std::time::Instant::now();
         let probed = probe::probe_all(&instance.raw)?;
+        let t2 = std::time::Instant::now();
         let infos: Vec<AdapterInfo> = probed.iter().map(|p| p.info.clone()).collect();
         let env_choice = std::env::var(ENV_DEVICE).ok();
         let request = options.adapter.as_deref().or(env_choice.as_deref());
         let chosen = adapter::pick(&infos, request)?;
         let p = probed.into_iter().nth(chosen).ok_or(Error::NoAdapter)?;
-        let inner = DeviceInner::create(instance, p, options, validation)?;
+        let mut inner = DeviceInner::create(instance, p, options, validation)?;
+        inner.startup.instance = t1 - t0;
+        inner.startup.probe = t2 - t1;
         log::info!(
             "vkcompute: using {} ({:?}, {} {}), transfer queue: {}, push descriptors: {}",
             inner.info.name,
@@ -238,6 +245,11 @@ impl Device {
             .fail("simulate_device_loss", vk::Result::ERROR_DEVICE_LOST);
     }
 
+    /// How long this device's creation took, by phase.
+    pub fn startup_times(&self) -> StartupTimes {
+        self.inner.startup
+    }
+
     /// A process-unique id of this device.
     pub fn id(&self) -> u64 {
         self.inner.id
@@ -334,10 +346,13 @@ impl DeviceInner {
             if api13 {
                 info = info.push_next(&mut e13);
             }
+            let t_dev = std::time::Instant::now();
             let raw = instance
                 .raw
                 .create_device(p.physical, &info, None)
                 .map_err(|r| fail("vkCreateDevice", r))?;
+            let create_device_time = t_dev.elapsed();
+            let t_rest = std::time::Instant::now();
 
             // From here on, a failure must destroy `raw`.
             let built = (|| -> Result<_> {
@@ -423,6 +438,11 @@ impl DeviceInner {
                 counters,
                 kernels,
                 builtin_copy: std::sync::OnceLock::new(),
+                startup: StartupTimes {
+                    create_device: create_device_time,
+                    rest: t_rest.elapsed(),
+                    ..StartupTimes::default()
+                },
                 staging: StagingPool::default(),
                 timestamp_bits: p.plan.timestamp_bits,
                 buffer_device_address: bda,

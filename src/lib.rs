@@ -114,7 +114,7 @@ pub use kernel::{reflect_spirv, Kernel, KernelBuilder, SpirvInput, MAX_BINDINGS}
 pub use memory::Memory;
 pub use profile::{CommandTiming, Profile, Profiling};
 pub use reflect::{BindingInfo, BindingKind, Reflection, SpecConstantInfo};
-pub use stats::Stats;
+pub use stats::{StartupTimes, Stats};
 pub use ticket::Ticket;
 
 /// Re-exported so users can name the `ash` version in use.

@@ -40,6 +40,21 @@ pub struct Stats {
     pub submissions: u64,
 }
 
+/// Where a [`Device`](crate::Device)'s creation spent its time.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StartupTimes {
+    /// Opening the Vulkan loader and creating the instance (loads drivers
+    /// and layers on first use in a process).
+    pub instance: std::time::Duration,
+    /// Enumerating adapters and reading their properties.
+    pub probe: std::time::Duration,
+    /// `vkCreateDevice`.
+    pub create_device: std::time::Duration,
+    /// The allocator, queues, and the pipeline cache (read from disk).
+    pub rest: std::time::Duration,
+}
+
 /// Which counter to move.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Counter {
