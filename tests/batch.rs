@@ -483,7 +483,9 @@ fn pooled_descriptor_fallback_matches_push_descriptors() {
     pooled.wait_idle().unwrap();
     let s = pooled.stats();
     assert!(s.command_pools <= 4, "{s:?}");
-    assert!(s.descriptor_pools <= s.command_pools, "{s:?}");
+    // About 350 sets per batch, 256 per fallback pool (where the driver
+    // enforces maxSets): at most two pools per recorder.
+    assert!(s.descriptor_pools <= 2 * s.command_pools, "{s:?}");
     assert_clean(&pushed);
     assert_clean(&pooled);
 }
