@@ -20,6 +20,11 @@ if has report; then
   echo "== gpu_report"
   "$g/bin/gpu_report" --cuda "$OUT/cuda.json" --json "$OUT/report.json" | tee "$OUT/report.txt"
 fi
+if has multi; then
+  echo "== multi_gpu (every adapter, one thread each)"
+  nvidia-smi -L
+  "$g/bin/multi_gpu" 2>&1 | tee "$OUT/multi_gpu.txt"
+fi
 if has startup; then
   echo "== gpu_report --only startup"
   "$g/bin/gpu_report" --only startup --json "$OUT/startup.json" | tee "$OUT/startup.txt"
