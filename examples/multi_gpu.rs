@@ -161,6 +161,18 @@ fn workload(
         total.as_secs_f64() * 1e3,
         gbps(n, total)
     );
+    // Each shard alone, one after another: tells contention between the
+    // devices (or devices sharing a GPU) from a slow device.
+    if devices.len() > 1 {
+        for (i, (gpu, &part)) in devices.iter().zip(&parts).enumerate() {
+            let alone = run_shard(i, gpu, part, reps, &Barrier::new(1))?;
+            println!(
+                "  device {i} alone: wall {:.2} ms, gpu {:.2} ms",
+                alone.wall().as_secs_f64() * 1e3,
+                alone.gpu.as_secs_f64() * 1e3
+            );
+        }
+    }
     let after = run_shard(0, &devices[0], (0, n), reps, &Barrier::new(1))?;
     let one = if before.wall() <= after.wall() {
         before
@@ -227,6 +239,15 @@ fn main() -> vkcompute::Result<()> {
         v.dedup();
         v.len()
     };
+    for d in &devices {
+        let u = d.info().device_uuid;
+        println!(
+            "adapter {}: {} deviceUUID {}",
+            d.info().index,
+            d.info().name,
+            u.iter().map(|b| format!("{b:02x}")).collect::<String>()
+        );
+    }
     println!(
         "multi_gpu: {} device(s) on {adapters} adapter(s): {}",
         devices.len(),

@@ -59,6 +59,9 @@ pub struct AdapterInfo {
     /// `pipelineCacheUUID`: pipeline-cache data is only valid for a driver
     /// reporting the same UUID.
     pub pipeline_cache_uuid: [u8; 16],
+    /// deviceUUID (VkPhysicalDeviceIDProperties): the same physical GPU has
+    /// the same UUID in every instance and API.
+    pub device_uuid: [u8; 16],
     /// Vulkan API version as (major, minor, patch).
     pub api_version: (u32, u32, u32),
     /// Subgroup (warp / wave) size.
@@ -164,6 +167,7 @@ pub(crate) fn fake(index: usize, name: &str, ty: AdapterType, mem: u64) -> Adapt
         driver_info: String::new(),
         driver_version: 0,
         pipeline_cache_uuid: [0; 16],
+        device_uuid: [0; 16],
         api_version: (1, 3, 0),
         subgroup_size: 32,
         max_workgroup_size: [1024, 1024, 64],

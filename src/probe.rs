@@ -106,6 +106,7 @@ fn probe_one(
         let mut driver = vk::PhysicalDeviceDriverProperties::default();
         let mut subgroup = vk::PhysicalDeviceSubgroupProperties::default();
         let mut maint3 = vk::PhysicalDeviceMaintenance3Properties::default();
+        let mut ids = vk::PhysicalDeviceIDProperties::default();
         let mut maint4 = vk::PhysicalDeviceMaintenance4Properties::default();
         let mut nv_sm = vk::PhysicalDeviceShaderSMBuiltinsPropertiesNV::default();
         let mut amd_core = vk::PhysicalDeviceShaderCorePropertiesAMD::default();
@@ -115,7 +116,8 @@ fn probe_one(
         let mut props2 = vk::PhysicalDeviceProperties2::default()
             .push_next(&mut driver)
             .push_next(&mut subgroup)
-            .push_next(&mut maint3);
+            .push_next(&mut maint3)
+            .push_next(&mut ids);
         if api13 {
             props2 = props2.push_next(&mut maint4);
         }
@@ -186,6 +188,7 @@ fn probe_one(
             driver_info: cstr_field(&driver.driver_info),
             driver_version: props.driver_version,
             pipeline_cache_uuid: props.pipeline_cache_uuid,
+            device_uuid: ids.device_uuid,
             api_version: (
                 vk::api_version_major(v),
                 vk::api_version_minor(v),
