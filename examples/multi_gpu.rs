@@ -30,9 +30,11 @@ use vkcompute::{AdapterType, Device, DeviceOptions};
 
 /// Timed trials of each workload (the median is shown).
 const TRIALS: usize = 5;
-/// Untimed full-size runs first: fresh allocations and an idle GPU's clocks
-/// make the first runs slow on some drivers.
-const WARM_UP: usize = 2;
+/// Untimed full-size runs first, for at least this long: an H200 coming
+/// out of idle ran this saxpy 2.4 times slower for its first second or so
+/// (seen in `docs/runs/2026-11-22-h200x2-*`), which two warm-up runs did not
+/// cover.
+const WARM_UP: Duration = Duration::from_secs(1);
 
 /// What one device did for one workload.
 struct Shard {
@@ -76,8 +78,11 @@ fn run_shard(
     go: &Barrier,
 ) -> vkcompute::Result<Shard> {
     let s = Saxpy::new(gpu, len, start, None, None, 1)?;
-    for _ in 0..WARM_UP {
+    let warm = Instant::now();
+    let mut warm_runs = 0;
+    while warm_runs < 2 || warm.elapsed() < WARM_UP {
         s.run_wall(reps)?;
+        warm_runs += 1;
     }
     let mut trials = Vec::with_capacity(TRIALS);
     for _ in 0..TRIALS {
@@ -87,7 +92,7 @@ fn run_shard(
         trials.push((t0, Instant::now()));
     }
     let gpu_time = s.run_gpu(reps)? * reps as u32;
-    if let Err(e) = s.check(start, (TRIALS + 1 + WARM_UP) * reps) {
+    if let Err(e) = s.check(start, (TRIALS + 1 + warm_runs) * reps) {
         panic!("device {index}: {e}");
     }
     Ok(Shard {
