@@ -1,0 +1,194 @@
+//! Copies and fills inside a batch: `vkCmdCopyBuffer` / `vkCmdFillBuffer`,
+//! or, for large device copies, dispatches of the built-in copy kernel
+//! ([`crate::copy`]).
+
+use std::sync::Arc;
+
+use ash::vk;
+
+use super::{push_constants, Batch};
+use crate::barrier::Stage;
+use crate::buffer::{BufView, GpuBuf};
+use crate::copy;
+use crate::error::{Error, Result};
+use crate::pipeline_cache::KernelCore;
+
+impl Batch {
+    /// Copies all of `src` into `dst` (equal byte sizes; both may be slices,
+    /// of different element types).
+    pub fn copy(&mut self, src: &dyn GpuBuf, dst: &dyn GpuBuf) -> Result<&mut Self> {
+        self.dev.sticky.check()?;
+        let (s, t) = (src.view(), dst.view());
+        self.check_own(&s, "copy")?;
+        self.check_own(&t, "copy")?;
+        if s.size != t.size {
+            return Err(Error::BadTransfer {
+                what: "copy",
+                detail: format!("source is {} bytes, destination {} bytes", s.size, t.size),
+            });
+        }
+        if Arc::ptr_eq(s.inner, t.inner)
+            && s.offset < t.offset + t.size
+            && t.offset < s.offset + s.size
+        {
+            return Err(Error::BadTransfer {
+                what: "copy",
+                detail: "source and destination ranges overlap".into(),
+            });
+        }
+        if copy::eligible(
+            s.offset,
+            t.offset,
+            s.size,
+            self.dev.info.min_storage_buffer_offset_alignment,
+        ) {
+            if let Some(core) = copy::kernel(&self.dev) {
+                return self.copy_by_kernel(&core, &s, &t);
+            }
+        }
+        self.begin_command(Stage::Transfer, true)?;
+        self.keep_view(&s);
+        self.keep_view(&t);
+        let region = vk::BufferCopy {
+            src_offset: s.offset,
+            dst_offset: t.offset,
+            size: s.size,
+        };
+        // SAFETY: `cb` is recording; both buffers are live (kept by `keep`)
+        // and the regions lie inside them and do not overlap (checked).
+        unsafe {
+            self.dev
+                .raw
+                .cmd_copy_buffer(self.cb, s.inner.raw, t.inner.raw, &[region])
+        };
+        self.end_command("copy")
+    }
+
+    /// A large copy as dispatches of the built-in copy kernel (see
+    /// [`crate::copy`]); the caller checked eligibility.
+    fn copy_by_kernel(
+        &mut self,
+        k: &KernelCore,
+        s: &BufView<'_>,
+        t: &BufView<'_>,
+    ) -> Result<&mut Self> {
+        let info = &self.dev.info;
+        let Some(pieces) = copy::plan(
+            s.size,
+            info.max_storage_buffer_range,
+            info.min_storage_buffer_offset_alignment,
+            info.max_workgroup_count[0],
+        ) else {
+            return Err(Error::BadTransfer {
+                what: "copy",
+                detail: "the adapter's binding limits leave no room for a copy piece".into(),
+            });
+        };
+        self.begin_command(Stage::Compute, true)?;
+        self.keep_view(s);
+        self.keep_view(t);
+        let d = &*self.dev;
+        let cb = self.cb;
+        // SAFETY: `cb` is recording; the pipeline lives until the device drops.
+        unsafe {
+            d.raw
+                .cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, k.pipeline)
+        };
+        for p in &pieces {
+            let infos = [
+                vk::DescriptorBufferInfo {
+                    buffer: s.inner.raw,
+                    offset: s.offset + p.offset,
+                    range: p.bytes,
+                },
+                vk::DescriptorBufferInfo {
+                    buffer: t.inner.raw,
+                    offset: t.offset + p.offset,
+                    range: p.bytes,
+                },
+            ];
+            let data = infos.as_ptr().cast::<std::ffi::c_void>();
+            match &d.push_descriptor {
+                Some(pd) if k.push_descriptors => {
+                    // SAFETY: `cb` is recording; the template was made for
+                    // this two-binding layout over packed DescriptorBufferInfo;
+                    // both ranges lie inside live buffers (kept) and within
+                    // maxStorageBufferRange, at aligned offsets (planned).
+                    unsafe {
+                        pd.cmd_push_descriptor_set_with_template(
+                            cb,
+                            k.template,
+                            k.pipeline_layout,
+                            0,
+                            data,
+                        )
+                    };
+                }
+                _ => {
+                    let rec = self
+                        .rec
+                        .as_mut()
+                        .ok_or(Error::DeviceLost { call: "batch" })?;
+                    let set = rec.allocate_set(&d.raw, &d.sticky, &d.counters, k.set_layout)?;
+                    // SAFETY: `set` is fresh from a pool this batch owns;
+                    // `infos` matches the template's layout.
+                    unsafe {
+                        d.raw
+                            .update_descriptor_set_with_template(set, k.template, data);
+                        d.raw.cmd_bind_descriptor_sets(
+                            cb,
+                            vk::PipelineBindPoint::COMPUTE,
+                            k.pipeline_layout,
+                            0,
+                            &[set],
+                            &[],
+                        );
+                    }
+                }
+            }
+            let words = (p.bytes / 16) as u32;
+            push_constants(&d.raw, cb, k, &words.to_le_bytes());
+            // SAFETY: pipeline, bindings and push constants are set; the grid
+            // is within maxComputeWorkGroupCount[0] (planned).
+            unsafe { d.raw.cmd_dispatch(cb, p.groups, 1, 1) };
+        }
+        // The next dispatch binds its own pipeline and descriptors.
+        self.last_pipeline = k.pipeline;
+        self.binds_valid = false;
+        self.end_command("copy")
+    }
+
+    /// Fills `dst` with copies of the 32-bit pattern `value`. The byte
+    /// offset and size must be multiples of 4 (whole buffers always qualify).
+    pub fn fill(&mut self, dst: &dyn GpuBuf, value: u32) -> Result<&mut Self> {
+        self.dev.sticky.check()?;
+        let t = dst.view();
+        self.check_own(&t, "fill")?;
+        let whole = t.offset == 0 && t.size == t.inner.size;
+        let size = if whole { t.inner.vk_size } else { t.size };
+        if t.offset % 4 != 0 || size % 4 != 0 {
+            return Err(Error::BadTransfer {
+                what: "fill",
+                detail: format!(
+                    "byte offset {} and size {} must be multiples of 4",
+                    t.offset, t.size
+                ),
+            });
+        }
+        self.begin_command(Stage::Transfer, true)?;
+        self.keep_view(&t);
+        // SAFETY: `cb` is recording; the range lies inside the live buffer
+        // and is 4-byte aligned (checked).
+        unsafe {
+            self.dev
+                .raw
+                .cmd_fill_buffer(self.cb, t.inner.raw, t.offset, size, value)
+        };
+        self.end_command("fill")
+    }
+
+    /// Fills `dst` with zeros (see [`Batch::fill`]).
+    pub fn zero(&mut self, dst: &dyn GpuBuf) -> Result<&mut Self> {
+        self.fill(dst, 0)
+    }
+}
