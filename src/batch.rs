@@ -400,44 +400,7 @@ impl Batch {
             self.last_pipeline = k.pipeline;
         }
         if rebind && n > 0 {
-            let data = self.last_infos.as_ptr().cast::<std::ffi::c_void>();
-            match &d.push_descriptor {
-                Some(pd) if k.push_descriptors => {
-                    // SAFETY: `cb` is recording; the template was made for
-                    // this layout over `n` packed DescriptorBufferInfo, and
-                    // `last_infos` holds `n` valid entries for live buffers.
-                    unsafe {
-                        pd.cmd_push_descriptor_set_with_template(
-                            cb,
-                            k.template,
-                            k.pipeline_layout,
-                            0,
-                            data,
-                        )
-                    };
-                }
-                _ => {
-                    let rec = self
-                        .rec
-                        .as_mut()
-                        .ok_or(Error::DeviceLost { call: "batch" })?;
-                    let set = rec.allocate_set(&d.raw, &d.sticky, &d.counters, k.set_layout)?;
-                    // SAFETY: `set` is fresh from a pool this batch owns and
-                    // not in use; `last_infos` matches the template's layout.
-                    unsafe {
-                        d.raw
-                            .update_descriptor_set_with_template(set, k.template, data);
-                        d.raw.cmd_bind_descriptor_sets(
-                            cb,
-                            vk::PipelineBindPoint::COMPUTE,
-                            k.pipeline_layout,
-                            0,
-                            &[set],
-                            &[],
-                        );
-                    }
-                }
-            }
+            bind_descriptors(d, self.rec.as_mut(), cb, k, &self.last_infos[..n])?;
             self.last_count = n;
         }
         self.binds_valid = true;
@@ -598,6 +561,49 @@ impl Batch {
         self.binds_valid = false;
         Ok(())
     }
+}
+
+/// Binds `infos` (one packed `VkDescriptorBufferInfo` per binding of `k`,
+/// in its template's order, each for a live buffer within the adapter's
+/// range and alignment limits) as set 0: pushed where the kernel uses push
+/// descriptors, else written into a set from `rec`'s pools and bound.
+fn bind_descriptors(
+    d: &DeviceInner,
+    rec: Option<&mut Recorder>,
+    cb: vk::CommandBuffer,
+    k: &KernelCore,
+    infos: &[vk::DescriptorBufferInfo],
+) -> Result<()> {
+    let data = infos.as_ptr().cast::<std::ffi::c_void>();
+    match &d.push_descriptor {
+        Some(pd) if k.push_descriptors => {
+            // SAFETY: `cb` is recording; the template was made for this
+            // layout over packed DescriptorBufferInfo, and `infos` holds one
+            // valid entry per binding (the caller's contract).
+            unsafe {
+                pd.cmd_push_descriptor_set_with_template(cb, k.template, k.pipeline_layout, 0, data)
+            };
+        }
+        _ => {
+            let rec = rec.ok_or(Error::DeviceLost { call: "batch" })?;
+            let set = rec.allocate_set(&d.raw, &d.sticky, &d.counters, k.set_layout)?;
+            // SAFETY: `set` is fresh from a pool the batch owns and not in
+            // use; `infos` matches the template's layout.
+            unsafe {
+                d.raw
+                    .update_descriptor_set_with_template(set, k.template, data);
+                d.raw.cmd_bind_descriptor_sets(
+                    cb,
+                    vk::PipelineBindPoint::COMPUTE,
+                    k.pipeline_layout,
+                    0,
+                    &[set],
+                    &[],
+                );
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Records push constants whose length is a multiple of 4.

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use ash::vk;
 
-use super::{push_constants, Batch};
+use super::{bind_descriptors, push_constants, Batch};
 use crate::barrier::Stage;
 use crate::buffer::{BufView, GpuBuf};
 use crate::copy;
@@ -107,45 +107,9 @@ impl Batch {
                     range: p.bytes,
                 },
             ];
-            let data = infos.as_ptr().cast::<std::ffi::c_void>();
-            match &d.push_descriptor {
-                Some(pd) if k.push_descriptors => {
-                    // SAFETY: `cb` is recording; the template was made for
-                    // this two-binding layout over packed DescriptorBufferInfo;
-                    // both ranges lie inside live buffers (kept) and within
-                    // maxStorageBufferRange, at aligned offsets (planned).
-                    unsafe {
-                        pd.cmd_push_descriptor_set_with_template(
-                            cb,
-                            k.template,
-                            k.pipeline_layout,
-                            0,
-                            data,
-                        )
-                    };
-                }
-                _ => {
-                    let rec = self
-                        .rec
-                        .as_mut()
-                        .ok_or(Error::DeviceLost { call: "batch" })?;
-                    let set = rec.allocate_set(&d.raw, &d.sticky, &d.counters, k.set_layout)?;
-                    // SAFETY: `set` is fresh from a pool this batch owns;
-                    // `infos` matches the template's layout.
-                    unsafe {
-                        d.raw
-                            .update_descriptor_set_with_template(set, k.template, data);
-                        d.raw.cmd_bind_descriptor_sets(
-                            cb,
-                            vk::PipelineBindPoint::COMPUTE,
-                            k.pipeline_layout,
-                            0,
-                            &[set],
-                            &[],
-                        );
-                    }
-                }
-            }
+            // Both ranges lie inside live buffers (kept) and within
+            // maxStorageBufferRange, at aligned offsets (planned).
+            bind_descriptors(d, self.rec.as_mut(), cb, k, &infos)?;
             let words = (p.bytes / 16) as u32;
             push_constants(&d.raw, cb, k, &words.to_le_bytes());
             // SAFETY: pipeline, bindings and push constants are set; the grid
