@@ -332,7 +332,10 @@ impl DeviceInner {
                         .queue_priorities(&prio),
                 );
             }
-            let use_push = options.push_descriptors && p.info.push_descriptor;
+            let use_push = p.info.push_descriptor
+                && options
+                    .push_descriptors
+                    .unwrap_or_else(|| adapter::prefer_push_descriptors(&p.info));
             let mut extensions = Vec::new();
             if use_push {
                 extensions.push(probe::PUSH_DESCRIPTOR.as_ptr());

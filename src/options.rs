@@ -21,10 +21,13 @@ pub struct DeviceOptions {
     pub validation: Option<bool>,
     /// Use a transfer-only queue for staging copies when the adapter has one.
     pub transfer_queue: bool,
-    /// Use VK_KHR_push_descriptor when available; `false` uses pooled
-    /// descriptor sets. Default: on, unless `VKCOMPUTE_PUSH_DESCRIPTORS` is
-    /// `0`, `false`, `no` or `off`.
-    pub push_descriptors: bool,
+    /// Use VK_KHR_push_descriptor (`Some(true)`, where available) or
+    /// pooled descriptor sets (`Some(false)`). `None` chooses per adapter:
+    /// pooled sets on NVIDIA, where a push-descriptor layout was measured to
+    /// add about 50 ns to every recorded dispatch (docs/PERF.md), push
+    /// descriptors elsewhere. Default: `None`, or `Some(false)` when
+    /// `VKCOMPUTE_PUSH_DESCRIPTORS` is `0`, `false`, `no` or `off`.
+    pub push_descriptors: Option<bool>,
     /// Reach device-local memory that happens to be host-visible and cached
     /// through its mapping rather than staging copies; `false` forces staging.
     pub direct_host_access: bool,
@@ -53,7 +56,7 @@ impl Default for DeviceOptions {
             adapter: None,
             validation: None,
             transfer_queue: true,
-            push_descriptors: !env_off(ENV_PUSH_DESCRIPTORS),
+            push_descriptors: env_off(ENV_PUSH_DESCRIPTORS).then_some(false),
             direct_host_access: true,
             staging_buffer_size: 32 << 20,
             memory_budget: None,

@@ -450,7 +450,10 @@ fn workload(gpu: &Device) -> Vec<Vec<f32>> {
 
 #[test]
 fn pooled_descriptor_fallback_matches_push_descriptors() {
-    let pushed = gpu();
+    let pushed = gpu_with(DeviceOptions {
+        push_descriptors: Some(true),
+        ..Default::default()
+    });
     let has_push = pushed.info().push_descriptor;
     if is_lavapipe(&pushed) {
         assert!(has_push, "lavapipe has push descriptors");
@@ -462,7 +465,7 @@ fn pooled_descriptor_fallback_matches_push_descriptors() {
         ));
     }
     let pooled = gpu_with(DeviceOptions {
-        push_descriptors: false,
+        push_descriptors: Some(false),
         ..Default::default()
     });
     assert!(!pooled.info().push_descriptor);
@@ -592,7 +595,7 @@ fn profiling_commands_and_batch() {
 fn buffers_dropped_after_recording_stay_alive_until_the_work_is_done() {
     for push_descriptors in [true, false] {
         let gpu = gpu_with(DeviceOptions {
-            push_descriptors,
+            push_descriptors: Some(push_descriptors),
             ..Default::default()
         });
         let add = gpu.kernel_glsl(ADD).unwrap();

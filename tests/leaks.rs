@@ -277,7 +277,7 @@ fn ten_thousand_batches_leave_nothing_behind() {
 fn batches_on_pooled_descriptors_leave_nothing_behind() {
     // The descriptor-set fallback allocates from per-recorder pools.
     let gpu = gpu_with(DeviceOptions {
-        push_descriptors: false,
+        push_descriptors: Some(false),
         ..Default::default()
     });
     assert!(!gpu.info().push_descriptor);
