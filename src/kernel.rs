@@ -13,7 +13,7 @@ use ash::vk;
 
 use crate::device::{Device, DeviceInner};
 use crate::error::{Error, Result};
-use crate::pipeline_cache::{KernelCore, KernelKey};
+use crate::pipeline_cache::{KernelCore, KernelKey, RequestKey};
 use crate::reflect::{self, BindingInfo, BindingKind, Reflection};
 use crate::stats::Counter;
 
@@ -263,6 +263,17 @@ impl KernelBuilder {
         let d = self.dev.inner.clone();
         d.sticky.check()?;
         let words = self.source?;
+        // A request seen before on this device gets its pipeline back
+        // without reflecting or validating the SPIR-V again.
+        let request = RequestKey {
+            words: words.clone(),
+            entry: self.entry.clone(),
+            spec: self.spec.iter().map(|(k, v)| (*k, v.clone())).collect(),
+            local_size: self.local_size,
+        };
+        if let Some(core) = d.kernels.get_request(&request) {
+            return Ok(Kernel { dev: d, core });
+        }
         let reflection = reflect::reflect(&words, self.entry.as_deref())?;
         let label = self.label.unwrap_or_else(|| reflection.entry_point.clone());
         let mut spec = self.spec;
@@ -364,15 +375,19 @@ impl KernelBuilder {
             spec: spec.into_iter().collect(),
             push_descriptors: d.push_descriptor.is_some(),
         };
-        if let Some(core) = d.kernels.get(&key) {
-            return Ok(Kernel { dev: d, core });
-        }
-        let core = create_core(&d, &key, reflection, size, label)?;
-        let (core, lost_race) = d.kernels.insert(key, core);
-        if let Some(extra) = lost_race {
-            // SAFETY: never used: another thread's identical pipeline won.
-            unsafe { extra.destroy(&d.raw, &d.counters) };
-        }
+        let core = match d.kernels.get(&key) {
+            Some(core) => core,
+            None => {
+                let core = create_core(&d, &key, reflection, size, label)?;
+                let (core, lost_race) = d.kernels.insert(key, core);
+                if let Some(extra) = lost_race {
+                    // SAFETY: never used: another thread's identical pipeline won.
+                    unsafe { extra.destroy(&d.raw, &d.counters) };
+                }
+                core
+            }
+        };
+        d.kernels.put_request(request, core.clone());
         Ok(Kernel { dev: d, core })
     }
 }

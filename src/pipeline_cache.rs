@@ -130,9 +130,21 @@ struct PipelineFile {
     last_sum: Mutex<Option<u64>>,
 }
 
+/// A kernel as the builder was asked for it, before reflection: lets a
+/// repeated build skip reflection and SPIR-V validation altogether.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct RequestKey {
+    pub words: Vec<u32>,
+    pub entry: Option<String>,
+    pub spec: Vec<(u32, Vec<u8>)>,
+    pub local_size: [Option<u32>; 3],
+}
+
 /// The per-device kernel cache.
 pub(crate) struct KernelCache {
     map: Mutex<HashMap<KernelKey, Arc<KernelCore>>>,
+    /// Builder requests already served, to the pipeline they got.
+    requests: Mutex<HashMap<RequestKey, Arc<KernelCore>>>,
     /// The one `VkPipelineCache` every pipeline is created through.
     pub vk_cache: vk::PipelineCache,
     /// The cache directory (`None`: off).
@@ -211,6 +223,7 @@ impl KernelCache {
         };
         Ok(KernelCache {
             map: Mutex::new(HashMap::new()),
+            requests: Mutex::new(HashMap::new()),
             vk_cache,
             dir,
             file,
@@ -318,6 +331,23 @@ impl KernelCache {
             .unwrap_or_else(|p| p.into_inner())
             .get(key)
             .cloned()
+    }
+
+    /// The kernel an identical builder request got before.
+    pub(crate) fn get_request(&self, key: &RequestKey) -> Option<Arc<KernelCore>> {
+        self.requests
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(key)
+            .cloned()
+    }
+
+    /// Remembers which kernel a builder request got.
+    pub(crate) fn put_request(&self, key: RequestKey, core: Arc<KernelCore>) {
+        self.requests
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key, core);
     }
 
     /// Inserts `core` unless another thread won the race; returns the entry

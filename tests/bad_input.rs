@@ -9,22 +9,13 @@
 //! make prints `skipped: <reason>` and the matrix goes on.
 
 mod common;
-use common::glsl::{saxpy_pc, ADD, INC, SAXPY};
+use common::glsl::{saxpy_pc, ADD, INC, SAXPY, UNIFORM};
 use common::*;
 
 use vkcompute::{
     compile_glsl, reflect_spirv, Batch, Buffer, Device, DeviceOptions, Error, GpuBuf, Kernel,
     Memory, Stats,
 };
-
-/// A uniform block and a storage output.
-const UNIFORM: &str = r#"
-#version 450
-layout(local_size_x = 1) in;
-layout(set = 0, binding = 0) uniform U { vec4 u[16]; };
-layout(set = 0, binding = 1) writeonly buffer O { float o[]; };
-void main() { o[0] = u[3].y; }
-"#;
 
 /// Workgroup size in x set through specialization, plus a float constant.
 const SIZED: &str = r#"

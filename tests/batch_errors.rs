@@ -7,7 +7,7 @@
 //! `skipped: <reason>`.
 
 mod common;
-use common::glsl::{bytes, saxpy_pc, ADD, INC, SAXPY};
+use common::glsl::{bytes, saxpy_pc, ADD, INC, SAXPY, UNIFORM};
 use common::*;
 
 use vkcompute::{Batch, Buffer, Device, Error, GpuBuf, Kernel};
@@ -22,15 +22,6 @@ void main() {
     uint i = gl_GlobalInvocationID.x;
     if (i < n) data[i] = i + 1u;
 }
-"#;
-
-/// Reads a uniform block.
-const UNIFORM: &str = r#"
-#version 450
-layout(local_size_x = 1) in;
-layout(set = 0, binding = 0) uniform U { vec4 u[16]; };
-layout(set = 0, binding = 1) writeonly buffer O { float o[]; };
-void main() { o[0] = u[3].y; }
 "#;
 
 /// Writes each invocation's linear index (the formula `Batch::run` documents).

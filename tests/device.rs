@@ -295,32 +295,47 @@ fn blank_adapter_request_means_the_default_choice() {
     assert_clean(&default);
 }
 
-#[test]
-fn unknown_adapter_index_is_an_error_listing_adapters() {
+/// Asks for adapter `request` and checks the `AdapterNotFound` error: it
+/// names the request and lists every adapter. Returns the error and the
+/// listing it was checked against.
+fn unknown_adapter(request: &str, validation: bool) -> (Error, Vec<String>, Vec<AdapterInfo>) {
     let adapters = Device::adapters().unwrap();
     let err = Device::with_options(DeviceOptions {
-        adapter: Some("99".into()),
-        validation: Some(true),
+        adapter: Some(request.into()),
+        validation: Some(validation),
         ..Default::default()
     })
     .unwrap_err();
-    match &err {
-        Error::AdapterNotFound {
-            requested,
-            available,
-        } => {
-            assert_eq!(requested, "99");
-            assert_eq!(available.len(), adapters.len());
-            for (a, listed) in adapters.iter().zip(available) {
-                assert!(listed.contains(&a.name), "{listed:?} lacks {:?}", a.name);
-                assert!(listed.starts_with(&a.index.to_string()), "{listed:?}");
-            }
-        }
-        other => panic!("expected AdapterNotFound, got {other:?}"),
+    let Error::AdapterNotFound {
+        requested,
+        available,
+    } = &err
+    else {
+        panic!("expected AdapterNotFound, got {err:?}");
+    };
+    assert_eq!(requested, request);
+    assert_eq!(available.len(), adapters.len());
+    for a in &adapters {
+        assert!(
+            available.iter().any(|listed| listed.contains(&a.name)),
+            "{available:?} lacks {:?}",
+            a.name
+        );
     }
-    // The message names the request and lists every adapter (llvmpipe on CI).
+    assert!(err.to_string().contains(request), "{err}");
+    let available = available.clone();
+    (err, available, adapters)
+}
+
+#[test]
+fn unknown_adapter_index_is_an_error_listing_adapters() {
+    let (err, available, adapters) = unknown_adapter("99", true);
+    for (a, listed) in adapters.iter().zip(&available) {
+        assert!(listed.contains(&a.name), "{listed:?} lacks {:?}", a.name);
+        assert!(listed.starts_with(&a.index.to_string()), "{listed:?}");
+    }
+    // The message lists every adapter (llvmpipe on CI).
     let msg = err.to_string();
-    assert!(msg.contains("99"), "{msg}");
     for a in &adapters {
         assert!(msg.contains(&a.name), "{msg} lacks {:?}", a.name);
     }
@@ -333,31 +348,7 @@ fn unknown_adapter_index_is_an_error_listing_adapters() {
 
 #[test]
 fn unknown_adapter_name_is_an_error_listing_adapters() {
-    let adapters = Device::adapters().unwrap();
-    let err = Device::with_options(DeviceOptions {
-        adapter: Some("no-such-gpu-xyz".into()),
-        validation: Some(false),
-        ..Default::default()
-    })
-    .unwrap_err();
-    match &err {
-        Error::AdapterNotFound {
-            requested,
-            available,
-        } => {
-            assert_eq!(requested, "no-such-gpu-xyz");
-            assert_eq!(available.len(), adapters.len());
-            for a in &adapters {
-                assert!(
-                    available.iter().any(|listed| listed.contains(&a.name)),
-                    "{available:?} lacks {:?}",
-                    a.name
-                );
-            }
-        }
-        other => panic!("expected AdapterNotFound, got {other:?}"),
-    }
-    assert!(err.to_string().contains("no-such-gpu-xyz"));
+    unknown_adapter("no-such-gpu-xyz", false);
     let gpu = gpu();
     assert_clean(&gpu);
 }

@@ -7,33 +7,13 @@
 //! tested in `src/error.rs`.
 
 mod common;
-use common::glsl::{saxpy_pc, INC, SAXPY};
+use common::glsl::{saxpy_pc, INC, SAXPY, SPIN};
 use common::*;
 
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use vkcompute::{compile_glsl, reflect_spirv, BatchOptions, Error, Kernel, Memory, Profiling};
-
-/// Each invocation runs `iters` rounds of xorshift32 (a job long enough to
-/// be in flight when the loss is simulated).
-const SPIN: &str = r#"
-#version 450
-layout(local_size_x = 64) in;
-layout(set = 0, binding = 0) buffer S { uint s[]; };
-layout(push_constant) uniform P { uint iters; };
-void main() {
-    uint i = gl_GlobalInvocationID.x;
-    if (i >= s.length()) return;
-    uint v = s[i];
-    for (uint k = 0u; k < iters; k++) {
-        v ^= v << 13;
-        v ^= v >> 17;
-        v ^= v << 5;
-    }
-    s[i] = v;
-}
-"#;
 
 /// The call every error after the simulated loss names.
 const FIRST: &str = "simulate_device_loss";

@@ -2,33 +2,13 @@
 //! their work is in flight, and host reads that wait for the GPU.
 
 mod common;
+use common::glsl::SPIN;
 use common::*;
 
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use vkcompute::{BatchOptions, Buffer, Device, Error, Kernel, Ticket};
-
-/// Each invocation runs `iters` rounds of xorshift32 on its element.
-/// (Lavapipe stops any loop after about 65535 iterations, so a long job is
-/// many invocations of a loop below that, not one long loop.)
-const SPIN: &str = r#"
-#version 450
-layout(local_size_x = 64) in;
-layout(set = 0, binding = 0) buffer S { uint s[]; };
-layout(push_constant) uniform P { uint iters; };
-void main() {
-    uint i = gl_GlobalInvocationID.x;
-    if (i >= s.length()) return;
-    uint v = s[i];
-    for (uint k = 0u; k < iters; k++) {
-        v ^= v << 13;
-        v ^= v >> 17;
-        v ^= v << 5;
-    }
-    s[i] = v;
-}
-"#;
 
 /// x[i] = x[i] * 3 + c.
 const TRIPLE_PLUS: &str = r#"

@@ -1,5 +1,4 @@
-//! Kernels and push-constant helpers shared by the batch tests
-//! (`tests/batch.rs` and `tests/batch_errors.rs`).
+//! Kernels and push-constant helpers shared by the integration tests.
 
 use vkcompute::bytemuck;
 
@@ -49,3 +48,33 @@ pub fn bytes(words: &[u32]) -> Vec<u8> {
 pub fn saxpy_pc(a: f32, n: u32) -> Vec<u8> {
     bytes(&[a.to_bits(), n])
 }
+
+/// Each invocation runs `iters` rounds of xorshift32 on its element.
+/// (Lavapipe stops any loop after about 65535 iterations, so a long job is
+/// many invocations of a loop below that, not one long loop.)
+pub const SPIN: &str = r#"
+#version 450
+layout(local_size_x = 64) in;
+layout(set = 0, binding = 0) buffer S { uint s[]; };
+layout(push_constant) uniform P { uint iters; };
+void main() {
+    uint i = gl_GlobalInvocationID.x;
+    if (i >= s.length()) return;
+    uint v = s[i];
+    for (uint k = 0u; k < iters; k++) {
+        v ^= v << 13;
+        v ^= v >> 17;
+        v ^= v << 5;
+    }
+    s[i] = v;
+}
+"#;
+
+/// A uniform block and a storage output.
+pub const UNIFORM: &str = r#"
+#version 450
+layout(local_size_x = 1) in;
+layout(set = 0, binding = 0) uniform U { vec4 u[16]; };
+layout(set = 0, binding = 1) writeonly buffer O { float o[]; };
+void main() { o[0] = u[3].y; }
+"#;
