@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine, from the project root, after `source .gpu/setup.sh`
-# (packed by scripts/gpu_bundle.sh). Parts: report peers bench tests examples
-# soak (default: all but soak). Writes logs and JSON under $OUT.
+# (packed by scripts/gpu_bundle.sh). Parts: report peers bench examples
+# (the default), and on request multi startup pooled diag tests soak.
+# Writes logs and JSON under $OUT.
 set -uo pipefail
 parts=${*:-report peers bench examples}
 OUT=${OUT:-/tmp/vkcompute-out}
@@ -32,6 +33,10 @@ fi
 if has pooled; then
   echo "== gpu_report --only dispatch with pooled descriptor sets (VKCOMPUTE_PUSH_DESCRIPTORS=0)"
   VKCOMPUTE_PUSH_DESCRIPTORS=0 "$g/bin/gpu_report" --only dispatch --cuda "$OUT/cuda.json" --json "$OUT/report_pooled.json" | tee "$OUT/report_pooled.txt"
+fi
+if has diag; then
+  echo "== gpu_report --only diag (where record cost and round trip part from the floor)"
+  "$g/bin/gpu_report" --only diag --json "$OUT/diag.json" | tee "$OUT/diag.txt"
 fi
 if has peers; then
   echo "== peers_report (wgpu, scry-gpu)"

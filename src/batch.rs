@@ -34,6 +34,7 @@ use crate::queue::SemaphoreWait;
 use crate::reclaim::UseMark;
 use crate::recorder::{cmd_barrier, Recorder};
 use crate::reflect::BindingKind;
+use crate::set_cache::SetKey;
 use crate::stats::Counter;
 use crate::ticket::{QueryReadout, Ticket};
 use crate::workgroups::{self, GridError};
@@ -400,7 +401,8 @@ impl Batch {
             self.last_pipeline = k.pipeline;
         }
         if rebind && n > 0 {
-            bind_descriptors(d, self.rec.as_mut(), cb, k, &self.last_infos[..n])?;
+            let owner = |i: usize| buffers[i].view().inner;
+            bind_descriptors(d, self.rec.as_mut(), cb, k, &self.last_infos[..n], &owner)?;
             self.last_count = n;
         }
         self.binds_valid = true;
@@ -565,14 +567,18 @@ impl Batch {
 
 /// Binds `infos` (one packed `VkDescriptorBufferInfo` per binding of `k`,
 /// in its template's order, each for a live buffer within the adapter's
-/// range and alignment limits) as set 0: pushed where the kernel uses push
-/// descriptors, else written into a set from `rec`'s pools and bound.
-fn bind_descriptors(
+/// range and alignment limits; `owner(i)` is binding i's buffer, which the
+/// batch keeps alive) as set 0: pushed where the kernel uses push
+/// descriptors, else a written set from the device's cache
+/// ([`crate::set_cache`]) or, when that declines, one written into `rec`'s
+/// pools, bound.
+pub(crate) fn bind_descriptors<'o>(
     d: &DeviceInner,
     rec: Option<&mut Recorder>,
     cb: vk::CommandBuffer,
     k: &KernelCore,
     infos: &[vk::DescriptorBufferInfo],
+    owner: &dyn Fn(usize) -> &'o Arc<BufferInner>,
 ) -> Result<()> {
     let data = infos.as_ptr().cast::<std::ffi::c_void>();
     match &d.push_descriptor {
@@ -585,13 +591,35 @@ fn bind_descriptors(
             };
         }
         _ => {
-            let rec = rec.ok_or(Error::DeviceLost { call: "batch" })?;
-            let set = rec.allocate_set(&d.raw, &d.sticky, &d.counters, k.set_layout)?;
-            // SAFETY: `set` is fresh from a pool the batch owns and not in
-            // use; `infos` matches the template's layout.
+            let key = SetKey::new(k.set_layout, infos, owner);
+            let timeline = (d.compute.submitted(), d.compute.completed_cached());
+            let cached = d.set_cache.get_or_write(
+                &d.raw,
+                &d.sticky,
+                &d.counters,
+                &key,
+                k.template,
+                infos,
+                owner,
+                timeline,
+            )?;
+            let set = match cached {
+                Some(set) => set,
+                None => {
+                    let rec = rec.ok_or(Error::DeviceLost { call: "batch" })?;
+                    let set = rec.allocate_set(&d.raw, &d.sticky, &d.counters, k.set_layout)?;
+                    // SAFETY: `set` is fresh from a pool the batch owns and
+                    // not in use; `infos` matches the template's layout.
+                    unsafe {
+                        d.raw
+                            .update_descriptor_set_with_template(set, k.template, data)
+                    };
+                    set
+                }
+            };
+            // SAFETY: `cb` is recording; `set` holds `infos` for `k`'s layout,
+            // and every buffer it names is kept alive by the batch.
             unsafe {
-                d.raw
-                    .update_descriptor_set_with_template(set, k.template, data);
                 d.raw.cmd_bind_descriptor_sets(
                     cb,
                     vk::PipelineBindPoint::COMPUTE,

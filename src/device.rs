@@ -27,6 +27,7 @@ use crate::probe::{self, Probed};
 use crate::queue::Queue;
 use crate::reclaim::{Deferred, UseMark};
 use crate::recorder::RecorderPool;
+use crate::set_cache::SetCache;
 use crate::staging::StagingPool;
 use crate::stats::{Counter, Counters, StartupTimes, Stats};
 
@@ -71,6 +72,8 @@ pub(crate) struct DeviceInner {
     pub sticky: Sticky,
     pub counters: Counters,
     pub kernels: KernelCache,
+    /// Written descriptor sets kept across batches (pooled descriptors).
+    pub set_cache: SetCache,
     /// The built-in copy kernel ([`crate::copy`]), made at first use.
     pub builtin_copy: std::sync::OnceLock<Option<Arc<crate::pipeline_cache::KernelCore>>>,
     /// How long creation took, by phase.
@@ -231,6 +234,8 @@ impl Device {
         for s in d.staging.drain() {
             d.destroy_staging(s);
         }
+        d.set_cache
+            .trim(&d.raw, &d.counters, d.compute.completed_cached());
         Ok(())
     }
 
@@ -440,6 +445,9 @@ impl DeviceInner {
                 sticky,
                 counters,
                 kernels,
+                set_cache: SetCache::new(
+                    std::env::var("VKCOMPUTE_DIAG_SET_CACHE").map_or(true, |v| v.trim() != "0"),
+                ),
                 builtin_copy: std::sync::OnceLock::new(),
                 startup: StartupTimes {
                     create_device: create_device_time,
@@ -622,6 +630,7 @@ impl Drop for DeviceInner {
             for s in self.staging.drain() {
                 self.destroy_staging(s);
             }
+            self.set_cache.destroy(&self.raw, &self.counters);
             if !self.sticky.is_lost() {
                 if let Err(e) = self.kernels.save(&self.raw, false) {
                     log::warn!("vkcompute: pipeline cache not saved: {e}");

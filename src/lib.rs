@@ -96,6 +96,7 @@ mod queue;
 mod reclaim;
 mod recorder;
 mod reflect;
+mod set_cache;
 mod staging;
 mod stats;
 mod ticket;

@@ -54,16 +54,26 @@ pub(crate) struct Recorder {
     dirty: bool,
     /// A command buffer already begun ahead of use (see `RecorderPool::prime`).
     primed: Option<vk::CommandBuffer>,
+    /// Recycle by resetting each used command buffer rather than the pool.
+    per_buffer_reset: bool,
 }
 
 impl Recorder {
     fn new(
         device: &ash::Device,
         family: u32,
+        per_buffer_reset: bool,
         sticky: &Sticky,
         counters: &Counters,
     ) -> Result<Self> {
-        let info = vk::CommandPoolCreateInfo::default().queue_family_index(family);
+        let flags = if per_buffer_reset {
+            vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER
+        } else {
+            vk::CommandPoolCreateFlags::empty()
+        };
+        let info = vk::CommandPoolCreateInfo::default()
+            .queue_family_index(family)
+            .flags(flags);
         // SAFETY: `device` is live; `family` is one of its queue families.
         let pool = unsafe { device.create_command_pool(&info, None) }
             .map_err(|r| sticky.fail("vkCreateCommandPool", r))?;
@@ -76,6 +86,7 @@ impl Recorder {
             desc_current: 0,
             dirty: false,
             primed: None,
+            per_buffer_reset,
         })
     }
 
@@ -87,9 +98,17 @@ impl Recorder {
         // SAFETY: the caller guarantees no submission using these command
         // buffers or descriptor sets is pending (the recorder's mark passed).
         unsafe {
-            device
-                .reset_command_pool(self.pool, vk::CommandPoolResetFlags::empty())
-                .map_err(|r| sticky.fail("vkResetCommandPool", r))?;
+            if self.per_buffer_reset {
+                for &cb in &self.buffers[..self.next] {
+                    device
+                        .reset_command_buffer(cb, vk::CommandBufferResetFlags::empty())
+                        .map_err(|r| sticky.fail("vkResetCommandBuffer", r))?;
+                }
+            } else {
+                device
+                    .reset_command_pool(self.pool, vk::CommandPoolResetFlags::empty())
+                    .map_err(|r| sticky.fail("vkResetCommandPool", r))?;
+            }
             for &p in &self.desc_pools {
                 device
                     .reset_descriptor_pool(p, vk::DescriptorPoolResetFlags::empty())
@@ -202,6 +221,7 @@ impl Recorder {
 #[derive(Default)]
 pub(crate) struct RecorderPool {
     family: u32,
+    per_buffer_reset: bool,
     free: Mutex<Vec<Recorder>>,
     busy: Mutex<Deferred<Recorder>>,
 }
@@ -210,6 +230,8 @@ impl RecorderPool {
     pub(crate) fn new(family: u32) -> Self {
         RecorderPool {
             family,
+            per_buffer_reset: std::env::var("VKCOMPUTE_DIAG_CB_RESET")
+                .is_ok_and(|v| v == "buffers"),
             ..Default::default()
         }
     }
@@ -242,7 +264,9 @@ impl RecorderPool {
                 drop(busy);
                 match ready {
                     Some(r) => r,
-                    None => Recorder::new(device, self.family, sticky, counters)?,
+                    None => {
+                        Recorder::new(device, self.family, self.per_buffer_reset, sticky, counters)?
+                    }
                 }
             }
         };
@@ -283,7 +307,9 @@ impl RecorderPool {
         };
         let rec = match rec {
             Some(r) => Ok(r),
-            None if free.len() < MAX_FREE => Recorder::new(device, self.family, sticky, counters),
+            None if free.len() < MAX_FREE => {
+                Recorder::new(device, self.family, self.per_buffer_reset, sticky, counters)
+            }
             None => return,
         };
         let Ok(mut rec) = rec else { return };

@@ -26,6 +26,11 @@ pub struct Stats {
     pub command_buffers: i64,
     /// Live descriptor pools (only on the pooled-descriptor fallback).
     pub descriptor_pools: i64,
+    /// Descriptor sets kept written across batches (pooled-descriptor
+    /// adapters; see [`Device::trim`](crate::Device::trim)).
+    pub cached_descriptor_sets: i64,
+    /// Descriptor pools holding those sets.
+    pub set_cache_pools: i64,
     /// Live query pools (profiling).
     pub query_pools: i64,
     /// Live semaphores (one timeline per queue).
@@ -67,12 +72,14 @@ pub(crate) enum Counter {
     DescriptorPools,
     QueryPools,
     Semaphores,
+    CachedSets,
+    SetCachePools,
 }
 
 /// The live counters.
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
-    values: [AtomicI64; 9],
+    values: [AtomicI64; 11],
     pub(crate) buffer_bytes: AtomicU64,
     pub(crate) submissions: AtomicU64,
 }
@@ -95,6 +102,8 @@ impl Counters {
             command_pools: self.get(CommandPools),
             command_buffers: self.get(CommandBuffers),
             descriptor_pools: self.get(DescriptorPools),
+            cached_descriptor_sets: self.get(CachedSets),
+            set_cache_pools: self.get(SetCachePools),
             query_pools: self.get(QueryPools),
             semaphores: self.get(Semaphores),
             submissions: self.submissions.load(Ordering::Relaxed),

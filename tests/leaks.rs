@@ -218,6 +218,7 @@ fn batches_leave_nothing(gpu: &Device, iterations: usize, pooled: bool, what: &s
     let mut halves = Halves::default();
     let t = Instant::now();
     let (mut max_pools, mut max_deferred, mut max_descriptor_pools) = (0, 0, 0);
+    let (mut max_cached, mut max_cache_pools) = (0, 0);
     for i in 0..iterations {
         one_batch(gpu, &k, &counter, i);
         if i % 100 == 99 {
@@ -226,20 +227,28 @@ fn batches_leave_nothing(gpu: &Device, iterations: usize, pooled: bool, what: &s
             max_pools = max_pools.max(s.command_pools);
             max_deferred = max_deferred.max(s.deferred);
             max_descriptor_pools = max_descriptor_pools.max(s.descriptor_pools);
+            max_cached = max_cached.max(s.cached_descriptor_sets);
+            max_cache_pools = max_cache_pools.max(s.set_cache_pools);
         }
     }
     let recorded = t.elapsed();
     println!(
-        "{what}: at most {max_pools} command pools, {max_descriptor_pools} descriptor pools, {max_deferred} deferred"
+        "{what}: at most {max_pools} command pools, {max_descriptor_pools} descriptor pools, \
+         {max_cached} cached descriptor sets in {max_cache_pools} pools, {max_deferred} deferred"
     );
     // Every other batch waits, so little is ever in flight: recorders and
     // parked buffers are recycled, not piled up.
     assert!(max_pools <= 8, "{what}: {max_pools} command pools");
     assert!(max_deferred <= 8, "{what}: {max_deferred} deferred");
     if pooled {
+        // Sets come from the device's set cache (one per live binding set;
+        // the scratch buffers' dead entries are swept once it is full),
+        // or from per-recorder pools when it is full of live ones.
+        assert!(max_cached > 0, "{what}: the set cache was not used");
+        assert!(max_cached <= 1024, "{what}: {max_cached} cached sets");
         assert!(
-            max_descriptor_pools > 0,
-            "{what}: the fallback was not used"
+            max_cache_pools <= 9,
+            "{what}: {max_cache_pools} cache pools"
         );
         assert!(
             max_descriptor_pools <= 8,
@@ -247,8 +256,9 @@ fn batches_leave_nothing(gpu: &Device, iterations: usize, pooled: bool, what: &s
         );
     } else {
         assert_eq!(
-            max_descriptor_pools, 0,
-            "{what}: push descriptors need no pools"
+            (max_descriptor_pools, max_cached),
+            (0, 0),
+            "{what}: push descriptors need no pools or sets"
         );
     }
     // Every batch ran, including those whose tickets were dropped.

@@ -11,6 +11,8 @@
 //! written once. `VKCOMPUTE_DEVICE=<index|name fragment>` picks the adapter
 //! as vkcompute does; `VKCOMPUTE_VALIDATION=1` turns on the Khronos
 //! validation layer, and `Drop` panics if it reported a warning or error.
+//! `diag` (`floor_diag.rs`) adds variants that record the way vkcompute
+//! does, for the report's diagnostics.
 #![allow(dead_code)]
 
 use std::ffi::{c_void, CStr};
@@ -42,6 +44,10 @@ macro_rules! ok {
         $call.unwrap_or_else(|e| panic!("floor: {} failed: {e:?}", stringify!($call)))
     };
 }
+
+// After `ok!`, which it uses.
+#[path = "floor_diag.rs"]
+pub mod diag;
 
 /// The kernel's push constants for `x[i] = x[i] * a + b` over the buffer.
 fn push(a: f32, b: f32) -> [u8; 12] {
@@ -87,6 +93,7 @@ pub struct Floor {
     log: Box<Log>,
     dev: ash::Device,
     queue: vk::Queue,
+    family: u32,
     timeline: vk::Semaphore,
     value: u64,
     pool: vk::CommandPool,
@@ -103,6 +110,9 @@ pub struct Floor {
     set: vk::DescriptorSet,
     layout: vk::PipelineLayout,
     pipeline: vk::Pipeline,
+    /// One count per live `diag::FloorDiag` (which owns objects of `dev`):
+    /// `Drop` refuses to destroy the device while there is one.
+    diags: std::rc::Rc<()>,
     /// Adapter, buffer memory type, timestamp resolution and validation, for
     /// the bench's header line.
     pub description: String,
@@ -287,6 +297,7 @@ impl Floor {
             log,
             dev,
             queue,
+            family,
             timeline,
             value: 0,
             pool,
@@ -303,6 +314,7 @@ impl Floor {
             set,
             layout,
             pipeline,
+            diags: std::rc::Rc::new(()),
             description,
         };
         // One tiny dispatch (a = 1, b = 0 leaves the buffer as is), recorded once.
@@ -525,6 +537,15 @@ impl Floor {
 
 impl Drop for Floor {
     fn drop(&mut self) {
+        let live = std::rc::Rc::strong_count(&self.diags) - 1;
+        if live > 0 {
+            // Their objects belong to `dev`: leak everything rather than
+            // destroy the device under them.
+            if !std::thread::panicking() {
+                panic!("floor: dropped before its {live} FloorDiag(s); drop those first");
+            }
+            return;
+        }
         let d = &self.dev;
         // SAFETY: after waiting for idle nothing below is in use; children go
         // before parents, the device before the instance, and the log box

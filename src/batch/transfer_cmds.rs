@@ -109,7 +109,9 @@ impl Batch {
             ];
             // Both ranges lie inside live buffers (kept) and within
             // maxStorageBufferRange, at aligned offsets (planned).
-            bind_descriptors(d, self.rec.as_mut(), cb, k, &infos)?;
+            let (si, ti) = (s.inner, t.inner);
+            let owner = |i: usize| if i == 0 { si } else { ti };
+            bind_descriptors(d, self.rec.as_mut(), cb, k, &infos, &owner)?;
             let words = (p.bytes / 16) as u32;
             push_constants(&d.raw, cb, k, &words.to_le_bytes());
             // SAFETY: pipeline, bindings and push constants are set; the grid

@@ -4,14 +4,17 @@
 //!
 //! ```text
 //! cargo run --release --example gpu_report -- [--cuda cuda.json] [--json out.json]
-//!     [--only dispatch|bandwidth|startup[,...]]
+//!     [--only dispatch|bandwidth|startup|diag[,...]]
 //! ```
 //!
 //! Parts: dispatch (record cost, chains, independent dispatches, round
 //! trips), bandwidth (saxpy, copy, upload, download:
 //! `benches/common/bandwidth.rs`), startup (`Device::new` + 12 kernels, cold
 //! and warm on-disk cache, each in a fresh process:
-//! `benches/common/startup.rs`).
+//! `benches/common/startup.rs`). Without `--only`, all three run. `diag`
+//! runs only when named: where vkcompute's record cost and round trip part
+//! from the floor's, as `diag: ` lines (printed as measured, and kept in
+//! the JSON's notes; `diag.rs`).
 //!
 //! Every figure is a median over repeated runs after warm-up. The `clock`
 //! column says what was timed: `gpu` is GPU timestamps around the work,
@@ -19,19 +22,20 @@
 //! are ours / theirs in the row's unit (µs and ms: lower is better; GB/s:
 //! higher is better). `VKCOMPUTE_QUICK=1` shrinks the workloads (lavapipe, CI).
 
-#[path = "../benches/common/bandwidth.rs"]
+#[path = "../../benches/common/bandwidth.rs"]
 mod bandwidth;
-#[path = "../benches/common/floor.rs"]
+mod diag;
+#[path = "../../benches/common/floor.rs"]
 mod floor;
-#[path = "../benches/common/startup.rs"]
+mod ours;
+#[path = "../../benches/common/startup.rs"]
 mod startup;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use vkcompute::{AdapterInfo, BatchOptions, Buffer, Device, DeviceOptions, Kernel, Profiling};
+use vkcompute::{AdapterInfo, Device, DeviceOptions};
 
-const AXPB: &str = include_str!("../shaders/axpb.comp");
-const N: u32 = 1024;
+use ours::{Ours, N};
 
 /// One row of the report.
 struct Row {
@@ -94,121 +98,6 @@ fn parse_flat_json(text: &str) -> Vec<(String, f64)> {
         }
     }
     out
-}
-
-struct Ours {
-    gpu: Device,
-    k: Kernel,
-    x: Buffer<f32>,
-    many: Buffer<f32>,
-    pc: [u8; 12],
-}
-
-impl Ours {
-    fn new(options: DeviceOptions, steps: usize) -> vkcompute::Result<Ours> {
-        let gpu = Device::with_options(options)?;
-        let k = gpu.kernel_glsl(AXPB)?;
-        let x = gpu.upload(&vec![0.0f32; N as usize])?;
-        let many = gpu.alloc::<f32>(N as usize * steps)?;
-        let mut pc = [0u8; 12];
-        pc[..4].copy_from_slice(&1.0f32.to_le_bytes());
-        pc[4..8].copy_from_slice(&1.0f32.to_le_bytes());
-        pc[8..].copy_from_slice(&N.to_le_bytes());
-        Ok(Ours {
-            gpu,
-            k,
-            x,
-            many,
-            pc,
-        })
-    }
-
-    fn record(&self, b: &mut vkcompute::Batch, n: usize, chain: bool) -> vkcompute::Result<()> {
-        for i in 0..n {
-            if chain {
-                b.run_with_push_constants(&self.k, &[&self.x], N, &self.pc)?;
-                b.barrier();
-            } else {
-                let off = i * N as usize;
-                let slice = self.many.slice(off..off + N as usize)?;
-                b.run_with_push_constants(&self.k, &[&slice], N, &self.pc)?;
-            }
-        }
-        Ok(())
-    }
-
-    /// CPU µs per recorded dispatch: the same kernel on the same buffer, as
-    /// the floor records it (pipeline and bindings unchanged between
-    /// dispatches). The batch is dropped unsubmitted: without barriers the
-    /// dispatches would race.
-    fn record_cost(&self, n: usize, barrier: bool) -> vkcompute::Result<f64> {
-        let mut b = self.gpu.batch_with(BatchOptions::single_submit())?;
-        let t = Instant::now();
-        for _ in 0..n {
-            b.run_with_push_constants(&self.k, &[&self.x], N, &self.pc)?;
-            if barrier {
-                b.barrier();
-            }
-        }
-        let e = t.elapsed();
-        drop(b);
-        Ok(us(e) / n as f64)
-    }
-
-    /// µs per dispatch: GPU time from timestamps (`profile`: recorded in
-    /// full, then submitted once, so the GPU never waits for the CPU), or
-    /// wall time of record + chunked submission + wait.
-    fn run(&self, n: usize, chain: bool, profile: bool) -> vkcompute::Result<f64> {
-        if profile {
-            let mut b = self
-                .gpu
-                .batch_with(BatchOptions::single_submit().with_profiling(Profiling::Batch))?;
-            self.record(&mut b, n, chain)?;
-            let t = b.submit_async()?;
-            Ok(t.profile()?.total_ns / 1e3 / n as f64)
-        } else {
-            let start = Instant::now();
-            let mut b = self.gpu.batch()?;
-            self.record(&mut b, n, chain)?;
-            b.submit()?;
-            Ok(us(start.elapsed()) / n as f64)
-        }
-    }
-
-    /// One round trip split into phases: (new batch, record, submit, wait) in µs.
-    fn round_trip_phases(&self) -> vkcompute::Result<[f64; 4]> {
-        let t0 = Instant::now();
-        let mut b = self.gpu.batch()?;
-        let t1 = Instant::now();
-        b.run_with_push_constants(&self.k, &[&self.x], N, &self.pc)?;
-        let t2 = Instant::now();
-        let ticket = b.submit_async()?;
-        let t3 = Instant::now();
-        ticket.wait()?;
-        let t4 = Instant::now();
-        Ok([us(t1 - t0), us(t2 - t1), us(t3 - t2), us(t4 - t3)])
-    }
-
-    /// Wall µs per dispatch of a chain recorded with chunking `first..max`.
-    fn chain_wall_chunked(&self, n: usize, first: u32, max: u32) -> vkcompute::Result<f64> {
-        let start = Instant::now();
-        let mut b = self.gpu.batch_with(BatchOptions {
-            first_chunk: first,
-            max_chunk: max,
-            ..Default::default()
-        })?;
-        self.record(&mut b, n, true)?;
-        b.submit()?;
-        Ok(us(start.elapsed()) / n as f64)
-    }
-
-    fn round_trip(&self) -> vkcompute::Result<f64> {
-        let t = Instant::now();
-        let mut b = self.gpu.batch()?;
-        b.run_with_push_constants(&self.k, &[&self.x], N, &self.pc)?;
-        b.submit()?;
-        Ok(us(t.elapsed()))
-    }
 }
 
 /// The bandwidth rows: saxpy and copy (GPU time), upload and download
@@ -685,7 +574,7 @@ fn main() -> vkcompute::Result<()> {
         .unwrap_or_default();
     let cuda_get = |k: &str| cuda.iter().find(|(n, _)| n == k).map(|(_, v)| *v);
     let only = arg("--only");
-    const PARTS: [&str; 3] = ["dispatch", "bandwidth", "startup"];
+    const PARTS: [&str; 4] = ["dispatch", "bandwidth", "startup", "diag"];
     if let Some(o) = &only {
         if let Some(bad) = o.split(',').find(|p| !PARTS.contains(p)) {
             eprintln!("--only: unknown part {bad:?}; parts: {}", PARTS.join(", "));
@@ -695,6 +584,11 @@ fn main() -> vkcompute::Result<()> {
     let want = |part: &str| {
         only.as_deref()
             .map_or(true, |o| o.split(',').any(|p| p == part))
+    };
+    // Parts outside the default set run only when named.
+    let named = |part: &str| {
+        only.as_deref()
+            .is_some_and(|o| o.split(',').any(|p| p == part))
     };
     let mut rows = Vec::new();
     let mut notes = Vec::new();
@@ -708,6 +602,10 @@ fn main() -> vkcompute::Result<()> {
     }
     if want("startup") {
         let i = startup_section(&mut rows, &mut notes)?;
+        info.get_or_insert(i);
+    }
+    if named("diag") {
+        let i = diag::diag_section(&mut notes)?;
         info.get_or_insert(i);
     }
     let info = info.expect("at least one part ran");
@@ -724,10 +622,12 @@ fn main() -> vkcompute::Result<()> {
         info.api_version.1,
         info.api_version.2
     );
-    println!(
-        "{:<44} {:>5} {:>10} {:>10} {:>8} {:>10} {:>8}  goal",
-        "workload", "clock", "ours", "floor", "/floor", "CUDA", "/CUDA"
-    );
+    if !rows.is_empty() {
+        println!(
+            "{:<44} {:>5} {:>10} {:>10} {:>8} {:>10} {:>8}  goal",
+            "workload", "clock", "ours", "floor", "/floor", "CUDA", "/CUDA"
+        );
+    }
     for r in &rows {
         let floor = r.floor.map_or(String::from("-"), |f| format!("{f:.3}"));
         let rf = r
@@ -753,7 +653,8 @@ fn main() -> vkcompute::Result<()> {
             r.goal
         );
     }
-    for n in &notes {
+    // diag's notes were printed as they were measured.
+    for n in notes.iter().filter(|n| !n.starts_with("diag: ")) {
         println!("{n}");
     }
     if let Some(path) = arg("--json") {
