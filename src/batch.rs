@@ -332,7 +332,9 @@ impl Batch {
         }
     }
 
-    /// The recorded-dispatch hot path.
+    /// The recorded-dispatch hot path (inlined into `run*`, which are
+    /// inlined into the caller's loop: no call frame per dispatch).
+    #[inline(always)]
     fn dispatch(
         &mut self,
         kernel: &Kernel,
@@ -343,25 +345,12 @@ impl Batch {
         let d = &*self.dev;
         d.sticky.check()?;
         let k = &*kernel.core;
-        if !Arc::ptr_eq(&kernel.dev, &self.dev) {
-            return Err(Error::ForeignKernel {
-                kernel: k.label.clone(),
-            });
-        }
         let bindings = &k.reflection.bindings;
-        if buffers.len() != bindings.len() {
-            return Err(Error::BindingCount {
-                kernel: k.label.clone(),
-                expected: bindings.len(),
-                got: buffers.len(),
-            });
-        }
-        if pc.len() != k.push_constant_size as usize {
-            return Err(Error::PushConstantSize {
-                kernel: k.label.clone(),
-                expected: k.push_constant_size,
-                got: pc.len(),
-            });
+        if !Arc::ptr_eq(&kernel.dev, &self.dev)
+            || buffers.len() != bindings.len()
+            || pc.len() != k.push_constant_size as usize
+        {
+            return Err(call_error(kernel, &self.dev, buffers.len(), pc.len()));
         }
         let n = buffers.len();
         // Validate each binding and write it over the previous dispatch's,
@@ -420,15 +409,33 @@ impl Batch {
     }
 
     /// Opens a chunk if needed and records the barrier the command needs.
-    #[inline]
+    /// Inlined into every command: the common case (a chunk is open, no
+    /// barrier due) is a null check and a few bit operations.
+    #[inline(always)]
     fn begin_command(&mut self, stage: Stage, writes: bool) -> Result<()> {
         if self.cb == vk::CommandBuffer::null() {
-            self.open_chunk()?;
+            return self.begin_command_opening(stage, writes);
         }
         if let Some(m) = self.tracker.command(stage, writes) {
-            cmd_barrier(&self.dev.raw, self.cb, m);
+            self.record_barrier(m);
         }
         Ok(())
+    }
+
+    /// `begin_command` when no chunk is open yet.
+    #[cold]
+    #[inline(never)]
+    fn begin_command_opening(&mut self, stage: Stage, writes: bool) -> Result<()> {
+        self.open_chunk()?;
+        if let Some(m) = self.tracker.command(stage, writes) {
+            self.record_barrier(m);
+        }
+        Ok(())
+    }
+
+    #[inline(never)]
+    fn record_barrier(&self, m: crate::barrier::Masks) {
+        cmd_barrier(&self.dev.raw, self.cb, m);
     }
 
     /// Counts a recorded command; submits the chunk when the policy says so.
@@ -632,6 +639,32 @@ pub(crate) fn bind_descriptors<'o>(
         }
     }
     Ok(())
+}
+
+/// Why a dispatch of `kernel` with `buffers` bindings and `pc` bytes of
+/// push constants was refused before recording (kept out of the inlined
+/// hot path).
+#[cold]
+#[inline(never)]
+fn call_error(kernel: &Kernel, dev: &Arc<DeviceInner>, buffers: usize, pc: usize) -> Error {
+    let k = &*kernel.core;
+    if !Arc::ptr_eq(&kernel.dev, dev) {
+        Error::ForeignKernel {
+            kernel: k.label.clone(),
+        }
+    } else if buffers != k.reflection.bindings.len() {
+        Error::BindingCount {
+            kernel: k.label.clone(),
+            expected: k.reflection.bindings.len(),
+            got: buffers,
+        }
+    } else {
+        Error::PushConstantSize {
+            kernel: k.label.clone(),
+            expected: k.push_constant_size,
+            got: pc,
+        }
+    }
 }
 
 /// Records push constants whose length is a multiple of 4.

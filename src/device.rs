@@ -445,9 +445,7 @@ impl DeviceInner {
                 sticky,
                 counters,
                 kernels,
-                set_cache: SetCache::new(
-                    std::env::var("VKCOMPUTE_DIAG_SET_CACHE").map_or(true, |v| v.trim() != "0"),
-                ),
+                set_cache: SetCache::new(),
                 builtin_copy: std::sync::OnceLock::new(),
                 startup: StartupTimes {
                     create_device: create_device_time,

@@ -54,26 +54,19 @@ pub(crate) struct Recorder {
     dirty: bool,
     /// A command buffer already begun ahead of use (see `RecorderPool::prime`).
     primed: Option<vk::CommandBuffer>,
-    /// Recycle by resetting each used command buffer rather than the pool.
-    per_buffer_reset: bool,
 }
 
 impl Recorder {
     fn new(
         device: &ash::Device,
         family: u32,
-        per_buffer_reset: bool,
         sticky: &Sticky,
         counters: &Counters,
     ) -> Result<Self> {
-        let flags = if per_buffer_reset {
-            vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER
-        } else {
-            vk::CommandPoolCreateFlags::empty()
-        };
-        let info = vk::CommandPoolCreateInfo::default()
-            .queue_family_index(family)
-            .flags(flags);
+        // One vkResetCommandPool recycles every buffer of a recorder; on the
+        // H200 recording after it costs the same as after per-buffer resets
+        // (docs/PERF.md, run j).
+        let info = vk::CommandPoolCreateInfo::default().queue_family_index(family);
         // SAFETY: `device` is live; `family` is one of its queue families.
         let pool = unsafe { device.create_command_pool(&info, None) }
             .map_err(|r| sticky.fail("vkCreateCommandPool", r))?;
@@ -86,7 +79,6 @@ impl Recorder {
             desc_current: 0,
             dirty: false,
             primed: None,
-            per_buffer_reset,
         })
     }
 
@@ -98,17 +90,9 @@ impl Recorder {
         // SAFETY: the caller guarantees no submission using these command
         // buffers or descriptor sets is pending (the recorder's mark passed).
         unsafe {
-            if self.per_buffer_reset {
-                for &cb in &self.buffers[..self.next] {
-                    device
-                        .reset_command_buffer(cb, vk::CommandBufferResetFlags::empty())
-                        .map_err(|r| sticky.fail("vkResetCommandBuffer", r))?;
-                }
-            } else {
-                device
-                    .reset_command_pool(self.pool, vk::CommandPoolResetFlags::empty())
-                    .map_err(|r| sticky.fail("vkResetCommandPool", r))?;
-            }
+            device
+                .reset_command_pool(self.pool, vk::CommandPoolResetFlags::empty())
+                .map_err(|r| sticky.fail("vkResetCommandPool", r))?;
             for &p in &self.desc_pools {
                 device
                     .reset_descriptor_pool(p, vk::DescriptorPoolResetFlags::empty())
@@ -221,7 +205,6 @@ impl Recorder {
 #[derive(Default)]
 pub(crate) struct RecorderPool {
     family: u32,
-    per_buffer_reset: bool,
     free: Mutex<Vec<Recorder>>,
     busy: Mutex<Deferred<Recorder>>,
 }
@@ -230,8 +213,6 @@ impl RecorderPool {
     pub(crate) fn new(family: u32) -> Self {
         RecorderPool {
             family,
-            per_buffer_reset: std::env::var("VKCOMPUTE_DIAG_CB_RESET")
-                .is_ok_and(|v| v == "buffers"),
             ..Default::default()
         }
     }
@@ -264,9 +245,7 @@ impl RecorderPool {
                 drop(busy);
                 match ready {
                     Some(r) => r,
-                    None => {
-                        Recorder::new(device, self.family, self.per_buffer_reset, sticky, counters)?
-                    }
+                    None => Recorder::new(device, self.family, sticky, counters)?,
                 }
             }
         };
@@ -307,9 +286,7 @@ impl RecorderPool {
         };
         let rec = match rec {
             Some(r) => Ok(r),
-            None if free.len() < MAX_FREE => {
-                Recorder::new(device, self.family, self.per_buffer_reset, sticky, counters)
-            }
+            None if free.len() < MAX_FREE => Recorder::new(device, self.family, sticky, counters),
             None => return,
         };
         let Ok(mut rec) = rec else { return };

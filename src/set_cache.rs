@@ -127,23 +127,20 @@ struct State {
 
 /// The cache of one device.
 pub(crate) struct SetCache {
-    enabled: bool,
     state: Mutex<State>,
 }
 
 impl SetCache {
-    /// An empty cache; `enabled == false` makes [`SetCache::get_or_write`]
-    /// always decline.
-    pub(crate) fn new(enabled: bool) -> Self {
+    /// An empty cache.
+    pub(crate) fn new() -> Self {
         SetCache {
-            enabled,
             state: Mutex::new(State::default()),
         }
     }
 
     /// A set of `layout` holding `infos` (packed as `template` expects):
     /// the cached one for `key`, or a new one written and cached. `None`
-    /// when the cache is off or full of live entries: the caller writes a
+    /// when the cache is full of live entries: the caller writes a
     /// set of its own. `owner` gives each binding's buffer, as for the key;
     /// `submitted` and `completed` are the compute queue's timeline values.
     #[allow(clippy::too_many_arguments)]
@@ -158,9 +155,6 @@ impl SetCache {
         owner: &dyn Fn(usize) -> &'o Arc<BufferInner>,
         (submitted, completed): (u64, u64),
     ) -> Result<Option<vk::DescriptorSet>> {
-        if !self.enabled {
-            return Ok(None);
-        }
         let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(e) = s.map.get(key.words()) {
             return Ok(Some(e.set));

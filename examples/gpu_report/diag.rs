@@ -10,10 +10,8 @@
 //!   with the floor's set or a freshly allocated and written one;
 //! - vkcompute's record cost with and without the first dispatch (begin,
 //!   pipeline and set binding) inside the timing, beside the floor;
-//! - the same on devices made with the library's diagnostic knobs
-//!   `VKCOMPUTE_DIAG_CB_RESET=buffers` (per-buffer command buffer resets)
-//!   and `VKCOMPUTE_DIAG_SET_CACHE=0` (no descriptor-set cache), with their
-//!   round trips and round-trip phases beside the default device's.
+//! - vkcompute's round trip beside the floor's re-recorded one, and split
+//!   into phases.
 //!
 //! Each line starts with `diag: `, is printed as measured and is kept in
 //! the notes (and so in the JSON). Ratios are A/B in the order named.
@@ -25,11 +23,6 @@ use vkcompute::{AdapterInfo, DeviceOptions};
 use crate::floor::{diag::FloorDiag, Floor};
 use crate::ours::Ours;
 use crate::{measure_pair, median, us};
-
-/// Library knob: `buffers` recycles command buffers one by one.
-const CB_RESET: &str = "VKCOMPUTE_DIAG_CB_RESET";
-/// Library knob: `0` turns the descriptor-set cache off.
-const SET_CACHE: &str = "VKCOMPUTE_DIAG_SET_CACHE";
 
 const BARRIERS: [(&str, bool); 2] = [
     ("record dispatch", false),
@@ -49,20 +42,6 @@ fn pair(what: &str, a_name: &str, a: f64, b_name: &str, b: f64) -> String {
         "{what}: {a_name} {a:.3} µs, {b_name} {b:.3} µs, A/B {:.2}×",
         a / b
     )
-}
-
-/// A device made while `key=value` is set (the library reads its knobs
-/// when creating a device); the variable is restored right after.
-fn ours_with(key: &str, value: &str) -> vkcompute::Result<Ours> {
-    let old = std::env::var_os(key);
-    // Single-threaded here, and vkcompute starts no threads of its own.
-    std::env::set_var(key, value);
-    let ours = Ours::new(DeviceOptions::default(), 1);
-    match old {
-        Some(v) => std::env::set_var(key, v),
-        None => std::env::remove_var(key),
-    }
-    ours
 }
 
 /// Drops `ours`, panicking first if the validation layer
@@ -103,14 +82,6 @@ pub fn diag_section(notes: &mut Vec<String>) -> vkcompute::Result<AdapterInfo> {
     let (warm, reps) = if quick { (1, 3) } else { (3, 21) };
     let (rt_warm, rt_reps) = if quick { (10, 20) } else { (30, 2001) };
     let phase_reps = rt_reps.min(501);
-    for key in [CB_RESET, SET_CACHE] {
-        if let Some(v) = std::env::var_os(key) {
-            say(
-                notes,
-                format!("{key}={v:?} is set: the default device uses it too"),
-            );
-        }
-    }
 
     // The floor-only pairs first, while no vkcompute device exists.
     let fl = RefCell::new(Floor::new());
@@ -141,7 +112,7 @@ pub fn diag_section(notes: &mut Vec<String>) -> vkcompute::Result<AdapterInfo> {
         let (an, bn) = ("floor (vkResetCommandBuffer)", "floor (vkResetCommandPool)");
         say(notes, pair(label, an, a, bn, b));
     }
-    // (e) Round trips: pre-recorded vs recorded each time.
+    // (c) Round trips: pre-recorded vs recorded each time.
     let pre = "floor pre-recorded";
     let (re, re_fresh) = ("floor re-recorded", "floor re-recorded + fresh set");
     let (a, b) = measure_pair(rt_warm, rt_reps, floor_rt, || floor_rerecord(false));
@@ -192,62 +163,15 @@ pub fn diag_section(notes: &mut Vec<String>) -> vkcompute::Result<AdapterInfo> {
     let ours_rt = || ours.round_trip().expect("round trip");
     let (a, b) = measure_pair(rt_warm, rt_reps, ours_rt, || floor_rerecord(false));
     say(notes, pair("round trip", "ours", a, re, b));
-    let default_phases = phases(&ours, phase_reps)?;
 
-    // (c) Command buffers recycled one by one.
-    let bufs = ours_with(CB_RESET, "buffers")?;
-    let name = "ours CB_RESET=buffers";
-    let name_warm = "ours CB_RESET=buffers warm";
-    for (label, barrier) in BARRIERS {
-        let (a, b) = measure_pair(
-            warm,
-            reps,
-            || bufs.record_cost(steps, barrier).expect("record"),
-            || floor_rec(barrier),
-        );
-        say(notes, pair(label, name, a, "floor", b));
-        let (a, b) = measure_pair(
-            warm,
-            reps,
-            || bufs.record_cost_warm(steps, barrier).expect("record"),
-            || floor_rec(barrier),
-        );
-        say(notes, pair(label, name_warm, a, "floor", b));
-    }
-    let (a, b) = measure_pair(
-        rt_warm,
-        rt_reps,
-        || bufs.round_trip().expect("round trip"),
-        ours_rt,
+    say(
+        notes,
+        format!(
+            "round trip phases (µs, medians of {phase_reps}), ours: {}",
+            phases(&ours, phase_reps)?
+        ),
     );
-    say(notes, pair("round trip", name, a, "ours", b));
-    let bufs_phases = phases(&bufs, phase_reps)?;
-    finish(bufs);
-
-    // (d) No descriptor-set cache.
-    let no_cache = ours_with(SET_CACHE, "0")?;
-    let name_nc = "ours SET_CACHE=0";
-    let (a, b) = measure_pair(
-        rt_warm,
-        rt_reps,
-        || no_cache.round_trip().expect("round trip"),
-        ours_rt,
-    );
-    say(notes, pair("round trip", name_nc, a, "ours", b));
-    let no_cache_phases = phases(&no_cache, phase_reps)?;
-    finish(no_cache);
     finish(ours);
-
-    for (who, p) in [
-        ("ours", default_phases),
-        (name, bufs_phases),
-        (name_nc, no_cache_phases),
-    ] {
-        say(
-            notes,
-            format!("round trip phases (µs, medians of {phase_reps}), {who}: {p}"),
-        );
-    }
     // The diag's objects first: the floor refuses to drop before them.
     drop(fd);
     drop(fl);
