@@ -98,10 +98,18 @@ pub struct Batch {
     tracker: Tracker,
     /// Buffers used by the open chunk (kept alive until it is submitted).
     keep: Vec<Arc<BufferInner>>,
+    /// The pipeline bound in the open chunk (null: none).
     last_pipeline: vk::Pipeline,
+    /// Address of the kernel (`KernelCore`) whose pipeline is bound with
+    /// `last_infos` as its descriptors, all validated for it; 0 when
+    /// nothing bound is known valid (new chunk, another pipeline bound, a
+    /// refused binding).
+    bound: usize,
+    /// The descriptors bound for `bound`, one per binding.
     last_infos: [vk::DescriptorBufferInfo; MAX_BINDINGS],
-    last_count: usize,
-    binds_valid: bool,
+    /// Address of each bound buffer's shared state (kept alive by `keep`
+    /// while `bound` is set, so an equal address is the same buffer).
+    last_owner: [usize; MAX_BINDINGS],
     chunk_cmds: u32,
     /// The last (invocations, local size x) turned into a grid, and the grid.
     last_grid: (u32, u32, [u32; 3]),
@@ -153,9 +161,9 @@ impl Device {
             tracker: Tracker::new_batch(),
             keep: Vec::new(),
             last_pipeline: vk::Pipeline::null(),
+            bound: 0,
             last_infos: [vk::DescriptorBufferInfo::default(); MAX_BINDINGS],
-            last_count: 0,
-            binds_valid: false,
+            last_owner: [0; MAX_BINDINGS],
             chunk_cmds: 0,
             last_grid: (0, 0, [0; 3]),
             chunk_host_reads: false,
@@ -353,48 +361,58 @@ impl Batch {
             return Err(call_error(kernel, &self.dev, buffers.len(), pc.len()));
         }
         let n = buffers.len();
-        // Validate each binding and write it over the previous dispatch's,
-        // noting whether anything changed (then descriptors are re-pushed).
-        let mut rebind =
-            !(self.binds_valid && self.last_pipeline == k.pipeline && self.last_count == n);
+        // The same kernel on the same buffer ranges as the previous dispatch
+        // (validated then, its buffers kept since): nothing to check or bind.
+        // Otherwise each binding is validated and written over the previous
+        // one, and the descriptors are bound again.
+        let kernel_addr = Arc::as_ptr(&kernel.core) as usize;
+        let mut rebind = self.bound != kernel_addr;
         for (i, (b, info)) in buffers.iter().zip(bindings).enumerate() {
             let v = b.view();
-            let new = match binding_info(d, k, info, &v) {
-                Ok(new) => new,
+            let owner = Arc::as_ptr(v.inner) as usize;
+            let old = &self.last_infos[i];
+            if !rebind
+                && self.last_owner[i] == owner
+                && old.offset == v.offset
+                && old.range == v.size
+            {
+                continue;
+            }
+            match binding_info(d, k, info, &v) {
+                Ok(new) => {
+                    self.last_infos[i] = new;
+                    self.last_owner[i] = owner;
+                    rebind = true;
+                }
                 Err(e) => {
                     // Entries before `i` may have been overwritten.
-                    self.binds_valid = false;
+                    self.bound = 0;
                     return Err(e);
                 }
-            };
-            let old = &mut self.last_infos[i];
-            if old.buffer != new.buffer || old.offset != new.offset || old.range != new.range {
-                *old = new;
-                rebind = true;
             }
         }
         self.begin_command(Stage::Compute, k.writes)?;
+        let cb = self.cb;
         if rebind {
             for b in buffers {
                 self.keep_view(&b.view());
             }
+            let d = &*self.dev;
+            if self.last_pipeline != k.pipeline {
+                // SAFETY: `cb` is recording; the pipeline lives until the device drops.
+                unsafe {
+                    d.raw
+                        .cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, k.pipeline)
+                };
+                self.last_pipeline = k.pipeline;
+            }
+            if n > 0 {
+                let owner = |i: usize| buffers[i].view().inner;
+                bind_descriptors(d, self.rec.as_mut(), cb, k, &self.last_infos[..n], &owner)?;
+            }
+            self.bound = kernel_addr;
         }
         let d = &*self.dev;
-        let cb = self.cb;
-        if self.last_pipeline != k.pipeline || !self.binds_valid {
-            // SAFETY: `cb` is recording; the pipeline lives until the device drops.
-            unsafe {
-                d.raw
-                    .cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, k.pipeline)
-            };
-            self.last_pipeline = k.pipeline;
-        }
-        if rebind && n > 0 {
-            let owner = |i: usize| buffers[i].view().inner;
-            bind_descriptors(d, self.rec.as_mut(), cb, k, &self.last_infos[..n], &owner)?;
-            self.last_count = n;
-        }
-        self.binds_valid = true;
         if !pc.is_empty() {
             if pc.len() % 4 == 0 {
                 push_constants(&d.raw, cb, k, pc);
@@ -475,7 +493,7 @@ impl Batch {
             .ok_or(Error::DeviceLost { call: "batch" })?;
         self.cb = rec.begin(&d.raw, &d.sticky, &d.counters)?;
         self.chunk_cmds = 0;
-        self.binds_valid = false;
+        self.bound = 0;
         self.last_pipeline = vk::Pipeline::null();
         if self.queries.as_ref().is_some_and(|q| q.used == 0) {
             self.write_timestamp(vk::PipelineStageFlags::TOP_OF_PIPE);
@@ -567,7 +585,7 @@ impl Batch {
             b.last_use.used_compute(value);
         }
         self.last_value = value;
-        self.binds_valid = false;
+        self.bound = 0;
         Ok(())
     }
 }

@@ -567,3 +567,40 @@ fn foreign_buffers_and_kernels() {
     assert_clean(&other);
     assert_clean(&gpu);
 }
+
+#[test]
+fn a_refused_binding_does_not_leave_stale_descriptors_bound() {
+    // Dispatch 1 binds (x, y, z). Dispatch 2, (x2, y, foreign), is refused
+    // at its third binding after its first two were checked: dispatch 3,
+    // (x2, y, z), must bind x2 and not take the set for "already bound".
+    for push in [true, false] {
+        let gpu = gpu_with(vkcompute::DeviceOptions {
+            push_descriptors: Some(push),
+            ..Default::default()
+        });
+        let other = gpu_with(Default::default());
+        let add = gpu.kernel_glsl(ADD).unwrap();
+        let x = gpu.upload(&[1.0f32, 2.0]).unwrap();
+        let x2 = gpu.upload(&[100.0f32, 200.0]).unwrap();
+        let y = gpu.upload(&[10.0f32, 20.0]).unwrap();
+        let z = gpu.alloc::<f32>(2).unwrap();
+        let foreign = other.alloc::<f32>(2).unwrap();
+        let mut b = gpu.batch().unwrap();
+        b.run(&add, &[&x, &y, &z], 2).unwrap();
+        b.barrier();
+        let refused = b.run(&add, &[&x2, &y, &foreign], 2);
+        assert!(
+            matches!(refused, Err(Error::ForeignBuffer { binding: 2, .. })),
+            "{refused:?}"
+        );
+        b.run(&add, &[&x2, &y, &z], 2).unwrap();
+        b.submit().unwrap();
+        assert_eq!(
+            z.download().unwrap(),
+            vec![110.0, 220.0],
+            "push descriptors: {push}"
+        );
+        assert_clean(&gpu);
+        assert_clean(&other);
+    }
+}

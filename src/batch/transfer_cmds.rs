@@ -120,7 +120,7 @@ impl Batch {
         }
         // The next dispatch binds its own pipeline and descriptors.
         self.last_pipeline = k.pipeline;
-        self.binds_valid = false;
+        self.bound = 0;
         self.end_command("copy")
     }
 
