@@ -71,16 +71,24 @@ impl Ticket {
         // Device loss is sticky: even a batch the host already saw complete
         // reports it (its results can no longer be read back anyway).
         d.sticky.check()?;
-        let prime = || {
+        // Housekeeping runs while the wait spins (the first poll found the
+        // work unfinished): release what earlier completions made free,
+        // then ready a recorder for the next batch. Only when the work was
+        // already done does it run after, on the values the wait saw.
+        let idled = std::cell::Cell::new(false);
+        let idle = || {
+            idled.set(true);
+            let done = d.completed_cached();
+            d.release_ready(done);
             d.compute_recorders
-                .prime(&d.raw, &d.sticky, &d.counters, d.completed_cached())
+                .prime(&d.raw, &d.sticky, &d.counters, done)
         };
         let spin = d.options.wait_spin;
         d.compute
-            .wait_with_idle(&d.raw, &d.sticky, self.value, timeout, spin, prime)?;
-        // Release what the wait made free, by the values already known
-        // (no further driver call on this path).
-        d.release_ready(d.completed_cached());
+            .wait_with_idle(&d.raw, &d.sticky, self.value, timeout, spin, idle)?;
+        if !idled.get() {
+            d.release_ready(d.completed_cached());
+        }
         Ok(())
     }
 
