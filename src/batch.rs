@@ -405,6 +405,7 @@ impl Batch {
                         .cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, k.pipeline)
                 };
                 self.last_pipeline = k.pipeline;
+                d.compute.note_pipeline(k.pipeline);
             }
             if n > 0 {
                 let owner = |i: usize| buffers[i].view().inner;
@@ -491,10 +492,11 @@ impl Batch {
             .rec
             .as_mut()
             .ok_or(Error::DeviceLost { call: "batch" })?;
-        self.cb = rec.begin(&d.raw, &d.sticky, &d.counters)?;
+        let (cb, pipeline) = rec.begin(&d.raw, &d.sticky, &d.counters)?;
+        self.cb = cb;
         self.chunk_cmds = 0;
         self.bound = 0;
-        self.last_pipeline = vk::Pipeline::null();
+        self.last_pipeline = pipeline;
         if self.queries.as_ref().is_some_and(|q| q.used == 0) {
             self.write_timestamp(vk::PipelineStageFlags::TOP_OF_PIPE);
         }

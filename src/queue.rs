@@ -34,6 +34,9 @@ pub(crate) struct Queue {
     lock: Mutex<u64>,
     submitted: AtomicU64,
     completed: AtomicU64,
+    /// The compute pipeline a batch bound last (raw handle; 0: none), which
+    /// a recorder readied ahead of time binds (`RecorderPool::prime`).
+    last_pipeline: AtomicU64,
 }
 
 impl Queue {
@@ -58,6 +61,7 @@ impl Queue {
             lock: Mutex::new(0),
             submitted: AtomicU64::new(0),
             completed: AtomicU64::new(0),
+            last_pipeline: AtomicU64::new(0),
         })
     }
 
@@ -120,6 +124,20 @@ impl Queue {
         *next = value;
         self.submitted.store(value, Ordering::Release);
         Ok(value)
+    }
+
+    /// Notes the compute pipeline a batch just bound.
+    #[inline]
+    pub(crate) fn note_pipeline(&self, pipeline: vk::Pipeline) {
+        use ash::vk::Handle;
+        self.last_pipeline
+            .store(pipeline.as_raw(), Ordering::Relaxed);
+    }
+
+    /// The compute pipeline a batch bound last (null: none yet).
+    pub(crate) fn last_pipeline(&self) -> vk::Pipeline {
+        use ash::vk::Handle;
+        vk::Pipeline::from_raw(self.last_pipeline.load(Ordering::Relaxed))
     }
 
     /// The last value handed to a submission.

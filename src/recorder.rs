@@ -52,8 +52,9 @@ pub(crate) struct Recorder {
     desc_pools: Vec<vk::DescriptorPool>,
     desc_current: usize,
     dirty: bool,
-    /// A command buffer already begun ahead of use (see `RecorderPool::prime`).
-    primed: Option<vk::CommandBuffer>,
+    /// A command buffer already begun ahead of use (see `RecorderPool::prime`),
+    /// and the compute pipeline bound in it then (null: none).
+    primed: Option<(vk::CommandBuffer, vk::Pipeline)>,
 }
 
 impl Recorder {
@@ -106,15 +107,16 @@ impl Recorder {
         Ok(())
     }
 
-    /// The next command buffer, begun for one-time submission.
+    /// The next command buffer, begun for one-time submission, with the
+    /// compute pipeline already bound in it (null: none).
     pub(crate) fn begin(
         &mut self,
         device: &ash::Device,
         sticky: &Sticky,
         counters: &Counters,
-    ) -> Result<vk::CommandBuffer> {
-        if let Some(cb) = self.primed.take() {
-            return Ok(cb);
+    ) -> Result<(vk::CommandBuffer, vk::Pipeline)> {
+        if let Some(primed) = self.primed.take() {
+            return Ok(primed);
         }
         self.dirty = true;
         if self.next == self.buffers.len() {
@@ -135,7 +137,7 @@ impl Recorder {
         // SAFETY: `cb` is in the initial state (fresh or after pool reset).
         unsafe { device.begin_command_buffer(cb, &begin) }
             .map_err(|r| sticky.fail("vkBeginCommandBuffer", r))?;
-        Ok(cb)
+        Ok((cb, vk::Pipeline::null()))
     }
 
     /// A descriptor set of `layout` from the fallback pools.
@@ -261,16 +263,21 @@ impl RecorderPool {
     }
 
     /// Readies a recorder for the next batch ahead of time: reset, with its
-    /// first command buffer already begun, at the end of the free list
-    /// (where `take` looks first). Called while a wait spins, so the next
-    /// batch on this queue skips the pool reset and `vkBeginCommandBuffer`.
-    /// Does nothing if a primed recorder is already waiting.
+    /// first command buffer already begun and `pipeline` (the compute
+    /// pipeline most recently bound on this queue; null for none) bound in
+    /// it, at the end of the free list (where `take` looks first). Called
+    /// while a wait spins, so the next batch on this queue skips the pool
+    /// reset, `vkBeginCommandBuffer` and, when it starts with the same
+    /// kernel, the pipeline bind. A pipeline bound and never dispatched is
+    /// harmless, and pipelines live until the device drops. Does nothing if
+    /// a primed recorder is already waiting.
     pub(crate) fn prime(
         &self,
         device: &ash::Device,
         sticky: &Sticky,
         counters: &Counters,
         cached: UseMark,
+        pipeline: vk::Pipeline,
     ) {
         let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
         if free.iter().any(|r| r.primed.is_some()) {
@@ -294,8 +301,15 @@ impl RecorderPool {
             .reset(device, sticky)
             .and_then(|()| rec.begin(device, sticky, counters));
         match primed {
-            Ok(cb) => {
-                rec.primed = Some(cb);
+            Ok((cb, _)) => {
+                if pipeline != vk::Pipeline::null() {
+                    // SAFETY: `cb` is recording; the pipeline is a live
+                    // compute pipeline of this device.
+                    unsafe {
+                        device.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, pipeline)
+                    };
+                }
+                rec.primed = Some((cb, pipeline));
                 free.push(rec);
             }
             // SAFETY: the recorder's work completed (it was free or its mark

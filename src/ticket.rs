@@ -80,8 +80,9 @@ impl Ticket {
             idled.set(true);
             let done = d.completed_cached();
             d.release_ready(done);
+            let pipeline = d.compute.last_pipeline();
             d.compute_recorders
-                .prime(&d.raw, &d.sticky, &d.counters, done)
+                .prime(&d.raw, &d.sticky, &d.counters, done, pipeline)
         };
         let spin = d.options.wait_spin;
         d.compute

@@ -240,7 +240,7 @@ impl<'a> Run<'a> {
             .rec
             .as_mut()
             .ok_or(crate::Error::DeviceLost { call: "staging" })?;
-        let cb = rec.begin(&d.raw, &d.sticky, &d.counters)?;
+        let (cb, _) = rec.begin(&d.raw, &d.sticky, &d.counters)?;
         cmd_barrier(&d.raw, cb, barrier::staging_before(self.transfer_only));
         record(&d.raw, cb);
         cmd_barrier(&d.raw, cb, barrier::staging_after(self.transfer_only));

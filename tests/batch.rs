@@ -5,7 +5,7 @@
 //! `batch_errors.rs`.
 
 mod common;
-use common::glsl::{bytes, saxpy_pc, ADD, INC, SAXPY};
+use common::glsl::{bytes, saxpy_pc, ADD, INC, SAXPY, SPIN};
 use common::*;
 
 use vkcompute::{Batch, BatchOptions, Buffer, Device, DeviceOptions, Error, Kernel, Profiling};
@@ -659,4 +659,59 @@ fn dropping_a_batch_discards_only_what_was_not_submitted() {
     gpu.wait_idle().unwrap();
     assert_eq!(gpu.stats().deferred, 0);
     assert_clean(&gpu);
+}
+
+/// `iters` rounds of the SPIN kernel's xorshift32 on `v`.
+fn xorshift(mut v: u32, iters: u32) -> u32 {
+    for _ in 0..iters {
+        v ^= v << 13;
+        v ^= v >> 17;
+        v ^= v << 5;
+    }
+    v
+}
+
+#[test]
+fn batches_after_a_wait_start_with_any_kernel() {
+    // A wait that finds the work unfinished readies the next command
+    // buffer with the last pipeline bound (see `Ticket::wait`); whichever
+    // kernel the next batch starts with (the same one, another, or none),
+    // it must run what it records. SPIN keeps each wait long enough.
+    const ITERS: u32 = 20_000;
+    for push in [true, false] {
+        let gpu = gpu_with(DeviceOptions {
+            push_descriptors: Some(push),
+            ..Default::default()
+        });
+        let spin = gpu.kernel_glsl(SPIN).unwrap();
+        let saxpy = gpu.kernel_glsl(SAXPY).unwrap();
+        let seeds: Vec<u32> = (1..=64).collect();
+        let s = gpu.upload(&seeds).unwrap();
+        let x = gpu.upload(&[1.0f32; 64]).unwrap();
+        let y = gpu.alloc::<f32>(64).unwrap();
+        let f = gpu.alloc::<u32>(64).unwrap();
+        let mut want = seeds.clone();
+        for round in 1..=5u32 {
+            // The same kernel twice: the second batch finds it bound.
+            for _ in 0..2 {
+                let mut b = gpu.batch().unwrap();
+                b.run_with_push_constants(&spin, &[&s], 64, &bytes(&[ITERS]))
+                    .unwrap();
+                b.submit().unwrap();
+                want.iter_mut().for_each(|v| *v = xorshift(*v, ITERS));
+            }
+            // Another kernel after it, then a batch that only fills.
+            let mut b = gpu.batch().unwrap();
+            b.run_with_push_constants(&saxpy, &[&x, &y], 64, &saxpy_pc(1.0, 64))
+                .unwrap();
+            b.submit().unwrap();
+            let mut b = gpu.batch().unwrap();
+            b.fill(&f, round).unwrap();
+            b.submit().unwrap();
+            assert_eq!(s.download().unwrap(), want, "round {round}, push {push}");
+            assert!(y.download().unwrap().iter().all(|&v| v == round as f32));
+            assert!(f.download().unwrap().iter().all(|&v| v == round));
+        }
+        assert_clean(&gpu);
+    }
 }
