@@ -367,17 +367,24 @@ fn dispatch_section(
     );
 
     // Recording: timed as the floor times it, into a command buffer whose
-    // pipeline and descriptor set are already bound (`record_cost_warm`);
-    // CPU-only, so in ten alternating blocks.
+    // pipeline and descriptor set are already bound (`record_cost_warm`).
+    // Nothing is submitted, so no GPU context switches: after a warm-up the
+    // two sides alternate run by run (101 runs each), which evens out the
+    // host's drift in speed better than blocks do.
     let record_blocks = if quick { 2 } else { 10 };
+    let alternations = if quick { 4 } else { 101 };
     for (label, chain) in [
         ("record dispatch", false),
         ("record dispatch + barrier", true),
     ] {
+        for _ in 0..warm * 5 {
+            ours.record_cost_warm(steps, chain).expect("record");
+            fl.record_cost(steps, chain);
+        }
         let (o, f) = measure_blocks(
-            record_blocks,
-            warm,
-            reps * 2,
+            alternations,
+            0,
+            alternations,
             || ours.record_cost_warm(steps, chain).expect("record"),
             || us(fl.record_cost(steps, chain)) / steps as f64,
         );
@@ -487,7 +494,10 @@ fn dispatch_section(
         );
     }
     let rt_reps = if quick { 20 } else { 2001 };
-    let (o, f) = measure_pair(
+    // Ten blocks a side (each warmed up: the first runs after a switch
+    // between the two Vulkan devices pay a GPU context switch).
+    let (o, f) = measure_blocks(
+        if quick { 2 } else { 10 },
         warm * 10,
         rt_reps,
         || ours.round_trip().expect("round trip"),
