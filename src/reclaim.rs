@@ -92,6 +92,12 @@ impl<T> Deferred<T> {
         Some(self.items.swap_remove(i).1)
     }
 
+    /// Removes the most recently parked item whose mark is reached, if any.
+    pub(crate) fn take_last_ready(&mut self, completed: UseMark) -> Option<T> {
+        let i = self.items.iter().rposition(|(m, _)| m.reached(completed))?;
+        Some(self.items.remove(i).1)
+    }
+
     /// Removes everything (teardown, after the queues are idle).
     pub(crate) fn take_all(&mut self) -> Vec<T> {
         self.items.drain(..).map(|(_, t)| t).collect()

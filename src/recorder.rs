@@ -229,21 +229,35 @@ impl RecorderPool {
         cached: UseMark,
         poll: impl FnOnce() -> Result<UseMark>,
     ) -> Result<Recorder> {
-        let free = {
+        // Preference: a recorder readied ahead of time; else the one retired
+        // last, if its work is done (its command memory is the warmest in
+        // the CPU's caches); else any free one; else any whose work the
+        // driver reports done; else a new one.
+        let primed = {
             let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
-            match free.iter().rposition(|r| r.primed.is_some()) {
-                Some(i) => Some(free.swap_remove(i)),
-                None => free.pop(),
-            }
+            free.iter()
+                .rposition(|r| r.primed.is_some())
+                .map(|i| free.swap_remove(i))
         };
-        let mut rec = match free {
+        // One lock at a time: `prime` takes the free list's lock, then the
+        // busy list's.
+        let warm = primed.or_else(|| {
+            let last = self
+                .busy
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .take_last_ready(cached);
+            last.or_else(|| self.free.lock().unwrap_or_else(|p| p.into_inner()).pop())
+        });
+        let mut rec = match warm {
             Some(r) => r,
             None => {
                 let mut busy = self.busy.lock().unwrap_or_else(|p| p.into_inner());
-                let mut ready = busy.take_one_ready(cached);
-                if ready.is_none() && !busy.is_empty() {
-                    ready = busy.take_one_ready(poll()?);
-                }
+                let ready = if busy.is_empty() {
+                    None
+                } else {
+                    busy.take_one_ready(poll()?)
+                };
                 drop(busy);
                 match ready {
                     Some(r) => r,
