@@ -28,7 +28,7 @@ case "$set_name" in
     # real driver, as test_<name> (properties and smoke are CPU-side or
     # covered by the others; they stay on lavapipe to keep the set small).
     cp target/release/examples/gpu_report "$stage/bin/"
-    for t in buffer buffer_errors batch batch_errors copy ticket concurrency kernel device leaks bad_input oom device_loss cache soak; do
+    for t in buffer buffer_errors batch batch_errors copy ticket concurrency kernel device leaks bad_input oom device_loss cache set_cache soak; do
       cp "$(newest "$t")" "$stage/bin/test_$t"
     done
     cp /usr/lib/x86_64-linux-gnu/libVkLayer_khronos_validation.so "$stage/layer/"
