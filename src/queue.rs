@@ -156,7 +156,11 @@ impl Queue {
         // SAFETY: the semaphore is a live timeline semaphore of `device`.
         let v = unsafe { device.get_semaphore_counter_value(self.timeline) }
             .map_err(|r| sticky.fail("vkGetSemaphoreCounterValue", r))?;
-        self.completed.fetch_max(v, Ordering::AcqRel);
+        // A locked read-modify-write only when the value moved (a spinning
+        // wait polls many times without it moving).
+        if v > self.completed.load(Ordering::Relaxed) {
+            self.completed.fetch_max(v, Ordering::AcqRel);
+        }
         Ok(v)
     }
 

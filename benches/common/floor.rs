@@ -518,6 +518,15 @@ impl Floor {
         start.elapsed()
     }
 
+    /// [`Floor::round_trip`] with spinning, split: (submit, wait).
+    pub fn round_trip_phases(&mut self) -> (Duration, Duration) {
+        let start = Instant::now();
+        let v = self.submit(self.round_trip_cb);
+        let submitted = Instant::now();
+        self.wait_spin(v);
+        (submitted - start, submitted.elapsed())
+    }
+
     /// x[i] = i, written through the mapping.
     fn reset_buffer(&mut self) {
         // SAFETY: `mapped` points at ELEMENTS coherent f32s; no GPU work is

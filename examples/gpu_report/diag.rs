@@ -172,6 +172,21 @@ pub fn diag_section(notes: &mut Vec<String>) -> vkcompute::Result<AdapterInfo> {
         ),
     );
     finish(ours);
+    let mut split: Vec<(f64, f64)> = Vec::with_capacity(phase_reps);
+    for i in 0..phase_reps + 50 {
+        let (sub, wait) = fl.borrow_mut().round_trip_phases();
+        if i >= 50 {
+            split.push((us(sub), us(wait)));
+        }
+    }
+    say(
+        notes,
+        format!(
+            "round trip phases (µs, medians of {phase_reps}), floor pre-recorded: submit {:.2}, wait {:.2}",
+            median(split.iter().map(|p| p.0).collect()),
+            median(split.iter().map(|p| p.1).collect())
+        ),
+    );
     // The diag's objects first: the floor refuses to drop before them.
     drop(fd);
     drop(fl);
