@@ -222,8 +222,9 @@ impl Device {
     }
 
     /// Waits for idle, then releases pooled objects not in use (free
-    /// recorders, staging buffers) so [`Device::stats`] shows only what
-    /// users hold. Kernels stay cached.
+    /// recorders, staging buffers, cached descriptor sets of dropped
+    /// buffers) so [`Device::stats`] shows only what users hold. Kernels,
+    /// and descriptor sets of live buffers, stay cached.
     pub fn trim(&self) -> Result<()> {
         self.wait_idle()?;
         let d = &self.inner;

@@ -26,8 +26,9 @@ pub struct Stats {
     pub command_buffers: i64,
     /// Live descriptor pools (only on the pooled-descriptor fallback).
     pub descriptor_pools: i64,
-    /// Descriptor sets kept written across batches (pooled-descriptor
-    /// adapters; see [`Device::trim`](crate::Device::trim)).
+    /// Descriptor sets kept written across batches, at most 1024
+    /// (pooled-descriptor adapters; those of dropped buffers are freed when
+    /// the cache fills up and by [`Device::trim`](crate::Device::trim)).
     pub cached_descriptor_sets: i64,
     /// Descriptor pools holding those sets.
     pub set_cache_pools: i64,
