@@ -33,13 +33,14 @@ use crate::profile::Profiling;
 use crate::queue::SemaphoreWait;
 use crate::reclaim::UseMark;
 use crate::recorder::{cmd_barrier, Recorder};
-use crate::reflect::BindingKind;
-use crate::set_cache::SetKey;
 use crate::stats::Counter;
 use crate::ticket::{QueryReadout, Ticket};
 use crate::workgroups::{self, GridError};
 
+mod bind;
 mod transfer_cmds;
+
+use bind::{bind_descriptors, binding_info, call_error, push_constants, push_constants_padded};
 
 /// Queries per timestamp pool.
 pub(crate) const QUERIES_PER_POOL: u32 = 1024;
@@ -589,202 +590,6 @@ impl Batch {
         self.last_value = value;
         self.bound = 0;
         Ok(())
-    }
-}
-
-/// Binds `infos` (one packed `VkDescriptorBufferInfo` per binding of `k`,
-/// in its template's order, each for a live buffer within the adapter's
-/// range and alignment limits; `owner(i)` is binding i's buffer, which the
-/// batch keeps alive) as set 0: pushed where the kernel uses push
-/// descriptors, else a written set from the device's cache
-/// ([`crate::set_cache`]) or, when that declines, one written into `rec`'s
-/// pools, bound.
-pub(crate) fn bind_descriptors<'o>(
-    d: &DeviceInner,
-    rec: Option<&mut Recorder>,
-    cb: vk::CommandBuffer,
-    k: &KernelCore,
-    infos: &[vk::DescriptorBufferInfo],
-    owner: &dyn Fn(usize) -> &'o Arc<BufferInner>,
-) -> Result<()> {
-    let data = infos.as_ptr().cast::<std::ffi::c_void>();
-    match &d.push_descriptor {
-        Some(pd) if k.push_descriptors => {
-            // SAFETY: `cb` is recording; the template was made for this
-            // layout over packed DescriptorBufferInfo, and `infos` holds one
-            // valid entry per binding (the caller's contract).
-            unsafe {
-                pd.cmd_push_descriptor_set_with_template(cb, k.template, k.pipeline_layout, 0, data)
-            };
-        }
-        _ => {
-            let key = SetKey::new(k.set_layout, infos, owner);
-            let timeline = (d.compute.submitted(), d.compute.completed_cached());
-            let cached = d.set_cache.get_or_write(
-                &d.raw,
-                &d.sticky,
-                &d.counters,
-                &key,
-                k.template,
-                infos,
-                owner,
-                timeline,
-            )?;
-            let set = match cached {
-                Some(set) => set,
-                None => {
-                    let rec = rec.ok_or(Error::DeviceLost { call: "batch" })?;
-                    let set = rec.allocate_set(&d.raw, &d.sticky, &d.counters, k.set_layout)?;
-                    // SAFETY: `set` is fresh from a pool the batch owns and
-                    // not in use; `infos` matches the template's layout.
-                    unsafe {
-                        d.raw
-                            .update_descriptor_set_with_template(set, k.template, data)
-                    };
-                    set
-                }
-            };
-            // SAFETY: `cb` is recording; `set` holds `infos` for `k`'s layout,
-            // and every buffer it names is kept alive by the batch.
-            unsafe {
-                d.raw.cmd_bind_descriptor_sets(
-                    cb,
-                    vk::PipelineBindPoint::COMPUTE,
-                    k.pipeline_layout,
-                    0,
-                    &[set],
-                    &[],
-                );
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Why a dispatch of `kernel` with `buffers` bindings and `pc` bytes of
-/// push constants was refused before recording (kept out of the inlined
-/// hot path).
-#[cold]
-#[inline(never)]
-fn call_error(kernel: &Kernel, dev: &Arc<DeviceInner>, buffers: usize, pc: usize) -> Error {
-    let k = &*kernel.core;
-    if !Arc::ptr_eq(&kernel.dev, dev) {
-        Error::ForeignKernel {
-            kernel: k.label.clone(),
-        }
-    } else if buffers != k.reflection.bindings.len() {
-        Error::BindingCount {
-            kernel: k.label.clone(),
-            expected: k.reflection.bindings.len(),
-            got: buffers,
-        }
-    } else {
-        Error::PushConstantSize {
-            kernel: k.label.clone(),
-            expected: k.push_constant_size,
-            got: pc,
-        }
-    }
-}
-
-/// Records push constants whose length is a multiple of 4.
-#[inline]
-fn push_constants(dev: &ash::Device, cb: vk::CommandBuffer, k: &KernelCore, bytes: &[u8]) {
-    // SAFETY: `cb` is recording; the layout declares a COMPUTE push range
-    // of the block size rounded up to 4, which `bytes` does not exceed.
-    unsafe {
-        dev.cmd_push_constants(
-            cb,
-            k.pipeline_layout,
-            vk::ShaderStageFlags::COMPUTE,
-            0,
-            bytes,
-        )
-    };
-}
-
-/// Push constants of a block whose size is not a multiple of 4 (16-bit
-/// members): padded with zeros to the layout's range.
-#[cold]
-fn push_constants_padded(dev: &ash::Device, cb: vk::CommandBuffer, k: &KernelCore, pc: &[u8]) {
-    let mut padded = [0u8; 256];
-    let len = pc.len().next_multiple_of(4).min(padded.len());
-    padded[..pc.len().min(len)].copy_from_slice(&pc[..pc.len().min(len)]);
-    push_constants(dev, cb, k, &padded[..len]);
-}
-
-/// Checks one binding against the kernel's reflection and the adapter's
-/// limits, and returns its descriptor.
-#[inline]
-fn binding_info(
-    d: &DeviceInner,
-    k: &KernelCore,
-    info: &crate::reflect::BindingInfo,
-    v: &BufView<'_>,
-) -> Result<vk::DescriptorBufferInfo> {
-    let (limit, align) = match info.kind {
-        BindingKind::Storage => (
-            d.info.max_storage_buffer_range,
-            d.info.min_storage_buffer_offset_alignment,
-        ),
-        BindingKind::Uniform => (
-            d.info.max_uniform_buffer_range,
-            d.info.min_uniform_buffer_offset_alignment,
-        ),
-    };
-    // Vulkan offset alignments are powers of two: a mask, not a division
-    // (a 64-bit divide costs tens of cycles on the hot path).
-    let misaligned = if align.is_power_of_two() {
-        v.offset & (align - 1) != 0
-    } else {
-        v.offset % align.max(1) != 0
-    };
-    if v.inner.dev.id != d.id || v.size > limit || misaligned {
-        return Err(binding_error(d, k, info, v, limit, align));
-    }
-    Ok(vk::DescriptorBufferInfo {
-        buffer: v.inner.raw,
-        offset: v.offset,
-        range: v.size,
-    })
-}
-
-#[cold]
-fn binding_error(
-    d: &DeviceInner,
-    k: &KernelCore,
-    info: &crate::reflect::BindingInfo,
-    v: &BufView<'_>,
-    limit: u64,
-    align: u64,
-) -> Error {
-    let limit_name = match info.kind {
-        BindingKind::Storage => "maxStorageBufferRange",
-        BindingKind::Uniform => "maxUniformBufferRange",
-    };
-    if v.inner.dev.id != d.id {
-        Error::ForeignBuffer {
-            kernel: k.label.clone(),
-            binding: info.binding,
-        }
-    } else if v.size > limit {
-        Error::BindingMismatch {
-            kernel: k.label.clone(),
-            binding: info.binding,
-            detail: format!(
-                "binds {} bytes, over {limit_name} ({limit} bytes); bind slices of at most that size",
-                v.size
-            ),
-        }
-    } else {
-        Error::BindingMismatch {
-            kernel: k.label.clone(),
-            binding: info.binding,
-            detail: format!(
-                "slice starts at byte {}, not a multiple of the offset alignment {align}",
-                v.offset
-            ),
-        }
     }
 }
 
