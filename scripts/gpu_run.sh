@@ -62,7 +62,7 @@ if has tests; then
   for t in "$g"/bin/test_*; do
     name=$(basename "$t")
     echo "== $name (validation on)"
-    "$t" --test-threads=4 > "$OUT/$name.log" 2>&1
+    "$t" --test-threads=1 > "$OUT/$name.log" 2>&1
     grep -E "test result|skipped" "$OUT/$name.log"
     grep -q "test result: ok" "$OUT/$name.log" || sed -n '/^failures:/,$p' "$OUT/$name.log" | head -60
   done 2>&1 | tee "$OUT/tests.txt"
