@@ -286,13 +286,16 @@ fn one_ticket_waited_on_by_many_threads() {
 #[test]
 fn threads_on_separate_devices_and_one_shared() {
     // Devices are independent: a thread per device plus threads sharing one.
+    // The devices are made (and dropped) outside the threads: the Debian
+    // validation layer (1.3.239) can crash when one thread creates a device
+    // while another records (see scripts/test.sh).
     let shared = gpu();
+    let owns: Vec<Device> = (0..4).map(|_| common::gpu()).collect();
     std::thread::scope(|s| {
-        for t in 0..4u32 {
+        for (t, own) in (0..4u32).zip(&owns) {
             let shared = shared.clone();
             s.spawn(move || {
-                let own = common::gpu();
-                for gpu in [&own, &shared] {
+                for gpu in [own, &shared] {
                     let k = gpu.kernel_glsl(MIX).unwrap();
                     let y = gpu.upload(&vec![t; 999]).unwrap();
                     for _ in 0..10 {
@@ -309,10 +312,11 @@ fn threads_on_separate_devices_and_one_shared() {
                     assert_eq!(y.download().unwrap(), vec![want; 999]);
                 }
                 assert_eq!(own.cached_kernels(), 1);
-                assert_clean(&own);
+                assert_clean(own);
             });
         }
     });
+    drop(owns);
     assert_eq!(shared.cached_kernels(), 1);
     assert_clean(&shared);
 }
