@@ -148,19 +148,20 @@ impl Device {
                 adapter: d.info.name.clone(),
             });
         }
-        let rec = d.compute_recorders.take(
+        let mut rec = d.compute_recorders.take(
             &d.raw,
             &d.sticky,
             &d.counters,
             d.completed_cached(),
             || d.completed(),
         )?;
+        let keep = std::mem::take(&mut rec.keep);
         Ok(Batch {
             dev: d.clone(),
             rec: Some(rec),
             cb: vk::CommandBuffer::null(),
             tracker: Tracker::new_batch(),
-            keep: Vec::new(),
+            keep,
             last_pipeline: vk::Pipeline::null(),
             bound: 0,
             last_infos: [vk::DescriptorBufferInfo::default(); MAX_BINDINGS],
@@ -307,15 +308,24 @@ impl Batch {
             compute: self.last_value,
             transfer: 0,
         };
-        if let Some(rec) = self.rec.take() {
-            self.dev.compute_recorders.retire(mark, rec);
-        }
+        self.retire(mark);
         let queries = self.queries.take().map(|q| QueryReadout {
             pools: q.pools,
             count: q.used,
             labels: q.labels,
         });
         Ok(Ticket::new(self.dev.clone(), self.last_value, queries))
+    }
+
+    /// Hands the recorder back (its work completes at `mark`), with the
+    /// emptied keep list for the next batch to reuse. Buffers still listed
+    /// were used only by commands never submitted.
+    fn retire(&mut self, mark: UseMark) {
+        if let Some(mut rec) = self.rec.take() {
+            self.keep.clear();
+            rec.keep = std::mem::take(&mut self.keep);
+            self.dev.compute_recorders.retire(mark, rec);
+        }
     }
 
     fn check_own(&self, v: &BufView<'_>, what: &str) -> Result<()> {
@@ -600,9 +610,7 @@ impl Drop for Batch {
             compute: self.last_value,
             transfer: 0,
         };
-        if let Some(rec) = self.rec.take() {
-            self.dev.compute_recorders.retire(mark, rec);
-        }
+        self.retire(mark);
         if let Some(q) = self.queries.take() {
             for p in q.pools {
                 self.dev.release(mark, Garbage::QueryPool(p));

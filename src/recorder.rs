@@ -55,6 +55,9 @@ pub(crate) struct Recorder {
     /// A command buffer already begun ahead of use (see `RecorderPool::prime`),
     /// and the compute pipeline bound in it then (null: none).
     primed: Option<(vk::CommandBuffer, vk::Pipeline)>,
+    /// The list a batch keeps its buffers in, empty between batches and
+    /// handed from batch to batch so its memory is reused.
+    pub(crate) keep: Vec<std::sync::Arc<crate::buffer::BufferInner>>,
 }
 
 impl Recorder {
@@ -80,6 +83,7 @@ impl Recorder {
             desc_current: 0,
             dirty: false,
             primed: None,
+            keep: Vec::new(),
         })
     }
 
