@@ -223,8 +223,9 @@ impl RecorderPool {
         }
     }
 
-    /// A ready recorder: a free one, else one whose work completed (judged
-    /// by `cached` first, then by `poll`, which asks the driver), else a new one.
+    /// A ready recorder: one readied ahead, else the one retired last if its
+    /// work completed (by `cached`), else a free one, else any whose work
+    /// completed by `poll` (which asks the driver), else a new one.
     pub(crate) fn take(
         &self,
         device: &ash::Device,
