@@ -235,8 +235,7 @@ impl Device {
         for s in d.staging.drain() {
             d.destroy_staging(s);
         }
-        d.set_cache
-            .trim(&d.raw, &d.counters, d.compute.completed_cached());
+        d.set_cache.trim(&d.raw, &d.counters, &d.compute);
         Ok(())
     }
 

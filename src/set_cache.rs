@@ -28,6 +28,7 @@ use ash::vk::Handle;
 use crate::buffer::BufferInner;
 use crate::error::{Result, Sticky};
 use crate::kernel::MAX_BINDINGS;
+use crate::queue::Queue;
 use crate::reclaim::{Deferred, UseMark};
 use crate::stats::{Counter, Counters};
 
@@ -142,7 +143,8 @@ impl SetCache {
     /// the cached one for `key`, or a new one written and cached. `None`
     /// when the cache is full of live entries: the caller writes a
     /// set of its own. `owner` gives each binding's buffer, as for the key;
-    /// `submitted` and `completed` are the compute queue's timeline values.
+    /// `queue` is the compute queue (whose timeline marks when dead sets
+    /// may be freed).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn get_or_write<'o>(
         &self,
@@ -153,14 +155,14 @@ impl SetCache {
         template: vk::DescriptorUpdateTemplate,
         infos: &[vk::DescriptorBufferInfo],
         owner: &dyn Fn(usize) -> &'o Arc<BufferInner>,
-        (submitted, completed): (u64, u64),
+        queue: &Queue,
     ) -> Result<Option<vk::DescriptorSet>> {
         let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(e) = s.map.get(key.words()) {
             return Ok(Some(e.set));
         }
         if s.map.len() >= CAPACITY {
-            s.sweep(device, counters, submitted, completed);
+            s.sweep(device, counters, queue);
             if s.map.len() >= CAPACITY {
                 return Ok(None);
             }
@@ -183,13 +185,13 @@ impl SetCache {
         Ok(Some(set))
     }
 
-    /// Frees the sets of dead entries and destroys pools left empty. Called
-    /// with the compute queue idle up to `completed`; a batch still
-    /// recording binds only sets of live buffers (it holds them), so it is
-    /// unaffected.
-    pub(crate) fn trim(&self, device: &ash::Device, counters: &Counters, completed: u64) {
+    /// Frees the sets of dead entries whose submissions completed, and
+    /// destroys pools left empty. A batch still recording binds only sets
+    /// of live buffers (it holds them), so it is unaffected; work another
+    /// thread submitted meanwhile keeps its sets until it completes.
+    pub(crate) fn trim(&self, device: &ash::Device, counters: &Counters, queue: &Queue) {
         let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        s.sweep(device, counters, completed, completed);
+        s.sweep(device, counters, queue);
         for p in s
             .pools
             .iter_mut()
@@ -225,11 +227,7 @@ impl SetCache {
 
 impl State {
     /// Moves dead entries to the deferred list and frees what passed.
-    fn sweep(&mut self, device: &ash::Device, counters: &Counters, submitted: u64, done: u64) {
-        let mark = UseMark {
-            compute: submitted,
-            transfer: 0,
-        };
+    fn sweep(&mut self, device: &ash::Device, counters: &Counters, queue: &Queue) {
         let mut dead = Vec::new();
         self.map.retain(|_, e| {
             let d = e.dead();
@@ -238,9 +236,17 @@ impl State {
             }
             !d
         });
+        // Read after the scan: a submission that bound one of these sets
+        // happened before its buffer was dropped (the batch held it until
+        // then), so it is counted here.
+        let mark = UseMark {
+            compute: queue.submitted(),
+            transfer: 0,
+        };
         for item in dead {
             self.dead.push(mark, item);
         }
+        let done = queue.completed_cached();
         let ready = self.dead.take_ready(UseMark {
             compute: done,
             transfer: 0,

@@ -43,7 +43,6 @@ pub(crate) fn bind_descriptors<'o>(
         }
         _ => {
             let key = SetKey::new(k.set_layout, infos, owner);
-            let timeline = (d.compute.submitted(), d.compute.completed_cached());
             let cached = d.set_cache.get_or_write(
                 &d.raw,
                 &d.sticky,
@@ -52,7 +51,7 @@ pub(crate) fn bind_descriptors<'o>(
                 k.template,
                 infos,
                 owner,
-                timeline,
+                &d.compute,
             )?;
             let set = match cached {
                 Some(set) => set,
