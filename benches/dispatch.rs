@@ -1,6 +1,7 @@
 //! Dispatch costs: CPU cost to record a dispatch, 1000 dependent and 1000
 //! independent tiny dispatches (GPU time from timestamps, and wall time),
-//! and the submit → wait round trip of one tiny dispatch.
+//! and the round trip of one tiny dispatch: submit → wait of a recorded
+//! batch, and the whole of it with creating and recording the batch.
 //!
 //! `cargo bench --bench dispatch`; `VKCOMPUTE_QUICK=1` shrinks the workloads
 //! (for lavapipe). The same workloads in hand-written ash are `benches/floor.rs`.
@@ -141,7 +142,24 @@ fn bench(c: &mut Criterion) {
         });
     }
 
-    // One tiny dispatch: record, submit, wait (spin then block, the default).
+    // One tiny dispatch, submit → wait: the batch is created and recorded
+    // before the timer (the floor's round trip re-submits a command buffer
+    // recorded once); ending it, submitting and waiting are timed.
+    g.bench_function("round_trip_submit_wait", |bch| {
+        bch.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let mut b = s.gpu.batch().unwrap();
+                b.run_with_push_constants(&s.k, &[&s.x], N, &s.pc).unwrap();
+                let t = Instant::now();
+                b.submit().unwrap();
+                total += t.elapsed();
+            }
+            total
+        })
+    });
+    // One tiny dispatch: new batch, record, submit, wait (spin then block,
+    // the default).
     g.bench_function("round_trip", |bch| {
         bch.iter(|| {
             let mut b = s.gpu.batch().unwrap();

@@ -143,6 +143,20 @@ impl Ours {
 
     /// Wall µs of one round trip: new batch, record one dispatch, submit,
     /// wait (spin then block, the device's default).
+    /// µs from submitting an already recorded one-dispatch batch to the
+    /// end of its wait (`vkEndCommandBuffer`, submission, spin then block):
+    /// the span the floor's round trip of a pre-recorded command buffer
+    /// covers. Creating the batch and recording happen before the timer.
+    pub fn submit_wait(&self) -> vkcompute::Result<f64> {
+        let mut b = self.gpu.batch()?;
+        b.run_with_push_constants(&self.k, &[&self.x], N, &self.pc)?;
+        let t = Instant::now();
+        b.submit()?;
+        Ok(us(t.elapsed()))
+    }
+
+    /// µs for a whole one-dispatch round trip: new batch, record, submit,
+    /// wait.
     pub fn round_trip(&self) -> vkcompute::Result<f64> {
         let t = Instant::now();
         let mut b = self.gpu.batch()?;
