@@ -4,9 +4,12 @@
 //! Recording a dispatch checks it against the kernel's reflection and the
 //! adapter's limits, then records only what changed since the previous
 //! command: the pipeline if it differs, descriptors (pushed with
-//! VK_KHR_push_descriptor, or written into a pooled set) if the bindings
-//! differ, push constants, and the dispatch. Nothing is allocated per
-//! dispatch. Commands not separated by [`Batch::barrier`] may run
+//! VK_KHR_push_descriptor, or a written set from the device's cache,
+//! [`crate::set_cache`]) if the bindings differ, push constants, and the
+//! dispatch. A dispatch of the same kernel on the same buffer ranges as the
+//! one before skips the checks too (they passed then). Nothing is allocated
+//! per dispatch, except the cache's entry the first time a binding set is
+//! seen. Commands not separated by [`Batch::barrier`] may run
 //! concurrently; a barrier orders everything before it against everything
 //! after it ([`crate::barrier`] picks its masks). Each batch is ordered after
 //! all work submitted before it on the device.
