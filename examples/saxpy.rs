@@ -43,9 +43,11 @@ fn main() -> vkcompute::Result<()> {
     pc[..4].copy_from_slice(&a.to_le_bytes());
     pc[4..].copy_from_slice(&n.to_le_bytes());
 
-    // Warm up once, then time one profiled run.
-    gpu.batch()?
-        .run_with_push_constants(&kernel, &[&xs, &ys], n, &pc)?;
+    // Warm up once (submitted and waited: the pipeline, the binding set and
+    // the recorder are then ready), restore y, then time one profiled run.
+    let mut warm = gpu.batch()?;
+    warm.run_with_push_constants(&kernel, &[&xs, &ys], n, &pc)?;
+    warm.submit()?;
     ys.write(0, &y0)?;
     let mut batch = gpu.batch_with(BatchOptions::default().with_profiling(Profiling::Batch))?;
     batch.run_with_push_constants(&kernel, &[&xs, &ys], n, &pc)?;
@@ -81,11 +83,16 @@ fn main() -> vkcompute::Result<()> {
         upload.as_secs_f64() * 1e3,
         download.as_secs_f64() * 1e3
     );
-    if gpu.validation_enabled() {
-        println!("validation messages: {}", gpu.validation_message_count());
+    // Drop everything, then read the validation log, so messages from the
+    // device's teardown count too.
+    let validation = gpu.validation_enabled();
+    let log = gpu.validation_log();
+    drop((xs, ys, kernel, gpu));
+    if validation {
+        println!("validation messages (teardown included): {}", log.count());
     }
-    if !ok || gpu.validation_message_count() > 0 {
-        for m in gpu.validation_messages() {
+    if !ok || log.count() > 0 {
+        for m in log.messages() {
             eprintln!("{m}");
         }
         std::process::exit(1);

@@ -14,6 +14,11 @@ export VKCOMPUTE_VALIDATION=1
 # unless the caller chose an adapter.
 export VKCOMPUTE_DEVICE="${VKCOMPUTE_DEVICE:-llvmpipe}"
 export VKCOMPUTE_QUICK=1
+# Every `common::skipped`/`not_exercised` appends `<test>: <reason>` here;
+# the run ends with the count and the reasons (tests/common/mod.rs).
+export VKCOMPUTE_SKIP_LOG="$PWD/target/skips.log"
+mkdir -p target
+: > "$VKCOMPUTE_SKIP_LOG"
 
 step() { echo; echo "== $*"; }
 step "cargo fmt --check"
@@ -44,5 +49,9 @@ done
 cargo run --quiet --example multi_gpu -- --per-adapter 2
 step "gpu_report at small sizes (the GPU machine runs it at full size)"
 cargo run --quiet --example gpu_report -- --json target/gpu_report_quick.json
+echo
+skips=$(wc -l < "$VKCOMPUTE_SKIP_LOG")
+echo "== $skips checks skipped (tests/common/mod.rs: skipped / not_exercised)"
+sort "$VKCOMPUTE_SKIP_LOG" | uniq -c | sort -rn
 echo
 echo "all checks passed"

@@ -21,7 +21,7 @@ use gpu_allocator::{AllocationSizes, AllocatorDebugSettings};
 use crate::adapter::{self, AdapterInfo};
 use crate::disk_cache::{self, PipelineKey};
 use crate::error::{Error, Result, Sticky};
-use crate::instance::Instance;
+use crate::instance::{Instance, ValidationLog};
 use crate::pipeline_cache::KernelCache;
 use crate::probe::{self, Probed};
 use crate::queue::Queue;
@@ -179,6 +179,13 @@ impl Device {
     /// The first validation messages (up to 64), verbatim.
     pub fn validation_messages(&self) -> Vec<String> {
         self.inner.instance.log.messages()
+    }
+
+    /// The device's validation log, shared: it outlives the device, so a
+    /// test can drop the device and then check that its teardown (objects
+    /// alive at `vkDestroyDevice`, leaks) reported nothing.
+    pub fn validation_log(&self) -> Arc<ValidationLog> {
+        Arc::clone(&self.inner.instance.log)
     }
 
     /// Whether the device was lost; every operation then fails with

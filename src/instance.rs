@@ -10,7 +10,7 @@
 //! while the instance itself is created or destroyed are caught too.
 
 use std::ffi::{c_void, CStr};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use ash::vk;
 
@@ -20,9 +20,14 @@ const VALIDATION_LAYER: &CStr = c"VK_LAYER_KHRONOS_validation";
 /// How many messages are kept verbatim; all are counted.
 const KEPT_MESSAGES: usize = 64;
 
-/// Messages the validation layer reported on one instance.
+/// Messages the validation layer reported on one device's instance.
+///
+/// Shared ([`Device::validation_log`](crate::Device::validation_log)) so it
+/// outlives the device: messages emitted while the device and its instance
+/// are destroyed (objects still alive at `vkDestroyDevice`, leaks) are
+/// counted too, and can be read after the last clone of the device is gone.
 #[derive(Debug, Default)]
-pub(crate) struct ValidationLog {
+pub struct ValidationLog {
     inner: Mutex<LogInner>,
 }
 
@@ -41,11 +46,13 @@ impl ValidationLog {
         }
     }
 
-    pub(crate) fn count(&self) -> usize {
+    /// Warnings and errors of the validation and performance kinds so far.
+    pub fn count(&self) -> usize {
         self.inner.lock().unwrap_or_else(|p| p.into_inner()).count
     }
 
-    pub(crate) fn messages(&self) -> Vec<String> {
+    /// The first messages (up to 64), verbatim.
+    pub fn messages(&self) -> Vec<String> {
         self.inner
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -61,8 +68,8 @@ unsafe extern "system" fn messenger_callback(
     user: *mut c_void,
 ) -> vk::Bool32 {
     // SAFETY: the layer passes a valid callback-data pointer for the duration
-    // of the call; `user` is the `ValidationLog` boxed in `Instance`, which
-    // outlives the messenger (it is destroyed before the box is dropped).
+    // of the call; `user` is the `ValidationLog` in `Instance`'s `Arc`, which
+    // outlives the messenger (it is destroyed before the field is dropped).
     let (text, log) = unsafe {
         let msg = if data.is_null() || (*data).p_message.is_null() {
             "<no message>".to_string()
@@ -99,8 +106,9 @@ pub(crate) struct Instance {
     pub(crate) raw: ash::Instance,
     pub(crate) debug_utils: Option<ash::ext::debug_utils::Instance>,
     messenger: vk::DebugUtilsMessengerEXT,
-    /// Boxed so its address, handed to the layer, never moves.
-    pub(crate) log: Box<ValidationLog>,
+    /// Behind an `Arc` so its address, handed to the layer, never moves,
+    /// and so it outlives the instance for whoever holds a clone.
+    pub(crate) log: Arc<ValidationLog>,
 }
 
 impl Instance {
@@ -120,8 +128,8 @@ impl Instance {
                 return Err(Error::ValidationLayerMissing);
             }
         }
-        let log = Box::new(ValidationLog::default());
-        let log_ptr = &*log as *const ValidationLog as *mut c_void;
+        let log = Arc::new(ValidationLog::default());
+        let log_ptr = Arc::as_ptr(&log) as *mut c_void;
         let app = vk::ApplicationInfo::default()
             .application_name(c"vkcompute")
             .engine_name(c"vkcompute")
@@ -168,7 +176,7 @@ impl Instance {
         if validation {
             let du = ash::ext::debug_utils::Instance::new(&inst.entry, &inst.raw);
             // SAFETY: the instance was created with VK_EXT_debug_utils; the
-            // user-data pointer is the boxed log, which outlives the messenger.
+            // user-data pointer is the shared log, which outlives the messenger.
             inst.messenger = unsafe { du.create_debug_utils_messenger(&messenger_info(), None) }
                 .map_err(|r| vk_error("vkCreateDebugUtilsMessengerEXT", r))?;
             inst.debug_utils = Some(du);

@@ -48,6 +48,12 @@ pub struct DeviceOptions {
     /// `$XDG_CACHE_HOME/vkcompute`, else `$HOME/.cache/vkcompute`.
     /// `Some` of an empty path disables the cache (nothing is read or written).
     pub cache_dir: Option<PathBuf>,
+    /// Upper bound, in bytes, on what one binding of a large device copy
+    /// covers (such copies run as dispatches of a copy kernel, split into
+    /// pieces within `maxStorageBufferRange`). `None`: the adapter's
+    /// `maxStorageBufferRange`. A lower value makes tests exercise the split
+    /// on adapters whose binding range is larger than they can allocate.
+    pub copy_binding_limit: Option<u64>,
 }
 
 impl Default for DeviceOptions {
@@ -62,6 +68,7 @@ impl Default for DeviceOptions {
             memory_budget: None,
             wait_spin: Duration::from_micros(50),
             cache_dir: None,
+            copy_binding_limit: None,
         }
     }
 }

@@ -47,7 +47,7 @@ struct Rgb16 {
 
 /// A device that reaches device-local memory only through staging copies,
 /// with staging buffers of 4 KiB so most transfers take several chunks.
-fn staged_gpu() -> Device {
+fn staged_gpu() -> common::Gpu {
     gpu_with(DeviceOptions {
         direct_host_access: false,
         staging_buffer_size: 4096,

@@ -6,10 +6,10 @@ mod common;
 use common::*;
 
 use bytemuck::{Pod, Zeroable};
-use vkcompute::{Buffer, Device, DeviceOptions, Error, Memory};
+use vkcompute::{Buffer, DeviceOptions, Error, Memory};
 
 /// A device whose host transfers all go through staging buffers.
-fn staged_gpu() -> Device {
+fn staged_gpu() -> common::Gpu {
     gpu_with(DeviceOptions {
         direct_host_access: false,
         staging_buffer_size: 4096,

@@ -46,7 +46,7 @@ fn fresh_dir(name: &str) -> PathBuf {
     dir
 }
 
-fn device_in(dir: &Path) -> Device {
+fn device_in(dir: &Path) -> common::Gpu {
     gpu_with(DeviceOptions {
         cache_dir: Some(dir.to_path_buf()),
         ..Default::default()
@@ -258,7 +258,7 @@ fn explicit_saves_and_concurrent_writers() {
     // threads: the Debian validation layer (1.3.239) can crash when one
     // thread creates a device while another records (see scripts/test.sh).
     for round in 0..3 {
-        let devices: Vec<Device> = (0..4).map(|_| device_in(&dir)).collect();
+        let devices: Vec<common::Gpu> = (0..4).map(|_| device_in(&dir)).collect();
         std::thread::scope(|s| {
             for (t, gpu) in devices.iter().enumerate() {
                 s.spawn(move || {

@@ -249,9 +249,20 @@ void main() {
 }
 "#;
 
+/// The CPU's answer to [`SPIN`] for one start value.
+fn spin(mut v: u32) -> u32 {
+    for _ in 0..20000 {
+        v ^= v << 13;
+        v ^= v >> 17;
+        v ^= v << 5;
+    }
+    v
+}
+
 #[test]
 fn one_ticket_waited_on_by_many_threads() {
     let gpu = gpu();
+    let want: Vec<u32> = (1..=4096u32).map(spin).collect();
     let k = gpu.kernel_glsl(SPIN).unwrap();
     let s = gpu.upload(&(1..=4096u32).collect::<Vec<_>>()).unwrap();
     let mut b = gpu.batch().unwrap();
@@ -261,6 +272,7 @@ fn one_ticket_waited_on_by_many_threads() {
         for t in 0..THREADS {
             let ticket = &ticket;
             let s = &s;
+            let want = &want;
             sc.spawn(move || {
                 if t % 2 == 0 {
                     ticket.wait().unwrap();
@@ -271,15 +283,18 @@ fn one_ticket_waited_on_by_many_threads() {
                         std::thread::yield_now();
                     }
                 }
+                // The finished values, not a partial write: every thread
+                // waited, so each sees the kernel's final output.
                 let got = s.read_range(..8).unwrap();
-                assert!(got.iter().all(|&v| v != 0));
+                assert_eq!(got, want[..8], "thread {t}");
             });
         }
     });
     assert!(ticket.is_ready().unwrap());
-    // Every thread saw the same, finished result.
-    let first = s.download().unwrap();
-    assert_ne!(first[..8], (1..=8).collect::<Vec<u32>>()[..]);
+    // The whole buffer holds the finished result.
+    let all = s.download().unwrap();
+    let first_bad = all.iter().zip(&want).position(|(g, w)| g != w);
+    assert_eq!(first_bad, None, "first wrong word");
     assert_clean(&gpu);
 }
 
@@ -290,12 +305,12 @@ fn threads_on_separate_devices_and_one_shared() {
     // validation layer (1.3.239) can crash when one thread creates a device
     // while another records (see scripts/test.sh).
     let shared = gpu();
-    let owns: Vec<Device> = (0..4).map(|_| common::gpu()).collect();
+    let owns: Vec<common::Gpu> = (0..4).map(|_| common::gpu()).collect();
     std::thread::scope(|s| {
         for (t, own) in (0..4u32).zip(&owns) {
             let shared = shared.clone();
             s.spawn(move || {
-                for gpu in [own, &shared] {
+                for gpu in [&**own, &shared] {
                     let k = gpu.kernel_glsl(MIX).unwrap();
                     let y = gpu.upload(&vec![t; 999]).unwrap();
                     for _ in 0..10 {

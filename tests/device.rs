@@ -476,7 +476,8 @@ fn all_gives_one_device_per_adapter() {
     ids.sort_unstable();
     ids.dedup();
     assert_eq!(ids.len(), devices.len(), "each device is its own");
-    for d in &devices {
-        assert_clean(d);
+    for d in devices {
+        assert_clean(&d);
+        finish_device(d);
     }
 }

@@ -5,12 +5,19 @@
 //! the budget's edge is exact; after freeing some, allocation works again,
 //! and a batch over the surviving buffers computes the right result.
 //! (`tests/buffer.rs` checks the budget itself on a few buffers.)
+//!
+//! Out of memory from the driver itself (no budget): on an adapter with
+//! memory of its own, device-local buffers are allocated until the driver
+//! refuses; the refusal is a typed [`Error::OutOfMemory`] naming the driver,
+//! and with the memory still full, then after freeing, batches compute the
+//! right results. Skipped on CPU adapters (lavapipe), whose device memory
+//! is the host's RAM.
 
 mod common;
 use common::glsl::INC;
 use common::*;
 
-use vkcompute::{Buffer, Device, DeviceOptions, Error, Memory};
+use vkcompute::{AdapterType, Buffer, Device, DeviceOptions, Error, Memory};
 
 /// The budget: small, so the test allocates a few dozen buffers.
 const BUDGET: u64 = 4 << 20;
@@ -206,5 +213,113 @@ fn allocate_until_out_of_memory_then_recover() {
     assert_eq!(whole.read_range(..4).unwrap(), vec![0; 4]);
     expect_oom(gpu.alloc::<u8>(1), 4, "past the whole budget");
     drop(whole);
+    assert_clean(&gpu);
+}
+
+/// XORs every element of `buf` with `k` in one batch and checks all of it
+/// against `data ^ k`.
+fn xor_and_check(
+    gpu: &Device,
+    xor: &vkcompute::Kernel,
+    buf: &Buffer<u32>,
+    data: &[u32],
+    k: u32,
+    what: &str,
+) {
+    let mut b = gpu.batch().unwrap();
+    b.run_with_push_constants(xor, &[buf], buf.len() as u32, &k.to_le_bytes())
+        .unwrap();
+    b.submit().unwrap();
+    let want: Vec<u32> = data.iter().map(|v| v ^ k).collect();
+    check(buf, &want, what);
+}
+
+#[test]
+fn the_driver_refuses_then_work_goes_on() {
+    let gpu = gpu();
+    let info = gpu.info().clone();
+    if info.adapter_type != AdapterType::Discrete {
+        skipped(format_args!(
+            "the driver's own out-of-memory: {:?} is {:?}, its device memory is the host's \
+             RAM (filling it would exhaust the machine, not the adapter)",
+            info.name, info.adapter_type
+        ));
+        return;
+    }
+    // Built and allocated before memory runs out: the kernel, and a small
+    // buffer to compute on while the memory is full.
+    let xor = gpu.kernel_glsl(XOR).unwrap();
+    let mut rng = Rng::new(0x00d_0000);
+    let small_data: Vec<u32> = (0..4096).map(|_| rng.next_u64() as u32).collect();
+    let small = gpu.upload(&small_data).unwrap();
+    let heap = info.device_local_memory;
+    // Chunks of at most 2 GiB (a sixteenth of the heap where smaller), so
+    // the last refusal leaves little unused.
+    let chunk = (heap / 16)
+        .min(2 << 30)
+        .min(info.max_memory_allocation_size)
+        .max(1 << 20)
+        / 4
+        * 4;
+    let mut held: Vec<Buffer<u32>> = Vec::new();
+    let mut bytes = 0u64;
+    let refusal = loop {
+        match gpu.alloc::<u32>((chunk / 4) as usize) {
+            Ok(b) => {
+                bytes += chunk;
+                held.push(b);
+            }
+            Err(Error::OutOfMemory { detail, .. }) => break detail,
+            Err(e) => panic!("allocation {} ({bytes} bytes held): {e:?}", held.len()),
+        }
+        // A driver that never refuses would page device memory out to the
+        // host: stop well before it could exhaust the machine.
+        assert!(
+            bytes <= heap + heap / 4,
+            "{bytes} bytes allocated on a heap of {heap} and the driver never refused"
+        );
+    };
+    println!(
+        "driver refused after {} buffers of {chunk} bytes ({bytes} of a {heap}-byte heap): {refusal}",
+        held.len()
+    );
+    assert!(!refusal.contains("budget"), "no budget was set: {refusal}");
+    assert!(
+        bytes >= heap / 2,
+        "refused at {bytes} bytes of a {heap}-byte heap"
+    );
+    // The newest buffer is zero-filled, the oldest too.
+    for b in [held.first(), held.last()].into_iter().flatten() {
+        assert_eq!(b.read_range(..1024).unwrap(), vec![0; 1024]);
+        let n = b.len();
+        assert_eq!(b.read_range(n - 1024..).unwrap(), vec![0; 1024]);
+    }
+    // Memory full: a batch over the small buffer still computes.
+    xor_and_check(
+        &gpu,
+        &xor,
+        &small,
+        &small_data,
+        0x5a5a_a5a5,
+        "with memory full",
+    );
+    let small_data: Vec<u32> = small_data.iter().map(|v| v ^ 0x5a5a_a5a5).collect();
+    // Free half: allocation succeeds again, and a new buffer computes.
+    let keep = held.len() / 2;
+    held.truncate(keep);
+    gpu.wait_idle().unwrap();
+    let n = (chunk.min(256 << 20) / 4) as usize;
+    let data: Vec<u32> = (0..n).map(|_| rng.next_u64() as u32).collect();
+    let fresh = gpu.upload(&data).unwrap();
+    xor_and_check(&gpu, &xor, &fresh, &data, 0x0f0f_f0f0, "after freeing half");
+    xor_and_check(
+        &gpu,
+        &xor,
+        &small,
+        &small_data,
+        1,
+        "the small buffer after freeing",
+    );
+    drop((held, fresh, small));
     assert_clean(&gpu);
 }

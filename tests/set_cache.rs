@@ -13,7 +13,7 @@ use vkcompute::{Device, DeviceOptions};
 /// The cache's documented capacity (`Stats::cached_descriptor_sets`).
 const CAPACITY: usize = 1024;
 
-fn pooled() -> Device {
+fn pooled() -> common::Gpu {
     let gpu = gpu_with(DeviceOptions {
         push_descriptors: Some(false),
         ..Default::default()

@@ -73,9 +73,12 @@ impl Batch {
         t: &BufView<'_>,
     ) -> Result<&mut Self> {
         let info = &self.dev.info;
+        let range = info
+            .max_storage_buffer_range
+            .min(self.dev.options.copy_binding_limit.unwrap_or(u64::MAX));
         let Some(pieces) = copy::plan(
             s.size,
-            info.max_storage_buffer_range,
+            range,
             info.min_storage_buffer_offset_alignment,
             info.max_workgroup_count[0],
         ) else {
