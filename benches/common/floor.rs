@@ -48,6 +48,8 @@ macro_rules! ok {
 // After `ok!`, which it uses.
 #[path = "floor_diag.rs"]
 pub mod diag;
+#[path = "floor_more.rs"]
+pub mod more;
 
 /// The kernel's push constants for `x[i] = x[i] * a + b` over the buffer.
 fn push(a: f32, b: f32) -> [u8; 12] {
@@ -104,6 +106,7 @@ pub struct Floor {
     timestamp_period_ns: f64,
     buffer: vk::Buffer,
     memory: vk::DeviceMemory,
+    memory_type_index: u32,
     mapped: *mut f32,
     set_layout: vk::DescriptorSetLayout,
     desc_pool: vk::DescriptorPool,
@@ -308,6 +311,7 @@ impl Floor {
             timestamp_period_ns: f64::from(period),
             buffer,
             memory,
+            memory_type_index: type_index,
             mapped,
             set_layout,
             desc_pool,

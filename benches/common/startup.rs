@@ -18,7 +18,12 @@ use std::time::{Duration, Instant};
 
 use vkcompute::{Device, DeviceOptions};
 
+#[path = "startup_floor.rs"]
+pub mod floor;
+
 const CHILD: &str = "VKCOMPUTE_STARTUP_CHILD";
+/// Set (to anything) in a child that runs the floor's start instead.
+const FLOOR_CHILD: &str = "VKCOMPUTE_STARTUP_FLOOR_CHILD";
 
 const HEAD: &str = "#version 450\nlayout(local_size_x = 256) in;\n";
 const PC_N: &str = "layout(push_constant) uniform P { uint n; };\n";
@@ -150,6 +155,16 @@ pub fn start_once(dir: &Path) -> vkcompute::Result<Start> {
 /// Call first thing in `main`: when this process is a startup child, runs
 /// one start, prints its figures and returns `true` (the caller exits).
 pub fn child_main() -> bool {
+    if std::env::var_os(FLOOR_CHILD).is_some() {
+        match floor::start_once() {
+            Ok(d) => println!("startup-floor-child total_us={}", d.as_micros()),
+            Err(e) => {
+                eprintln!("startup floor child failed: {e}");
+                std::process::exit(1);
+            }
+        }
+        return true;
+    }
     let Some(dir) = std::env::var_os(CHILD) else {
         return false;
     };
@@ -230,4 +245,31 @@ pub fn warm_dir() -> Result<PathBuf, String> {
     let dir = temp_dir("warm");
     start_in_child(&dir)?;
     Ok(dir)
+}
+
+/// Runs one start of the floor (`vkCreateInstance` + `vkCreateDevice`
+/// alone, [`floor::start_once`]) in a child process, with the drivers'
+/// shader caches off as for vkcompute's starts.
+pub fn floor_in_child() -> Result<Duration, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let out = Command::new(exe)
+        .env(FLOOR_CHILD, "1")
+        .env_remove(CHILD)
+        .env("__GL_SHADER_DISK_CACHE", "0")
+        .env("MESA_SHADER_CACHE_DISABLE", "true")
+        .output()
+        .map_err(|e| format!("could not start a child: {e}"))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .find_map(|l| l.strip_prefix("startup-floor-child total_us="))
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map(Duration::from_micros)
+        .ok_or_else(|| {
+            format!(
+                "floor child printed no figure (status {}): {}{}",
+                out.status,
+                text,
+                String::from_utf8_lossy(&out.stderr)
+            )
+        })
 }

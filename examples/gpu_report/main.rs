@@ -25,17 +25,20 @@
 #[path = "../../benches/common/bandwidth.rs"]
 mod bandwidth;
 mod diag;
+mod dispatch;
 #[path = "../../benches/common/floor.rs"]
 mod floor;
 mod ours;
+mod ours_more;
+mod roundtrip;
+#[path = "../../benches/common/rules.rs"]
+mod rules;
 #[path = "../../benches/common/startup.rs"]
 mod startup;
 
 use std::time::Duration;
 
-use vkcompute::{AdapterInfo, Device, DeviceOptions};
-
-use ours::{Ours, N};
+use vkcompute::{AdapterInfo, Device};
 
 /// One row of the report.
 struct Row {
@@ -286,21 +289,29 @@ fn startup_section(rows: &mut Vec<Row>, notes: &mut Vec<String>) -> vkcompute::R
         ms(t.create_device),
         ms(t.rest)
     ));
-    for (what, v, goal) in [("cold", &cold, ""), ("warm", &warm, "≤ 30 ms")] {
-        push_row(
-            rows,
-            format!("startup {what}: Device::new + 12 kernels"),
-            "ms",
-            "wall",
-            median(v.iter().map(|s| ms(s.total)).collect()),
-            None,
-            goal,
-        );
+    // The floor: vkCreateInstance + vkCreateDevice alone, fresh process each.
+    let floor: Vec<f64> = (0..reps)
+        .map(|_| ms(startup::floor_in_child().unwrap_or_else(|e| fail(e))))
+        .collect();
+    let floor_ms = median(floor);
+    for (what, v, goal) in [("cold", &cold, ""), ("warm", &warm, "≤ floor + 10 ms")] {
+        rows.push(Row {
+            name: format!("startup {what}: Device::new + 12 kernels"),
+            unit: "ms",
+            clock: "wall",
+            ours: median(v.iter().map(|s| ms(s.total)).collect()),
+            floor: Some(floor_ms),
+            cuda: None,
+            goal: goal.to_string(),
+        });
         notes.push(format!(
             "startup {what}: Device::new alone {:.1} ms (median of {reps}, fresh process each, driver shader caches off)",
             median(v.iter().map(|s| ms(s.device)).collect())
         ));
     }
+    notes.push(format!(
+        "startup floor: vkCreateInstance + vkCreateDevice alone (loader load included), {floor_ms:.1} ms (median of {reps}, fresh process each)"
+    ));
     Ok(info)
 }
 
@@ -324,301 +335,9 @@ fn push_row(
     });
 }
 
-/// The dispatch rows: record cost, chains and independent dispatches (GPU
-/// and wall), round trips; beside the floor and CUDA. Diagnostics go to `notes`.
-fn dispatch_section(
-    cuda_get: &dyn Fn(&str) -> Option<f64>,
-    rows: &mut Vec<Row>,
-    notes: &mut Vec<String>,
-) -> vkcompute::Result<AdapterInfo> {
-    let quick = std::env::var_os("VKCOMPUTE_QUICK").is_some();
-    let steps = if quick { 100 } else { 1000 };
-    let (warm, reps) = if quick { (1, 3) } else { (3, 21) };
-
-    let ours = Ours::new(DeviceOptions::default(), steps)?;
-    let info = ours.gpu.info().clone();
-    let mut fl = floor::Floor::new();
-    let mut row = |name: String,
-                   unit,
-                   clock,
-                   ours: f64,
-                   floor: Option<f64>,
-                   cuda: Option<(String, f64)>,
-                   goal: String| {
-        rows.push(Row {
-            name,
-            unit,
-            clock,
-            ours,
-            floor,
-            cuda,
-            goal,
-        })
-    };
-
-    // Correctness first: a chain of `steps` adds `steps` to every element.
-    ours.x.write(0, &vec![0.0f32; N as usize])?;
-    ours.run(steps, true, false)?;
-    let x = ours.x.download()?;
-    assert!(
-        x.iter().all(|&v| v == steps as f32),
-        "chain result wrong: {:?}",
-        &x[..4]
-    );
-
-    // Recording: timed as the floor times it, into a command buffer whose
-    // pipeline and descriptor set are already bound (`record_cost_warm`).
-    // Nothing is submitted, so no GPU context switches: after a warm-up the
-    // two sides alternate run by run (101 runs each), which evens out the
-    // host's drift in speed better than blocks do.
-    let record_blocks = if quick { 2 } else { 10 };
-    let alternations = if quick { 4 } else { 101 };
-    for (label, chain) in [
-        ("record dispatch", false),
-        ("record dispatch + barrier", true),
-    ] {
-        for _ in 0..warm * 5 {
-            ours.record_cost_warm(steps, chain).expect("record");
-            fl.record_cost(steps, chain);
-        }
-        let (o, f) = measure_blocks(
-            alternations,
-            0,
-            alternations,
-            || ours.record_cost_warm(steps, chain).expect("record"),
-            || us(fl.record_cost(steps, chain)) / steps as f64,
-        );
-        row(
-            label.into(),
-            "µs",
-            "cpu",
-            o,
-            Some(f),
-            None,
-            "≤ 1.1× floor".into(),
-        );
-        let (cold, f) = measure_blocks(
-            record_blocks,
-            warm,
-            reps,
-            || ours.record_cost(steps, chain).expect("record"),
-            || us(fl.record_cost(steps, chain)) / steps as f64,
-        );
-        notes.push(format!(
-            "{label}, timing from an empty batch (vkBeginCommandBuffer, pipeline and set binding inside): {cold:.3} µs vs floor {f:.3} µs ({:.2}×)",
-            cold / f
-        ));
-    }
-    // Diagnostic: the same recording with the other descriptor strategy
-    // than the adapter's default (push descriptors vs pooled sets).
-    {
-        let pooled = Ours::new(
-            DeviceOptions {
-                push_descriptors: Some(!ours.gpu.info().push_descriptor),
-                ..Default::default()
-            },
-            1,
-        )?;
-        for (label, chain) in [
-            ("record dispatch", false),
-            ("record dispatch + barrier", true),
-        ] {
-            let (o, f) = measure_pair(
-                warm,
-                reps,
-                || pooled.record_cost_warm(steps, chain).expect("record"),
-                || us(fl.record_cost(steps, chain)) / steps as f64,
-            );
-            notes.push(format!(
-                "{label} with {}: {o:.3} µs vs floor {f:.3} µs ({:.2}×)",
-                if pooled.gpu.info().push_descriptor {
-                    "push descriptors"
-                } else {
-                    "pooled descriptor sets"
-                },
-                o / f
-            ));
-        }
-    }
-    for (label, chain) in [("chain", true), ("independent", false)] {
-        let floor_run = |fl: &mut floor::Floor| {
-            if chain {
-                fl.chain_gpu(steps)
-            } else {
-                fl.independent_gpu(steps)
-            }
-        };
-        let (o, f) = measure_pair(
-            warm,
-            reps,
-            || ours.run(steps, chain, true).expect("run"),
-            || us(floor_run(&mut fl).0) / steps as f64,
-        );
-        let (cuda, goal) = if chain {
-            (
-                cuda_get("graph_us_per_kernel").map(|v| ("CUDA graph replay".to_string(), v)),
-                "≤ 1.1× floor".to_string(),
-            )
-        } else {
-            (None, "≤ 0.6 µs".to_string())
-        };
-        row(
-            format!("{label} of {steps}, per dispatch"),
-            "µs",
-            "gpu",
-            o,
-            Some(f),
-            cuda,
-            goal,
-        );
-        let (o, f) = measure_pair(
-            warm,
-            reps,
-            || ours.run(steps, chain, false).expect("run"),
-            || us(floor_run(&mut fl).1) / steps as f64,
-        );
-        let cuda = if chain {
-            cuda_get("graph_1000_wall_ms").map(|v| ("CUDA graph replay".to_string(), v))
-        } else {
-            cuda_get("eager_us_per_kernel").map(|v| ("CUDA eager".to_string(), v))
-        };
-        let goal = if chain { "≤ 2.6 µs" } else { "" };
-        row(
-            format!("{label} of {steps}, per dispatch"),
-            "µs",
-            "wall",
-            o,
-            Some(f),
-            cuda,
-            goal.into(),
-        );
-    }
-    let rt_reps = if quick { 20 } else { 2001 };
-    let rt_blocks = if quick { 2 } else { 10 };
-    // Ten blocks a side (each warmed up: the first runs after a switch
-    // between the two Vulkan devices pay a GPU context switch). First the
-    // span the floor times, submit to the end of the wait of a one-dispatch
-    // batch (ours records it before the timer; the floor re-submits one
-    // recorded once), then the whole round trip with creating and
-    // recording the batch inside.
-    let (o, f) = measure_blocks(
-        rt_blocks,
-        warm * 10,
-        rt_reps,
-        || ours.submit_wait().expect("round trip"),
-        || us(fl.round_trip(true)),
-    );
-    let cuda_rt =
-        cuda_get("roundtrip_us_one_kernel_sync").map(|v| ("PyTorch kernel + sync".to_string(), v));
-    row(
-        "round trip, submit → wait (spin then block)".into(),
-        "µs",
-        "wall",
-        o,
-        Some(f),
-        cuda_rt.clone(),
-        "≤ 15 µs (goal 10)".into(),
-    );
-    let (o, f) = measure_blocks(
-        rt_blocks,
-        warm * 10,
-        rt_reps,
-        || ours.round_trip().expect("round trip"),
-        || us(fl.round_trip(true)),
-    );
-    row(
-        "round trip, spin then block (default)".into(),
-        "µs",
-        "wall",
-        o,
-        Some(f),
-        cuda_rt.clone(),
-        "— (batch + record + submit → wait)".into(),
-    );
-    // Diagnostics: where a round trip's time goes, and how chunking moves
-    // the chain's wall time.
-    let mut phases: Vec<[f64; 4]> = Vec::new();
-    for i in 0..rt_reps.min(501) + 50 {
-        let p = ours.round_trip_phases().expect("phases");
-        if i >= 50 {
-            phases.push(p);
-        }
-    }
-    let phase_medians: Vec<f64> = (0..4)
-        .map(|k| median(phases.iter().map(|p| p[k]).collect()))
-        .collect();
-    let mut sweep = Vec::new();
-    // Each policy twice, the second pass in reverse order, so warm-up and
-    // clock drift do not favour one position.
-    let policies = [
-        (32u32, 512u32),
-        (8, 64),
-        (16, 128),
-        (16, 256),
-        (64, 1024),
-        (0, 0),
-    ];
-    let mut samples: Vec<Vec<f64>> = vec![Vec::new(); policies.len()];
-    let order: Vec<usize> = (0..policies.len())
-        .chain((0..policies.len()).rev())
-        .collect();
-    for i in order {
-        let (first, max) = policies[i];
-        samples[i].extend(
-            (0..reps.div_ceil(2) + warm)
-                .map(|_| ours.chain_wall_chunked(steps, first, max).expect("chain"))
-                .skip(warm),
-        );
-    }
-    for (i, (first, max)) in policies.iter().enumerate() {
-        sweep.push((*first, *max, median(samples[i].clone())));
-    }
-    drop(ours);
-    let blocking = Ours::new(
-        DeviceOptions {
-            wait_spin: Duration::ZERO,
-            ..Default::default()
-        },
-        1,
-    )?;
-    let (o, f) = measure_pair(
-        warm * 10,
-        rt_reps,
-        || blocking.round_trip().expect("round trip"),
-        || us(fl.round_trip(false)),
-    );
-    row(
-        "round trip, blocking wait".into(),
-        "µs",
-        "wall",
-        o,
-        Some(f),
-        cuda_rt,
-        String::new(),
-    );
-    drop(blocking);
-    drop(fl);
-
-    notes.push(format!(
-        "round trip phases (µs, medians): new batch {:.2}, record {:.2}, submit {:.2}, wait {:.2}",
-        phase_medians[0], phase_medians[1], phase_medians[2], phase_medians[3]
-    ));
-    for (first, max, w) in &sweep {
-        let what = if *first == 0 {
-            "one submission".to_string()
-        } else {
-            format!("chunks {first}..{max}")
-        };
-        notes.push(format!(
-            "chain of {steps} wall per dispatch, {what}: {w:.3} µs"
-        ));
-    }
-    Ok(info)
-}
-
 fn main() -> vkcompute::Result<()> {
     // A startup child (see benches/common/startup.rs) runs one start and exits.
-    if startup::child_main() {
+    if startup::child_main() || roundtrip::child_main() {
         return Ok(());
     }
     let args: Vec<String> = std::env::args().collect();
@@ -654,7 +373,10 @@ fn main() -> vkcompute::Result<()> {
     let mut notes = Vec::new();
     let mut info = None;
     if want("dispatch") {
-        info = Some(dispatch_section(&cuda_get, &mut rows, &mut notes)?);
+        info = Some(dispatch::dispatch_section(
+            &cuda_get, &mut rows, &mut notes,
+        )?);
+        roundtrip::roundtrip_section(&cuda_get, &mut rows, &mut notes);
     }
     if want("bandwidth") {
         let i = bandwidth_section(&cuda_get, &mut rows, &mut notes)?;
@@ -684,7 +406,7 @@ fn main() -> vkcompute::Result<()> {
     );
     if !rows.is_empty() {
         println!(
-            "{:<44} {:>5} {:>10} {:>10} {:>8} {:>10} {:>8}  goal",
+            "{:<64} {:>5} {:>10} {:>10} {:>8} {:>10} {:>8}  goal",
             "workload", "clock", "ours", "floor", "/floor", "CUDA", "/CUDA"
         );
     }
@@ -702,7 +424,7 @@ fn main() -> vkcompute::Result<()> {
             .as_ref()
             .map_or(String::from("-"), |(_, v)| format!("{:.2}×", r.ours / v));
         println!(
-            "{:<44} {:>5} {:>10.3} {:>10} {:>8} {:>10} {:>8}  {}",
+            "{:<64} {:>5} {:>10.3} {:>10} {:>8} {:>10} {:>8}  {}",
             format!("{} ({})", r.name, r.unit),
             r.clock,
             r.ours,

@@ -16,11 +16,11 @@ pub const N: u32 = 1024;
 pub struct Ours {
     /// The device.
     pub gpu: Device,
-    k: Kernel,
+    pub(crate) k: Kernel,
     /// The N-element buffer every chained or repeated dispatch works on.
     pub x: Buffer<f32>,
     many: Buffer<f32>,
-    pc: [u8; 12],
+    pub(crate) pc: [u8; 12],
 }
 
 impl Ours {
@@ -92,6 +92,16 @@ impl Ours {
         let e = t.elapsed();
         drop(b);
         Ok(us(e) / n as f64)
+    }
+
+    /// Wall µs per dispatch of `n` dispatches (chained or independent)
+    /// recorded, submitted in one submission, and waited for.
+    pub fn wall_single_submit(&self, n: usize, chain: bool) -> vkcompute::Result<f64> {
+        let start = Instant::now();
+        let mut b = self.gpu.batch_with(BatchOptions::single_submit())?;
+        self.record(&mut b, n, chain)?;
+        b.submit()?;
+        Ok(us(start.elapsed()) / n as f64)
     }
 
     /// µs per dispatch: GPU time from timestamps (`profile`: recorded in
