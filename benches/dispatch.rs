@@ -67,9 +67,41 @@ fn record(s: &Setup, b: &mut vkcompute::Batch, n: usize, chain: bool) {
     }
 }
 
+/// Checks the kernel's results once before anything is timed (a wrong
+/// kernel must not produce a fast number): a chain of `n` over zeros
+/// leaves `n` in every element of `x`; `n` independent dispatches over
+/// zeros leave 1 in every element of `many`; one round-trip dispatch adds
+/// 1. Leaves `x` at 1.0, as `setup` made it.
+fn check_once(s: &Setup, n: usize) {
+    s.x.write(0, &vec![0.0; N as usize]).unwrap();
+    s.many.write(0, &vec![0.0; N as usize * steps()]).unwrap();
+    let mut b = s.gpu.batch().unwrap();
+    record(s, &mut b, n, true);
+    record(s, &mut b, n, false);
+    b.submit().unwrap();
+    let x = s.x.download().unwrap();
+    assert!(
+        x.iter().all(|&v| v == n as f32),
+        "chain of {n}: x = {:?}…",
+        &x[..4]
+    );
+    let m = s.many.download().unwrap();
+    let bad = m.iter().position(|&v| v != 1.0);
+    assert_eq!(
+        bad, None,
+        "independent dispatches: element {bad:?} is not 1"
+    );
+    s.x.write(0, &vec![0.0; N as usize]).unwrap();
+    let mut b = s.gpu.batch().unwrap();
+    b.run_with_push_constants(&s.k, &[&s.x], N, &s.pc).unwrap();
+    b.submit().unwrap();
+    assert_eq!(s.x.download().unwrap(), vec![1.0; N as usize], "round trip");
+}
+
 fn bench(c: &mut Criterion) {
     let s = setup(DeviceOptions::default());
     let n = steps();
+    check_once(&s, n);
     println!("adapter: {}", s.gpu.info().name);
 
     let mut g = c.benchmark_group("dispatch");
@@ -172,6 +204,7 @@ fn bench(c: &mut Criterion) {
         wait_spin: Duration::ZERO,
         ..Default::default()
     });
+    check_once(&blocking, n);
     g.bench_function("round_trip_blocking", |bch| {
         bch.iter(|| {
             let mut b = blocking.gpu.batch().unwrap();

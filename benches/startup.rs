@@ -45,6 +45,14 @@ fn bench(c: &mut Criterion) {
                 .sum()
         })
     });
+    // The floor: vkCreateInstance + vkCreateDevice alone, fresh process.
+    g.bench_function("floor_instance_device", |b| {
+        b.iter_custom(|iters| {
+            (0..iters)
+                .map(|_| startup::floor_in_child().expect("floor start"))
+                .sum()
+        })
+    });
     g.finish();
     let _ = std::fs::remove_dir_all(&warm);
 }
