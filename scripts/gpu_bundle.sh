@@ -2,44 +2,76 @@
 # Builds what the GPU machine runs and packs it into .gpu/ (git-ignored):
 # release examples, the criterion bench binaries, the integration-test
 # binaries, and the Khronos validation layer (so tests keep validation on
-# there too). Run `bash ../shared/gpu/prepare.sh` once before. Then, on the
-# GPU machine (device tool, carry [".gpu"]):
-#   source .gpu/setup.sh && bash .gpu/run.sh
+# there too), plus the project's CUDA reference (scripts/cuda_reference.py
+# and scripts/cuda_reference_persist.cu, built with nvcc there). Run
+# `bash ../shared/gpu/prepare.sh` once before. Then, on the GPU machine
+# (device tool, carry [".gpu"]):
+#   source .gpu/setup.sh && bash .gpu/run.sh [parts]
 # The carried tree is limited to 64 MiB, so the binaries come in two sets:
 #   bash scripts/gpu_bundle.sh perf    # examples, peers, criterion benches (parts: report peers bench examples)
 #   bash scripts/gpu_bundle.sh tests   # integration tests + validation layer (parts: tests soak)
+#
+# Needs, on this machine: a Rust toolchain, the Vulkan loader (libvulkan1;
+# the peers link `-lvulkan`, which peers/build.rs resolves to
+# libvulkan.so.1 when the libvulkan-dev symlink is missing), and what
+# scripts/setup.sh installs for the `glsl` feature (it runs first).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -f .gpu/setup.sh ] || { echo "run: bash ../shared/gpu/prepare.sh" >&2; exit 1; }
 set_name=${1:-perf}
+bash scripts/setup.sh
+arch_dir="/usr/lib/$(uname -m)-linux-gnu"
+if ! ls "$arch_dir"/libvulkan.so* /usr/lib/libvulkan.so* >/dev/null 2>&1; then
+  echo "gpu_bundle: no Vulkan loader (libvulkan.so.1): install libvulkan1 (apt-get install libvulkan1)" >&2
+  exit 1
+fi
+# Examples other work adds; each packed and run when it exists.
+optional_examples="streams graph pipeline_overlap async_tokio ops matmul megakernel"
 cargo build --release --examples --benches --tests >/dev/null
-cargo build --release -p vkcompute-peers >/dev/null
+if [ "$set_name" = perf ]; then
+  cargo build --release -p vkcompute-peers >/dev/null || {
+    echo "gpu_bundle: building the peers failed; if the link says 'cannot find -lvulkan', install libvulkan1 (or libvulkan-dev)" >&2
+    exit 1
+  }
+fi
 stage=$(mktemp -d)
 mkdir -p "$stage/bin" "$stage/layer"
 newest() { ls -t target/release/deps/"$1"-* 2>/dev/null | grep -v '\.d$' | head -1; }
 case "$set_name" in
   perf)
     for ex in saxpy batch async gpu_report multi_gpu; do cp "target/release/examples/$ex" "$stage/bin/"; done
+    for ex in $optional_examples; do
+      [ -f "target/release/examples/$ex" ] && cp "target/release/examples/$ex" "$stage/bin/"
+    done
     cp target/release/peers_report "$stage/bin/"
     for b in dispatch floor bandwidth startup; do cp "$(newest "$b")" "$stage/bin/$b"; done
     ;;
   tests)
     # The newest binary of each test target that says something about a
-    # real driver, as test_<name> (properties and smoke are CPU-side or
-    # covered by the others; they stay on lavapipe to keep the set small).
+    # real driver, as test_<name> (properties, smoke and report_rules are
+    # CPU-side or covered by the others; they stay on lavapipe).
     cp target/release/examples/gpu_report "$stage/bin/"
-    for t in buffer buffer_errors batch batch_errors copy ticket concurrency kernel device leaks bad_input oom device_loss cache set_cache soak; do
-      cp "$(newest "$t")" "$stage/bin/test_$t"
+    for f in tests/*.rs; do
+      t=$(basename "$f" .rs)
+      case "$t" in properties|smoke|report_rules) continue ;; esac
+      bin=$(newest "$t")
+      [ -n "$bin" ] && cp "$bin" "$stage/bin/test_$t"
     done
-    cp /usr/lib/x86_64-linux-gnu/libVkLayer_khronos_validation.so "$stage/layer/"
+    cp "$arch_dir/libVkLayer_khronos_validation.so" "$stage/layer/"
     sed 's#"library_path": *"[^"]*"#"library_path": "./libVkLayer_khronos_validation.so"#' \
       /usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json > "$stage/layer/VkLayer_khronos_validation.json"
     ;;
   *) echo "usage: $0 [perf|tests]" >&2; exit 2 ;;
 esac
 strip "$stage"/bin/*
-tar -C "$stage" -cf - bin layer | xz -T0 -3 > .gpu/bundle.tar.xz
+tar -C "$stage" -cf - bin layer | xz -T0 -6 > .gpu/bundle.tar.xz
 rm -rf "$stage"
 cp scripts/gpu_run.sh .gpu/run.sh
-cp scripts/perf_table.py .gpu/perf_table.py
+cp scripts/perf_table.py scripts/cuda_reference.py scripts/cuda_reference_persist.cu .gpu/
+total=$(du -sb .gpu | cut -f1)
 ls -la .gpu/bundle.tar.xz
+echo "carried tree .gpu: $((total >> 20)) MiB (limit 64 MiB)"
+if [ "$total" -gt $((56 << 20)) ]; then
+  echo "gpu_bundle: .gpu is over 56 MiB; drop binaries from the set or split it" >&2
+  exit 1
+fi
