@@ -481,3 +481,20 @@ fn all_gives_one_device_per_adapter() {
         finish_device(d);
     }
 }
+
+#[test]
+fn the_validation_log_outlives_the_device() {
+    // The guard's teardown check reads the log after the device is gone:
+    // it must still be there, shared, and count what the device reported.
+    let gpu = gpu();
+    let log = gpu.validation_log();
+    assert!(std::sync::Arc::ptr_eq(&log, &gpu.validation_log()));
+    some_work(&gpu);
+    let clone = (*gpu).clone();
+    drop(gpu);
+    // A clone keeps the device alive; the log is the same one.
+    assert!(std::sync::Arc::ptr_eq(&log, &clone.validation_log()));
+    drop(clone);
+    assert_eq!(log.count(), 0, "{:?}", log.messages());
+    assert!(log.messages().is_empty());
+}

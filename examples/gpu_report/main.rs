@@ -1,16 +1,25 @@
 //! One table of vkcompute's figures beside the driver's floor (the same work
 //! in minimal hand-written ash, `benches/common/floor.rs`) and, when given,
-//! CUDA's figures from `cuda_anchor.py` run on the same machine.
+//! CUDA's figures from `scripts/cuda_reference.py` (or the shared
+//! `cuda_anchor.py`) run on the same machine.
 //!
 //! ```text
 //! cargo run --release --example gpu_report -- [--cuda cuda.json] [--json out.json]
 //!     [--only dispatch|bandwidth|startup|diag[,...]]
 //! ```
 //!
-//! Parts: dispatch (record cost, chains, independent dispatches, round
-//! trips), bandwidth (saxpy, copy, upload, download:
+//! Parts: dispatch (record cost on one buffer, with a new buffer per
+//! dispatch and with two kernels alternating; chains and independent
+//! dispatches, their wall time with both sides submitting once, and the
+//! chain submitted in chunks with a floor that chunks the same way:
+//! `dispatch.rs`; round trips, each side in a child process holding one
+//! device, back-to-back and isolated, with the CPU time the wait spent:
+//! `roundtrip.rs`), bandwidth (saxpy with the launch shape a rule picks
+//! from the adapter's limits, `rules::saxpy_shape`, and a sweep as a
+//! diagnostic row; copy, upload, download:
 //! `benches/common/bandwidth.rs`), startup (`Device::new` + 12 kernels, cold
-//! and warm on-disk cache, each in a fresh process:
+//! and warm on-disk cache, each in a fresh process, beside the floor of
+//! `vkCreateInstance` + `vkCreateDevice` alone:
 //! `benches/common/startup.rs`). Without `--only`, all three run. `diag`
 //! runs only when named: where vkcompute's record cost and round trip part
 //! from the floor's, as `diag: ` lines (printed as measured, and kept in

@@ -14,12 +14,19 @@
 //! workload prints `n/a (<reason>)`. Every result is checked. See
 //! `peers/README.md` for what each figure means per peer.
 //!
+//! The driver floor (`benches/common/floor.rs`, hand-written ash) runs
+//! first in this same process, and each peer's dispatch figure is also
+//! stated as a ratio to it (`/floor`; JSON `ratio_to_floor`): host-side
+//! figures move between processes on the GPU machine, so a ratio to a floor
+//! measured in another process says little.
+//!
 //! Environment: `VKCOMPUTE_DEVICE=<index|name fragment>` picks the adapter
 //! as vkcompute does; `VKCOMPUTE_QUICK=1` shrinks the workloads (lavapipe).
 
 mod adapters;
 pub use adapters::Adapter;
 use adapters::{pick_like_scry, pick_like_vkcompute, probe_adapters};
+mod floor_peer;
 mod scry_peer;
 mod wgpu_peer;
 
@@ -402,6 +409,19 @@ fn run_peer(
     }
 }
 
+/// `peer`'s figure for `w` divided by the floor's in this process, where
+/// both have one.
+fn ratio_to_floor(peers: &[PeerReport], peer: &PeerReport, w: Workload) -> Option<f64> {
+    let floor = peers.iter().find(|p| p.peer == "floor")?;
+    if peer.peer == "floor" {
+        return None;
+    }
+    match (peer.get(w)?.figure.clone(), floor.get(w)?.figure.clone()) {
+        (Figure::Value(a), Figure::Value(b)) if b != 0.0 => Some(a / b),
+        _ => None,
+    }
+}
+
 fn cell(e: Option<&Entry>) -> String {
     match e.map(|e| &e.figure) {
         Some(Figure::Value(v)) if *v >= 100.0 => format!("{v:.1}"),
@@ -466,9 +486,10 @@ fn json_report(cfg: &Config, adapter: &Adapter, quick: bool, peers: &[PeerReport
                 None => ("null".to_string(), json_str("not run")),
             };
             let how = e.map_or(String::new(), |e| e.how.clone());
+            let ratio = ratio_to_floor(peers, p, *w).map_or("null".to_string(), |r| r.to_string());
             let _ = write!(
                 s,
-                ", {}: {{\"value\": {value}, \"na\": {na}, \"how\": {}}}",
+                ", {}: {{\"value\": {value}, \"na\": {na}, \"ratio_to_floor\": {ratio}, \"how\": {}}}",
                 json_str(p.peer),
                 json_str(&how)
             );
@@ -501,7 +522,12 @@ fn print_table(cfg: &Config, adapter: &Adapter, peers: &[PeerReport]) {
     }
     let mut lines: Vec<Vec<String>> = vec![{
         let mut h = vec!["workload".to_string(), "clock".to_string()];
-        h.extend(peers.iter().map(|p| p.peer.to_string()));
+        for p in peers {
+            h.push(p.peer.to_string());
+            if p.peer != "floor" {
+                h.push("/floor".to_string());
+            }
+        }
         h
     }];
     for w in Workload::ALL {
@@ -509,7 +535,12 @@ fn print_table(cfg: &Config, adapter: &Adapter, peers: &[PeerReport]) {
             format!("{} ({})", w.name(cfg), w.unit()),
             w.clock().to_string(),
         ];
-        l.extend(peers.iter().map(|p| cell(p.get(w))));
+        for p in peers {
+            l.push(cell(p.get(w)));
+            if p.peer != "floor" {
+                l.push(ratio_to_floor(peers, p, w).map_or("-".to_string(), |r| format!("{r:.2}×")));
+            }
+        }
         lines.push(l);
     }
     let cols = lines[0].len();
@@ -589,6 +620,12 @@ fn main() {
     let wgpu_version = env!("PEERS_WGPU_VERSION");
     let scry_version = env!("PEERS_SCRY_VERSION");
     let t = std::time::Instant::now();
+    let floor = run_peer("floor", "ash (hand-written)", || floor_peer::run(&cfg));
+    eprintln!(
+        "peers_report: floor done in {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
+    let t = std::time::Instant::now();
     let wgpu = run_peer("wgpu", wgpu_version, || {
         wgpu_peer::run(&cfg, &adapter, wgpu_version)
     });
@@ -618,7 +655,7 @@ fn main() {
         "peers_report: scry-gpu done in {:.1} s",
         t.elapsed().as_secs_f64()
     );
-    let peers = [wgpu, scry];
+    let peers = [floor, wgpu, scry];
     print_table(&cfg, &adapter, &peers);
     if let Some(path) = json_path {
         if let Err(e) = std::fs::write(&path, json_report(&cfg, &adapter, quick, &peers)) {
