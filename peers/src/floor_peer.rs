@@ -15,7 +15,7 @@ use floor::Floor;
 
 use crate::{measure, us, Config, Fail, PeerReport, Workload};
 
-const NOT_MEASURED: &str = "the floor measures the dispatch workloads only";
+const NOT_MEASURED: &str = "dispatch rows only";
 
 /// Runs the floor's dispatch workloads: every result is checked by the
 /// floor itself (it panics on a wrong value, which `run_peer` reports).
