@@ -4,7 +4,9 @@
 //! timeline semaphores, nothing else. Run in a fresh process like
 //! vkcompute's starts (`startup::floor_in_child`), with the same adapter
 //! choice by `VKCOMPUTE_DEVICE` (index or name fragment; else the first
-//! discrete GPU, else the first adapter).
+//! discrete GPU, else the first adapter). The floor never loads the
+//! validation layer: compare it with starts made without
+//! `VKCOMPUTE_VALIDATION` (as on the GPU machine).
 
 use std::time::{Duration, Instant};
 
