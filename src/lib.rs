@@ -103,6 +103,11 @@ mod ticket;
 mod transfer;
 mod workgroups;
 
+// Sound host access, interop handles and typed launches (issue 8).
+mod host_lock;
+mod host_words;
+mod interop;
+
 pub use adapter::{AdapterInfo, AdapterType};
 pub use batch::{Batch, BatchOptions};
 pub use buffer::{BufView, Buffer, BufferSlice, GpuBuf};
@@ -117,6 +122,10 @@ pub use profile::{CommandTiming, Profile, Profiling};
 pub use reflect::{BindingInfo, BindingKind, Reflection, SpecConstantInfo};
 pub use stats::{StartupTimes, Stats};
 pub use ticket::Ticket;
+
+pub use batch::host_io::Readback;
+pub use host_words::HostWords;
+pub use interop::{RawBuffer, RawDevice, RawKernel};
 
 /// Re-exported so users can name the `ash` version in use.
 pub use ash;
