@@ -44,11 +44,10 @@ fn main() -> vkcompute::Result<()> {
     pc[4..].copy_from_slice(&n.to_le_bytes());
 
     // Warm up once, then time one profiled run.
-    gpu.batch()?
-        .run_with_push_constants(&kernel, &[&xs, &ys], n, &pc)?;
+    gpu.batch()?.run_spread(&kernel, &[&xs, &ys], n, &pc)?;
     ys.write(0, &y0)?;
     let mut batch = gpu.batch_with(BatchOptions::default().with_profiling(Profiling::Batch))?;
-    batch.run_with_push_constants(&kernel, &[&xs, &ys], n, &pc)?;
+    batch.run_spread(&kernel, &[&xs, &ys], n, &pc)?;
     let t = Instant::now();
     let ticket = batch.submit_async()?;
     ticket.wait()?;
