@@ -81,6 +81,22 @@ impl Drop for BufferInner {
 }
 
 /// A GPU buffer of `len` elements of `T`.
+///
+/// `Clone` gives another handle to the same memory; handles are `Send +
+/// Sync`. Host copies ([`Buffer::write`], [`Buffer::download`],
+/// [`Buffer::read_range`], ...) from any number of threads are sound: each
+/// takes the buffer's host lock (reads shared, writes exclusive), so a read
+/// sees the buffer before or after each whole write, never a mix.
+///
+/// **Ordering with batches:** a host copy acts when it is called. It waits
+/// for GPU work already *submitted* that uses the buffer, but it is not a
+/// command of a batch still being recorded: a batch submits in chunks as it
+/// grows ([`BatchOptions`](crate::BatchOptions)), so a `write` between two
+/// `run` calls of one batch may or may not be seen by the commands recorded
+/// before it. Data that must land between two commands goes through the
+/// batch ([`Batch::write`](crate::Batch::write),
+/// [`Batch::read`](crate::Batch::read)). For memory that kernels poll while
+/// running, see [`Buffer::host_words`].
 pub struct Buffer<T: Pod> {
     pub(crate) inner: Arc<BufferInner>,
     len: u64,

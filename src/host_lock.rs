@@ -202,8 +202,10 @@ mod tests {
         let r = lock.acquire(Access::Read, "download").unwrap();
         let l2 = lock.clone();
         let t = std::thread::spawn(move || {
-            let _w = l2.acquire(Access::Write, "write").unwrap();
-            *l2.state()
+            let w = l2.acquire(Access::Write, "write").unwrap();
+            let seen = *l2.state();
+            drop(w);
+            seen
         });
         std::thread::sleep(std::time::Duration::from_millis(20));
         assert_eq!(lock.state().readers, 1, "the writer got in beside a reader");
