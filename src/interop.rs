@@ -38,7 +38,8 @@ use crate::device::Device;
 use crate::kernel::Kernel;
 
 /// The raw Vulkan objects of a [`Device`] ([`Device::raw`]); see the
-/// [module contract](self).
+/// [module contract](self). `Copy`, `Send + Sync` (it only borrows the
+/// device's `ash` tables and holds handles).
 #[derive(Clone, Copy)]
 #[non_exhaustive]
 pub struct RawDevice<'a> {
@@ -71,7 +72,8 @@ impl std::fmt::Debug for RawDevice<'_> {
 }
 
 /// The raw handle and range of a buffer or slice ([`Buffer::raw`],
-/// [`BufferSlice::raw`]); see the [module contract](self).
+/// [`BufferSlice::raw`]); see the [module contract](self). Plain data:
+/// `Copy`, `Send + Sync`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct RawBuffer {
@@ -86,7 +88,7 @@ pub struct RawBuffer {
 }
 
 /// The raw pipeline objects of a [`Kernel`] ([`Kernel::raw`]); see the
-/// [module contract](self).
+/// [module contract](self). Plain data: `Copy`, `Send + Sync`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct RawKernel {

@@ -149,7 +149,8 @@ impl Batch {
 }
 
 /// Data a batch reads back ([`Batch::read`]): available once the batch
-/// holding the read has been submitted and has completed.
+/// holding the read has been submitted and has completed. `Send + Sync`:
+/// it may be waited on from another thread than the one that recorded it.
 #[must_use = "a Readback holds the data the batch reads; call wait() to get it"]
 pub struct Readback<T: Pod> {
     buf: Buffer<T>,
