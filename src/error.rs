@@ -327,7 +327,7 @@ pub enum Error {
         invocations: u64,
         /// The kernel's local size in x.
         local_size_x: u32,
-        /// The adapter's maxComputeWorkGroupCount[0].
+        /// The adapter's `maxComputeWorkGroupCount[0]`.
         limit: u32,
     },
 }

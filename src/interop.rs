@@ -2,30 +2,7 @@
 //! [`Kernel`], for code that records its own Vulkan commands beside
 //! vkcompute's (another library's renderer, a hand-written pass).
 //!
-//! Reading a handle is safe; every use of one goes through `ash`, whose
-//! calls are `unsafe`, and must keep this contract, which vkcompute cannot
-//! check:
-//!
-//! - **Never destroy** a handle obtained here (device, buffer, pipeline,
-//!   layout), and never free or rebind the memory behind a buffer: vkcompute
-//!   owns them and destroys them itself, when the last owner drops and the
-//!   GPU work it knows of is done.
-//! - **Keep vkcompute's objects alive past your GPU work.** vkcompute tracks
-//!   only the work it submits: a buffer or kernel used by a command buffer
-//!   you submit must not be dropped (nor its [`Device`]) until that work has
-//!   completed, and a host access through vkcompute ([`Buffer::download`],
-//!   [`Buffer::write`], ...) does not wait for it: wait for your own work
-//!   first (your fence or semaphore), and make its writes available with a
-//!   barrier, as Vulkan requires.
-//! - **The queue needs external synchronization.** vkcompute submits to
-//!   [`RawDevice::compute_queue`] from any thread under its own lock, which
-//!   you cannot take: submit to that queue (or wait on it with
-//!   `vkQueueWaitIdle`) only while no other thread uses the device through
-//!   vkcompute, or create your own queue-using code on another device.
-//!   `vkDeviceWaitIdle` has the same rule.
-//! - **Do not change state vkcompute relies on**: the pipeline's layout is
-//!   shared by every dispatch of the kernel, and descriptor sets vkcompute
-//!   binds are its own; bind your own sets to your own command buffers.
+//! The contract for using them is written on [`RawDevice`].
 //!
 //! Handles are plain values: they stay valid as long as the object they
 //! came from (a `RawDevice` borrows its `Device`).
@@ -37,9 +14,37 @@ use crate::buffer::{Buffer, BufferSlice, GpuBuf};
 use crate::device::Device;
 use crate::kernel::Kernel;
 
-/// The raw Vulkan objects of a [`Device`] ([`Device::raw`]); see the
-/// [module contract](self). `Copy`, `Send + Sync` (it only borrows the
-/// device's `ash` tables and holds handles).
+/// The raw Vulkan objects of a [`Device`] ([`Device::raw`]), for interop.
+/// `Copy`, `Send + Sync` (it only borrows the device's `ash` tables and
+/// holds handles). The contract below covers every raw handle of the crate
+/// ([`RawBuffer`], [`RawKernel`] too).
+///
+/// # Contract
+///
+/// Reading a handle is safe; every use of one goes through `ash`, whose
+/// calls are `unsafe`, and must keep this contract, which vkcompute cannot
+/// check:
+///
+/// - **Never destroy** a handle obtained here (device, buffer, pipeline,
+///   layout), and never free or rebind the memory behind a buffer: vkcompute
+///   owns them and destroys them itself, when the last owner drops and the
+///   GPU work it knows of is done.
+/// - **Keep vkcompute's objects alive past your GPU work.** vkcompute tracks
+///   only the work it submits: a buffer or kernel used by a command buffer
+///   you submit must not be dropped (nor its [`Device`]) until that work has
+///   completed, and a host access through vkcompute ([`Buffer::download`],
+///   [`Buffer::write`], ...) does not wait for it: wait for your own work
+///   first (your fence or semaphore), and make its writes available with a
+///   barrier, as Vulkan requires.
+/// - **The queue needs external synchronization.** vkcompute submits to
+///   [`RawDevice::compute_queue`] from any thread under its own lock, which
+///   you cannot take: submit to that queue (or wait on it with
+///   `vkQueueWaitIdle`) only while no other thread uses the device through
+///   vkcompute, or create your own queue-using code on another device.
+///   `vkDeviceWaitIdle` has the same rule.
+/// - **Do not change state vkcompute relies on**: the pipeline's layout is
+///   shared by every dispatch of the kernel, and descriptor sets vkcompute
+///   binds are its own; bind your own sets to your own command buffers.
 #[derive(Clone, Copy)]
 #[non_exhaustive]
 pub struct RawDevice<'a> {
@@ -51,7 +56,7 @@ pub struct RawDevice<'a> {
     /// The adapter.
     pub physical_device: vk::PhysicalDevice,
     /// Queue 0 of [`RawDevice::compute_family`], where batches run.
-    /// Submitting to it needs external synchronization (module contract).
+    /// Submitting to it needs external synchronization ([`RawDevice`] contract).
     pub compute_queue: vk::Queue,
     /// The compute queue's family index.
     pub compute_family: u32,
@@ -72,7 +77,7 @@ impl std::fmt::Debug for RawDevice<'_> {
 }
 
 /// The raw handle and range of a buffer or slice ([`Buffer::raw`],
-/// [`BufferSlice::raw`]); see the [module contract](self). Plain data:
+/// [`BufferSlice::raw`]); see the [`RawDevice`] contract. Plain data:
 /// `Copy`, `Send + Sync`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -88,7 +93,7 @@ pub struct RawBuffer {
 }
 
 /// The raw pipeline objects of a [`Kernel`] ([`Kernel::raw`]); see the
-/// [module contract](self). Plain data: `Copy`, `Send + Sync`.
+/// [`RawDevice`] contract. Plain data: `Copy`, `Send + Sync`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct RawKernel {
