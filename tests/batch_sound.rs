@@ -122,6 +122,37 @@ fn host_writes_in_a_batch_are_seen_by_exactly_the_later_commands() {
 }
 
 #[test]
+fn a_batch_upload_is_seen_by_later_commands_in_any_chunk() {
+    let gpu = gpu();
+    let inc = gpu.kernel_glsl(INC).unwrap();
+    for first_chunk in [1, 0] {
+        let mut b = gpu
+            .batch_with(BatchOptions {
+                first_chunk,
+                max_chunk: 1,
+                ..Default::default()
+            })
+            .unwrap();
+        let up = b.upload(&(0..1000u32).collect::<Vec<_>>()).unwrap();
+        b.run(&inc, &[&up], 1000).unwrap();
+        let r = b.read(&up).unwrap();
+        b.run(&inc, &[&up], 1000).unwrap();
+        b.submit().unwrap();
+        let want: Vec<u32> = (1..1001).collect();
+        assert_eq!(r.wait().unwrap(), want, "first_chunk {first_chunk}");
+        let want: Vec<u32> = (2..1002).collect();
+        assert_eq!(up.download().unwrap(), want, "first_chunk {first_chunk}");
+    }
+    let mut b = gpu.batch().unwrap();
+    assert!(matches!(
+        b.upload::<u32>(&[]),
+        Err(Error::ZeroLength { .. })
+    ));
+    drop(b);
+    assert_clean(&gpu);
+}
+
+#[test]
 fn batch_reads_and_writes_are_checked() {
     let gpu = gpu();
     let other = gpu_with(Default::default());

@@ -1,5 +1,5 @@
-//! Host reads and writes that belong to a batch: [`Batch::write`] and
-//! [`Batch::read`] record GPU commands, so they take effect exactly where
+//! Host reads and writes that belong to a batch: [`Batch::write`],
+//! [`Batch::upload`] and [`Batch::read`] record GPU commands, so they take effect exactly where
 //! they were recorded among the batch's commands, however the batch is cut
 //! into chunks ([`BatchOptions`](crate::BatchOptions)).
 //!
@@ -101,6 +101,26 @@ impl Batch {
         self.end_command("write")?;
         self.tracker.barrier();
         Ok(self)
+    }
+
+    /// A new device-local buffer holding `data`, filled as a command of the
+    /// batch ([`Batch::write`]): commands recorded after this call see the
+    /// data. Host reads of the buffer see it once the batch is submitted;
+    /// before that (or if the batch is dropped unsubmitted) its contents
+    /// are unspecified.
+    pub fn upload<T: Pod>(&mut self, data: &[T]) -> Result<Buffer<T>> {
+        self.usable()?;
+        let dev = Device {
+            inner: self.dev.clone(),
+        };
+        let buf = Buffer::<T>::create(
+            &dev,
+            data.len() as u64,
+            Memory::DeviceLocal,
+            "Batch::upload",
+        )?;
+        self.write(&buf, 0, data)?;
+        Ok(buf)
     }
 
     /// Reads all of `src` as a command of the batch: the returned
