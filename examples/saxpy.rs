@@ -46,11 +46,11 @@ fn main() -> vkcompute::Result<()> {
     // Warm up once (submitted and waited: the pipeline, the binding set and
     // the recorder are then ready), restore y, then time one profiled run.
     let mut warm = gpu.batch()?;
-    warm.run_with_push_constants(&kernel, &[&xs, &ys], n, &pc)?;
+    warm.run_spread(&kernel, &[&xs, &ys], n, &pc)?;
     warm.submit()?;
     ys.write(0, &y0)?;
     let mut batch = gpu.batch_with(BatchOptions::default().with_profiling(Profiling::Batch))?;
-    batch.run_with_push_constants(&kernel, &[&xs, &ys], n, &pc)?;
+    batch.run_spread(&kernel, &[&xs, &ys], n, &pc)?;
     let t = Instant::now();
     let ticket = batch.submit_async()?;
     ticket.wait()?;

@@ -1,5 +1,5 @@
 // y = a*x + y over n floats, one element per invocation. Launched with
-// Batch::run, whose grid may spread into y and z for very large n: the
+// Batch::run_spread, whose grid spreads into y and z for very large n: the
 // linear index below undoes that.
 #version 450
 layout(local_size_x = 256) in;

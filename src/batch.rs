@@ -17,7 +17,14 @@
 //! A long batch is submitted in chunks as it grows ([`crate::policy`]), so
 //! the GPU starts while the CPU records; [`Batch::submit_async`] submits the
 //! rest. Dropping a batch without submitting discards what was not yet
-//! submitted; chunks already submitted run to completion.
+//! submitted; chunks already submitted run to completion, and the buffers
+//! they use stay alive (parked) until they do.
+//!
+//! A command that fails after recording began (a descriptor set that could
+//! not be allocated, a copy whose second piece fails, a chunk that failed to
+//! submit) poisons the batch: every later call returns that error, and
+//! nothing more is recorded or submitted ([`Batch::poisoned`]). A command
+//! refused by its checks before recording leaves the batch usable.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -41,6 +48,9 @@ use crate::ticket::{QueryReadout, Ticket};
 use crate::workgroups::{self, GridError};
 
 mod bind;
+pub(crate) mod host_io;
+mod launch;
+mod poison;
 mod transfer_cmds;
 
 use bind::{bind_descriptors, binding_info, call_error, push_constants, push_constants_padded};
@@ -95,6 +105,12 @@ struct Queries {
 }
 
 /// A recording of GPU work. Created by [`Device::batch`].
+///
+/// Dropping a batch without [`Batch::submit`] or [`Batch::submit_async`]
+/// discards the commands not yet submitted; chunks it already submitted (a
+/// long batch submits as it grows, see [`BatchOptions`]) still run to
+/// completion, and the buffers they use stay alive until then.
+#[must_use = "a batch does nothing until submitted; dropping it discards what was not yet submitted"]
 pub struct Batch {
     dev: Arc<DeviceInner>,
     rec: Option<Recorder>,
@@ -124,6 +140,10 @@ pub struct Batch {
     last_value: u64,
     profiling: Profiling,
     queries: Option<Queries>,
+    /// The error that poisoned the batch ([`poison`]).
+    poisoned: Option<Box<Error>>,
+    /// Test hook: descriptor binds left before an injected failure (0: off).
+    fault: u32,
 }
 
 impl std::fmt::Debug for Batch {
@@ -182,6 +202,8 @@ impl Device {
                 labels: Vec::new(),
                 next_label: None,
             }),
+            poisoned: None,
+            fault: 0,
         })
     }
 }
@@ -202,18 +224,14 @@ fn grid_error(k: &KernelCore, e: GridError, limit: [u32; 3], asked: [u32; 3]) ->
 
 impl Batch {
     /// Records `kernel` over `invocations` invocations along x, in
-    /// `ceil(invocations / local_size_x)` workgroups. Past the adapter's
-    /// `maxComputeWorkGroupCount[0]` the grid spreads into y and then z
-    /// (never clamped; a grid that cannot fit is [`Error::WorkgroupLimit`]),
-    /// and may hold a few spare invocations. A 1-D kernel that may be
-    /// launched that large recovers its linear index as
-    ///
-    /// ```glsl
-    /// uint idx = gl_GlobalInvocationID.x
-    ///          + gl_GlobalInvocationID.y * (gl_NumWorkGroups.x * gl_WorkGroupSize.x)
-    ///          + gl_GlobalInvocationID.z * (gl_NumWorkGroups.x * gl_WorkGroupSize.x * gl_NumWorkGroups.y);
-    /// if (idx >= n) return;
-    /// ```
+    /// `ceil(invocations / local_size_x)` workgroups of one row: a kernel
+    /// indexing with `gl_GlobalInvocationID.x` alone sees each index below
+    /// `invocations` once (and a few spare ones when `invocations` is not a
+    /// multiple of the local size: bound-check). Past the adapter's
+    /// `maxComputeWorkGroupCount[0]` workgroups (65,535 on lavapipe) no
+    /// Vulkan launch can give such a kernel distinct indices:
+    /// [`Error::LaunchTooLarge`]. Kernels that recover a linear index from
+    /// a spread grid launch that large with [`Batch::run_spread`].
     #[inline]
     pub fn run(
         &mut self,
@@ -239,13 +257,29 @@ impl Batch {
         let grid = if self.last_grid.0 == invocations && self.last_grid.1 == local_x {
             self.last_grid.2
         } else {
-            let limit = self.dev.info.max_workgroup_count;
-            let grid = workgroups::grid_for_invocations(u64::from(invocations), local_x, limit)
-                .map_err(|e| grid_error(k, e, limit, [0, 0, 0]))?;
+            let grid = self.x_grid(k, invocations)?;
             self.last_grid = (invocations, local_x, grid);
             grid
         };
         self.dispatch(kernel, buffers, grid, push_constants)
+    }
+
+    /// The one-row grid for `invocations` of `k` (see [`Batch::run`]).
+    #[cold]
+    #[inline(never)]
+    fn x_grid(&self, k: &KernelCore, invocations: u32) -> Result<[u32; 3]> {
+        let limit = self.dev.info.max_workgroup_count;
+        let local_x = k.workgroup_size[0];
+        match workgroups::x_groups(u64::from(invocations), local_x, limit[0]) {
+            Ok(x) => Ok([x, 1, 1]),
+            Err(GridError::TooLarge(_)) => Err(Error::LaunchTooLarge {
+                kernel: k.label.clone(),
+                invocations: u64::from(invocations),
+                local_size_x: local_x,
+                limit: limit[0],
+            }),
+            Err(e) => Err(grid_error(k, e, limit, [0, 0, 0])),
+        }
     }
 
     /// Records `kernel` over an explicit grid of `workgroups`, with optional
@@ -298,15 +332,18 @@ impl Batch {
     /// Submits what remains and returns a [`Ticket`] for the whole batch.
     pub fn submit_async(mut self) -> Result<Ticket> {
         // Checked here too: a batch with nothing left to submit would
-        // otherwise return a ticket from a lost device.
-        self.dev.sticky.check()?;
+        // otherwise return a ticket from a lost device. A poisoned batch
+        // submits nothing more (dropping it discards the open chunk).
+        self.usable()?;
         if self.profiling == Profiling::Batch && self.queries.as_ref().is_some_and(|q| q.used > 0) {
             if self.cb == vk::CommandBuffer::null() {
                 self.open_chunk()?;
             }
             self.write_timestamp(vk::PipelineStageFlags::BOTTOM_OF_PIPE);
         }
-        self.flush()?;
+        if let Err(e) = self.flush() {
+            return Err(self.poison(e));
+        }
         let mark = UseMark {
             compute: self.last_value,
             transfer: 0,
@@ -364,8 +401,8 @@ impl Batch {
         grid: [u32; 3],
         pc: &[u8],
     ) -> Result<&mut Self> {
+        self.usable()?;
         let d = &*self.dev;
-        d.sticky.check()?;
         let k = &*kernel.core;
         let bindings = &k.reflection.bindings;
         if !Arc::ptr_eq(&kernel.dev, &self.dev)
@@ -422,8 +459,14 @@ impl Batch {
                 d.compute.note_pipeline(k.pipeline);
             }
             if n > 0 {
+                self.fault_point()?;
+                let d = &*self.dev;
                 let owner = |i: usize| buffers[i].view().inner;
-                bind_descriptors(d, self.rec.as_mut(), cb, k, &self.last_infos[..n], &owner)?;
+                if let Err(e) =
+                    bind_descriptors(d, self.rec.as_mut(), cb, k, &self.last_infos[..n], &owner)
+                {
+                    return Err(self.poison(e));
+                }
             }
             self.bound = kernel_addr;
         }
@@ -480,7 +523,9 @@ impl Batch {
             self.end_command_profiled(label);
         }
         if self.policy.should_flush(self.chunk_cmds) {
-            self.flush()?;
+            if let Err(e) = self.flush() {
+                return Err(self.poison(e));
+            }
             self.policy.advance();
         }
         Ok(self)

@@ -21,6 +21,7 @@ use gpu_allocator::vulkan::Allocation;
 
 use crate::device::{Device, DeviceInner, Garbage};
 use crate::error::{Error, Result};
+use crate::host_lock::HostLock;
 use crate::memory::{host_paths, HostPath, Memory};
 use crate::reclaim::LastUse;
 use crate::transfer;
@@ -40,20 +41,32 @@ pub(crate) struct BufferInner {
     mapped: Option<NonNull<u8>>,
     /// Last submissions that used it, per queue.
     pub last_use: LastUse,
+    /// Taken by every host copy and atomic view ([`crate::host_lock`]).
+    pub host: HostLock,
 }
 
-// SAFETY: the mapping pointer is only used for copies into or out of the
-// buffer's own memory, after waiting for GPU use; concurrent host copies
-// into overlapping ranges are a data race the caller chose, with the same
-// effect as racing writes into a shared `&[Cell<u8>]` of plain bytes.
+// SAFETY: the only thread-affine state is the mapping pointer. The host
+// reaches the mapped bytes in two ways only, both under `host`: plain
+// copies (`transfer`), reads shared and writes exclusive, so no two
+// threads ever copy overlapping bytes with one of them writing; and
+// `HostWords` views, which access the bytes only as `AtomicU32` and which
+// the lock never lets coexist with a plain copy. Everything else is
+// `Arc`s, handles and atomics.
 unsafe impl Send for BufferInner {}
-// SAFETY: as above.
+// SAFETY: as above: shared access goes through `host` or atomics.
 unsafe impl Sync for BufferInner {}
 
 impl BufferInner {
     /// The mapped pointer, when host access goes through the mapping.
     pub(crate) fn mapped(&self) -> Option<NonNull<u8>> {
         self.mapped
+    }
+
+    /// The property flags of the memory type backing the buffer.
+    pub(crate) fn memory_properties(&self) -> vk::MemoryPropertyFlags {
+        self.alloc
+            .as_ref()
+            .map_or(vk::MemoryPropertyFlags::empty(), |a| a.memory_properties())
     }
 }
 
@@ -68,6 +81,22 @@ impl Drop for BufferInner {
 }
 
 /// A GPU buffer of `len` elements of `T`.
+///
+/// `Clone` gives another handle to the same memory; handles are `Send +
+/// Sync`. Host copies ([`Buffer::write`], [`Buffer::download`],
+/// [`Buffer::read_range`], ...) from any number of threads are sound: each
+/// takes the buffer's host lock (reads shared, writes exclusive), so a read
+/// sees the buffer before or after each whole write, never a mix.
+///
+/// **Ordering with batches:** a host copy acts when it is called. It waits
+/// for GPU work already *submitted* that uses the buffer, but it is not a
+/// command of a batch still being recorded: a batch submits in chunks as it
+/// grows ([`BatchOptions`](crate::BatchOptions)), so a `write` between two
+/// `run` calls of one batch may or may not be seen by the commands recorded
+/// before it. Data that must land between two commands goes through the
+/// batch ([`Batch::write`](crate::Batch::write),
+/// [`Batch::read`](crate::Batch::read)). For memory that kernels poll while
+/// running, see [`Buffer::host_words`].
 pub struct Buffer<T: Pod> {
     pub(crate) inner: Arc<BufferInner>,
     len: u64,
@@ -101,13 +130,16 @@ fn elem_size<T>() -> u64 {
 
 /// Resolves a range over `len` elements, or names what was asked.
 fn resolve(range: impl RangeBounds<usize>, len: u64, what: &'static str) -> Result<(u64, u64)> {
+    // `..=usize::MAX` and `(Excluded(usize::MAX), _)` name one past the
+    // largest index: saturated (it is out of range of any buffer anyway),
+    // never an overflow.
     let start = match range.start_bound() {
         Bound::Included(&s) => s as u64,
-        Bound::Excluded(&s) => s as u64 + 1,
+        Bound::Excluded(&s) => (s as u64).saturating_add(1),
         Bound::Unbounded => 0,
     };
     let end = match range.end_bound() {
-        Bound::Included(&e) => e as u64 + 1,
+        Bound::Included(&e) => (e as u64).saturating_add(1),
         Bound::Excluded(&e) => e as u64,
         Bound::Unbounded => len,
     };
@@ -149,7 +181,13 @@ impl Device {
 }
 
 impl<T: Pod> Buffer<T> {
-    fn create(dev: &Device, len: u64, memory: Memory, what: &'static str) -> Result<Self> {
+    /// A buffer of `len` elements, its contents undefined (callers fill it).
+    pub(crate) fn create(
+        dev: &Device,
+        len: u64,
+        memory: Memory,
+        what: &'static str,
+    ) -> Result<Self> {
         let d = &dev.inner;
         if len == 0 || elem_size::<T>() == 0 {
             return Err(Error::ZeroLength { what });
@@ -205,6 +243,7 @@ impl<T: Pod> Buffer<T> {
             mapped,
             alloc: Some(alloc),
             last_use: LastUse::default(),
+            host: HostLock::default(),
         });
         Ok(Buffer {
             inner,
@@ -433,5 +472,23 @@ mod tests {
         #[allow(clippy::reversed_empty_ranges)]
         let backwards = resolve(5..4, 10, "x");
         assert!(backwards.is_err());
+    }
+
+    #[test]
+    fn ranges_at_usize_max_are_errors_not_overflows() {
+        let max = usize::MAX as u64;
+        assert!(matches!(
+            resolve(..=usize::MAX, 10, "read_range"),
+            Err(Error::OutOfRange { start: 0, end, len: 10, .. }) if end == max.saturating_add(1)
+        ));
+        assert!(matches!(
+            resolve(usize::MAX..=usize::MAX, 10, "read_range"),
+            Err(Error::OutOfRange { len: 10, .. })
+        ));
+        let excl = (Bound::Excluded(usize::MAX), Bound::Unbounded);
+        assert!(matches!(
+            resolve(excl, 10, "slice"),
+            Err(Error::OutOfRange { what: "slice", .. })
+        ));
     }
 }

@@ -87,8 +87,10 @@ pub(crate) struct DeviceInner {
     allocator: Mutex<ManuallyDrop<Allocator>>,
     garbage: Mutex<Deferred<Garbage>>,
     budget_used: AtomicU64,
+    /// The physical device `raw` was created on (for [`crate::interop`]).
+    pub physical: vk::PhysicalDevice,
     /// Dropped last: the device is destroyed in `drop` before it.
-    instance: Instance,
+    pub(crate) instance: Instance,
 }
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -466,6 +468,7 @@ impl DeviceInner {
                 allocator: Mutex::new(ManuallyDrop::new(allocator)),
                 garbage: Mutex::new(Deferred::default()),
                 budget_used: AtomicU64::new(0),
+                physical: p.physical,
                 instance,
             })
         }

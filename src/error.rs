@@ -13,7 +13,9 @@ use ash::vk;
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Everything that can go wrong in vkcompute.
-#[derive(Debug, thiserror::Error)]
+/// `Clone`, so a poisoned [`Batch`](crate::Batch) can return the error that
+/// poisoned it from every later call.
+#[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// The Vulkan loader library could not be found or opened.
@@ -282,6 +284,51 @@ pub enum Error {
         path: std::path::PathBuf,
         /// What went wrong.
         detail: String,
+    },
+
+    /// A host copy of a buffer was asked for while an atomic view of it
+    /// ([`Buffer::host_words`](crate::Buffer::host_words)) is alive: a copy
+    /// beside atomic accesses to the same bytes would be a data race. Drop
+    /// the view first.
+    #[error(
+        "{what}: the buffer has a live HostWords view; drop it before copying to or from the host"
+    )]
+    HostAccessBusy {
+        /// The refused operation.
+        what: &'static str,
+    },
+
+    /// The operation needs the buffer's memory mapped and host-coherent
+    /// (place it in [`Memory::HostVisible`](crate::Memory::HostVisible)).
+    #[error("{what}: the buffer's memory is not mapped host-coherent memory ({placement:?}); allocate it with Memory::HostVisible")]
+    NotHostMapped {
+        /// The operation.
+        what: &'static str,
+        /// Where the buffer was placed.
+        placement: crate::memory::Memory,
+    },
+
+    /// A result was asked for before the batch holding its command was
+    /// submitted (or after that batch was dropped unsubmitted).
+    #[error("{what}: the batch that records it was not submitted")]
+    NotSubmitted {
+        /// The operation.
+        what: &'static str,
+    },
+
+    /// [`Batch::run`](crate::Batch::run) was asked for more invocations
+    /// than one row of workgroups holds: a kernel indexing with
+    /// `gl_GlobalInvocationID.x` alone cannot see that many distinct indices.
+    #[error("kernel {kernel:?}: {invocations} invocations need {} workgroups of {local_size_x} along x, over maxComputeWorkGroupCount[0] = {limit} (or past 2^32 indices); use Batch::run_spread with the linear-index formula it documents, or a larger local_size_x", invocations.div_ceil(u64::from(*local_size_x).max(1)))]
+    LaunchTooLarge {
+        /// The kernel's label.
+        kernel: String,
+        /// Invocations asked for.
+        invocations: u64,
+        /// The kernel's local size in x.
+        local_size_x: u32,
+        /// The adapter's `maxComputeWorkGroupCount[0]`.
+        limit: u32,
     },
 }
 

@@ -56,6 +56,8 @@
 //!   [`KernelBuilder`] for entry points, specialization constants and
 //!   workgroup sizes.
 //! - [`Batch`]: dispatches, barriers, copies and fills; [`Ticket`]: completion.
+//!   [`Batch::run_with`] takes push constants as a `Pod` value, and
+//!   [`bindings!`] builds a mixed binding list without casts.
 //! - The on-disk cache ([`DeviceOptions::cache_dir`], `VKCOMPUTE_CACHE_DIR`):
 //!   the driver's pipeline cache per adapter and driver build, and compiled
 //!   GLSL, so a second start skips shaderc and pipeline compilation; a
@@ -69,6 +71,27 @@
 //! before it. Host reads and writes of a buffer ([`Buffer::download`],
 //! [`Buffer::write`]) wait for the submitted work that uses it, so a
 //! download right after [`Batch::submit_async`] returns the batch's result.
+//!
+//! The rule for host access: **`Buffer::write` and `Buffer::download` act
+//! when they are called, on the work submitted so far; they are not
+//! commands of a batch being recorded.** A long batch submits in chunks as
+//! it grows ([`BatchOptions`]), so a `Buffer::write` between two `run`
+//! calls of one unsubmitted batch may land before or after commands
+//! recorded earlier, depending on where a chunk was cut. Host data that
+//! belongs between two commands goes through the batch: [`Batch::write`]
+//! and [`Batch::read`] are recorded commands, ordered exactly as recorded
+//! (as if a barrier stood on each side) whatever the chunking.
+//!
+//! Host copies of one buffer from several threads (through clones) are
+//! sound: each takes the buffer's host lock, reads shared and writes
+//! exclusive, so a read sees whole writes only. Kernels that poll memory
+//! the host writes while they run use [`Buffer::host_words`] instead, an
+//! atomic view that neither waits for the GPU nor locks ([`HostWords`]).
+//!
+//! A dispatch or copy that fails half-way through recording poisons its
+//! batch ([`Batch::poisoned`]): every later call returns that error and
+//! nothing more is submitted. Raw Vulkan handles for interop, with the
+//! rules for using them: [`Device::raw`], [`Buffer::raw`], [`Kernel::raw`].
 //!
 //! ## Safety
 //!
@@ -106,6 +129,11 @@ mod ticket;
 mod transfer;
 mod workgroups;
 
+// Sound host access, interop handles and typed launches (issue 8).
+mod host_lock;
+mod host_words;
+mod interop;
+
 pub use adapter::{AdapterInfo, AdapterType};
 pub use batch::{Batch, BatchOptions};
 pub use buffer::{BufView, Buffer, BufferSlice, GpuBuf};
@@ -122,6 +150,10 @@ pub use stats::{StartupTimes, Stats};
 pub use ticket::Ticket;
 // Figures and tests that cannot flatter (issue 11): the shared validation log.
 pub use instance::ValidationLog;
+
+pub use batch::host_io::Readback;
+pub use host_words::HostWords;
+pub use interop::{RawBuffer, RawDevice, RawKernel};
 
 /// Re-exported so users can name the `ash` version in use.
 pub use ash;

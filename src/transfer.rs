@@ -7,6 +7,12 @@
 //! transfer-only queue). Staged transfers larger than one staging buffer
 //! alternate between two, so the host fills (or drains) one while the GPU
 //! copies the other. Transfers return once the data is in place.
+//!
+//! Every transfer holds the buffer's host lock ([`crate::host_lock`]) from
+//! its wait to its last byte, on either path: reads shared, writes and
+//! zeroing exclusive. Two threads writing one buffer (through clones)
+//! therefore apply whole writes one after the other, and a read sees the
+//! buffer before or after each write, never in between.
 
 use std::ops::Range;
 
@@ -16,6 +22,7 @@ use crate::barrier;
 use crate::buffer::BufferInner;
 use crate::device::DeviceInner;
 use crate::error::Result;
+use crate::host_lock::Access;
 use crate::memory::HostPath;
 use crate::queue::SemaphoreWait;
 use crate::recorder::{cmd_barrier, Recorder};
@@ -25,12 +32,14 @@ use crate::staging::StagingBuffer;
 pub(crate) fn write_bytes(buf: &BufferInner, offset: u64, data: &[u8]) -> Result<()> {
     let d = &*buf.dev;
     d.sticky.check()?;
+    let _host = buf.host.acquire(Access::Write, "write")?;
     match (buf.write_path, buf.mapped()) {
         (HostPath::Mapped, Some(ptr)) => {
             d.wait_mark(buf.last_use.mark(), None)?;
             // SAFETY: the range lies inside the mapped buffer (callers check
-            // it against the buffer's length) and no GPU work uses the buffer
-            // (waited above).
+            // it against the buffer's length), no GPU work uses the buffer
+            // (waited above) and no other host thread touches its bytes
+            // (the exclusive host lock is held).
             unsafe {
                 std::ptr::copy_nonoverlapping(
                     data.as_ptr(),
@@ -48,12 +57,14 @@ pub(crate) fn write_bytes(buf: &BufferInner, offset: u64, data: &[u8]) -> Result
 pub(crate) fn read_bytes(buf: &BufferInner, offset: u64, out: &mut [u8]) -> Result<()> {
     let d = &*buf.dev;
     d.sticky.check()?;
+    let _host = buf.host.acquire(Access::Read, "download")?;
     match (buf.read_path, buf.mapped()) {
         (HostPath::Mapped, Some(ptr)) => {
             d.wait_mark(buf.last_use.mark(), None)?;
             // SAFETY: the range lies inside the mapped buffer; GPU writes to
             // it completed and were made visible to the host by the closing
-            // barrier of their submission.
+            // barrier of their submission; host threads only read it while
+            // the shared host lock is held.
             unsafe {
                 std::ptr::copy_nonoverlapping(
                     ptr.as_ptr().add(offset as usize),
@@ -71,10 +82,12 @@ pub(crate) fn read_bytes(buf: &BufferInner, offset: u64, out: &mut [u8]) -> Resu
 pub(crate) fn zero(buf: &BufferInner) -> Result<()> {
     let d = &*buf.dev;
     d.sticky.check()?;
+    let _host = buf.host.acquire(Access::Write, "zero")?;
     match (buf.write_path, buf.mapped()) {
         (HostPath::Mapped, Some(ptr)) => {
             d.wait_mark(buf.last_use.mark(), None)?;
-            // SAFETY: the mapping covers the whole buffer; no GPU use is pending.
+            // SAFETY: the mapping covers the whole buffer; no GPU use is
+            // pending; the exclusive host lock is held.
             unsafe { std::ptr::write_bytes(ptr.as_ptr(), 0, buf.vk_size as usize) };
             Ok(())
         }

@@ -1,9 +1,20 @@
 //! Workgroup arithmetic: from a count of invocations to a dispatch grid.
 //!
 //! [`Batch::run`](crate::Batch::run) launches `ceil(invocations / local_x)`
-//! workgroups along x. When that exceeds `maxComputeWorkGroupCount[0]`, the
-//! grid spreads into y and then z, keeping the number of spare workgroups
-//! small. A kernel launched this way recovers its linear index as
+//! workgroups along x only ([`x_groups`]), so a kernel indexing with
+//! `gl_GlobalInvocationID.x` alone sees every index below `invocations`
+//! exactly once. Vulkan bounds that grid: at most
+//! `maxComputeWorkGroupCount[0]` workgroups (65,535 on lavapipe), and
+//! `vkCmdDispatchBase` cannot reach past it either (its base plus count must
+//! stay within the same limit), so no launch can give an x-only kernel more
+//! than `maxComputeWorkGroupCount[0] * local_x` distinct indices. Past that,
+//! `run` refuses with a typed error instead of spreading the grid behind the
+//! kernel's back.
+//!
+//! [`Batch::run_spread`](crate::Batch::run_spread) is the explicit opt-in:
+//! the grid spreads into y and then z ([`grid_for_invocations`]), keeping
+//! the number of spare workgroups small, and the kernel recovers its linear
+//! index as
 //!
 //! ```glsl
 //! uint idx = gl_GlobalInvocationID.x
@@ -31,8 +42,25 @@ fn div_ceil(a: u64, b: u64) -> u64 {
     a.div_ceil(b)
 }
 
+/// Workgroups along x for a plain launch of `invocations` of `local_x`
+/// each: every `gl_GlobalInvocationID.x` below `invocations` once. Refused
+/// (`TooLarge`, holding the x grid needed) past `max_x` workgroups, or when
+/// the grid's last invocation index would not fit in 32 bits (spare
+/// invocations would wrap onto low indices).
+pub(crate) fn x_groups(invocations: u64, local_x: u32, max_x: u32) -> Result<u32, GridError> {
+    if invocations == 0 || local_x == 0 {
+        return Err(GridError::Empty);
+    }
+    let groups = div_ceil(invocations, u64::from(local_x));
+    if groups > u64::from(max_x) || groups * u64::from(local_x) > 1 << 32 {
+        return Err(GridError::TooLarge([groups, 1, 1]));
+    }
+    Ok(groups as u32)
+}
+
 /// The grid for `invocations` along x with `local_x` invocations per
-/// workgroup, within `max_count` workgroups per dimension.
+/// workgroup, within `max_count` workgroups per dimension, spread into y
+/// and z past `max_count[0]` (the opt-in form).
 pub(crate) fn grid_for_invocations(
     invocations: u64,
     local_x: u32,
@@ -96,6 +124,27 @@ mod tests {
         assert_eq!(grid_for_invocations(64, 64, LAVAPIPE), Ok([1, 1, 1]));
         assert_eq!(grid_for_invocations(65, 64, LAVAPIPE), Ok([2, 1, 1]));
         assert_eq!(grid_for_invocations(1000, 256, LAVAPIPE), Ok([4, 1, 1]));
+    }
+
+    #[test]
+    fn x_launches_stay_linear_or_are_refused() {
+        assert_eq!(x_groups(1, 64, 65535), Ok(1));
+        assert_eq!(x_groups(65535 * 64, 64, 65535), Ok(65535));
+        assert_eq!(
+            x_groups(65535 * 64 + 1, 64, 65535),
+            Err(GridError::TooLarge([65536, 1, 1]))
+        );
+        // 16 Mi + 5 invocations: too many groups of 64 or 256 for lavapipe,
+        // within limits at 1024 per group.
+        let n = (16 << 20) + 5;
+        assert!(x_groups(n, 256, 65535).is_err());
+        assert_eq!(x_groups(n, 1024, 65535), Ok(16385));
+        assert_eq!(x_groups(0, 64, 65535), Err(GridError::Empty));
+        assert_eq!(x_groups(5, 0, 65535), Err(GridError::Empty));
+        // u32::MAX invocations in groups of 100 would index past 2^32.
+        let nv = i32::MAX as u32;
+        assert!(x_groups(u64::from(u32::MAX), 100, nv).is_err());
+        assert_eq!(x_groups(u64::from(u32::MAX), 256, nv), Ok(1 << 24));
     }
 
     #[test]

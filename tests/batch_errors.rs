@@ -1,5 +1,5 @@
 //! Batches at the adapter's limits: launches that spread past a row of
-//! workgroups, and every typed error a bad dispatch or transfer gets
+//! workgroups (the `run_spread` opt-in), and every typed error a bad dispatch or transfer gets
 //! (binding counts, push-constant sizes, empty and oversized grids,
 //! misaligned slices, ranges over the binding limits, foreign buffers and
 //! kernels), with the batch staying usable after each. Limits come from
@@ -24,7 +24,7 @@ void main() {
 }
 "#;
 
-/// Writes each invocation's linear index (the formula `Batch::run` documents).
+/// Writes each invocation's linear index (the formula `Batch::run_spread` documents).
 const INDEX: &str = r#"
 #version 450
 layout(local_size_x = 64) in;
@@ -46,7 +46,7 @@ void main() {
 "#;
 
 /// Sets bit `idx` of `bits` for each invocation's linear index (the
-/// formula `Batch::run` documents) below n; meta[0..3] = the grid, meta[3]
+/// formula `Batch::run_spread` documents) below n; meta[0..3] = the grid, meta[3]
 /// counts indices reached twice.
 const MARK_BIT: &str = r#"
 #version 450
@@ -125,8 +125,7 @@ fn large_launch_spreads_into_y() {
         let mut b = gpu.batch().unwrap();
         b.fill(&out, 0xffff_ffff).unwrap();
         b.barrier();
-        b.run_with_push_constants(&k, &[&out, &meta], n, &bytes(&[n]))
-            .unwrap();
+        b.run_spread(&k, &[&out, &meta], n, &bytes(&[n])).unwrap();
         b.submit().unwrap();
         assert_spread(&gpu, &meta.download().unwrap(), n, 64);
         let o = out.download().unwrap();
@@ -161,8 +160,7 @@ fn large_launch_spreads_into_y() {
         let meta = gpu.alloc::<u32>(4).unwrap();
         let t = std::time::Instant::now();
         let mut b = gpu.batch().unwrap();
-        b.run_with_push_constants(&k, &[&bits, &meta], n, &bytes(&[n]))
-            .unwrap();
+        b.run_spread(&k, &[&bits, &meta], n, &bytes(&[n])).unwrap();
         b.submit().unwrap();
         println!("{n} invocations of one in {:?}", t.elapsed());
         let m = meta.download().unwrap();

@@ -65,8 +65,8 @@ void main() { atomicAdd(c[0], 1u); }
 "#,
 ];
 
-/// Writes idx + 1 at each linear index below n (the formula `Batch::run`
-/// documents for grids spread into y and z).
+/// Writes idx + 1 at each linear index below n (the formula
+/// `Batch::run_spread` documents for grids spread into y and z).
 const INDEX: &str = r#"
 #version 450
 layout(local_size_x = 64) in;
@@ -406,7 +406,7 @@ fn random_dispatch_shapes_are_recorded_or_rejected() {
         let mut b = gpu.batch_with(BatchOptions::single_submit()).unwrap();
         b.fill(&out, 0).unwrap();
         b.barrier();
-        let got = b.run_with_push_constants(&index, bufs, n, &pc).map(|_| ());
+        let got = b.run_spread(&index, bufs, n, &pc).map(|_| ());
         match (&want, got) {
             (Err(w), Err(e)) => {
                 prop_assert_eq!(*w, name(&e), "{:?}", e);

@@ -145,10 +145,32 @@ pub(super) fn push_constants_padded(
     k: &KernelCore,
     pc: &[u8],
 ) {
-    let mut padded = [0u8; 256];
-    let len = pc.len().next_multiple_of(4).min(padded.len());
-    padded[..pc.len().min(len)].copy_from_slice(&pc[..pc.len().min(len)]);
-    push_constants(dev, cb, k, &padded[..len]);
+    let mut stack = [0u8; PADDED_ON_STACK];
+    let mut heap = Vec::new();
+    push_constants(dev, cb, k, pad_to_words(pc, &mut stack, &mut heap));
+}
+
+/// Blocks up to this size are padded on the stack; larger ones (up to the
+/// adapter's maxPushConstantsSize, which kernel creation checks) on the heap.
+const PADDED_ON_STACK: usize = 256;
+
+/// `pc` followed by zeros up to the next multiple of 4 bytes, in `stack`
+/// when it fits, else in `heap`. Never truncates.
+fn pad_to_words<'a>(
+    pc: &[u8],
+    stack: &'a mut [u8; PADDED_ON_STACK],
+    heap: &'a mut Vec<u8>,
+) -> &'a [u8] {
+    let len = pc.len().next_multiple_of(4);
+    let out: &mut [u8] = if len <= stack.len() {
+        &mut stack[..len]
+    } else {
+        heap.resize(len, 0);
+        &mut heap[..]
+    };
+    out[..pc.len()].copy_from_slice(pc);
+    out[pc.len()..].fill(0);
+    out
 }
 
 /// Checks one binding against the kernel's reflection and the adapter's
@@ -222,6 +244,24 @@ fn binding_error(
                 "slice starts at byte {}, not a multiple of the offset alignment {align}",
                 v.offset
             ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn padding_keeps_every_byte_at_any_size() {
+        for n in [1usize, 2, 5, 254, 255, 257, 301, 4093] {
+            let pc: Vec<u8> = (0..n).map(|i| (i % 251) as u8 + 1).collect();
+            let mut stack = [0xAAu8; PADDED_ON_STACK];
+            let mut heap = Vec::new();
+            let out = pad_to_words(&pc, &mut stack, &mut heap);
+            assert_eq!(out.len(), n.next_multiple_of(4), "{n} bytes");
+            assert_eq!(&out[..n], &pc[..], "{n} bytes");
+            assert!(out[n..].iter().all(|&b| b == 0), "{n} bytes");
         }
     }
 }

@@ -17,7 +17,7 @@ impl Batch {
     /// Copies all of `src` into `dst` (equal byte sizes; both may be slices,
     /// of different element types).
     pub fn copy(&mut self, src: &dyn GpuBuf, dst: &dyn GpuBuf) -> Result<&mut Self> {
-        self.dev.sticky.check()?;
+        self.usable()?;
         let (s, t) = (src.view(), dst.view());
         self.check_own(&s, "copy")?;
         self.check_own(&t, "copy")?;
@@ -114,7 +114,13 @@ impl Batch {
             // maxStorageBufferRange, at aligned offsets (planned).
             let (si, ti) = (s.inner, t.inner);
             let owner = |i: usize| if i == 0 { si } else { ti };
-            bind_descriptors(d, self.rec.as_mut(), cb, k, &infos, &owner)?;
+            // A failure here leaves earlier pieces recorded and the copy
+            // pipeline bound behind the batch's back: poisoned.
+            self.fault_point()?;
+            let d = &*self.dev;
+            if let Err(e) = bind_descriptors(d, self.rec.as_mut(), cb, k, &infos, &owner) {
+                return Err(self.poison(e));
+            }
             let words = (p.bytes / 16) as u32;
             push_constants(&d.raw, cb, k, &words.to_le_bytes());
             // SAFETY: pipeline, bindings and push constants are set; the grid
@@ -130,7 +136,7 @@ impl Batch {
     /// Fills `dst` with copies of the 32-bit pattern `value`. The byte
     /// offset and size must be multiples of 4 (whole buffers always qualify).
     pub fn fill(&mut self, dst: &dyn GpuBuf, value: u32) -> Result<&mut Self> {
-        self.dev.sticky.check()?;
+        self.usable()?;
         let t = dst.view();
         self.check_own(&t, "fill")?;
         let whole = t.offset == 0 && t.size == t.inner.size;
