@@ -41,6 +41,7 @@ use crate::ticket::{QueryReadout, Ticket};
 use crate::workgroups::{self, GridError};
 
 mod bind;
+mod graph_mode;
 mod transfer_cmds;
 
 use bind::{bind_descriptors, binding_info, call_error, push_constants, push_constants_padded};
@@ -124,6 +125,8 @@ pub struct Batch {
     last_value: u64,
     profiling: Profiling,
     queries: Option<Queries>,
+    /// Graph mode (`graph_mode`): the kernels recorded, kept by the graph.
+    graph_kernels: Option<Vec<Arc<KernelCore>>>,
 }
 
 impl std::fmt::Debug for Batch {
@@ -151,15 +154,22 @@ impl Device {
                 adapter: d.info.name.clone(),
             });
         }
-        let mut rec = d.compute_recorders.take(
+        let rec = d.compute_recorders.take(
             &d.raw,
             &d.sticky,
             &d.counters,
             d.completed_cached(),
             || d.completed(),
         )?;
+        Ok(Batch::with_recorder(d, rec, options))
+    }
+}
+
+impl Batch {
+    /// A batch recording into `rec`.
+    fn with_recorder(d: &Arc<DeviceInner>, mut rec: Recorder, options: BatchOptions) -> Batch {
         let keep = std::mem::take(&mut rec.keep);
-        Ok(Batch {
+        Batch {
             dev: d.clone(),
             rec: Some(rec),
             cb: vk::CommandBuffer::null(),
@@ -182,7 +192,8 @@ impl Device {
                 labels: Vec::new(),
                 next_label: None,
             }),
-        })
+            graph_kernels: None,
+        }
     }
 }
 
@@ -420,6 +431,9 @@ impl Batch {
                 };
                 self.last_pipeline = k.pipeline;
                 d.compute.note_pipeline(k.pipeline);
+                if let Some(ks) = &mut self.graph_kernels {
+                    ks.push(kernel.core.clone());
+                }
             }
             if n > 0 {
                 let owner = |i: usize| buffers[i].view().inner;

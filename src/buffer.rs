@@ -350,7 +350,7 @@ impl<T: Pod> BufferSlice<'_, T> {
     }
 }
 
-mod sealed {
+pub(crate) mod sealed {
     pub trait Sealed {}
 }
 

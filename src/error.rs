@@ -283,6 +283,27 @@ pub enum Error {
         /// What went wrong.
         detail: String,
     },
+
+    /// An object of another `Device` was passed (a ticket to wait for, a
+    /// capture pool).
+    #[error("{what} belongs to another Device")]
+    ForeignObject {
+        /// What was passed.
+        what: &'static str,
+    },
+
+    /// A graph was finished with nothing recorded.
+    #[error("a graph needs at least one recorded command; nothing was recorded")]
+    EmptyGraph,
+
+    /// A per-launch parameter ring of an unusable number of slots.
+    #[error("Params with {requested} slots: allowed 1..={limit}")]
+    ParamsSlots {
+        /// Slots asked for.
+        requested: usize,
+        /// The most allowed.
+        limit: usize,
+    },
 }
 
 impl Error {

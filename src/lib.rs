@@ -84,6 +84,7 @@ mod disk_cache;
 mod error;
 #[cfg(feature = "glsl")]
 mod glsl;
+mod graph;
 mod instance;
 mod kernel;
 mod memory;
@@ -111,6 +112,7 @@ pub use disk_cache::{CacheStats, ENV_CACHE_DIR};
 pub use error::{Error, Result};
 #[cfg(feature = "glsl")]
 pub use glsl::{compile_glsl, compile_glsl_with, GlslOptimization, GlslOptions};
+pub use graph::{CapturePool, Graph, GraphRecorder, Params, DEFAULT_PARAM_SLOTS, MAX_PARAM_SLOTS};
 pub use kernel::{reflect_spirv, Kernel, KernelBuilder, SpirvInput, MAX_BINDINGS};
 pub use memory::Memory;
 pub use profile::{CommandTiming, Profile, Profiling};

@@ -49,6 +49,11 @@ impl Ticket {
         }
     }
 
+    /// The device the ticket's work was submitted to.
+    pub(crate) fn device(&self) -> &Arc<DeviceInner> {
+        &self.dev
+    }
+
     /// The compute-queue timeline value that marks completion.
     pub fn timeline_value(&self) -> u64 {
         self.value

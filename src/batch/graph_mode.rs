@@ -1,0 +1,96 @@
+//! Graph mode: a batch recorded once for a [`crate::Graph`].
+//!
+//! Such a batch records into a recorder of its own
+//! ([`Recorder::for_graph`]): one command buffer, never submitted in chunks,
+//! begun for simultaneous reuse, with descriptor sets from the recorder's
+//! own pools. Finishing it hands the command buffer, the recorder and every
+//! buffer and kernel it used to the graph instead of submitting.
+
+use std::sync::Arc;
+
+use ash::vk;
+
+use super::{Batch, BatchOptions};
+use crate::buffer::BufferInner;
+use crate::device::DeviceInner;
+use crate::error::{Error, Result};
+use crate::pipeline_cache::KernelCore;
+use crate::recorder::{cmd_barrier, Recorder};
+
+/// What a finished graph-mode batch hands to its graph.
+pub(crate) struct GraphParts {
+    /// The recorder that owns `cb` and the descriptor sets it binds.
+    pub rec: Recorder,
+    /// The recorded command buffer, executable, never submitted.
+    pub cb: vk::CommandBuffer,
+    /// Every buffer the commands use, once each.
+    pub buffers: Vec<Arc<BufferInner>>,
+    /// Every kernel the commands bind, once each.
+    pub kernels: Vec<Arc<KernelCore>>,
+    /// Commands recorded.
+    pub commands: u64,
+}
+
+/// Sorts `v` by address and drops repeats of one `Arc`.
+fn dedup_arcs<T>(v: &mut Vec<Arc<T>>) {
+    v.sort_unstable_by_key(|a| Arc::as_ptr(a) as usize);
+    v.dedup_by(|a, b| Arc::ptr_eq(a, b));
+}
+
+impl Batch {
+    /// A batch in graph mode on `d`'s compute queue.
+    pub(crate) fn for_graph(d: &Arc<DeviceInner>) -> Result<Batch> {
+        d.sticky.check()?;
+        let rec = Recorder::for_graph(&d.raw, d.compute.family, &d.sticky, &d.counters)?;
+        let mut b = Batch::with_recorder(d, rec, BatchOptions::single_submit());
+        b.graph_kernels = Some(Vec::new());
+        Ok(b)
+    }
+
+    /// Ends the recording and hands it over (graph mode only; a batch in
+    /// graph mode never flushed, so everything is in one command buffer).
+    pub(crate) fn finish_graph(mut self) -> Result<GraphParts> {
+        self.dev.sticky.check()?;
+        if self.graph_kernels.is_none() || self.cb == vk::CommandBuffer::null() {
+            return Err(Error::EmptyGraph);
+        }
+        let cb = std::mem::replace(&mut self.cb, vk::CommandBuffer::null());
+        // As `flush`: a host barrier when the host reads a used buffer
+        // through its mapping.
+        if let Some(m) = self.tracker.end_chunk() {
+            if std::mem::take(&mut self.chunk_host_reads) {
+                cmd_barrier(&self.dev.raw, cb, m);
+            }
+        }
+        let d = &*self.dev;
+        // SAFETY: `cb` is recording.
+        unsafe { d.raw.end_command_buffer(cb) }
+            .map_err(|r| d.sticky.fail("vkEndCommandBuffer", r))?;
+        let rec = self.rec.take().ok_or(Error::DeviceLost { call: "graph" })?;
+        let mut buffers = std::mem::take(&mut self.keep);
+        dedup_arcs(&mut buffers);
+        let mut kernels = self.graph_kernels.take().unwrap_or_default();
+        dedup_arcs(&mut kernels);
+        Ok(GraphParts {
+            rec,
+            cb,
+            buffers,
+            kernels,
+            commands: self.commands,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dedup_keeps_one_of_each() {
+        let (a, b) = (Arc::new(1), Arc::new(1));
+        let mut v = vec![a.clone(), b.clone(), a.clone(), b.clone(), a.clone()];
+        dedup_arcs(&mut v);
+        assert_eq!(v.len(), 2);
+        assert!(v.iter().any(|x| Arc::ptr_eq(x, &a)) && v.iter().any(|x| Arc::ptr_eq(x, &b)));
+    }
+}
