@@ -27,6 +27,36 @@
 //! keeps the value it was launched with).
 //!
 //! Every launch reaches the queue through one function, `submit`.
+//! (Launching on a chosen stream, `launch_on`, comes with streams.)
+//!
+//! ```
+//! # fn main() -> vkcompute::Result<()> {
+//! let gpu = vkcompute::Device::new()?;
+//! let add = gpu.kernel_glsl(r#"
+//!     #version 450
+//!     layout(local_size_x = 64) in;
+//!     layout(set = 0, binding = 0) buffer X { uint x[]; };
+//!     layout(set = 0, binding = 1) uniform P { uint k; } p;
+//!     void main() { x[gl_GlobalInvocationID.x] += p.k; }
+//! "#)?;
+//! let x = gpu.alloc::<u32>(64)?;
+//! let k = gpu.params(1u32)?;                  // a per-launch value
+//! let mut rec = gpu.graph_recorder()?;        // records like a batch
+//! for _ in 0..3 {
+//!     rec.run(&add, &[&x, &k], 64)?;
+//!     rec.barrier();
+//! }
+//! let graph = rec.finish()?;
+//! let _first = graph.launch()?;               // x += 3 × 1
+//! k.set(10);
+//! let t = graph.launch()?;                    // x += 3 × 10, after the first
+//! t.wait()?;
+//! assert_eq!(x.download()?, vec![33; 64]);
+//! assert_eq!(graph.num_replays(), 2);
+//! # assert_eq!(gpu.validation_message_count(), 0, "{:?}", gpu.validation_messages());
+//! # Ok(())
+//! # }
+//! ```
 
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
