@@ -408,3 +408,23 @@ fn prewarm_runs_once_and_runs_no_commands() {
     assert_eq!(p.get(), 1);
     common::assert_clean(&gpu);
 }
+
+#[test]
+fn device_loss_reaches_launches_and_dropping_still_works() {
+    let gpu = common::gpu();
+    let step = gpu.kernel_glsl(STEP).unwrap();
+    let x = gpu.alloc::<u32>(64).unwrap();
+    let p = gpu.params(0u32).unwrap();
+    let mut rec = gpu.graph_recorder().unwrap();
+    rec.run(&step, &[&x], 64).unwrap();
+    let graph = rec.finish().unwrap();
+    let before = graph.launch().unwrap();
+    before.wait().unwrap();
+    gpu.simulate_device_loss();
+    assert!(graph.launch().unwrap_err().is_device_lost());
+    assert!(graph.launch_after(&before).unwrap_err().is_device_lost());
+    assert!(graph.prewarm().unwrap_err().is_device_lost());
+    assert!(before.wait().unwrap_err().is_device_lost());
+    assert_eq!(graph.num_replays(), 1);
+    drop((graph, p, x, step));
+}
