@@ -349,7 +349,6 @@ impl Graph {
 
     /// Snapshots each bound [`Params`] into its next slot and submits the
     /// slots' copies in front of the graph's commands.
-    #[cold]
     fn submit_with_params(&self, waits: &[SemaphoreWait]) -> Result<u64> {
         let mut staged = Vec::with_capacity(self.params.len());
         let mut cbs = Vec::with_capacity(self.params.len() + 1);

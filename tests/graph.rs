@@ -428,3 +428,45 @@ fn device_loss_reaches_launches_and_dropping_still_works() {
     assert_eq!(graph.num_replays(), 1);
     drop((graph, p, x, step));
 }
+
+/// x[i] += k, k read from a uniform parameter shared by several graphs.
+const ADD_SHARED: &str = r#"
+#version 450
+layout(local_size_x = 64) in;
+layout(set = 0, binding = 0) buffer X { uint x[]; };
+layout(set = 0, binding = 1) uniform S { uint k; } shared_p;
+void main() { x[gl_GlobalInvocationID.x] += shared_p.k; }
+"#;
+
+#[test]
+fn threads_launch_graphs_sharing_a_parameter() {
+    let gpu = common::gpu();
+    let add = gpu.kernel_glsl(ADD_SHARED).unwrap();
+    let record = gpu.kernel_glsl(RECORD).unwrap();
+    let shared = gpu.params(3u32).unwrap();
+    let launches = 50u32;
+    std::thread::scope(|s| {
+        for t in 0..4 {
+            let (gpu, add, record, shared) = (&gpu, &add, &record, &shared);
+            s.spawn(move || {
+                // x starts as 0..64 as RECORD expects; out[l] = 2 × 3 × (l + 1).
+                let x = gpu.upload(&(0..64u32).collect::<Vec<_>>()).unwrap();
+                let out = gpu.alloc::<u32>(launches as usize).unwrap();
+                let own = gpu.params(0u32).unwrap();
+                let mut rec = gpu.graph_recorder().unwrap();
+                rec.run(add, &[&x, shared], 64).unwrap();
+                rec.barrier();
+                rec.run(record, &[&x, &out, &own], 1).unwrap();
+                let graph = rec.finish().unwrap();
+                for l in 0..launches {
+                    own.set(l);
+                    drop(graph.launch().unwrap());
+                }
+                let got = out.download().unwrap();
+                let want: Vec<u32> = (0..launches).map(|l| 2 * 3 * (l + 1)).collect();
+                assert_eq!(got, want, "thread {t}");
+            });
+        }
+    });
+    common::assert_clean(&gpu);
+}
