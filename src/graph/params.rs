@@ -247,6 +247,9 @@ impl Device {
             adapter: self.inner.info.name.clone(),
         })?;
         let d = &self.inner;
+        // The host writes slots from now on: any GPU zero-fill of the ring
+        // must be done first.
+        d.wait_mark(ring.inner.last_use.mark(), None)?;
         let mut rec = Recorder::for_graph(&d.raw, d.compute.family, &d.sticky, &d.counters)?;
         let copies =
             match record_copies(d, &mut rec, &ring.inner, &fixed.inner, size, stride, slots) {
