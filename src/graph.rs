@@ -101,6 +101,7 @@ fn submit(d: &DeviceInner, cbs: &[vk::CommandBuffer], waits: &[SemaphoreWait]) -
 /// dereferences to one, so `run`, `barrier`, `copy`, `fill` and the rest
 /// record as in a batch). Made by [`Device::graph_recorder`] or
 /// [`Device::graph_recorder_in`]. `Send`, not `Sync` (as a batch).
+#[must_use = "a recording becomes a graph only through finish()"]
 pub struct GraphRecorder {
     batch: Batch,
     dev: Arc<DeviceInner>,
