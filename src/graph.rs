@@ -66,16 +66,18 @@ use ash::vk;
 
 use crate::batch::Batch;
 use crate::buffer::BufferInner;
-use crate::device::{Device, DeviceInner};
+use crate::device::{Device, DeviceInner, Garbage};
 use crate::error::{Error, Result};
 use crate::pipeline_cache::KernelCore;
+use crate::profile::Profiling;
 use crate::queue::SemaphoreWait;
 use crate::reclaim::UseMark;
 use crate::recorder::Recorder;
-use crate::ticket::Ticket;
+use crate::ticket::{QueryReadout, Ticket};
 
 mod params;
 mod pool;
+mod profile;
 
 use params::ParamsCore;
 pub use params::{Params, DEFAULT_PARAM_SLOTS, MAX_PARAM_SLOTS};
@@ -133,8 +135,15 @@ impl DerefMut for GraphRecorder {
 impl Device {
     /// A recording for a new [`Graph`].
     pub fn graph_recorder(&self) -> Result<GraphRecorder> {
+        self.graph_recorder_with(Profiling::Off)
+    }
+
+    /// A recording for a new [`Graph`] whose launches write GPU timestamps
+    /// as `profiling` says (read with [`Graph::last_profile`]); adapters
+    /// without compute-queue timestamps give [`Error::Unsupported`].
+    pub fn graph_recorder_with(&self, profiling: Profiling) -> Result<GraphRecorder> {
         Ok(GraphRecorder {
-            batch: Batch::for_graph(&self.inner)?,
+            batch: Batch::for_graph(&self.inner, profiling)?,
             dev: self.inner.clone(),
             pool: None,
         })
@@ -178,6 +187,7 @@ impl GraphRecorder {
             params,
             pool,
             commands: parts.commands,
+            queries: parts.queries,
             replays: AtomicU64::new(0),
             last_value: AtomicU64::new(0),
             prewarmed: AtomicBool::new(false),
@@ -197,6 +207,8 @@ pub struct Graph {
     params: Vec<Arc<ParamsCore>>,
     pool: Option<Arc<CapturePool>>,
     commands: u64,
+    /// Timestamp queries each launch resets and writes (profiled graphs).
+    queries: Option<QueryReadout>,
     replays: AtomicU64,
     last_value: AtomicU64,
     prewarmed: AtomicBool,
@@ -375,12 +387,17 @@ impl Drop for Graph {
         // Never blocks: the recorder goes back to the device's pool, to be
         // reset only once the last launch completed; buffers and params are
         // released by their own deferred paths when their last use passes.
+        let mark = UseMark {
+            compute: self.last_value.load(Ordering::Acquire),
+            transfer: 0,
+        };
         if let Some(rec) = self.rec.take() {
-            let mark = UseMark {
-                compute: self.last_value.load(Ordering::Acquire),
-                transfer: 0,
-            };
             self.dev.compute_recorders.retire(mark, rec);
+        }
+        if let Some(q) = self.queries.take() {
+            for p in q.pools {
+                self.dev.release(mark, Garbage::QueryPool(p));
+            }
         }
     }
 }

@@ -5,7 +5,9 @@ mod common;
 
 use std::time::Instant;
 
-use vkcompute::{CapturePool, Device, DeviceOptions, Error, Graph, Kernel, Params, Stats};
+use vkcompute::{
+    CapturePool, Device, DeviceOptions, Error, Graph, Kernel, Params, Profiling, Stats,
+};
 
 /// x[i] += 1 over 64 elements.
 const STEP: &str = r#"
@@ -468,5 +470,48 @@ fn threads_launch_graphs_sharing_a_parameter() {
             });
         }
     });
+    common::assert_clean(&gpu);
+}
+
+#[test]
+fn a_profiled_graph_times_its_latest_launch() {
+    let gpu = common::gpu();
+    let step = gpu.kernel_glsl(STEP).unwrap();
+    let x = gpu.alloc::<u32>(64).unwrap();
+    let record = |profiling| {
+        let mut rec = gpu.graph_recorder_with(profiling).unwrap();
+        for _ in 0..10 {
+            rec.run(&step, &[&x], 64).unwrap();
+            rec.barrier();
+        }
+        rec.finish().unwrap()
+    };
+    let plain = record(Profiling::Off);
+    let whole = record(Profiling::Batch);
+    let each = record(Profiling::Commands);
+    assert!(matches!(
+        whole.last_profile(),
+        Err(Error::Unsupported { .. })
+    ));
+    for round in 0..3 {
+        let t = whole.launch().unwrap();
+        t.wait().unwrap();
+        let p = whole.last_profile().unwrap();
+        assert!(p.total_ns > 0.0, "round {round}: {p:?}");
+        assert!(p.commands.is_empty());
+        drop(each.launch().unwrap());
+        let p = each.last_profile().unwrap();
+        assert_eq!(p.commands.len(), 10, "round {round}");
+        assert!(p.total_ns > 0.0);
+    }
+    drop(plain.launch().unwrap());
+    assert!(matches!(
+        plain.last_profile(),
+        Err(Error::Unsupported { .. })
+    ));
+    assert_eq!(x.download().unwrap(), vec![10 * 7; 64]);
+    drop((whole, each));
+    gpu.wait_idle().unwrap();
+    assert_eq!(gpu.stats().query_pools, 0, "released with the graphs");
     common::assert_clean(&gpu);
 }

@@ -15,7 +15,9 @@ use crate::buffer::BufferInner;
 use crate::device::DeviceInner;
 use crate::error::{Error, Result};
 use crate::pipeline_cache::KernelCore;
+use crate::profile::Profiling;
 use crate::recorder::{cmd_barrier, Recorder};
+use crate::ticket::QueryReadout;
 
 /// What a finished graph-mode batch hands to its graph.
 pub(crate) struct GraphParts {
@@ -29,6 +31,9 @@ pub(crate) struct GraphParts {
     pub kernels: Vec<Arc<KernelCore>>,
     /// Commands recorded.
     pub commands: u64,
+    /// The timestamp queries every launch resets and writes (profiled
+    /// recordings only).
+    pub queries: Option<QueryReadout>,
 }
 
 /// Sorts `v` by address and drops repeats of one `Arc`.
@@ -38,11 +43,19 @@ fn dedup_arcs<T>(v: &mut Vec<Arc<T>>) {
 }
 
 impl Batch {
-    /// A batch in graph mode on `d`'s compute queue.
-    pub(crate) fn for_graph(d: &Arc<DeviceInner>) -> Result<Batch> {
+    /// A batch in graph mode on `d`'s compute queue, writing timestamps as
+    /// `profiling` says (each launch resets and rewrites them).
+    pub(crate) fn for_graph(d: &Arc<DeviceInner>, profiling: Profiling) -> Result<Batch> {
         d.sticky.check()?;
+        if profiling != Profiling::Off && !d.info.timestamps {
+            return Err(Error::Unsupported {
+                what: "timestamps on the compute queue (profiling)",
+                adapter: d.info.name.clone(),
+            });
+        }
         let rec = Recorder::for_graph(&d.raw, d.compute.family, &d.sticky, &d.counters)?;
-        let mut b = Batch::with_recorder(d, rec, BatchOptions::single_submit());
+        let options = BatchOptions::single_submit().with_profiling(profiling);
+        let mut b = Batch::with_recorder(d, rec, options);
         b.graph_kernels = Some(Vec::new());
         Ok(b)
     }
@@ -53,6 +66,9 @@ impl Batch {
         self.dev.sticky.check()?;
         if self.graph_kernels.is_none() || self.cb == vk::CommandBuffer::null() {
             return Err(Error::EmptyGraph);
+        }
+        if self.profiling == Profiling::Batch && self.queries.as_ref().is_some_and(|q| q.used > 0) {
+            self.write_timestamp(vk::PipelineStageFlags::BOTTOM_OF_PIPE);
         }
         let cb = std::mem::replace(&mut self.cb, vk::CommandBuffer::null());
         // As `flush`: a host barrier when the host reads a used buffer
@@ -71,12 +87,18 @@ impl Batch {
         dedup_arcs(&mut buffers);
         let mut kernels = self.graph_kernels.take().unwrap_or_default();
         dedup_arcs(&mut kernels);
+        let queries = self.queries.take().map(|q| QueryReadout {
+            pools: q.pools,
+            count: q.used,
+            labels: q.labels,
+        });
         Ok(GraphParts {
             rec,
             cb,
             buffers,
             kernels,
             commands: self.commands,
+            queries,
         })
     }
 }
