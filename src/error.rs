@@ -283,6 +283,29 @@ pub enum Error {
         /// What went wrong.
         detail: String,
     },
+
+    /// A ticket, event or stream used where it cannot be: one of another
+    /// device, or a join of no tickets.
+    #[error("{what}")]
+    BadTicket {
+        /// What was wrong.
+        what: &'static str,
+    },
+
+    /// An event value the host cannot set or a batch cannot wait for:
+    /// setting one not above the event's current value, or one further
+    /// above it than Vulkan's guaranteed `maxTimelineSemaphoreValueDifference`.
+    #[error("event value {value}: {what} (current value {current}, largest step {limit})")]
+    EventValue {
+        /// The value asked for.
+        value: u64,
+        /// The event's value when asked.
+        current: u64,
+        /// The largest step above the current value allowed.
+        limit: u64,
+        /// What was wrong.
+        what: &'static str,
+    },
 }
 
 impl Error {
