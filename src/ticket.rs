@@ -89,7 +89,8 @@ impl Ticket {
     }
 
     /// The timeline value that marks completion on the ticket's queue (the
-    /// queue of the batch it was made for; a joined ticket: of the first).
+    /// queue of the batch it was made for; for a joined ticket, the first
+    /// ticket's queue, and the latest value on it among those joined).
     pub fn timeline_value(&self) -> u64 {
         self.mark.get(self.slot)
     }
