@@ -287,6 +287,15 @@ fn main() -> vkcompute::Result<()> {
         (None, None)
     };
 
+    if gpu.validation_enabled() {
+        let n = gpu.validation_message_count();
+        println!("validation messages: {n}");
+        if n > 0 {
+            eprintln!("{}", gpu.validation_messages().join("\n---\n"));
+            std::process::exit(1);
+        }
+    }
+
     if let Some(path) = args.json {
         let list = |v: &[f64]| {
             v.iter()
