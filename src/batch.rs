@@ -36,7 +36,6 @@ use crate::memory::HostPath;
 use crate::pipeline_cache::KernelCore;
 use crate::policy::ChunkPolicy;
 use crate::profile::Profiling;
-use crate::queue::{Order, SemaphoreWait, WaitList};
 use crate::reclaim::UseMark;
 use crate::recorder::{cmd_barrier, Recorder};
 use crate::stats::Counter;
@@ -658,48 +657,20 @@ impl Batch {
     fn submit_chunk(&mut self, cmds: &[vk::CommandBuffer]) -> Result<()> {
         let d = &*self.dev;
         let slot = self.stream.slot;
-        let stages = vk::PipelineStageFlags::COMPUTE_SHADER | vk::PipelineStageFlags::TRANSFER;
         let mut need = std::mem::take(&mut self.wait_marks);
         for (b, writes) in &self.keep {
             b.last_use.hazards(*writes, &mut need);
         }
-        let mut waits = WaitList::default();
-        let mut own = 0;
-        for (s, v) in need.points() {
-            let Some(q) = d.queue(s) else { continue };
-            if v <= q.completed_cached() {
-                continue;
-            }
-            if s == slot {
-                // Values from this batch's own earlier chunks are ordered
-                // by its barriers.
-                if self.first_value == 0 || v < self.first_value {
-                    own = own.max(v);
-                }
-                continue;
-            }
-            waits.push(SemaphoreWait {
-                semaphore: q.timeline,
-                value: v,
-                stage: stages,
-            });
-        }
-        for (e, v) in &self.events {
-            waits.push(SemaphoreWait {
-                semaphore: e.semaphore(),
-                value: *v,
-                stage: stages,
-            });
-        }
-        let order = Order {
-            stages,
-            own,
-            whole_queue: false,
-            stream: Some(&self.stream.last),
-            after_stream: self.last_value == 0,
-        };
-        let q = d.queue(slot).unwrap_or(&d.compute);
-        let value = q.submit_ordered(&d.raw, &d.sticky, cmds, waits.iter(), waits.len(), order)?;
+        let events = self.events.iter().map(|(e, v)| (e.semaphore(), *v));
+        let value = crate::stream::submit_on(
+            d,
+            &self.stream,
+            cmds,
+            need,
+            events,
+            self.events.len(),
+            self.first_value,
+        )?;
         d.counters.submissions.fetch_add(1, Ordering::Relaxed);
         for (b, writes) in self.keep.drain(..) {
             b.last_use.used_on(slot, value, writes);

@@ -23,9 +23,12 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use ash::vk;
+
 use crate::batch::{Batch, BatchOptions};
 use crate::device::{Device, DeviceInner};
 use crate::error::Result;
+use crate::queue::{Order, SemaphoreWait, WaitList};
 use crate::reclaim::UseMark;
 use crate::ticket::Ticket;
 
@@ -60,6 +63,66 @@ impl Drop for StreamState {
             }
         }
     }
+}
+
+/// Submits `cmds` (none: the submission carries waits alone) on
+/// `stream`'s queue and returns the value that marks their completion.
+///
+/// It waits on the GPU for `need` (per queue slot: named tickets, and the
+/// conflicting earlier use of the buffers the commands use) and for the
+/// `count` event semaphores of `events` at their values. With
+/// `first_value` 0 (the first submission of a batch) it also waits for the
+/// stream's last submission; otherwise `first_value` is the batch's first
+/// value, and values on the stream's own queue from there on are the
+/// batch's own earlier chunks, ordered by its barriers, so not waited for.
+/// Values the host has seen complete are never waited for. The stream's
+/// last value becomes the new one.
+pub(crate) fn submit_on(
+    d: &DeviceInner,
+    stream: &StreamState,
+    cmds: &[vk::CommandBuffer],
+    need: UseMark,
+    events: impl Iterator<Item = (vk::Semaphore, u64)>,
+    count: usize,
+    first_value: u64,
+) -> Result<u64> {
+    let slot = stream.slot;
+    let stages = vk::PipelineStageFlags::COMPUTE_SHADER | vk::PipelineStageFlags::TRANSFER;
+    let mut waits = WaitList::default();
+    let mut own = 0;
+    for (s, v) in need.points() {
+        let Some(q) = d.queue(s) else { continue };
+        if v <= q.completed_cached() {
+            continue;
+        }
+        if s == slot {
+            if first_value == 0 || v < first_value {
+                own = own.max(v);
+            }
+            continue;
+        }
+        waits.push(SemaphoreWait {
+            semaphore: q.timeline,
+            value: v,
+            stage: stages,
+        });
+    }
+    for (semaphore, value) in events.take(count) {
+        waits.push(SemaphoreWait {
+            semaphore,
+            value,
+            stage: stages,
+        });
+    }
+    let order = Order {
+        stages,
+        own,
+        whole_queue: false,
+        stream: Some(&stream.last),
+        after_stream: first_value == 0,
+    };
+    let q = d.queue(slot).unwrap_or(&d.compute);
+    q.submit_ordered(&d.raw, &d.sticky, cmds, waits.iter(), waits.len(), order)
 }
 
 /// The compute queue (by position among the family's queues) a new
@@ -143,6 +206,12 @@ impl Device {
 }
 
 impl Stream {
+    /// The stream's shared state (its queue slot and last value).
+    #[allow(dead_code)] // the crate-internal hook for graph launches on a stream
+    pub(crate) fn state(&self) -> &Arc<StreamState> {
+        &self.state
+    }
+
     /// A new batch on this stream with default options.
     pub fn batch(&self) -> Result<Batch> {
         self.batch_with(BatchOptions::default())
