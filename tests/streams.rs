@@ -211,6 +211,47 @@ fn buffers_shared_by_streams_are_ordered_by_submission() {
 }
 
 #[test]
+fn streams_reading_one_buffer_do_not_wait_for_each_other_but_a_writer_does() {
+    let gpu = gpu();
+    let (a, b) = (gpu.stream().unwrap(), gpu.stream().unwrap());
+    if a.shares_queue_with(&b) {
+        skipped("one compute queue: a held stream holds up the other whatever they use");
+        return;
+    }
+    let gate = gpu.event().unwrap();
+    let r = gpu.upload(&vec![7u32; N]).unwrap();
+    let (ya, yb) = (gpu.alloc::<u32>(N).unwrap(), gpu.alloc::<u32>(N).unwrap());
+    // a reads r, held by the event.
+    let mut held = a.batch().unwrap();
+    held.wait_event(&gate, 1).unwrap();
+    held.copy(&r, &ya).unwrap();
+    let ta = held.submit_async().unwrap();
+    // b reads r too: no conflict, so it completes while a is held.
+    let mut read = b.batch().unwrap();
+    read.copy(&r, &yb).unwrap();
+    read.submit_async()
+        .unwrap()
+        .wait_timeout(Duration::from_secs(10))
+        .expect("a read waited for another stream's read of the same buffer");
+    // A write of r must wait for a's read.
+    let mut write = b.batch().unwrap();
+    write.fill(&r, 1).unwrap();
+    let tw = write.submit_async().unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    assert!(
+        !tw.is_ready().unwrap(),
+        "a write ran before another stream's read of the buffer"
+    );
+    gate.set(1).unwrap();
+    tw.wait().unwrap();
+    ta.wait().unwrap();
+    assert_eq!(ya.download().unwrap(), vec![7u32; N]);
+    assert_eq!(yb.download().unwrap(), vec![7u32; N]);
+    assert_eq!(r.download().unwrap(), vec![1u32; N]);
+    assert_clean(&gpu);
+}
+
+#[test]
 fn host_and_transfer_queue_access_follow_stream_work() {
     let gpu = gpu();
     let k = gpu.kernel_glsl(INC).unwrap();
