@@ -9,11 +9,31 @@
 //! hands it to a [`Graph`].
 //!
 //! [`Graph::launch`] re-submits the recorded command buffer: nothing is
-//! re-recorded or re-validated, and no Vulkan object is created. Each
-//! launch is ordered after everything submitted to the queue before it,
-//! earlier launches of the same graph included (a GPU-side wait on the
-//! queue's timeline), so launching while earlier launches run is allowed
-//! and ordered. The returned [`Ticket`] completes with the launch.
+//! re-recorded or re-validated, and no Vulkan object is created. The
+//! returned [`Ticket`] completes with the launch.
+//!
+//! Streams: a graph launches on the stream it was recorded on
+//! ([`Stream::graph_recorder`]; the device's default stream for
+//! [`Device::graph_recorder`]), or on any stream of the device with
+//! [`Graph::launch_on`] (its command buffer is of the compute family, which
+//! every stream's queue belongs to). A launch is a batch on that stream as
+//! far as ordering goes: it starts after the stream's previous work, after
+//! the ticket given to [`Graph::launch_after`] (from any stream or queue,
+//! joined tickets included: every one of their queues), and after other
+//! queues' conflicting use of its buffers (the crate guide's "Ordering":
+//! a launch that writes a buffer waits for every earlier use, one that
+//! reads it for earlier writes). Launches of one graph are always ordered
+//! with each other, whatever streams they go to: each waits on the GPU for
+//! the graph's previous launch (on its own queue's timeline, or on the
+//! other queue's), so launching while earlier launches run is allowed and
+//! ordered. Launches record their buffers' use on the queue they ran on,
+//! so host access and other streams' work order after them, and nothing is
+//! freed while they run.
+//!
+//! A graph keeps no one-off waits: [`Batch::wait_for`] and
+//! [`Batch::wait_event`] on a [`GraphRecorder`] are [`Error::WaitInGraph`]
+//! at record time; name the ticket at each launch instead
+//! ([`Graph::launch_after`]).
 //!
 //! Lifetimes: a graph holds every buffer and kernel its commands use (and
 //! its [`CapturePool`], if any), so users may drop their handles. Each
@@ -26,8 +46,7 @@
 //! Per-launch values: [`Params`] (its documentation says how each launch
 //! keeps the value it was launched with).
 //!
-//! Every launch reaches the queue through one function, `submit`.
-//! (Launching on a chosen stream, `launch_on`, comes with streams.)
+//! Every launch reaches a queue through one function, `submit`.
 //!
 //! ```
 //! # fn main() -> vkcompute::Result<()> {
@@ -70,9 +89,9 @@ use crate::device::{Device, DeviceInner, Garbage};
 use crate::error::{Error, Result};
 use crate::pipeline_cache::KernelCore;
 use crate::profile::Profiling;
-use crate::queue::SemaphoreWait;
 use crate::reclaim::UseMark;
 use crate::recorder::Recorder;
+use crate::stream::{Stream, StreamState};
 use crate::ticket::{QueryReadout, Ticket};
 
 mod params;
@@ -83,20 +102,32 @@ use params::ParamsCore;
 pub use params::{Params, DEFAULT_PARAM_SLOTS, MAX_PARAM_SLOTS};
 pub use pool::CapturePool;
 
-/// Stages at which a launch waits for earlier work.
-const WAIT_STAGES: vk::PipelineStageFlags = vk::PipelineStageFlags::from_raw(
-    vk::PipelineStageFlags::COMPUTE_SHADER.as_raw() | vk::PipelineStageFlags::TRANSFER.as_raw(),
-);
-
-/// The one place graph work reaches a queue: submits `cbs` after `waits`,
-/// ordered after everything submitted before on the device's compute queue,
-/// and returns the timeline value that marks its completion.
-fn submit(d: &DeviceInner, cbs: &[vk::CommandBuffer], waits: &[SemaphoreWait]) -> Result<u64> {
-    let value = d
-        .compute
-        .submit(&d.raw, &d.sticky, cbs, waits, Some(WAIT_STAGES))?;
+/// The one place graph work reaches a queue: submits `cbs` on `stream`'s
+/// queue after the stream's previous submission and after `need` (per queue
+/// slot, values to wait for on the GPU; those on the stream's own queue are
+/// waited for on its timeline), and returns the timeline value that marks
+/// its completion.
+fn submit(
+    d: &DeviceInner,
+    stream: &StreamState,
+    cbs: &[vk::CommandBuffer],
+    need: UseMark,
+) -> Result<u64> {
+    let value = crate::stream::submit_on(d, stream, cbs, need, std::iter::empty(), 0, 0)?;
     d.counters.submissions.fetch_add(1, Ordering::Relaxed);
     Ok(value)
+}
+
+/// Where a graph's launches stand (held across a launch's submission, so
+/// launches of one graph take their order from it).
+#[derive(Debug, Default)]
+struct Launches {
+    /// The latest launch (its queue slot and value); the next one waits
+    /// for it.
+    prev: UseMark,
+    /// Every launch so far, joined: the graph's objects are free once it
+    /// is reached.
+    all: UseMark,
 }
 
 /// A recording that becomes a [`Graph`]: a [`Batch`] in graph mode (it
@@ -132,8 +163,23 @@ impl DerefMut for GraphRecorder {
     }
 }
 
+impl GraphRecorder {
+    fn new(
+        d: &Arc<DeviceInner>,
+        stream: Arc<StreamState>,
+        profiling: Profiling,
+    ) -> Result<GraphRecorder> {
+        Ok(GraphRecorder {
+            batch: Batch::for_graph(d, stream, profiling)?,
+            dev: d.clone(),
+            pool: None,
+        })
+    }
+}
+
 impl Device {
-    /// A recording for a new [`Graph`].
+    /// A recording for a new [`Graph`] that launches on the device's
+    /// default stream (unless [`Graph::launch_on`] names another).
     pub fn graph_recorder(&self) -> Result<GraphRecorder> {
         self.graph_recorder_with(Profiling::Off)
     }
@@ -142,11 +188,7 @@ impl Device {
     /// as `profiling` says (read with [`Graph::last_profile`]); adapters
     /// without compute-queue timestamps give [`Error::Unsupported`].
     pub fn graph_recorder_with(&self, profiling: Profiling) -> Result<GraphRecorder> {
-        Ok(GraphRecorder {
-            batch: Batch::for_graph(&self.inner, profiling)?,
-            dev: self.inner.clone(),
-            pool: None,
-        })
+        GraphRecorder::new(&self.inner, self.inner.default_stream.clone(), profiling)
     }
 
     /// A recording for a new [`Graph`] that registers everything it uses in
@@ -160,6 +202,20 @@ impl Device {
     }
 }
 
+impl Stream {
+    /// A recording for a new [`Graph`] whose [`Graph::launch`] and
+    /// [`Graph::launch_after`] go to this stream.
+    pub fn graph_recorder(&self) -> Result<GraphRecorder> {
+        self.graph_recorder_with(Profiling::Off)
+    }
+
+    /// [`Stream::graph_recorder`] with GPU timestamps as `profiling` says
+    /// (see [`Device::graph_recorder_with`]).
+    pub fn graph_recorder_with(&self, profiling: Profiling) -> Result<GraphRecorder> {
+        GraphRecorder::new(self.device(), self.state().clone(), profiling)
+    }
+}
+
 impl GraphRecorder {
     /// The pool this recording registers into, if any.
     pub fn pool(&self) -> Option<&Arc<CapturePool>> {
@@ -170,13 +226,23 @@ impl GraphRecorder {
     /// [`Error::EmptyGraph`].
     pub fn finish(self) -> Result<Graph> {
         let GraphRecorder { batch, dev, pool } = self;
-        let parts = batch.finish_graph()?;
-        let mut params: Vec<Arc<ParamsCore>> =
-            parts.buffers.iter().filter_map(ParamsCore::find).collect();
+        let mut parts = batch.finish_graph()?;
+        let mut params: Vec<Arc<ParamsCore>> = parts
+            .buffers
+            .iter()
+            .filter_map(|(b, _)| ParamsCore::find(b))
+            .collect();
         // One lock order for every launch: by address.
         params.sort_unstable_by_key(|p| Arc::as_ptr(p) as usize);
+        // Each launch's copy writes the fixed buffer of every Params bound,
+        // so launches order against other use of it as writers.
+        for (b, writes) in &mut parts.buffers {
+            *writes |= params.iter().any(|p| Arc::ptr_eq(&p.fixed, b));
+        }
         if let Some(p) = &pool {
-            p.register(&parts.buffers, &parts.kernels);
+            let held: Vec<Arc<BufferInner>> =
+                parts.buffers.iter().map(|(b, _)| b.clone()).collect();
+            p.register(&held, &parts.kernels);
         }
         Ok(Graph {
             dev,
@@ -186,31 +252,36 @@ impl GraphRecorder {
             kernels: parts.kernels,
             params,
             pool,
+            stream: parts.stream,
             commands: parts.commands,
             queries: parts.queries,
             replays: AtomicU64::new(0),
-            last_value: AtomicU64::new(0),
+            launches: Mutex::new(Launches::default()),
             prewarmed: AtomicBool::new(false),
             prewarm_lock: Mutex::new(()),
         })
     }
 }
 
-/// A recorded batch that launches any number of times. `Send + Sync`:
-/// launches from several threads are ordered as they reach the queue.
+/// A recorded batch that launches any number of times, on any stream of
+/// its device. `Send + Sync`: launches from several threads are ordered
+/// (each after the one that took the graph's launch order before it).
 pub struct Graph {
     dev: Arc<DeviceInner>,
     rec: Option<Recorder>,
     cb: vk::CommandBuffer,
-    buffers: Vec<Arc<BufferInner>>,
+    /// Every buffer the commands use, with whether a launch writes it.
+    buffers: Vec<(Arc<BufferInner>, bool)>,
     kernels: Vec<Arc<KernelCore>>,
     params: Vec<Arc<ParamsCore>>,
     pool: Option<Arc<CapturePool>>,
+    /// The stream `launch` and `launch_after` submit on.
+    stream: Arc<StreamState>,
     commands: u64,
     /// Timestamp queries each launch resets and writes (profiled graphs).
     queries: Option<QueryReadout>,
     replays: AtomicU64,
-    last_value: AtomicU64,
+    launches: Mutex<Launches>,
     prewarmed: AtomicBool,
     prewarm_lock: Mutex<()>,
 }
@@ -227,24 +298,59 @@ impl std::fmt::Debug for Graph {
 }
 
 impl Graph {
-    /// Launches the graph: one submission of the recorded commands, after
-    /// everything submitted before it on the device (earlier launches
-    /// included). On failure nothing was submitted and the graph stays
-    /// launchable. CPU cost: one `vkQueueSubmit` plus one atomic update per
-    /// distinct buffer the graph uses (so host access to a buffer waits for
-    /// the launch), whatever the number of commands; with [`Params`], a
-    /// slot write per bound value.
+    /// Launches the graph on its stream (the one it was recorded on): one
+    /// submission of the recorded commands, after the stream's previous
+    /// work and the graph's previous launch (see the module notes for the
+    /// rest of its order). On failure nothing was submitted and the graph
+    /// stays launchable. CPU cost: one `vkQueueSubmit` plus, per distinct
+    /// buffer the graph uses, a look at its last use on other queues and
+    /// one atomic update (so host access and other streams order after the
+    /// launch), whatever the number of commands; with [`Params`], a slot
+    /// write per bound value.
     #[inline]
     pub fn launch(&self) -> Result<Ticket> {
-        self.launch_inner(None)
+        self.launch_inner(&self.stream, None)
     }
 
-    /// Launches the graph once `ticket`'s work has completed, with the wait
-    /// on the GPU (the host does not wait). A ticket of another device is
+    /// Launches the graph on its stream once `ticket`'s work has completed,
+    /// with the wait on the GPU (the host does not wait). The ticket may
+    /// come from any stream or queue of the device; a joined ticket waits
+    /// for each of its queues. A ticket of another device is
     /// [`Error::ForeignObject`] (nothing submitted; the graph stays
     /// launchable).
     pub fn launch_after(&self, ticket: &Ticket) -> Result<Ticket> {
-        self.launch_inner(Some(ticket))
+        self.launch_inner(&self.stream, Some(ticket))
+    }
+
+    /// Launches the graph on `stream` (as [`Graph::launch`]; the ticket is
+    /// of `stream`'s queue). Still ordered after the graph's previous
+    /// launch, wherever that went: on another queue, through a GPU-side
+    /// wait on that launch. A stream of another device is
+    /// [`Error::ForeignObject`].
+    pub fn launch_on(&self, stream: &Stream) -> Result<Ticket> {
+        if !Arc::ptr_eq(stream.device(), &self.dev) {
+            return Err(Error::ForeignObject {
+                what: "the stream passed to launch_on",
+            });
+        }
+        self.launch_inner(stream.state(), None)
+    }
+
+    /// [`Graph::launch_on`] once `ticket`'s work has completed (as
+    /// [`Graph::launch_after`]).
+    pub fn launch_on_after(&self, stream: &Stream, ticket: &Ticket) -> Result<Ticket> {
+        if !Arc::ptr_eq(stream.device(), &self.dev) {
+            return Err(Error::ForeignObject {
+                what: "the stream passed to launch_on_after",
+            });
+        }
+        self.launch_inner(stream.state(), Some(ticket))
+    }
+
+    /// Which queue the graph's own stream records on (as
+    /// [`Stream::queue_id`]).
+    pub fn queue_id(&self) -> usize {
+        self.stream.slot
     }
 
     /// Successful launches so far.
@@ -294,9 +400,8 @@ impl Graph {
         for p in &self.params {
             p.touch();
         }
-        let v = submit(d, &[], &[])?;
-        d.compute
-            .wait(&d.raw, &d.sticky, v, None, d.options.wait_spin)?;
+        let v = submit(d, &self.stream, &[], UseMark::default())?;
+        d.wait_mark(UseMark::at(self.stream.slot, v), None)?;
         self.prewarmed.store(true, Ordering::Release);
         Ok(())
     }
@@ -306,66 +411,64 @@ impl Graph {
         self.prewarmed.load(Ordering::Acquire)
     }
 
-    fn launch_inner(&self, after: Option<&Ticket>) -> Result<Ticket> {
+    fn launch_inner(&self, stream: &StreamState, after: Option<&Ticket>) -> Result<Ticket> {
         let d = &*self.dev;
         d.sticky.check()?;
-        let none = SemaphoreWait {
-            semaphore: vk::Semaphore::null(),
-            value: 0,
-            stage: WAIT_STAGES,
-        };
-        let mut waits = [none; 2];
-        let mut n = 0;
+        let mut need = UseMark::default();
         if let Some(t) = after {
-            if !Arc::ptr_eq(t.device(), &self.dev) {
+            if !t.is_of(&self.dev) {
                 return Err(Error::ForeignObject {
                     what: "the ticket passed to launch_after",
                 });
             }
-            let v = t.timeline_value();
-            if v > d.compute.completed_cached() {
-                waits[n] = SemaphoreWait {
-                    semaphore: d.compute.timeline,
-                    value: v,
-                    stage: WAIT_STAGES,
-                };
-                n += 1;
-            }
+            need = t.mark();
         }
-        // Host writes staged through the transfer queue since the last
-        // launch (as a batch's first chunk waits for them).
-        if let Some(t) = &d.transfer {
-            let need = self
-                .buffers
-                .iter()
-                .map(|b| b.last_use.transfer())
-                .max()
-                .unwrap_or(0);
-            if need > t.completed_cached() {
-                waits[n] = SemaphoreWait {
-                    semaphore: t.timeline,
-                    value: need,
-                    stage: WAIT_STAGES,
-                };
-                n += 1;
-            }
-        }
+        // Held until the launch is submitted and its uses recorded: launches
+        // of this graph (and, under the Params locks, of every graph sharing
+        // a Params) see each other's marks.
+        let mut launches = self.launches.lock().unwrap_or_else(|p| p.into_inner());
+        need = need.join(launches.prev);
+        let slot = stream.slot;
         let value = if self.params.is_empty() {
-            submit(d, &[self.cb], &waits[..n])?
+            self.buffer_hazards(&mut need);
+            let value = submit(d, stream, &[self.cb], need)?;
+            self.mark_buffers(slot, value);
+            value
         } else {
-            self.submit_with_params(&waits[..n])?
+            self.submit_with_params(stream, need)?
         };
-        for b in &self.buffers {
-            b.last_use.used_compute(value);
-        }
-        self.last_value.fetch_max(value, Ordering::AcqRel);
+        let mark = UseMark::at(slot, value);
+        launches.prev = mark;
+        launches.all = launches.all.join(mark);
+        drop(launches);
         self.replays.fetch_add(1, Ordering::Relaxed);
-        Ok(Ticket::new(self.dev.clone(), value, None))
+        Ok(Ticket::new(self.dev.clone(), slot, mark, None))
+    }
+
+    /// Raises `need` to the other queues' (and streams') conflicting use
+    /// of the graph's buffers: all earlier use of what it writes, earlier
+    /// writes of what it reads.
+    #[inline]
+    fn buffer_hazards(&self, need: &mut UseMark) {
+        for (b, writes) in &self.buffers {
+            b.last_use.hazards(*writes, need);
+        }
+    }
+
+    /// Records the launch at `value` on queue slot `slot` as the last use
+    /// of every buffer it uses.
+    #[inline]
+    fn mark_buffers(&self, slot: usize, value: u64) {
+        for (b, writes) in &self.buffers {
+            b.last_use.used_on(slot, value, *writes);
+        }
     }
 
     /// Snapshots each bound [`Params`] into its next slot and submits the
-    /// slots' copies in front of the graph's commands.
-    fn submit_with_params(&self, waits: &[SemaphoreWait]) -> Result<u64> {
+    /// slots' copies in front of the graph's commands. The buffers' hazards
+    /// are read under the Params locks, so a launch of another graph
+    /// sharing a Params (on any queue) is seen and waited for.
+    fn submit_with_params(&self, stream: &StreamState, mut need: UseMark) -> Result<u64> {
         let mut staged = Vec::with_capacity(self.params.len());
         let mut cbs = Vec::with_capacity(self.params.len() + 1);
         for p in &self.params {
@@ -374,23 +477,33 @@ impl Graph {
             staged.push(s);
         }
         cbs.push(self.cb);
-        let value = submit(&self.dev, &cbs, waits)?;
+        self.buffer_hazards(&mut need);
+        let value = submit(&self.dev, stream, &cbs, need)?;
+        self.mark_buffers(stream.slot, value);
         for s in staged {
-            s.commit(value);
+            s.commit(stream.slot, value);
         }
         Ok(value)
+    }
+
+    /// The latest launch's mark (empty: never launched).
+    fn last_launch(&self) -> UseMark {
+        self.launches.lock().unwrap_or_else(|p| p.into_inner()).prev
+    }
+
+    /// Every launch so far, joined (what must complete before the graph's
+    /// objects are free).
+    fn launched(&self) -> UseMark {
+        self.launches.lock().unwrap_or_else(|p| p.into_inner()).all
     }
 }
 
 impl Drop for Graph {
     fn drop(&mut self) {
         // Never blocks: the recorder goes back to the device's pool, to be
-        // reset only once the last launch completed; buffers and params are
+        // reset only once every launch completed; buffers and params are
         // released by their own deferred paths when their last use passes.
-        let mark = UseMark {
-            compute: self.last_value.load(Ordering::Acquire),
-            transfer: 0,
-        };
+        let mark = self.launched();
         if let Some(rec) = self.rec.take() {
             self.dev.compute_recorders.retire(mark, rec);
         }

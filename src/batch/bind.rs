@@ -64,7 +64,8 @@ pub(crate) fn bind_descriptors<'o>(
                 k.template,
                 infos,
                 owner,
-                &d.compute,
+                &|| d.submitted_mark(),
+                &|| d.completed_cached(),
             )?;
             let set = match cached {
                 Some(set) => set,

@@ -17,6 +17,7 @@ use crate::error::{Error, Result};
 use crate::pipeline_cache::KernelCore;
 use crate::profile::Profiling;
 use crate::recorder::{cmd_barrier, Recorder};
+use crate::stream::StreamState;
 use crate::ticket::QueryReadout;
 
 /// What a finished graph-mode batch hands to its graph.
@@ -25,10 +26,13 @@ pub(crate) struct GraphParts {
     pub rec: Recorder,
     /// The recorded command buffer, executable, never submitted.
     pub cb: vk::CommandBuffer,
-    /// Every buffer the commands use, once each.
-    pub buffers: Vec<Arc<BufferInner>>,
+    /// Every buffer the commands use, once each, with whether a command
+    /// writes it.
+    pub buffers: Vec<(Arc<BufferInner>, bool)>,
     /// Every kernel the commands bind, once each.
     pub kernels: Vec<Arc<KernelCore>>,
+    /// The stream the graph launches on by default (where it was recorded).
+    pub stream: Arc<StreamState>,
     /// Commands recorded.
     pub commands: u64,
     /// The timestamp queries every launch resets and writes (profiled
@@ -42,10 +46,29 @@ fn dedup_arcs<T>(v: &mut Vec<Arc<T>>) {
     v.dedup_by(|a, b| Arc::ptr_eq(a, b));
 }
 
+/// Sorts `v` by buffer address and keeps one entry per buffer, writing
+/// when any of its entries writes.
+fn dedup_buffers<T>(v: &mut Vec<(Arc<T>, bool)>) {
+    v.sort_unstable_by_key(|(a, _)| Arc::as_ptr(a) as usize);
+    v.dedup_by(|later, kept| {
+        let same = Arc::ptr_eq(&later.0, &kept.0);
+        if same {
+            kept.1 |= later.1;
+        }
+        same
+    });
+}
+
 impl Batch {
-    /// A batch in graph mode on `d`'s compute queue, writing timestamps as
-    /// `profiling` says (each launch resets and rewrites them).
-    pub(crate) fn for_graph(d: &Arc<DeviceInner>, profiling: Profiling) -> Result<Batch> {
+    /// A batch in graph mode (its graph launches on `stream` unless told
+    /// otherwise), writing timestamps as `profiling` says (each launch
+    /// resets and rewrites them). Its command buffer is of the compute
+    /// family, so it runs on any stream's queue.
+    pub(crate) fn for_graph(
+        d: &Arc<DeviceInner>,
+        stream: Arc<StreamState>,
+        profiling: Profiling,
+    ) -> Result<Batch> {
         d.sticky.check()?;
         if profiling != Profiling::Off && !d.info.timestamps {
             return Err(Error::Unsupported {
@@ -55,9 +78,18 @@ impl Batch {
         }
         let rec = Recorder::for_graph(&d.raw, d.compute.family, &d.sticky, &d.counters)?;
         let options = BatchOptions::single_submit().with_profiling(profiling);
-        let mut b = Batch::with_recorder(d, rec, options);
+        let mut b = Batch::with_recorder(d, stream, rec, options);
         b.graph_kernels = Some(Vec::new());
         Ok(b)
+    }
+
+    /// [`Error::WaitInGraph`] in graph mode: a recorded command buffer
+    /// keeps no one-off wait (tickets are named per launch instead).
+    pub(super) fn refuse_in_graph(&self, what: &'static str) -> Result<()> {
+        if self.graph_kernels.is_some() {
+            return Err(Error::WaitInGraph { what });
+        }
+        Ok(())
     }
 
     /// Ends the recording and hands it over (graph mode only; a batch in
@@ -84,7 +116,7 @@ impl Batch {
             .map_err(|r| d.sticky.fail("vkEndCommandBuffer", r))?;
         let rec = self.rec.take().ok_or(Error::DeviceLost { call: "graph" })?;
         let mut buffers = std::mem::take(&mut self.keep);
-        dedup_arcs(&mut buffers);
+        dedup_buffers(&mut buffers);
         let mut kernels = self.graph_kernels.take().unwrap_or_default();
         dedup_arcs(&mut kernels);
         let queries = self.queries.take().map(|q| QueryReadout {
@@ -97,6 +129,7 @@ impl Batch {
             cb,
             buffers,
             kernels,
+            stream: self.stream.clone(),
             commands: self.commands,
             queries,
         })
@@ -114,5 +147,24 @@ mod tests {
         dedup_arcs(&mut v);
         assert_eq!(v.len(), 2);
         assert!(v.iter().any(|x| Arc::ptr_eq(x, &a)) && v.iter().any(|x| Arc::ptr_eq(x, &b)));
+    }
+
+    #[test]
+    fn dedup_buffers_keeps_one_of_each_writing_if_any_writes() {
+        let (a, b, c) = (Arc::new(1), Arc::new(2), Arc::new(3));
+        let mut v = vec![
+            (a.clone(), false),
+            (b.clone(), false),
+            (a.clone(), true),
+            (c.clone(), false),
+            (a.clone(), false),
+            (b.clone(), false),
+        ];
+        dedup_buffers(&mut v);
+        assert_eq!(v.len(), 3);
+        let writes = |x: &Arc<i32>| v.iter().find(|e| Arc::ptr_eq(&e.0, x)).map(|e| e.1);
+        assert_eq!(writes(&a), Some(true));
+        assert_eq!(writes(&b), Some(false));
+        assert_eq!(writes(&c), Some(false));
     }
 }

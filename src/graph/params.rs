@@ -47,8 +47,9 @@ pub(crate) struct Slots {
     value: Vec<u8>,
     /// The slot the next launch uses.
     next: usize,
-    /// Per slot, the timeline value of the last launch that used it (0: none).
-    busy_until: Vec<u64>,
+    /// Per slot, the queue slot and timeline value of the last launch that
+    /// used it (value 0: none).
+    busy_until: Vec<(usize, u64)>,
 }
 
 impl Slots {
@@ -56,21 +57,23 @@ impl Slots {
         Slots {
             value: value.to_vec(),
             next: 0,
-            busy_until: vec![0; slots],
+            busy_until: vec![(0, 0); slots],
         }
     }
 
-    /// The slot the next launch uses, and the timeline value that must
-    /// complete before the host may write it (`None`: free now).
-    fn claim(&self, completed: u64) -> (usize, Option<u64>) {
+    /// The slot the next launch uses, and the (queue slot, timeline value)
+    /// that must complete before the host may write it (`None`: free now,
+    /// by `completed`, the value the host saw complete on a queue slot).
+    fn claim(&self, completed: impl Fn(usize) -> u64) -> (usize, Option<(usize, u64)>) {
         let slot = self.next;
-        let v = self.busy_until[slot];
-        (slot, (v > completed).then_some(v))
+        let (q, v) = self.busy_until[slot];
+        (slot, (v > completed(q)).then_some((q, v)))
     }
 
-    /// Records that `slot` is read by the launch completing at `value`.
-    fn commit(&mut self, slot: usize, value: u64) {
-        self.busy_until[slot] = value;
+    /// Records that `slot` is read by the launch completing at `value` on
+    /// queue slot `queue`.
+    fn commit(&mut self, slot: usize, queue: usize, value: u64) {
+        self.busy_until[slot] = (queue, value);
         self.next = (slot + 1) % self.busy_until.len();
     }
 }
@@ -108,10 +111,11 @@ pub(crate) struct Staged<'a> {
 }
 
 impl Staged<'_> {
-    /// The launch was submitted and completes at `value`.
-    pub(crate) fn commit(mut self, value: u64) {
-        self.guard.commit(self.slot, value);
-        self.core.ring.last_use.used_compute(value);
+    /// The launch was submitted on queue slot `queue` and completes at
+    /// `value` (the copy reads the ring there).
+    pub(crate) fn commit(mut self, queue: usize, value: u64) {
+        self.guard.commit(self.slot, queue, value);
+        self.core.ring.last_use.used_on(queue, value, false);
     }
 }
 
@@ -121,10 +125,12 @@ impl ParamsCore {
     pub(crate) fn stage(&self) -> Result<Staged<'_>> {
         let d = &*self.dev;
         let guard = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        let (slot, wait) = guard.claim(d.compute.completed_cached());
-        if let Some(v) = wait {
-            d.compute
-                .wait(&d.raw, &d.sticky, v, None, d.options.wait_spin)?;
+        let done = |q: usize| d.queue(q).map_or(u64::MAX, |q| q.completed_cached());
+        let (slot, wait) = guard.claim(done);
+        if let Some((q, v)) = wait {
+            if let Some(q) = d.queue(q) {
+                q.wait(&d.raw, &d.sticky, v, None, d.options.wait_spin)?;
+            }
         }
         self.write_slot(slot, &guard.value);
         Ok(Staged {
@@ -138,10 +144,11 @@ impl ParamsCore {
     /// Writes every slot no launch still reads with the current value,
     /// faulting in the ring's pages ahead of the first launches.
     pub(crate) fn touch(&self) {
-        let done = self.dev.compute.completed_cached();
+        let d = &*self.dev;
         let guard = self.state.lock().unwrap_or_else(|p| p.into_inner());
         for slot in 0..guard.busy_until.len() {
-            if guard.busy_until[slot] <= done {
+            let (q, v) = guard.busy_until[slot];
+            if d.queue(q).map_or(true, |q| v <= q.completed_cached()) {
                 self.write_slot(slot, &guard.value);
             }
         }
@@ -370,15 +377,28 @@ mod tests {
     #[test]
     fn slots_cycle_and_wait_only_for_unfinished_launches() {
         let mut s = Slots::new(&[1, 2, 3, 4], 3);
-        assert_eq!(s.claim(0), (0, None));
-        s.commit(0, 10);
-        assert_eq!(s.claim(0), (1, None));
-        s.commit(1, 11);
-        s.commit(2, 12);
+        let at = |v: u64| move |_: usize| v;
+        assert_eq!(s.claim(at(0)), (0, None));
+        s.commit(0, 0, 10);
+        assert_eq!(s.claim(at(0)), (1, None));
+        s.commit(1, 0, 11);
+        s.commit(2, 0, 12);
         // Back at slot 0, still read by the launch completing at 10.
-        assert_eq!(s.claim(9), (0, Some(10)));
-        assert_eq!(s.claim(10), (0, None));
-        s.commit(0, 13);
-        assert_eq!(s.claim(10), (1, Some(11)));
+        assert_eq!(s.claim(at(9)), (0, Some((0, 10))));
+        assert_eq!(s.claim(at(10)), (0, None));
+        s.commit(0, 0, 13);
+        assert_eq!(s.claim(at(10)), (1, Some((0, 11))));
+    }
+
+    #[test]
+    fn slots_wait_on_the_queue_of_their_last_launch() {
+        let mut s = Slots::new(&[0; 4], 2);
+        s.commit(0, 3, 5);
+        s.commit(1, 0, 40);
+        // Slot 0 was last read on queue slot 3: only that queue's progress counts.
+        let done = |q: usize| if q == 3 { 4 } else { 100 };
+        assert_eq!(s.claim(done), (0, Some((3, 5))));
+        let done = |q: usize| if q == 3 { 5 } else { 0 };
+        assert_eq!(s.claim(done), (0, None));
     }
 }

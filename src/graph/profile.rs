@@ -1,7 +1,5 @@
 //! GPU timings of a profiled graph's latest launch.
 
-use std::sync::atomic::Ordering;
-
 use ash::vk;
 
 use super::Graph;
@@ -26,12 +24,11 @@ impl Graph {
                 "a profile of a graph recorded without profiling (Device::graph_recorder_with)",
             ));
         };
-        let value = self.last_value.load(Ordering::Acquire);
-        if value == 0 {
+        let last = self.last_launch();
+        if last.is_empty() {
             return Err(unsupported("a profile of a graph never launched"));
         }
-        d.compute
-            .wait(&d.raw, &d.sticky, value, None, d.options.wait_spin)?;
+        d.wait_mark(last, None)?;
         let per_pool = crate::batch::QUERIES_PER_POOL as usize;
         let mut ticks = vec![0u64; q.count as usize];
         for (i, chunk) in ticks.chunks_mut(per_pool).enumerate() {
