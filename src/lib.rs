@@ -54,8 +54,9 @@
 //!   workgroup sizes.
 //! - [`Batch`]: dispatches, barriers, copies and fills; [`Ticket`]: completion.
 //! - [`Graph`]: a batch recorded once ([`Device::graph_recorder`]) and
-//!   launched many times; [`CapturePool`] keeps what graphs use alive;
-//!   [`Params`] are per-launch values.
+//!   launched many times, on any stream ([`Graph::launch_on`]; launches
+//!   of one graph stay ordered across streams); [`CapturePool`] keeps what
+//!   graphs use alive; [`Params`] are per-launch values.
 //! - The on-disk cache ([`DeviceOptions::cache_dir`], `VKCOMPUTE_CACHE_DIR`):
 //!   the driver's pipeline cache per adapter and driver build, and compiled
 //!   GLSL, so a second start skips shaderc and pipeline compilation; a

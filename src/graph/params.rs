@@ -8,9 +8,12 @@
 //! fixed buffer and then makes the copy visible to compute and transfer
 //! work. At launch, the current value is written into the next slot and
 //! that slot's copy is submitted in the same submission as the graph, in
-//! front of it. Launches of a graph are ordered on the queue (each waits for
-//! the one before), so the fixed buffer holds exactly that launch's value
-//! while its commands run, and `set` never touches memory the GPU reads.
+//! front of it. Launches that bind one `Params` are ordered, on whatever
+//! streams they run (each waits on the GPU for the one before: the graph's
+//! own previous launch, and, since the copy writes the fixed buffer, any
+//! earlier launch of another graph that uses it), so the fixed buffer holds
+//! exactly that launch's value while its commands run, and `set` never
+//! touches memory the GPU reads.
 //! A slot is written again only after the launch that used it completed: a
 //! launch that finds its slot still in flight waits for it on the CPU, so at
 //! most [`Params::slots`] launches that use one `Params` are in flight.
