@@ -349,3 +349,45 @@ fn threads_launch_one_graph_on_their_own_streams() {
     assert_eq!(graph.num_replays(), u64::from(2 * per_thread));
     common::assert_clean(&gpu);
 }
+
+/// Two graphs sharing one `Params`, launched alternately on two streams:
+/// each launch reads the value it was launched with (the copies into the
+/// shared fixed buffer are ordered across the streams' queues).
+#[test]
+fn graphs_sharing_a_parameter_on_two_streams_each_read_their_value() {
+    let gpu = common::gpu();
+    let slow = gpu.kernel_glsl(SLOW_STEP).unwrap();
+    let record = gpu.kernel_glsl(RECORD).unwrap();
+    let (a, b) = (gpu.stream().unwrap(), gpu.stream().unwrap());
+    let launches = 16u32;
+    let p = gpu.params_with_slots(0u32, 4).unwrap();
+    let xs = [
+        gpu.upload(&(0..64u32).collect::<Vec<_>>()).unwrap(),
+        gpu.upload(&(0..64u32).collect::<Vec<_>>()).unwrap(),
+    ];
+    let out = gpu.alloc::<u32>(launches as usize).unwrap();
+    let graphs = [
+        chain(&gpu, &slow, &record, &xs[0], &out, &p, 1),
+        chain(&gpu, &slow, &record, &xs[1], &out, &p, 1),
+    ];
+    for l in 0..launches {
+        // Launch l writes out[l]; graph l % 2 on stream l / 2 % 2, so every
+        // pairing of graph and stream occurs.
+        p.set(l);
+        let s = if (l / 2) % 2 == 0 { &a } else { &b };
+        let _ = graphs[l as usize % 2].launch_on(s).unwrap();
+    }
+    p.set(u32::MAX);
+    a.synchronize().unwrap();
+    b.synchronize().unwrap();
+    let got = out.download().unwrap();
+    for (l, v) in got.iter().enumerate() {
+        // Graph l % 2 has made l / 2 + 1 steps by launch l.
+        assert_eq!(
+            *v,
+            2 * (l as u32 / 2 + 1),
+            "launch {l} read another launch's value"
+        );
+    }
+    common::assert_clean(&gpu);
+}
