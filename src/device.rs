@@ -131,11 +131,12 @@ impl Device {
         inner.startup.instance = t1 - t0;
         inner.startup.probe = t2 - t1;
         log::info!(
-            "vkcompute: using {} ({:?}, {} {}), transfer queue: {}, push descriptors: {}",
+            "vkcompute: using {} ({:?}, {} {}), compute queues: {}, transfer queue: {}, push descriptors: {}",
             inner.info.name,
             inner.info.adapter_type,
             inner.info.driver_name,
             inner.info.driver_info,
+            1 + inner.extra_compute.len(),
             inner.transfer.is_some(),
             inner.push_descriptor.is_some()
         );

@@ -88,24 +88,16 @@ pub(crate) fn submit_on(
 ) -> Result<u64> {
     let slot = stream.slot;
     let stages = vk::PipelineStageFlags::COMPUTE_SHADER | vk::PipelineStageFlags::TRANSFER;
+    let (others, own) = plan_waits(&need, slot, first_value, &d.completed_cached());
     let mut waits = WaitList::default();
-    let mut own = 0;
-    for (s, v) in need.points() {
-        let Some(q) = d.queue(s) else { continue };
-        if v <= q.completed_cached() {
-            continue;
+    for (s, v) in others.points() {
+        if let Some(q) = d.queue(s) {
+            waits.push(SemaphoreWait {
+                semaphore: q.timeline,
+                value: v,
+                stage: stages,
+            });
         }
-        if s == slot {
-            if first_value == 0 || v < first_value {
-                own = own.max(v);
-            }
-            continue;
-        }
-        waits.push(SemaphoreWait {
-            semaphore: q.timeline,
-            value: v,
-            stage: stages,
-        });
     }
     for (semaphore, value) in events.take(count) {
         waits.push(SemaphoreWait {
@@ -123,6 +115,32 @@ pub(crate) fn submit_on(
     };
     let q = d.queue(slot).unwrap_or(&d.compute);
     q.submit_ordered(&d.raw, &d.sticky, cmds, waits.iter(), waits.len(), order)
+}
+
+/// Which values of `need` a submission on queue slot `slot` waits for:
+/// the other queues' values (a semaphore wait each) and the value on its
+/// own queue (0: none). Values `completed` reaches are dropped; so are own
+/// values from `first_value` on (the batch's own earlier chunks), when the
+/// batch has submitted (`first_value` > 0).
+pub(crate) fn plan_waits(
+    need: &UseMark,
+    slot: usize,
+    first_value: u64,
+    completed: &UseMark,
+) -> (UseMark, u64) {
+    let mut others = UseMark::default();
+    let mut own = 0;
+    for (s, v) in need.points() {
+        if v <= completed.get(s) {
+            continue;
+        }
+        if s != slot {
+            others.set(s, v);
+        } else if first_value == 0 || v < first_value {
+            own = v;
+        }
+    }
+    (others, own)
 }
 
 /// The compute queue (by position among the family's queues) a new
@@ -269,7 +287,31 @@ const _: () = {
 
 #[cfg(test)]
 mod tests {
-    use super::pick_queue;
+    use super::{pick_queue, plan_waits};
+    use crate::reclaim::UseMark;
+
+    #[test]
+    fn waits_skip_what_completed_and_the_batchs_own_chunks() {
+        let need = UseMark::at(0, 9)
+            .join(UseMark::at(1, 4))
+            .join(UseMark::at(3, 7));
+        let done = UseMark::at(1, 4).join(UseMark::at(3, 2));
+        // First submission of a batch on slot 0: everything pending counts.
+        let (others, own) = plan_waits(&need, 0, 0, &done);
+        assert_eq!(others.points().collect::<Vec<_>>(), vec![(3, 7)]);
+        assert_eq!(own, 9);
+        // A later chunk of a batch that began at 8: 9 is its own chunk.
+        assert_eq!(plan_waits(&need, 0, 8, &done).1, 0);
+        // ... and one that began at 10: 9 came before it.
+        assert_eq!(plan_waits(&need, 0, 10, &done).1, 9);
+        // On slot 3 the roles swap; slot 0's value is another queue's.
+        let (others, own) = plan_waits(&need, 3, 0, &done);
+        assert_eq!(others.points().collect::<Vec<_>>(), vec![(0, 9)]);
+        assert_eq!(own, 7);
+        // Everything complete: nothing to wait for.
+        let (others, own) = plan_waits(&need, 0, 0, &need);
+        assert!(others.is_empty() && own == 0);
+    }
 
     #[test]
     fn distinct_queues_first_then_least_used() {
