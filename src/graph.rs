@@ -204,7 +204,8 @@ impl Device {
 
 impl Stream {
     /// A recording for a new [`Graph`] whose [`Graph::launch`] and
-    /// [`Graph::launch_after`] go to this stream.
+    /// [`Graph::launch_after`] go to this stream (the graph keeps the
+    /// stream, so its queue counts as used while the graph lives).
     pub fn graph_recorder(&self) -> Result<GraphRecorder> {
         self.graph_recorder_with(Profiling::Off)
     }
