@@ -12,7 +12,9 @@
 //! seen. Commands not separated by [`Batch::barrier`] may run
 //! concurrently; a barrier orders everything before it against everything
 //! after it ([`crate::barrier`] picks its masks). Each batch is ordered after
-//! all work submitted before it on the device.
+//! the work submitted before it on its stream ([`crate::stream`]), after
+//! tickets and events it names, and after other queues' conflicting use of
+//! its buffers (the crate guide's "Ordering").
 //!
 //! A long batch is submitted in chunks as it grows ([`crate::policy`]), so
 //! the GPU starts while the CPU records; [`Batch::submit_async`] submits the
@@ -35,19 +37,21 @@ use crate::barrier::{Stage, Tracker};
 use crate::buffer::{BufView, BufferInner, GpuBuf};
 use crate::device::{Device, DeviceInner, Garbage};
 use crate::error::{Error, Result};
+use crate::event::EventInner;
 use crate::kernel::{Kernel, MAX_BINDINGS};
 use crate::memory::HostPath;
 use crate::pipeline_cache::KernelCore;
 use crate::policy::ChunkPolicy;
 use crate::profile::Profiling;
-use crate::queue::SemaphoreWait;
 use crate::reclaim::UseMark;
 use crate::recorder::{cmd_barrier, Recorder};
 use crate::stats::Counter;
+use crate::stream::StreamState;
 use crate::ticket::{QueryReadout, Ticket};
 use crate::workgroups::{self, GridError};
 
 mod bind;
+mod graph_mode;
 pub(crate) mod host_io;
 mod launch;
 mod poison;
@@ -116,8 +120,17 @@ pub struct Batch {
     rec: Option<Recorder>,
     cb: vk::CommandBuffer,
     tracker: Tracker,
-    /// Buffers used by the open chunk (kept alive until it is submitted).
-    keep: Vec<Arc<BufferInner>>,
+    /// Buffers used by the open chunk (kept alive until it is submitted),
+    /// with whether a command writes them.
+    keep: Vec<(Arc<BufferInner>, bool)>,
+    /// The stream the batch records on: its queue and last submission.
+    stream: Arc<StreamState>,
+    /// Per queue, values the next submission waits for (named tickets).
+    wait_marks: UseMark,
+    /// Events the next submission waits for, with the values.
+    events: Vec<(Arc<EventInner>, u64)>,
+    /// Value of the batch's first submission (0: none yet).
+    first_value: u64,
     /// The pipeline bound in the open chunk (null: none).
     last_pipeline: vk::Pipeline,
     /// Address of the kernel (`KernelCore`) whose pipeline is bound with
@@ -144,6 +157,8 @@ pub struct Batch {
     poisoned: Option<Box<Error>>,
     /// Test hook: descriptor binds left before an injected failure (0: off).
     fault: u32,
+    /// Graph mode (`graph_mode`): the kernels recorded, kept by the graph.
+    graph_kernels: Option<Vec<Arc<KernelCore>>>,
 }
 
 impl std::fmt::Debug for Batch {
@@ -161,9 +176,19 @@ impl Device {
         self.batch_with(BatchOptions::default())
     }
 
-    /// A new batch with `options`.
+    /// A new batch with `options`, on the device's default stream.
     pub fn batch_with(&self, options: BatchOptions) -> Result<Batch> {
-        let d = &self.inner;
+        Batch::on_stream(&self.inner, self.inner.default_stream.clone(), options)
+    }
+}
+
+impl Batch {
+    /// A new batch on `stream`.
+    pub(crate) fn on_stream(
+        d: &Arc<DeviceInner>,
+        stream: Arc<StreamState>,
+        options: BatchOptions,
+    ) -> Result<Batch> {
         d.sticky.check()?;
         if options.profiling != Profiling::Off && !d.info.timestamps {
             return Err(Error::Unsupported {
@@ -171,20 +196,36 @@ impl Device {
                 adapter: d.info.name.clone(),
             });
         }
-        let mut rec = d.compute_recorders.take(
+        let rec = d.compute_recorders.take(
             &d.raw,
             &d.sticky,
             &d.counters,
             d.completed_cached(),
             || d.completed(),
         )?;
+        Ok(Batch::with_recorder(d, stream, rec, options))
+    }
+}
+
+impl Batch {
+    /// A batch on `stream` recording into `rec`.
+    fn with_recorder(
+        d: &Arc<DeviceInner>,
+        stream: Arc<StreamState>,
+        mut rec: Recorder,
+        options: BatchOptions,
+    ) -> Batch {
         let keep = std::mem::take(&mut rec.keep);
-        Ok(Batch {
+        Batch {
             dev: d.clone(),
             rec: Some(rec),
             cb: vk::CommandBuffer::null(),
             tracker: Tracker::new_batch(),
             keep,
+            stream,
+            wait_marks: UseMark::default(),
+            events: Vec::new(),
+            first_value: 0,
             last_pipeline: vk::Pipeline::null(),
             bound: 0,
             last_infos: [vk::DescriptorBufferInfo::default(); MAX_BINDINGS],
@@ -204,7 +245,8 @@ impl Device {
             }),
             poisoned: None,
             fault: 0,
-        })
+            graph_kernels: None,
+        }
     }
 }
 
@@ -324,6 +366,52 @@ impl Batch {
         self.commands == 0
     }
 
+    /// Orders the batch after `ticket`'s work on the GPU, with no host
+    /// wait: commands recorded from now on (when called before the first
+    /// command: the whole batch) start after it completes, whatever queue
+    /// or stream it ran on. Waiting never blocks a stream on another queue.
+    /// [`Error::BadTicket`] for a ticket of another device.
+    /// In a graph recording: [`Error::WaitInGraph`] (use
+    /// [`crate::Graph::launch_after`]).
+    pub fn wait_for(&mut self, ticket: &Ticket) -> Result<&mut Self> {
+        self.refuse_in_graph("Batch::wait_for")?;
+        if !ticket.is_of(&self.dev) {
+            return Err(Error::BadTicket {
+                what: "Batch::wait_for with a ticket of another device",
+            });
+        }
+        self.wait_marks = self.wait_marks.join(ticket.mark());
+        Ok(self)
+    }
+
+    /// Makes commands recorded from now on (when called before the first
+    /// command: the whole batch) wait on the GPU until `event` reaches
+    /// `value` (the host sets it with [`crate::Event::set`]). Until then the
+    /// batch does not complete, and on a queue shared with other streams
+    /// (lavapipe's one queue) their later work waits too.
+    /// [`Error::BadTicket`] for an event of another device;
+    /// [`Error::EventValue`] for a value further above the event's current
+    /// one than Vulkan guarantees a wait can be.
+    /// In a graph recording: [`Error::WaitInGraph`].
+    pub fn wait_event(&mut self, event: &crate::Event, value: u64) -> Result<&mut Self> {
+        self.refuse_in_graph("Batch::wait_event")?;
+        let inner = event.inner();
+        if !inner.is_of(&self.dev) {
+            return Err(Error::BadTicket {
+                what: "Batch::wait_event with an event of another device",
+            });
+        }
+        inner.check_wait(value)?;
+        self.events.push((inner.clone(), value));
+        Ok(self)
+    }
+
+    /// The stream's queue slot.
+    #[inline]
+    fn slot(&self) -> usize {
+        self.stream.slot
+    }
+
     /// Submits what remains and waits for all of it to complete.
     pub fn submit(self) -> Result<()> {
         self.submit_async()?.wait()
@@ -344,17 +432,21 @@ impl Batch {
         if let Err(e) = self.flush() {
             return Err(self.poison(e));
         }
-        let mark = UseMark {
-            compute: self.last_value,
-            transfer: 0,
-        };
+        if self.last_value == 0 && (!self.wait_marks.is_empty() || !self.events.is_empty()) {
+            // Nothing recorded, but waits named: an empty submission carries
+            // them, so the ticket completes after what they wait for.
+            if let Err(e) = self.submit_chunk(&[]) {
+                return Err(self.poison(e));
+            }
+        }
+        let mark = UseMark::at(self.slot(), self.last_value);
         self.retire(mark);
         let queries = self.queries.take().map(|q| QueryReadout {
             pools: q.pools,
             count: q.used,
             labels: q.labels,
         });
-        Ok(Ticket::new(self.dev.clone(), self.last_value, queries))
+        Ok(Ticket::new(self.dev.clone(), self.slot(), mark, queries))
     }
 
     /// Hands the recorder back (its work completes at `mark`), with the
@@ -378,16 +470,17 @@ impl Batch {
         Ok(())
     }
 
-    fn keep_view(&mut self, v: &BufView<'_>) {
+    fn keep_view(&mut self, v: &BufView<'_>, writes: bool) {
         self.chunk_host_reads |= v.inner.read_path == HostPath::Mapped;
         let recent = self
             .keep
-            .iter()
+            .iter_mut()
             .rev()
             .take(4)
-            .any(|k| Arc::ptr_eq(k, v.inner));
-        if !recent {
-            self.keep.push(v.inner.clone());
+            .find(|k| Arc::ptr_eq(&k.0, v.inner));
+        match recent {
+            Some(k) => k.1 |= writes,
+            None => self.keep.push((v.inner.clone(), writes)),
         }
     }
 
@@ -445,8 +538,8 @@ impl Batch {
         self.begin_command(Stage::Compute, k.writes)?;
         let cb = self.cb;
         if rebind {
-            for b in buffers {
-                self.keep_view(&b.view());
+            for (b, info) in buffers.iter().zip(bindings) {
+                self.keep_view(&b.view(), !info.read_only);
             }
             let d = &*self.dev;
             if self.last_pipeline != k.pipeline {
@@ -456,7 +549,12 @@ impl Batch {
                         .cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, k.pipeline)
                 };
                 self.last_pipeline = k.pipeline;
-                d.compute.note_pipeline(k.pipeline);
+                if self.stream.slot == 0 {
+                    d.compute.note_pipeline(k.pipeline);
+                }
+                if let Some(ks) = &mut self.graph_kernels {
+                    ks.push(kernel.core.clone());
+                }
             }
             if n > 0 {
                 self.fault_point()?;
@@ -614,39 +712,47 @@ impl Batch {
         // SAFETY: `cb` is recording.
         unsafe { d.raw.end_command_buffer(cb) }
             .map_err(|r| d.sticky.fail("vkEndCommandBuffer", r))?;
-        let mut waits = [SemaphoreWait {
-            semaphore: vk::Semaphore::null(),
-            value: 0,
-            stage: vk::PipelineStageFlags::COMPUTE_SHADER | vk::PipelineStageFlags::TRANSFER,
-        }];
-        let mut nwaits = 0;
-        if let Some(t) = &d.transfer {
-            let need = self
-                .keep
-                .iter()
-                .map(|b| b.last_use.transfer())
-                .max()
-                .unwrap_or(0);
-            if need > 0 {
-                waits[0].semaphore = t.timeline;
-                waits[0].value = need;
-                nwaits = 1;
-            }
+        self.submit_chunk(&[cb])?;
+        self.bound = 0;
+        Ok(())
+    }
+
+    /// Submits `cmds` (one ended chunk, or none to carry waits alone) on
+    /// the stream's queue. The first submission of a batch waits for the
+    /// stream's previous one (see `Queue::submit_ordered`); later chunks
+    /// follow in queue order and are ordered by the batch's own barriers.
+    /// Every submission also waits for the tickets and events named since
+    /// the previous one, and for the other queues' (and other streams')
+    /// conflicting use of the chunk's buffers: a write waits for every
+    /// earlier use, a read for earlier writes.
+    fn submit_chunk(&mut self, cmds: &[vk::CommandBuffer]) -> Result<()> {
+        let d = &*self.dev;
+        let slot = self.stream.slot;
+        let mut need = std::mem::take(&mut self.wait_marks);
+        for (b, writes) in &self.keep {
+            b.last_use.hazards(*writes, &mut need);
         }
-        // The first submission of a batch waits for all earlier work on the
-        // queue (see `Queue::submit`); later chunks follow in queue order
-        // and are ordered by the batch's own barriers.
-        let after_previous = (self.last_value == 0)
-            .then_some(vk::PipelineStageFlags::COMPUTE_SHADER | vk::PipelineStageFlags::TRANSFER);
-        let value = d
-            .compute
-            .submit(&d.raw, &d.sticky, &[cb], &waits[..nwaits], after_previous)?;
+        let events = self.events.iter().map(|(e, v)| (e.semaphore(), *v));
+        let value = crate::stream::submit_on(
+            d,
+            &self.stream,
+            cmds,
+            need,
+            events,
+            self.events.len(),
+            self.first_value,
+        )?;
         d.counters.submissions.fetch_add(1, Ordering::Relaxed);
-        for b in self.keep.drain(..) {
-            b.last_use.used_compute(value);
+        for (b, writes) in self.keep.drain(..) {
+            b.last_use.used_on(slot, value, writes);
+        }
+        for (e, v) in self.events.drain(..) {
+            e.waited(slot, value, v);
+        }
+        if self.first_value == 0 {
+            self.first_value = value;
         }
         self.last_value = value;
-        self.bound = 0;
         Ok(())
     }
 }
@@ -654,10 +760,7 @@ impl Batch {
 impl Drop for Batch {
     fn drop(&mut self) {
         // Unsubmitted commands are discarded: the pool reset drops them.
-        let mark = UseMark {
-            compute: self.last_value,
-            transfer: 0,
-        };
+        let mark = UseMark::at(self.stream.slot, self.last_value);
         self.retire(mark);
         if let Some(q) = self.queries.take() {
             for p in q.pools {

@@ -389,7 +389,7 @@ impl<T: Pod> BufferSlice<'_, T> {
     }
 }
 
-mod sealed {
+pub(crate) mod sealed {
     pub trait Sealed {}
 }
 

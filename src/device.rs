@@ -10,7 +10,7 @@
 //! semaphores, the allocator, the device, and last the instance.
 
 use std::mem::ManuallyDrop;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -25,11 +25,14 @@ use crate::instance::{Instance, ValidationLog};
 use crate::pipeline_cache::KernelCache;
 use crate::probe::{self, Probed};
 use crate::queue::Queue;
-use crate::reclaim::{Deferred, UseMark};
+use crate::reclaim::{
+    Deferred, UseMark, MAX_QUEUES, SLOT_COMPUTE, SLOT_FIRST_EXTRA, SLOT_TRANSFER,
+};
 use crate::recorder::RecorderPool;
 use crate::set_cache::SetCache;
 use crate::staging::StagingPool;
 use crate::stats::{Counter, Counters, StartupTimes, Stats};
+use crate::stream::StreamState;
 
 use crate::options::env_flag;
 pub use crate::options::{DeviceOptions, ENV_DEVICE, ENV_PUSH_DESCRIPTORS, ENV_VALIDATION};
@@ -55,6 +58,8 @@ impl std::fmt::Debug for Device {
 pub(crate) enum Garbage {
     Buffer(vk::Buffer, Allocation),
     QueryPool(vk::QueryPool),
+    /// A semaphore (an [`crate::Event`]'s) that submissions waited on.
+    Semaphore(vk::Semaphore),
 }
 
 /// The shared state behind every handle.
@@ -67,6 +72,13 @@ pub(crate) struct DeviceInner {
     pub debug_utils: Option<ash::ext::debug_utils::Device>,
     pub compute: Queue,
     pub transfer: Option<Queue>,
+    /// Further queues of the compute family, for streams (slots 2..).
+    pub extra_compute: Vec<Queue>,
+    /// The stream `Device::batch` records on (the compute queue).
+    pub default_stream: Arc<StreamState>,
+    /// Live streams per compute queue (index 0: the compute queue, i: the
+    /// extra queue i - 1), the default stream counted.
+    pub stream_users: Arc<[AtomicUsize]>,
     pub compute_recorders: RecorderPool,
     pub transfer_recorders: Option<RecorderPool>,
     pub sticky: Sticky,
@@ -121,11 +133,12 @@ impl Device {
         inner.startup.instance = t1 - t0;
         inner.startup.probe = t2 - t1;
         log::info!(
-            "vkcompute: using {} ({:?}, {} {}), transfer queue: {}, push descriptors: {}",
+            "vkcompute: using {} ({:?}, {} {}), compute queues: {}, transfer queue: {}, push descriptors: {}",
             inner.info.name,
             inner.info.adapter_type,
             inner.info.driver_name,
             inner.info.driver_info,
+            1 + inner.extra_compute.len(),
             inner.transfer.is_some(),
             inner.push_descriptor.is_some()
         );
@@ -244,7 +257,10 @@ impl Device {
         for s in d.staging.drain() {
             d.destroy_staging(s);
         }
-        d.set_cache.trim(&d.raw, &d.counters, &d.compute);
+        d.set_cache
+            .trim(&d.raw, &d.counters, &|| d.submitted_mark(), &|| {
+                d.completed_cached()
+            });
         Ok(())
     }
 
@@ -336,9 +352,11 @@ impl DeviceInner {
 
             let transfer_family = p.plan.transfer.filter(|_| options.transfer_queue);
             let prio = [1.0f32];
+            let compute_queues = p.plan.compute_count.clamp(1, (MAX_QUEUES - 1) as u32);
+            let compute_prio = vec![1.0f32; compute_queues as usize];
             let mut queue_infos = vec![vk::DeviceQueueCreateInfo::default()
                 .queue_family_index(p.plan.compute)
-                .queue_priorities(&prio)];
+                .queue_priorities(&compute_prio)];
             if let Some(t) = transfer_family {
                 queue_infos.push(
                     vk::DeviceQueueCreateInfo::default()
@@ -387,16 +405,36 @@ impl DeviceInner {
                 })
                 .map_err(|e| Error::Allocator(e.to_string()))?;
                 let counters = Counters::default();
-                let compute = Queue::new(&raw, p.plan.compute, &sticky)?;
+                let compute = Queue::new(&raw, p.plan.compute, 0, SLOT_COMPUTE, &sticky)?;
                 counters.add(Counter::Semaphores, 1);
+                let mut extra_compute = Vec::new();
+                for i in 1..compute_queues {
+                    let slot = SLOT_FIRST_EXTRA + i as usize - 1;
+                    match Queue::new(&raw, p.plan.compute, i, slot, &sticky) {
+                        Ok(q) => {
+                            counters.add(Counter::Semaphores, 1);
+                            extra_compute.push(q);
+                        }
+                        Err(e) => {
+                            compute.destroy(&raw);
+                            for q in &extra_compute {
+                                q.destroy(&raw);
+                            }
+                            return Err(e);
+                        }
+                    }
+                }
                 let transfer = match transfer_family {
-                    Some(t) => match Queue::new(&raw, t, &sticky) {
+                    Some(t) => match Queue::new(&raw, t, 0, SLOT_TRANSFER, &sticky) {
                         Ok(q) => {
                             counters.add(Counter::Semaphores, 1);
                             Some(q)
                         }
                         Err(e) => {
                             compute.destroy(&raw);
+                            for q in &extra_compute {
+                                q.destroy(&raw);
+                            }
                             return Err(e);
                         }
                     },
@@ -414,15 +452,22 @@ impl DeviceInner {
                     Ok(c) => c,
                     Err(r) => {
                         compute.destroy(&raw);
-                        if let Some(t) = &transfer {
-                            t.destroy(&raw);
+                        for q in extra_compute.iter().chain(&transfer) {
+                            q.destroy(&raw);
                         }
                         return Err(sticky.fail("vkCreatePipelineCache", r));
                     }
                 };
-                Ok((allocator, counters, compute, transfer, kernels))
+                Ok((
+                    allocator,
+                    counters,
+                    compute,
+                    extra_compute,
+                    transfer,
+                    kernels,
+                ))
             })();
-            let (allocator, counters, compute, transfer, kernels) = match built {
+            let (allocator, counters, compute, extra_compute, transfer, kernels) = match built {
                 Ok(b) => b,
                 Err(e) => {
                     raw.destroy_device(None);
@@ -449,8 +494,13 @@ impl DeviceInner {
                 raw,
                 push_descriptor,
                 debug_utils,
+                default_stream: Arc::new(StreamState::new(compute.slot, None)),
+                stream_users: (0..compute_queues)
+                    .map(|i| AtomicUsize::new(usize::from(i == 0)))
+                    .collect(),
                 compute,
                 transfer,
+                extra_compute,
                 sticky,
                 counters,
                 kernels,
@@ -489,54 +539,77 @@ impl DeviceInner {
     /// A mark on the transfer queue for `value` (on the compute queue when
     /// there is no transfer queue).
     pub(crate) fn transfer_mark(&self, value: u64) -> UseMark {
-        if self.transfer.is_some() {
-            UseMark {
-                compute: 0,
-                transfer: value,
-            }
-        } else {
-            UseMark {
-                compute: value,
-                transfer: 0,
-            }
+        UseMark::at(self.transfer_queue().slot, value)
+    }
+
+    /// The queue of mark slot `slot`.
+    pub(crate) fn queue(&self, slot: usize) -> Option<&Queue> {
+        match slot {
+            SLOT_COMPUTE => Some(&self.compute),
+            SLOT_TRANSFER => self.transfer.as_ref(),
+            s => self.extra_compute.get(s - SLOT_FIRST_EXTRA),
         }
     }
 
-    /// Completed values on both queues, asking the driver.
+    /// The compute-family queues: the compute queue, then the extra ones.
+    pub(crate) fn compute_queues(&self) -> impl Iterator<Item = &Queue> {
+        std::iter::once(&self.compute).chain(&self.extra_compute)
+    }
+
+    /// Every queue.
+    pub(crate) fn queues(&self) -> impl Iterator<Item = &Queue> {
+        self.compute_queues().chain(&self.transfer)
+    }
+
+    /// Completed values on every queue, asking the driver about queues
+    /// with work the host has not yet seen complete.
     pub(crate) fn completed(&self) -> Result<UseMark> {
-        Ok(UseMark {
-            compute: self.compute.poll(&self.raw, &self.sticky)?,
-            transfer: match &self.transfer {
-                Some(t) => t.poll(&self.raw, &self.sticky)?,
-                None => 0,
-            },
-        })
+        self.sticky.check()?;
+        let mut m = UseMark::default();
+        for q in self.queues() {
+            let v = if q.submitted() > q.completed_cached() {
+                q.poll(&self.raw, &self.sticky)?
+            } else {
+                q.completed_cached()
+            };
+            m.set(q.slot, v);
+        }
+        Ok(m)
     }
 
     /// Completed values as last seen, without asking the driver.
     pub(crate) fn completed_cached(&self) -> UseMark {
-        UseMark {
-            compute: self.compute.completed_cached(),
-            transfer: self.transfer.as_ref().map_or(0, Queue::completed_cached),
+        let mut m = UseMark::default();
+        for q in self.queues() {
+            m.set(q.slot, q.completed_cached());
         }
+        m
     }
 
-    /// Waits until `mark` is reached on both queues.
+    /// The last values submitted on every queue.
+    pub(crate) fn submitted_mark(&self) -> UseMark {
+        let mut m = UseMark::default();
+        for q in self.queues() {
+            m.set(q.slot, q.submitted());
+        }
+        m
+    }
+
+    /// Waits until `mark` is reached on every queue.
     pub(crate) fn wait_mark(&self, mark: UseMark, timeout: Option<Duration>) -> Result<()> {
         let spin = self.options.wait_spin;
-        self.compute
-            .wait(&self.raw, &self.sticky, mark.compute, timeout, spin)?;
-        if let Some(t) = &self.transfer {
-            t.wait(&self.raw, &self.sticky, mark.transfer, timeout, spin)?;
+        for (slot, v) in mark.points() {
+            if let Some(q) = self.queue(slot) {
+                q.wait(&self.raw, &self.sticky, v, timeout, spin)?;
+            }
         }
         Ok(())
     }
 
     /// Waits for all submitted work on every queue.
     pub(crate) fn wait_idle(&self) -> Result<()> {
-        self.compute.wait_all(&self.raw, &self.sticky)?;
-        if let Some(t) = &self.transfer {
-            t.wait_all(&self.raw, &self.sticky)?;
+        for q in self.queues() {
+            q.wait_all(&self.raw, &self.sticky)?;
         }
         Ok(())
     }
@@ -595,6 +668,12 @@ impl DeviceInner {
                 unsafe { self.raw.destroy_query_pool(pool, None) };
                 self.counters.add(Counter::QueryPools, -1);
             }
+            Garbage::Semaphore(sem) => {
+                // SAFETY: every submission that waited on it completed (its
+                // mark passed).
+                unsafe { self.raw.destroy_semaphore(sem, None) };
+                self.counters.add(Counter::Semaphores, -1);
+            }
         }
     }
 
@@ -645,9 +724,8 @@ impl Drop for DeviceInner {
                 }
             }
             self.kernels.destroy_all(&self.raw, &self.counters);
-            self.compute.destroy(&self.raw);
-            if let Some(t) = &self.transfer {
-                t.destroy(&self.raw);
+            for q in self.queues() {
+                q.destroy(&self.raw);
             }
             ManuallyDrop::drop(self.allocator.get_mut().unwrap_or_else(|p| p.into_inner()));
             self.raw.destroy_device(None);

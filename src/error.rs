@@ -330,6 +330,60 @@ pub enum Error {
         /// The adapter's `maxComputeWorkGroupCount[0]`.
         limit: u32,
     },
+
+    /// An object of another `Device` was passed (a ticket to wait for, a
+    /// capture pool).
+    #[error("{what} belongs to another Device")]
+    ForeignObject {
+        /// What was passed.
+        what: &'static str,
+    },
+
+    /// A graph was finished with nothing recorded.
+    #[error("a graph needs at least one recorded command; nothing was recorded")]
+    EmptyGraph,
+
+    /// A per-launch parameter ring of an unusable number of slots.
+    #[error("Params with {requested} slots: allowed 1..={limit}")]
+    ParamsSlots {
+        /// Slots asked for.
+        requested: usize,
+        /// The most allowed.
+        limit: usize,
+    },
+
+    /// A ticket, event or stream used where it cannot be: one of another
+    /// device, or a join of no tickets.
+    #[error("{what}")]
+    BadTicket {
+        /// What was wrong.
+        what: &'static str,
+    },
+
+    /// An event value the host cannot set or a batch cannot wait for:
+    /// setting one not above the event's current value, or one further
+    /// above it than Vulkan's guaranteed `maxTimelineSemaphoreValueDifference`.
+    #[error("event value {value}: {what} (current value {current}, largest step {limit})")]
+    EventValue {
+        /// The value asked for.
+        value: u64,
+        /// The event's value when asked.
+        current: u64,
+        /// The largest step above the current value allowed.
+        limit: u64,
+        /// What was wrong.
+        what: &'static str,
+    },
+
+    /// A wait named while recording a graph ([`crate::Batch::wait_for`],
+    /// [`crate::Batch::wait_event`] on a [`crate::GraphRecorder`]): a graph
+    /// keeps no one-off wait; name the ticket at each launch
+    /// ([`crate::Graph::launch_after`]) instead.
+    #[error("{what} while recording a graph: a graph keeps no waits; pass the ticket to Graph::launch_after at each launch (or wait in a batch before it)")]
+    WaitInGraph {
+        /// The call refused.
+        what: &'static str,
+    },
 }
 
 impl Error {

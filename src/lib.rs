@@ -58,6 +58,10 @@
 //! - [`Batch`]: dispatches, barriers, copies and fills; [`Ticket`]: completion.
 //!   [`Batch::run_with`] takes push constants as a `Pod` value, and
 //!   [`bindings!`] builds a mixed binding list without casts.
+//! - [`Graph`]: a batch recorded once ([`Device::graph_recorder`]) and
+//!   launched many times, on any stream ([`Graph::launch_on`]; launches
+//!   of one graph stay ordered across streams); [`CapturePool`] keeps what
+//!   graphs use alive; [`Params`] are per-launch values.
 //! - The on-disk cache ([`DeviceOptions::cache_dir`], `VKCOMPUTE_CACHE_DIR`):
 //!   the driver's pipeline cache per adapter and driver build, and compiled
 //!   GLSL, so a second start skips shaderc and pipeline compilation; a
@@ -66,11 +70,41 @@
 //!
 //! ## Ordering
 //!
-//! Commands in a batch may overlap unless separated by [`Batch::barrier`].
-//! Batches run in submission order: each waits for all work submitted
-//! before it. Host reads and writes of a buffer ([`Buffer::download`],
-//! [`Buffer::write`]) wait for the submitted work that uses it, so a
-//! download right after [`Batch::submit_async`] returns the batch's result.
+//! - **Within a batch**, commands may overlap unless separated by
+//!   [`Batch::barrier`].
+//! - **Streams.** A [`Stream`] ([`Device::stream`]) is an ordered queue of
+//!   batches: each batch starts after the stream's previous batch (a
+//!   GPU-side wait, no host wait). [`Device::batch`] records on the
+//!   device's default stream, so plain batches keep running in submission
+//!   order. Batches on different streams are not ordered against each
+//!   other and may run at the same time; streams get distinct queues of
+//!   the compute family while it has free ones, then share them (streams
+//!   sharing a queue stay correct but do not overlap; lavapipe has one
+//!   queue, so all its streams share it).
+//! - **Tickets and events.** [`Batch::wait_for`] orders a batch after a
+//!   [`Ticket`] from any stream or queue, on the GPU, without blocking the
+//!   host or any other stream; [`Ticket::join`] and [`Ticket::join_all`]
+//!   combine tickets. [`Batch::wait_event`] makes a batch wait on the GPU
+//!   for a value the host sets later on an [`Event`].
+//! - **Buffers shared by streams (the automatic wait).** When a batch uses
+//!   a buffer that work on another stream or queue (the transfer queue
+//!   included) also uses, and nothing above orders the two, the batch's
+//!   submission waits on the GPU for that work: a command that writes the
+//!   buffer waits for every earlier use of it, one that only reads waits
+//!   for earlier writes. "Earlier" means submitted before; streams reading
+//!   the same buffer still overlap. No host wait and no error: conflicting
+//!   use is ordered by submission order, exactly as if the later batch had
+//!   named the earlier one's ticket. Two threads that submit conflicting
+//!   work on two streams at the same instant get one of the two orders;
+//!   name a ticket to choose it.
+//! - **Host access.** Host reads and writes of a buffer
+//!   ([`Buffer::download`], [`Buffer::write`]) wait for the submitted work
+//!   (on every queue) that uses it, so a download right after
+//!   [`Batch::submit_async`] returns the batch's result. A batch waiting
+//!   for an event that no one sets holds up such a host access to its
+//!   buffers, and on a shared queue the later work of other streams.
+//! - **Lifetimes.** A buffer, event or query pool dropped while work on any
+//!   queue still uses it is released only once that work completes.
 //!
 //! The rule for host access: **`Buffer::write` and `Buffer::download` act
 //! when they are called, on the work submitted so far; they are not
@@ -110,6 +144,7 @@ mod disk_cache;
 mod error;
 #[cfg(feature = "glsl")]
 mod glsl;
+mod graph;
 mod instance;
 mod kernel;
 mod memory;
@@ -133,6 +168,11 @@ mod workgroups;
 mod host_lock;
 mod host_words;
 mod interop;
+// Streams and ordering: streams, host-signalled events.
+mod event;
+mod stream;
+pub use event::{Event, MAX_EVENT_STEP};
+pub use stream::Stream;
 
 pub use adapter::{AdapterInfo, AdapterType};
 pub use batch::{Batch, BatchOptions};
@@ -142,6 +182,7 @@ pub use disk_cache::{CacheStats, ENV_CACHE_DIR};
 pub use error::{Error, Result};
 #[cfg(feature = "glsl")]
 pub use glsl::{compile_glsl, compile_glsl_with, GlslOptimization, GlslOptions};
+pub use graph::{CapturePool, Graph, GraphRecorder, Params, DEFAULT_PARAM_SLOTS, MAX_PARAM_SLOTS};
 pub use kernel::{reflect_spirv, Kernel, KernelBuilder, SpirvInput, MAX_BINDINGS};
 pub use memory::Memory;
 pub use profile::{CommandTiming, Profile, Profiling};

@@ -21,6 +21,8 @@ const AMD_SHADER_CORE: &CStr = c"VK_AMD_shader_core_properties";
 pub(crate) struct QueuePlan {
     /// Family of the compute queue.
     pub compute: u32,
+    /// How many queues the compute family has (streams use several).
+    pub compute_count: u32,
     /// Family of a transfer-only queue, when one exists.
     pub transfer: Option<u32>,
     /// Valid timestamp bits on the compute family (0: no timestamps).
@@ -50,6 +52,7 @@ pub(crate) fn plan_queues(families: &[vk::QueueFamilyProperties]) -> Option<Queu
     });
     Some(QueuePlan {
         compute: compute as u32,
+        compute_count: families[compute].queue_count,
         transfer: transfer.map(|t| t as u32),
         timestamp_bits: families[compute].timestamp_valid_bits,
     })
@@ -255,6 +258,7 @@ mod tests {
             plan_queues(&f),
             Some(QueuePlan {
                 compute: 2,
+                compute_count: 8,
                 transfer: Some(1),
                 timestamp_bits: 64
             })
@@ -269,6 +273,7 @@ mod tests {
             plan_queues(&f),
             Some(QueuePlan {
                 compute: 0,
+                compute_count: 1,
                 transfer: None,
                 timestamp_bits: 64
             })

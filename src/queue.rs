@@ -16,11 +16,64 @@ use ash::vk;
 use crate::error::{Error, Result, Sticky};
 
 /// A semaphore wait attached to a submission.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct SemaphoreWait {
     pub semaphore: vk::Semaphore,
     pub value: u64,
     pub stage: vk::PipelineStageFlags,
+}
+
+/// Semaphore waits of one submission: up to `INLINE_WAITS` held inline
+/// (no allocation), more spilled to the heap. Never truncated.
+#[derive(Debug, Default)]
+pub(crate) struct WaitList {
+    inline: [Option<SemaphoreWait>; INLINE_WAITS],
+    n: usize,
+    spill: Vec<SemaphoreWait>,
+}
+
+/// Waits a [`WaitList`] holds without allocating.
+pub(crate) const INLINE_WAITS: usize = 12;
+
+impl WaitList {
+    /// Adds a wait.
+    pub(crate) fn push(&mut self, w: SemaphoreWait) {
+        if self.n < INLINE_WAITS {
+            self.inline[self.n] = Some(w);
+        } else {
+            self.spill.push(w);
+        }
+        self.n += 1;
+    }
+    /// How many waits it holds.
+    pub(crate) fn len(&self) -> usize {
+        self.n
+    }
+    /// The waits, in the order pushed.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = SemaphoreWait> + '_ {
+        self.inline
+            .iter()
+            .take(self.n.min(INLINE_WAITS))
+            .flatten()
+            .copied()
+            .chain(self.spill.iter().copied())
+    }
+}
+
+/// What a submission waits for on its own queue's timeline.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Order<'a> {
+    /// Stages of the submission that wait.
+    pub stages: vk::PipelineStageFlags,
+    /// At least this value (0: none).
+    pub own: u64,
+    /// Everything submitted to the queue before it.
+    pub whole_queue: bool,
+    /// The stream's last value: the new value is recorded there, under
+    /// the queue's lock.
+    pub stream: Option<&'a AtomicU64>,
+    /// Wait for the stream's last value too (read under the lock).
+    pub after_stream: bool,
 }
 
 /// One queue with its timeline.
@@ -28,6 +81,8 @@ pub(crate) struct Queue {
     raw: vk::Queue,
     /// Queue family index.
     pub family: u32,
+    /// Slot of this queue in use marks ([`crate::reclaim::UseMark`]).
+    pub slot: usize,
     /// The timeline semaphore every submission signals.
     pub timeline: vk::Semaphore,
     /// Last value handed out; held across `vkQueueSubmit` (external sync).
@@ -40,15 +95,22 @@ pub(crate) struct Queue {
 }
 
 impl Queue {
-    /// Wraps queue 0 of `family`, creating its timeline semaphore.
-    pub(crate) fn new(device: &ash::Device, family: u32, sticky: &Sticky) -> Result<Self> {
+    /// Wraps queue `index` of `family` as mark slot `slot`, creating its
+    /// timeline semaphore.
+    pub(crate) fn new(
+        device: &ash::Device,
+        family: u32,
+        index: u32,
+        slot: usize,
+        sticky: &Sticky,
+    ) -> Result<Self> {
         let mut type_info = vk::SemaphoreTypeCreateInfo::default()
             .semaphore_type(vk::SemaphoreType::TIMELINE)
             .initial_value(0);
         let info = vk::SemaphoreCreateInfo::default().push_next(&mut type_info);
         // SAFETY: `device` is live; the family was requested at device creation.
         let (raw, timeline) = unsafe {
-            let raw = device.get_device_queue(family, 0);
+            let raw = device.get_device_queue(family, index);
             let sem = device
                 .create_semaphore(&info, None)
                 .map_err(|r| sticky.fail("vkCreateSemaphore", r))?;
@@ -57,6 +119,7 @@ impl Queue {
         Ok(Queue {
             raw,
             family,
+            slot,
             timeline,
             lock: Mutex::new(0),
             submitted: AtomicU64::new(0),
@@ -65,44 +128,62 @@ impl Queue {
         })
     }
 
-    /// Submits `cmds`, waiting on `waits` first, and returns the timeline
-    /// value that marks their completion. With `after_previous`, the
-    /// submission is ordered after everything submitted to this queue before
-    /// it, with that work's writes visible: by a GPU-side wait on the
-    /// timeline (at the given stages) while the earlier work may still run,
-    /// and by nothing at all once the host has seen it complete. Unlike a
-    /// pipeline barrier, neither drains the pipeline when there is nothing
-    /// to wait for.
-    pub(crate) fn submit(
+    /// Submits `cmds` after `waits` (`count` of them; any number: up to
+    /// [`INLINE_WAITS`] and more without allocating, beyond it on the heap)
+    /// and after what `order` names on this queue's own timeline, and
+    /// returns the value that marks their completion. Values still pending
+    /// on this queue are waited for on the GPU; ones the host has seen
+    /// complete are not waited for at all (their writes are visible through
+    /// that host synchronisation and the submission's own host-to-device
+    /// dependency).
+    pub(crate) fn submit_ordered(
         &self,
         device: &ash::Device,
         sticky: &Sticky,
         cmds: &[vk::CommandBuffer],
-        waits: &[SemaphoreWait],
-        after_previous: Option<vk::PipelineStageFlags>,
+        waits: impl Iterator<Item = SemaphoreWait>,
+        count: usize,
+        order: Order<'_>,
     ) -> Result<u64> {
         sticky.check()?;
-        let mut wait_sems = [vk::Semaphore::null(); 3];
-        let mut wait_vals = [0u64; 3];
-        let mut wait_stages = [vk::PipelineStageFlags::empty(); 3];
-        let mut n = waits.len().min(2);
-        for (i, w) in waits.iter().take(n).enumerate() {
-            wait_sems[i] = w.semaphore;
-            wait_vals[i] = w.value;
-            wait_stages[i] = w.stage;
+        const N: usize = INLINE_WAITS + 2;
+        let total = count + 1;
+        let mut inline = (
+            [vk::Semaphore::null(); N],
+            [0u64; N],
+            [vk::PipelineStageFlags::empty(); N],
+        );
+        let mut heap: (Vec<vk::Semaphore>, Vec<u64>, Vec<vk::PipelineStageFlags>);
+        let (wait_sems, wait_vals, wait_stages) = if total <= N {
+            (&mut inline.0[..], &mut inline.1[..], &mut inline.2[..])
+        } else {
+            heap = (
+                vec![vk::Semaphore::null(); total],
+                vec![0; total],
+                vec![vk::PipelineStageFlags::empty(); total],
+            );
+            (&mut heap.0[..], &mut heap.1[..], &mut heap.2[..])
+        };
+        let mut n = 0;
+        for w in waits.take(count) {
+            wait_sems[n] = w.semaphore;
+            wait_vals[n] = w.value;
+            wait_stages[n] = w.stage;
+            n += 1;
         }
         let mut next = self.lock.lock().unwrap_or_else(|p| p.into_inner());
         let value = *next + 1;
-        // When the host has already seen the previous submission complete
-        // (a counter read or wait, which is what `completed` records), its
-        // writes are visible to this one through that host synchronisation
-        // and the submission's own host-to-device dependency; no GPU-side
-        // wait is needed.
-        let prev_done = self.completed.load(Ordering::Acquire) >= *next;
-        if let Some(stages) = after_previous.filter(|_| *next > 0 && !prev_done) {
+        let mut own = order.own;
+        if order.whole_queue {
+            own = own.max(*next);
+        }
+        if let Some(last) = order.stream.filter(|_| order.after_stream) {
+            own = own.max(last.load(Ordering::Acquire));
+        }
+        if own > 0 && self.completed.load(Ordering::Acquire) < own {
             wait_sems[n] = self.timeline;
-            wait_vals[n] = *next;
-            wait_stages[n] = stages;
+            wait_vals[n] = own;
+            wait_stages[n] = order.stages;
             n += 1;
         }
         let signal = [self.timeline];
@@ -123,6 +204,9 @@ impl Queue {
             .map_err(|r| sticky.fail("vkQueueSubmit", r))?;
         *next = value;
         self.submitted.store(value, Ordering::Release);
+        if let Some(last) = order.stream {
+            last.fetch_max(value, Ordering::AcqRel);
+        }
         Ok(value)
     }
 
@@ -255,5 +339,40 @@ impl Queue {
     pub(crate) unsafe fn destroy(&self, device: &ash::Device) {
         // SAFETY: guaranteed by the caller.
         unsafe { device.destroy_semaphore(self.timeline, None) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn w(i: u64) -> SemaphoreWait {
+        SemaphoreWait {
+            semaphore: vk::Semaphore::null(),
+            value: i,
+            stage: vk::PipelineStageFlags::COMPUTE_SHADER,
+        }
+    }
+
+    #[test]
+    fn wait_list_keeps_every_wait_in_order() {
+        let mut l = WaitList::default();
+        assert_eq!(l.len(), 0);
+        for i in 1..=(INLINE_WAITS as u64 + 5) {
+            l.push(w(i));
+        }
+        assert_eq!(l.len(), INLINE_WAITS + 5);
+        let vals: Vec<u64> = l.iter().map(|x| x.value).collect();
+        assert_eq!(vals, (1..=(INLINE_WAITS as u64 + 5)).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn wait_list_small_stays_inline() {
+        let mut l = WaitList::default();
+        for i in 1..=4 {
+            l.push(w(i));
+        }
+        assert_eq!(l.spill.capacity(), 0);
+        assert_eq!(l.iter().count(), 4);
     }
 }

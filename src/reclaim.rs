@@ -1,56 +1,156 @@
 //! Deferred release of what in-flight GPU work still uses.
 //!
 //! Each object the GPU may touch carries the last timeline value, on each
-//! queue, of a submission that used it (a [`UseMark`]). When its owner drops
-//! it before those values complete, its Vulkan handles are parked here and
-//! released by the next maintenance pass that sees the values done, or at
-//! device teardown after the queues are idle. Dropping never blocks, and the
-//! parked handles hold no reference to the device, so nothing forms a cycle.
+//! queue, of a submission that used it (a [`UseMark`]: one value per queue
+//! slot). When its owner drops it before those values complete, its Vulkan
+//! handles are parked here and released by the next maintenance pass that
+//! sees the values done, or at device teardown after the queues are idle.
+//! Dropping never blocks, and the parked handles hold no reference to the
+//! device, so nothing forms a cycle.
+//!
+//! Queue slots: 0 is the default compute queue, 1 the transfer-only queue
+//! (unused without one), 2.. further queues of the compute family (streams).
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-/// Timeline values on the compute and transfer queues.
+/// Queue slots a mark tracks (the default compute queue, the transfer
+/// queue, and up to `MAX_QUEUES - 2` further compute queues).
+pub(crate) const MAX_QUEUES: usize = 10;
+/// Slot of the default compute queue.
+pub(crate) const SLOT_COMPUTE: usize = 0;
+/// Slot of the transfer-only queue.
+pub(crate) const SLOT_TRANSFER: usize = 1;
+/// First slot of the further compute queues.
+pub(crate) const SLOT_FIRST_EXTRA: usize = 2;
+
+/// One timeline value per queue slot (0: no use there).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct UseMark {
-    /// Value on the compute queue's timeline.
-    pub compute: u64,
-    /// Value on the transfer queue's timeline (0 without a transfer queue).
-    pub transfer: u64,
+    values: [u64; MAX_QUEUES],
 }
 
 impl UseMark {
-    /// Whether both values are reached in `completed`.
-    pub(crate) fn reached(self, completed: UseMark) -> bool {
-        self.compute <= completed.compute && self.transfer <= completed.transfer
+    /// A mark of `value` on `slot` alone.
+    #[inline]
+    pub(crate) fn at(slot: usize, value: u64) -> UseMark {
+        let mut m = UseMark::default();
+        m.raise(slot, value);
+        m
+    }
+
+    /// The value on `slot` (0 for a slot out of range).
+    #[inline]
+    pub(crate) fn get(&self, slot: usize) -> u64 {
+        self.values.get(slot).copied().unwrap_or(0)
+    }
+
+    /// Raises the value on `slot` to at least `value`.
+    #[inline]
+    pub(crate) fn raise(&mut self, slot: usize, value: u64) {
+        if let Some(v) = self.values.get_mut(slot) {
+            *v = (*v).max(value);
+        }
+    }
+
+    /// Sets the value on `slot`.
+    #[inline]
+    pub(crate) fn set(&mut self, slot: usize, value: u64) {
+        if let Some(v) = self.values.get_mut(slot) {
+            *v = value;
+        }
+    }
+
+    /// The later of two marks, slot by slot (both reached).
+    pub(crate) fn join(mut self, other: UseMark) -> UseMark {
+        for (a, b) in self.values.iter_mut().zip(other.values) {
+            *a = (*a).max(b);
+        }
+        self
+    }
+
+    /// Whether every value is reached in `completed`.
+    #[inline]
+    pub(crate) fn reached(&self, completed: UseMark) -> bool {
+        self.values
+            .iter()
+            .zip(completed.values)
+            .all(|(&v, c)| v <= c)
+    }
+
+    /// Whether no slot holds a value.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.values.iter().all(|&v| v == 0)
+    }
+
+    /// The slots with a value, with it.
+    pub(crate) fn points(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
+        self.values
+            .iter()
+            .enumerate()
+            .filter(|(_, &v)| v > 0)
+            .map(|(s, &v)| (s, v))
     }
 }
 
-/// The last use of one object, updated by submissions from any thread.
+/// The last use of one object, updated by submissions from any thread:
+/// per queue slot, the last submission that used it and the last that
+/// wrote it, and a bit per slot ever used (so the common case, an object
+/// used on one queue only, reads one word to find nothing to order).
 #[derive(Debug, Default)]
 pub(crate) struct LastUse {
-    compute: AtomicU64,
-    transfer: AtomicU64,
+    used: [AtomicU64; MAX_QUEUES],
+    written: [AtomicU64; MAX_QUEUES],
+    slots: AtomicU32,
 }
 
 impl LastUse {
-    /// Records a compute-queue use at `value`.
-    pub(crate) fn used_compute(&self, value: u64) {
-        self.compute.fetch_max(value, Ordering::AcqRel);
-    }
-    /// Records a transfer-queue use at `value`.
-    pub(crate) fn used_transfer(&self, value: u64) {
-        self.transfer.fetch_max(value, Ordering::AcqRel);
-    }
-    /// The current mark.
-    pub(crate) fn mark(&self) -> UseMark {
-        UseMark {
-            compute: self.compute.load(Ordering::Acquire),
-            transfer: self.transfer.load(Ordering::Acquire),
+    /// Records a use on `slot` at `value` (a write when `writes`).
+    #[inline]
+    pub(crate) fn used_on(&self, slot: usize, value: u64, writes: bool) {
+        let Some(u) = self.used.get(slot) else { return };
+        u.fetch_max(value, Ordering::AcqRel);
+        if writes {
+            self.written[slot].fetch_max(value, Ordering::AcqRel);
+        }
+        let bit = 1u32 << slot;
+        if self.slots.load(Ordering::Acquire) & bit == 0 {
+            self.slots.fetch_or(bit, Ordering::AcqRel);
         }
     }
-    /// The transfer-queue value only.
-    pub(crate) fn transfer(&self) -> u64 {
-        self.transfer.load(Ordering::Acquire)
+    /// The current mark: the last use on every slot.
+    pub(crate) fn mark(&self) -> UseMark {
+        let mut m = UseMark::default();
+        let slots = self.slots.load(Ordering::Acquire);
+        for (s, u) in self.used.iter().enumerate() {
+            if slots & (1 << s) != 0 {
+                m.set(s, u.load(Ordering::Acquire));
+            }
+        }
+        m
+    }
+    /// Raises `need` to what a new use must follow, on every slot: every
+    /// earlier use when the new one `writes`, else every earlier write.
+    /// Returns whether it raised anything. The caller decides what its own
+    /// queue's order already covers.
+    #[inline]
+    pub(crate) fn hazards(&self, writes: bool, need: &mut UseMark) -> bool {
+        let slots = self.slots.load(Ordering::Acquire);
+        if slots == 0 {
+            return false;
+        }
+        let src = if writes { &self.used } else { &self.written };
+        let mut any = false;
+        let mut bits = slots;
+        while bits != 0 {
+            let s = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            let v = src[s].load(Ordering::Acquire);
+            if v > need.get(s) {
+                need.set(s, v);
+                any = true;
+            }
+        }
+        any
     }
 }
 
@@ -119,10 +219,7 @@ mod tests {
     use super::*;
 
     fn m(c: u64, t: u64) -> UseMark {
-        UseMark {
-            compute: c,
-            transfer: t,
-        }
+        UseMark::at(SLOT_COMPUTE, c).join(UseMark::at(SLOT_TRANSFER, t))
     }
 
     #[test]
@@ -146,12 +243,46 @@ mod tests {
     fn last_use_only_moves_forward() {
         let u = LastUse::default();
         assert_eq!(u.mark(), UseMark::default());
-        u.used_compute(7);
-        u.used_compute(3);
-        u.used_transfer(2);
+        u.used_on(SLOT_COMPUTE, 7, true);
+        u.used_on(SLOT_COMPUTE, 3, false);
+        u.used_on(SLOT_TRANSFER, 2, false);
         assert_eq!(u.mark(), m(7, 2));
         assert!(u.mark().reached(m(7, 2)) && !u.mark().reached(m(6, 9)));
-        assert_eq!(u.transfer(), 2);
+    }
+
+    #[test]
+    fn marks_cover_every_slot() {
+        let a = UseMark::at(5, 9);
+        let b = UseMark::at(SLOT_COMPUTE, 3).join(UseMark::at(5, 4));
+        let j = a.join(b);
+        assert_eq!(j.get(5), 9);
+        assert_eq!(j.get(SLOT_COMPUTE), 3);
+        assert_eq!(j.points().collect::<Vec<_>>(), vec![(0, 3), (5, 9)]);
+        assert!(!j.reached(UseMark::at(5, 9)));
+        assert!(j.reached(UseMark::at(5, 9).join(UseMark::at(SLOT_COMPUTE, 3))));
+        assert!(UseMark::default().is_empty() && !j.is_empty());
+        assert_eq!(UseMark::at(MAX_QUEUES, 1), UseMark::default());
+    }
+
+    #[test]
+    fn hazards_order_writes_after_uses_and_reads_after_writes() {
+        let u = LastUse::default();
+        let mut need = UseMark::default();
+        assert!(!u.hazards(true, &mut need));
+        u.used_on(3, 10, false);
+        u.used_on(4, 7, true);
+        u.used_on(3, 8, true);
+        // A read follows only writes.
+        let mut r = UseMark::default();
+        assert!(u.hazards(false, &mut r));
+        assert_eq!(r.points().collect::<Vec<_>>(), vec![(3, 8), (4, 7)]);
+        // A write follows every use.
+        let mut w = UseMark::default();
+        assert!(u.hazards(true, &mut w));
+        assert_eq!(w.points().collect::<Vec<_>>(), vec![(3, 10), (4, 7)]);
+        // Already needed: nothing raised.
+        assert!(!u.hazards(true, &mut w));
+        assert_eq!(u.mark(), w);
     }
 
     #[test]

@@ -55,9 +55,15 @@ pub(crate) struct Recorder {
     /// A command buffer already begun ahead of use (see `RecorderPool::prime`),
     /// and the compute pipeline bound in it then (null: none).
     primed: Option<(vk::CommandBuffer, vk::Pipeline)>,
-    /// The list a batch keeps its buffers in, empty between batches and
-    /// handed from batch to batch so its memory is reused.
-    pub(crate) keep: Vec<std::sync::Arc<crate::buffer::BufferInner>>,
+    /// The list a batch keeps its buffers in (with whether it writes
+    /// them), empty between batches and handed from batch to batch so its
+    /// memory is reused.
+    pub(crate) keep: Vec<(std::sync::Arc<crate::buffer::BufferInner>, bool)>,
+    /// Owned by a graph (`crate::graph`): command buffers are begun for
+    /// reuse (no ONE_TIME_SUBMIT, SIMULTANEOUS_USE) and descriptor sets come
+    /// from this recorder's pools, never the device's set cache. Cleared by
+    /// the reset that follows the graph's retirement.
+    graph: bool,
 }
 
 impl Recorder {
@@ -84,11 +90,32 @@ impl Recorder {
             dirty: false,
             primed: None,
             keep: Vec::new(),
+            graph: false,
         })
+    }
+
+    /// A new recorder owned by a graph (see the `graph` field); it joins the
+    /// queue's pool only when retired there, and its first reset makes it an
+    /// ordinary recorder.
+    pub(crate) fn for_graph(
+        device: &ash::Device,
+        family: u32,
+        sticky: &Sticky,
+        counters: &Counters,
+    ) -> Result<Self> {
+        let mut r = Recorder::new(device, family, sticky, counters)?;
+        r.graph = true;
+        Ok(r)
+    }
+
+    /// Whether a graph owns this recorder.
+    pub(crate) fn is_graph(&self) -> bool {
+        self.graph
     }
 
     /// Resets everything recorded, keeping the objects.
     fn reset(&mut self, device: &ash::Device, sticky: &Sticky) -> Result<()> {
+        self.graph = false;
         if !self.dirty {
             return Ok(());
         }
@@ -111,7 +138,8 @@ impl Recorder {
         Ok(())
     }
 
-    /// The next command buffer, begun for one-time submission, with the
+    /// The next command buffer, begun for one-time submission (for
+    /// simultaneous reuse in a graph's recorder), with the
     /// compute pipeline already bound in it (null: none).
     pub(crate) fn begin(
         &mut self,
@@ -136,8 +164,12 @@ impl Recorder {
         }
         let cb = self.buffers[self.next];
         self.next += 1;
-        let begin = vk::CommandBufferBeginInfo::default()
-            .flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
+        let flags = if self.graph {
+            vk::CommandBufferUsageFlags::SIMULTANEOUS_USE
+        } else {
+            vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT
+        };
+        let begin = vk::CommandBufferBeginInfo::default().flags(flags);
         // SAFETY: `cb` is in the initial state (fresh or after pool reset).
         unsafe { device.begin_command_buffer(cb, &begin) }
             .map_err(|r| sticky.fail("vkBeginCommandBuffer", r))?;

@@ -28,7 +28,6 @@ use ash::vk::Handle;
 use crate::buffer::BufferInner;
 use crate::error::{Result, Sticky};
 use crate::kernel::MAX_BINDINGS;
-use crate::queue::Queue;
 use crate::reclaim::{Deferred, UseMark};
 use crate::stats::{Counter, Counters};
 
@@ -143,8 +142,8 @@ impl SetCache {
     /// the cached one for `key`, or a new one written and cached. `None`
     /// when the cache is full of live entries: the caller writes a
     /// set of its own. `owner` gives each binding's buffer, as for the key;
-    /// `queue` is the compute queue (whose timeline marks when dead sets
-    /// may be freed).
+    /// `submitted` and `completed` give the queues' submitted and completed
+    /// values (which mark when dead sets may be freed).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn get_or_write<'o>(
         &self,
@@ -155,14 +154,15 @@ impl SetCache {
         template: vk::DescriptorUpdateTemplate,
         infos: &[vk::DescriptorBufferInfo],
         owner: &dyn Fn(usize) -> &'o Arc<BufferInner>,
-        queue: &Queue,
+        submitted: &dyn Fn() -> UseMark,
+        completed: &dyn Fn() -> UseMark,
     ) -> Result<Option<vk::DescriptorSet>> {
         let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(e) = s.map.get(key.words()) {
             return Ok(Some(e.set));
         }
         if s.map.len() >= CAPACITY {
-            s.sweep(device, counters, queue);
+            s.sweep(device, counters, submitted, completed);
             if s.map.len() >= CAPACITY {
                 return Ok(None);
             }
@@ -189,9 +189,15 @@ impl SetCache {
     /// destroys pools left empty. A batch still recording binds only sets
     /// of live buffers (it holds them), so it is unaffected; work another
     /// thread submitted meanwhile keeps its sets until it completes.
-    pub(crate) fn trim(&self, device: &ash::Device, counters: &Counters, queue: &Queue) {
+    pub(crate) fn trim(
+        &self,
+        device: &ash::Device,
+        counters: &Counters,
+        submitted: &dyn Fn() -> UseMark,
+        completed: &dyn Fn() -> UseMark,
+    ) {
         let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        s.sweep(device, counters, queue);
+        s.sweep(device, counters, submitted, completed);
         for p in s
             .pools
             .iter_mut()
@@ -227,7 +233,13 @@ impl SetCache {
 
 impl State {
     /// Moves dead entries to the deferred list and frees what passed.
-    fn sweep(&mut self, device: &ash::Device, counters: &Counters, queue: &Queue) {
+    fn sweep(
+        &mut self,
+        device: &ash::Device,
+        counters: &Counters,
+        submitted: &dyn Fn() -> UseMark,
+        completed: &dyn Fn() -> UseMark,
+    ) {
         let mut dead = Vec::new();
         self.map.retain(|_, e| {
             let d = e.dead();
@@ -239,18 +251,11 @@ impl State {
         // Read after the scan: a submission that bound one of these sets
         // happened before its buffer was dropped (the batch held it until
         // then), so it is counted here.
-        let mark = UseMark {
-            compute: queue.submitted(),
-            transfer: 0,
-        };
+        let mark = submitted();
         for item in dead {
             self.dead.push(mark, item);
         }
-        let done = queue.completed_cached();
-        let ready = self.dead.take_ready(UseMark {
-            compute: done,
-            transfer: 0,
-        });
+        let ready = self.dead.take_ready(completed());
         for (pool, set) in ready {
             let p = &mut self.pools[pool];
             // SAFETY: every submission that could have bound `set` completed

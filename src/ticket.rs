@@ -1,9 +1,12 @@
-//! Tickets: completion of a submitted batch.
+//! Tickets: completion of submitted work.
 //!
-//! A ticket is a timeline value on the compute queue. Waiting spins briefly
+//! A ticket is a timeline value on the queue its batch ran on (a joined
+//! ticket: one value per queue, the latest of each). Waiting spins briefly
 //! on the timeline, then blocks (see [`DeviceOptions::wait_spin`]). A ticket
 //! holds nothing the GPU uses: buffers record their own last use, so
 //! dropping a ticket early neither blocks nor frees anything in flight.
+//! Tickets are cheap to clone, and [`crate::Batch::wait_for`] orders a batch
+//! after one on the GPU, with no host wait.
 //!
 //! [`DeviceOptions::wait_spin`]: crate::DeviceOptions::wait_spin
 
@@ -24,43 +27,140 @@ pub(crate) struct QueryReadout {
     pub labels: Vec<String>,
 }
 
-/// The completion of a submitted batch.
+/// A profiled batch's query pools, released when the last ticket clone
+/// holding them drops.
+struct Queries {
+    dev: Arc<DeviceInner>,
+    mark: UseMark,
+    readout: QueryReadout,
+}
+
+impl Drop for Queries {
+    fn drop(&mut self) {
+        for p in self.readout.pools.drain(..) {
+            self.dev.release(self.mark, Garbage::QueryPool(p));
+        }
+    }
+}
+
+/// The completion of submitted work: a batch, or several joined
+/// ([`Ticket::join`]). Cheap to clone (clones are the same completion);
+/// `Send + Sync`.
 #[must_use = "a ticket does nothing unless waited on or polled"]
+#[derive(Clone)]
 pub struct Ticket {
     dev: Arc<DeviceInner>,
-    value: u64,
-    queries: Option<QueryReadout>,
+    /// The queue slot of the batch the ticket was made for.
+    slot: usize,
+    mark: UseMark,
+    queries: Option<Arc<Queries>>,
 }
 
 impl std::fmt::Debug for Ticket {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Ticket")
-            .field("value", &self.value)
+            .field("queue", &self.slot)
+            .field("points", &self.mark.points().collect::<Vec<_>>())
             .finish()
     }
 }
 
 impl Ticket {
-    pub(crate) fn new(dev: Arc<DeviceInner>, value: u64, queries: Option<QueryReadout>) -> Ticket {
+    /// A ticket for `mark`, made for a batch on queue slot `slot`.
+    pub(crate) fn new(
+        dev: Arc<DeviceInner>,
+        slot: usize,
+        mark: UseMark,
+        queries: Option<QueryReadout>,
+    ) -> Ticket {
+        let queries = queries.map(|readout| {
+            Arc::new(Queries {
+                dev: dev.clone(),
+                mark,
+                readout,
+            })
+        });
         Ticket {
             dev,
-            value,
+            slot,
+            mark,
             queries,
         }
     }
 
-    /// The compute-queue timeline value that marks completion.
+    /// The timeline value that marks completion on the ticket's queue (the
+    /// queue of the batch it was made for; for a joined ticket, the first
+    /// ticket's queue, and the latest value on it among those joined).
     pub fn timeline_value(&self) -> u64 {
-        self.value
+        self.mark.get(self.slot)
     }
 
-    /// Blocks until the batch has completed. After a device loss:
-    /// [`Error::DeviceLost`], even for a batch that had completed.
+    /// Which queue of the device the ticket's batch ran on (as
+    /// [`crate::Stream::queue_id`]).
+    pub fn queue_id(&self) -> usize {
+        self.slot
+    }
+
+    /// A ticket that completes when every one of `tickets` has.
+    /// [`Error::BadTicket`] for an empty list, or tickets of
+    /// different devices.
+    pub fn join_all(tickets: &[&Ticket]) -> Result<Ticket> {
+        let Some((first, rest)) = tickets.split_first() else {
+            return Err(Error::BadTicket {
+                what: "Ticket::join_all of no tickets (there is no device to tie it to)",
+            });
+        };
+        let mut t = (*first).clone();
+        t.queries = None;
+        for other in rest {
+            t = t.join(other)?;
+        }
+        Ok(t)
+    }
+
+    /// A ticket that completes when both this one and `other` have.
+    /// [`Error::BadTicket`] if `other` belongs to another device.
+    pub fn join(&self, other: &Ticket) -> Result<Ticket> {
+        if !Arc::ptr_eq(&self.dev, &other.dev) {
+            return Err(Error::BadTicket {
+                what: "Ticket::join with a ticket of another device",
+            });
+        }
+        Ok(Ticket {
+            dev: self.dev.clone(),
+            slot: self.slot,
+            mark: self.mark.join(other.mark),
+            queries: None,
+        })
+    }
+
+    /// The (timeline semaphore, value) pairs that mark completion, one per
+    /// queue the ticket covers: what a host wait (futures) or a submission
+    /// waiting on the ticket (graph launches) waits for.
+    #[allow(dead_code)] // the crate-internal hook for futures and graphs
+    pub(crate) fn sync_points(&self) -> impl Iterator<Item = (vk::Semaphore, u64)> + '_ {
+        self.mark
+            .points()
+            .filter_map(|(slot, v)| self.dev.queue(slot).map(|q| (q.timeline, v)))
+    }
+
+    /// The ticket's values, one per queue slot.
+    pub(crate) fn mark(&self) -> UseMark {
+        self.mark
+    }
+
+    /// Whether the ticket belongs to `dev`.
+    pub(crate) fn is_of(&self, dev: &Arc<DeviceInner>) -> bool {
+        Arc::ptr_eq(&self.dev, dev)
+    }
+
+    /// Blocks until the work has completed. After a device loss:
+    /// [`Error::DeviceLost`], even for work that had completed.
     pub fn wait(&self) -> Result<()> {
         self.wait_inner(None)
     }
 
-    /// Blocks until the batch has completed or `timeout` passes
+    /// Blocks until the work has completed or `timeout` passes
     /// ([`Error::Timeout`]; the ticket stays valid and can be waited on again).
     pub fn wait_timeout(&self, timeout: Duration) -> Result<()> {
         self.wait_inner(Some(timeout))
@@ -68,43 +168,59 @@ impl Ticket {
 
     fn wait_inner(&self, timeout: Option<Duration>) -> Result<()> {
         let d = &self.dev;
-        // Device loss is sticky: even a batch the host already saw complete
+        // Device loss is sticky: even work the host already saw complete
         // reports it (its results can no longer be read back anyway).
         d.sticky.check()?;
-        // Housekeeping runs while the wait spins (the first poll found the
-        // work unfinished): release what earlier completions made free,
-        // then ready a recorder for the next batch. Only when the work was
-        // already done does it run after, on the values the wait saw.
-        let idled = std::cell::Cell::new(false);
-        let idle = || {
-            idled.set(true);
-            let done = d.completed_cached();
-            d.release_ready(done);
-            let pipeline = d.compute.last_pipeline();
-            d.compute_recorders
-                .prime(&d.raw, &d.sticky, &d.counters, done, pipeline)
-        };
+        let start = std::time::Instant::now();
         let spin = d.options.wait_spin;
-        d.compute
-            .wait_with_idle(&d.raw, &d.sticky, self.value, timeout, spin, idle)?;
+        let idled = std::cell::Cell::new(false);
+        for (slot, value) in self.mark.points() {
+            let Some(q) = d.queue(slot) else { continue };
+            let left = timeout.map(|t| t.saturating_sub(start.elapsed()));
+            if slot != 0 {
+                q.wait(&d.raw, &d.sticky, value, left, spin)?;
+                continue;
+            }
+            // Housekeeping runs while the wait spins (the first poll found
+            // the work unfinished): release what earlier completions made
+            // free, then ready a recorder for the next batch.
+            let idle = || {
+                idled.set(true);
+                let done = d.completed_cached();
+                d.release_ready(done);
+                let pipeline = d.compute.last_pipeline();
+                d.compute_recorders
+                    .prime(&d.raw, &d.sticky, &d.counters, done, pipeline)
+            };
+            q.wait_with_idle(&d.raw, &d.sticky, value, left, spin, idle)?;
+        }
+        // Only when the work was already done does housekeeping run after
+        // the wait, on the values it saw.
         if !idled.get() {
             d.release_ready(d.completed_cached());
         }
         Ok(())
     }
 
-    /// Whether the batch has completed (never blocks); after a device loss,
+    /// Whether the work has completed (never blocks); after a device loss,
     /// [`Error::DeviceLost`].
     pub fn is_ready(&self) -> Result<bool> {
         let d = &self.dev;
         d.sticky.check()?;
-        d.compute.is_done(&d.raw, &d.sticky, self.value)
+        for (slot, value) in self.mark.points() {
+            if let Some(q) = d.queue(slot) {
+                if !q.is_done(&d.raw, &d.sticky, value)? {
+                    return Ok(false);
+                }
+            }
+        }
+        Ok(true)
     }
 
     /// GPU timings of a profiled batch; waits for completion first.
     /// [`Error::Unsupported`] when the batch was not profiled.
     pub fn profile(&self) -> Result<Profile> {
-        let Some(q) = &self.queries else {
+        let Some(q) = self.queries.as_ref().map(|q| &q.readout) else {
             return Err(Error::Unsupported {
                 what: "a profile of a batch recorded without BatchOptions::profiling",
                 adapter: self.dev.info.name.clone(),
@@ -134,16 +250,7 @@ impl Ticket {
     }
 }
 
-impl Drop for Ticket {
-    fn drop(&mut self) {
-        if let Some(q) = self.queries.take() {
-            let mark = UseMark {
-                compute: self.value,
-                transfer: 0,
-            };
-            for p in q.pools {
-                self.dev.release(mark, Garbage::QueryPool(p));
-            }
-        }
-    }
-}
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<Ticket>();
+};

@@ -3,8 +3,9 @@
 //! Every transfer first makes sure no submitted GPU work still uses the
 //! buffer: a mapped transfer waits for the buffer's last use on the host;
 //! a staged transfer makes its copy wait on the GPU (a barrier on the same
-//! queue, or a semaphore wait on the compute timeline when copies run on a
-//! transfer-only queue). Staged transfers larger than one staging buffer
+//! queue, and a semaphore wait on the timeline of every other queue that
+//! used the buffer: the compute queue when copies run on a transfer-only
+//! queue, and stream queues). Staged transfers larger than one staging buffer
 //! alternate between two, so the host fills (or drains) one while the GPU
 //! copies the other. Transfers return once the data is in place.
 //!
@@ -24,7 +25,7 @@ use crate::device::DeviceInner;
 use crate::error::Result;
 use crate::host_lock::Access;
 use crate::memory::HostPath;
-use crate::queue::SemaphoreWait;
+use crate::queue::{SemaphoreWait, WaitList};
 use crate::recorder::{cmd_barrier, Recorder};
 use crate::staging::StagingBuffer;
 
@@ -217,7 +218,8 @@ struct Run<'a> {
     buf: &'a BufferInner,
     rec: Option<Recorder>,
     transfer_only: bool,
-    compute_wait: u64,
+    /// What the first submission waits for (other queues' use of the buffer).
+    waits: Option<WaitList>,
     last: u64,
 }
 
@@ -231,16 +233,26 @@ impl<'a> Run<'a> {
             || d.completed(),
         )?;
         let transfer_only = d.transfer.is_some();
+        let own = d.transfer_queue().slot;
+        let mut waits = WaitList::default();
+        for (slot, v) in buf.last_use.mark().points() {
+            if slot == own {
+                continue;
+            }
+            if let Some(q) = d.queue(slot).filter(|q| v > q.completed_cached()) {
+                waits.push(SemaphoreWait {
+                    semaphore: q.timeline,
+                    value: v,
+                    stage: vk::PipelineStageFlags::TRANSFER,
+                });
+            }
+        }
         Ok(Run {
             d,
             buf,
             rec: Some(rec),
             transfer_only,
-            compute_wait: if transfer_only {
-                buf.last_use.mark().compute
-            } else {
-                0
-            },
+            waits: Some(waits),
             last: 0,
         })
     }
@@ -260,19 +272,25 @@ impl<'a> Run<'a> {
         // SAFETY: `cb` is in the recording state.
         unsafe { d.raw.end_command_buffer(cb) }
             .map_err(|r| d.sticky.fail("vkEndCommandBuffer", r))?;
-        let wait = [SemaphoreWait {
-            semaphore: d.compute.timeline,
-            value: self.compute_wait,
-            stage: vk::PipelineStageFlags::TRANSFER,
-        }];
-        let waits: &[SemaphoreWait] = if self.compute_wait > 0 { &wait } else { &[] };
-        let value = d
-            .transfer_queue()
-            .submit(&d.raw, &d.sticky, &[cb], waits, None)?;
+        let waits = self.waits.take().unwrap_or_default();
+        let order = crate::queue::Order {
+            stages: vk::PipelineStageFlags::TRANSFER,
+            own: 0,
+            whole_queue: false,
+            stream: None,
+            after_stream: false,
+        };
+        let value = d.transfer_queue().submit_ordered(
+            &d.raw,
+            &d.sticky,
+            &[cb],
+            waits.iter(),
+            waits.len(),
+            order,
+        )?;
         d.counters
             .submissions
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        self.compute_wait = 0;
         self.last = value;
         Ok(value)
     }
@@ -293,11 +311,9 @@ impl<'a> Run<'a> {
         let d = self.d;
         let waited = self.wait(self.last);
         if self.last > 0 {
-            if self.transfer_only {
-                self.buf.last_use.used_transfer(self.last);
-            } else {
-                self.buf.last_use.used_compute(self.last);
-            }
+            self.buf
+                .last_use
+                .used_on(d.transfer_queue().slot, self.last, true);
         }
         if let Some(rec) = self.rec.take() {
             d.transfer_recorder_pool()

@@ -50,6 +50,8 @@ macro_rules! ok {
 pub mod diag;
 #[path = "floor_more.rs"]
 pub mod more;
+#[path = "floor_graph.rs"]
+pub mod graph;
 
 /// The kernel's push constants for `x[i] = x[i] * a + b` over the buffer.
 fn push(a: f32, b: f32) -> [u8; 12] {

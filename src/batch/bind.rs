@@ -41,6 +41,19 @@ pub(crate) fn bind_descriptors<'o>(
                 pd.cmd_push_descriptor_set_with_template(cb, k.template, k.pipeline_layout, 0, data)
             };
         }
+        // A graph's recorder owns its sets: the cache may free a set once
+        // its buffers die, and a graph replays long after recording.
+        _ if rec.as_ref().is_some_and(|r| r.is_graph()) => {
+            let rec = rec.ok_or(Error::DeviceLost { call: "batch" })?;
+            let set = rec.allocate_set(&d.raw, &d.sticky, &d.counters, k.set_layout)?;
+            // SAFETY: `set` is fresh from the graph's own pool and not in
+            // use; `infos` matches the template's layout.
+            unsafe {
+                d.raw
+                    .update_descriptor_set_with_template(set, k.template, data)
+            };
+            bind_set(d, cb, k, set);
+        }
         _ => {
             let key = SetKey::new(k.set_layout, infos, owner);
             let cached = d.set_cache.get_or_write(
@@ -51,7 +64,8 @@ pub(crate) fn bind_descriptors<'o>(
                 k.template,
                 infos,
                 owner,
-                &d.compute,
+                &|| d.submitted_mark(),
+                &|| d.completed_cached(),
             )?;
             let set = match cached {
                 Some(set) => set,
@@ -67,21 +81,26 @@ pub(crate) fn bind_descriptors<'o>(
                     set
                 }
             };
-            // SAFETY: `cb` is recording; `set` holds `infos` for `k`'s layout,
-            // and every buffer it names is kept alive by the batch.
-            unsafe {
-                d.raw.cmd_bind_descriptor_sets(
-                    cb,
-                    vk::PipelineBindPoint::COMPUTE,
-                    k.pipeline_layout,
-                    0,
-                    &[set],
-                    &[],
-                );
-            }
+            bind_set(d, cb, k, set);
         }
     }
     Ok(())
+}
+
+/// Binds `set` as set 0 of `k`'s layout.
+fn bind_set(d: &DeviceInner, cb: vk::CommandBuffer, k: &KernelCore, set: vk::DescriptorSet) {
+    // SAFETY: `cb` is recording; `set` holds descriptors for `k`'s layout,
+    // and every buffer it names is kept alive by the batch (or graph).
+    unsafe {
+        d.raw.cmd_bind_descriptor_sets(
+            cb,
+            vk::PipelineBindPoint::COMPUTE,
+            k.pipeline_layout,
+            0,
+            &[set],
+            &[],
+        );
+    }
 }
 
 /// Why a dispatch of `kernel` with `buffers` bindings and `pc` bytes of

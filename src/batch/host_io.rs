@@ -73,7 +73,7 @@ impl Batch {
         };
         self.tracker.barrier();
         self.begin_command(Stage::Transfer, true)?;
-        self.keep_view(&t);
+        self.keep_view(&t, true);
         let cb = self.cb;
         let raw = &self.dev.raw;
         match &staging {
@@ -96,7 +96,7 @@ impl Batch {
             }
         }
         if let Some(s) = &staging {
-            self.keep_view(&s.view());
+            self.keep_view(&s.view(), false);
         }
         self.end_command("write")?;
         self.tracker.barrier();
@@ -148,8 +148,8 @@ impl Batch {
         let o = out.view();
         self.tracker.barrier();
         self.begin_command(Stage::Transfer, true)?;
-        self.keep_view(&s);
-        self.keep_view(&o);
+        self.keep_view(&s, false);
+        self.keep_view(&o, true);
         let region = vk::BufferCopy {
             src_offset: s.offset,
             dst_offset: 0,
@@ -198,7 +198,7 @@ impl<T: Pod> Readback<T> {
 
     /// Whether the command that fills it was submitted (it may still run).
     pub fn is_submitted(&self) -> bool {
-        self.buf.inner.last_use.mark().compute > 0
+        !self.buf.inner.last_use.mark().is_empty()
     }
 
     /// Waits for the read to complete and returns the elements.

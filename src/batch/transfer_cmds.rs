@@ -47,8 +47,8 @@ impl Batch {
             }
         }
         self.begin_command(Stage::Transfer, true)?;
-        self.keep_view(&s);
-        self.keep_view(&t);
+        self.keep_view(&s, false);
+        self.keep_view(&t, true);
         let region = vk::BufferCopy {
             src_offset: s.offset,
             dst_offset: t.offset,
@@ -88,8 +88,8 @@ impl Batch {
             });
         };
         self.begin_command(Stage::Compute, true)?;
-        self.keep_view(s);
-        self.keep_view(t);
+        self.keep_view(s, false);
+        self.keep_view(t, true);
         let d = &*self.dev;
         let cb = self.cb;
         // SAFETY: `cb` is recording; the pipeline lives until the device drops.
@@ -151,7 +151,7 @@ impl Batch {
             });
         }
         self.begin_command(Stage::Transfer, true)?;
-        self.keep_view(&t);
+        self.keep_view(&t, true);
         // SAFETY: `cb` is recording; the range lies inside the live buffer
         // and is 4-byte aligned (checked).
         unsafe {

@@ -1,0 +1,458 @@
+//! Graphs measured: what a launch costs the CPU, what a recorded chain
+//! costs the GPU, and a one-dispatch graph's round trip, beside the
+//! driver's floor (hand-written ash, `benches/common/floor.rs`) in the same
+//! process.
+//!
+//! ```text
+//! cargo run --release --example graph -- [--json out.json]
+//! ```
+//!
+//! One Vulkan device at a time: first every figure of ours (then our device
+//! is dropped), then the floor's. Rows:
+//!
+//! - **launch CPU cost** (µs): the time of `Graph::launch()` alone, median
+//!   over many launches, each made once the previous one completed, for
+//!   graphs of 1, 1,000 and 10,000 dependent dispatches (goal ≤ 5 µs, flat
+//!   in size); and the first launch after `prewarm()` (median over several
+//!   fresh graphs) over that median (goal ≤ 1.1×), with the first launch of
+//!   graphs never prewarmed beside it as a note.
+//! - **chain of 1,000 per dispatch** (µs): GPU time per dispatch from
+//!   timestamps around a 1,000-dispatch dependent graph (a profiled graph,
+//!   `Device::graph_recorder_with`) beside the floor's timestamps around the
+//!   same chain (goal ≤ 1.0× floor); and launch → wait wall time / 1,000
+//!   beside the floor's chain recorded before the timer, submitted and spun
+//!   on.
+//! - **one-dispatch round trip** (µs): `launch()` → `wait()` of a
+//!   one-dispatch graph beside the floor's pre-recorded submit + spin,
+//!   back to back and isolated (a 2 ms pause before each, so nothing is
+//!   warm from the previous round trip). Goal ≤ 1.05× floor.
+//! - **two streams**: the same graphs launched alternately on two streams
+//!   (`Graph::launch_on`; each launch also waits on the GPU for the
+//!   previous one on the other stream's queue): the one-dispatch round trip
+//!   back to back beside the floor's (goal ≤ 1.05× floor), and the launch
+//!   CPU cost of the middle-sized graph (goal ≤ 5 µs); a note compares both
+//!   with one stream and says whether the streams got two queues.
+//!
+//! Every workload checks its results (the chain's x[i] advance by exactly
+//! one per dispatch). `VKCOMPUTE_QUICK=1` shrinks sizes and repetitions
+//! (graphs of 1, 100 and 1,000; for lavapipe and CI).
+
+#[path = "../benches/common/floor.rs"]
+mod floor;
+
+use std::time::{Duration, Instant};
+
+use vkcompute::{Buffer, Device, Graph, Kernel, Profiling, Stream};
+
+const AXPB: &str = include_str!("../shaders/axpb.comp");
+/// Elements per dispatch (the floor's).
+const N: u32 = floor::ELEMENTS as u32;
+
+fn quick() -> bool {
+    std::env::var("VKCOMPUTE_QUICK").is_ok_and(|v| !v.is_empty() && v != "0")
+}
+
+fn us(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    assert!(!v.is_empty(), "median of nothing");
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+/// One row of the report.
+struct Row {
+    name: String,
+    unit: &'static str,
+    clock: &'static str,
+    ours: f64,
+    floor: Option<f64>,
+    goal: &'static str,
+}
+
+/// Our device, the `axpb` kernel (x = x * a + b) and its 1024-f32 buffer.
+struct Ours {
+    gpu: Device,
+    k: Kernel,
+    x: Buffer<f32>,
+    /// What x[i] should hold: i plus every dispatch launched so far.
+    steps: u64,
+}
+
+impl Ours {
+    fn new() -> vkcompute::Result<Ours> {
+        let gpu = Device::new()?;
+        let k = gpu.kernel_glsl(AXPB)?;
+        let x = gpu.upload(&(0..N).map(|i| i as f32).collect::<Vec<_>>())?;
+        Ok(Ours {
+            gpu,
+            k,
+            x,
+            steps: 0,
+        })
+    }
+
+    /// A graph of `n` dependent dispatches of x = x + 1.
+    fn graph(&self, n: usize) -> vkcompute::Result<Graph> {
+        self.graph_profiled(n, Profiling::Off)
+    }
+
+    /// [`Ours::graph`], writing timestamps as `profiling` says.
+    fn graph_profiled(&self, n: usize, profiling: Profiling) -> vkcompute::Result<Graph> {
+        let mut pc = [0u8; 12];
+        pc[..4].copy_from_slice(&1.0f32.to_le_bytes());
+        pc[4..8].copy_from_slice(&1.0f32.to_le_bytes());
+        pc[8..].copy_from_slice(&N.to_le_bytes());
+        let mut rec = self.gpu.graph_recorder_with(profiling)?;
+        for _ in 0..n {
+            rec.run_with_push_constants(&self.k, &[&self.x], N, &pc)?;
+            rec.barrier();
+        }
+        rec.finish()
+    }
+
+    /// Launches `g` (of `n` dispatches) and waits: (launch µs, launch → wait µs).
+    fn launch_wait(&mut self, g: &Graph, n: usize) -> vkcompute::Result<(f64, f64)> {
+        self.launch_wait_on(g, n, None)
+    }
+
+    /// [`Ours::launch_wait`] on `stream` (`None`: the graph's own).
+    fn launch_wait_on(
+        &mut self,
+        g: &Graph,
+        n: usize,
+        stream: Option<&Stream>,
+    ) -> vkcompute::Result<(f64, f64)> {
+        let t = Instant::now();
+        let ticket = match stream {
+            Some(s) => g.launch_on(s)?,
+            None => g.launch()?,
+        };
+        let launched = t.elapsed();
+        ticket.wait()?;
+        let total = t.elapsed();
+        self.steps += n as u64;
+        Ok((us(launched), us(total)))
+    }
+
+    /// Panics unless x[i] = i + every dispatch launched (exact in f32 below 2^24).
+    fn check(&self) -> vkcompute::Result<()> {
+        assert!(self.steps + u64::from(N) < 1 << 24, "f32 no longer exact");
+        for (i, v) in self.x.download()?.into_iter().enumerate() {
+            let want = (i as u64 + self.steps) as f32;
+            assert!(v == want, "x[{i}] = {v}, expected {want}");
+        }
+        Ok(())
+    }
+}
+
+fn main() -> vkcompute::Result<()> {
+    let args: Vec<String> = std::env::args().collect();
+    let json = args
+        .iter()
+        .position(|a| a == "--json")
+        .and_then(|i| args.get(i + 1))
+        .cloned();
+    let q = quick();
+    let sizes: [usize; 3] = if q { [1, 100, 1000] } else { [1, 1000, 10_000] };
+    let chain = if q { 100 } else { 1000 };
+    let (rt_reps, rt_isolated, fresh) = if q { (50, 10, 3) } else { (2001, 201, 9) };
+    let mut rows = Vec::new();
+    let mut notes = Vec::new();
+
+    // ---- ours (the only device in the process) ----
+    let mut ours = Ours::new()?;
+    let info = ours.gpu.info().clone();
+    let mut launch_cost = Vec::new();
+    for &n in &sizes {
+        let reps = match (q, n) {
+            (true, _) => 30,
+            (false, 10_000) => 101,
+            (false, 1000) => 501,
+            _ => 2001,
+        };
+        let g = ours.graph(n)?;
+        for _ in 0..reps.min(20) {
+            ours.launch_wait(&g, n)?;
+        }
+        let med = median(
+            (0..reps)
+                .map(|_| ours.launch_wait(&g, n).map(|t| t.0))
+                .collect::<vkcompute::Result<_>>()?,
+        );
+        // First launches: of fresh graphs after prewarm, and without.
+        let mut warm_first = Vec::new();
+        let mut cold_first = Vec::new();
+        for _ in 0..fresh {
+            let g = ours.graph(n)?;
+            g.prewarm()?;
+            assert!(g.is_prewarmed());
+            warm_first.push(ours.launch_wait(&g, n)?.0);
+            let g = ours.graph(n)?;
+            cold_first.push(ours.launch_wait(&g, n)?.0);
+        }
+        let (warm_first, cold_first) = (median(warm_first), median(cold_first));
+        rows.push(Row {
+            name: format!("launch CPU cost, graph of {n}"),
+            unit: "µs",
+            clock: "cpu",
+            ours: med,
+            floor: None,
+            goal: "≤ 5 µs, flat",
+        });
+        rows.push(Row {
+            name: format!("first launch after prewarm / median, graph of {n}"),
+            unit: "×",
+            clock: "cpu",
+            ours: warm_first / med,
+            floor: None,
+            goal: "≤ 1.1×",
+        });
+        notes.push(format!(
+            "graph of {n}: launch median {med:.2} µs; first launch after prewarm {warm_first:.2} µs, \
+             without prewarm {cold_first:.2} µs (medians over {fresh} fresh graphs)"
+        ));
+        launch_cost.push(med);
+    }
+    ours.check()?;
+    let spread = launch_cost.iter().cloned().fold(f64::MIN, f64::max)
+        / launch_cost.iter().cloned().fold(f64::MAX, f64::min);
+    notes.push(format!(
+        "launch cost, largest / smallest over graph sizes {sizes:?}: {spread:.2}×"
+    ));
+
+    let g = ours.graph(chain)?;
+    g.prewarm()?;
+    let chain_reps = if q { 5 } else { 51 };
+    for _ in 0..3 {
+        ours.launch_wait(&g, chain)?;
+    }
+    let ours_chain = median(
+        (0..chain_reps)
+            .map(|_| ours.launch_wait(&g, chain).map(|t| t.1 / chain as f64))
+            .collect::<vkcompute::Result<_>>()?,
+    );
+    drop(g);
+    // The same chain with GPU timestamps around it (two per launch).
+    let g = ours.graph_profiled(chain, Profiling::Batch)?;
+    for _ in 0..3 {
+        ours.launch_wait(&g, chain)?;
+    }
+    let ours_chain_gpu = median(
+        (0..chain_reps)
+            .map(|_| {
+                ours.launch_wait(&g, chain)?;
+                Ok(g.last_profile()?.total_ns / 1e3 / chain as f64)
+            })
+            .collect::<vkcompute::Result<_>>()?,
+    );
+    drop(g);
+    ours.check()?;
+
+    let one = ours.graph(1)?;
+    one.prewarm()?;
+    for _ in 0..20 {
+        ours.launch_wait(&one, 1)?;
+    }
+    let ours_b2b = median(
+        (0..rt_reps)
+            .map(|_| ours.launch_wait(&one, 1).map(|t| t.1))
+            .collect::<vkcompute::Result<_>>()?,
+    );
+    let ours_iso = median(
+        (0..rt_isolated)
+            .map(|_| {
+                std::thread::sleep(Duration::from_millis(2));
+                ours.launch_wait(&one, 1).map(|t| t.1)
+            })
+            .collect::<vkcompute::Result<_>>()?,
+    );
+    // The same graph launched alternately on two streams: each launch also
+    // waits on the GPU for the previous one on the other stream's queue.
+    let two = [ours.gpu.stream()?, ours.gpu.stream()?];
+    let queues = if two[0].shares_queue_with(&two[1]) {
+        "sharing one queue"
+    } else {
+        "on two queues"
+    };
+    for i in 0..20 {
+        ours.launch_wait_on(&one, 1, Some(&two[i % 2]))?;
+    }
+    let ours_alt = median(
+        (0..rt_reps)
+            .map(|i| ours.launch_wait_on(&one, 1, Some(&two[i % 2])).map(|t| t.1))
+            .collect::<vkcompute::Result<_>>()?,
+    );
+    let n_alt = sizes[1];
+    let g = ours.graph(n_alt)?;
+    let alt_reps = if q { 30 } else { 501 };
+    for i in 0..20 {
+        ours.launch_wait_on(&g, n_alt, Some(&two[i % 2]))?;
+    }
+    let alt_cost = median(
+        (0..alt_reps)
+            .map(|i| {
+                ours.launch_wait_on(&g, n_alt, Some(&two[i % 2]))
+                    .map(|t| t.0)
+            })
+            .collect::<vkcompute::Result<_>>()?,
+    );
+    drop(g);
+    rows.push(Row {
+        name: format!("launch CPU cost, graph of {n_alt}, alternating 2 streams"),
+        unit: "µs",
+        clock: "cpu",
+        ours: alt_cost,
+        floor: None,
+        goal: "≤ 5 µs",
+    });
+    notes.push(format!(
+        "two streams ({queues}): one-dispatch launch → wait alternating them {ours_alt:.2} µs \
+         vs {ours_b2b:.2} µs on one stream ({:.2}×); launch CPU cost, graph of {n_alt}: \
+         {alt_cost:.2} µs alternating vs {:.2} µs on one stream",
+        ours_alt / ours_b2b,
+        launch_cost[1]
+    ));
+    ours.check()?;
+    let messages = ours.gpu.validation_message_count();
+    assert_eq!(messages, 0, "{:?}", ours.gpu.validation_messages());
+    drop(one);
+    drop(ours);
+
+    // ---- the floor (now the only device in the process) ----
+    let mut fl = floor::Floor::new();
+    notes.push(format!("floor: {}", fl.description));
+    for _ in 0..3 {
+        fl.chain_prerecorded(chain);
+    }
+    let floor_chain = median(
+        (0..chain_reps)
+            .map(|_| us(fl.chain_prerecorded(chain)) / chain as f64)
+            .collect(),
+    );
+    let floor_chain_gpu = median(
+        (0..chain_reps)
+            .map(|_| us(fl.chain_gpu(chain).0) / chain as f64)
+            .collect(),
+    );
+    for _ in 0..20 {
+        fl.round_trip(true);
+    }
+    let floor_b2b = median((0..rt_reps).map(|_| us(fl.round_trip(true))).collect());
+    let floor_iso = median(
+        (0..rt_isolated)
+            .map(|_| {
+                std::thread::sleep(Duration::from_millis(2));
+                us(fl.round_trip(true))
+            })
+            .collect(),
+    );
+    drop(fl);
+
+    rows.push(Row {
+        name: format!("chain of {chain}, GPU time per dispatch (timestamps)"),
+        unit: "µs",
+        clock: "gpu",
+        ours: ours_chain_gpu,
+        floor: Some(floor_chain_gpu),
+        goal: "≤ 1.0× floor",
+    });
+    rows.push(Row {
+        name: format!("chain of {chain}, per dispatch (launch → wait / {chain})"),
+        unit: "µs",
+        clock: "wall",
+        ours: ours_chain,
+        floor: Some(floor_chain),
+        goal: "≤ 1.0× floor",
+    });
+    notes.push(format!(
+        "chain of {chain}: the floor's wall row submits the chain recorded before the timer \
+         and spins; its GPU row re-records it each time (recording is outside the timestamps)"
+    ));
+    rows.push(Row {
+        name: "one-dispatch graph, launch → wait, back to back".into(),
+        unit: "µs",
+        clock: "wall",
+        ours: ours_b2b,
+        floor: Some(floor_b2b),
+        goal: "≤ 1.05× floor",
+    });
+    rows.push(Row {
+        name: "one-dispatch graph, launch → wait, alternating 2 streams".into(),
+        unit: "µs",
+        clock: "wall",
+        ours: ours_alt,
+        floor: Some(floor_b2b),
+        goal: "≤ 1.05× floor",
+    });
+    rows.push(Row {
+        name: "one-dispatch graph, launch → wait, isolated".into(),
+        unit: "µs",
+        clock: "wall",
+        ours: ours_iso,
+        floor: Some(floor_iso),
+        goal: "≤ 1.05× floor",
+    });
+
+    println!(
+        "vkcompute graphs: {} ({:?}), driver {} {}{}",
+        info.name,
+        info.adapter_type,
+        info.driver_name,
+        info.driver_info,
+        if q { " [VKCOMPUTE_QUICK]" } else { "" }
+    );
+    println!(
+        "{:<62} {:>5} {:>10} {:>10} {:>8}  goal",
+        "workload", "clock", "ours", "floor", "/floor"
+    );
+    for r in &rows {
+        let floor = r.floor.map_or("-".to_string(), |f| format!("{f:.3}"));
+        let ratio = r
+            .floor
+            .map_or("-".to_string(), |f| format!("{:.2}×", r.ours / f));
+        println!(
+            "{:<62} {:>5} {:>10.3} {:>10} {:>8}  {}",
+            format!("{} ({})", r.name, r.unit),
+            r.clock,
+            r.ours,
+            floor,
+            ratio,
+            r.goal
+        );
+    }
+    for n in &notes {
+        println!("{n}");
+    }
+    if let Some(path) = json {
+        let mut s = format!(
+            "{{\n  \"adapter\": {:?},\n  \"driver\": {:?},\n  \"quick\": {q},\n  \"rows\": [\n",
+            info.name, info.driver_info
+        );
+        for (i, r) in rows.iter().enumerate() {
+            s += &format!(
+                "    {{\"name\": {:?}, \"unit\": {:?}, \"clock\": {:?}, \"ours\": {}, \"floor\": {}, \"ratio\": {}, \"goal\": {:?}}}{}\n",
+                r.name,
+                r.unit,
+                r.clock,
+                r.ours,
+                r.floor.map_or("null".into(), |f| f.to_string()),
+                r.floor.map_or("null".into(), |f| (r.ours / f).to_string()),
+                r.goal,
+                if i + 1 < rows.len() { "," } else { "" }
+            );
+        }
+        s += "  ],\n  \"notes\": [\n";
+        for (i, n) in notes.iter().enumerate() {
+            s += &format!("    {n:?}{}\n", if i + 1 < notes.len() { "," } else { "" });
+        }
+        s += "  ]\n}\n";
+        if let Err(e) = std::fs::write(&path, s) {
+            eprintln!("could not write {path}: {e}");
+            std::process::exit(1);
+        }
+    }
+    Ok(())
+}
