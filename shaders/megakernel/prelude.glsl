@@ -64,6 +64,8 @@ layout(local_size_x = MK_LOCAL_SIZE) in;
 #define MK_MAX_ELAPSED_LO 171u
 #define MK_MAX_ELAPSED_HI 172u
 #define MK_ITERATIONS 173u
+#define MK_SIZES 174u
+#define MK_LOOP_CUT 177u
 
 struct MkTask {
     uint state;

@@ -9,6 +9,15 @@
 // called by every invocation of every worker, with a device-wide barrier
 // between steps.
 
+// Loops: lavapipe (llvmpipe) ends a shader invocation's loops after 65,535
+// iterations (counted over all its loops) as if their conditions had
+// failed, silently: a spinning worker there soon runs out. So every wait
+// re-checks its condition after its loop instead of trusting the exit, a
+// loop cut short is flagged (MK_LOOP_CUT) rather than taken for success,
+// and loops are nested chunks of MK_CHUNK (no single loop counts past
+// 65,535 on drivers that limit per loop).
+#define MK_CHUNK 1024u
+
 shared uint mk_s_task;   // claimed task index, or 0xffffffff: stop
 shared uint mk_s_ok;
 
@@ -55,6 +64,11 @@ void mk_finish_worker() {
             uvec2 e = mk_elapsed();
             mk_ctl_store(MK_MAX_ELAPSED_LO, e.x);
             mk_ctl_store(MK_MAX_ELAPSED_HI, e.y);
+            // Buffer sizes as seen by the kernel (keeps every binding in
+            // the kernel's interface whatever the user's code uses).
+            mk_ctl_store(MK_SIZES, uint(mk_tasks.length()));
+            mk_ctl_store(MK_SIZES + 1u, uint(mk_order.length()));
+            mk_ctl_store(MK_SIZES + 2u, uint(mk_data.length()));
         }
         mk_ctl_max(MK_ITERATIONS, mk_iters);
         mk_ctl_add(MK_WORKERS_DONE, 1u);
@@ -77,14 +91,19 @@ bool mk_grid_barrier(uint target) {
         if (arrived == goal) {
             mk_ctl_store(MK_GEN, target);
         } else {
-            uint spins = 0u;
-            while (mk_ctl_load(MK_GEN) < target) {
-                spins += 1u;
-                if (spins >= mk.spin_budget) {
-                    mk_ctl_max(MK_SPIN_EXHAUSTED, 1u);
-                    ok = 0u;
-                    break;
+            uint outer = (mk.spin_budget + MK_CHUNK - 1u) / MK_CHUNK;
+            bool seen = false;
+            for (uint o = 0u; o < outer && !seen; o++) {
+                for (uint i = 0u; i < MK_CHUNK; i++) {
+                    if (mk_ctl_load(MK_GEN) >= target) {
+                        seen = true;
+                        break;
+                    }
                 }
+            }
+            if (!seen && mk_ctl_load(MK_GEN) < target) {
+                mk_ctl_max(MK_SPIN_EXHAUSTED, 1u);
+                ok = 0u;
             }
         }
         mk_s_ok = ok;
@@ -100,11 +119,21 @@ void main() {
     if (lane == 0u) {
         mk_start = mk_now();
     }
-    for (uint step = 0u; step < mk.steps; step++) {
-        run_step(step, gl_WorkGroupID.x, gl_NumWorkGroups.x, lane);
-        if (!mk_grid_barrier(step + 1u)) {
-            break;
+    uint step = 0u;
+    bool failed = false;
+    for (uint o = 0u; o <= mk.steps / MK_CHUNK && !failed; o++) {
+        for (uint i = 0u; i < MK_CHUNK; i++) {
+            if (step >= mk.steps) break;
+            run_step(step, gl_WorkGroupID.x, gl_NumWorkGroups.x, lane);
+            step += 1u;
+            if (!mk_grid_barrier(step)) {
+                failed = true;
+                break;
+            }
         }
+    }
+    if (!failed && step != mk.steps && lane == 0u) {
+        mk_ctl_max(MK_LOOP_CUT, 1u);
     }
     mk_finish_worker();
 }
@@ -125,23 +154,21 @@ uint mk_claim() {
     if (mk_out_of_time()) return 0xffffffffu;
     uint slot = mk_ctl_add(MK_HEAD, 1u);
     if (slot >= mk.order_cap) return 0xffffffffu;
-    uint spins = 0u;
-    while (true) {
-        uint entry = mk_order_load(slot);
-        if (entry != 0u) {
-            mk_ctl_add(MK_CLAIMED, 1u);
-            return entry - 1u;
-        }
-        // Empty slot: a running task may still re-queue into it, unless
-        // nothing is pending any more.
-        if (mk_ctl_load(MK_PENDING) == 0u) return 0xffffffffu;
-        if (mk_out_of_time()) return 0xffffffffu;
-        spins += 1u;
-        if (spins >= mk.spin_budget) {
-            mk_ctl_max(MK_SPIN_EXHAUSTED, 1u);
-            return 0xffffffffu;
+    uint outer = (mk.spin_budget + MK_CHUNK - 1u) / MK_CHUNK;
+    for (uint o = 0u; o < outer; o++) {
+        for (uint i = 0u; i < MK_CHUNK; i++) {
+            uint entry = mk_order_load(slot);
+            if (entry != 0u) {
+                mk_ctl_add(MK_CLAIMED, 1u);
+                return entry - 1u;
+            }
+            // Empty slot: a running task may still re-queue into it, unless
+            // nothing is pending any more.
+            if (mk_ctl_load(MK_PENDING) == 0u) return 0xffffffffu;
+            if (mk_out_of_time()) return 0xffffffffu;
         }
     }
+    mk_ctl_max(MK_SPIN_EXHAUSTED, 1u);
     return 0xffffffffu;
 }
 
@@ -162,7 +189,10 @@ void mk_finish(uint ti, MkTask t, uint fault, uint result) {
         code = MK_FAULT_BAD_RETURN;
     }
     mk_tasks[ti].continuation = t.continuation;
-    for (uint i = 0u; i < 4u; i++) mk_tasks[ti].params[i] = t.params[i];
+    mk_tasks[ti].params[0] = t.params[0];
+    mk_tasks[ti].params[1] = t.params[1];
+    mk_tasks[ti].params[2] = t.params[2];
+    mk_tasks[ti].params[3] = t.params[3];
     mk_tasks[ti].runs = t.runs + 1u;
     mk_tasks[ti].fault = code;
     mk_tasks[ti].state = state;
@@ -187,23 +217,32 @@ void main() {
     if (lane == 0u) {
         mk_start = mk_now();
     }
-    while (true) {
-        if (lane == 0u) {
-            mk_s_task = mk_claim();
+    bool stopped = false;
+    for (uint o = 0u; o < 0xffffu && !stopped; o++) {
+        for (uint k = 0u; k < MK_CHUNK; k++) {
+            if (lane == 0u) {
+                mk_s_task = mk_claim();
+            }
+            mk_workgroup_sync();
+            uint ti = mk_s_task;
+            if (ti == 0xffffffffu) {
+                stopped = true;
+                break;
+            }
+            MkTask t = mk_tasks[ti];
+            uint fault = mk_check(t);
+            uint result = MK_FAULTED;
+            if (fault == 0u) {
+                result = run_task(t, lane, uint(MK_LOCAL_SIZE));
+            }
+            mk_workgroup_sync();
+            if (lane == 0u) {
+                mk_finish(ti, t, fault, result);
+            }
         }
-        mk_workgroup_sync();
-        uint ti = mk_s_task;
-        if (ti == 0xffffffffu) break;
-        MkTask t = mk_tasks[ti];
-        uint fault = mk_check(t);
-        uint result = MK_FAULTED;
-        if (fault == 0u) {
-            result = run_task(t, lane, uint(MK_LOCAL_SIZE));
-        }
-        mk_workgroup_sync();
-        if (lane == 0u) {
-            mk_finish(ti, t, fault, result);
-        }
+    }
+    if (!stopped && lane == 0u) {
+        mk_ctl_max(MK_LOOP_CUT, 1u);
     }
     mk_finish_worker();
 }

@@ -16,11 +16,23 @@
 //! 2. **AMD** (VK_AMD_shader_core_properties): one worker per compute unit.
 //! 3. **Anything else** (lavapipe, unknown drivers): probed once per device,
 //!    workgroup size and barrier flavour, and cached: a step-barrier kernel
-//!    runs 64 dependent steps at 1, 2, 3, … workers (up to
+//!    runs 64 dependent steps three times at 1, 2, 3, … workers (up to
 //!    [`PROBE_MAX_WORKERS`]), each step checking that every worker's value
 //!    from the previous step is there; the cap is the largest count for
 //!    which it and every smaller count were exact, with no spin budget
 //!    spent. Bounded spins make a probe past the cap return, never hang.
+//!
+//! On lavapipe (Mesa 22.3.6, 2 cores, validation on) this probe measures 1.
+//! The cause, found here: llvmpipe ends a shader invocation's loops after
+//! 65,535 iterations (counted over all its loops) as if their conditions had
+//! failed, silently. A worker spinning on a barrier spends that in
+//! milliseconds, so with 2 workers the dispatch ended with steps missing
+//! and no barrier reporting failure (at local sizes 1 to 256, either
+//! barrier flavour, `LP_NUM_THREADS` 2 or 4). This is also why the notes
+//! saw grids past the cap "return at once with wrong results". The template
+//! therefore re-checks every wait's condition after its loop and flags a
+//! loop cut short ([`MegakernelReport::loop_cut`](super::MegakernelReport));
+//! the probe counts such a run as not exact.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -32,6 +44,9 @@ use crate::error::{Error, Result};
 pub const PROBE_MAX_WORKERS: u32 = 64;
 /// Dependent steps each probe run checks.
 pub(crate) const PROBE_STEPS: u32 = 64;
+/// Runs per worker count; every one must be exact (a count over the cap
+/// can pass by chance).
+pub(crate) const PROBE_REPEATS: u32 = 3;
 
 /// Where a residency cap came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

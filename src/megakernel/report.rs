@@ -30,6 +30,7 @@ const WORKERS_DONE: usize = 170;
 const ELAPSED_LO: usize = 171;
 const ELAPSED_HI: usize = 172;
 const ITERATIONS: usize = 173;
+const LOOP_CUT: usize = 177;
 /// Control words in all (six 128-byte lines).
 pub(crate) const CONTROL_WORDS: usize = 192;
 
@@ -62,6 +63,10 @@ pub struct MegakernelReport {
     /// Whether any device-side wait ran out of its spin budget (a step
     /// barrier that did so leaves later steps unordered).
     pub spin_exhausted: bool,
+    /// Whether a device loop ended early without reaching its condition
+    /// (lavapipe ends any loop after 65,535 iterations; the template's loops
+    /// are chunked below that, so this flags a loop the driver cut anyway).
+    pub loop_cut: bool,
     /// How the budget was measured.
     pub clock: Option<ClockKind>,
     /// Workers that reached the end of the kernel.
@@ -90,6 +95,7 @@ impl MegakernelReport {
             dropped_requeues: w(DROPPED_REQUEUES),
             deadline_hit: w(DEADLINE_HIT) != 0,
             spin_exhausted: w(SPIN_EXHAUSTED) != 0,
+            loop_cut: w(LOOP_CUT) != 0,
             workers_finished: w(WORKERS_DONE),
             max_iterations: w(ITERATIONS),
             user_counter: w(USER_COUNTER),

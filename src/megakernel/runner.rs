@@ -15,7 +15,9 @@ use bytemuck::Zeroable;
 
 use super::clock::{self, ClockCalibration};
 use super::config::{DeadlineSource, MegakernelConfig, MegakernelWorkloadHints};
-use super::progress::{self, ResidencyCap, ResidencySource, PROBE_MAX_WORKERS, PROBE_STEPS};
+use super::progress::{
+    self, ResidencyCap, ResidencySource, PROBE_MAX_WORKERS, PROBE_REPEATS, PROBE_STEPS,
+};
 use super::report::{initial_control, MegakernelReport, CONTROL_WORDS};
 use super::source::{assemble, ClockKind, MegakernelMode, Variant};
 use super::task::{claim_order, fault, states_of, TaskState, TaskWorkItem};
@@ -480,24 +482,27 @@ fn probe(gpu: &Device, workgroup_size: u32) -> Result<ResidencyCap> {
     let mut mk = Megakernel::steps(gpu, progress::PROBE_GLSL, &hints, &data)?;
     let mut runs = Vec::new();
     for workers in 1..=PROBE_MAX_WORKERS {
-        data.write(0, &vec![0f32; n])?;
-        let config = MegakernelConfig {
-            worker_count: workers,
-            workload: hints,
-            ..MegakernelConfig::default()
-        };
-        mk.launch_steps_unchecked(&config, PROBE_STEPS)?.wait()?;
-        let r = mk.report()?;
-        let parity = (PROBE_STEPS & 1) as usize * workers as usize;
-        let finals = data.read_range(parity..parity + workers as usize)?;
-        let exact = progress::probe_run_exact(
-            r.user_counter,
-            r.spin_exhausted,
-            r.workers_finished,
-            workers,
-            &finals,
-            PROBE_STEPS,
-        );
+        let mut exact = true;
+        for _ in 0..PROBE_REPEATS {
+            data.write(0, &vec![0f32; n])?;
+            let config = MegakernelConfig {
+                worker_count: workers,
+                workload: hints,
+                ..MegakernelConfig::default()
+            };
+            mk.launch_steps_unchecked(&config, PROBE_STEPS)?.wait()?;
+            let r = mk.report()?;
+            let parity = (PROBE_STEPS & 1) as usize * workers as usize;
+            let finals = data.read_range(parity..parity + workers as usize)?;
+            exact &= progress::probe_run_exact(
+                r.user_counter,
+                r.spin_exhausted || r.loop_cut,
+                r.workers_finished,
+                workers,
+                &finals,
+                PROBE_STEPS,
+            );
+        }
         log::info!("megakernel residency probe: {workers} workers exact: {exact}");
         runs.push(exact);
         if !exact {
