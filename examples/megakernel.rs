@@ -14,6 +14,9 @@
 //!
 //! (`--busy`: loop iterations per element of each task in (c), default 4,000.)
 //!
+//! `VKCOMPUTE_MEGAKERNEL_MEMORY_MODEL=0` measures the classic atomics
+//! instead of the Vulkan memory model's acquire/release.
+//!
 //! Per-step and per-task times come from differences of host wall times
 //! (2S steps minus S steps), so submit overhead cancels; the shader clock's
 //! own reading is printed beside where the device has one.
@@ -21,7 +24,7 @@
 use std::time::{Duration, Instant};
 
 use vkcompute::megakernel::{
-    Megakernel, MegakernelConfig, MegakernelWorkloadHints, TaskState, TaskWorkItem,
+    Megakernel, MegakernelConfig, MegakernelWorkloadHints, StepBarrier, TaskState, TaskWorkItem,
 };
 use vkcompute::{bytemuck, Device};
 
@@ -160,12 +163,17 @@ fn main() -> vkcompute::Result<()> {
         .map(|&w| w.min(cap.workers))
         .collect();
     counts.dedup();
-    println!("{:>8} {:>12} {:>16}", "workers", "µs/step", "shader clock");
-    for &w in &counts {
-        let c = MegakernelConfig {
+    println!(
+        "{:>8} {:>16} {:>12} {:>16}",
+        "workers", "barrier", "µs/step", "shader clock"
+    );
+    let kinds = [StepBarrier::Counter, StepBarrier::CounterAndFlag];
+    for (w, barrier) in counts.iter().flat_map(|&w| kinds.map(|k| (w, k))) {
+        let mut c = MegakernelConfig {
             worker_count: w,
             ..Default::default()
         };
+        c.workload.step_barrier = barrier;
         let mut clock_per_step = None;
         let mut run = |s: u32, want: &[u32]| -> vkcompute::Result<Duration> {
             data.write(0, &host)?;
@@ -189,9 +197,13 @@ fn main() -> vkcompute::Result<()> {
         let t2 = best(3, || run(2 * steps, &want_2s))?;
         let per = us(t2.saturating_sub(t1)) / f64::from(steps);
         let clk = clock_per_step.map_or("-".into(), |v| format!("{v:.3}"));
-        println!("{w:>8} {per:>12.3} {clk:>16}");
+        println!(
+            "{w:>8} {:>16} {per:>12.3} {clk:>16}",
+            format!("{barrier:?}")
+        );
         json.push(format!(
-            "{{\"figure\":\"steps\",\"workers\":{w},\"us_per_step\":{per:.4},\"shader_clock_us_per_step\":{}}}",
+            "{{\"figure\":\"steps\",\"workers\":{w},\"barrier\":\"{barrier:?}\",\"memory_model\":{},\"us_per_step\":{per:.4},\"shader_clock_us_per_step\":{}}}",
+            mk.uses_memory_model(),
             clock_per_step.map_or("null".into(), |v| format!("{v:.4}"))
         ));
     }

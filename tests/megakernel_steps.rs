@@ -7,7 +7,7 @@ mod common;
 use common::*;
 
 use vkcompute::megakernel::{
-    Megakernel, MegakernelConfig, MegakernelWorkloadHints, ResidencySource,
+    Megakernel, MegakernelConfig, MegakernelWorkloadHints, ResidencySource, StepBarrier,
 };
 use vkcompute::Error;
 
@@ -70,19 +70,35 @@ fn dependent_steps_exact_at_every_worker_count_within_the_cap() {
     } else {
         cap.workers.min(32)
     };
-    for workers in 1..=max {
-        data.write(0, &host).unwrap();
-        let c = MegakernelConfig {
-            worker_count: workers,
-            ..Default::default()
-        };
-        mk.launch_steps(&c, steps).unwrap().wait().unwrap();
-        let r = mk.report().unwrap();
-        assert!(!r.spin_exhausted, "{workers} workers: {r:?}");
-        assert_eq!(r.workers_finished, workers);
-        let got = data.read_range(0..N).unwrap();
-        for i in 0..N {
-            assert_eq!(got[i], want[i] as f32, "{workers} workers, element {i}");
+    let flavours = if mk.uses_memory_model() {
+        vec![true, false]
+    } else {
+        skipped("no vulkanMemoryModel: only the classic atomics are checked");
+        vec![false]
+    };
+    for (memory_model, barrier) in flavours
+        .iter()
+        .flat_map(|&m| [(m, StepBarrier::Counter), (m, StepBarrier::CounterAndFlag)])
+    {
+        mk.set_memory_model(memory_model).unwrap();
+        for workers in 1..=max {
+            data.write(0, &host).unwrap();
+            let mut c = MegakernelConfig {
+                worker_count: workers,
+                ..Default::default()
+            };
+            c.workload.step_barrier = barrier;
+            mk.launch_steps(&c, steps).unwrap().wait().unwrap();
+            let r = mk.report().unwrap();
+            assert!(!r.spin_exhausted && !r.loop_cut, "{workers} workers: {r:?}");
+            assert_eq!((r.workers_finished, r.steps), (workers, steps));
+            let got = data.read_range(0..N).unwrap();
+            for i in 0..N {
+                assert_eq!(
+                    got[i], want[i] as f32,
+                    "memory model {memory_model}, {barrier:?}, {workers} workers, element {i}"
+                );
+            }
         }
     }
     assert_clean(&gpu);

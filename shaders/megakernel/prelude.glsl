@@ -11,6 +11,8 @@
 //                    (GL_ARB_shader_clock)
 //   MK_MEMORY_MODEL  1: acquire/release atomics under the Vulkan memory
 //                    model at device scope; 0: atomics + memoryBarrierBuffer
+//   MK_BARRIER_FLAG  step barrier: 0 waiters poll the arrival counter,
+//                    1 the last arrival publishes a generation word
 //
 // Every device-side wait spins on an atomic (never a plain or volatile
 // load: the compiler may hoist those out of the loop) and has a budget.
@@ -108,6 +110,9 @@ uint mk_ctl_load(uint i) { return atomicLoad(mk_ctl[i], gl_ScopeDevice, MK_SC, M
 void mk_ctl_store(uint i, uint v) { atomicStore(mk_ctl[i], v, gl_ScopeDevice, MK_SC, MK_REL); }
 uint mk_ctl_add(uint i, uint v) { return atomicAdd(mk_ctl[i], v, gl_ScopeDevice, MK_SC, MK_AR); }
 uint mk_ctl_max(uint i, uint v) { return atomicMax(mk_ctl[i], v, gl_ScopeDevice, MK_SC, MK_AR); }
+uint mk_ctl_add_release(uint i, uint v) { return atomicAdd(mk_ctl[i], v, gl_ScopeDevice, MK_SC, MK_REL); }
+uint mk_ctl_load_relaxed(uint i) { return atomicLoad(mk_ctl[i], gl_ScopeDevice, 0, gl_SemanticsRelaxed); }
+void mk_fence_acquire() { memoryBarrier(gl_ScopeDevice, MK_SC, MK_ACQ); }
 uint mk_order_load(uint i) { return atomicLoad(mk_order[i], gl_ScopeDevice, MK_SC, MK_ACQ); }
 void mk_order_store(uint i, uint v) { atomicStore(mk_order[i], v, gl_ScopeDevice, MK_SC, MK_REL); }
 // Workgroup barrier that also orders buffer memory (acquire + release).
@@ -120,6 +125,9 @@ uint mk_ctl_load(uint i) { uint v = atomicAdd(mk_ctl[i], 0u); memoryBarrierBuffe
 void mk_ctl_store(uint i, uint v) { memoryBarrierBuffer(); atomicExchange(mk_ctl[i], v); }
 uint mk_ctl_add(uint i, uint v) { memoryBarrierBuffer(); uint r = atomicAdd(mk_ctl[i], v); memoryBarrierBuffer(); return r; }
 uint mk_ctl_max(uint i, uint v) { return atomicMax(mk_ctl[i], v); }
+uint mk_ctl_add_release(uint i, uint v) { memoryBarrierBuffer(); return atomicAdd(mk_ctl[i], v); }
+uint mk_ctl_load_relaxed(uint i) { return atomicAdd(mk_ctl[i], 0u); }
+void mk_fence_acquire() { memoryBarrierBuffer(); }
 uint mk_order_load(uint i) { uint v = atomicAdd(mk_order[i], 0u); memoryBarrierBuffer(); return v; }
 void mk_order_store(uint i, uint v) { memoryBarrierBuffer(); atomicExchange(mk_order[i], v); }
 void mk_workgroup_sync() { memoryBarrierBuffer(); barrier(); memoryBarrierBuffer(); }

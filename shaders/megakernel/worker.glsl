@@ -76,36 +76,55 @@ void mk_finish_worker() {
 }
 
 // ---- device-wide step barrier ----
-// One invocation per worker arrives on a monotone counter (acq_rel); the
-// last arrival of step `target` publishes it (release); the others spin on
-// an acquire load, within spin_budget. Arrival counter and generation sit
-// on their own 128-byte lines. Returns false (for every invocation of the
-// worker) when the spin budget ran out: results past that point are not
-// ordered, and the host sees MK_SPIN_EXHAUSTED.
+// One invocation per worker arrives on a monotone counter with a release
+// add, so every arrival stays in the counter's release sequence. Then:
+//  - MK_BARRIER_FLAG 0 (counter): waiters poll the arrival counter itself
+//    until it reaches target × workers (one atomic round trip on the
+//    critical path);
+//  - MK_BARRIER_FLAG 1 (counter + flag): the last arrival stores the step
+//    number into a generation word on its own 128-byte line; waiters poll
+//    that (polling stays off the line the arrivals hit).
+// Polls are relaxed; one acquire fence follows, and the workgroup barrier
+// after it hands the acquired writes to the other invocations. Returns
+// false (for every invocation of the worker) when the spin budget ran out:
+// results past that point are not ordered, and the host sees
+// MK_SPIN_EXHAUSTED.
+#if MK_BARRIER_FLAG
+#define MK_POLL_WORD MK_GEN
+#define MK_POLL_GOAL target
+#else
+#define MK_POLL_WORD MK_ARRIVE
+#define MK_POLL_GOAL goal
+#endif
 bool mk_grid_barrier(uint target) {
     mk_workgroup_sync();
     if (gl_LocalInvocationIndex == 0u) {
         uint ok = 1u;
         uint goal = target * gl_NumWorkGroups.x;
-        uint arrived = mk_ctl_add(MK_ARRIVE, 1u) + 1u;
+        uint arrived = mk_ctl_add_release(MK_ARRIVE, 1u) + 1u;
+#if MK_BARRIER_FLAG
         if (arrived == goal) {
+            mk_fence_acquire();
             mk_ctl_store(MK_GEN, target);
-        } else {
+        } else
+#endif
+        if (arrived < goal) {
             uint outer = (mk.spin_budget + MK_CHUNK - 1u) / MK_CHUNK;
             bool seen = false;
             for (uint o = 0u; o < outer && !seen; o++) {
                 for (uint i = 0u; i < MK_CHUNK; i++) {
-                    if (mk_ctl_load(MK_GEN) >= target) {
+                    if (mk_ctl_load_relaxed(MK_POLL_WORD) >= MK_POLL_GOAL) {
                         seen = true;
                         break;
                     }
                 }
             }
-            if (!seen && mk_ctl_load(MK_GEN) < target) {
+            if (!seen && mk_ctl_load_relaxed(MK_POLL_WORD) < MK_POLL_GOAL) {
                 mk_ctl_max(MK_SPIN_EXHAUSTED, 1u);
                 ok = 0u;
             }
         }
+        mk_fence_acquire();
         mk_s_ok = ok;
     }
     mk_workgroup_sync();

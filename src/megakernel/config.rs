@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use super::source::StepBarrier;
 use crate::error::{Error, Result};
 
 /// The longest wall-time budget one launch may ask for.
@@ -44,6 +45,8 @@ pub struct MegakernelWorkloadHints {
     pub spin_budget: u32,
     /// How the wall-time budget is measured on the device.
     pub deadline: DeadlineSource,
+    /// How the step barrier (step mode) signals that all workers arrived.
+    pub step_barrier: StepBarrier,
 }
 
 impl Default for MegakernelWorkloadHints {
@@ -55,6 +58,7 @@ impl Default for MegakernelWorkloadHints {
             max_requeues_per_task: 4,
             spin_budget: 1 << 22,
             deadline: DeadlineSource::Auto,
+            step_barrier: StepBarrier::Counter,
         }
     }
 }

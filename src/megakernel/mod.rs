@@ -57,5 +57,5 @@ pub use policy::{
 pub use progress::{residency_rule, ResidencyCap, ResidencySource, PROBE_MAX_WORKERS};
 pub use report::MegakernelReport;
 pub use runner::{Megakernel, ENV_MEMORY_MODEL};
-pub use source::{ClockKind, MegakernelMode};
+pub use source::{ClockKind, MegakernelMode, StepBarrier};
 pub use task::{fault, TaskState, TaskWorkItem, TASK_PARAMS};

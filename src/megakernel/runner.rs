@@ -28,11 +28,12 @@ use crate::error::{Error, Result};
 use crate::kernel::Kernel;
 use crate::ticket::Ticket;
 
-/// Environment variable forcing the barrier flavour: `1` acquire/release
-/// atomics under the Vulkan memory model, `0` atomics with
-/// `memoryBarrierBuffer`. Unset: the memory model where the device enables
-/// it, except on lavapipe (whose memory-model code gave stale reads in
-/// `notes/persistent-kernels.md`).
+/// Environment variable choosing the atomics flavour: `0` atomics with
+/// `memoryBarrierBuffer` (the classic form); unset or `1`: acquire/release
+/// atomics under the Vulkan memory model wherever the device enables it.
+/// (`notes/persistent-kernels.md` saw stale reads from its memory-model
+/// probe on lavapipe; this template's memory-model form is exact there in
+/// the tests, which run both flavours.)
 pub const ENV_MEMORY_MODEL: &str = "VKCOMPUTE_MEGAKERNEL_MEMORY_MODEL";
 
 /// Push constants of the template (`MkParams`).
@@ -83,11 +84,7 @@ impl std::fmt::Debug for Megakernel {
 
 fn choose_memory_model(gpu: &Device) -> bool {
     let enabled = gpu.inner.megakernel_features.memory_model;
-    match std::env::var(ENV_MEMORY_MODEL).ok().as_deref() {
-        Some("0") => false,
-        Some("1") => enabled,
-        _ => enabled && gpu.info().driver_name != "llvmpipe",
-    }
+    enabled && std::env::var(ENV_MEMORY_MODEL).ok().as_deref() != Some("0")
 }
 
 impl Megakernel {
@@ -158,6 +155,24 @@ impl Megakernel {
         self.memory_model
     }
 
+    /// Chooses the atomics flavour of later launches: acquire/release under
+    /// the Vulkan memory model (`true`) or the classic atomics with
+    /// `memoryBarrierBuffer` (`false`).
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] for `true` where the device has no
+    /// `vulkanMemoryModel` with device scope.
+    pub fn set_memory_model(&mut self, on: bool) -> Result<()> {
+        if on && !self.gpu.inner.megakernel_features.memory_model {
+            return Err(Error::Unsupported {
+                what: "vulkanMemoryModel with vulkanMemoryModelDeviceScope",
+                adapter: self.gpu.info().name.clone(),
+            });
+        }
+        self.memory_model = on;
+        Ok(())
+    }
+
     /// The mode of this kernel.
     pub fn mode(&self) -> MegakernelMode {
         self.mode
@@ -193,6 +208,7 @@ impl Megakernel {
             local_size: w.workgroup_size,
             clock,
             memory_model: self.memory_model,
+            barrier: w.step_barrier,
         })
     }
 

@@ -46,6 +46,19 @@ pub(crate) struct Variant {
     pub local_size: u32,
     pub clock: ClockKind,
     pub memory_model: bool,
+    pub barrier: StepBarrier,
+}
+
+/// How the device-wide step barrier tells waiters that all have arrived.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum StepBarrier {
+    /// Waiters poll the monotone arrival counter itself (one atomic round
+    /// trip on the critical path).
+    #[default]
+    Counter,
+    /// The last arrival publishes the step number in a generation word on
+    /// its own cache line; waiters poll that.
+    CounterAndFlag,
 }
 
 /// The whole kernel source: version, defines, prelude, user code, worker loop.
@@ -61,6 +74,10 @@ pub(crate) fn assemble(user: &str, v: Variant) -> String {
     s.push_str(&format!(
         "#define MK_MEMORY_MODEL {}\n",
         u32::from(v.memory_model)
+    ));
+    s.push_str(&format!(
+        "#define MK_BARRIER_FLAG {}\n",
+        u32::from(v.barrier == StepBarrier::CounterAndFlag)
     ));
     s.push_str("#line 1\n");
     s.push_str(PRELUDE);
@@ -82,6 +99,7 @@ mod tests {
             local_size: 128,
             clock: ClockKind::SubgroupClock,
             memory_model: true,
+            barrier: StepBarrier::CounterAndFlag,
         };
         let s = assemble("// USER CODE", v);
         assert!(s.starts_with("#version 450\n"));
@@ -90,6 +108,7 @@ mod tests {
             "#define MK_STEPS 1",
             "#define MK_CLOCK 2",
             "#define MK_MEMORY_MODEL 1",
+            "#define MK_BARRIER_FLAG 1",
         ] {
             assert!(s.contains(d), "{d}");
         }
@@ -112,8 +131,8 @@ mod tests {
                 .join("\n")
         };
         assert!(!code(PRELUDE).contains("volatile") && !code(WORKER).contains("volatile"));
-        assert!(WORKER.contains("if (mk_ctl_load(MK_GEN) >= target)"));
-        assert!(WORKER.contains("if (!seen && mk_ctl_load(MK_GEN) < target)"));
+        assert!(WORKER.contains("if (mk_ctl_load_relaxed(MK_POLL_WORD) >= MK_POLL_GOAL)"));
+        assert!(WORKER.contains("if (!seen && mk_ctl_load_relaxed(MK_POLL_WORD) < MK_POLL_GOAL)"));
         // No unbounded loop: lavapipe silently ends loops at 65,535 iterations.
         assert!(!code(WORKER).contains("while"));
         assert!(WORKER.contains("#define MK_CHUNK 1024u"));
