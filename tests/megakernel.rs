@@ -362,6 +362,10 @@ fn higher_priority_runs_first_and_paused_waits() {
     mk.launch(&c).unwrap().wait().unwrap();
     assert_eq!(mk.report().unwrap().done, 1);
     assert_eq!(data.read_range(6..7).unwrap(), vec![0.0]);
+    // Nothing schedulable: a launch of no workers, nothing runs.
+    mk.launch(&c).unwrap().wait().unwrap();
+    let r = mk.report().unwrap();
+    assert_eq!((r.workers, r.scheduled, r.claimed), (0, 0, 0), "{r:?}");
     assert_clean(&gpu);
 }
 

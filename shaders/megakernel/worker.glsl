@@ -22,7 +22,11 @@ shared uint mk_s_task;   // claimed task index, or 0xffffffff: stop
 shared uint mk_s_ok;
 
 // ---- wall-time budget, lane 0 only ----
-uvec2 mk_start;
+// Time is accumulated from forward steps of the clock only: a clock read
+// on a CPU core's cycle counter (lavapipe) can step back when the thread
+// moves to another core, which must not look like 2^64 ticks elapsed.
+uvec2 mk_start;   // last reading
+uvec2 mk_acc;     // ticks accumulated since the worker started
 uint mk_iters = 0u;
 
 uvec2 mk_now() {
@@ -39,7 +43,13 @@ uvec2 mk_elapsed() {
     uvec2 c = mk_now();
     uint lo = c.x - mk_start.x;
     uint hi = c.y - mk_start.y - (c.x < mk_start.x ? 1u : 0u);
-    return uvec2(lo, hi);
+    mk_start = c;
+    if (hi >= 0x80000000u) {
+        return mk_acc;   // the clock stepped back: count nothing
+    }
+    uint sum = mk_acc.x + lo;
+    mk_acc = uvec2(sum, mk_acc.y + hi + (sum < lo ? 1u : 0u));
+    return mk_acc;
 }
 
 // True (and flagged for the host) once the budget is spent. Counts one
@@ -137,6 +147,7 @@ void main() {
     uint lane = gl_LocalInvocationIndex;
     if (lane == 0u) {
         mk_start = mk_now();
+        mk_acc = uvec2(0u);
     }
     uint step = 0u;
     bool failed = false;
@@ -179,6 +190,7 @@ uint mk_claim() {
             uint entry = mk_order_load(slot);
             if (entry != 0u) {
                 mk_ctl_add(MK_CLAIMED, 1u);
+                mk_tasks[entry - 1u].state = MK_RUNNING;
                 return entry - 1u;
             }
             // Empty slot: a running task may still re-queue into it, unless
@@ -235,6 +247,7 @@ void main() {
     uint lane = gl_LocalInvocationIndex;
     if (lane == 0u) {
         mk_start = mk_now();
+        mk_acc = uvec2(0u);
     }
     bool stopped = false;
     for (uint o = 0u; o < 0xffffu && !stopped; o++) {
