@@ -333,6 +333,14 @@ pub enum Error {
         /// (task id, fault code) of the first faulted tasks (at most 32).
         tasks: Vec<(u32, u32)>,
     },
+
+    /// A resident megakernel ended (stop, wall-time budget, idle time, or a
+    /// driver loop limit) before serving a request.
+    #[error("resident megakernel ended before serving request {request}")]
+    ResidentStopped {
+        /// The request number.
+        request: u64,
+    },
 }
 
 impl Error {

@@ -243,6 +243,120 @@ void mk_finish(uint ti, MkTask t, uint fault, uint result) {
     mk_ctl_add(MK_PENDING, 0xffffffffu);     // one fewer pending task
 }
 
+#if MK_RESIDENT
+
+// ---- resident mode ----
+// Ring (binding 2, host-visible): word 0 the host's stop flag, word 32 the
+// device's claim counter, word 64 requests served; slot i at 128 + 32 i
+// (its own 128-byte line): word 0 the request's sequence number + 1
+// (written last by the host), word 1 its completion (written last by the
+// device), words 16..31 the task. Request k lives in slot k % order_cap.
+#define MK_RING_STOP 0u
+#define MK_RING_CLAIM 32u
+#define MK_RING_SERVED 64u
+#define MK_RING_SLOTS 128u
+
+uint mk_slot(uint k) { return MK_RING_SLOTS + (k % mk.order_cap) * 32u; }
+
+// Lane 0: the next request to serve, or 0xffffffff when told to stop, out
+// of wall time, or idle for the configured time.
+uint mk_resident_claim() {
+    if (mk_out_of_time()) return 0xffffffffu;
+    uint k = atomicAdd(mk_order[MK_RING_CLAIM], 1u);
+    uint base = mk_slot(k);
+    uvec2 idle_from = mk_elapsed();
+    uint polls = 0u;
+    for (uint o = 0u; o < 0xffffu; o++) {
+        for (uint i = 0u; i < MK_CHUNK; i++) {
+            if (mk_order_load(base) == k + 1u) return k;
+            if (mk_order_load(MK_RING_STOP) != 0u) return 0xffffffffu;
+            polls += 1u;
+#if MK_CLOCK != 0
+            if ((polls & 63u) == 0u) {
+                uvec2 e = mk_elapsed();
+                uint lo = e.x - idle_from.x;
+                uint hi = e.y - idle_from.y - (e.x < idle_from.x ? 1u : 0u);
+                if (hi > mk.idle_hi || (hi == mk.idle_hi && lo >= mk.idle_lo)) return 0xffffffffu;
+                if (mk_out_of_time()) return 0xffffffffu;
+            }
+#else
+            if (polls >= mk.idle_iters) return 0xffffffffu;
+#endif
+        }
+    }
+    mk_ctl_max(MK_LOOP_CUT, 1u);
+    return 0xffffffffu;
+}
+
+MkTask mk_ring_task(uint b) {
+    MkTask t;
+    t.state = mk_order[b]; t.op = mk_order[b + 1u]; t.priority = mk_order[b + 2u];
+    t.task_id = mk_order[b + 3u]; t.parent_id = mk_order[b + 4u];
+    t.input_offset = mk_order[b + 5u]; t.input_len = mk_order[b + 6u];
+    t.output_offset = mk_order[b + 7u]; t.output_len = mk_order[b + 8u];
+    t.continuation = mk_order[b + 9u]; t.runs = mk_order[b + 10u]; t.fault = mk_order[b + 11u];
+    t.params[0] = mk_order[b + 12u]; t.params[1] = mk_order[b + 13u];
+    t.params[2] = mk_order[b + 14u]; t.params[3] = mk_order[b + 15u];
+    return t;
+}
+
+void main() {
+    uint lane = gl_LocalInvocationIndex;
+    if (lane == 0u) {
+        mk_start = mk_now();
+        mk_acc = uvec2(0u);
+    }
+    bool stopped = false;
+    for (uint o = 0u; o < 0xffffu && !stopped; o++) {
+        for (uint r = 0u; r < MK_CHUNK; r++) {
+            if (lane == 0u) {
+                mk_s_task = mk_resident_claim();
+            }
+            mk_workgroup_sync();
+            uint k = mk_s_task;
+            if (k == 0xffffffffu) {
+                stopped = true;
+                break;
+            }
+            uint base = mk_slot(k);
+            MkTask t = mk_ring_task(base + 16u);
+            uint fault = mk_check(t);
+            uint result = MK_FAULTED;
+            if (fault == 0u) {
+                result = run_task(t, lane, uint(MK_LOCAL_SIZE));
+            }
+            mk_workgroup_sync();
+            if (lane == 0u) {
+                uint state = fault != 0u ? MK_FAULTED : result;
+                uint code = fault;
+                if (fault == 0u && result == MK_FAULTED) code = MK_FAULT_TASK;
+                if (fault == 0u && result != MK_DONE && result != MK_FAULTED) {
+                    state = MK_FAULTED;   // a resident request runs once
+                    code = MK_FAULT_BAD_RETURN;
+                }
+                mk_order[base + 16u] = state;
+                mk_order[base + 25u] = t.continuation;
+                mk_order[base + 26u] = t.runs + 1u;
+                mk_order[base + 27u] = code;
+                mk_order[base + 28u] = t.params[0];
+                mk_order[base + 29u] = t.params[1];
+                mk_order[base + 30u] = t.params[2];
+                mk_order[base + 31u] = t.params[3];
+                if (state == MK_DONE) mk_ctl_add(MK_DONE_COUNT, 1u);
+                if (state == MK_FAULTED) mk_ctl_add(MK_FAULTED_COUNT, 1u);
+                mk_ctl_add(MK_CLAIMED, 1u);
+                mk_order_store(base + 1u, k + 1u);   // release: results first
+            }
+        }
+    }
+    if (!stopped && lane == 0u) {
+        mk_ctl_max(MK_LOOP_CUT, 1u);
+    }
+    mk_finish_worker();
+}
+
+#else
+
 void main() {
     uint lane = gl_LocalInvocationIndex;
     if (lane == 0u) {
@@ -279,4 +393,5 @@ void main() {
     mk_finish_worker();
 }
 
+#endif
 #endif

@@ -14,6 +14,9 @@
 //! - [`Megakernel`]: the GLSL template (`shaders/megakernel/`) plus the
 //!   user's code in one kernel; [`Megakernel::launch`] returns a
 //!   [`Ticket`](crate::Ticket); [`Megakernel::report`] says what it did.
+//! - Resident mode ([`Megakernel::resident`], [`ResidentSession`]): the
+//!   kernel keeps running and the host pushes tasks into a host-visible
+//!   ring, with no submission per task.
 //!
 //! ```no_run
 //! use vkcompute::megakernel::{Megakernel, MegakernelConfig, TaskWorkItem};
@@ -45,6 +48,7 @@ mod config;
 mod policy;
 mod progress;
 mod report;
+mod resident;
 mod runner;
 mod source;
 mod task;
@@ -56,6 +60,7 @@ pub use policy::{
 };
 pub use progress::{residency_rule, ResidencyCap, ResidencySource, PROBE_MAX_WORKERS};
 pub use report::MegakernelReport;
+pub use resident::ResidentSession;
 pub use runner::{Megakernel, ENV_MEMORY_MODEL};
 pub use source::{ClockKind, MegakernelMode, StepBarrier};
 pub use task::{fault, TaskState, TaskWorkItem, TASK_PARAMS};

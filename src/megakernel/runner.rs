@@ -39,37 +39,40 @@ pub const ENV_MEMORY_MODEL: &str = "VKCOMPUTE_MEGAKERNEL_MEMORY_MODEL";
 /// Push constants of the template (`MkParams`).
 #[derive(Debug, Clone, Copy, Default, bytemuck::Pod, bytemuck::Zeroable)]
 #[repr(C)]
-struct Params {
-    order_cap: u32,
-    steps: u32,
-    spin_budget: u32,
-    iter_budget: u32,
-    budget_lo: u32,
-    budget_hi: u32,
+pub(super) struct Params {
+    pub order_cap: u32,
+    pub steps: u32,
+    pub spin_budget: u32,
+    pub iter_budget: u32,
+    pub budget_lo: u32,
+    pub budget_hi: u32,
+    pub idle_lo: u32,
+    pub idle_hi: u32,
+    pub idle_iters: u32,
 }
 
 #[derive(Debug, Clone, Copy)]
-struct LastLaunch {
-    workers: u32,
-    scheduled: u32,
-    steps: u32,
-    clock: ClockKind,
-    calibration: Option<ClockCalibration>,
+pub(super) struct LastLaunch {
+    pub workers: u32,
+    pub scheduled: u32,
+    pub steps: u32,
+    pub clock: ClockKind,
+    pub calibration: Option<ClockCalibration>,
 }
 
 /// A persistent kernel: workers pull tasks from a device-side queue (task
 /// mode) or run dependent steps with a device-wide barrier (step mode).
 pub struct Megakernel {
-    gpu: Device,
-    mode: MegakernelMode,
+    pub(super) gpu: Device,
+    pub(super) mode: MegakernelMode,
     user: String,
-    memory_model: bool,
+    pub(super) memory_model: bool,
     kernels: HashMap<Variant, Kernel>,
-    tasks: Buffer<TaskWorkItem>,
-    control: Buffer<u32>,
-    order: Buffer<u32>,
-    data: Buffer<f32>,
-    last: Option<LastLaunch>,
+    pub(super) tasks: Buffer<TaskWorkItem>,
+    pub(super) control: Buffer<u32>,
+    pub(super) order: Buffer<u32>,
+    pub(super) data: Buffer<f32>,
+    pub(super) last: Option<LastLaunch>,
 }
 
 impl std::fmt::Debug for Megakernel {
@@ -125,7 +128,7 @@ impl Megakernel {
         Megakernel::build(gpu, MegakernelMode::Steps, user_glsl, workload, tasks, data)
     }
 
-    fn build(
+    pub(super) fn build(
         gpu: &Device,
         mode: MegakernelMode,
         user: &str,
@@ -183,7 +186,7 @@ impl Megakernel {
         &self.data
     }
 
-    fn variant(&self, w: &MegakernelWorkloadHints) -> Result<Variant> {
+    pub(super) fn variant(&self, w: &MegakernelWorkloadHints) -> Result<Variant> {
         let f = self.gpu.inner.megakernel_features;
         let best = if f.device_clock {
             ClockKind::DeviceClock
@@ -212,7 +215,7 @@ impl Megakernel {
         })
     }
 
-    fn kernel(&mut self, v: Variant) -> Result<Kernel> {
+    pub(super) fn kernel(&mut self, v: Variant) -> Result<Kernel> {
         if let Some(k) = self.kernels.get(&v) {
             return Ok(k.clone());
         }
@@ -221,6 +224,7 @@ impl Megakernel {
             .label(match v.mode {
                 MegakernelMode::Tasks => "megakernel-tasks",
                 MegakernelMode::Steps => "megakernel-steps",
+                MegakernelMode::Resident => "megakernel-resident",
             })
             .build()?;
         self.kernels.insert(v, k.clone());
@@ -241,7 +245,7 @@ impl Megakernel {
         progress::cached_cap(key, || probe(&self.gpu, workgroup_size))
     }
 
-    fn check_residency(&self, config: &MegakernelConfig) -> Result<ResidencyCap> {
+    pub(super) fn check_residency(&self, config: &MegakernelConfig) -> Result<ResidencyCap> {
         let cap = self.residency_cap(config.workload.workgroup_size)?;
         if config.worker_count > cap.workers {
             return Err(Error::MegakernelResidency {
@@ -253,7 +257,11 @@ impl Megakernel {
         Ok(cap)
     }
 
-    fn budget(&self, v: &Variant, config: &MegakernelConfig) -> Result<(Params, ClockCalibration)> {
+    pub(super) fn budget(
+        &self,
+        v: &Variant,
+        config: &MegakernelConfig,
+    ) -> Result<(Params, ClockCalibration)> {
         let cal = clock::calibration(&self.gpu, v.clock)?;
         let (lo, hi) = cal.budget_ticks(config.max_wall_time);
         Ok((
@@ -268,7 +276,7 @@ impl Megakernel {
         ))
     }
 
-    fn expect_mode(&self, mode: MegakernelMode) -> Result<()> {
+    pub(super) fn expect_mode(&self, mode: MegakernelMode) -> Result<()> {
         if self.mode != mode {
             return Err(Error::MegakernelConfig {
                 field: "mode",
@@ -416,7 +424,7 @@ impl Megakernel {
 
     /// The one place a launch is handed to a queue (today the device's
     /// compute queue, in order with other batches).
-    fn submit(&self, batch: Batch) -> Result<Ticket> {
+    pub(super) fn submit(&self, batch: Batch) -> Result<Ticket> {
         batch.submit_async()
     }
 
