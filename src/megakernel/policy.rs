@@ -42,9 +42,9 @@ pub struct MegakernelLaunchRequest {
     pub workgroup_size: u32,
     /// Queue pressure: least tasks per worker.
     pub min_tasks_per_worker: u32,
-    /// maxComputeWorkGroupSize[0].
+    /// `maxComputeWorkGroupSize[0]`.
     pub max_workgroup_size_x: u32,
-    /// maxComputeWorkGroupCount[0].
+    /// `maxComputeWorkGroupCount[0]`.
     pub max_workgroups_per_dimension: u32,
     /// maxComputeWorkGroupInvocations.
     pub max_invocations_per_workgroup: u32,
