@@ -222,7 +222,12 @@ impl ResidentSession<'_> {
         {
             self.word(base + 16 + i).store(*w, Ordering::Relaxed);
         }
+        // The ring may be write-combined (resizable BAR): a full fence
+        // drains the task words before the sequence word, and the second
+        // pushes the sequence word out now rather than when the buffer fills.
+        std::sync::atomic::fence(Ordering::SeqCst);
         self.word(base).store(k as u32 + 1, Ordering::Release);
+        std::sync::atomic::fence(Ordering::SeqCst);
         Ok(k)
     }
 
@@ -280,6 +285,7 @@ impl ResidentSession<'_> {
     /// What waiting returns ([`Error::DeviceLost`] among them).
     pub fn stop(mut self) -> Result<MegakernelReport> {
         self.word(STOP).store(1, Ordering::Release);
+        std::sync::atomic::fence(Ordering::SeqCst);
         if let Some(t) = self.ticket.take() {
             t.wait()?;
         }
