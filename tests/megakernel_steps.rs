@@ -65,11 +65,17 @@ fn dependent_steps_exact_at_every_worker_count_within_the_cap() {
     }
     let steps = 1000u32;
     let want = reference(&init, steps);
-    let max = if std::env::var_os("VKCOMPUTE_QUICK").is_some() {
-        cap.workers.min(8)
-    } else {
-        cap.workers.min(32)
-    };
+    // Every count up to 8, then doubling, and the cap itself (on lavapipe
+    // the cap is 1; on an H200 with 64 invocations per worker, 528).
+    let mut counts: Vec<u32> = (1..=cap.workers.min(8)).collect();
+    let mut w = 16;
+    while w < cap.workers {
+        counts.push(w);
+        w *= 2;
+    }
+    if cap.workers > 8 {
+        counts.push(cap.workers);
+    }
     let flavours = if mk.uses_memory_model() {
         vec![true, false]
     } else {
@@ -81,7 +87,7 @@ fn dependent_steps_exact_at_every_worker_count_within_the_cap() {
         .flat_map(|&m| [(m, StepBarrier::Counter), (m, StepBarrier::CounterAndFlag)])
     {
         mk.set_memory_model(memory_model).unwrap();
-        for workers in 1..=max {
+        for &workers in &counts {
             data.write(0, &host).unwrap();
             let mut c = MegakernelConfig {
                 worker_count: workers,
