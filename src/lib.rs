@@ -147,6 +147,7 @@ mod glsl;
 mod graph;
 mod instance;
 mod kernel;
+pub mod megakernel;
 mod memory;
 mod options;
 mod pipeline_cache;
