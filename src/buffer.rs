@@ -149,7 +149,12 @@ impl Device {
 }
 
 impl<T: Pod> Buffer<T> {
-    fn create(dev: &Device, len: u64, memory: Memory, what: &'static str) -> Result<Self> {
+    pub(crate) fn create(
+        dev: &Device,
+        len: u64,
+        memory: Memory,
+        what: &'static str,
+    ) -> Result<Self> {
         let d = &dev.inner;
         if len == 0 || elem_size::<T>() == 0 {
             return Err(Error::ZeroLength { what });

@@ -55,6 +55,8 @@ impl std::fmt::Debug for Device {
 pub(crate) enum Garbage {
     Buffer(vk::Buffer, Allocation),
     QueryPool(vk::QueryPool),
+    /// A staging buffer of an async transfer: back to the pool when done.
+    Staging(crate::staging::StagingBuffer),
 }
 
 /// The shared state behind every handle.
@@ -87,6 +89,8 @@ pub(crate) struct DeviceInner {
     allocator: Mutex<ManuallyDrop<Allocator>>,
     garbage: Mutex<Deferred<Garbage>>,
     budget_used: AtomicU64,
+    /// The thread that wakes ticket futures (started at first use).
+    pub waiter: crate::waiter::WaiterSlot,
     /// Dropped last: the device is destroyed in `drop` before it.
     instance: Instance,
 }
@@ -248,6 +252,7 @@ impl Device {
             .inner
             .sticky
             .fail("simulate_device_loss", vk::Result::ERROR_DEVICE_LOST);
+        self.inner.waiter.device_lost();
     }
 
     /// How long this device's creation took, by phase.
@@ -459,6 +464,7 @@ impl DeviceInner {
                 allocator: Mutex::new(ManuallyDrop::new(allocator)),
                 garbage: Mutex::new(Deferred::default()),
                 budget_used: AtomicU64::new(0),
+                waiter: crate::waiter::WaiterSlot::default(),
                 instance,
             })
         }
@@ -585,6 +591,7 @@ impl DeviceInner {
                 unsafe { self.raw.destroy_query_pool(pool, None) };
                 self.counters.add(Counter::QueryPools, -1);
             }
+            Garbage::Staging(s) => self.give_staging(s),
         }
     }
 
@@ -611,7 +618,11 @@ impl Drop for DeviceInner {
         // every object may be destroyed; children go before the device, the
         // device before the instance (a later field).
         unsafe {
+            // The futures' waiter thread first: it waits on semaphores of
+            // this device.
+            self.waiter.stop(&self.raw);
             let _ = self.raw.device_wait_idle();
+            self.waiter.destroy_adopted(&self.raw);
             for item in self
                 .garbage
                 .get_mut()

@@ -103,6 +103,15 @@ mod ticket;
 mod transfer;
 mod workgroups;
 
+// Execution model: ticket futures and async transfers.
+mod async_transfer;
+mod host_timeline;
+mod ticket_future;
+mod waiter;
+pub use async_transfer::Download;
+pub use host_timeline::{HostTimeline, HostTimelineWait};
+pub use ticket_future::TicketWait;
+
 pub use adapter::{AdapterInfo, AdapterType};
 pub use batch::{Batch, BatchOptions};
 pub use buffer::{BufView, Buffer, BufferSlice, GpuBuf};

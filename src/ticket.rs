@@ -54,6 +54,12 @@ impl Ticket {
         self.value
     }
 
+    /// The device and the (timeline semaphore, value) pairs that must all be
+    /// reached for the batch to be complete (for the futures' waiter).
+    pub(crate) fn sync_points(&self) -> (&Arc<DeviceInner>, Vec<(vk::Semaphore, u64)>) {
+        (&self.dev, vec![(self.dev.compute.timeline, self.value)])
+    }
+
     /// Blocks until the batch has completed. After a device loss:
     /// [`Error::DeviceLost`], even for a batch that had completed.
     pub fn wait(&self) -> Result<()> {
