@@ -294,19 +294,9 @@ impl<T: Pod> Buffer<T> {
         let d = &inner.dev;
         d.sticky.check()?;
         let n = self.len();
-        if let (HostPath::Mapped, Some(_)) = (inner.read_path, inner.mapped()) {
-            return Ok(Download {
-                dev: d.clone(),
-                n,
-                source: Source::Mapped {
-                    buf: inner.clone(),
-                    mark: inner.last_use.mark(),
-                },
-                out: Some(Vec::new()),
-                drained: 0,
-                started: Instant::now(),
-            });
-        }
+        // Always a GPU copy, even where the buffer is mapped: it snapshots
+        // the data in queue order, so work submitted after this call (which
+        // waits for the copies) cannot change what the download returns.
         let len = inner.size;
         let staging = d.take_staging(len)?;
         let mut copier = match Copier::start(d, inner.last_use.mark().compute) {
@@ -342,7 +332,7 @@ impl<T: Pod> Buffer<T> {
         Ok(Download {
             dev: d.clone(),
             n,
-            source: Source::Staged {
+            source: Source {
                 staging: Some(staging),
                 pieces: submitted,
                 mark,
@@ -354,18 +344,11 @@ impl<T: Pod> Buffer<T> {
     }
 }
 
-enum Source {
-    /// Host-visible memory read through its mapping once `mark` passed.
-    Mapped {
-        buf: Arc<BufferInner>,
-        mark: UseMark,
-    },
-    /// Copies into `staging`: byte range and staging-queue value of each.
-    Staged {
-        staging: Option<StagingBuffer>,
-        pieces: Vec<(Range<u64>, u64)>,
-        mark: UseMark,
-    },
+/// Copies into `staging`: byte range and staging-queue value of each.
+struct Source {
+    staging: Option<StagingBuffer>,
+    pieces: Vec<(Range<u64>, u64)>,
+    mark: UseMark,
 }
 
 /// A download in flight (from [`Buffer::download_async`]): [`Download::wait`]
@@ -417,10 +400,7 @@ impl<T: Pod> Download<T> {
     pub fn is_ready(&self) -> Result<bool> {
         let d = &self.dev;
         d.sticky.check()?;
-        let mark = match &self.source {
-            Source::Mapped { mark, .. } | Source::Staged { mark, .. } => *mark,
-        };
-        Ok(mark.reached(d.completed()?))
+        Ok(self.source.mark.reached(d.completed()?))
     }
 
     /// Blocks until the data is on the host and returns it. The pieces
@@ -433,49 +413,37 @@ impl<T: Pod> Download<T> {
             .out
             .take()
             .ok_or(Error::Consumed { what: "Download" })?;
-        match &mut self.source {
-            Source::Mapped { buf, mark } => {
-                d.wait_mark(*mark, None)?;
-                let mut v = vec![T::zeroed(); self.n];
-                transfer::read_bytes(buf, 0, bytemuck::cast_slice_mut(&mut v))?;
-                Ok(v)
-            }
-            Source::Staged {
-                staging, pieces, ..
-            } => {
-                let Some(st) = staging.as_ref() else {
-                    return Err(Error::Consumed { what: "Download" });
-                };
-                let rest = &pieces[self.drained..];
-                let total: u64 = rest.iter().map(|(r, _)| r.end - r.start).sum();
-                drain_parallel(
-                    &d,
-                    st,
-                    rest,
-                    out.as_mut_ptr().cast(),
-                    workers_for(total, cores()),
-                )?;
-                // SAFETY: every byte of the `n` elements was written: the
-                // pieces tile the buffer, earlier ones drained by `poll`.
-                unsafe { out.set_len(self.n) };
-                if let Some(s) = staging.take() {
-                    d.give_staging(s);
-                }
-                Ok(out)
-            }
+        let Source {
+            staging, pieces, ..
+        } = &mut self.source;
+        let Some(st) = staging.as_ref() else {
+            return Err(Error::Consumed { what: "Download" });
+        };
+        let rest = &pieces[self.drained..];
+        let total: u64 = rest.iter().map(|(r, _)| r.end - r.start).sum();
+        drain_parallel(
+            &d,
+            st,
+            rest,
+            out.as_mut_ptr().cast(),
+            workers_for(total, cores()),
+        )?;
+        // SAFETY: every byte of the `n` elements was written: the pieces
+        // tile the buffer, earlier ones drained by `poll`.
+        unsafe { out.set_len(self.n) };
+        if let Some(s) = staging.take() {
+            d.give_staging(s);
         }
+        Ok(out)
     }
 
     /// One poll step of the staged source: drain the pieces whose copies
     /// completed, register for the next one.
-    fn poll_staged(&mut self, cx: &mut Context<'_>) -> Poll<Result<Vec<T>>> {
+    fn poll_pieces(&mut self, cx: &mut Context<'_>) -> Poll<Result<Vec<T>>> {
         let d = self.dev.clone();
-        let Source::Staged {
+        let Source {
             staging, pieces, ..
-        } = &mut self.source
-        else {
-            return Poll::Ready(Err(Error::Consumed { what: "Download" }));
-        };
+        } = &mut self.source;
         let Some(st) = staging.as_ref() else {
             return Poll::Ready(Err(Error::Consumed { what: "Download" }));
         };
@@ -575,37 +543,14 @@ impl<T: Pod> std::future::Future for Download<T> {
         if let Err(e) = this.dev.sticky.check() {
             return Poll::Ready(Err(e));
         }
-        match &this.source {
-            Source::Mapped { buf, mark } => {
-                let d = &this.dev;
-                let mut points = vec![(d.compute.timeline, mark.compute)];
-                if let Some(t) = &d.transfer {
-                    points.push((t.timeline, mark.transfer));
-                }
-                match poll_points(d, &points, None, this.started, cx) {
-                    Poll::Pending => Poll::Pending,
-                    Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
-                    Poll::Ready(Ok(())) => {
-                        if this.out.take().is_none() {
-                            return Poll::Ready(Err(Error::Consumed { what: "Download" }));
-                        }
-                        let mut v = vec![T::zeroed(); this.n];
-                        let r = transfer::read_bytes(buf, 0, bytemuck::cast_slice_mut(&mut v));
-                        Poll::Ready(r.map(|()| v))
-                    }
-                }
-            }
-            Source::Staged { .. } => this.poll_staged(cx),
-        }
+        this.poll_pieces(cx)
     }
 }
 
 impl<T: Pod> Drop for Download<T> {
     fn drop(&mut self) {
-        if let Source::Staged { staging, mark, .. } = &mut self.source {
-            if let Some(s) = staging.take() {
-                self.dev.release(*mark, Garbage::Staging(s));
-            }
+        if let Some(s) = self.source.staging.take() {
+            self.dev.release(self.source.mark, Garbage::Staging(s));
         }
     }
 }
