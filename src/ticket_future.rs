@@ -50,10 +50,15 @@ pub(crate) fn poll_points(
                 waited: started.elapsed(),
             }));
         }
-        return match d
-            .waiter
-            .register(&d.raw, &d.sticky, sem, value, deadline, cx.waker())
-        {
+        return match d.waiter.register(
+            &d.raw,
+            &d.sticky,
+            crate::waiter::blocks_on_wait_any(&d.info.driver_name),
+            sem,
+            value,
+            deadline,
+            cx.waker(),
+        ) {
             Ok(true) => Poll::Pending,
             Ok(false) => {
                 let r = d.waiter.failure().unwrap_or(vk::Result::ERROR_DEVICE_LOST);

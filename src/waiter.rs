@@ -10,6 +10,9 @@
 //! returns, the thread reads each semaphore's counter once, takes the
 //! wakers whose values were reached or whose deadlines passed, and wakes
 //! them outside its lock. While nothing happens it sleeps in the driver.
+//! Where the driver would spin in such a wait (lavapipe), the thread
+//! instead reads the counters every 2 ms while waits are pending and
+//! sleeps (parked, woken by registrations) while none are.
 //!
 //! The thread holds a clone of the `ash::Device` function table and the
 //! raw handles, never the device itself, so it does not keep the device
@@ -30,12 +33,24 @@ use ash::vk::Handle;
 
 use crate::error::{Result, Sticky};
 
+/// Polling interval where `WAIT_ANY` would spin (see `Shared::wait_any`).
+const POLL_SLICE: std::time::Duration = std::time::Duration::from_millis(2);
+
 /// Wakers waiting on one timeline semaphore, by value.
 type ByValue = BTreeMap<u64, Vec<Waker>>;
 
 /// What the thread and the registering threads share.
 struct Shared {
     raw: ash::Device,
+    /// Whether the driver blocks in a `WAIT_ANY` wait on several
+    /// semaphores. Where it does not (lavapipe: Mesa's emulated timelines
+    /// spin through the set, and a blocking wait on a value that a
+    /// host-gated submission signals trips the validation layer's state
+    /// tracking), the thread reads the counters every [`POLL_SLICE`]
+    /// while waits are pending, and sleeps (parked) while none are.
+    wait_any: bool,
+    /// The waiter thread, to unpark in polling mode.
+    thread: OnceLock<std::thread::Thread>,
     wake: vk::Semaphore,
     state: Mutex<State>,
 }
@@ -98,6 +113,12 @@ fn needs_rearm(armed: Option<&Armed>, sem: u64, value: u64, deadline: Option<Ins
     !(covered && deadline_covered)
 }
 
+/// Whether the driver named `driver_name` blocks in a `WAIT_ANY` wait on
+/// several timeline semaphores (lavapipe's emulated timelines poll).
+pub(crate) fn blocks_on_wait_any(driver_name: &str) -> bool {
+    driver_name != "llvmpipe"
+}
+
 /// Nanoseconds from `now` until `deadline` (`u64::MAX`: none).
 fn timeout_ns(now: Instant, deadline: Option<Instant>) -> u64 {
     deadline.map_or(u64::MAX, |d| {
@@ -106,6 +127,13 @@ fn timeout_ns(now: Instant, deadline: Option<Instant>) -> u64 {
 }
 
 impl Shared {
+    /// Polling mode: wakes the thread from its sleep.
+    fn unpark(&self) {
+        if let Some(t) = self.thread.get() {
+            t.unpark();
+        }
+    }
+
     fn signal_wake(&self, st: &mut State) {
         st.wake_value += 1;
         let info = vk::SemaphoreSignalInfo::default()
@@ -145,19 +173,38 @@ impl Shared {
                     }
                 }
                 deadline = st.deadlines.first_key_value().map(|((d, _), _)| *d);
-                st.armed = Some(Armed { values, deadline });
+                // Polling: registrations unpark the thread instead of
+                // signalling (`armed` stays None).
+                if self.wait_any {
+                    st.armed = Some(Armed { values, deadline });
+                }
             }
-            let info = vk::SemaphoreWaitInfo::default()
-                .flags(vk::SemaphoreWaitFlags::ANY)
-                .semaphores(&sems)
-                .values(&vals);
-            // SAFETY: every semaphore is a live timeline semaphore of this
-            // device: the wake-up one is destroyed after this thread is
-            // joined, and queue timelines live as long as the device, which
-            // `stop` outlives; the arrays outlive the call.
-            let r = unsafe {
-                self.raw
-                    .wait_semaphores(&info, timeout_ns(Instant::now(), deadline))
+            let r = if self.wait_any {
+                let info = vk::SemaphoreWaitInfo::default()
+                    .flags(vk::SemaphoreWaitFlags::ANY)
+                    .semaphores(&sems)
+                    .values(&vals);
+                // SAFETY: every semaphore is a live timeline semaphore of
+                // this device: the wake-up one is destroyed after this
+                // thread is joined, and queue timelines live as long as the
+                // device, which `stop` outlives; the arrays outlive the call.
+                unsafe {
+                    self.raw
+                        .wait_semaphores(&info, timeout_ns(Instant::now(), deadline))
+                }
+            } else {
+                // Polling: sleep a slice (or until unparked by a
+                // registration, loss or shutdown), then read the counters.
+                if sems.len() > 1 {
+                    let slice_end = Instant::now() + POLL_SLICE;
+                    let until = deadline.map_or(slice_end, |d| d.min(slice_end));
+                    std::thread::park_timeout(until.saturating_duration_since(Instant::now()));
+                } else if let Some(d) = deadline {
+                    std::thread::park_timeout(d.saturating_duration_since(Instant::now()));
+                } else {
+                    std::thread::park();
+                }
+                Ok(())
             };
             let woken = {
                 let mut st = lock(&self.state);
@@ -242,7 +289,12 @@ pub(crate) struct WaiterSlot {
 }
 
 impl WaiterSlot {
-    fn get_or_start(&self, raw: &ash::Device, sticky: &Sticky) -> Result<&Arc<Shared>> {
+    fn get_or_start(
+        &self,
+        raw: &ash::Device,
+        sticky: &Sticky,
+        wait_any: bool,
+    ) -> Result<&Arc<Shared>> {
         if let Some(s) = self.shared.get() {
             return Ok(s);
         }
@@ -259,13 +311,18 @@ impl WaiterSlot {
             .map_err(|r| sticky.fail("vkCreateSemaphore", r))?;
         let shared = Arc::new(Shared {
             raw: raw.clone(),
+            wait_any,
+            thread: OnceLock::new(),
             wake,
             state: Mutex::new(State::default()),
         });
         let runner = shared.clone();
         let spawned = std::thread::Builder::new()
             .name("vkcompute-waiter".into())
-            .spawn(move || runner.run());
+            .spawn(move || {
+                let _ = runner.thread.set(std::thread::current());
+                runner.run()
+            });
         match spawned {
             Ok(h) => *thread = Some(h),
             Err(e) => {
@@ -282,16 +339,18 @@ impl WaiterSlot {
 
     /// Wakes `waker` once `sem` reaches `value`, or at `deadline`, or on
     /// device loss. `Ok(false)` when the waiter already saw the device lost.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn register(
         &self,
         raw: &ash::Device,
         sticky: &Sticky,
+        wait_any: bool,
         sem: vk::Semaphore,
         value: u64,
         deadline: Option<Instant>,
         waker: &Waker,
     ) -> Result<bool> {
-        let shared = self.get_or_start(raw, sticky)?;
+        let shared = self.get_or_start(raw, sticky, wait_any)?;
         let key = sem.as_raw();
         let mut st = lock(&shared.state);
         if st.lost.is_some() {
@@ -311,7 +370,12 @@ impl WaiterSlot {
             st.armed = None;
             shared.signal_wake(&mut st);
         }
-        Ok(st.lost.is_none())
+        let ok = st.lost.is_none();
+        drop(st);
+        if !shared.wait_any {
+            shared.unpark();
+        }
+        Ok(ok)
     }
 
     /// The failure the waiter thread saw, if any (device loss).
@@ -330,6 +394,7 @@ impl WaiterSlot {
             s.signal_wake(&mut st);
             w
         };
+        s.unpark();
         for w in woken {
             w.wake();
         }
@@ -372,6 +437,7 @@ impl WaiterSlot {
             st.take_all()
         };
         drop(pending);
+        s.unpark();
         let handle = self.thread.lock().unwrap_or_else(|p| p.into_inner()).take();
         if let Some(h) = handle {
             if h.thread().id() != std::thread::current().id() {
