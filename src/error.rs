@@ -296,8 +296,7 @@ pub enum Error {
         max_difference: u64,
     },
 
-    /// A helper thread (the futures' waiter, a transfer's copy worker)
-    /// could not be started or panicked.
+    /// A helper thread (the futures' waiter) could not be started.
     #[error("{what} thread failed: {detail}")]
     Thread {
         /// Which thread.

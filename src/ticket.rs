@@ -56,7 +56,7 @@ impl Ticket {
 
     /// The device and the (timeline semaphore, value) pairs that must all be
     /// reached for the batch to be complete (for the futures' waiter).
-    pub(crate) fn sync_points(&self) -> (&Arc<DeviceInner>, Vec<(vk::Semaphore, u64)>) {
+    pub(crate) fn wait_points(&self) -> (&Arc<DeviceInner>, Vec<(vk::Semaphore, u64)>) {
         (&self.dev, vec![(self.dev.compute.timeline, self.value)])
     }
 

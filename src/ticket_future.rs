@@ -111,7 +111,7 @@ impl Future for TicketWait<'_> {
     type Output = Result<()>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
-        let (d, points) = self.ticket.sync_points();
+        let (d, points) = self.ticket.wait_points();
         poll_points(d, &points, self.deadline, self.started, cx)
     }
 }
@@ -123,7 +123,7 @@ impl Future for Ticket {
     type Output = Result<()>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
-        let (d, points) = self.sync_points();
+        let (d, points) = self.wait_points();
         poll_points(d, &points, None, Instant::now(), cx)
     }
 }
