@@ -428,6 +428,8 @@ impl<T: Pod> Download<T> {
             out.as_mut_ptr().cast(),
             workers_for(total, cores()),
         )?;
+        // A loss seen while the copies ran (e.g. by another thread).
+        d.sticky.check()?;
         // SAFETY: every byte of the `n` elements was written: the pieces
         // tile the buffer, earlier ones drained by `poll`.
         unsafe { out.set_len(self.n) };
