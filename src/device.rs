@@ -60,6 +60,8 @@ pub(crate) enum Garbage {
     QueryPool(vk::QueryPool),
     /// A semaphore (an [`crate::Event`]'s) that submissions waited on.
     Semaphore(vk::Semaphore),
+    /// A staging buffer of an async transfer: back to the pool when done.
+    Staging(crate::staging::StagingBuffer),
 }
 
 /// Shader features the megakernel template chooses between, as enabled.
@@ -114,6 +116,8 @@ pub(crate) struct DeviceInner {
     budget_used: AtomicU64,
     /// The physical device `raw` was created on (for [`crate::interop`]).
     pub physical: vk::PhysicalDevice,
+    /// The thread that wakes ticket futures (started at first use).
+    pub waiter: crate::waiter::WaiterSlot,
     /// Dropped last: the device is destroyed in `drop` before it.
     pub(crate) instance: Instance,
 }
@@ -286,6 +290,7 @@ impl Device {
             .inner
             .sticky
             .fail("simulate_device_loss", vk::Result::ERROR_DEVICE_LOST);
+        self.inner.waiter.device_lost();
     }
 
     /// How long this device's creation took, by phase.
@@ -553,6 +558,7 @@ impl DeviceInner {
                 garbage: Mutex::new(Deferred::default()),
                 budget_used: AtomicU64::new(0),
                 physical: p.physical,
+                waiter: crate::waiter::WaiterSlot::default(),
                 instance,
             })
         }
@@ -708,6 +714,7 @@ impl DeviceInner {
                 unsafe { self.raw.destroy_semaphore(sem, None) };
                 self.counters.add(Counter::Semaphores, -1);
             }
+            Garbage::Staging(s) => self.give_staging(s),
         }
     }
 
@@ -734,7 +741,11 @@ impl Drop for DeviceInner {
         // every object may be destroyed; children go before the device, the
         // device before the instance (a later field).
         unsafe {
+            // The futures' waiter thread first: it waits on semaphores of
+            // this device.
+            self.waiter.stop(&self.raw);
             let _ = self.raw.device_wait_idle();
+            self.waiter.destroy_adopted(&self.raw);
             for item in self
                 .garbage
                 .get_mut()

@@ -60,6 +60,43 @@ impl StagingBuffer {
         unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), self.ptr.as_ptr(), src.len()) };
     }
 
+    /// Copies `src` to byte `offset` of the buffer (async transfers, where
+    /// several threads fill disjoint ranges of one buffer).
+    ///
+    /// # Safety
+    /// No other thread and no GPU copy accesses bytes
+    /// `offset..offset + src.len()` during the call.
+    pub(crate) unsafe fn write_at(&self, offset: u64, src: &[u8]) {
+        assert!(
+            offset.saturating_add(src.len() as u64) <= self.size,
+            "staging write beyond its size"
+        );
+        // SAFETY: in bounds (checked above); exclusive access to the range
+        // is the caller's contract.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                src.as_ptr(),
+                self.ptr.as_ptr().add(offset as usize),
+                src.len(),
+            )
+        };
+    }
+
+    /// Copies `len` bytes at byte `offset` of the buffer to `dst`.
+    ///
+    /// # Safety
+    /// `dst` is valid for `len` bytes of writes that nothing else accesses
+    /// during the call, and the GPU copy into the range completed with its
+    /// writes made visible to the host.
+    pub(crate) unsafe fn read_at(&self, offset: u64, dst: *mut u8, len: usize) {
+        assert!(
+            offset.saturating_add(len as u64) <= self.size,
+            "staging read beyond its size"
+        );
+        // SAFETY: in bounds (checked above); `dst` is the caller's contract.
+        unsafe { std::ptr::copy_nonoverlapping(self.ptr.as_ptr().add(offset as usize), dst, len) };
+    }
+
     /// Copies the buffer's first `dst.len()` bytes into `dst`.
     pub(crate) fn read(&self, dst: &mut [u8]) {
         assert!(
@@ -79,10 +116,16 @@ pub(crate) struct StagingPool {
 }
 
 impl StagingPool {
-    /// A free buffer of at least `size` bytes, if one is pooled.
+    /// The smallest free buffer of at least `size` bytes, if one is pooled
+    /// (so a small transfer does not take the large buffer of an async one).
     pub(crate) fn take(&self, size: u64) -> Option<StagingBuffer> {
         let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
-        let i = free.iter().position(|b| b.size >= size)?;
+        let i = free
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.size >= size)
+            .min_by_key(|(_, b)| b.size)
+            .map(|(i, _)| i)?;
         Some(free.swap_remove(i))
     }
 

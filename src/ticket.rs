@@ -154,6 +154,12 @@ impl Ticket {
         Arc::ptr_eq(&self.dev, dev)
     }
 
+    /// The device and the (timeline semaphore, value) pairs that must all be
+    /// reached for the work to be complete (for the futures' waiter).
+    pub(crate) fn wait_points(&self) -> (&Arc<DeviceInner>, Vec<(vk::Semaphore, u64)>) {
+        (&self.dev, self.sync_points().collect())
+    }
+
     /// Blocks until the work has completed. After a device loss:
     /// [`Error::DeviceLost`], even for work that had completed.
     pub fn wait(&self) -> Result<()> {
