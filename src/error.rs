@@ -283,6 +283,16 @@ pub enum Error {
         /// What went wrong.
         detail: String,
     },
+
+    /// A built-in op ([`crate::ops`]) was given operands whose lengths or
+    /// shapes do not fit together.
+    #[error("{op}: {detail}")]
+    OpShape {
+        /// The op.
+        op: &'static str,
+        /// What does not fit, with the sizes given and expected.
+        detail: String,
+    },
 }
 
 impl Error {

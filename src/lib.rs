@@ -87,6 +87,7 @@ mod glsl;
 mod instance;
 mod kernel;
 mod memory;
+pub mod ops;
 mod options;
 mod pipeline_cache;
 mod policy;
