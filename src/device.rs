@@ -75,7 +75,7 @@ pub(crate) struct DeviceInner {
     /// Written descriptor sets kept across batches (pooled descriptors).
     pub set_cache: SetCache,
     /// Built-in kernels ([`crate::ops`], the copy kernel), each made at first use.
-    pub builtins: crate::ops::registry::Registry,
+    pub builtins: crate::builtins::Registry,
     /// How long creation took, by phase.
     pub startup: StartupTimes,
     pub staging: StagingPool,
@@ -446,7 +446,7 @@ impl DeviceInner {
                 counters,
                 kernels,
                 set_cache: SetCache::new(),
-                builtins: crate::ops::registry::Registry::default(),
+                builtins: crate::builtins::Registry::default(),
                 startup: StartupTimes {
                     create_device: create_device_time,
                     rest: t_rest.elapsed(),

@@ -78,6 +78,7 @@ mod adapter;
 mod barrier;
 mod batch;
 mod buffer;
+mod builtins;
 mod copy;
 mod device;
 mod disk_cache;

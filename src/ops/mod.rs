@@ -1,5 +1,5 @@
 //! Built-in kernels: element-wise ops, reductions, softmax, transpose and
-//! GEMV, recorded into an ordinary [`Batch`] next to your own kernels.
+//! GEMV, recorded into an ordinary [`Batch`](crate::Batch) next to your own kernels.
 //!
 //! ```
 //! # fn main() -> vkcompute::Result<()> {
@@ -22,7 +22,7 @@
 //!
 //! Each op is one dispatch. Like any dispatch in a batch it is unordered
 //! against the other commands unless separated by
-//! [`Batch::barrier`]: put a barrier between an op and a later command that
+//! [`Batch::barrier`](crate::Batch::barrier): put a barrier between an op and a later command that
 //! reads what it writes (or writes what it reads).
 //!
 //! The kernels are GLSL in `shaders/`, compiled to SPIR-V when the crate is
@@ -30,7 +30,7 @@
 //! `default-features = false`). Each device builds a built-in's pipeline at
 //! its first use and reuses it ([`registry_stats`]).
 //!
-//! Operands are [`Buffer`]s or [`BufferSlice`](crate::BufferSlice)s of
+//! Operands are [`Buffer`]s or [`BufferSlice`]s of
 //! `f32`, or of [`F16`] for the element-wise ops where the adapter has
 //! `shaderFloat16` and 16-bit storage (arithmetic is f32 either way).
 //! Lengths and shapes that do not fit together are an
@@ -45,10 +45,10 @@ mod elementwise;
 mod gemv;
 mod grid;
 mod reduce;
-pub(crate) mod registry;
 mod softmax;
 mod transpose;
 
+pub use crate::builtins::{builtin_kernel, builtin_names, registry_stats, RegistryStats};
 pub use dtype::{DType, Element, F16};
 pub use elementwise::{
     add, binary, copy, fill, gelu, gelu_tanh, mul, relu, saxpy, scale, sigmoid, sub, swish, tanh,
@@ -56,7 +56,6 @@ pub use elementwise::{
 };
 pub use gemv::gemv;
 pub use reduce::{dot, max, sum};
-pub use registry::{builtin_kernel, builtin_names, registry_stats, RegistryStats};
 pub use softmax::{softmax, SOFTMAX_ONE_READ_MAX_COLS};
 pub use transpose::transpose;
 

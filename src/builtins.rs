@@ -1,4 +1,5 @@
-//! The per-device registry of built-in kernels.
+//! The per-device registry of built-in kernels (core: the device holds it
+//! and `Batch::copy` uses it; [`crate::ops`] records the built-ins).
 //!
 //! Every `shaders/*.comp` file is compiled to SPIR-V when the crate is built
 //! (`build/builtin_shaders.rs`) and embedded in [`BUILTIN_SPIRV`], keyed by
