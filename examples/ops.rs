@@ -96,6 +96,34 @@ fn random(seed: u64, n: usize, scale: f32) -> Vec<f32> {
         .collect()
 }
 
+/// The goal for an op: a ratio to our copy or to PyTorch.
+enum Goal {
+    Copy(f64),
+    Torch(f64),
+    None,
+}
+
+fn goal(key: &str) -> Goal {
+    match key {
+        "sum" | "max" | "dot" => Goal::Copy(0.9),
+        "batch_copy" => Goal::None,
+        k if k.starts_with("gemv") => Goal::Copy(0.8),
+        k if k.starts_with("softmax") => Goal::Torch(1.5),
+        k if k.starts_with("transpose") => Goal::Torch(2.0),
+        _ => Goal::Torch(1.0),
+    }
+}
+
+/// The number after `"key":` in a flat JSON object.
+fn anchor_value(json: &str, key: &str) -> Option<f64> {
+    let at = json.find(&format!("\"{key}\""))? + key.len() + 2;
+    let rest = json[at..].trim_start().strip_prefix(':')?.trim_start();
+    let end = rest
+        .find(|c: char| !(c.is_ascii_digit() || "+-.eE".contains(c)))
+        .unwrap_or(rest.len());
+    rest[..end].parse().ok()
+}
+
 fn sigmoid(x: f64) -> f64 {
     1.0 / (1.0 + (-x).exp())
 }
@@ -127,7 +155,11 @@ fn erf(z: f64) -> f64 {
 }
 
 fn main() -> Result<()> {
-    let json = std::env::args().skip_while(|a| a != "--json").nth(1);
+    let flag = |name: &str| std::env::args().skip_while(|a| a != name).nth(1);
+    let json = flag("--json");
+    // `--anchor PATH`: cuda_ops_anchor.py's JSON from the same machine, for
+    // the ratios against PyTorch.
+    let anchor = flag("--anchor").and_then(|p| std::fs::read_to_string(p).ok());
     let quick = std::env::var_os("VKCOMPUTE_QUICK").is_some();
     let (n, r, warm, reps) = if quick {
         (1usize << 20, 512u32, 1, 3)
@@ -351,8 +383,8 @@ fn main() -> Result<()> {
         .map(gbps)
         .unwrap_or(0.0);
     println!(
-        "{:<20} {:>10} {:>10} {:>10} {:>11}",
-        "op", "GB/s", "µs", "vs copy", "max error"
+        "{:<20} {:>10} {:>10} {:>10} {:>11} {:>10} {:>22}",
+        "op", "GB/s", "µs", "vs copy", "max error", "vs torch", "goal"
     );
     let mut ok = true;
     for row in &rows {
@@ -364,17 +396,40 @@ fn main() -> Result<()> {
             };
         let pass = row.max_err <= bound;
         ok &= pass;
+        let torch = anchor
+            .as_deref()
+            .and_then(|a| anchor_value(a, &format!("{}_GBps", row.key)))
+            .map(|t| gbps(row) / t);
+        let (vs_copy, vs_torch) = (gbps(row) / copy, torch.unwrap_or(f64::NAN));
+        let goal = match goal(&row.key) {
+            Goal::Copy(g) => format!(
+                "{g}x copy: {}",
+                if vs_copy >= g { "met" } else { "NOT met" }
+            ),
+            Goal::Torch(g) if torch.is_some() => {
+                format!(
+                    "{g}x torch: {}",
+                    if vs_torch >= g { "met" } else { "NOT met" }
+                )
+            }
+            Goal::Torch(g) => format!("{g}x torch"),
+            Goal::None => String::new(),
+        };
         println!(
-            "{:<20} {:>10.1} {:>10.1} {:>9.2}x {:>11.2e}{}",
+            "{:<20} {:>10.1} {:>10.1} {:>9.2}x {:>11.2e} {:>9.2}x {:>22}{}",
             row.key,
             gbps(row),
             row.seconds * 1e6,
-            gbps(row) / copy,
+            vs_copy,
             row.max_err,
+            vs_torch,
+            goal,
             if pass { "" } else { "  WRONG" }
         );
     }
-    println!("goals in this run: sum, max, dot >= 0.9x copy; gemv >= 0.8x copy (PyTorch ratios: beside cuda_ops_anchor.py)");
+    if anchor.is_none() {
+        println!("(pass --anchor PATH with cuda_ops_anchor.py's JSON for the ratios to PyTorch)");
+    }
     if let Some(path) = json {
         let mut s = String::from("{\n");
         s += &format!(
