@@ -108,12 +108,13 @@ fn shared_memory_variants_agree_with_the_subgroup_ones() {
     );
     let soft = ops::builtin_kernel(&gpu, "softmax_wg", &[]).unwrap();
     let gemv = ops::builtin_kernel(&gpu, "gemv_wg", &[]).unwrap();
-    let pc: Vec<u8> = [rows, cols, 1]
+    // softmax: rows, cols, vec; gemv: m, n, vec, rows per group.
+    let pc: Vec<u8> = [rows, cols, 1, 1]
         .iter()
         .flat_map(|w| w.to_le_bytes())
         .collect();
     let mut b = gpu.batch().unwrap();
-    b.run_configured(&soft, &[&ms, &ms, &so, &so], [rows, 1, 1], Some(&pc))
+    b.run_configured(&soft, &[&ms, &ms, &so, &so], [rows, 1, 1], Some(&pc[..12]))
         .unwrap();
     b.run_configured(&gemv, &[&ms, &ms, &vs, &vs, &yo], [rows, 1, 1], Some(&pc))
         .unwrap();

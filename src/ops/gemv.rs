@@ -1,8 +1,9 @@
-//! Matrix-vector product `y = A x`, `A` row-major `m` × `n`: one workgroup
-//! per row, vec4 loads with four in flight per invocation when `n` is a
-//! multiple of 4 and the operands are 16-byte aligned, and a fixed-order
-//! workgroup sum (subgroup operations where the adapter has them)
-//! (`shaders/gemv.glsl`).
+//! Matrix-vector product `y = A x`, `A` row-major `m` × `n`
+//! (`shaders/gemv.glsl`). With subgroup arithmetic: one subgroup per row,
+//! no barriers, each workgroup taking 256 / subgroup-size consecutive rows;
+//! without: one workgroup per row and a shared-memory sum. Each lane keeps
+//! four vec4 loads in flight when `n` is a multiple of 4 and the operands
+//! are 16-byte aligned; every output is summed in a fixed order.
 
 use crate::batch::Batch;
 use crate::error::{Error, Result};
@@ -34,13 +35,41 @@ pub fn gemv(
     let (av, xv) = (a.view(), x.view());
     let gpu = device_of(&av);
     let vec = n % 4 == 0 && aligned16(&[av, xv]);
-    let grid = row_grid(m, gpu.info().max_workgroup_count).ok_or_else(|| Error::OpShape {
-        op: OP,
-        detail: format!("{m} rows exceed the adapter's workgroup grid"),
-    })?;
+    let info = gpu.info();
+    let rpg = rows_per_group(info.subgroup_arithmetic, info.subgroup_size);
+    let grid =
+        row_grid(m.div_ceil(rpg), info.max_workgroup_count).ok_or_else(|| Error::OpShape {
+            op: OP,
+            detail: format!("{m} rows exceed the adapter's workgroup grid"),
+        })?;
     let name = reduction_variant(&gpu, "gemv_sg", "gemv_wg");
     let k = gpu.inner.builtins.get(&gpu.inner, name, &[])?;
-    let pc = words(&[m, n, u32::from(vec)]);
+    let pc = words(&[m, n, u32::from(vec), rpg]);
     batch.run_configured(&k, &[a, a, x, x, y], grid, Some(&pc))?;
     Ok(())
+}
+
+/// Rows each workgroup of 256 takes: one per subgroup with subgroup
+/// arithmetic (the kernel strides its subgroups over them, so a subgroup
+/// size other than the reported one stays correct), else one.
+fn rows_per_group(subgroups: bool, subgroup_size: u32) -> u32 {
+    if subgroups {
+        (256 / subgroup_size.max(1)).max(1)
+    } else {
+        1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rows_per_group;
+
+    #[test]
+    fn a_row_per_subgroup() {
+        assert_eq!(rows_per_group(true, 32), 8);
+        assert_eq!(rows_per_group(true, 8), 32);
+        assert_eq!(rows_per_group(true, 64), 4);
+        assert_eq!(rows_per_group(true, 512), 1);
+        assert_eq!(rows_per_group(false, 32), 1);
+    }
 }
