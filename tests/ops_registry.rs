@@ -148,3 +148,29 @@ fn shared_memory_variants_agree_with_the_subgroup_ones() {
     }
     common::assert_clean(&gpu);
 }
+
+#[test]
+fn element_wise_kernels_stride_over_any_grid() {
+    // The launch rule gives one item per invocation up to the grid limit
+    // and strides beyond it: run the kernel with a grid far too small by
+    // hand and check every element (vec4 part and tail).
+    let gpu = common::gpu();
+    let n = 10_003u32;
+    let x: Vec<f32> = (0..n).map(|i| i as f32 - 5000.0).collect();
+    let xs = gpu.upload(&x).unwrap();
+    let out = gpu.alloc::<f32>(n as usize).unwrap();
+    let relu = ops::builtin_kernel(&gpu, "ew_unary_f32", &[(0, 2)]).unwrap();
+    let mut pc = Vec::new();
+    for w in [n, n / 4, 0, 0] {
+        pc.extend_from_slice(&w.to_le_bytes());
+    }
+    let mut b = gpu.batch().unwrap();
+    b.run_configured(&relu, &[&xs, &xs, &out, &out], [3, 1, 1], Some(&pc))
+        .unwrap();
+    b.submit().unwrap();
+    let got = out.download().unwrap();
+    for (i, (&g, &v)) in got.iter().zip(&x).enumerate() {
+        assert_eq!(g, v.max(0.0), "element {i}");
+    }
+    common::assert_clean(&gpu);
+}
