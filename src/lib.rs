@@ -53,6 +53,9 @@
 //!   [`KernelBuilder`] for entry points, specialization constants and
 //!   workgroup sizes.
 //! - [`Batch`]: dispatches, barriers, copies and fills; [`Ticket`]: completion.
+//! - [`ops`]: built-in kernels (element-wise, reductions, softmax,
+//!   transpose, GEMV) recorded into any batch; their SPIR-V is compiled from
+//!   `shaders/` when the crate is built, so they need no runtime compiler.
 //! - The on-disk cache ([`DeviceOptions::cache_dir`], `VKCOMPUTE_CACHE_DIR`):
 //!   the driver's pipeline cache per adapter and driver build, and compiled
 //!   GLSL, so a second start skips shaderc and pipeline compilation; a
