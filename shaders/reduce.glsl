@@ -35,17 +35,24 @@ void main() {
     uint gid = gl_GlobalInvocationID.x;
     float a = identity();
     float b = identity();
-    // Two loads in flight per iteration, two accumulators.
+    float c = identity();
+    float d = identity();
+    // Four loads in flight per iteration, four accumulators.
     uint i = gid;
-    for (; i + stride < n4; i += 2u * stride) {
-        vec4 u = load4(i);
-        vec4 v = load4(i + stride);
-        a = combine(a, reduce4(u));
-        b = combine(b, reduce4(v));
+    for (; i + 3u * stride < n4; i += 4u * stride) {
+        vec4 p = load4(i);
+        vec4 q = load4(i + stride);
+        vec4 u = load4(i + 2u * stride);
+        vec4 v = load4(i + 3u * stride);
+        a = combine(a, reduce4(p));
+        b = combine(b, reduce4(q));
+        c = combine(c, reduce4(u));
+        d = combine(d, reduce4(v));
     }
-    if (i < n4) a = combine(a, reduce4(load4(i)));
+    for (; i < n4; i += stride) a = combine(a, reduce4(load4(i)));
     for (uint j = n4 * 4u + gid; j < n; j += stride) b = combine(b, load1(j));
-    float r = wg_reduce(combine(a, b));
+    a = combine(combine(a, b), combine(c, d));
+    float r = wg_reduce(a);
 
     if (gl_LocalInvocationIndex == 0u) {
         scratch.part[gl_WorkGroupID.x] = floatBitsToUint(r);
