@@ -4,7 +4,8 @@
 //! element-wise ops and saxpy on 64 Mi f32 (add counts 3 × 4 bytes per
 //! element, relu 2 × 4, fill 4, ...), sum/max on 64 Mi (4 bytes per
 //! element), dot (8), softmax over 8192 × 8192 rows (read + write), transpose
-//! 8192² (read + write), GEMV 8192² (the matrix only).
+//! 8192² (read + write), GEMV 8192² (the matrix only); f16-storage add and
+//! gelu where the adapter has it (2 bytes per element read or written).
 //!
 //! Timing: GPU timestamps around each of several dispatches of the op in one
 //! batch (separated by barriers), median; wall time over the batch when the
@@ -17,7 +18,7 @@
 
 use std::time::Instant;
 
-use vkcompute::ops::{self, Binary, Unary};
+use vkcompute::ops::{self, Binary, Unary, F16};
 use vkcompute::{Batch, BatchOptions, Buffer, Device, Profiling, Result};
 
 /// One measured op.
@@ -106,7 +107,7 @@ enum Goal {
 fn goal(key: &str) -> Goal {
     match key {
         "sum" | "max" | "dot" => Goal::Copy(0.9),
-        "batch_copy" => Goal::None,
+        k if k == "batch_copy" || k.ends_with("_f16") => Goal::None,
         k if k.starts_with("gemv") => Goal::Copy(0.8),
         k if k.starts_with("softmax") => Goal::Torch(1.5),
         k if k.starts_with("transpose") => Goal::Torch(2.0),
@@ -315,6 +316,42 @@ fn main() -> Result<()> {
     });
     drop((xs, ys, out));
 
+    // f16 storage (compute in f32), where the adapter has it: add and gelu.
+    let info = gpu.info();
+    if info.float16 && info.storage_buffer16 {
+        let h = |v: &[f32]| v.iter().map(|&q| F16::from_f32(q)).collect::<Vec<F16>>();
+        let (xh, yh) = (h(&x), h(&y));
+        let (xhs, yhs) = (gpu.upload(&xh)?, gpu.upload(&yh)?);
+        let oh = gpu.alloc::<F16>(n)?;
+        let t = time(&gpu, warm, reps, &|b| ops::add(b, &xhs, &yhs, &oh))?;
+        let got: Vec<f32> = oh.download()?.iter().map(|q| q.to_f32()).collect();
+        let err = max_rel_err(&got, |i| {
+            let w = f64::from(xh[i].to_f32()) + f64::from(yh[i].to_f32());
+            (w, w.abs() + 2f64.powi(-14))
+        });
+        rows.push(Row {
+            key: "add_f16".into(),
+            bytes: 6.0 * nf,
+            seconds: t,
+            max_err: err,
+        });
+        let t = time(&gpu, warm, reps, &|b| ops::gelu(b, &xhs, &oh))?;
+        let got: Vec<f32> = oh.download()?.iter().map(|q| q.to_f32()).collect();
+        let err = max_rel_err(&got, |i| {
+            let v = f64::from(xh[i].to_f32());
+            let w = 0.5 * v * (1.0 + erf(v / std::f64::consts::SQRT_2));
+            (w, w.abs() + 2f64.powi(-14))
+        });
+        rows.push(Row {
+            key: "gelu_f16".into(),
+            bytes: 4.0 * nf,
+            seconds: t,
+            max_err: err,
+        });
+    } else {
+        println!("f16 rows skipped: the adapter lacks shaderFloat16 or 16-bit storage");
+    }
+
     // Matrices.
     let rr = (r as usize) * (r as usize);
     let m = random(3, rr, 4.0);
@@ -391,6 +428,10 @@ fn main() -> Result<()> {
         let bound =
             if row.key == "max" || row.key == "batch_copy" || row.key.starts_with("transpose") {
                 0.0
+            } else if row.key.ends_with("_f16") {
+                // Outputs rounded to half precision (2^-11), relative to
+                // |result| + 2^-14 (half's subnormal range).
+                1.0 / 1024.0
             } else {
                 1e-4
             };
