@@ -76,15 +76,13 @@ fn compile(c: &Compiler, src: &Path, include: &Path, out: &Path) {
             cmd
         }
     };
-    let output = cmd
-        .output()
-        .unwrap_or_else(|e| {
-            panic!(
-                "vkcompute: could not run the GLSL compiler {:?} ({e}); install `glslc` \
+    let output = cmd.output().unwrap_or_else(|e| {
+        panic!(
+            "vkcompute: could not run the GLSL compiler {:?} ({e}); install `glslc` \
                  (Debian/Ubuntu package `glslc`) or `glslangValidator` (package `glslang-tools`)",
-                cmd.get_program()
-            )
-        });
+            cmd.get_program()
+        )
+    });
     if !output.status.success() {
         panic!(
             "vkcompute: compiling {} failed:\n{}{}",
