@@ -19,6 +19,14 @@ layout(push_constant) uniform P { uint rows; uint cols; uint vec; };
 
 #define K 8u  // vec4 registers per invocation
 
+// Adds x to a running (max m, sum s of exp(x_i - m)).
+void online(inout float m, inout float s, float x) {
+    if (x == NEG_INF) return;  // contributes 0
+    float nm = nmax(m, x);
+    s = s * exp(m - nm) + exp(x - nm);
+    m = nm;
+}
+
 void main() {
     uint row = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
     if (row >= rows) return;  // uniform across the workgroup
@@ -74,12 +82,14 @@ void main() {
     // Two reads: online max and rescaled sum per invocation.
     float m = NEG_INF;
     float s = 0.0;
-    for (uint e = t; e < cols; e += LOCAL) {
-        float x = x1[base + e];
-        if (x == NEG_INF) continue;  // contributes 0
-        float nm = nmax(m, x);
-        s = s * exp(m - nm) + exp(x - nm);
-        m = nm;
+    if (vec != 0u) {
+        uint b4 = base / 4u, c4 = cols / 4u;
+        for (uint e = t; e < c4; e += LOCAL) {
+            vec4 v = x4[b4 + e];
+            for (uint c = 0u; c < 4u; ++c) online(m, s, v[c]);
+        }
+    } else {
+        for (uint e = t; e < cols; e += LOCAL) online(m, s, x1[base + e]);
     }
     float gm = wg_max(m);
     float part = s == 0.0 ? 0.0 : s * exp(m - gm);

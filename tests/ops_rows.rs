@@ -38,7 +38,14 @@ fn softmax_matches_the_reference() {
     // (rows, cols): every length as one row, a few matrices, rows on both
     // sides of the one-read limit, columns not a multiple of 4.
     let mut shapes: Vec<(u32, u32)> = LENGTHS.iter().map(|&n| (1, n as u32)).collect();
-    shapes.extend([(3, 7), (64, 1000), (5, 8192), (3, 8193), (2, 10_001)]);
+    shapes.extend([
+        (3, 7),
+        (64, 1000),
+        (5, 8192),
+        (3, 8193),
+        (2, 10_001),
+        (2, 12_288),
+    ]);
     for (rows, cols) in shapes {
         let n = (rows * cols) as usize;
         let x = random(&mut rng, n, 8.0);
