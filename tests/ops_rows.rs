@@ -109,6 +109,7 @@ fn softmax_nan_and_negative_infinity() {
 fn transpose_is_exact() {
     let gpu = common::gpu();
     let mut rng = common::Rng::new(12);
+    let long = (1u32 << 20) + 3;
     for (rows, cols) in [
         (1u32, 1u32),
         (1, 7),
@@ -116,6 +117,8 @@ fn transpose_is_exact() {
         (1000, 3),
         (33, 65),
         (1024, 1025),
+        (1, long),
+        (long, 1),
     ] {
         let n = (rows * cols) as usize;
         let x = random(&mut rng, n, 1.0);
@@ -148,7 +151,14 @@ fn gemv_matches_the_reference() {
         256.0
     };
     let mut shapes: Vec<(u32, u32)> = LENGTHS.iter().map(|&n| (1, n as u32)).collect();
-    shapes.extend([(7, 1), (1000, 1), (7, 7), (300, 1000), (33, 1027)]);
+    shapes.extend([
+        (7, 1),
+        (1000, 1),
+        (7, 7),
+        (300, 1000),
+        (33, 1027),
+        ((1 << 20) + 3, 1),
+    ]);
     for (m, n) in shapes {
         let a = random(&mut rng, (m * n) as usize, 1.0);
         let x = random(&mut rng, n as usize, 1.0);
