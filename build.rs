@@ -11,6 +11,9 @@ use std::env;
 use std::hash::{Hash, Hasher};
 use std::path::Path;
 
+#[path = "build/builtin_shaders.rs"]
+mod builtin_shaders;
+
 /// Archives shaderc needs, in the order the linker must see them. Newer
 /// glslang releases fold OGLCompiler, OSDependent and HLSL into glslang;
 /// those that exist are linked.
@@ -29,6 +32,7 @@ const STATIC_LIBS: &[&str] = &[
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-env-changed=VKCOMPUTE_SHADERC_LIB_DIR");
+    builtin_shaders::compile_all();
     if env::var_os("CARGO_FEATURE_GLSL").is_none() {
         return;
     }

@@ -26,7 +26,7 @@ if ! ls "$arch_dir"/libvulkan.so* /usr/lib/libvulkan.so* >/dev/null 2>&1; then
   exit 1
 fi
 # Examples other work adds; each packed and run when it exists.
-optional_examples="streams graph pipeline_overlap async_tokio ops matmul megakernel"
+optional_examples="streams graph pipeline_overlap async_tokio transfer_bandwidth host_access ops matmul megakernel megakernel_resident op_batch"
 cargo build --release --examples --benches --tests >/dev/null
 if [ "$set_name" = perf ]; then
   cargo build --release -p vkcompute-peers >/dev/null || {

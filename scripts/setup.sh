@@ -2,7 +2,8 @@
 # Installs what vkcompute needs on Debian/Ubuntu, when it is missing:
 #   the Vulkan loader, Mesa's lavapipe (a CPU Vulkan driver, so no GPU is
 #   needed), the Khronos validation layer, and the static shaderc, glslang
-#   and SPIRV-Tools archives the `glsl` feature links.
+#   and SPIRV-Tools archives the `glsl` feature links, and glslc, which
+#   build.rs runs to compile the built-in kernels.
 # Uses apt-get as root, or through sudo; otherwise prints what to install.
 # Sourced or run by scripts/demo.sh and scripts/test.sh.
 set -euo pipefail
@@ -17,6 +18,8 @@ ls /usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json >/dev/null
 [ -f "$arch_dir/libglslang.a" ] || need+=(glslang-dev)
 [ -f "$arch_dir/libSPIRV-Tools.a" ] || need+=(spirv-tools)
 command -v c++ >/dev/null 2>&1 || need+=(g++)
+# build.rs compiles the built-in kernels (shaders/*.comp) with glslc.
+command -v glslc >/dev/null 2>&1 || command -v glslangValidator >/dev/null 2>&1 || need+=(glslc)
 
 if [ ${#need[@]} -eq 0 ]; then
   exit 0

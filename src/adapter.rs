@@ -112,6 +112,10 @@ pub struct AdapterInfo {
     /// Invocations one compute unit keeps resident at most (warps per SM ×
     /// warp size on NVIDIA, waves per CU × wave size on AMD); 0 when unknown.
     pub max_threads_per_compute_unit: u32,
+    /// Subgroup arithmetic (`subgroupAdd`, `subgroupMax`, ...) in compute shaders.
+    pub subgroup_arithmetic: bool,
+    /// storageBuffer16BitAccess: 16-bit values in storage buffers.
+    pub storage_buffer16: bool,
 }
 
 impl AdapterInfo {
@@ -202,6 +206,8 @@ pub(crate) fn fake(index: usize, name: &str, ty: AdapterType, mem: u64) -> Adapt
         device_local_memory: mem,
         compute_units: 0,
         max_threads_per_compute_unit: 0,
+        subgroup_arithmetic: true,
+        storage_buffer16: false,
     }
 }
 

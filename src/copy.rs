@@ -6,14 +6,15 @@
 //! rate. [`Batch::copy`](crate::Batch::copy) takes this path for copies of at
 //! least [`KERNEL_COPY_MIN_BYTES`] whose offsets and size are multiples of
 //! 16 bytes, in pieces no binding of which exceeds `maxStorageBufferRange`;
-//! anything else, or a build without the `glsl` feature (the kernel is
-//! compiled once per device at first use, and cached on disk like any
-//! other), goes through `vkCmdCopyBuffer`. The piece planning is plain
+//! anything else goes through `vkCmdCopyBuffer`. The kernel is a built-in
+//! (`shaders/copy.comp`, SPIR-V embedded at build time, with or without the
+//! `glsl` feature), made once per device at first use by the registry
+//! ([`crate::ops`]). The piece planning is plain
 //! logic, tested here.
 
 use std::sync::Arc;
 
-use crate::device::{Device, DeviceInner};
+use crate::device::DeviceInner;
 use crate::pipeline_cache::KernelCore;
 
 /// Copies smaller than this use `vkCmdCopyBuffer` (its fixed cost is lower).
@@ -21,23 +22,6 @@ pub(crate) const KERNEL_COPY_MIN_BYTES: u64 = 1 << 20;
 
 /// Invocations per workgroup of the copy kernel.
 const LOCAL: u64 = 256;
-
-/// The copy kernel: `n` 16-byte words from binding 0 to binding 1, one per
-/// invocation, with a grid-stride loop for grids smaller than `n`.
-#[cfg(feature = "glsl")]
-const COPY_GLSL: &str = r#"
-#version 450
-layout(local_size_x = 256) in;
-layout(set = 0, binding = 0) readonly buffer Src { uvec4 src[]; };
-layout(set = 0, binding = 1) writeonly buffer Dst { uvec4 dst[]; };
-layout(push_constant) uniform P { uint n; };
-void main() {
-    uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
-    for (uint i = gl_GlobalInvocationID.x; i < n; i += stride) {
-        dst[i] = src[i];
-    }
-}
-"#;
 
 /// One dispatch of the copy kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,36 +77,17 @@ pub(crate) fn plan(
     Some(out)
 }
 
-/// The device's copy kernel, built at first use; `None` when it cannot be
-/// (no `glsl` feature, or the build failed: copies then use the transfer
-/// command).
+/// The device's copy kernel (`shaders/copy.comp`, from the built-in
+/// registry), built at first use; `None` when it cannot be (copies then use
+/// the transfer command).
 pub(crate) fn kernel(d: &Arc<DeviceInner>) -> Option<Arc<KernelCore>> {
-    d.builtin_copy
-        .get_or_init(|| {
-            #[cfg(feature = "glsl")]
-            {
-                let gpu = Device { inner: d.clone() };
-                match crate::Kernel::builder(&gpu)
-                    .glsl(COPY_GLSL)
-                    .label("vkcompute copy")
-                    .build()
-                {
-                    Ok(k) => Some(k.core),
-                    Err(e) => {
-                        log::warn!(
-                            "vkcompute: copy kernel unavailable ({e}); copies use vkCmdCopyBuffer"
-                        );
-                        None
-                    }
-                }
-            }
-            #[cfg(not(feature = "glsl"))]
-            {
-                let _ = d;
-                None
-            }
-        })
-        .clone()
+    match d.builtins.get(d, "copy", &[]) {
+        Ok(k) => Some(k.core),
+        Err(e) => {
+            log::warn!("vkcompute: copy kernel unavailable ({e}); copies use vkCmdCopyBuffer");
+            None
+        }
+    }
 }
 
 #[cfg(test)]

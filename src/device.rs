@@ -99,8 +99,8 @@ pub(crate) struct DeviceInner {
     pub kernels: KernelCache,
     /// Written descriptor sets kept across batches (pooled descriptors).
     pub set_cache: SetCache,
-    /// The built-in copy kernel ([`crate::copy`]), made at first use.
-    pub builtin_copy: std::sync::OnceLock<Option<Arc<crate::pipeline_cache::KernelCore>>>,
+    /// Built-in kernels ([`crate::ops`], the copy kernel), each made at first use.
+    pub builtins: crate::builtins::Registry,
     /// How long creation took, by phase.
     pub startup: StartupTimes,
     pub staging: StagingPool,
@@ -543,7 +543,7 @@ impl DeviceInner {
                 counters,
                 kernels,
                 set_cache: SetCache::new(),
-                builtin_copy: std::sync::OnceLock::new(),
+                builtins: crate::builtins::Registry::default(),
                 startup: StartupTimes {
                     create_device: create_device_time,
                     rest: t_rest.elapsed(),

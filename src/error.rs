@@ -471,6 +471,16 @@ pub enum Error {
         /// What was polled again.
         what: &'static str,
     },
+
+    /// A built-in op ([`crate::ops`]) was given operands whose lengths or
+    /// shapes do not fit together.
+    #[error("{op}: {detail}")]
+    OpShape {
+        /// The op.
+        op: &'static str,
+        /// What does not fit, with the sizes given and expected.
+        detail: String,
+    },
 }
 
 impl Error {

@@ -62,6 +62,9 @@
 //!   launched many times, on any stream ([`Graph::launch_on`]; launches
 //!   of one graph stay ordered across streams); [`CapturePool`] keeps what
 //!   graphs use alive; [`Params`] are per-launch values.
+//! - [`ops`]: built-in kernels (element-wise, reductions, softmax,
+//!   transpose, GEMV) recorded into any batch; their SPIR-V is compiled from
+//!   `shaders/` when the crate is built, so they need no runtime compiler.
 //! - The on-disk cache ([`DeviceOptions::cache_dir`], `VKCOMPUTE_CACHE_DIR`):
 //!   the driver's pipeline cache per adapter and driver build, and compiled
 //!   GLSL, so a second start skips shaderc and pipeline compilation; a
@@ -138,6 +141,7 @@ mod adapter;
 mod barrier;
 mod batch;
 mod buffer;
+mod builtins;
 mod copy;
 mod device;
 mod disk_cache;
@@ -149,6 +153,7 @@ mod instance;
 mod kernel;
 pub mod megakernel;
 mod memory;
+pub mod ops;
 mod options;
 mod pipeline_cache;
 mod policy;

@@ -134,8 +134,11 @@ fn probe_one(
         let props = props2.properties;
         let limits = props.limits;
 
+        let mut f11 = vk::PhysicalDeviceVulkan11Features::default();
         let mut f12 = vk::PhysicalDeviceVulkan12Features::default();
-        let mut feats2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut f12);
+        let mut feats2 = vk::PhysicalDeviceFeatures2::default()
+            .push_next(&mut f11)
+            .push_next(&mut f12);
         instance.get_physical_device_features2(pd, &mut feats2);
 
         let mem = instance.get_physical_device_memory_properties(pd);
@@ -224,6 +227,13 @@ fn probe_one(
             device_local_memory,
             compute_units,
             max_threads_per_compute_unit,
+            subgroup_arithmetic: subgroup
+                .supported_stages
+                .contains(vk::ShaderStageFlags::COMPUTE)
+                && subgroup.supported_operations.contains(
+                    vk::SubgroupFeatureFlags::BASIC | vk::SubgroupFeatureFlags::ARITHMETIC,
+                ),
+            storage_buffer16: f11.storage_buffer16_bit_access == vk::TRUE,
         };
         Ok(Some(Probed {
             physical: pd,

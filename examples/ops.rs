@@ -1,0 +1,500 @@
+//! Bandwidth of the built-in ops (`vkcompute::ops`), each result checked
+//! against the CPU once, in the byte-counting of
+//! `../shared/gpu/cuda_ops_anchor.py` (so the figures sit beside PyTorch's):
+//! element-wise ops and saxpy on 64 Mi f32 (add counts 3 × 4 bytes per
+//! element, relu 2 × 4, fill 4, ...), sum/max on 64 Mi (4 bytes per
+//! element), dot (8), softmax over 8192 × 8192 rows (read + write), transpose
+//! 8192² (read + write), GEMV 8192² (the matrix only); f16-storage add and
+//! gelu where the adapter has it (2 bytes per element read or written).
+//!
+//! Timing: GPU timestamps around each of several dispatches of the op in one
+//! batch (separated by barriers), median; wall time over the batch when the
+//! queue has no timestamps. `VKCOMPUTE_QUICK=1` uses 1 Mi elements and
+//! 512² matrices.
+//!
+//! ```text
+//! cargo run --release --example ops [-- --json ops.json]
+//! ```
+
+use std::time::Instant;
+
+use vkcompute::ops::{self, Binary, Unary, F16};
+use vkcompute::{Batch, BatchOptions, Buffer, Device, Profiling, Result};
+
+/// One measured op.
+struct Row {
+    key: String,
+    bytes: f64,
+    seconds: f64,
+    max_err: f64,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+/// Times `reps` dispatches recorded by `op` (after `warm` untimed ones),
+/// barriers between: the median GPU time of one, in seconds.
+fn time(
+    gpu: &Device,
+    warm: usize,
+    reps: usize,
+    op: &dyn Fn(&mut Batch) -> Result<()>,
+) -> Result<f64> {
+    let profiled = gpu.info().timestamps;
+    let opts = if profiled {
+        BatchOptions::single_submit().with_profiling(Profiling::Commands)
+    } else {
+        BatchOptions::single_submit()
+    };
+    let mut b = gpu.batch_with(opts)?;
+    for i in 0..warm + reps {
+        if i > 0 {
+            b.barrier();
+        }
+        b.label(if i < warm { "warm" } else { "timed" });
+        op(&mut b)?;
+    }
+    let t0 = Instant::now();
+    let ticket = b.submit_async()?;
+    ticket.wait()?;
+    let wall = t0.elapsed().as_secs_f64();
+    if !profiled {
+        return Ok(wall / (warm + reps) as f64);
+    }
+    let p = ticket.profile()?;
+    let timed: Vec<f64> = p
+        .commands
+        .iter()
+        .filter(|c| c.label == "timed")
+        .map(|c| c.gpu_ns * 1e-9)
+        .collect();
+    Ok(median(timed))
+}
+
+/// Largest error of `got` against `want`, relative to `scale` (per element).
+fn max_rel_err(got: &[f32], want: impl Fn(usize) -> (f64, f64)) -> f64 {
+    let mut worst = 0.0f64;
+    for (i, &g) in got.iter().enumerate() {
+        let (w, s) = want(i);
+        let e = (f64::from(g) - w).abs() / s.max(f64::MIN_POSITIVE);
+        worst = worst.max(if e.is_nan() { f64::INFINITY } else { e });
+    }
+    worst
+}
+
+fn random(seed: u64, n: usize, scale: f32) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s >> 12;
+            s ^= s << 25;
+            s ^= s >> 27;
+            let u = (s.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 40) as f32 / (1u64 << 24) as f32;
+            (u * 2.0 - 1.0) * scale
+        })
+        .collect()
+}
+
+/// The issue's goal for an op: a ratio to our copy or to PyTorch.
+enum Goal {
+    Copy(f64),
+    Torch(f64),
+    None,
+}
+
+fn goal(key: &str) -> Goal {
+    match key {
+        "sum" | "max" | "dot" => Goal::Copy(0.9),
+        k if k == "batch_copy" || k.ends_with("_f16") => Goal::None,
+        k if k.starts_with("gemv") => Goal::Copy(0.8),
+        k if k.starts_with("softmax") => Goal::Torch(1.5),
+        k if k.starts_with("transpose") => Goal::Torch(2.0),
+        _ => Goal::Torch(1.0),
+    }
+}
+
+/// The number after `"key":` in a flat JSON object.
+fn anchor_value(json: &str, key: &str) -> Option<f64> {
+    let at = json.find(&format!("\"{key}\""))? + key.len() + 2;
+    let rest = json[at..].trim_start().strip_prefix(':')?.trim_start();
+    let end = rest
+        .find(|c: char| !(c.is_ascii_digit() || "+-.eE".contains(c)))
+        .unwrap_or(rest.len());
+    rest[..end].parse().ok()
+}
+
+fn sigmoid(x: f64) -> f64 {
+    1.0 / (1.0 + (-x).exp())
+}
+
+/// erf by its series below 3 and 1 - erfc's continued fraction above.
+fn erf(z: f64) -> f64 {
+    if z < 0.0 {
+        return -erf(-z);
+    }
+    if z < 3.0 {
+        let (mut sum, mut term, mut n) = (0.0, z, 0.0);
+        loop {
+            let t = term / (2.0 * n + 1.0);
+            sum += t;
+            if t.abs() <= 1e-17 * sum.abs() || n > 200.0 {
+                break;
+            }
+            n += 1.0;
+            term *= -z * z / n;
+        }
+        2.0 / std::f64::consts::PI.sqrt() * sum
+    } else {
+        let mut f = 0.0;
+        for k in (1..60).rev() {
+            f = (k as f64 / 2.0) / (z + f);
+        }
+        1.0 - (-z * z).exp() / std::f64::consts::PI.sqrt() / (z + f)
+    }
+}
+
+fn main() -> Result<()> {
+    let flag = |name: &str| std::env::args().skip_while(|a| a != name).nth(1);
+    let json = flag("--json");
+    // `--anchor PATH`: cuda_ops_anchor.py's JSON from the same machine, for
+    // the ratios against PyTorch.
+    let anchor = flag("--anchor").and_then(|p| std::fs::read_to_string(p).ok());
+    let quick = std::env::var_os("VKCOMPUTE_QUICK").is_some();
+    let (n, r, warm, reps) = if quick {
+        (1usize << 20, 512u32, 1, 3)
+    } else {
+        (64usize << 20, 8192u32, 3, 15)
+    };
+    let gpu = Device::new()?;
+    println!(
+        "{} ({}), {} Mi f32, {r}x{r} matrices, median of {reps}",
+        gpu.info().name,
+        gpu.info().driver_info,
+        n >> 20
+    );
+    let x = random(1, n, 3.0);
+    let y = random(2, n, 3.0);
+    let (xs, ys) = (gpu.upload(&x)?, gpu.upload(&y)?);
+    let out = gpu.alloc::<f32>(n)?;
+    let mut rows: Vec<Row> = Vec::new();
+    let nf = n as f64;
+
+    // Element-wise, one input.
+    type Ref = fn(f64) -> f64;
+    let unary: [(&str, Unary, Ref); 8] = [
+        ("copy", Unary::Copy, |v| v),
+        ("scale", Unary::Scale(2.0), |v| 2.0 * v),
+        ("relu", Unary::Relu, |v| v.max(0.0)),
+        ("sigmoid", Unary::Sigmoid, sigmoid),
+        ("tanh", Unary::Tanh, f64::tanh),
+        ("swish", Unary::Swish, |v| v * sigmoid(v)),
+        ("gelu_erf", Unary::Gelu, |v| {
+            0.5 * v * (1.0 + erf(v / std::f64::consts::SQRT_2))
+        }),
+        ("gelu_tanh", Unary::GeluTanh, |v| {
+            let u = (2.0 / std::f64::consts::PI).sqrt() * (v + 0.044715 * v * v * v);
+            0.5 * v * (1.0 + u.tanh())
+        }),
+    ];
+    for (key, f, reference) in unary {
+        let t = time(&gpu, warm, reps, &|b| ops::unary(b, f, &xs, &out))?;
+        let got = out.download()?;
+        let err = max_rel_err(&got, |i| {
+            let w = reference(f64::from(x[i]));
+            (w, w.abs())
+        });
+        rows.push(Row {
+            key: key.into(),
+            bytes: 8.0 * nf,
+            seconds: t,
+            max_err: err,
+        });
+    }
+    // Batch::copy (the registry's copy kernel for large aligned copies).
+    let t = time(&gpu, warm, reps, &|b| b.copy(&xs, &out).map(|_| ()))?;
+    let got = out.download()?;
+    let err = if got == x { 0.0 } else { f64::INFINITY };
+    rows.push(Row {
+        key: "batch_copy".into(),
+        bytes: 8.0 * nf,
+        seconds: t,
+        max_err: err,
+    });
+    // Element-wise, two inputs, and fill.
+    type Ref2 = fn(f64, f64) -> f64;
+    let binary: [(&str, Binary, Ref2); 3] = [
+        ("add", Binary::Add, |a, b| a + b),
+        ("sub", Binary::Sub, |a, b| a - b),
+        ("mul", Binary::Mul, |a, b| a * b),
+    ];
+    for (key, g, reference) in binary {
+        let t = time(&gpu, warm, reps, &|b| ops::binary(b, g, &xs, &ys, &out))?;
+        let got = out.download()?;
+        let err = max_rel_err(&got, |i| {
+            let w = reference(f64::from(x[i]), f64::from(y[i]));
+            (w, w.abs())
+        });
+        rows.push(Row {
+            key: key.into(),
+            bytes: 12.0 * nf,
+            seconds: t,
+            max_err: err,
+        });
+    }
+    let t = time(&gpu, warm, reps, &|b| ops::fill(b, 1.5, &out))?;
+    let err = max_rel_err(&out.download()?, |_| (1.5, 1.5));
+    rows.push(Row {
+        key: "fill".into(),
+        bytes: 4.0 * nf,
+        seconds: t,
+        max_err: err,
+    });
+    // saxpy in place (y = 2x + y, as PyTorch's out.add_(x, alpha=2)):
+    // timed on a scratch y, checked on one fresh run.
+    let sy = gpu.upload(&y)?;
+    let t = time(&gpu, warm, reps, &|b| ops::saxpy(b, 2.0, &xs, &sy))?;
+    sy.write(0, &y)?;
+    let mut b = gpu.batch()?;
+    ops::saxpy(&mut b, 2.0, &xs, &sy)?;
+    b.submit()?;
+    let err = max_rel_err(&sy.download()?, |i| {
+        let (p, q) = (f64::from(x[i]), f64::from(y[i]));
+        (2.0 * p + q, 2.0 * p.abs() + q.abs())
+    });
+    rows.push(Row {
+        key: "saxpy".into(),
+        bytes: 12.0 * nf,
+        seconds: t,
+        max_err: err,
+    });
+    drop(sy);
+
+    // Reductions: error relative to the sum of magnitudes; max exact.
+    let res = gpu.alloc::<f32>(1)?;
+    let sum_exact: f64 = x.iter().map(|&v| f64::from(v)).sum();
+    let sum_mag: f64 = x.iter().map(|&v| f64::from(v).abs()).sum();
+    let t = time(&gpu, warm, reps, &|b| ops::sum(b, &xs, &res))?;
+    let err = (f64::from(res.download()?[0]) - sum_exact).abs() / sum_mag;
+    rows.push(Row {
+        key: "sum".into(),
+        bytes: 4.0 * nf,
+        seconds: t,
+        max_err: err,
+    });
+    let t = time(&gpu, warm, reps, &|b| ops::max(b, &xs, &res))?;
+    let want = x.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let err = if res.download()?[0] == want {
+        0.0
+    } else {
+        f64::INFINITY
+    };
+    rows.push(Row {
+        key: "max".into(),
+        bytes: 4.0 * nf,
+        seconds: t,
+        max_err: err,
+    });
+    let dot_exact: f64 = x
+        .iter()
+        .zip(&y)
+        .map(|(&p, &q)| f64::from(p) * f64::from(q))
+        .sum();
+    let dot_mag: f64 = x
+        .iter()
+        .zip(&y)
+        .map(|(&p, &q)| (f64::from(p) * f64::from(q)).abs())
+        .sum();
+    let t = time(&gpu, warm, reps, &|b| ops::dot(b, &xs, &ys, &res))?;
+    let err = (f64::from(res.download()?[0]) - dot_exact).abs() / dot_mag;
+    rows.push(Row {
+        key: "dot".into(),
+        bytes: 8.0 * nf,
+        seconds: t,
+        max_err: err,
+    });
+    drop((xs, ys, out));
+
+    // f16 storage (compute in f32), where the adapter has it: add and gelu.
+    let info = gpu.info();
+    if info.float16 && info.storage_buffer16 {
+        let h = |v: &[f32]| v.iter().map(|&q| F16::from_f32(q)).collect::<Vec<F16>>();
+        let (xh, yh) = (h(&x), h(&y));
+        let (xhs, yhs) = (gpu.upload(&xh)?, gpu.upload(&yh)?);
+        let oh = gpu.alloc::<F16>(n)?;
+        let t = time(&gpu, warm, reps, &|b| ops::add(b, &xhs, &yhs, &oh))?;
+        let got: Vec<f32> = oh.download()?.iter().map(|q| q.to_f32()).collect();
+        let err = max_rel_err(&got, |i| {
+            let w = f64::from(xh[i].to_f32()) + f64::from(yh[i].to_f32());
+            (w, w.abs() + 2f64.powi(-14))
+        });
+        rows.push(Row {
+            key: "add_f16".into(),
+            bytes: 6.0 * nf,
+            seconds: t,
+            max_err: err,
+        });
+        let t = time(&gpu, warm, reps, &|b| ops::gelu(b, &xhs, &oh))?;
+        let got: Vec<f32> = oh.download()?.iter().map(|q| q.to_f32()).collect();
+        let err = max_rel_err(&got, |i| {
+            let v = f64::from(xh[i].to_f32());
+            let w = 0.5 * v * (1.0 + erf(v / std::f64::consts::SQRT_2));
+            (w, w.abs() + 2f64.powi(-14))
+        });
+        rows.push(Row {
+            key: "gelu_f16".into(),
+            bytes: 4.0 * nf,
+            seconds: t,
+            max_err: err,
+        });
+    } else {
+        println!("f16 rows skipped: the adapter lacks shaderFloat16 or 16-bit storage");
+    }
+
+    // Matrices.
+    let rr = (r as usize) * (r as usize);
+    let m = random(3, rr, 4.0);
+    let ms = gpu.upload(&m)?;
+    let mo: Buffer<f32> = gpu.alloc(rr)?;
+    let t = time(&gpu, warm, reps, &|b| ops::softmax(b, &ms, &mo, r, r))?;
+    let got = mo.download()?;
+    let mut err = 0.0f64;
+    for (row, grow) in m.chunks(r as usize).zip(got.chunks(r as usize)) {
+        let mx = row
+            .iter()
+            .map(|&v| f64::from(v))
+            .fold(f64::NEG_INFINITY, f64::max);
+        let s: f64 = row.iter().map(|&v| (f64::from(v) - mx).exp()).sum();
+        err = err.max(max_rel_err(grow, |i| {
+            let w = (f64::from(row[i]) - mx).exp() / s;
+            (w, w)
+        }));
+    }
+    rows.push(Row {
+        key: format!("softmax_rows{r}"),
+        bytes: 8.0 * rr as f64,
+        seconds: t,
+        max_err: err,
+    });
+    let t = time(&gpu, warm, reps, &|b| ops::transpose(b, &ms, &mo, r, r))?;
+    let got = mo.download()?;
+    let ru = r as usize;
+    let exact = (0..rr).all(|i| got[(i % ru) * ru + i / ru] == m[i]);
+    rows.push(Row {
+        key: format!("transpose{r}"),
+        bytes: 8.0 * rr as f64,
+        seconds: t,
+        max_err: if exact { 0.0 } else { f64::INFINITY },
+    });
+    let v = random(4, ru, 1.0);
+    let (vs, ys) = (gpu.upload(&v)?, gpu.alloc::<f32>(ru)?);
+    let t = time(&gpu, warm, reps, &|b| ops::gemv(b, &ms, &vs, &ys, r, r))?;
+    let got = ys.download()?;
+    let err = max_rel_err(&got, |i| {
+        let row = &m[i * ru..(i + 1) * ru];
+        let w: f64 = row
+            .iter()
+            .zip(&v)
+            .map(|(&p, &q)| f64::from(p) * f64::from(q))
+            .sum();
+        let s: f64 = row
+            .iter()
+            .zip(&v)
+            .map(|(&p, &q)| (f64::from(p) * f64::from(q)).abs())
+            .sum();
+        (w, s)
+    });
+    rows.push(Row {
+        key: format!("gemv{r}"),
+        bytes: 4.0 * rr as f64,
+        seconds: t,
+        max_err: err,
+    });
+
+    // Report: bandwidth, error, and the in-run goals against our copy.
+    let gbps = |row: &Row| row.bytes / row.seconds / 1e9;
+    let copy = rows
+        .iter()
+        .find(|x| x.key == "copy")
+        .map(gbps)
+        .unwrap_or(0.0);
+    println!(
+        "{:<20} {:>10} {:>10} {:>10} {:>11} {:>10} {:>22}",
+        "op", "GB/s", "µs", "vs copy", "max error", "vs torch", "goal"
+    );
+    let mut ok = true;
+    for row in &rows {
+        let bound =
+            if row.key == "max" || row.key == "batch_copy" || row.key.starts_with("transpose") {
+                0.0
+            } else if row.key.ends_with("_f16") {
+                // Outputs rounded to half precision (2^-11), relative to
+                // |result| + 2^-14 (half's subnormal range).
+                1.0 / 1024.0
+            } else {
+                1e-4
+            };
+        let pass = row.max_err <= bound;
+        ok &= pass;
+        let torch = anchor
+            .as_deref()
+            .and_then(|a| anchor_value(a, &format!("{}_GBps", row.key)))
+            .map(|t| gbps(row) / t);
+        let (vs_copy, vs_torch) = (gbps(row) / copy, torch.unwrap_or(f64::NAN));
+        let goal = match goal(&row.key) {
+            Goal::Copy(g) => format!(
+                "{g}x copy: {}",
+                if vs_copy >= g { "met" } else { "NOT met" }
+            ),
+            Goal::Torch(g) if torch.is_some() => {
+                format!(
+                    "{g}x torch: {}",
+                    if vs_torch >= g { "met" } else { "NOT met" }
+                )
+            }
+            Goal::Torch(g) => format!("{g}x torch"),
+            Goal::None => String::new(),
+        };
+        println!(
+            "{:<20} {:>10.1} {:>10.1} {:>9.2}x {:>11.2e} {:>9.2}x {:>22}{}",
+            row.key,
+            gbps(row),
+            row.seconds * 1e6,
+            vs_copy,
+            row.max_err,
+            vs_torch,
+            goal,
+            if pass { "" } else { "  WRONG" }
+        );
+    }
+    if anchor.is_none() {
+        println!("(pass --anchor PATH with cuda_ops_anchor.py's JSON for the ratios to PyTorch)");
+    }
+    if let Some(path) = json {
+        let mut s = String::from("{\n");
+        s += &format!(
+            "  \"device\": {:?},\n  \"elements\": {n},\n  \"matrix\": {r},\n",
+            gpu.info().name
+        );
+        for row in &rows {
+            s += &format!(
+                "  \"{}_GBps\": {:.3},\n  \"{}_max_err\": {:e},\n",
+                row.key,
+                gbps(row),
+                row.key,
+                row.max_err
+            );
+        }
+        s += &format!("  \"all_correct\": {ok}\n}}\n");
+        std::fs::write(&path, s).map_err(|e| vkcompute::Error::CacheIo {
+            path: path.into(),
+            detail: e.to_string(),
+        })?;
+    }
+    if !ok {
+        eprintln!("a result was wrong: its figure does not count");
+        std::process::exit(1);
+    }
+    Ok(())
+}

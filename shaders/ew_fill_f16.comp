@@ -1,0 +1,3 @@
+#version 450
+#define DTYPE_F16
+#include "ew_fill.glsl"

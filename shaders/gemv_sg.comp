@@ -1,0 +1,3 @@
+#version 450
+#define USE_SUBGROUPS
+#include "gemv.glsl"

@@ -1,0 +1,156 @@
+//! The per-device registry of built-in kernels (core: the device holds it
+//! and `Batch::copy` uses it; [`crate::ops`] records the built-ins).
+//!
+//! Every `shaders/*.comp` file is compiled to SPIR-V when the crate is built
+//! (`build/builtin_shaders.rs`) and embedded in [`BUILTIN_SPIRV`], keyed by
+//! file stem. A device's registry turns a (name, specialization) pair into a
+//! pipeline the first time it is asked for, through the same kernel and
+//! pipeline cache as user kernels ([`crate::pipeline_cache`]: one
+//! `VkPipelineCache`, written to disk with the rest), and hands the same
+//! pipeline back on every later request without touching SPIR-V again. No
+//! runtime GLSL compiler is involved: built-ins work with
+//! `default-features = false`.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::device::{Device, DeviceInner};
+use crate::error::{Error, Result};
+use crate::kernel::Kernel;
+use crate::pipeline_cache::KernelCore;
+
+include!(concat!(env!("OUT_DIR"), "/builtin_spirv.rs"));
+
+/// The embedded SPIR-V of built-in `name` (a `shaders/*.comp` file stem).
+pub(crate) fn spirv(name: &str) -> Option<&'static [u32]> {
+    BUILTIN_SPIRV
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, words)| *words)
+}
+
+/// What identifies a built-in pipeline: its name and its `uint`
+/// specialization constants (id, value), sorted by id.
+type Key = (&'static str, Vec<(u32, u32)>);
+
+/// Built-in pipelines of one device, made at first use.
+#[derive(Default)]
+pub(crate) struct Registry {
+    map: Mutex<HashMap<Key, Arc<KernelCore>>>,
+    /// Pipelines this registry built (requests that missed).
+    built: AtomicU64,
+    /// Requests served from the registry.
+    hits: AtomicU64,
+}
+
+impl Registry {
+    /// The pipeline of built-in `name` with `spec` applied, built on first use.
+    pub(crate) fn get(
+        &self,
+        dev: &Arc<DeviceInner>,
+        name: &'static str,
+        spec: &[(u32, u32)],
+    ) -> Result<Kernel> {
+        let mut spec = spec.to_vec();
+        spec.sort_unstable();
+        let key = (name, spec);
+        if let Some(core) = self.lock().get(&key) {
+            self.hits.fetch_add(1, Ordering::Relaxed);
+            return Ok(Kernel {
+                dev: dev.clone(),
+                core: core.clone(),
+            });
+        }
+        let words = spirv(name).ok_or_else(|| Error::InvalidSpirv {
+            reason: format!("no built-in kernel named {name:?} (shaders/{name}.comp)"),
+        })?;
+        let gpu = Device { inner: dev.clone() };
+        let mut b = Kernel::builder(&gpu)
+            .spirv(words)
+            .label(&format!("vkcompute {name}"));
+        for &(id, v) in &key.1 {
+            b = b.spec_u32(id, v);
+        }
+        let k = b.build()?;
+        let mut map = self.lock();
+        // Another thread may have built it meanwhile: both got the same
+        // pipeline from the kernel cache.
+        if map.insert(key, k.core.clone()).is_none() {
+            self.built.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(k)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Arc<KernelCore>>> {
+        self.map.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// What a device's built-in registry did so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct RegistryStats {
+    /// Distinct (built-in, specialization) pipelines held.
+    pub pipelines: usize,
+    /// Requests that built a pipeline.
+    pub built: u64,
+    /// Requests served from the registry without building anything.
+    pub hits: u64,
+}
+
+/// Counts of the built-in kernels `gpu` made and reused.
+pub fn registry_stats(gpu: &Device) -> RegistryStats {
+    let r = &gpu.inner.builtins;
+    RegistryStats {
+        pipelines: r.lock().len(),
+        built: r.built.load(Ordering::Relaxed),
+        hits: r.hits.load(Ordering::Relaxed),
+    }
+}
+
+/// Names of the built-in kernels embedded in this build (`shaders/*.comp`
+/// file stems), sorted.
+pub fn builtin_names() -> Vec<&'static str> {
+    BUILTIN_SPIRV.iter().map(|(n, _)| *n).collect()
+}
+
+/// Built-in kernel `name` (see [`builtin_names`]) with `uint`
+/// specialization constants `spec` (id, value), from `gpu`'s registry:
+/// built at first use, the same pipeline afterwards. For running a built-in
+/// with [`Batch::run_configured`](crate::Batch::run_configured) directly;
+/// the functions of [`crate::ops`] do this for you.
+pub fn builtin_kernel(gpu: &Device, name: &str, spec: &[(u32, u32)]) -> Result<Kernel> {
+    let name = BUILTIN_SPIRV
+        .iter()
+        .map(|(n, _)| *n)
+        .find(|n| *n == name)
+        .ok_or_else(|| Error::InvalidSpirv {
+            reason: format!("no built-in kernel named {name:?}"),
+        })?;
+    gpu.inner.builtins.get(&gpu.inner, name, spec)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_shader_is_embedded_as_valid_spirv() {
+        let names = builtin_names();
+        for want in [
+            "copy",
+            "ew_unary_f32",
+            "ew_binary_f32",
+            "reduce_sg",
+            "softmax_wg",
+        ] {
+            assert!(names.contains(&want), "{want} missing from {names:?}");
+        }
+        for (name, words) in BUILTIN_SPIRV {
+            assert_eq!(words.first(), Some(&0x0723_0203), "{name}: magic");
+            crate::reflect::reflect(words, None).unwrap_or_else(|e| panic!("{name}: {e}"));
+        }
+        assert!(spirv("no such kernel").is_none());
+    }
+}

@@ -1,0 +1,151 @@
+//! Element types of the built-in ops: `f32`, and [`F16`] storage.
+
+use bytemuck::{Pod, Zeroable};
+
+use crate::device::Device;
+use crate::error::{Error, Result};
+
+/// The storage type of an op's operands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum DType {
+    /// 32-bit IEEE float.
+    F32,
+    /// 16-bit IEEE float (storage only; ops compute in f32).
+    F16,
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for f32 {}
+    impl Sealed for super::F16 {}
+}
+
+/// An element type the built-in ops accept. Sealed: `f32` and [`F16`].
+pub trait Element: Pod + sealed::Sealed {
+    /// The storage type.
+    const DTYPE: DType;
+}
+
+impl Element for f32 {
+    const DTYPE: DType = DType::F32;
+}
+
+impl Element for F16 {
+    const DTYPE: DType = DType::F16;
+}
+
+impl DType {
+    /// Bytes per element.
+    pub fn size(self) -> u64 {
+        match self {
+            DType::F32 => 4,
+            DType::F16 => 2,
+        }
+    }
+
+    /// Whether `gpu` can run element-wise kernels on this type: f16 needs
+    /// `shaderFloat16` and `storageBuffer16BitAccess`.
+    pub(crate) fn check(self, gpu: &Device) -> Result<()> {
+        let i = gpu.info();
+        if self == DType::F16 && !(i.float16 && i.storage_buffer16) {
+            return Err(Error::Unsupported {
+                what: "f16 storage (shaderFloat16 + storageBuffer16BitAccess)",
+                adapter: i.name.clone(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// A 16-bit IEEE float, as stored on the GPU (bits in a `u16`).
+#[repr(transparent)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Pod, Zeroable)]
+pub struct F16(pub u16);
+
+impl F16 {
+    /// The nearest half to `x` (round to nearest even; overflow to
+    /// infinity; NaN stays NaN).
+    pub fn from_f32(x: f32) -> F16 {
+        let b = x.to_bits();
+        let sign = ((b >> 16) & 0x8000) as u16;
+        let exp = ((b >> 23) & 0xff) as i32;
+        let man = b & 0x7f_ffff;
+        if exp == 0xff {
+            let nan = if man != 0 { 0x200 } else { 0 };
+            return F16(sign | 0x7c00 | nan);
+        }
+        let e = exp - 127 + 15;
+        if e >= 0x1f {
+            return F16(sign | 0x7c00);
+        }
+        if e <= 0 {
+            // Subnormal half (or zero).
+            if e < -10 {
+                return F16(sign);
+            }
+            let m = man | 0x80_0000;
+            let shift = (14 - e) as u32;
+            let half = m >> shift;
+            let rem = m & ((1 << shift) - 1);
+            let mid = 1 << (shift - 1);
+            let up = rem > mid || (rem == mid && half & 1 == 1);
+            return F16(sign | (half + u32::from(up)) as u16);
+        }
+        let half = ((e as u32) << 10) | (man >> 13);
+        let rem = man & 0x1fff;
+        let up = rem > 0x1000 || (rem == 0x1000 && half & 1 == 1);
+        // A carry out of the mantissa correctly bumps the exponent (to
+        // infinity at the top).
+        F16(sign | (half + u32::from(up)) as u16)
+    }
+
+    /// The exact f32 value of this half.
+    pub fn to_f32(self) -> f32 {
+        let h = u32::from(self.0);
+        let sign = (h & 0x8000) << 16;
+        let exp = (h >> 10) & 0x1f;
+        let man = h & 0x3ff;
+        let bits = match (exp, man) {
+            (0, 0) => sign,
+            (0, m) => {
+                // Subnormal: normalise.
+                let shift = m.leading_zeros() - 21;
+                let m = (m << shift) & 0x3ff;
+                sign | ((113 - shift) << 23) | (m << 13)
+            }
+            (0x1f, m) => sign | 0x7f80_0000 | (m << 13),
+            (e, m) => sign | ((e + 112) << 23) | (m << 13),
+        };
+        f32::from_bits(bits)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn halves_round_trip_and_round_to_nearest_even() {
+        for bits in 0..=u16::MAX {
+            let h = F16(bits);
+            let f = h.to_f32();
+            if f.is_nan() {
+                assert!(F16::from_f32(f).to_f32().is_nan());
+            } else {
+                assert_eq!(F16::from_f32(f), h, "{bits:#x} -> {f}");
+            }
+        }
+        assert_eq!(F16::from_f32(1.0).0, 0x3c00);
+        assert_eq!(F16::from_f32(-2.0).0, 0xc000);
+        assert_eq!(F16::from_f32(65504.0).0, 0x7bff);
+        assert_eq!(F16::from_f32(1e6).0, 0x7c00);
+        assert_eq!(F16::from_f32(f32::NEG_INFINITY).0, 0xfc00);
+        // 1 + 2^-11 is halfway between 1 and 1 + 2^-10: ties to even (1).
+        assert_eq!(F16::from_f32(1.0 + 2f32.powi(-11)).0, 0x3c00);
+        assert_eq!(F16::from_f32(1.0 + 3.0 * 2f32.powi(-11)).0, 0x3c02);
+        assert_eq!(F16(1).to_f32(), 2f32.powi(-24));
+        assert_eq!(F16::from_f32(2f32.powi(-25)).0, 0); // tie to even: 0
+        assert_eq!(F16::from_f32(3.0 * 2f32.powi(-26)).0, 1);
+    }
+}

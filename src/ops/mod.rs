@@ -1,0 +1,128 @@
+//! Built-in kernels: element-wise ops, reductions, softmax, transpose and
+//! GEMV, recorded into an ordinary [`Batch`](crate::Batch) next to your own kernels.
+//!
+//! ```
+//! # fn main() -> vkcompute::Result<()> {
+//! use vkcompute::{ops, Device};
+//! let gpu = Device::new()?;
+//! let a = gpu.upload(&[1.0f32, 2.0, 3.0])?;
+//! let b = gpu.upload(&[10.0f32, 20.0, 30.0])?;
+//! let c = gpu.alloc::<f32>(3)?;
+//! let total = gpu.alloc::<f32>(1)?;
+//! let mut batch = gpu.batch()?;
+//! ops::add(&mut batch, &a, &b, &c)?;
+//! batch.barrier();                 // the sum reads c
+//! ops::sum(&mut batch, &c, &total)?;
+//! batch.submit()?;
+//! assert_eq!(c.download()?, [11.0, 22.0, 33.0]);
+//! assert_eq!(total.download()?, [66.0]);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Each op is one dispatch. Like any dispatch in a batch it is unordered
+//! against the other commands unless separated by
+//! [`Batch::barrier`](crate::Batch::barrier): put a barrier between an op and a later command that
+//! reads what it writes (or writes what it reads).
+//!
+//! The kernels are GLSL in `shaders/`, compiled to SPIR-V when the crate is
+//! built and embedded (no runtime compiler; they work with
+//! `default-features = false`). Each device builds a built-in's pipeline at
+//! its first use and reuses it ([`registry_stats`]).
+//!
+//! Operands are [`Buffer`]s or [`BufferSlice`]s of
+//! `f32`, or of [`F16`] for the element-wise ops where the adapter has
+//! `shaderFloat16` and 16-bit storage (arithmetic is f32 either way).
+//! Lengths and shapes that do not fit together are an
+//! [`Error::OpShape`]; nothing is recorded then.
+
+use crate::buffer::{BufView, Buffer, BufferSlice, GpuBuf};
+use crate::device::Device;
+use crate::error::{Error, Result};
+
+mod dtype;
+mod elementwise;
+mod gemv;
+mod grid;
+mod reduce;
+mod softmax;
+mod transpose;
+
+pub use crate::builtins::{builtin_kernel, builtin_names, registry_stats, RegistryStats};
+pub use dtype::{DType, Element, F16};
+pub use elementwise::{
+    add, binary, copy, fill, gelu, gelu_tanh, mul, relu, saxpy, scale, sigmoid, sub, swish, tanh,
+    unary, Binary, Unary,
+};
+pub use gemv::gemv;
+pub use reduce::{dot, max, sum};
+pub use softmax::{softmax, SOFTMAX_ONE_READ_MAX_COLS};
+pub use transpose::transpose;
+
+/// A buffer or slice of `T` that an op can bind.
+pub trait Operand<T: Element>: GpuBuf {
+    /// Elements in the operand.
+    fn elems(&self) -> u64;
+}
+
+impl<T: Element> Operand<T> for Buffer<T> {
+    fn elems(&self) -> u64 {
+        self.len() as u64
+    }
+}
+
+impl<T: Element> Operand<T> for BufferSlice<'_, T> {
+    fn elems(&self) -> u64 {
+        self.len() as u64
+    }
+}
+
+/// The device an operand lives on.
+pub(crate) fn device_of(v: &BufView<'_>) -> Device {
+    Device {
+        inner: v.inner.dev.clone(),
+    }
+}
+
+/// `got` elements where `want` were expected: an [`Error::OpShape`].
+pub(crate) fn check_len(op: &'static str, what: &str, got: u64, want: u64) -> Result<()> {
+    if got == want {
+        Ok(())
+    } else {
+        Err(Error::OpShape {
+            op,
+            detail: format!("{what} has {got} elements, expected {want}"),
+        })
+    }
+}
+
+/// Element count as the kernels' `uint`, or an error naming the limit.
+pub(crate) fn as_u32(op: &'static str, what: &str, n: u64) -> Result<u32> {
+    u32::try_from(n).map_err(|_| Error::OpShape {
+        op,
+        detail: format!(
+            "{what} is {n} elements; the kernels index at most {}",
+            u32::MAX
+        ),
+    })
+}
+
+/// Whether every view starts on a 16-byte boundary (vec4 loads allowed).
+pub(crate) fn aligned16(views: &[BufView<'_>]) -> bool {
+    views.iter().all(|v| v.offset % 16 == 0)
+}
+
+/// Push-constant bytes from 32-bit words.
+pub(crate) fn words(w: &[u32]) -> Vec<u8> {
+    w.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+/// The name of a kernel family's variant for this adapter: `_sg` (subgroup
+/// arithmetic) or `_wg` (shared memory only).
+pub(crate) fn reduction_variant(gpu: &Device, sg: &'static str, wg: &'static str) -> &'static str {
+    if gpu.info().subgroup_arithmetic {
+        sg
+    } else {
+        wg
+    }
+}
