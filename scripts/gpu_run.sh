@@ -99,10 +99,25 @@ fi
 if has examples; then
   for ex in saxpy batch async multi_gpu; do echo "== example $ex"; "$g/bin/$ex"; done 2>&1 | tee "$W/examples.txt"
   # Examples other work adds, when the bundle has them: each writes JSON.
-  for ex in streams graph pipeline_overlap async_tokio ops matmul megakernel; do
+  # Those that print ratios to PyTorch read cuda_ops_anchor.py's JSON of
+  # this run (made by the report part; made here when it was not run).
+  ops_anchor="$W/cuda_ops_anchor.json"
+  if [ ! -s "$ops_anchor" ] && [ -f "$g/cuda_ops_anchor.py" ]; then
+    python3 "$g/cuda_ops_anchor.py" > "$ops_anchor" 2> "$W/cuda_ops_anchor.err"
+  fi
+  anchor_key() { python3 -c "import json,sys; print(json.load(open(sys.argv[1])).get(sys.argv[2], ''))" "$ops_anchor" "$1" 2>/dev/null; }
+  for ex in streams graph pipeline_overlap async_tokio transfer_bandwidth host_access ops matmul op_batch megakernel megakernel_resident; do
     [ -x "$g/bin/$ex" ] || continue
-    echo "== example $ex --json"
-    "$g/bin/$ex" --json "$W/$ex.json" 2>&1 | tee "$W/$ex.txt"
+    args=()
+    case "$ex" in
+      ops) [ -s "$ops_anchor" ] && args=(--anchor "$ops_anchor") ;;
+      transfer_bandwidth)
+        h2d=$(anchor_key h2d_pageable_GBps); d2h=$(anchor_key d2h_pageable_GBps)
+        [ -n "$h2d" ] && args+=(--torch-h2d "$h2d")
+        [ -n "$d2h" ] && args+=(--torch-d2h "$d2h") ;;
+    esac
+    echo "== example $ex --json ${args[*]}"
+    timeout 300 "$g/bin/$ex" --json "$W/$ex.json" "${args[@]}" 2>&1 | tee "$W/$ex.txt"
   done
 fi
 if has tests; then
