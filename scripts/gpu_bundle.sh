@@ -21,7 +21,7 @@ cd "$(dirname "$0")/.."
 set_name=${1:-perf}
 bash scripts/setup.sh
 arch_dir="/usr/lib/$(uname -m)-linux-gnu"
-if ! ls "$arch_dir"/libvulkan.so* /usr/lib/libvulkan.so* >/dev/null 2>&1; then
+if ! compgen -G "$arch_dir/libvulkan.so*" >/dev/null && ! compgen -G "/usr/lib/libvulkan.so*" >/dev/null; then
   echo "gpu_bundle: no Vulkan loader (libvulkan.so.1): install libvulkan1 (apt-get install libvulkan1)" >&2
   exit 1
 fi
