@@ -131,6 +131,10 @@ mod host_lock;
 mod host_words;
 mod interop;
 
+// Launches split along x past maxComputeWorkGroupCount[0].
+mod spirv_offset;
+mod x_split;
+
 pub use adapter::{AdapterInfo, AdapterType};
 pub use batch::{Batch, BatchOptions};
 pub use buffer::{BufView, Buffer, BufferSlice, GpuBuf};
