@@ -370,9 +370,10 @@ impl KernelCache {
         (arc, None)
     }
 
-    /// Number of cached pipelines.
+    /// Number of cached pipelines, with the variants split launches made.
     pub(crate) fn len(&self) -> usize {
-        self.map.lock().unwrap_or_else(|p| p.into_inner()).len()
+        let map = self.map.lock().unwrap_or_else(|p| p.into_inner());
+        map.len() + map.values().map(|k| k.x_split.variants()).sum::<usize>()
     }
 
     /// Destroys every pipeline and the pipeline cache.

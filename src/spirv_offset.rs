@@ -54,6 +54,13 @@ const BUILT_IN_NUM_WORKGROUPS: u32 = 24;
 const BUILT_IN_WORKGROUP_ID: u32 = 26;
 const BUILT_IN_GLOBAL_INVOCATION_ID: u32 = 28;
 
+/// The built-ins looked for.
+const BUILT_INS: [u32; 3] = [
+    BUILT_IN_NUM_WORKGROUPS,
+    BUILT_IN_WORKGROUP_ID,
+    BUILT_IN_GLOBAL_INVOCATION_ID,
+];
+
 /// The first SpecId tried for the added constants (the next unused one is
 /// taken): near the top of what GLSL's `constant_id` allows (2047), where
 /// kernels rarely put theirs.
@@ -152,34 +159,22 @@ pub(crate) fn patch(words: &[u32]) -> Result<Patched, String> {
     for i in &insts {
         let w = i.w;
         match i.op {
-            OP_DECORATE if w.len() >= 4 && w[2] == DECORATION_BUILT_IN => {
-                if [
-                    BUILT_IN_NUM_WORKGROUPS,
-                    BUILT_IN_WORKGROUP_ID,
-                    BUILT_IN_GLOBAL_INVOCATION_ID,
-                ]
-                .contains(&w[3])
-                {
-                    builtins.insert(w[1], w[3]);
-                    builtin_decorations.push(i.at);
-                }
+            OP_DECORATE
+                if w.len() >= 4 && w[2] == DECORATION_BUILT_IN && BUILT_INS.contains(&w[3]) =>
+            {
+                builtins.insert(w[1], w[3]);
+                builtin_decorations.push(i.at);
             }
             OP_DECORATE if w.len() >= 4 && w[2] == DECORATION_SPEC_ID => {
                 spec_ids.insert(w[3]);
             }
-            OP_MEMBER_DECORATE if w.len() >= 5 && w[3] == DECORATION_BUILT_IN => {
-                if [
-                    BUILT_IN_NUM_WORKGROUPS,
-                    BUILT_IN_WORKGROUP_ID,
-                    BUILT_IN_GLOBAL_INVOCATION_ID,
-                ]
-                .contains(&w[4])
-                {
-                    return Err(format!(
-                        "{} is declared as a block member",
-                        builtin_name(w[4])
-                    ));
-                }
+            OP_MEMBER_DECORATE
+                if w.len() >= 5 && w[3] == DECORATION_BUILT_IN && BUILT_INS.contains(&w[4]) =>
+            {
+                return Err(format!(
+                    "{} is declared as a block member",
+                    builtin_name(w[4])
+                ));
             }
             OP_TYPE_INT if w.len() == 4 && w[2] == 32 => {
                 int32.insert(w[1]);

@@ -66,6 +66,15 @@ impl XSplit {
         })
     }
 
+    /// How many variants exist.
+    pub(crate) fn variants(&self) -> usize {
+        let pieces = self.pieces.lock().unwrap_or_else(|p| p.into_inner());
+        pieces
+            .iter()
+            .filter(|p| **p != vk::Pipeline::null())
+            .count()
+    }
+
     /// Destroys the variants.
     ///
     /// # Safety
