@@ -55,6 +55,12 @@
 //! - [`Batch`]: dispatches, barriers, copies and fills; [`Ticket`]: completion.
 //!   [`Batch::run_with`] takes push constants as a `Pod` value, and
 //!   [`bindings!`] builds a mixed binding list without casts.
+//!   [`Batch::run`] covers any `u32` count of invocations along x: past
+//!   `maxComputeWorkGroupCount[0]` workgroups it splits the launch into
+//!   several dispatches whose kernel variants see `gl_GlobalInvocationID.x`
+//!   offset (kernels reading `gl_NumWorkGroups` get
+//!   [`Error::LaunchTooLarge`]); [`Batch::run_spread`] is the opt-in that
+//!   spreads the grid into y and z instead.
 //! - The on-disk cache ([`DeviceOptions::cache_dir`], `VKCOMPUTE_CACHE_DIR`):
 //!   the driver's pipeline cache per adapter and driver build, and compiled
 //!   GLSL, so a second start skips shaderc and pipeline compilation; a

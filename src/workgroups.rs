@@ -6,10 +6,12 @@
 //! exactly once. Vulkan bounds that grid: at most
 //! `maxComputeWorkGroupCount[0]` workgroups (65,535 on lavapipe), and
 //! `vkCmdDispatchBase` cannot reach past it either (its base plus count must
-//! stay within the same limit), so no launch can give an x-only kernel more
-//! than `maxComputeWorkGroupCount[0] * local_x` distinct indices. Past that,
-//! `run` refuses with a typed error instead of spreading the grid behind the
-//! kernel's back.
+//! stay within the same limit). Past that, `run` splits the launch along x
+//! into pieces of at most that many workgroups ([`split_x`],
+//! [`piece_groups`]), each running a variant of the kernel that sees its
+//! indices offset by the piece's base ([`crate::x_split`]); a grid whose
+//! spare invocations would index past 2^32 is refused. Nothing is spread
+//! into y or z behind the kernel's back.
 //!
 //! [`Batch::run_spread`](crate::Batch::run_spread) is the explicit opt-in:
 //! the grid spreads into y and then z ([`grid_for_invocations`]), keeping
