@@ -445,6 +445,30 @@ mod tests {
         crate::reflect::reflect(&p.words, None).unwrap();
     }
 
+    /// Every add of `base` directly follows a load whose result it takes,
+    /// and takes over an id the original module loaded into; returns how
+    /// many there are.
+    fn check_adds(original: &[u32], p: &[u32], base: u32) -> usize {
+        let loaded: HashSet<u32> = instructions(original)
+            .unwrap()
+            .iter()
+            .filter(|i| i.op == OP_LOAD)
+            .map(|i| i.w[2])
+            .collect();
+        let insts = instructions(p).unwrap();
+        let mut adds = 0;
+        for pair in insts.windows(2) {
+            let (load, add) = (pair[0], pair[1]);
+            if add.op == OP_IADD && add.w[4] == base {
+                assert_eq!(load.op, OP_LOAD);
+                assert_eq!((add.w[1], add.w[3]), (load.w[1], load.w[2]));
+                assert!(loaded.contains(&add.w[2]) && !loaded.contains(&load.w[2]));
+                adds += 1;
+            }
+        }
+        adds
+    }
+
     #[test]
     fn an_access_chain_load_of_x_gets_the_base_added() {
         let words = glsl("uint i = gl_GlobalInvocationID.x; if (i < n) d[i] += 1u;");
@@ -456,7 +480,8 @@ mod tests {
         assert_eq!(count(&p.words, OP_IADD), count(&words, OP_IADD) + 1);
         assert_eq!(count(&p.words, OP_SPEC_CONSTANT), 1);
         assert_eq!(count(&p.words, OP_SPEC_CONSTANT_COMPOSITE), 0);
-        assert!(spec_decorations(&p.words).contains_key(&id));
+        let constant = spec_decorations(&p.words)[&id];
+        assert_eq!(check_adds(&words, &p.words, constant), 1);
         assert!(p.words[3] > words[3]);
         // The reflection sees the new constant as a 4-byte one.
         let r = crate::reflect::reflect(&p.words, None).unwrap();
@@ -536,6 +561,46 @@ mod tests {
         let words = glsl("uint i = gl_GlobalInvocationID[n % 3u]; d[i] = 1u;");
         assert!(patch(&words).unwrap_err().contains("constant component"));
         assert!(patch(&[0x0723_0203, 0x10000]).is_err());
+    }
+
+    /// `words` with `%fresh = OpCopyObject %type %var` of the
+    /// `gl_GlobalInvocationID` variable after the first label.
+    fn with_pointer_copy(words: &[u32]) -> Vec<u32> {
+        let insts = instructions(words).unwrap();
+        let var = insts
+            .iter()
+            .find(|i| {
+                i.op == OP_DECORATE
+                    && i.w[2] == DECORATION_BUILT_IN
+                    && i.w[3] == BUILT_IN_GLOBAL_INVOCATION_ID
+            })
+            .unwrap()
+            .w[1];
+        let ty = insts
+            .iter()
+            .find(|i| i.op == OP_VARIABLE && i.w[2] == var)
+            .unwrap()
+            .w[1];
+        let label = insts.iter().find(|i| i.op == 248).unwrap();
+        let at = label.at + label.w.len();
+        let mut out = words[..at].to_vec();
+        out.extend(inst(OP_COPY_OBJECT, &[ty, words[3], var]));
+        out.extend_from_slice(&words[at..]);
+        out[3] += 1;
+        out
+    }
+
+    #[test]
+    fn a_pointer_passed_on_is_refused() {
+        let words = glsl("uint i = gl_GlobalInvocationID.x; if (i < n) d[i] = 1u;");
+        let copied = with_pointer_copy(&words);
+        // Still a valid module: the refusal is the patcher's.
+        crate::reflect::validate_spirv(&copied).unwrap();
+        let e = patch(&copied).unwrap_err();
+        assert!(
+            e.contains("other than a load") && e.contains("gl_GlobalInvocationID"),
+            "{e}"
+        );
     }
 
     #[test]
