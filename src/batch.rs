@@ -233,19 +233,24 @@ impl Batch {
     /// Past the adapter's `maxComputeWorkGroupCount[0]` workgroups (65,535
     /// on lavapipe) the launch is split along x into several dispatches of
     /// at most that many workgroups, each running a variant of the kernel
-    /// whose `gl_GlobalInvocationID.x` and `gl_WorkGroupID.x` start where the
-    /// previous piece ended (the kernel's SPIR-V adds a specialization
-    /// constant to each load of those built-ins; the variants are built the
-    /// first time a launch needs them and kept with the kernel), so the
-    /// kernel still sees every index once. The pieces are separate commands
-    /// ([`Batch::len`], profiles and [`Stats`](crate::Stats) pipelines count
-    /// them) that may run concurrently, as one dispatch's workgroups do. A
-    /// kernel that reads `gl_NumWorkGroups`, or uses the built-ins in a way
-    /// the rewrite does not handle (a dynamic component index, the pointer
-    /// passed on), cannot be split: [`Error::LaunchTooLarge`] names the
-    /// reason. Kernels that recover a linear index from a spread y/z grid
-    /// launch with [`Batch::run_spread`] instead. Launches within one row
-    /// cost what they always did (one cached comparison).
+    /// whose `gl_GlobalInvocationID.x` and `gl_WorkGroupID.x` start where
+    /// the previous piece ended (the kernel's SPIR-V, rewritten once, adds a
+    /// specialization constant to each load of those built-ins), so the
+    /// kernel still sees every index once. A launch of `n` invocations takes
+    /// `ceil(n / (maxComputeWorkGroupCount[0] * local_size_x))` pieces; the
+    /// variant for each piece past the first is compiled on the first
+    /// launch that reaches it and kept with the kernel. The pieces are
+    /// separate commands ([`Batch::len`], profiles and
+    /// [`Stats`](crate::Stats) pipelines count them) that may run
+    /// concurrently, as one dispatch's workgroups do.
+    ///
+    /// A kernel that reads `gl_NumWorkGroups`, or uses the built-ins in a
+    /// way the rewrite does not handle (a dynamic component index, the
+    /// pointer passed on), cannot be split: [`Error::LaunchTooLarge`] names
+    /// the reason, as it does for a grid whose spare invocations would index
+    /// past 2^32. Kernels that recover a linear index from a grid spread
+    /// into y and z launch with [`Batch::run_spread`] instead. Launches
+    /// within one row cost what they always did (one cached comparison).
     #[inline]
     pub fn run(
         &mut self,

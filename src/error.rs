@@ -317,11 +317,12 @@ pub enum Error {
     },
 
     /// [`Batch::run`](crate::Batch::run) was asked for more invocations
-    /// than one row of workgroups holds, and the launch cannot be split
-    /// along x into several dispatches (`reason` says why: the kernel reads
+    /// than one row of workgroups holds and the launch cannot be split
+    /// along x into several dispatches, or the grid's spare invocations
+    /// would index past 2^32. `reason` says which: the kernel reads
     /// `gl_NumWorkGroups`, uses `gl_GlobalInvocationID` in a way the
-    /// rewrite does not handle, or the grid would index past 2^32).
-    #[error("kernel {kernel:?}: {invocations} invocations need {} workgroups of {local_size_x} along x, over maxComputeWorkGroupCount[0] = {limit}, and the launch cannot be split along x: {reason}; use Batch::run_spread with the linear-index formula it documents, or a larger local_size_x", invocations.div_ceil(u64::from(*local_size_x).max(1)))]
+    /// rewrite does not handle, or the indices would wrap.
+    #[error("kernel {kernel:?}: {invocations} invocations in workgroups of {local_size_x} along x ({} workgroups; maxComputeWorkGroupCount[0] = {limit}) cannot be launched by Batch::run: {reason}; use Batch::run_spread with the linear-index formula it documents, or a larger local_size_x", invocations.div_ceil(u64::from(*local_size_x).max(1)))]
     LaunchTooLarge {
         /// The kernel's label.
         kernel: String,

@@ -208,3 +208,35 @@ fn a_kernel_reading_num_workgroups_gets_the_typed_error() {
     check(&data.download().unwrap(), |i| u32::from(i < 1000));
     assert_clean(&gpu);
 }
+
+#[test]
+fn a_grid_whose_spare_invocations_would_wrap_is_refused() {
+    let gpu = gpu();
+    let k = Kernel::builder(&gpu)
+        .glsl(WORKGROUP_ID)
+        .local_size_x(100)
+        .build()
+        .unwrap();
+    let data = gpu.alloc::<u32>(1024).unwrap();
+    let before = gpu.stats().pipelines;
+    let mut b = gpu.batch().unwrap();
+    // ceil((2^32 - 1) / 100) * 100 invocations: the last ones would be
+    // indices past 2^32, wrapping onto 0..
+    let e = b
+        .run_with_push_constants(&k, &[&data], u32::MAX, &bytes(&[1024]))
+        .map(|_| ())
+        .unwrap_err();
+    match &e {
+        Error::LaunchTooLarge {
+            local_size_x: 100,
+            reason,
+            ..
+        } => assert!(reason.contains("2^32"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
+    // Refused before any variant was built or anything recorded.
+    assert_eq!(gpu.stats().pipelines, before);
+    assert!(b.is_empty() && b.poisoned().is_none());
+    drop(b);
+    assert_clean(&gpu);
+}
