@@ -55,6 +55,7 @@ mod graph_mode;
 pub(crate) mod host_io;
 mod launch;
 mod poison;
+mod split;
 mod transfer_cmds;
 
 use bind::{bind_descriptors, binding_info, call_error, push_constants, push_constants_padded};
@@ -269,11 +270,29 @@ impl Batch {
     /// `ceil(invocations / local_size_x)` workgroups of one row: a kernel
     /// indexing with `gl_GlobalInvocationID.x` alone sees each index below
     /// `invocations` once (and a few spare ones when `invocations` is not a
-    /// multiple of the local size: bound-check). Past the adapter's
-    /// `maxComputeWorkGroupCount[0]` workgroups (65,535 on lavapipe) no
-    /// Vulkan launch can give such a kernel distinct indices:
-    /// [`Error::LaunchTooLarge`]. Kernels that recover a linear index from
-    /// a spread grid launch that large with [`Batch::run_spread`].
+    /// multiple of the local size: bound-check).
+    ///
+    /// Past the adapter's `maxComputeWorkGroupCount[0]` workgroups (65,535
+    /// on lavapipe) the launch is split along x into several dispatches of
+    /// at most that many workgroups, each running a variant of the kernel
+    /// whose `gl_GlobalInvocationID.x` and `gl_WorkGroupID.x` start where
+    /// the previous piece ended (the kernel's SPIR-V, rewritten once, adds a
+    /// specialization constant to each load of those built-ins), so the
+    /// kernel still sees every index once. A launch of `n` invocations takes
+    /// `ceil(n / (maxComputeWorkGroupCount[0] * local_size_x))` pieces; the
+    /// variant for each piece past the first is compiled on the first
+    /// launch that reaches it and kept with the kernel. The pieces are
+    /// separate commands ([`Batch::len`], profiles and
+    /// [`Stats`](crate::Stats) pipelines count them) that may run
+    /// concurrently, as one dispatch's workgroups do.
+    ///
+    /// A kernel that reads `gl_NumWorkGroups`, or uses the built-ins in a
+    /// way the rewrite does not handle (a dynamic component index, the
+    /// pointer passed on), cannot be split: [`Error::LaunchTooLarge`] names
+    /// the reason, as it does for a grid whose spare invocations would index
+    /// past 2^32. Kernels that recover a linear index from a grid spread
+    /// into y and z launch with [`Batch::run_spread`] instead. Launches
+    /// within one row cost what they always did (one cached comparison).
     #[inline]
     pub fn run(
         &mut self,
@@ -299,27 +318,27 @@ impl Batch {
         let grid = if self.last_grid.0 == invocations && self.last_grid.1 == local_x {
             self.last_grid.2
         } else {
-            let grid = self.x_grid(k, invocations)?;
-            self.last_grid = (invocations, local_x, grid);
-            grid
+            match self.x_grid(k, invocations)? {
+                Some(grid) => {
+                    self.last_grid = (invocations, local_x, grid);
+                    grid
+                }
+                None => return self.run_split(kernel, buffers, invocations, push_constants),
+            }
         };
-        self.dispatch(kernel, buffers, grid, push_constants)
+        self.dispatch(kernel, buffers, grid, push_constants, k.pipeline)
     }
 
-    /// The one-row grid for `invocations` of `k` (see [`Batch::run`]).
+    /// The one-row grid for `invocations` of `k` (see [`Batch::run`]);
+    /// `None` past one row.
     #[cold]
     #[inline(never)]
-    fn x_grid(&self, k: &KernelCore, invocations: u32) -> Result<[u32; 3]> {
+    fn x_grid(&self, k: &KernelCore, invocations: u32) -> Result<Option<[u32; 3]>> {
         let limit = self.dev.info.max_workgroup_count;
         let local_x = k.workgroup_size[0];
         match workgroups::x_groups(u64::from(invocations), local_x, limit[0]) {
-            Ok(x) => Ok([x, 1, 1]),
-            Err(GridError::TooLarge(_)) => Err(Error::LaunchTooLarge {
-                kernel: k.label.clone(),
-                invocations: u64::from(invocations),
-                local_size_x: local_x,
-                limit: limit[0],
-            }),
+            Ok(x) => Ok(Some([x, 1, 1])),
+            Err(GridError::TooLarge(_)) => Ok(None),
             Err(e) => Err(grid_error(k, e, limit, [0, 0, 0])),
         }
     }
@@ -337,7 +356,13 @@ impl Batch {
         let limit = self.dev.info.max_workgroup_count;
         workgroups::check_grid(workgroups, limit)
             .map_err(|e| grid_error(k, e, limit, workgroups))?;
-        self.dispatch(kernel, buffers, workgroups, push_constants.unwrap_or(&[]))
+        self.dispatch(
+            kernel,
+            buffers,
+            workgroups,
+            push_constants.unwrap_or(&[]),
+            k.pipeline,
+        )
     }
 
     /// Orders every command recorded before against every command recorded
@@ -486,6 +511,9 @@ impl Batch {
 
     /// The recorded-dispatch hot path (inlined into `run*`, which are
     /// inlined into the caller's loop: no call frame per dispatch).
+    /// `pipeline` is the kernel's own, or a variant of it on the same
+    /// layout ([`crate::x_split`]; the caller then resets `bound` so that
+    /// it is bound).
     #[inline(always)]
     fn dispatch(
         &mut self,
@@ -493,6 +521,7 @@ impl Batch {
         buffers: &[&dyn GpuBuf],
         grid: [u32; 3],
         pc: &[u8],
+        pipeline: vk::Pipeline,
     ) -> Result<&mut Self> {
         self.usable()?;
         let d = &*self.dev;
@@ -542,15 +571,18 @@ impl Batch {
                 self.keep_view(&b.view(), !info.read_only);
             }
             let d = &*self.dev;
-            if self.last_pipeline != k.pipeline {
+            if self.last_pipeline != pipeline {
                 // SAFETY: `cb` is recording; the pipeline lives until the device drops.
                 unsafe {
                     d.raw
-                        .cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, k.pipeline)
+                        .cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, pipeline)
                 };
-                self.last_pipeline = k.pipeline;
-                if self.stream.slot == 0 {
-                    d.compute.note_pipeline(k.pipeline);
+                self.last_pipeline = pipeline;
+                // Only the kernel's own pipeline (it lives as long as the
+                // device) is handed to recorders readied later; a split
+                // launch's variants die with their kernel.
+                if self.stream.slot == 0 && pipeline == k.pipeline {
+                    d.compute.note_pipeline(pipeline);
                 }
                 if let Some(ks) = &mut self.graph_kernels {
                     ks.push(kernel.core.clone());

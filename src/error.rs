@@ -317,9 +317,12 @@ pub enum Error {
     },
 
     /// [`Batch::run`](crate::Batch::run) was asked for more invocations
-    /// than one row of workgroups holds: a kernel indexing with
-    /// `gl_GlobalInvocationID.x` alone cannot see that many distinct indices.
-    #[error("kernel {kernel:?}: {invocations} invocations need {} workgroups of {local_size_x} along x, over maxComputeWorkGroupCount[0] = {limit} (or past 2^32 indices); use Batch::run_spread with the linear-index formula it documents, or a larger local_size_x", invocations.div_ceil(u64::from(*local_size_x).max(1)))]
+    /// than one row of workgroups holds and the launch cannot be split
+    /// along x into several dispatches, or the grid's spare invocations
+    /// would index past 2^32. `reason` says which: the kernel reads
+    /// `gl_NumWorkGroups`, uses `gl_GlobalInvocationID` in a way the
+    /// rewrite does not handle, or the indices would wrap.
+    #[error("kernel {kernel:?}: {invocations} invocations in workgroups of {local_size_x} along x ({} workgroups; maxComputeWorkGroupCount[0] = {limit}) cannot be launched by Batch::run: {reason}; use Batch::run_spread with the linear-index formula it documents, or a larger local_size_x", invocations.div_ceil(u64::from(*local_size_x).max(1)))]
     LaunchTooLarge {
         /// The kernel's label.
         kernel: String,
@@ -329,6 +332,8 @@ pub enum Error {
         local_size_x: u32,
         /// The adapter's `maxComputeWorkGroupCount[0]`.
         limit: u32,
+        /// Why the launch could not be split.
+        reason: String,
     },
 
     /// An object of another `Device` was passed (a ticket to wait for, a

@@ -541,6 +541,11 @@ fn create_core(
         pipeline: made.pipeline,
         template: made.template,
         reflection,
+        x_split: crate::x_split::XSplit::new(
+            key.words.clone(),
+            key.entry.clone(),
+            key.spec.clone(),
+        ),
     };
     Ok(core)
 }

@@ -58,6 +58,12 @@
 //! - [`Batch`]: dispatches, barriers, copies and fills; [`Ticket`]: completion.
 //!   [`Batch::run_with`] takes push constants as a `Pod` value, and
 //!   [`bindings!`] builds a mixed binding list without casts.
+//!   [`Batch::run`] covers any `u32` count of invocations along x: past
+//!   `maxComputeWorkGroupCount[0]` workgroups it splits the launch into
+//!   several dispatches whose kernel variants see `gl_GlobalInvocationID.x`
+//!   offset (kernels reading `gl_NumWorkGroups` get
+//!   [`Error::LaunchTooLarge`]); [`Batch::run_spread`] is the opt-in that
+//!   spreads the grid into y and z instead.
 //! - [`Graph`]: a batch recorded once ([`Device::graph_recorder`]) and
 //!   launched many times, on any stream ([`Graph::launch_on`]; launches
 //!   of one graph stay ordered across streams); [`CapturePool`] keeps what
@@ -187,6 +193,10 @@ mod waiter;
 pub use async_transfer::Download;
 pub use host_timeline::{HostTimeline, HostTimelineWait};
 pub use ticket_future::TicketWait;
+
+// Launches split along x past maxComputeWorkGroupCount[0].
+mod spirv_offset;
+mod x_split;
 
 pub use adapter::{AdapterInfo, AdapterType};
 pub use batch::{Batch, BatchOptions};

@@ -58,6 +58,8 @@ pub(crate) struct KernelCore {
     pub pipeline: vk::Pipeline,
     /// Update template over a packed array of `VkDescriptorBufferInfo`.
     pub template: vk::DescriptorUpdateTemplate,
+    /// The variants a launch split along x runs ([`crate::x_split`]).
+    pub x_split: crate::x_split::XSplit,
 }
 
 impl KernelCore {
@@ -68,6 +70,7 @@ impl KernelCore {
     pub(crate) unsafe fn destroy(&self, device: &ash::Device, counters: &Counters) {
         // SAFETY: guaranteed by the caller.
         unsafe {
+            self.x_split.destroy(device, counters);
             device.destroy_pipeline(self.pipeline, None);
             device.destroy_descriptor_update_template(self.template, None);
             device.destroy_pipeline_layout(self.pipeline_layout, None);
@@ -367,9 +370,10 @@ impl KernelCache {
         (arc, None)
     }
 
-    /// Number of cached pipelines.
+    /// Number of cached pipelines, with the variants split launches made.
     pub(crate) fn len(&self) -> usize {
-        self.map.lock().unwrap_or_else(|p| p.into_inner()).len()
+        let map = self.map.lock().unwrap_or_else(|p| p.into_inner());
+        map.len() + map.values().map(|k| k.x_split.variants()).sum::<usize>()
     }
 
     /// Destroys every pipeline and the pipeline cache.

@@ -504,6 +504,13 @@ fn builtin_workgroup_size(words: &[u32]) -> Option<WorkgroupSize> {
     Some((size, ids))
 }
 
+/// Validates `words` with SPIRV-Tools (as [`reflect`] does): `Err` holds
+/// the validator's message.
+#[cfg(feature = "glsl")]
+pub(crate) fn validate_spirv(words: &[u32]) -> std::result::Result<(), String> {
+    spirv_tools::validate(words)
+}
+
 /// SPIR-V validation by SPIRV-Tools, which the `glsl` feature links (see
 /// `build.rs`): the same checks as `spirv-val`, for the Vulkan 1.3
 /// environment, with block layouts left to the driver (they depend on

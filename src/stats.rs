@@ -18,7 +18,8 @@ pub struct Stats {
     pub allocations: i64,
     /// Bytes of user buffers alive.
     pub buffer_bytes: u64,
-    /// Live compute pipelines (one per distinct kernel; cached until the device drops).
+    /// Live compute pipelines (one per distinct kernel, plus the variants
+    /// launches split along x run; cached until the device drops).
     pub pipelines: i64,
     /// Live command pools (one per recorder).
     pub command_pools: i64,

@@ -6,10 +6,12 @@
 //! exactly once. Vulkan bounds that grid: at most
 //! `maxComputeWorkGroupCount[0]` workgroups (65,535 on lavapipe), and
 //! `vkCmdDispatchBase` cannot reach past it either (its base plus count must
-//! stay within the same limit), so no launch can give an x-only kernel more
-//! than `maxComputeWorkGroupCount[0] * local_x` distinct indices. Past that,
-//! `run` refuses with a typed error instead of spreading the grid behind the
-//! kernel's back.
+//! stay within the same limit). Past that, `run` splits the launch along x
+//! into pieces of at most that many workgroups ([`split_x`],
+//! [`piece_groups`]), each running a variant of the kernel that sees its
+//! indices offset by the piece's base ([`crate::x_split`]); a grid whose
+//! spare invocations would index past 2^32 is refused. Nothing is spread
+//! into y or z behind the kernel's back.
 //!
 //! [`Batch::run_spread`](crate::Batch::run_spread) is the explicit opt-in:
 //! the grid spreads into y and then z ([`grid_for_invocations`]), keeping
@@ -56,6 +58,30 @@ pub(crate) fn x_groups(invocations: u64, local_x: u32, max_x: u32) -> Result<u32
         return Err(GridError::TooLarge([groups, 1, 1]));
     }
     Ok(groups as u32)
+}
+
+/// A launch of `invocations` along x in workgroups of `local_x`, split
+/// into pieces of at most `max_x` workgroups (what [`x_groups`] refuses
+/// past one row): the total workgroups and the number of pieces. Piece `p`
+/// holds workgroups `p * max_x ..` up to the total. Refused (`TooLarge`)
+/// when the grid's last invocation index would not fit in 32 bits.
+pub(crate) fn split_x(invocations: u64, local_x: u32, max_x: u32) -> Result<(u64, u32), GridError> {
+    if invocations == 0 || local_x == 0 || max_x == 0 {
+        return Err(GridError::Empty);
+    }
+    let groups = div_ceil(invocations, u64::from(local_x));
+    let pieces = div_ceil(groups, u64::from(max_x));
+    match u32::try_from(pieces) {
+        Ok(pieces) if groups * u64::from(local_x) <= 1 << 32 => Ok((groups, pieces)),
+        _ => Err(GridError::TooLarge([groups, 1, 1])),
+    }
+}
+
+/// The workgroups of piece `piece` of a split launch of `groups` (see
+/// [`split_x`]).
+pub(crate) fn piece_groups(groups: u64, piece: u32, max_x: u32) -> u32 {
+    let start = u64::from(piece) * u64::from(max_x);
+    groups.saturating_sub(start).min(u64::from(max_x)) as u32
 }
 
 /// The grid for `invocations` along x with `local_x` invocations per
@@ -145,6 +171,32 @@ mod tests {
         let nv = i32::MAX as u32;
         assert!(x_groups(u64::from(u32::MAX), 100, nv).is_err());
         assert_eq!(x_groups(u64::from(u32::MAX), 256, nv), Ok(1 << 24));
+    }
+
+    #[test]
+    fn split_launches_cover_every_group_once() {
+        let n = (16 << 20) + 5;
+        let (groups, pieces) = split_x(n, 64, 65535).unwrap();
+        assert_eq!((groups, pieces), (262_145, 5));
+        let sizes: Vec<u32> = (0..pieces)
+            .map(|p| piece_groups(groups, p, 65535))
+            .collect();
+        assert_eq!(sizes, [65535, 65535, 65535, 65535, 5]);
+        for (n, local, max) in [
+            (1u64, 1, 1),
+            (100, 3, 7),
+            (1 << 32, 256, 65535),
+            (999, 10, 50),
+        ] {
+            let (g, p) = split_x(n, local, max).unwrap();
+            let total: u64 = (0..p).map(|i| u64::from(piece_groups(g, i, max))).sum();
+            assert_eq!(total, g);
+            assert!((0..p).all(|i| (1..=max).contains(&piece_groups(g, i, max))));
+        }
+        // Spare invocations past 2^32 would wrap onto low indices.
+        assert!(split_x(u64::from(u32::MAX), 100, 65535).is_err());
+        assert_eq!(split_x(0, 64, 65535), Err(GridError::Empty));
+        assert_eq!(split_x(5, 64, 0), Err(GridError::Empty));
     }
 
     #[test]

@@ -380,7 +380,7 @@ fn check_once(data: &[u32], n: usize) {
 }
 
 #[test]
-fn x_only_kernels_are_never_spread_behind_their_back() {
+fn x_only_kernels_are_split_along_x_never_spread_behind_their_back() {
     let gpu = gpu();
     let info = gpu.info().clone();
     let max_x = info.max_workgroup_count[0];
@@ -389,20 +389,28 @@ fn x_only_kernels_are_never_spread_behind_their_back() {
     let pc = bytes(&[n]);
 
     // Workgroups of 64: past one row on lavapipe (65,535 x 64 < 16 Mi + 5).
+    // `run` splits the launch along x (tests/large_launch.rs has more); a
+    // kernel reading gl_NumWorkGroups cannot be split and is refused.
     let k64 = plain_x(&gpu, 64);
+    let spread = gpu.kernel_glsl(SPREAD).unwrap();
     let mut b = gpu.batch().unwrap();
     if u64::from(n).div_ceil(64) > u64::from(max_x) {
         let e = b
-            .run_with_push_constants(&k64, &[&data], n, &pc)
+            .run_with_push_constants(&spread, &[&data], n, &pc)
             .map(|_| ())
             .unwrap_err();
         assert!(
-            matches!(e, Error::LaunchTooLarge { invocations, local_size_x: 64, limit, .. }
-                if invocations == u64::from(n) && limit == max_x),
+            matches!(&e, Error::LaunchTooLarge { invocations, local_size_x: 64, limit, reason, .. }
+                if *invocations == u64::from(n) && *limit == max_x && reason.contains("gl_NumWorkGroups")),
             "{e:?}"
         );
+        b.run_with_push_constants(&k64, &[&data], n, &pc).unwrap();
+        b.submit().unwrap();
+        check_once(&data.download().unwrap(), n as usize);
         // A spread-aware kernel opts in and covers every index once.
-        let spread = gpu.kernel_glsl(SPREAD).unwrap();
+        let mut b = gpu.batch().unwrap();
+        b.zero(&data).unwrap();
+        b.barrier();
         b.run_spread(&spread, &[&data], n, &pc).unwrap();
         b.submit().unwrap();
         check_once(&data.download().unwrap(), n as usize);

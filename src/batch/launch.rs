@@ -57,7 +57,9 @@ impl Batch {
     /// Records `kernel` over `invocations` invocations on a grid that
     /// spreads into y and then z past the adapter's
     /// `maxComputeWorkGroupCount[0]` (an explicit opt-in: [`Batch::run`]
-    /// keeps to one row). The grid is never clamped (one that cannot fit is
+    /// keeps every index in x, splitting the launch along x past one row,
+    /// and refuses kernels that read `gl_NumWorkGroups` there). One
+    /// dispatch, one pipeline: no variants are built. The grid is never clamped (one that cannot fit is
     /// [`Error::WorkgroupLimit`](crate::Error::WorkgroupLimit)) and may hold
     /// a few spare invocations. The kernel (local size 1 in y and z)
     /// recovers its linear index as
@@ -82,7 +84,7 @@ impl Batch {
         let grid =
             workgroups::grid_for_invocations(u64::from(invocations), k.workgroup_size[0], limit)
                 .map_err(|e| grid_error(k, e, limit, [0, 0, 0]))?;
-        self.dispatch(kernel, buffers, grid, push_constants)
+        self.dispatch(kernel, buffers, grid, push_constants, k.pipeline)
     }
 }
 
