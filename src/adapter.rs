@@ -112,6 +112,18 @@ pub struct AdapterInfo {
     /// Invocations one compute unit keeps resident at most (warps per SM ×
     /// warp size on NVIDIA, waves per CU × wave size on AMD); 0 when unknown.
     pub max_threads_per_compute_unit: u32,
+    /// storageBuffer16BitAccess is supported (16-bit loads and stores in
+    /// storage buffers; enabled on the device when present).
+    pub storage_buffer16: bool,
+    /// Shapes from vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR, on a
+    /// created [`Device`](crate::Device) where VK_KHR_cooperative_matrix and
+    /// its feature were enabled; empty otherwise (and in
+    /// [`Device::adapters`](crate::Device::adapters)).
+    pub cooperative_matrix_shapes: Vec<crate::coopmat::CoopMatShape>,
+    /// Shapes from vkGetPhysicalDeviceCooperativeMatrixPropertiesNV, on a
+    /// created device where VK_NV_cooperative_matrix and its feature were
+    /// enabled; empty otherwise.
+    pub cooperative_matrix_nv_shapes: Vec<crate::coopmat::CoopMatShape>,
 }
 
 impl AdapterInfo {
@@ -202,6 +214,9 @@ pub(crate) fn fake(index: usize, name: &str, ty: AdapterType, mem: u64) -> Adapt
         device_local_memory: mem,
         compute_units: 0,
         max_threads_per_compute_unit: 0,
+        storage_buffer16: false,
+        cooperative_matrix_shapes: Vec::new(),
+        cooperative_matrix_nv_shapes: Vec::new(),
     }
 }
 

@@ -103,6 +103,11 @@ mod ticket;
 mod transfer;
 mod workgroups;
 
+// Built-in ops (matmul) and cooperative-matrix support.
+mod coopmat;
+pub mod ops;
+pub use coopmat::{CoopComponent, CoopMatShape};
+
 pub use adapter::{AdapterInfo, AdapterType};
 pub use batch::{Batch, BatchOptions};
 pub use buffer::{BufView, Buffer, BufferSlice, GpuBuf};

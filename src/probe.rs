@@ -221,6 +221,9 @@ fn probe_one(
             device_local_memory,
             compute_units,
             max_threads_per_compute_unit,
+            storage_buffer16: false,
+            cooperative_matrix_shapes: Vec::new(),
+            cooperative_matrix_nv_shapes: Vec::new(),
         };
         Ok(Some(Probed {
             physical: pd,

@@ -1,0 +1,374 @@
+//! Matrix multiplication C = A·B, row-major, any M, K, N, recorded into an
+//! ordinary [`Batch`].
+//!
+//! ```
+//! # fn main() -> vkcompute::Result<()> {
+//! use vkcompute::{ops, Device};
+//! let gpu = Device::new()?;
+//! let a = gpu.upload(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0])?; // 2×3
+//! let b = gpu.upload(&[1.0f32, 0.0, 0.0, 1.0, 1.0, 1.0])?; // 3×2
+//! let c = gpu.alloc::<f32>(4)?;                            // 2×2
+//! let mut batch = gpu.batch()?;
+//! ops::matmul(&mut batch, &a, &b, &c, 2, 3, 2)?;
+//! batch.submit()?;
+//! assert_eq!(c.download()?, [4.0, 5.0, 10.0, 11.0]);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Which kernel runs is [`choose_matmul`]'s pure decision from the shape
+//! and the adapter ([`MatmulCaps`]): a register-blocked shared-memory f32
+//! kernel in two tile sizes, GEMV kernels for M = 1 or N = 1, and for f16
+//! inputs a cooperative-matrix kernel (tensor cores) where the adapter has
+//! the shape, else the f16 inputs are widened to f32 first.
+//!
+//! Like any command in a batch, a matmul may overlap the commands recorded
+//! before it: put a [`Batch::barrier`] between a command that writes A or B
+//! and the matmul that reads them.
+//!
+//! Errors: a zero dimension, a buffer whose length is not the shape's, a
+//! matrix over 2³² − 1 elements (the kernels index in 32 bits) or over
+//! `maxStorageBufferRange`, or a grid over `maxComputeWorkGroupCount` is an
+//! [`Error::MatmulShape`] naming the limit.
+
+use crate::{Batch, Buffer, Device, Error, Kernel, Result};
+
+mod plan;
+
+pub use plan::{
+    choose_matmul, MatmulCaps, MatmulDtype, MatmulKernel, MatmulPlan, TileConfig,
+    COOPMAT_SHARED_BYTES,
+};
+
+/// Columns per workgroup of the M = 1 kernel (`vecmat_f32.comp`'s COLS).
+const VECMAT_COLS: u32 = 16;
+/// Invocations per workgroup of the GEMV and widening kernels.
+const GEMV_THREADS: u32 = 256;
+/// Block size of the cooperative-matrix kernel.
+const COOP_BLOCK: u32 = 128;
+
+/// Records C = A·B: A is `m`×`k`, B is `k`×`n`, C is `m`×`n`, all f32,
+/// row-major, each buffer exactly that long.
+pub fn matmul(
+    batch: &mut Batch,
+    a: &Buffer<f32>,
+    b: &Buffer<f32>,
+    c: &Buffer<f32>,
+    m: u32,
+    k: u32,
+    n: u32,
+) -> Result<()> {
+    let caps = MatmulCaps::of(a.device().info());
+    let plan = choose_matmul(m, k, n, MatmulDtype::F32, &caps);
+    matmul_with_plan(batch, a, b, c, m, k, n, plan)
+}
+
+/// Records C = A·B for f32 inputs with an explicit plan (for tuning and
+/// comparing kernels); [`matmul`] uses [`choose_matmul`]'s. The plan must
+/// name an f32 kernel ([`MatmulKernel::Tiled`] with a
+/// [`TileConfig::is_valid`] tile that fits the adapter, `MatVec` for
+/// N = 1, `VecMat` for M = 1) without widening.
+#[allow(clippy::too_many_arguments)]
+pub fn matmul_with_plan(
+    batch: &mut Batch,
+    a: &Buffer<f32>,
+    b: &Buffer<f32>,
+    c: &Buffer<f32>,
+    m: u32,
+    k: u32,
+    n: u32,
+    plan: MatmulPlan,
+) -> Result<()> {
+    let gpu = a.device();
+    check_shape(&gpu, m, k, n, [a.len(), b.len(), c.len()], [4, 4, 4])?;
+    if plan.widen_f16 || plan.kernel == MatmulKernel::CoopMatF16 {
+        return Err(shape_error(
+            m,
+            k,
+            n,
+            format!("plan {plan:?} is for f16 inputs; these are f32"),
+        ));
+    }
+    record_f32(batch, &gpu, a, b, c, m, k, n, plan.kernel)
+}
+
+/// Records C = A·B for f16 inputs (IEEE binary16 bits in `u16`, e.g. from
+/// `half::f16::to_bits`) with f32 accumulation and an f32 C. Runs on
+/// cooperative matrices where [`choose_matmul`] finds them usable; otherwise
+/// widens A and B into f32 scratch buffers (allocated per call) and runs the
+/// f32 kernels. Needs `storageBuffer16BitAccess` (else
+/// [`Error::Unsupported`]).
+pub fn matmul_f16(
+    batch: &mut Batch,
+    a: &Buffer<u16>,
+    b: &Buffer<u16>,
+    c: &Buffer<f32>,
+    m: u32,
+    k: u32,
+    n: u32,
+) -> Result<()> {
+    let gpu = a.device();
+    check_shape(&gpu, m, k, n, [a.len(), b.len(), c.len()], [2, 2, 4])?;
+    let plan = choose_matmul(m, k, n, MatmulDtype::F16, &MatmulCaps::of(gpu.info()));
+    if plan.kernel == MatmulKernel::CoopMatF16 {
+        let kernel = matmul_kernel(&gpu, Variant::CoopMatF16)?;
+        let grid = [n.div_ceil(COOP_BLOCK), m.div_ceil(COOP_BLOCK), 1];
+        check_grid(&gpu, m, k, n, grid)?;
+        let pc = push3(m, k, n);
+        batch.run_configured(&kernel, &[a, b, c], grid, Some(&pc))?;
+        return Ok(());
+    }
+    if !gpu.info().storage_buffer16 {
+        return Err(Error::Unsupported {
+            what: "f16 matmul inputs (storageBuffer16BitAccess)",
+            adapter: gpu.info().name.clone(),
+        });
+    }
+    let widen = matmul_kernel(&gpu, Variant::WidenF16)?;
+    let a32 = gpu.alloc::<f32>(a.len())?;
+    let b32 = gpu.alloc::<f32>(b.len())?;
+    for (src, dst) in [(a, &a32), (b, &b32)] {
+        let len = src.len() as u32;
+        batch.run_with_push_constants(&widen, &[src, dst], len, &len.to_le_bytes())?;
+    }
+    batch.barrier();
+    // The scratch buffers stay alive until the batch's work completes
+    // (the batch holds them; a dropped buffer is freed after its last use).
+    record_f32(batch, &gpu, &a32, &b32, c, m, k, n, plan.kernel)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn record_f32(
+    batch: &mut Batch,
+    gpu: &Device,
+    a: &Buffer<f32>,
+    b: &Buffer<f32>,
+    c: &Buffer<f32>,
+    m: u32,
+    k: u32,
+    n: u32,
+    kernel: MatmulKernel,
+) -> Result<()> {
+    let info = gpu.info();
+    match kernel {
+        MatmulKernel::Tiled(t) => {
+            let caps = MatmulCaps::of(info);
+            if !t.is_valid()
+                || t.threads() > caps.max_workgroup_invocations
+                || t.shared_bytes() > caps.max_shared_memory
+            {
+                return Err(shape_error(
+                    m,
+                    k,
+                    n,
+                    format!(
+                        "tile {t:?} breaks the kernel's layout rules or the adapter's limits \
+                         ({} invocations, {} bytes of shared memory)",
+                        caps.max_workgroup_invocations, caps.max_shared_memory
+                    ),
+                ));
+            }
+            let kernel = matmul_kernel(gpu, Variant::Tiled(t))?;
+            let grid = [n.div_ceil(t.bn), m.div_ceil(t.bm), 1];
+            check_grid(gpu, m, k, n, grid)?;
+            batch.run_configured(&kernel, &[a, b, c], grid, Some(&push3(m, k, n)))?;
+        }
+        MatmulKernel::MatVec => {
+            if n != 1 {
+                return Err(shape_error(m, k, n, "the MatVec kernel needs N = 1".into()));
+            }
+            let kernel = matmul_kernel(gpu, Variant::MatVec)?;
+            // One subgroup per row; rows are visited grid-stride, so the
+            // grid may stop at the limit.
+            let rows_per_group = (GEMV_THREADS / info.subgroup_size.max(1)).max(1);
+            let groups = m.div_ceil(rows_per_group).min(info.max_workgroup_count[0]);
+            let pc = push2(m, k);
+            batch.run_configured(&kernel, &[a, b, c], [groups, 1, 1], Some(&pc))?;
+        }
+        MatmulKernel::VecMat => {
+            if m != 1 {
+                return Err(shape_error(m, k, n, "the VecMat kernel needs M = 1".into()));
+            }
+            let kernel = matmul_kernel(gpu, Variant::VecMat)?;
+            let grid = [n.div_ceil(VECMAT_COLS), 1, 1];
+            check_grid(gpu, m, k, n, grid)?;
+            batch.run_configured(&kernel, &[a, b, c], grid, Some(&push2(k, n)))?;
+        }
+        MatmulKernel::CoopMatF16 => {
+            return Err(shape_error(
+                m,
+                k,
+                n,
+                "the cooperative-matrix kernel takes f16 inputs".into(),
+            ))
+        }
+    }
+    Ok(())
+}
+
+fn shape_error(m: u32, k: u32, n: u32, detail: String) -> Error {
+    Error::MatmulShape { m, k, n, detail }
+}
+
+/// Checks dimensions and buffer lengths (`lens` of A, B, C in elements of
+/// `sizes` bytes) against the shape and the adapter's limits.
+fn check_shape(
+    gpu: &Device,
+    m: u32,
+    k: u32,
+    n: u32,
+    lens: [usize; 3],
+    sizes: [u64; 3],
+) -> Result<()> {
+    if m == 0 || k == 0 || n == 0 {
+        return Err(shape_error(
+            m,
+            k,
+            n,
+            "every dimension must be at least 1".into(),
+        ));
+    }
+    let range = gpu.info().max_storage_buffer_range;
+    let want = [
+        ("A", "M·K", u64::from(m) * u64::from(k)),
+        ("B", "K·N", u64::from(k) * u64::from(n)),
+        ("C", "M·N", u64::from(m) * u64::from(n)),
+    ];
+    for (((name, product, elems), len), size) in want.into_iter().zip(lens).zip(sizes) {
+        if elems > u64::from(u32::MAX) {
+            return Err(shape_error(
+                m,
+                k,
+                n,
+                format!(
+                    "{name} would hold {product} = {elems} elements, over the kernels' \
+                     32-bit index limit of {}",
+                    u32::MAX
+                ),
+            ));
+        }
+        if len as u64 != elems {
+            return Err(shape_error(
+                m,
+                k,
+                n,
+                format!("{name} holds {len} elements; {product} = {elems}"),
+            ));
+        }
+        if elems * size > range {
+            return Err(shape_error(
+                m,
+                k,
+                n,
+                format!(
+                    "{name} is {} bytes, over maxStorageBufferRange ({range} bytes)",
+                    elems * size
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn check_grid(gpu: &Device, m: u32, k: u32, n: u32, grid: [u32; 3]) -> Result<()> {
+    let limit = gpu.info().max_workgroup_count;
+    if grid.iter().zip(limit).any(|(g, l)| *g > l) {
+        return Err(shape_error(
+            m,
+            k,
+            n,
+            format!("needs {grid:?} workgroups, over maxComputeWorkGroupCount {limit:?}"),
+        ));
+    }
+    Ok(())
+}
+
+fn push3(x: u32, y: u32, z: u32) -> [u8; 12] {
+    bytemuck::cast([x, y, z])
+}
+
+fn push2(x: u32, y: u32) -> [u8; 8] {
+    bytemuck::cast([x, y])
+}
+
+/// A built-in matmul kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Variant {
+    Tiled(TileConfig),
+    MatVec,
+    VecMat,
+    CoopMatF16,
+    WidenF16,
+}
+
+/// The one place matmul kernels come from. Until the build-time shader
+/// registry lands, it compiles the GLSL in `shaders/` at run time, once per
+/// process per shader (the device's kernel cache then serves repeated
+/// builds of the same SPIR-V and specialization).
+fn matmul_kernel(gpu: &Device, variant: Variant) -> Result<Kernel> {
+    let (name, source): (&str, &str) = match variant {
+        Variant::Tiled(_) => ("matmul_f32", include_str!("../../shaders/matmul_f32.comp")),
+        Variant::MatVec => ("matvec_f32", include_str!("../../shaders/matvec_f32.comp")),
+        Variant::VecMat => ("vecmat_f32", include_str!("../../shaders/vecmat_f32.comp")),
+        Variant::CoopMatF16 => (
+            "matmul_f16_coopmat",
+            include_str!("../../shaders/matmul_f16_coopmat.comp"),
+        ),
+        Variant::WidenF16 => (
+            "convert_f16_f32",
+            include_str!("../../shaders/convert_f16_f32.comp"),
+        ),
+    };
+    let words = spirv(name, source)?;
+    let mut builder = Kernel::builder(gpu).spirv(words).label(name);
+    if let Variant::Tiled(t) = variant {
+        builder = builder
+            .local_size_x(t.threads())
+            .spec_u32(1, t.bm)
+            .spec_u32(2, t.bn)
+            .spec_u32(3, t.bk)
+            .spec_u32(4, t.tm)
+            .spec_u32(5, t.tn);
+    }
+    builder.build()
+}
+
+/// SPIR-V of a built-in shader, compiled once per process.
+#[cfg(feature = "glsl")]
+fn spirv(name: &'static str, source: &str) -> Result<&'static [u32]> {
+    use std::sync::OnceLock;
+    type Slot = OnceLock<std::result::Result<Vec<u32>, String>>;
+    static SLOTS: [Slot; 5] = [
+        OnceLock::new(),
+        OnceLock::new(),
+        OnceLock::new(),
+        OnceLock::new(),
+        OnceLock::new(),
+    ];
+    let idx = match name {
+        "matmul_f32" => 0,
+        "matvec_f32" => 1,
+        "vecmat_f32" => 2,
+        "matmul_f16_coopmat" => 3,
+        _ => 4,
+    };
+    let options = crate::GlslOptions {
+        file_name: Some(format!("{name}.comp")),
+        ..Default::default()
+    };
+    SLOTS[idx]
+        .get_or_init(|| crate::compile_glsl_with(source, &options).map_err(|e| e.to_string()))
+        .as_deref()
+        .map_err(|message| Error::Glsl {
+            message: message.to_string(),
+        })
+}
+
+/// Without runtime GLSL the built-in matmul kernels are not available yet.
+#[cfg(not(feature = "glsl"))]
+fn spirv(name: &'static str, _source: &str) -> Result<&'static [u32]> {
+    Err(Error::Unsupported {
+        what: "built-in matmul kernels without the `glsl` feature",
+        adapter: name.to_string(),
+    })
+}
