@@ -22,7 +22,9 @@
 
 use std::time::Instant;
 
-use vkcompute::ops::{self, MatmulCaps, MatmulDtype, MatmulKernel, MatmulPlan, TileConfig};
+use vkcompute::ops::{
+    self, CoopTile, MatmulCaps, MatmulDtype, MatmulKernel, MatmulPlan, TileConfig,
+};
 use vkcompute::{Batch, BatchOptions, Buffer, Device, Profiling, Result};
 
 const PEAK: &str = include_str!("matmul_coopmat_peak.comp");
@@ -274,6 +276,7 @@ fn f16_case(
     rep: &mut Report,
     key: &str,
     s: u32,
+    plan: Option<MatmulPlan>,
     reps: usize,
     full_check: bool,
 ) -> Result<()> {
@@ -289,7 +292,9 @@ fn f16_case(
     })?;
     let c = gc.download()?;
     let err = max_error(&a, &b, &c, (s as usize, s as usize, s as usize), full_check);
-    let plan = ops::choose_matmul(s, s, s, MatmulDtype::F16, &MatmulCaps::of(gpu.info()));
+    let plan = plan.unwrap_or_else(|| {
+        ops::choose_matmul(s, s, s, MatmulDtype::F16, &MatmulCaps::of(gpu.info()))
+    });
     let bound = 2.0 * f64::from(s) * f64::powi(2.0, -24);
     // The widened path records three commands per repetition, which the
     // per-command timing does not add up: it is checked, not timed.
@@ -409,7 +414,15 @@ fn main() -> Result<()> {
         true,
     )?;
     if info.storage_buffer16 {
-        f16_case(&gpu, &mut rep, &format!("check_hgemm{chk}"), chk, 2, true)?;
+        f16_case(
+            &gpu,
+            &mut rep,
+            &format!("check_hgemm{chk}"),
+            chk,
+            None,
+            2,
+            true,
+        )?;
     }
 
     // Full sizes: spot checks.
@@ -494,9 +507,29 @@ fn main() -> Result<()> {
         false,
     )?;
 
-    if ops::choose_matmul(s1, s1, s1, MatmulDtype::F16, &caps).kernel == MatmulKernel::CoopMatF16 {
+    if matches!(
+        ops::choose_matmul(s1, s1, s1, MatmulDtype::F16, &caps).kernel,
+        MatmulKernel::CoopMatF16(_)
+    ) {
         for s in [s1, s2] {
-            f16_case(&gpu, &mut rep, &format!("hgemm{s}"), s, reps, false)?;
+            f16_case(&gpu, &mut rep, &format!("hgemm{s}"), s, None, reps, false)?;
+        }
+        let tiles = [
+            ("128x128_w64x32_k32", CoopTile::DEFAULT),
+            ("128x256_w64x64_k16", CoopTile::WIDE),
+            ("256x128_w64x64_k16", CoopTile::TALL),
+        ];
+        for (name, t) in tiles {
+            if t.shared_bytes() > caps.max_shared_memory {
+                println!("skipped: coopmat tile {name} does not fit {}", info.name);
+                continue;
+            }
+            let plan = MatmulPlan {
+                kernel: MatmulKernel::CoopMatF16(t),
+                widen_f16: false,
+            };
+            let key = format!("hgemm{s2}_tile{name}");
+            f16_case(&gpu, &mut rep, &key, s2, Some(plan), reps, false)?;
         }
         let peak = coopmat_peak(&gpu, reps, quick)?;
         rep.push(

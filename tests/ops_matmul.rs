@@ -192,7 +192,7 @@ fn bad_shapes_are_typed_errors() {
     // A plan that does not fit the inputs or the kernel.
     let (a2, b3, c6) = (buf(2), buf(3), buf(6));
     let f16_plan = MatmulPlan {
-        kernel: MatmulKernel::CoopMatF16,
+        kernel: MatmulKernel::CoopMatF16(ops::CoopTile::DEFAULT),
         widen_f16: false,
     };
     shape_err(
@@ -256,7 +256,7 @@ fn f16_bits(x: f32) -> u16 {
     sign | ((exp as u16) << 10) | ((bits >> 13) & 0x3ff) as u16
 }
 
-fn f16_matmul(gpu: &Device, m: u32, k: u32, n: u32, factor: f64) {
+fn f16_matmul(gpu: &Device, m: u32, k: u32, n: u32, factor: f64, plan: Option<MatmulPlan>) {
     // Multiples of 1/64 in [-1, 1): exact in f16.
     let mut rng = common::Rng::new(u64::from(m + k + n));
     let mut gen = |len: u32| -> Vec<f32> {
@@ -270,7 +270,12 @@ fn f16_matmul(gpu: &Device, m: u32, k: u32, n: u32, factor: f64) {
     let gb: Buffer<u16> = gpu.upload(&bits(&b)).unwrap();
     let gc = gpu.alloc::<f32>((m * n) as usize).unwrap();
     let mut batch = gpu.batch().unwrap();
-    ops::matmul_f16(&mut batch, &ga, &gb, &gc, m, k, n).unwrap();
+    match plan {
+        None => ops::matmul_f16(&mut batch, &ga, &gb, &gc, m, k, n).unwrap(),
+        Some(p) => {
+            ops::matmul::matmul_f16_with_plan(&mut batch, &ga, &gb, &gc, m, k, n, p).unwrap()
+        }
+    }
     batch.submit().unwrap();
     check(
         &gc.download().unwrap(),
@@ -295,10 +300,28 @@ fn f16_inputs_widened_to_f32() {
     // K not a multiple of 8: never the cooperative-matrix kernel.
     for (m, k, n) in [(127, 255, 63), (1, 33, 20), (20, 33, 1)] {
         assert!(ops::choose_matmul(m, k, n, MatmulDtype::F16, &caps).widen_f16);
-        f16_matmul(&gpu, m, k, n, 1.01);
+        f16_matmul(&gpu, m, k, n, 1.01, None);
     }
     let mut batch = gpu.batch().unwrap();
     let h = gpu.alloc::<u16>(6).unwrap();
+    let c4 = gpu.alloc::<f32>(4).unwrap();
+    let f32_plan = MatmulPlan {
+        kernel: MatmulKernel::Tiled(TileConfig::SMALL),
+        widen_f16: false,
+    };
+    shape_err(
+        ops::matmul::matmul_f16_with_plan(&mut batch, &h, &h, &c4, 2, 3, 2, f32_plan),
+        "f32 inputs",
+    );
+    // K = 3: never a cooperative-matrix shape.
+    let coop = MatmulPlan {
+        kernel: MatmulKernel::CoopMatF16(ops::CoopTile::DEFAULT),
+        widen_f16: false,
+    };
+    shape_err(
+        ops::matmul::matmul_f16_with_plan(&mut batch, &h, &h, &c4, 2, 3, 2, coop),
+        "does not apply",
+    );
     let c = gpu.alloc::<f32>(5).unwrap();
     shape_err(
         ops::matmul_f16(&mut batch, &h, &h, &c, 2, 3, 2),
@@ -313,7 +336,7 @@ fn f16_on_cooperative_matrices() {
     let gpu = common::gpu();
     let caps = MatmulCaps::of(gpu.info());
     let plan = ops::choose_matmul(256, 128, 256, MatmulDtype::F16, &caps);
-    if plan.kernel != MatmulKernel::CoopMatF16 {
+    if !matches!(plan.kernel, MatmulKernel::CoopMatF16(_)) {
         common::skipped(format!(
             "cooperative-matrix matmul: {} has no usable 16×16×16 f16 shape \
              (NV shapes: {:?})",
@@ -324,7 +347,16 @@ fn f16_on_cooperative_matrices() {
     }
     // Whole blocks, then edges in M and N (K, N multiples of 8).
     for (m, k, n) in [(256, 128, 256), (200, 72, 136), (17, 8, 24)] {
-        f16_matmul(&gpu, m, k, n, 2.0);
+        f16_matmul(&gpu, m, k, n, 2.0, None);
+    }
+    for tile in [ops::CoopTile::WIDE, ops::CoopTile::TALL] {
+        let plan = MatmulPlan {
+            kernel: MatmulKernel::CoopMatF16(tile),
+            widen_f16: false,
+        };
+        for (m, k, n) in [(256, 64, 256), (300, 40, 264)] {
+            f16_matmul(&gpu, m, k, n, 2.0, Some(plan));
+        }
     }
     common::assert_clean(&gpu);
 }

@@ -36,16 +36,13 @@ use crate::{Batch, Buffer, Device, Error, Kernel, Result};
 mod plan;
 
 pub use plan::{
-    choose_matmul, MatmulCaps, MatmulDtype, MatmulKernel, MatmulPlan, TileConfig,
-    COOPMAT_SHARED_BYTES,
+    choose_matmul, CoopTile, MatmulCaps, MatmulDtype, MatmulKernel, MatmulPlan, TileConfig,
 };
 
 /// Columns per workgroup of the M = 1 kernel (`vecmat_f32.comp`'s COLS).
 const VECMAT_COLS: u32 = 16;
 /// Invocations per workgroup of the GEMV and widening kernels.
 const GEMV_THREADS: u32 = 256;
-/// Block size of the cooperative-matrix kernel.
-const COOP_BLOCK: u32 = 128;
 
 /// Records C = A·B: A is `m`×`k`, B is `k`×`n`, C is `m`×`n`, all f32,
 /// row-major, each buffer exactly that long.
@@ -81,7 +78,7 @@ pub fn matmul_with_plan(
 ) -> Result<()> {
     let gpu = a.device();
     check_shape(&gpu, m, k, n, [a.len(), b.len(), c.len()], [4, 4, 4])?;
-    if plan.widen_f16 || plan.kernel == MatmulKernel::CoopMatF16 {
+    if plan.widen_f16 || matches!(plan.kernel, MatmulKernel::CoopMatF16(_)) {
         return Err(shape_error(
             m,
             k,
@@ -110,13 +107,58 @@ pub fn matmul_f16(
     let gpu = a.device();
     check_shape(&gpu, m, k, n, [a.len(), b.len(), c.len()], [2, 2, 4])?;
     let plan = choose_matmul(m, k, n, MatmulDtype::F16, &MatmulCaps::of(gpu.info()));
-    if plan.kernel == MatmulKernel::CoopMatF16 {
-        let kernel = matmul_kernel(&gpu, Variant::CoopMatF16)?;
-        let grid = [n.div_ceil(COOP_BLOCK), m.div_ceil(COOP_BLOCK), 1];
+    matmul_f16_with_plan(batch, a, b, c, m, k, n, plan)
+}
+
+/// Records C = A·B for f16 inputs with an explicit plan (for tuning);
+/// [`matmul_f16`] uses [`choose_matmul`]'s. A [`MatmulKernel::CoopMatF16`]
+/// plan needs what [`choose_matmul`] checks for it (a usable shape, K and N
+/// multiples of 8) and a valid tile that fits the adapter; any other plan
+/// must widen.
+#[allow(clippy::too_many_arguments)]
+pub fn matmul_f16_with_plan(
+    batch: &mut Batch,
+    a: &Buffer<u16>,
+    b: &Buffer<u16>,
+    c: &Buffer<f32>,
+    m: u32,
+    k: u32,
+    n: u32,
+    plan: MatmulPlan,
+) -> Result<()> {
+    let gpu = a.device();
+    check_shape(&gpu, m, k, n, [a.len(), b.len(), c.len()], [2, 2, 4])?;
+    if let MatmulKernel::CoopMatF16(tile) = plan.kernel {
+        let caps = MatmulCaps::of(gpu.info());
+        let usable = choose_matmul(m, k, n, MatmulDtype::F16, &caps).kernel
+            == MatmulKernel::CoopMatF16(CoopTile::DEFAULT);
+        if !usable || !tile.is_valid() || tile.shared_bytes() > caps.max_shared_memory {
+            return Err(shape_error(
+                m,
+                k,
+                n,
+                format!(
+                    "cooperative-matrix tile {tile:?} does not apply: it needs a usable \
+                     16×16×16 f16 shape, a 32-lane subgroup, K and N multiples of 8, \
+                     M and N ≥ 16, and at most {} bytes of shared memory",
+                    caps.max_shared_memory
+                ),
+            ));
+        }
+        let kernel = matmul_kernel(&gpu, Variant::CoopMatF16(tile))?;
+        let grid = [n.div_ceil(tile.bn()), m.div_ceil(tile.bm()), 1];
         check_grid(&gpu, m, k, n, grid)?;
         let pc = push3(m, k, n);
         batch.run_configured(&kernel, &[a, b, c], grid, Some(&pc))?;
         return Ok(());
+    }
+    if !plan.widen_f16 {
+        return Err(shape_error(
+            m,
+            k,
+            n,
+            format!("plan {plan:?} is for f32 inputs; these are f16"),
+        ));
     }
     if !gpu.info().storage_buffer16 {
         return Err(Error::Unsupported {
@@ -194,7 +236,7 @@ fn record_f32(
             check_grid(gpu, m, k, n, grid)?;
             batch.run_configured(&kernel, &[a, b, c], grid, Some(&push2(k, n)))?;
         }
-        MatmulKernel::CoopMatF16 => {
+        MatmulKernel::CoopMatF16(_) => {
             return Err(shape_error(
                 m,
                 k,
@@ -297,7 +339,7 @@ enum Variant {
     Tiled(TileConfig),
     MatVec,
     VecMat,
-    CoopMatF16,
+    CoopMatF16(CoopTile),
     WidenF16,
 }
 
@@ -310,7 +352,7 @@ fn matmul_kernel(gpu: &Device, variant: Variant) -> Result<Kernel> {
         Variant::Tiled(_) => ("matmul_f32", include_str!("../../shaders/matmul_f32.comp")),
         Variant::MatVec => ("matvec_f32", include_str!("../../shaders/matvec_f32.comp")),
         Variant::VecMat => ("vecmat_f32", include_str!("../../shaders/vecmat_f32.comp")),
-        Variant::CoopMatF16 => (
+        Variant::CoopMatF16(_) => (
             "matmul_f16_coopmat",
             include_str!("../../shaders/matmul_f16_coopmat.comp"),
         ),
@@ -321,6 +363,13 @@ fn matmul_kernel(gpu: &Device, variant: Variant) -> Result<Kernel> {
     };
     let words = spirv(name, source)?;
     let mut builder = Kernel::builder(gpu).spirv(words).label(name);
+    if let Variant::CoopMatF16(t) = variant {
+        builder = builder
+            .spec_u32(0, t.wm)
+            .spec_u32(1, t.wn)
+            .spec_u32(2, t.warps_n)
+            .spec_u32(3, t.bk);
+    }
     if let Variant::Tiled(t) = variant {
         builder = builder
             .local_size_x(t.threads())

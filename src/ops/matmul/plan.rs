@@ -89,6 +89,76 @@ impl TileConfig {
     }
 }
 
+/// Tile shape of the cooperative-matrix f16 kernel
+/// (`shaders/matmul_f16_coopmat.comp`): 8 subgroups in a
+/// `(8/warps_n)`×`warps_n` arrangement, each computing `wm`×`wn` of C, in
+/// `bk`-deep slices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CoopTile {
+    /// Rows of C per subgroup (16, 32, 48 or 64).
+    pub wm: u32,
+    /// Columns of C per subgroup (16, 32, 48 or 64).
+    pub wn: u32,
+    /// Subgroups across (1, 2, 4 or 8).
+    pub warps_n: u32,
+    /// Slice depth along K (a multiple of 16).
+    pub bk: u32,
+}
+
+impl CoopTile {
+    /// 128×128 blocks, 64×32 per subgroup, 32-deep slices.
+    pub const DEFAULT: CoopTile = CoopTile {
+        wm: 64,
+        wn: 32,
+        warps_n: 4,
+        bk: 32,
+    };
+    /// 128×256 blocks, 64×64 per subgroup, 16-deep slices.
+    pub const WIDE: CoopTile = CoopTile {
+        wm: 64,
+        wn: 64,
+        warps_n: 4,
+        bk: 16,
+    };
+    /// 256×128 blocks, 64×64 per subgroup, 16-deep slices.
+    pub const TALL: CoopTile = CoopTile {
+        wm: 64,
+        wn: 64,
+        warps_n: 2,
+        bk: 16,
+    };
+
+    /// Block rows.
+    pub fn bm(&self) -> u32 {
+        self.wm * (8 / self.warps_n.max(1))
+    }
+
+    /// Block columns.
+    pub fn bn(&self) -> u32 {
+        self.wn * self.warps_n
+    }
+
+    /// Shared memory the kernel declares, in bytes: two padded f16 slices
+    /// of A and of B, and 1 KiB of f32 scratch per subgroup.
+    pub fn shared_bytes(&self) -> u32 {
+        let (bm, bn, bk) = (self.bm(), self.bn(), self.bk);
+        2 * (2 * bm * (bk + 8)) + 2 * (2 * bk * (bn + 8)) + 4 * 8 * 256
+    }
+
+    /// Whether the kernel's layout rules hold (see the shader's header).
+    pub fn is_valid(&self) -> bool {
+        let piece = |w: u32| w > 0 && w <= 64 && w % 16 == 0;
+        let chunks = |x: u32| x % 2048 == 0 && x <= 8192;
+        piece(self.wm)
+            && piece(self.wn)
+            && [1, 2, 4, 8].contains(&self.warps_n)
+            && self.bk > 0
+            && self.bk % 16 == 0
+            && chunks(self.bm() * self.bk)
+            && chunks(self.bk * self.bn())
+    }
+}
+
 /// The kernel a matmul runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum MatmulKernel {
@@ -98,9 +168,9 @@ pub enum MatmulKernel {
     MatVec,
     /// M = 1: columns of B walked in K slices (`shaders/vecmat_f32.comp`).
     VecMat,
-    /// f16 inputs on cooperative matrices, 128×128 blocks
+    /// f16 inputs on cooperative matrices with this tile
     /// (`shaders/matmul_f16_coopmat.comp`).
-    CoopMatF16,
+    CoopMatF16(CoopTile),
 }
 
 /// What [`choose_matmul`] decided.
@@ -128,11 +198,6 @@ pub struct MatmulCaps {
     /// cooperative-matrix kernel (VK_NV_cooperative_matrix lists it).
     pub coopmat_f16: bool,
 }
-
-/// Shared memory the cooperative-matrix kernel declares, in bytes.
-pub const COOPMAT_SHARED_BYTES: u32 = 2 * (2 * 128 * 40 + 2 * 32 * 136) + 4 * 8 * 256;
-// Within the 48 KiB NVIDIA gives a workgroup without opting in to more.
-const _: () = assert!(COOPMAT_SHARED_BYTES <= 48 * 1024);
 
 impl MatmulCaps {
     /// The caps of an adapter as a created device reports them.
@@ -174,14 +239,14 @@ pub fn choose_matmul(m: u32, k: u32, n: u32, dtype: MatmulDtype, caps: &MatmulCa
             && caps.coopmat_f16
             && caps.subgroup_size == 32
             && caps.max_workgroup_invocations >= 256
-            && caps.max_shared_memory >= COOPMAT_SHARED_BYTES
+            && caps.max_shared_memory >= CoopTile::DEFAULT.shared_bytes()
             && k % 8 == 0
             && n % 8 == 0
             && m >= 16
             && n >= 16;
         if coop {
             return MatmulPlan {
-                kernel: MatmulKernel::CoopMatF16,
+                kernel: MatmulKernel::CoopMatF16(CoopTile::DEFAULT),
                 widen_f16: false,
             };
         }
@@ -267,6 +332,36 @@ mod tests {
     }
 
     #[test]
+    fn coop_tiles_obey_the_kernel_rules() {
+        for t in [CoopTile::DEFAULT, CoopTile::WIDE, CoopTile::TALL] {
+            assert!(t.is_valid(), "{t:?}");
+            // Within the 48 KiB NVIDIA gives a workgroup without opting in.
+            assert!(t.shared_bytes() <= 48 * 1024, "{t:?}: {}", t.shared_bytes());
+        }
+        assert_eq!((CoopTile::DEFAULT.bm(), CoopTile::DEFAULT.bn()), (128, 128));
+        assert_eq!((CoopTile::WIDE.bm(), CoopTile::WIDE.bn()), (128, 256));
+        assert_eq!((CoopTile::TALL.bm(), CoopTile::TALL.bn()), (256, 128));
+        assert_eq!(CoopTile::DEFAULT.shared_bytes(), 46080);
+        // 32-deep slices of 128×256 blocks: valid, but over 48 KiB.
+        let big = CoopTile {
+            bk: 32,
+            ..CoopTile::WIDE
+        };
+        assert!(big.is_valid() && big.shared_bytes() > 48 * 1024);
+        // 64-deep: 8 chunks of B per thread, over the kernel's 4.
+        let deep = CoopTile {
+            bk: 64,
+            ..CoopTile::WIDE
+        };
+        assert!(!deep.is_valid());
+        let odd = CoopTile {
+            wm: 40,
+            ..CoopTile::DEFAULT
+        };
+        assert!(!odd.is_valid());
+    }
+
+    #[test]
     fn large_square_f32_takes_128_tiles() {
         for s in [4096, 4097, 8192] {
             assert_eq!(
@@ -346,7 +441,7 @@ mod tests {
     fn f16_uses_coopmat_only_where_it_applies() {
         let c = h200();
         let coop = MatmulPlan {
-            kernel: MatmulKernel::CoopMatF16,
+            kernel: MatmulKernel::CoopMatF16(CoopTile::DEFAULT),
             widen_f16: false,
         };
         assert_eq!(choose_matmul(8192, 8192, 8192, MatmulDtype::F16, &c), coop);
