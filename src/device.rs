@@ -443,7 +443,6 @@ impl DeviceInner {
             }
             let mut info = p.info;
             info.push_descriptor = use_push;
-            info.storage_buffer16 = q11.storage_buffer16_bit_access == vk::TRUE;
             info.cooperative_matrix_shapes = coop.khr_shapes;
             info.cooperative_matrix_nv_shapes = coop.nv_shapes;
             Ok(DeviceInner {

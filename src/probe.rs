@@ -131,8 +131,11 @@ fn probe_one(
         let props = props2.properties;
         let limits = props.limits;
 
+        let mut f11 = vk::PhysicalDeviceVulkan11Features::default();
         let mut f12 = vk::PhysicalDeviceVulkan12Features::default();
-        let mut feats2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut f12);
+        let mut feats2 = vk::PhysicalDeviceFeatures2::default()
+            .push_next(&mut f11)
+            .push_next(&mut f12);
         instance.get_physical_device_features2(pd, &mut feats2);
 
         let mem = instance.get_physical_device_memory_properties(pd);
@@ -221,7 +224,7 @@ fn probe_one(
             device_local_memory,
             compute_units,
             max_threads_per_compute_unit,
-            storage_buffer16: false,
+            storage_buffer16: f11.storage_buffer16_bit_access == vk::TRUE,
             cooperative_matrix_shapes: Vec::new(),
             cooperative_matrix_nv_shapes: Vec::new(),
         };
