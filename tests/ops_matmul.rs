@@ -107,7 +107,12 @@ fn every_shape_matches_the_cpu() {
             assert_eq!(plan.kernel, MatmulKernel::VecMat);
         }
         if n == 1 {
-            assert_eq!(plan.kernel, MatmulKernel::MatVec);
+            let want = if k % 4 == 0 {
+                MatmulKernel::MatVec4
+            } else {
+                MatmulKernel::MatVec
+            };
+            assert_eq!(plan.kernel, want);
         }
         let (c, a, b) = run_f32(&gpu, m, k, n, None);
         check(&c, &a, &b, (m as usize, k as usize, n as usize), 1.01);
@@ -359,4 +364,49 @@ fn f16_on_cooperative_matrices() {
         }
     }
     common::assert_clean(&gpu);
+}
+
+#[test]
+fn choose_matmul_per_shape_and_adapter() {
+    // Pure: no device. An H200-like adapter and a lavapipe-like one.
+    let h200 = MatmulCaps {
+        subgroup_size: 32,
+        max_shared_memory: 49152,
+        max_workgroup_invocations: 1024,
+        compute_units: 132,
+        coopmat_f16: true,
+    };
+    let cpu = MatmulCaps {
+        subgroup_size: 8,
+        max_shared_memory: 32768,
+        max_workgroup_invocations: 1024,
+        compute_units: 0,
+        coopmat_f16: false,
+    };
+    let f32_kernel =
+        |m, k, n, caps: &MatmulCaps| ops::choose_matmul(m, k, n, MatmulDtype::F32, caps).kernel;
+    assert_eq!(
+        f32_kernel(8192, 8192, 8192, &h200),
+        MatmulKernel::Tiled(TileConfig::LARGE)
+    );
+    assert_eq!(
+        f32_kernel(4097, 4097, 4097, &h200),
+        MatmulKernel::Tiled(TileConfig::LARGE)
+    );
+    assert_eq!(
+        f32_kernel(127, 255, 63, &h200),
+        MatmulKernel::Tiled(TileConfig::SMALL)
+    );
+    assert_eq!(f32_kernel(8192, 8192, 1, &h200), MatmulKernel::MatVec4);
+    assert_eq!(f32_kernel(8192, 8191, 1, &cpu), MatmulKernel::MatVec);
+    assert_eq!(f32_kernel(1, 4096, 4096, &cpu), MatmulKernel::VecMat);
+    let f16 = |m, k, n, caps: &MatmulCaps| ops::choose_matmul(m, k, n, MatmulDtype::F16, caps);
+    assert_eq!(
+        f16(8192, 8192, 8192, &h200).kernel,
+        MatmulKernel::CoopMatF16(ops::CoopTile::DEFAULT)
+    );
+    let widened = f16(8192, 8192, 8192, &cpu);
+    assert!(widened.widen_f16);
+    assert_eq!(widened.kernel, MatmulKernel::Tiled(TileConfig::LARGE));
+    assert!(f16(4096, 4095, 4096, &h200).widen_f16);
 }

@@ -63,8 +63,8 @@ pub fn matmul(
 /// Records C = A·B for f32 inputs with an explicit plan (for tuning and
 /// comparing kernels); [`matmul`] uses [`choose_matmul`]'s. The plan must
 /// name an f32 kernel ([`MatmulKernel::Tiled`] with a
-/// [`TileConfig::is_valid`] tile that fits the adapter, `MatVec` for
-/// N = 1, `VecMat` for M = 1) without widening.
+/// [`TileConfig::is_valid`] tile that fits the adapter, `MatVec` (or
+/// `MatVec4` when K is a multiple of 4) for N = 1, `VecMat` for M = 1) without widening.
 #[allow(clippy::too_many_arguments)]
 pub fn matmul_with_plan(
     batch: &mut Batch,
@@ -215,11 +215,24 @@ fn record_f32(
             check_grid(gpu, m, k, n, grid)?;
             batch.run_configured(&kernel, &[a, b, c], grid, Some(&push3(m, k, n)))?;
         }
-        MatmulKernel::MatVec => {
+        MatmulKernel::MatVec | MatmulKernel::MatVec4 => {
             if n != 1 {
-                return Err(shape_error(m, k, n, "the MatVec kernel needs N = 1".into()));
+                return Err(shape_error(m, k, n, "the MatVec kernels need N = 1".into()));
             }
-            let kernel = matmul_kernel(gpu, Variant::MatVec)?;
+            let variant = if kernel == MatmulKernel::MatVec4 {
+                if k % 4 != 0 {
+                    return Err(shape_error(
+                        m,
+                        k,
+                        n,
+                        "the MatVec4 kernel needs K a multiple of 4".into(),
+                    ));
+                }
+                Variant::MatVec4
+            } else {
+                Variant::MatVec
+            };
+            let kernel = matmul_kernel(gpu, variant)?;
             // One subgroup per row; rows are visited grid-stride, so the
             // grid may stop at the limit.
             let rows_per_group = (GEMV_THREADS / info.subgroup_size.max(1)).max(1);
@@ -338,6 +351,7 @@ fn push2(x: u32, y: u32) -> [u8; 8] {
 enum Variant {
     Tiled(TileConfig),
     MatVec,
+    MatVec4,
     VecMat,
     CoopMatF16(CoopTile),
     WidenF16,
@@ -351,6 +365,10 @@ fn matmul_kernel(gpu: &Device, variant: Variant) -> Result<Kernel> {
     let (name, source): (&str, &str) = match variant {
         Variant::Tiled(_) => ("matmul_f32", include_str!("../../shaders/matmul_f32.comp")),
         Variant::MatVec => ("matvec_f32", include_str!("../../shaders/matvec_f32.comp")),
+        Variant::MatVec4 => (
+            "matvec_f32_vec4",
+            include_str!("../../shaders/matvec_f32_vec4.comp"),
+        ),
         Variant::VecMat => ("vecmat_f32", include_str!("../../shaders/vecmat_f32.comp")),
         Variant::CoopMatF16(_) => (
             "matmul_f16_coopmat",
@@ -387,7 +405,8 @@ fn matmul_kernel(gpu: &Device, variant: Variant) -> Result<Kernel> {
 fn spirv(name: &'static str, source: &str) -> Result<&'static [u32]> {
     use std::sync::OnceLock;
     type Slot = OnceLock<std::result::Result<Vec<u32>, String>>;
-    static SLOTS: [Slot; 5] = [
+    static SLOTS: [Slot; 6] = [
+        OnceLock::new(),
         OnceLock::new(),
         OnceLock::new(),
         OnceLock::new(),
@@ -399,7 +418,8 @@ fn spirv(name: &'static str, source: &str) -> Result<&'static [u32]> {
         "matvec_f32" => 1,
         "vecmat_f32" => 2,
         "matmul_f16_coopmat" => 3,
-        _ => 4,
+        "matvec_f32_vec4" => 4,
+        _ => 5,
     };
     let options = crate::GlslOptions {
         file_name: Some(format!("{name}.comp")),

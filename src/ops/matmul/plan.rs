@@ -166,6 +166,9 @@ pub enum MatmulKernel {
     Tiled(TileConfig),
     /// N = 1: one subgroup per row of A (`shaders/matvec_f32.comp`).
     MatVec,
+    /// N = 1 with K a multiple of 4: the same with 16-byte loads
+    /// (`shaders/matvec_f32_vec4.comp`).
+    MatVec4,
     /// M = 1: columns of B walked in K slices (`shaders/vecmat_f32.comp`).
     VecMat,
     /// f16 inputs on cooperative matrices with this tile
@@ -219,7 +222,7 @@ impl MatmulCaps {
 /// Picks the kernel for C[m×n] = A[m×k]·B[k×n] with `dtype` inputs.
 ///
 /// - N = 1 or M = 1 (f32, or f16 once widened): the GEMV kernels, which
-///   are bound by memory bandwidth.
+///   are bound by memory bandwidth (16-byte loads when K is a multiple of 4).
 /// - f16 with a usable cooperative-matrix shape, a 32-lane subgroup,
 ///   K and N multiples of 8 (16-byte rows) and M, N ≥ 16: the
 ///   cooperative-matrix kernel; other f16 shapes widen to f32.
@@ -227,7 +230,9 @@ impl MatmulCaps {
 ///   block (or, with the count unknown, at least 64 blocks), else 64×64;
 ///   64×32 where the adapter allows fewer than 256 invocations.
 pub fn choose_matmul(m: u32, k: u32, n: u32, dtype: MatmulDtype, caps: &MatmulCaps) -> MatmulPlan {
-    let gemv = if n == 1 {
+    let gemv = if n == 1 && k % 4 == 0 {
+        Some(MatmulKernel::MatVec4)
+    } else if n == 1 {
         Some(MatmulKernel::MatVec)
     } else if m == 1 {
         Some(MatmulKernel::VecMat)
@@ -423,7 +428,11 @@ mod tests {
             (h200(), MatmulDtype::F16),
         ] {
             let p = choose_matmul(8192, 8192, 1, dtype, &caps);
-            assert_eq!(p.kernel, MatmulKernel::MatVec);
+            assert_eq!(p.kernel, MatmulKernel::MatVec4);
+            assert_eq!(
+                choose_matmul(8192, 8190, 1, dtype, &caps).kernel,
+                MatmulKernel::MatVec
+            );
             assert_eq!(p.widen_f16, dtype == MatmulDtype::F16);
             assert_eq!(
                 choose_matmul(1, 4096, 4096, dtype, &caps).kernel,
