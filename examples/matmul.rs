@@ -455,6 +455,22 @@ fn main() -> Result<()> {
                 ..TileConfig::LARGE
             },
         ),
+        (
+            "128x64x8_8x4",
+            TileConfig {
+                bn: 64,
+                tn: 4,
+                ..TileConfig::LARGE
+            },
+        ),
+        (
+            "64x128x8_4x8",
+            TileConfig {
+                bm: 64,
+                tm: 4,
+                ..TileConfig::LARGE
+            },
+        ),
         ("64x64x8", TileConfig::SMALL),
         (
             "64x64x16",
