@@ -189,6 +189,12 @@ fn bad_shapes_are_typed_errors() {
         ops::matmul(&mut batch, &a6, &b12, &c9, 2, 3, 4),
         "C holds 9",
     );
+    // C may not be A or B.
+    let sq = buf(4);
+    shape_err(
+        ops::matmul(&mut batch, &sq, &sq, &sq, 2, 2, 2),
+        "same buffer",
+    );
     // Over the 32-bit index range, before any length is compared.
     shape_err(
         ops::matmul(&mut batch, &a, &b, &c, 70_000, 70_000, 1),

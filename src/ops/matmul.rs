@@ -26,7 +26,8 @@
 //! before it: put a [`Batch::barrier`] between a command that writes A or B
 //! and the matmul that reads them.
 //!
-//! Errors: a zero dimension, a buffer whose length is not the shape's, a
+//! Errors: a zero dimension, a buffer whose length is not the shape's, C
+//! being the same buffer as A or B, a
 //! matrix over 2³² − 1 elements (the kernels index in 32 bits) or over
 //! `maxStorageBufferRange`, or a grid over `maxComputeWorkGroupCount` is an
 //! [`Error::MatmulShape`] naming the limit.
@@ -78,6 +79,7 @@ pub fn matmul_with_plan(
 ) -> Result<()> {
     let gpu = a.device();
     check_shape(&gpu, m, k, n, [a.len(), b.len(), c.len()], [4, 4, 4])?;
+    check_distinct(m, k, n, same(a, c) || same(b, c))?;
     if plan.widen_f16 || matches!(plan.kernel, MatmulKernel::CoopMatF16(_)) {
         return Err(shape_error(
             m,
@@ -128,6 +130,7 @@ pub fn matmul_f16_with_plan(
 ) -> Result<()> {
     let gpu = a.device();
     check_shape(&gpu, m, k, n, [a.len(), b.len(), c.len()], [2, 2, 4])?;
+    check_distinct(m, k, n, same(a, c) || same(b, c))?;
     if let MatmulKernel::CoopMatF16(tile) = plan.kernel {
         let caps = MatmulCaps::of(gpu.info());
         let usable = choose_matmul(m, k, n, MatmulDtype::F16, &caps).kernel
@@ -321,6 +324,27 @@ fn check_shape(
                 ),
             ));
         }
+    }
+    Ok(())
+}
+
+/// Whether two buffers share their memory.
+fn same<T: bytemuck::Pod, U: bytemuck::Pod>(x: &Buffer<T>, y: &Buffer<U>) -> bool {
+    std::ptr::addr_eq(
+        std::sync::Arc::as_ptr(&x.inner),
+        std::sync::Arc::as_ptr(&y.inner),
+    )
+}
+
+/// C may not be A or B: the kernels read A and B while writing C.
+fn check_distinct(m: u32, k: u32, n: u32, aliased: bool) -> Result<()> {
+    if aliased {
+        return Err(shape_error(
+            m,
+            k,
+            n,
+            "C is the same buffer as A or B; the kernels read A and B while they write C".into(),
+        ));
     }
     Ok(())
 }
