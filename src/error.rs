@@ -293,6 +293,20 @@ pub enum Error {
         /// What does not fit, with the sizes given and expected.
         detail: String,
     },
+
+    /// A matmul's dimensions or buffers do not fit: a zero or oversized
+    /// dimension, or a buffer whose length is not the shape's.
+    #[error("matmul of {m}×{k} by {k}×{n}: {detail}")]
+    MatmulShape {
+        /// Rows of A and C.
+        m: u32,
+        /// Columns of A, rows of B.
+        k: u32,
+        /// Columns of B and C.
+        n: u32,
+        /// What is wrong, with the limit.
+        detail: String,
+    },
 }
 
 impl Error {

@@ -104,6 +104,10 @@ mod ticket;
 mod transfer;
 mod workgroups;
 
+// Cooperative-matrix support (matmul's tensor-core path).
+mod coopmat;
+pub use coopmat::{CoopComponent, CoopMatShape};
+
 pub use adapter::{AdapterInfo, AdapterType};
 pub use batch::{Batch, BatchOptions};
 pub use buffer::{BufView, Buffer, BufferSlice, GpuBuf};

@@ -127,3 +127,9 @@ pub(crate) fn reduction_variant(gpu: &Device, sg: &'static str, wg: &'static str
         wg
     }
 }
+
+pub mod matmul;
+pub use matmul::{
+    choose_matmul, matmul, matmul_f16, CoopTile, MatmulCaps, MatmulDtype, MatmulKernel, MatmulPlan,
+    TileConfig,
+};
