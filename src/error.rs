@@ -307,6 +307,15 @@ pub enum Error {
         /// What is wrong, with the limit.
         detail: String,
     },
+
+    /// An [`OpBatch`](crate::ops::OpBatch) cannot give a tensor's value:
+    /// it belongs to another op batch, or it was recorded (or changed in
+    /// place) after the last `execute`.
+    #[error("tensor unavailable: {detail}")]
+    TensorUnavailable {
+        /// Why, and what to do.
+        detail: String,
+    },
 }
 
 impl Error {

@@ -42,6 +42,7 @@ use crate::error::{Error, Result};
 
 mod dtype;
 mod elementwise;
+pub(crate) mod fusion;
 mod gemv;
 mod grid;
 mod reduce;
@@ -57,6 +58,10 @@ pub use elementwise::{
 pub use gemv::gemv;
 pub use reduce::{dot, max, sum};
 pub use registry::{builtin_kernel, builtin_names, registry_stats, RegistryStats};
+mod op_batch;
+pub use op_batch::{OpBatch, OpBatchOptions};
+pub use tensor::{Shape, Tensor};
+mod tensor;
 pub use softmax::{softmax, SOFTMAX_ONE_READ_MAX_COLS};
 pub use transpose::transpose;
 
