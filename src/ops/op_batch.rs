@@ -540,10 +540,30 @@ impl OpBatch {
         self.execute()?.wait()
     }
 
-    /// The value of `t` after the last execute, downloaded (waits for the
-    /// GPU). [`Error::TensorUnavailable`] for a tensor of another op batch,
-    /// or one recorded or changed in place after the last execute.
-    pub fn read(&self, t: &Tensor) -> Result<Vec<f32>> {
+    /// Dispatches the last execute recorded (fused kernels count once);
+    /// `None` before the first execute.
+    pub fn num_dispatches(&self) -> Option<usize> {
+        self.prepared.as_ref().map(exec::Prepared::dispatches)
+    }
+
+    /// The GPU buffer holding `t` after the last execute (no copy), to
+    /// import into another op batch or bind in a [`Batch`](crate::Batch).
+    /// It may be longer than `t` and is rewritten by later executes. Same
+    /// errors as [`OpBatch::read`].
+    pub fn buffer(&self, t: &Tensor) -> Result<Buffer<f32>> {
+        let v = self.readable(t)?;
+        let s = self.graph.values[v].storage;
+        self.buffers[s]
+            .clone()
+            .ok_or_else(|| Error::TensorUnavailable {
+                detail: format!(
+                    "the tensor {} was fused away: it was not held when execute() ran",
+                    t.shape
+                ),
+            })
+    }
+
+    fn readable(&self, t: &Tensor) -> Result<V> {
         let v = self.value(t)?;
         if let Some(p) = self.graph.producer[v] {
             if self.executed_nodes.map_or(true, |n| p >= n) {
@@ -555,15 +575,14 @@ impl OpBatch {
                 });
             }
         }
-        let s = self.graph.values[v].storage;
-        let buf = self.buffers[s]
-            .as_ref()
-            .ok_or_else(|| Error::TensorUnavailable {
-                detail: format!(
-                    "the tensor {} was fused away: it was not held when execute() ran",
-                    t.shape
-                ),
-            })?;
+        Ok(v)
+    }
+
+    /// The value of `t` after the last execute, downloaded (waits for the
+    /// GPU). [`Error::TensorUnavailable`] for a tensor of another op batch,
+    /// or one recorded or changed in place after the last execute.
+    pub fn read(&self, t: &Tensor) -> Result<Vec<f32>> {
+        let buf = self.buffer(t)?;
         let all = buf.download()?;
         Ok(all[..t.numel() as usize].to_vec())
     }

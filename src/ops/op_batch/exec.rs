@@ -34,6 +34,13 @@ pub(crate) struct Prepared {
     fused: Vec<Option<FusedKernel>>,
 }
 
+impl Prepared {
+    /// Dispatches one execute records.
+    pub(crate) fn dispatches(&self) -> usize {
+        self.plan.steps.len()
+    }
+}
+
 /// Values that must be readable after execution: those held tensors name,
 /// and the last value of each imported storage (the user's buffer).
 fn live_values(ob: &OpBatch) -> Vec<bool> {
