@@ -55,6 +55,9 @@ use crate::{Buffer, Device, Error, Result, Ticket};
 
 mod exec;
 
+/// Generated kernels by (source, specialization), kept across replans.
+type KernelMemo = std::collections::HashMap<(String, Vec<u32>), crate::Kernel>;
+
 /// Options of an [`OpBatch`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -96,6 +99,7 @@ pub struct OpBatch {
     /// Imports seen: (buffer identity, storage).
     import_keys: Vec<(usize, usize)>,
     prepared: Option<exec::Prepared>,
+    kernel_memo: KernelMemo,
     /// Nodes covered by the last successful execute.
     executed_nodes: Option<usize>,
 }
@@ -128,6 +132,7 @@ impl Device {
             imported: Vec::new(),
             import_keys: Vec::new(),
             prepared: None,
+            kernel_memo: KernelMemo::new(),
             executed_nodes: None,
         }
     }

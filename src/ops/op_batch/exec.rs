@@ -19,6 +19,8 @@ pub(crate) struct FusedKernel {
     launch: Launch,
 }
 
+// Without `glsl` nothing is fused, so no launch is ever built.
+#[cfg_attr(not(feature = "glsl"), allow(dead_code))]
 enum Launch {
     /// `invocations` along x (spread into y, z past the limit).
     Invocations(u32),
@@ -108,13 +110,23 @@ fn prepare(ob: &mut OpBatch, live: Vec<bool>) -> Result<Prepared> {
             ob.buffers[val.storage] = Some(ob.gpu.alloc::<f32>(n)?);
         }
     }
+    // Equal chains (say, one per layer) share one kernel lookup.
+    let mut memo = std::mem::take(&mut ob.kernel_memo);
     let mut fused = Vec::with_capacity(plan.steps.len());
     for s in &plan.steps {
-        fused.push(match s {
+        let k = match s {
             Step::Single(_) => None,
-            Step::Fused(gr) => Some(fused_kernel(ob, gr, &plan, &caps)?),
-        });
+            Step::Fused(gr) => match fused_kernel(ob, gr, &plan, &caps, &mut memo) {
+                Ok(k) => Some(k),
+                Err(e) => {
+                    ob.kernel_memo = memo;
+                    return Err(e);
+                }
+            },
+        };
+        fused.push(k);
     }
+    ob.kernel_memo = memo;
     Ok(Prepared {
         live,
         nodes: ob.graph.nodes.len(),
@@ -129,6 +141,7 @@ fn fused_kernel(
     gr: &crate::ops::fusion::plan::Group,
     plan: &Plan,
     caps: &MatmulCaps,
+    memo: &mut super::KernelMemo,
 ) -> Result<FusedKernel> {
     use crate::ops::fusion::codegen;
     let g = &ob.graph;
@@ -152,16 +165,23 @@ fn fused_kernel(
                     "shaders/matmul_f32.comp changed shape; the epilogue rewrite no longer applies"
                         .into(),
             })?;
-        let kernel = Kernel::builder(&ob.gpu)
-            .glsl(&gen.source)
-            .label("vkcompute fused matmul epilogue")
-            .local_size_x(t.threads())
-            .spec_u32(1, t.bm)
-            .spec_u32(2, t.bn)
-            .spec_u32(3, t.bk)
-            .spec_u32(4, t.tm)
-            .spec_u32(5, t.tn)
-            .build()?;
+        let spec = [t.threads(), t.bm, t.bn, t.bk, t.tm, t.tn];
+        let key = (gen.source.clone(), spec.to_vec());
+        let kernel = match memo.get(&key) {
+            Some(k) => k.clone(),
+            None => {
+                let mut b = Kernel::builder(&ob.gpu)
+                    .glsl(&gen.source)
+                    .label("vkcompute fused matmul epilogue")
+                    .local_size_x(spec[0]);
+                for (id, &v) in spec.iter().enumerate().skip(1) {
+                    b = b.spec_u32(id as u32, v);
+                }
+                let k = b.build()?;
+                memo.insert(key, k.clone());
+                k
+            }
+        };
         return Ok(FusedKernel {
             kernel,
             bindings: gen.bindings,
@@ -174,10 +194,18 @@ fn fused_kernel(
     let numel = shape.numel();
     let gen = codegen::elementwise(g, gr, &plan.stored, numel);
     let items = if gen.vec4 { numel / 4 } else { numel } as u32;
-    let kernel = Kernel::builder(&ob.gpu)
-        .glsl(&gen.source)
-        .label("vkcompute fused element-wise chain")
-        .build()?;
+    let key = (gen.source.clone(), Vec::new());
+    let kernel = match memo.get(&key) {
+        Some(k) => k.clone(),
+        None => {
+            let k = Kernel::builder(&ob.gpu)
+                .glsl(&gen.source)
+                .label("vkcompute fused element-wise chain")
+                .build()?;
+            memo.insert(key, k.clone());
+            k
+        }
+    };
     Ok(FusedKernel {
         kernel,
         bindings: gen.bindings,
@@ -192,6 +220,7 @@ fn fused_kernel(
     _gr: &crate::ops::fusion::plan::Group,
     _plan: &Plan,
     _caps: &MatmulCaps,
+    _memo: &mut super::KernelMemo,
 ) -> Result<FusedKernel> {
     unreachable!("fusion is planned only with the `glsl` feature")
 }
