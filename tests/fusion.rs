@@ -13,7 +13,7 @@
 mod common;
 
 use vkcompute::ops::{OpBatchOptions, Tensor};
-use vkcompute::Device;
+use vkcompute::{Device, DeviceOptions};
 
 fn options(fused: bool) -> OpBatchOptions {
     OpBatchOptions::default().with_fusion(fused)
@@ -204,4 +204,36 @@ fn dropping_a_tensor_lets_fusion_skip_it_and_reads_stay_correct() {
     plain.execute_blocking().unwrap();
     agree(&c1, &plain.read(&c).unwrap(), 0.0, "sigmoid, swish, tanh");
     common::assert_clean(&gpu);
+}
+
+#[test]
+fn a_second_device_reads_fused_kernels_from_the_disk_cache() {
+    let dir = std::env::temp_dir().join(format!("vkcompute-fusion-test-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let run = || {
+        let gpu = common::gpu_with(DeviceOptions {
+            cache_dir: Some(dir.clone()),
+            ..Default::default()
+        });
+        let mut ops = gpu.ops();
+        let x = ops.upload(&[0.5f32, -1.5, 2.5]).unwrap();
+        // A chain no other test builds.
+        let y = ops.gelu_tanh(&x).unwrap();
+        let y = ops.sigmoid(&y).unwrap();
+        let y = ops.axpy(0.5, &y, &x).unwrap();
+        ops.execute_blocking().unwrap();
+        let out = ops.read(&y).unwrap();
+        common::assert_clean(&gpu);
+        (out, gpu.cache_stats())
+    };
+    let (first, c1) = run();
+    let (second, c2) = run();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(first, second);
+    assert_eq!(c1.spirv_hits + c1.spirv_misses, 1, "one generated kernel");
+    assert_eq!(
+        (c2.spirv_hits, c2.spirv_misses),
+        (1, 0),
+        "second device compiled"
+    );
 }

@@ -210,6 +210,10 @@ fn second_execute_compiles_allocates_and_plans_nothing() {
         assert_eq!(gpu.cached_kernels(), k0, "second execute compiled");
         assert_eq!(gpu.stats().buffers, st0.buffers, "second execute allocated");
         assert_eq!(registry_stats(&gpu).built, r0.built);
+        assert!(
+            registry_stats(&gpu).hits > r0.hits,
+            "built-ins come from the registry"
+        );
         assert_eq!(ops.num_buffers(), b0);
         let c1 = gpu.cache_stats();
         assert_eq!(
@@ -227,6 +231,18 @@ fn second_execute_compiles_allocates_and_plans_nothing() {
         assert_eq!(gpu.cached_kernels(), k0, "second build compiled");
         assert_eq!(again.read(&y).unwrap(), ops.read(&y1).unwrap());
     }
+    common::assert_clean(&gpu);
+}
+
+#[test]
+fn an_empty_op_batch_executes() {
+    let gpu = common::gpu();
+    let mut ops = gpu.ops();
+    ops.execute_blocking().unwrap();
+    assert_eq!((ops.num_operations(), ops.num_dispatches()), (0, Some(0)));
+    let x = ops.upload(&[1.0, 2.0]).unwrap();
+    ops.execute_blocking().unwrap();
+    assert_eq!(ops.read(&x).unwrap(), [1.0, 2.0]);
     common::assert_clean(&gpu);
 }
 
