@@ -19,7 +19,7 @@ mkdir -p "$stage/bin" "$stage/layer"
 newest() { ls -t target/release/deps/"$1"-* 2>/dev/null | grep -v '\.d$' | head -1; }
 case "$set_name" in
   perf)
-    for ex in saxpy batch async gpu_report multi_gpu ops; do cp "target/release/examples/$ex" "$stage/bin/"; done
+    for ex in saxpy batch async gpu_report multi_gpu ops op_batch; do cp "target/release/examples/$ex" "$stage/bin/"; done
     cp target/release/peers_report "$stage/bin/"
     for b in dispatch floor bandwidth startup; do cp "$(newest "$b")" "$stage/bin/$b"; done
     ;;
@@ -28,7 +28,7 @@ case "$set_name" in
     # real driver, as test_<name> (properties and smoke are CPU-side or
     # covered by the others; they stay on lavapipe to keep the set small).
     cp target/release/examples/gpu_report "$stage/bin/"
-    for t in buffer buffer_errors batch batch_errors copy ticket concurrency kernel device leaks bad_input oom device_loss cache set_cache soak ops_elementwise ops_reduce ops_rows ops_registry; do
+    for t in buffer buffer_errors batch batch_errors copy ticket concurrency kernel device leaks bad_input oom device_loss cache set_cache soak ops_elementwise ops_reduce ops_rows ops_registry op_batch fusion; do
       cp "$(newest "$t")" "$stage/bin/test_$t"
     done
     cp /usr/lib/x86_64-linux-gnu/libVkLayer_khronos_validation.so "$stage/layer/"
