@@ -197,8 +197,12 @@ fn second_execute_compiles_allocates_and_plans_nothing() {
         let s = ops.softmax(&h).unwrap();
         let t = ops.transpose(&s).unwrap();
         let m = ops.max(&y1).unwrap();
+        let d = ops.dot(&y1, &x).unwrap();
         ops.execute_blocking().unwrap();
         let first = (ops.read(&t).unwrap(), ops.read(&m).unwrap());
+        // gelu(1) = 0.841345; dot with 0.5 over 4096 elements.
+        let dot = ops.read(&d).unwrap()[0];
+        assert!((dot - 0.841_345 * 0.5 * 4096.0).abs() < 0.01, "dot {dot}");
         let (k0, st0, r0, b0) = (
             gpu.cached_kernels(),
             gpu.stats(),
@@ -222,6 +226,8 @@ fn second_execute_compiles_allocates_and_plans_nothing() {
             "second execute went to the GLSL cache"
         );
         assert_eq!((ops.read(&t).unwrap(), ops.read(&m).unwrap()), first);
+        // The reductions reuse their scratch: the same bits again.
+        assert_eq!(ops.read(&d).unwrap(), [dot]);
         // A second op batch with the same ops builds no pipeline either.
         let mut again = gpu.ops_with(options(fused));
         let x = again.upload(&[0.5f32; 4096]).unwrap();

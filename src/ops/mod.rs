@@ -45,7 +45,7 @@ mod elementwise;
 pub(crate) mod fusion;
 mod gemv;
 mod grid;
-mod reduce;
+pub(crate) mod reduce;
 pub(crate) mod registry;
 mod softmax;
 mod transpose;

@@ -100,6 +100,8 @@ pub struct OpBatch {
     import_keys: Vec<(usize, usize)>,
     prepared: Option<exec::Prepared>,
     kernel_memo: KernelMemo,
+    /// Scratch of each reduction node (counter and partials), made once.
+    scratch: std::collections::HashMap<usize, Buffer<u32>>,
     /// Nodes covered by the last successful execute.
     executed_nodes: Option<usize>,
 }
@@ -133,6 +135,7 @@ impl Device {
             import_keys: Vec::new(),
             prepared: None,
             kernel_memo: KernelMemo::new(),
+            scratch: std::collections::HashMap::new(),
             executed_nodes: None,
         }
     }

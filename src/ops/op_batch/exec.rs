@@ -6,7 +6,8 @@ use crate::batch::BatchOptions;
 use crate::ops::fusion::graph::{Op, V};
 use crate::ops::fusion::plan::{plan, Plan, Step};
 use crate::ops::matmul::{choose_matmul, MatmulCaps, MatmulDtype, MatmulKernel};
-use crate::ops::{self as o, Unary};
+use crate::ops::reduce::{self, Kind};
+use crate::ops::{self as o};
 use crate::{Batch, Buffer, GpuBuf, Kernel, Result, Ticket};
 
 /// A fused step's kernel and how to launch it.
@@ -108,6 +109,21 @@ fn prepare(ob: &mut OpBatch, live: Vec<bool>) -> Result<Prepared> {
         if plan.stored[v] && ob.buffers[val.storage].is_none() {
             let n = val.shape.numel() as usize;
             ob.buffers[val.storage] = Some(ob.gpu.alloc::<f32>(n)?);
+        }
+    }
+    // Scratch for reductions, zeroed once and reused by every execute.
+    for s in &plan.steps {
+        let Step::Single(n) = s else { continue };
+        let node = ob.graph.nodes[*n];
+        let (x, y) = match node.op {
+            Op::Sum(x) | Op::Max(x) => (x, x),
+            Op::Dot(a, b) => (a, b),
+            _ => continue,
+        };
+        if !ob.scratch.contains_key(n) {
+            let words = reduce::scratch_words(sbuf(ob, x), sbuf(ob, y));
+            let buf = ob.gpu.upload(&vec![0u32; words as usize])?;
+            ob.scratch.insert(*n, buf);
         }
     }
     // Equal chains (say, one per layer) share one kernel lookup.
@@ -287,17 +303,34 @@ fn single(ob: &OpBatch, batch: &mut Batch, n: usize) -> Result<()> {
             let (m, k, nn) = m_k_n(ob, a, node.out);
             o::matmul(batch, sbuf(ob, a), sbuf(ob, b), out, m, k, nn)
         }
-        Op::Sum(x) => o::sum(batch, sbuf(ob, x), out),
-        Op::Max(x) => o::max(batch, sbuf(ob, x), out),
-        Op::Dot(a, b) => o::dot(batch, sbuf(ob, a), sbuf(ob, b), out),
+        Op::Sum(x) => reduction(ob, batch, n, Kind::Sum, x, x),
+        Op::Max(x) => reduction(ob, batch, n, Kind::Max, x, x),
+        Op::Dot(a, b) => reduction(ob, batch, n, Kind::Dot, a, b),
         Op::Softmax(x) => o::softmax(batch, sbuf(ob, x), out, shape.rows(), shape.cols()),
         Op::Transpose(x) => {
             let s = ob.graph.values[x].shape;
             o::transpose(batch, sbuf(ob, x), out, s.rows(), s.cols())
         }
-        Op::Fill(value) => {
-            let _ = Unary::Copy;
-            o::fill::<f32>(batch, value, out)
-        }
+        Op::Fill(value) => o::fill::<f32>(batch, value, out),
     }
+}
+
+/// A sum, max or dot with the node's own scratch.
+fn reduction(ob: &OpBatch, batch: &mut Batch, n: usize, kind: Kind, x: V, y: V) -> Result<()> {
+    let name = match kind {
+        Kind::Sum => "ops::sum",
+        Kind::Max => "ops::max",
+        Kind::Dot => "ops::dot",
+    };
+    let out = sbuf(ob, ob.graph.nodes[n].out);
+    reduce::record_with(
+        batch,
+        name,
+        kind,
+        sbuf(ob, x),
+        sbuf(ob, y),
+        out,
+        1,
+        ob.scratch.get(&n),
+    )
 }
