@@ -65,11 +65,17 @@ pub struct OpBatchOptions {
     /// Fuse element-wise runs and matmul epilogues (needs the `glsl`
     /// feature; without it ops always run unfused). Default: true.
     pub fusion: bool,
+    /// GPU timestamps on each execute's batch, read with
+    /// [`Ticket::profile`] (default: off).
+    pub profiling: crate::Profiling,
 }
 
 impl Default for OpBatchOptions {
     fn default() -> Self {
-        OpBatchOptions { fusion: true }
+        OpBatchOptions {
+            fusion: true,
+            profiling: crate::Profiling::Off,
+        }
     }
 }
 
@@ -77,6 +83,12 @@ impl OpBatchOptions {
     /// These options with fusion on or off.
     pub fn with_fusion(mut self, fusion: bool) -> Self {
         self.fusion = fusion;
+        self
+    }
+
+    /// These options with `profiling` on each execute.
+    pub fn with_profiling(mut self, profiling: crate::Profiling) -> Self {
+        self.profiling = profiling;
         self
     }
 }

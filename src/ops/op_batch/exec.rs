@@ -243,7 +243,9 @@ fn fused_kernel(
 
 fn record(ob: &OpBatch) -> Result<Ticket> {
     let p = ob.prepared.as_ref().expect("prepared before recording");
-    let mut batch = ob.gpu.batch_with(BatchOptions::single_submit())?;
+    let mut batch = ob
+        .gpu
+        .batch_with(BatchOptions::single_submit().with_profiling(ob.options.profiling))?;
     for (i, step) in p.plan.steps.iter().enumerate() {
         if p.plan.barriers[i] {
             batch.barrier();
