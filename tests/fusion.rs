@@ -237,3 +237,42 @@ fn a_second_device_reads_fused_kernels_from_the_disk_cache() {
         "second device compiled"
     );
 }
+
+#[test]
+fn a_sum_or_max_takes_the_chain_before_it_as_prologue() {
+    let gpu = common::gpu();
+    let mut rng = common::Rng::new(8);
+    for n in [7usize, 1000, (1 << 20) + 3] {
+        let x = rng.vec_f32(n);
+        let y = rng.vec_f32(n);
+        let run = |fused: bool| {
+            let mut ops = gpu.ops_with(options(fused));
+            let tx = ops.upload(&x).unwrap();
+            let ty = ops.upload(&y).unwrap();
+            let a = ops.scale(&tx, 3.0).unwrap();
+            let a = ops.mul(&a, &ty).unwrap();
+            let held = ops.gelu(&a).unwrap(); // held: stored on the way
+            let s = ops.sum(&held).unwrap();
+            let r = ops.relu(&tx).unwrap();
+            let m = ops.max(&r).unwrap();
+            drop((a, r));
+            ops.execute_blocking().unwrap();
+            ops.execute_blocking().unwrap(); // the scratch is reused
+            (
+                ops.read(&s).unwrap()[0],
+                ops.read(&m).unwrap()[0],
+                ops.read(&held).unwrap(),
+                ops.num_dispatches().unwrap(),
+            )
+        };
+        let (fs, fm, fh, fd) = run(true);
+        let (us, um, uh, ud) = run(false);
+        agree(&fh, &uh, 0.0, "held value inside the prologue");
+        assert_eq!(fm, um, "max of the same values");
+        // The same partial sums over values equal within 1e-5 relative.
+        let bound = 1e-5 * uh.iter().map(|v| v.abs()).sum::<f32>() + 1e-6;
+        assert!((fs - us).abs() <= bound, "n = {n}: sum {fs} vs {us}");
+        assert_eq!((fd, ud), (2, 6), "n = {n}");
+    }
+    common::assert_clean(&gpu);
+}

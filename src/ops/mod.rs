@@ -44,7 +44,7 @@ mod dtype;
 mod elementwise;
 pub(crate) mod fusion;
 mod gemv;
-mod grid;
+pub(crate) mod grid;
 pub(crate) mod reduce;
 pub(crate) mod registry;
 mod softmax;

@@ -46,20 +46,17 @@ fn record(
 }
 
 /// Words of scratch (counter + one partial per workgroup) a reduction of
-/// `x` (and `y`) needs; see [`record_with`].
-pub(crate) fn scratch_words(x: &dyn GpuBuf, y: &dyn GpuBuf) -> u64 {
-    let (xv, yv) = (x.view(), y.view());
-    let n = xv.size / 4;
-    let info = device_of(&xv).info().clone();
-    let n4 = if aligned16(&[xv, yv]) { n / 4 } else { 0 };
+/// `n` elements needs on `info`'s adapter, with vec4 loads when `aligned`;
+/// see [`record_with`].
+pub(crate) fn scratch_words(info: &crate::AdapterInfo, n: u64, aligned: bool) -> u64 {
+    let n4 = if aligned { n / 4 } else { 0 };
     let items = n4.max(n - 4 * n4);
-    reduce_groups(
+    u64::from(reduce_groups(
         items,
         info.compute_units,
         info.max_threads_per_compute_unit,
         info.max_workgroup_count[0],
-    ) as u64
-        + 1
+    )) + 1
 }
 
 /// [`record`] with caller-owned scratch: `scratch` zeroed once and at least

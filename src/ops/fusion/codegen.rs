@@ -83,7 +83,8 @@ fn body(
     stored: &[bool],
     ty: &str,
     head: Option<V>,
-) -> (String, Vec<S>, Vec<f32>) {
+    arr: &str,
+) -> (String, Vec<S>, Vec<f32>, BTreeMap<V, usize>) {
     let mut bindings: Vec<S> = Vec::new();
     let mut bind = |s: S| -> usize {
         if let Some(j) = bindings.iter().position(|&b| b == s) {
@@ -116,7 +117,7 @@ fn body(
         if plain {
             let t = local.len();
             local.insert(v, t);
-            let _ = writeln!(src, "    {ty} t{t} = d{j}[idx];");
+            let _ = writeln!(src, "    {ty} t{t} = {arr}{j}[idx];");
         }
         if bcast {
             rows.insert(v, j);
@@ -150,10 +151,10 @@ fn body(
             .any(|&w| stored[w] && g.values[w].storage == s);
         if stored[v] && !later {
             let j = bind(s);
-            let _ = writeln!(src, "    d{j}[idx] = t{};", local[&v]);
+            let _ = writeln!(src, "    {arr}{j}[idx] = t{};", local[&v]);
         }
     }
-    (src, bindings, scalars)
+    (src, bindings, scalars, local)
 }
 
 fn push_block(prefix: &str, scalars: usize) -> String {
@@ -184,7 +185,7 @@ pub(crate) fn elementwise(g: &Graph, gr: &Group, stored: &[bool], numel: u64) ->
         .any(|&n| matches!(g.nodes[n].op, Op::AddRow(..)));
     let vec4 = !bcast && numel % 4 == 0;
     let ty = if vec4 { "vec4" } else { "float" };
-    let (b, bindings, scalars) = body(g, gr, stored, ty, None);
+    let (b, bindings, scalars, _) = body(g, gr, stored, ty, None, "d");
     let mut src = String::from("#version 450\n// vkcompute fused element-wise chain\n");
     let _ = writeln!(src, "layout(local_size_x = {LOCAL}) in;");
     src += &buffers(0, bindings.len(), ty);
@@ -218,7 +219,7 @@ pub(crate) fn elementwise(g: &Graph, gr: &Group, stored: &[bool], numel: u64) ->
 /// source no longer has the shape this rewrite expects.
 pub(crate) fn matmul_epilogue(g: &Graph, gr: &Group, stored: &[bool]) -> Option<Generated> {
     let head = g.nodes[gr.head?].out;
-    let (b, bindings, scalars) = body(g, gr, stored, "float", Some(head));
+    let (b, bindings, scalars, _) = body(g, gr, stored, "float", Some(head), "d");
     let c_decl = "layout(std430, set = 0, binding = 2) writeonly buffer MatC { float c[]; };\n";
     let push = "layout(push_constant) uniform Shape { uint M; uint K; uint N; };\n";
     let full = "                    c[ci] = v.x;\n                    c[ci + 1] = v.y;\n                    c[ci + 2] = v.z;\n                    c[ci + 3] = v.w;\n";
@@ -260,6 +261,96 @@ pub(crate) fn matmul_epilogue(g: &Graph, gr: &Group, stored: &[bool]) -> Option<
     })
 }
 
+const REDUCE: &str = include_str!("../../../shaders/reduce.glsl");
+const COMMON: &str = include_str!("../../../shaders/common.glsl");
+
+/// The one-pass reduction (`shaders/reduce.glsl`, sum or max by its OP
+/// constant) with `gr` as its prologue: every element it loads is computed
+/// by the chain (and stored where it must be) on the way in. Each storage
+/// is bound twice (vec4 at 2j, float at 2j + 1), then scratch and the
+/// result. `None` if the reduction source no longer has the shape this
+/// rewrite expects.
+pub(crate) fn reduction_prologue(
+    g: &Graph,
+    gr: &Group,
+    stored: &[bool],
+    subgroups: bool,
+) -> Option<Generated> {
+    let tail = &g.nodes[gr.tail?];
+    let input = match tail.op {
+        Op::Sum(x) | Op::Max(x) => x,
+        _ => return None,
+    };
+    let (b4, bindings, scalars, local) = body(g, gr, stored, "vec4", None, "e");
+    let (b1, bindings1, _, _) = body(g, gr, stored, "float", None, "d");
+    if bindings != bindings1 {
+        return None;
+    }
+    let ret = local.get(&input)?;
+    let decl_in = "layout(set = 0, binding = 0) readonly buffer X4 { vec4 x4[]; };\n\
+        layout(set = 0, binding = 1) readonly buffer X1 { float x1[]; };\n\
+        layout(set = 0, binding = 2) readonly buffer Y4 { vec4 y4[]; };\n\
+        layout(set = 0, binding = 3) readonly buffer Y1 { float y1[]; };\n";
+    let scratch = "layout(set = 0, binding = 4) coherent buffer";
+    let out = "layout(set = 0, binding = 5) writeonly buffer";
+    let push = "layout(push_constant) uniform P { uint n; uint n4; };\n";
+    let loads = "vec4 load4(uint i) { return OP == 2u ? x4[i] * y4[i] : x4[i]; }\n\
+        float load1(uint i) { return OP == 2u ? x1[i] * y1[i] : x1[i]; }\n";
+    let include = "#include \"common.glsl\"\n";
+    if [decl_in, scratch, out, push, loads, include]
+        .iter()
+        .any(|p| REDUCE.matches(p).count() != 1)
+    {
+        return None;
+    }
+    let j = bindings.len();
+    let mut decl = String::new();
+    for k in 0..j {
+        let _ = writeln!(
+            decl,
+            "layout(std430, set = 0, binding = {}) buffer E{k} {{ vec4 e{k}[]; }};",
+            2 * k
+        );
+        let _ = writeln!(
+            decl,
+            "layout(std430, set = 0, binding = {}) buffer D{k} {{ float d{k}[]; }};",
+            2 * k + 1
+        );
+    }
+    let mut fns = String::from(ACTIVATIONS);
+    fns += VEC4_WRAPPERS;
+    let _ = write!(fns, "vec4 load4(uint idx) {{\n{b4}    return t{ret};\n}}\n");
+    let _ = write!(
+        fns,
+        "float load1(uint idx) {{\n{b1}    return t{ret};\n}}\n"
+    );
+    let mut src = String::from("#version 450\n// vkcompute reduction with a fused prologue\n");
+    if subgroups {
+        src += "#define USE_SUBGROUPS\n";
+    }
+    src += &REDUCE
+        .replacen(include, COMMON, 1)
+        .replacen(decl_in, &decl, 1)
+        .replacen(
+            scratch,
+            &format!("layout(set = 0, binding = {}) coherent buffer", 2 * j),
+            1,
+        )
+        .replacen(
+            out,
+            &format!("layout(set = 0, binding = {}) writeonly buffer", 2 * j + 1),
+            1,
+        )
+        .replacen(push, &push_block("uint n; uint n4;", scalars.len()), 1)
+        .replacen(loads, &fns, 1);
+    Some(Generated {
+        source: src,
+        bindings,
+        scalars,
+        vec4: true,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -282,6 +373,7 @@ mod tests {
             let gr = Group {
                 head: None,
                 nodes: vec![n0, n0 + 1],
+                tail: None,
             };
             let _ = a;
             elementwise(&g, &gr, &stored, 8)
@@ -292,6 +384,26 @@ mod tests {
         assert_eq!(a.scalars, vec![2.0]);
         assert_eq!(a.bindings.len(), 3);
         assert!(a.source.contains("S[0] * t0"));
+    }
+
+    #[test]
+    fn reduction_source_takes_a_prologue() {
+        let mut g = Graph::default();
+        let x = g.leaf(Shape::Vector(8));
+        let r = g.op(Op::Unary(Unary::Relu, x), Shape::Vector(8));
+        g.op(Op::Sum(r), Shape::Vector(1));
+        let mut stored = vec![true; g.values.len()];
+        stored[r] = false;
+        let gr = Group {
+            head: None,
+            nodes: vec![0],
+            tail: Some(1),
+        };
+        let gen = reduction_prologue(&g, &gr, &stored, true).expect("reduce source rewrites");
+        assert!(gen.source.contains("vec4 load4(uint idx)"));
+        assert!(gen.source.contains("binding = 3) writeonly buffer"));
+        assert!(!gen.source.contains("#include"));
+        assert_eq!(gen.bindings, vec![g.values[x].storage]);
     }
 
     #[test]
@@ -309,6 +421,7 @@ mod tests {
         let gr = Group {
             head: Some(0),
             nodes: vec![1, 2],
+            tail: None,
         };
         let gen = matmul_epilogue(&g, &gr, &stored).expect("matmul source rewrites");
         assert!(gen.source.contains("epi(ci + 3, col + 3, v.w);"));

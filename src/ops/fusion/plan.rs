@@ -8,6 +8,9 @@ use super::graph::{Graph, Op, S, V};
 
 /// Most scalars (scale factors) one fused kernel takes as push constants.
 pub(crate) const MAX_SCALARS: usize = 16;
+/// Most storages one group touches (a reduction prologue binds each twice,
+/// beside two more: well under the 32 bindings a kernel may have).
+pub(crate) const MAX_STORAGES: usize = 12;
 
 /// A run of element-wise ops over one shape, optionally as the epilogue of
 /// a matmul (`head`), executed as one generated kernel.
@@ -17,6 +20,9 @@ pub(crate) struct Group {
     pub head: Option<usize>,
     /// Element-wise nodes, in recording order.
     pub nodes: Vec<usize>,
+    /// A sum or max over a value of the run, computed in the same pass
+    /// (the run is its prologue).
+    pub tail: Option<usize>,
 }
 
 /// One dispatch of the plan.
@@ -43,7 +49,13 @@ impl Step {
     pub fn nodes(&self) -> Vec<usize> {
         match self {
             Step::Single(n) => vec![*n],
-            Step::Fused(g) => g.head.iter().chain(&g.nodes).copied().collect(),
+            Step::Fused(g) => g
+                .head
+                .iter()
+                .chain(&g.nodes)
+                .chain(&g.tail)
+                .copied()
+                .collect(),
         }
     }
 }
@@ -51,15 +63,17 @@ impl Step {
 /// Plans `g`. `live[v]`: value v must be readable afterwards (a tensor the
 /// user holds names it, or it is the last value of an imported storage).
 /// `fuse`: group element-wise runs. `epilogue_ok(node)`: that matmul node
-/// can take a fused epilogue.
+/// can take a fused epilogue. `tail_ok`: sums and maxima may take a run as
+/// their prologue.
 pub(crate) fn plan(
     g: &Graph,
     live: &[bool],
     fuse: bool,
     epilogue_ok: &dyn Fn(usize) -> bool,
+    tail_ok: bool,
 ) -> Plan {
     let steps = if fuse {
-        group(g, epilogue_ok)
+        group(g, epilogue_ok, tail_ok)
     } else {
         (0..g.nodes.len()).map(Step::Single).collect()
     };
@@ -84,7 +98,7 @@ fn broadcast_reads(g: &Graph, node: usize) -> Option<S> {
 }
 
 /// Groups maximal runs of element-wise nodes over the same shape.
-fn group(g: &Graph, epilogue_ok: &dyn Fn(usize) -> bool) -> Vec<Step> {
+fn group(g: &Graph, epilogue_ok: &dyn Fn(usize) -> bool, tail_ok: bool) -> Vec<Step> {
     let mut steps: Vec<Step> = Vec::new();
     let mut cur: Option<Group> = None;
     let flush = |steps: &mut Vec<Step>, cur: &mut Option<Group>| {
@@ -98,6 +112,20 @@ fn group(g: &Graph, epilogue_ok: &dyn Fn(usize) -> bool) -> Vec<Step> {
     };
     for (i, node) in g.nodes.iter().enumerate() {
         if !node.op.is_elementwise() {
+            // A sum or max of a value of the open run takes the run as its
+            // prologue.
+            if let (Op::Sum(x) | Op::Max(x), Some(gr)) = (node.op, cur.as_mut()) {
+                let produced = gr.nodes.iter().any(|&n| g.nodes[n].out == x);
+                let bcast = gr.nodes.iter().any(|&n| broadcast_reads(g, n).is_some());
+                if tail_ok && gr.head.is_none() && produced && !bcast {
+                    gr.tail = Some(i);
+                    let done = cur.take();
+                    if let Some(done) = done {
+                        steps.push(Step::Fused(done));
+                    }
+                    continue;
+                }
+            }
             flush(&mut steps, &mut cur);
             steps.push(Step::Single(i));
             continue;
@@ -123,6 +151,7 @@ fn group(g: &Graph, epilogue_ok: &dyn Fn(usize) -> bool) -> Vec<Step> {
             let gr = Group {
                 head,
                 nodes: vec![i],
+                tail: None,
             };
             if head.is_some()
                 && !fits_group(
@@ -130,6 +159,7 @@ fn group(g: &Graph, epilogue_ok: &dyn Fn(usize) -> bool) -> Vec<Step> {
                     &Group {
                         head,
                         nodes: vec![],
+                        tail: None,
                     },
                     i,
                 )
@@ -139,6 +169,7 @@ fn group(g: &Graph, epilogue_ok: &dyn Fn(usize) -> bool) -> Vec<Step> {
                 cur = Some(Group {
                     head: None,
                     nodes: vec![i],
+                    tail: None,
                 });
             } else {
                 cur = Some(gr);
@@ -177,6 +208,22 @@ fn fits_group(g: &Graph, gr: &Group, i: usize) -> bool {
         .map(|&n| g.nodes[n].op.scalars().len())
         .sum();
     if scalars > MAX_SCALARS {
+        return false;
+    }
+    let touched: BTreeSet<S> = gr
+        .nodes
+        .iter()
+        .chain(std::iter::once(&i))
+        .flat_map(|&n| {
+            let node = &g.nodes[n];
+            node.op
+                .inputs()
+                .into_iter()
+                .chain(std::iter::once(node.out))
+                .map(|v| g.values[v].storage)
+        })
+        .collect();
+    if touched.len() > MAX_STORAGES {
         return false;
     }
     let written: BTreeSet<S> = gr
@@ -235,10 +282,13 @@ fn stored_values(g: &Graph, steps: &[Step], live: &[bool]) -> Vec<bool> {
             }
         }
     }
-    // A single built-in op always writes its output.
+    // A single built-in op, and a reduction tail, always write their output.
     for s in steps {
-        if let Step::Single(n) = s {
-            stored[g.nodes[*n].out] = true;
+        match s {
+            Step::Single(n) | Step::Fused(Group { tail: Some(n), .. }) => {
+                stored[g.nodes[*n].out] = true;
+            }
+            Step::Fused(_) => {}
         }
     }
     stored
@@ -359,21 +409,22 @@ mod tests {
         let (g, _, m) = chain_graph();
         let mut live = vec![false; g.values.len()];
         live[m] = true;
-        let p = plan(&g, &live, true, &|_| true);
+        let p = plan(&g, &live, true, &|_| true, true);
         assert_eq!(
             p.steps,
             vec![Step::Fused(Group {
                 head: None,
-                nodes: vec![0, 1, 2, 3]
+                nodes: vec![0, 1, 2, 3],
+                tail: None
             })]
         );
         assert_eq!(p.stored.iter().filter(|s| **s).count(), 3); // x, b, result
-        let p = plan(&g, &live, false, &|_| true);
+        let p = plan(&g, &live, false, &|_| true, true);
         assert_eq!(p.steps.len(), 4);
         assert_eq!(p.barriers, vec![false, true, true, true]);
         // A held intermediate is stored.
         live[3] = true;
-        assert!(plan(&g, &live, true, &|_| true).stored[3]);
+        assert!(plan(&g, &live, true, &|_| true, true).stored[3]);
     }
 
     #[test]
@@ -387,24 +438,57 @@ mod tests {
         let e = g.op(Op::Unary(Unary::Gelu, d), Shape::Matrix(4, 4));
         let mut live = vec![false; g.values.len()];
         live[e] = true;
-        let p = plan(&g, &live, true, &|_| true);
+        let p = plan(&g, &live, true, &|_| true, true);
         assert_eq!(
             p.steps,
             vec![Step::Fused(Group {
                 head: Some(0),
-                nodes: vec![1, 2]
+                nodes: vec![1, 2],
+                tail: None
             })]
         );
         assert!(!p.stored[c]);
         // Not when the matmul cannot take one.
-        let p = plan(&g, &live, true, &|_| false);
+        let p = plan(&g, &live, true, &|_| false, true);
         assert_eq!(p.steps[0], Step::Single(0));
         // In place on A after the matmul: never fused into it.
         let sa = g.values[a].storage;
         g.op_into(Op::Unary(Unary::Relu, c), Shape::Matrix(4, 4), sa);
         let live = vec![true; g.values.len()];
-        let p = plan(&g, &live, true, &|_| true);
+        let p = plan(&g, &live, true, &|_| true, true);
         assert!(matches!(p.steps.last(), Some(Step::Single(3))));
+    }
+
+    #[test]
+    fn a_sum_takes_the_run_before_it_as_prologue() {
+        let (mut g, _, m) = chain_graph();
+        g.op(Op::Sum(m), Shape::Vector(1));
+        let live = vec![false; g.values.len()];
+        let p = plan(&g, &live, true, &|_| true, true);
+        assert_eq!(
+            p.steps,
+            vec![Step::Fused(Group {
+                head: None,
+                nodes: vec![0, 1, 2, 3],
+                tail: Some(4)
+            })]
+        );
+        assert!(!p.stored[m] && p.stored[g.nodes[4].out]);
+        let p = plan(&g, &live, true, &|_| true, false);
+        assert_eq!(p.steps.len(), 2);
+    }
+
+    #[test]
+    fn a_group_binds_a_bounded_number_of_buffers() {
+        let mut g = Graph::default();
+        let mut acc = g.leaf(Shape::Vector(8));
+        for _ in 0..2 * MAX_STORAGES {
+            let other = g.leaf(Shape::Vector(8));
+            acc = g.op(Op::Binary(Binary::Add, acc, other), Shape::Vector(8));
+        }
+        let live = vec![false; g.values.len()];
+        let p = plan(&g, &live, true, &|_| true, true);
+        assert!(p.steps.len() >= 2, "{:?}", p.steps);
     }
 
     #[test]
@@ -417,7 +501,7 @@ mod tests {
         let s = g.op(Op::Sum(a), Shape::Vector(1));
         let _ = (b, s);
         let live = vec![true; g.values.len()];
-        let p = plan(&g, &live, true, &|_| true);
+        let p = plan(&g, &live, true, &|_| true, true);
         assert_eq!(
             p.steps,
             vec![Step::Single(0), Step::Single(1), Step::Single(2)]

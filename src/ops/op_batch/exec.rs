@@ -27,6 +27,9 @@ enum Launch {
     Invocations(u32),
     /// A matmul grid, A and B bound first.
     Grid([u32; 3], V, V),
+    /// A reduction over `groups` workgroups: each storage bound twice,
+    /// then the tail node's scratch and its output.
+    Reduce(u32, usize),
 }
 
 /// What an execute reuses while the held tensors stay the same.
@@ -103,7 +106,7 @@ fn prepare(ob: &mut OpBatch, live: Vec<bool>) -> Result<Prepared> {
             _ => false,
         }
     };
-    let plan = plan(&ob.graph, &live, fuse, &epilogue_ok);
+    let plan = plan(&ob.graph, &live, fuse, &epilogue_ok, fuse);
     // Buffers for every stored value without one (intermediates), made once.
     for (v, val) in ob.graph.values.iter().enumerate() {
         if plan.stored[v] && ob.buffers[val.storage].is_none() {
@@ -113,15 +116,22 @@ fn prepare(ob: &mut OpBatch, live: Vec<bool>) -> Result<Prepared> {
     }
     // Scratch for reductions, zeroed once and reused by every execute.
     for s in &plan.steps {
-        let Step::Single(n) = s else { continue };
+        let n = match s {
+            Step::Single(n) => n,
+            Step::Fused(gr) => match &gr.tail {
+                Some(n) => n,
+                None => continue,
+            },
+        };
         let node = ob.graph.nodes[*n];
-        let (x, y) = match node.op {
-            Op::Sum(x) | Op::Max(x) => (x, x),
-            Op::Dot(a, b) => (a, b),
+        let x = match node.op {
+            Op::Sum(x) | Op::Max(x) | Op::Dot(x, _) => x,
             _ => continue,
         };
         if !ob.scratch.contains_key(n) {
-            let words = reduce::scratch_words(sbuf(ob, x), sbuf(ob, y));
+            // Op-batch buffers start at offset 0: vec4 loads throughout.
+            let numel = ob.graph.values[x].shape.numel();
+            let words = reduce::scratch_words(ob.gpu.info(), numel, true);
             let buf = ob.gpu.upload(&vec![0u32; words as usize])?;
             ob.scratch.insert(*n, buf);
         }
@@ -205,6 +215,45 @@ fn fused_kernel(
             launch: Launch::Grid([n.div_ceil(t.bn), m.div_ceil(t.bm), 1], a, b),
         });
     }
+    if let Some(tail) = gr.tail {
+        let subgroups = ob.gpu.info().subgroup_arithmetic;
+        let gen = codegen::reduction_prologue(g, gr, &plan.stored, subgroups).ok_or_else(|| {
+            crate::Error::Glsl {
+                message:
+                    "shaders/reduce.glsl changed shape; the prologue rewrite no longer applies"
+                        .into(),
+            }
+        })?;
+        let op = u32::from(matches!(g.nodes[tail].op, Op::Max(_)));
+        let key = (gen.source.clone(), vec![op]);
+        let kernel = match memo.get(&key) {
+            Some(k) => k.clone(),
+            None => {
+                let k = Kernel::builder(&ob.gpu)
+                    .glsl(&gen.source)
+                    .label("vkcompute fused reduction prologue")
+                    .spec_u32(0, op)
+                    .build()?;
+                memo.insert(key, k.clone());
+                k
+            }
+        };
+        let numel = g.values[g.nodes[gr.nodes[0]].out].shape.numel();
+        let (n, n4) = (numel as u32, (numel / 4) as u32);
+        let info = ob.gpu.info();
+        let groups = crate::ops::grid::reduce_groups(
+            u64::from(n4.max(n - 4 * n4)),
+            info.compute_units,
+            info.max_threads_per_compute_unit,
+            info.max_workgroup_count[0],
+        );
+        return Ok(FusedKernel {
+            kernel,
+            bindings: gen.bindings,
+            push: words(&[n, n4], &gen.scalars),
+            launch: Launch::Reduce(groups, tail),
+        });
+    }
     let out = g.nodes[gr.nodes[0]].out;
     let shape = g.values[out].shape;
     let numel = shape.numel();
@@ -258,6 +307,20 @@ fn record(ob: &OpBatch) -> Result<Ticket> {
                     Launch::Invocations(items) => {
                         let b: Vec<&dyn GpuBuf> = bufs.iter().map(|b| *b as &dyn GpuBuf).collect();
                         batch.run_with_push_constants(&f.kernel, &b, items, &f.push)?;
+                    }
+                    Launch::Reduce(groups, tail) => {
+                        let scratch = ob
+                            .scratch
+                            .get(&tail)
+                            .expect("reduction scratch made in prepare");
+                        let mut b: Vec<&dyn GpuBuf> = Vec::new();
+                        for x in &bufs {
+                            b.push(*x);
+                            b.push(*x);
+                        }
+                        b.push(scratch);
+                        b.push(sbuf(ob, ob.graph.nodes[tail].out));
+                        batch.run_configured(&f.kernel, &b, [groups, 1, 1], Some(&f.push))?;
                     }
                     Launch::Grid(grid, a, bm) => {
                         let mut b: Vec<&dyn GpuBuf> = vec![sbuf(ob, a), sbuf(ob, bm)];
