@@ -35,15 +35,22 @@
 //!
 //! **Fusion** (with the `glsl` feature, on by default
 //! ([`OpBatchOptions::fusion`])): consecutive element-wise ops over one
-//! shape run as one generated kernel, compiled once per chain through the
-//! device's kernel cache and on-disk cache; a run right after a matmul
-//! whose output it consumes becomes that matmul's epilogue (e.g. matmul +
-//! bias + gelu in one pass) when the tiled matmul kernel runs. Values no
-//! held tensor names and no later step reads never reach memory. Every
-//! tensor the user holds when `execute` is called is materialised, so
-//! [`OpBatch::read`] returns it; the only tensors it refuses
+//! shape run as one generated kernel (vec4 loads where the length is a
+//! multiple of 4 and no row bias is involved), compiled once per chain
+//! through the device's kernel cache and on-disk cache; a run right after
+//! a matmul whose output it consumes becomes that matmul's epilogue (e.g.
+//! matmul + bias + gelu in one pass) when the tiled matmul kernel runs; a
+//! sum or max of a value of a run takes the run as its prologue. A group
+//! touches at most 12 buffers and 16 scalars; past that a new group starts.
+//! Values no held tensor names and no later step reads never reach memory.
+//! Every tensor the user holds when `execute` is called is materialised,
+//! so [`OpBatch::read`] returns it; the only tensors it refuses
 //! ([`Error::TensorUnavailable`]) are those of another op batch and those
-//! recorded or changed in place after the last `execute`.
+//! recorded or changed in place after the last `execute` (a tensor dropped
+//! before `execute` cannot be asked for).
+//!
+//! Not yet: importing a [`BufferSlice`](crate::BufferSlice) (import whole
+//! buffers), dot products with a prologue, f16 tensors.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
