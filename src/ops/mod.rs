@@ -1,5 +1,5 @@
 //! Built-in kernels: element-wise ops, reductions, softmax, transpose and
-//! GEMV, recorded into an ordinary [`Batch`] next to your own kernels.
+//! GEMV, recorded into an ordinary [`Batch`](crate::Batch) next to your own kernels.
 //!
 //! ```
 //! # fn main() -> vkcompute::Result<()> {
@@ -22,7 +22,7 @@
 //!
 //! Each op is one dispatch. Like any dispatch in a batch it is unordered
 //! against the other commands unless separated by
-//! [`Batch::barrier`]: put a barrier between an op and a later command that
+//! [`Batch::barrier`](crate::Batch::barrier): put a barrier between an op and a later command that
 //! reads what it writes (or writes what it reads).
 //!
 //! The kernels are GLSL in `shaders/`, compiled to SPIR-V when the crate is
@@ -30,7 +30,7 @@
 //! `default-features = false`). Each device builds a built-in's pipeline at
 //! its first use and reuses it ([`registry_stats`]).
 //!
-//! Operands are [`Buffer`]s or [`BufferSlice`](crate::BufferSlice)s of
+//! Operands are [`Buffer`]s or [`BufferSlice`]s of
 //! `f32`, or of [`F16`] for the element-wise ops where the adapter has
 //! `shaderFloat16` and 16-bit storage (arithmetic is f32 either way).
 //! Lengths and shapes that do not fit together are an

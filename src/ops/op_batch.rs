@@ -1,56 +1,5 @@
-//! The op batch: record built-in ops on [`Tensor`]s, then run them all in
-//! one submission, with element-wise runs fused into generated kernels.
-//!
-//! ```
-//! # fn main() -> vkcompute::Result<()> {
-//! use vkcompute::Device;
-//! let gpu = Device::new()?;
-//! let mut ops = gpu.ops();
-//! let x = ops.upload(&[1.0f32, -2.0, 3.0, -4.0])?;
-//! let b = ops.upload(&[0.5f32; 4])?;
-//! let y = ops.scale(&x, 2.0)?;
-//! let y = ops.add(&y, &b)?;
-//! ops.relu_(&y)?;                    // in place
-//! let total = ops.sum(&y)?;
-//! ops.execute_blocking()?;           // one submission
-//! assert_eq!(ops.read(&y)?, [2.5, 0.0, 6.5, 0.0]);
-//! assert_eq!(ops.read(&total)?, [9.0]);
-//! # Ok(())
-//! # }
-//! ```
-//!
-//! **Recording** checks shapes at once: sizes that do not fit are an
-//! [`Error::OpShape`] (a matmul's, an [`Error::MatmulShape`]) and nothing is
-//! recorded. A tensor is a vector or a row-major matrix ([`Shape`]).
-//! [`OpBatch::upload`] copies data to the GPU at once;
-//! [`OpBatch::import`] uses a [`Buffer`] in place (no copy) and keeps it
-//! alive; in-place ops on an imported tensor write the user's buffer.
-//!
-//! **Execution** ([`OpBatch::execute`]) submits every recorded op once, in
-//! recording order, with a barrier only where a step reads or overwrites a
-//! buffer an earlier step wrote (or overwrites one it read). Executing
-//! again runs the whole recording again (in-place ops apply again) with the
-//! same buffers and kernels: nothing is compiled, allocated or re-planned
-//! unless the set of tensors the user holds changed.
-//!
-//! **Fusion** (with the `glsl` feature, on by default
-//! ([`OpBatchOptions::fusion`])): consecutive element-wise ops over one
-//! shape run as one generated kernel (vec4 loads where the length is a
-//! multiple of 4 and no row bias is involved), compiled once per chain
-//! through the device's kernel cache and on-disk cache; a run right after
-//! a matmul whose output it consumes becomes that matmul's epilogue (e.g.
-//! matmul + bias + gelu in one pass) when the tiled matmul kernel runs; a
-//! sum or max of a value of a run takes the run as its prologue. A group
-//! touches at most 12 buffers and 16 scalars; past that a new group starts.
-//! Values no held tensor names and no later step reads never reach memory.
-//! Every tensor the user holds when `execute` is called is materialised,
-//! so [`OpBatch::read`] returns it; the only tensors it refuses
-//! ([`Error::TensorUnavailable`]) are those of another op batch and those
-//! recorded or changed in place after the last `execute` (a tensor dropped
-//! before `execute` cannot be asked for).
-//!
-//! Not yet: importing a [`BufferSlice`](crate::BufferSlice) (import whole
-//! buffers), dot products with a prologue, f16 tensors.
+//! The op batch: built-in ops on tensors, one submission, fusion (see
+//! [`OpBatch`]).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
@@ -102,8 +51,59 @@ impl OpBatchOptions {
 
 static NEXT_BATCH: AtomicU64 = AtomicU64::new(1);
 
-/// A recorder of built-in ops over tensors, run in one submission. Made by
-/// [`Device::ops`]; see the [module docs](self).
+/// A recorder of built-in ops, made by [`Device::ops`]: record built-in ops on [`Tensor`]s, then run them all in
+/// one submission, with element-wise runs fused into generated kernels.
+///
+/// ```
+/// # fn main() -> vkcompute::Result<()> {
+/// use vkcompute::Device;
+/// let gpu = Device::new()?;
+/// let mut ops = gpu.ops();
+/// let x = ops.upload(&[1.0f32, -2.0, 3.0, -4.0])?;
+/// let b = ops.upload(&[0.5f32; 4])?;
+/// let y = ops.scale(&x, 2.0)?;
+/// let y = ops.add(&y, &b)?;
+/// ops.relu_(&y)?;                    // in place
+/// let total = ops.sum(&y)?;
+/// ops.execute_blocking()?;           // one submission
+/// assert_eq!(ops.read(&y)?, [2.5, 0.0, 6.5, 0.0]);
+/// assert_eq!(ops.read(&total)?, [9.0]);
+/// # Ok(())
+/// # }
+/// ```
+///
+/// **Recording** checks shapes at once: sizes that do not fit are an
+/// [`Error::OpShape`] (a matmul's, an [`Error::MatmulShape`]) and nothing is
+/// recorded. A tensor is a vector or a row-major matrix ([`Shape`]).
+/// [`OpBatch::upload`] copies data to the GPU at once;
+/// [`OpBatch::import`] uses a [`Buffer`] in place (no copy) and keeps it
+/// alive; in-place ops on an imported tensor write the user's buffer.
+///
+/// **Execution** ([`OpBatch::execute`]) submits every recorded op once, in
+/// recording order, with a barrier only where a step reads or overwrites a
+/// buffer an earlier step wrote (or overwrites one it read). Executing
+/// again runs the whole recording again (in-place ops apply again) with the
+/// same buffers and kernels: nothing is compiled, allocated or re-planned
+/// unless the set of tensors the user holds changed.
+///
+/// **Fusion** (with the `glsl` feature, on by default
+/// ([`OpBatchOptions::fusion`])): consecutive element-wise ops over one
+/// shape run as one generated kernel (vec4 loads where the length is a
+/// multiple of 4 and no row bias is involved), compiled once per chain
+/// through the device's kernel cache and on-disk cache; a run right after
+/// a matmul whose output it consumes becomes that matmul's epilogue (e.g.
+/// matmul + bias + gelu in one pass) when the tiled matmul kernel runs; a
+/// sum or max of a value of a run takes the run as its prologue. A group
+/// touches at most 12 buffers and 16 scalars; past that a new group starts.
+/// Values no held tensor names and no later step reads never reach memory.
+/// Every tensor the user holds when `execute` is called is materialised,
+/// so [`OpBatch::read`] returns it; the only tensors it refuses
+/// ([`Error::TensorUnavailable`]) are those of another op batch and those
+/// recorded or changed in place after the last `execute` (a tensor dropped
+/// before `execute` cannot be asked for).
+///
+/// Not yet: importing a [`BufferSlice`](crate::BufferSlice) (import whole
+/// buffers), dot products with a prologue, f16 tensors.
 pub struct OpBatch {
     gpu: Device,
     id: u64,
