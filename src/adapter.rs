@@ -116,6 +116,15 @@ pub struct AdapterInfo {
     pub subgroup_arithmetic: bool,
     /// storageBuffer16BitAccess: 16-bit values in storage buffers.
     pub storage_buffer16: bool,
+    /// Shapes from vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR, on a
+    /// created [`Device`](crate::Device) where VK_KHR_cooperative_matrix and
+    /// its feature were enabled; empty otherwise (and in
+    /// [`Device::adapters`](crate::Device::adapters)).
+    pub cooperative_matrix_shapes: Vec<crate::coopmat::CoopMatShape>,
+    /// Shapes from vkGetPhysicalDeviceCooperativeMatrixPropertiesNV, on a
+    /// created device where VK_NV_cooperative_matrix and its feature were
+    /// enabled; empty otherwise.
+    pub cooperative_matrix_nv_shapes: Vec<crate::coopmat::CoopMatShape>,
 }
 
 impl AdapterInfo {
@@ -208,6 +217,8 @@ pub(crate) fn fake(index: usize, name: &str, ty: AdapterType, mem: u64) -> Adapt
         max_threads_per_compute_unit: 0,
         subgroup_arithmetic: true,
         storage_buffer16: false,
+        cooperative_matrix_shapes: Vec::new(),
+        cooperative_matrix_nv_shapes: Vec::new(),
     }
 }
 

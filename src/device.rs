@@ -407,6 +407,12 @@ impl DeviceInner {
             if use_clock {
                 extensions.push(probe::SHADER_CLOCK.as_ptr());
             }
+            let coop = crate::coopmat::probe(&instance.entry, &instance.raw, p.physical);
+            extensions.extend(coop.extensions());
+            let mut coop_khr =
+                vk::PhysicalDeviceCooperativeMatrixFeaturesKHR::default().cooperative_matrix(true);
+            let mut coop_nv =
+                vk::PhysicalDeviceCooperativeMatrixFeaturesNV::default().cooperative_matrix(true);
             let mut info = vk::DeviceCreateInfo::default()
                 .queue_create_infos(&queue_infos)
                 .enabled_extension_names(&extensions)
@@ -418,6 +424,12 @@ impl DeviceInner {
             }
             if use_clock {
                 info = info.push_next(&mut eclock);
+            }
+            if coop.khr {
+                info = info.push_next(&mut coop_khr);
+            }
+            if coop.nv {
+                info = info.push_next(&mut coop_nv);
             }
             let t_dev = std::time::Instant::now();
             let raw = instance
@@ -523,6 +535,8 @@ impl DeviceInner {
             }
             let mut info = p.info;
             info.push_descriptor = use_push;
+            info.cooperative_matrix_shapes = coop.khr_shapes;
+            info.cooperative_matrix_nv_shapes = coop.nv_shapes;
             Ok(DeviceInner {
                 id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
                 info,

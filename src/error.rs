@@ -486,6 +486,29 @@ pub enum Error {
         /// What does not fit, with the sizes given and expected.
         detail: String,
     },
+
+    /// A matmul's dimensions or buffers do not fit: a zero or oversized
+    /// dimension, or a buffer whose length is not the shape's.
+    #[error("matmul of {m}×{k} by {k}×{n}: {detail}")]
+    MatmulShape {
+        /// Rows of A and C.
+        m: u32,
+        /// Columns of A, rows of B.
+        k: u32,
+        /// Columns of B and C.
+        n: u32,
+        /// What is wrong, with the limit.
+        detail: String,
+    },
+
+    /// An [`OpBatch`](crate::ops::OpBatch) cannot give a tensor's value:
+    /// it belongs to another op batch, or it was recorded (or changed in
+    /// place) after the last `execute`.
+    #[error("tensor unavailable: {detail}")]
+    TensorUnavailable {
+        /// Why, and what to do.
+        detail: String,
+    },
 }
 
 impl Error {

@@ -197,6 +197,9 @@ pub use ticket_future::TicketWait;
 // Launches split along x past maxComputeWorkGroupCount[0].
 mod spirv_offset;
 mod x_split;
+// Cooperative-matrix support (matmul's tensor-core path).
+mod coopmat;
+pub use coopmat::{CoopComponent, CoopMatShape};
 
 pub use adapter::{AdapterInfo, AdapterType};
 pub use batch::{Batch, BatchOptions};

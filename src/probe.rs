@@ -234,6 +234,8 @@ fn probe_one(
                     vk::SubgroupFeatureFlags::BASIC | vk::SubgroupFeatureFlags::ARITHMETIC,
                 ),
             storage_buffer16: f11.storage_buffer16_bit_access == vk::TRUE,
+            cooperative_matrix_shapes: Vec::new(),
+            cooperative_matrix_nv_shapes: Vec::new(),
         };
         Ok(Some(Probed {
             physical: pd,

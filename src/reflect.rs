@@ -229,12 +229,19 @@ pub(crate) fn reflect(words: &[u32], entry: Option<&str>) -> Result<Reflection> 
     // that read a component of a composite, such as `gl_WorkGroupSize.x`
     // under `local_size_x_id`). None of them decides what is reflected here,
     // so when parsing fails, parse again with them replaced by plain constants.
+    // It cannot parse cooperative-matrix types either (which never hold
+    // a binding): those are replaced by an opaque type it knows.
     let entry_points = match parse(words) {
         Ok(eps) => eps,
-        Err(e) => match without_spec_ops(words) {
-            Some(plain) => parse(&plain).map_err(|_| e)?,
-            None => return Err(e),
-        },
+        Err(e) => {
+            let coop = without_coopmat_types(words);
+            let base = coop.as_deref().unwrap_or(words);
+            match (without_spec_ops(base), coop.is_some()) {
+                (Some(plain), _) => parse(&plain).map_err(|_| e)?,
+                (None, true) => parse(base).map_err(|_| e)?,
+                (None, false) => return Err(e),
+            }
+        }
     };
     let compute: Vec<_> = entry_points
         .iter()
@@ -455,6 +462,33 @@ fn without_spec_ops(words: &[u32]) -> Option<Vec<u32>> {
             _ => {}
         }
         out.extend_from_slice(inst);
+        i += count;
+    }
+    replaced.then_some(out)
+}
+
+/// `words` with each OpTypeCooperativeMatrixNV / OpTypeCooperativeMatrixKHR
+/// replaced by an OpTypeRayQueryKHR of the same id (an opaque type spirq
+/// knows; reflection of bindings, push constants and spec constants never
+/// depends on it); `None` if there is none.
+fn without_coopmat_types(words: &[u32]) -> Option<Vec<u32>> {
+    const OP_TYPE_COOPMAT_NV: u32 = 5358;
+    const OP_TYPE_COOPMAT_KHR: u32 = 4456;
+    const OP_TYPE_RAY_QUERY_KHR: u32 = 4472;
+    let mut out = Vec::with_capacity(words.len());
+    out.extend_from_slice(words.get(..5)?);
+    let mut replaced = false;
+    let mut i = 5;
+    while i < words.len() {
+        let count = ((words[i] >> 16) as usize).max(1);
+        let inst = words.get(i..i + count)?;
+        match (inst[0] & 0xffff, inst.len()) {
+            (OP_TYPE_COOPMAT_NV | OP_TYPE_COOPMAT_KHR, 2..) => {
+                out.extend_from_slice(&[(2 << 16) | OP_TYPE_RAY_QUERY_KHR, inst[1]]);
+                replaced = true;
+            }
+            _ => out.extend_from_slice(inst),
+        }
         i += count;
     }
     replaced.then_some(out)

@@ -42,9 +42,10 @@ use crate::error::{Error, Result};
 
 mod dtype;
 mod elementwise;
+pub(crate) mod fusion;
 mod gemv;
-mod grid;
-mod reduce;
+pub(crate) mod grid;
+pub(crate) mod reduce;
 mod softmax;
 mod transpose;
 
@@ -56,6 +57,10 @@ pub use elementwise::{
 };
 pub use gemv::gemv;
 pub use reduce::{dot, max, sum};
+mod op_batch;
+pub use op_batch::{OpBatch, OpBatchOptions};
+pub use tensor::{Shape, Tensor};
+mod tensor;
 pub use softmax::{softmax, SOFTMAX_ONE_READ_MAX_COLS};
 pub use transpose::transpose;
 
@@ -126,3 +131,9 @@ pub(crate) fn reduction_variant(gpu: &Device, sg: &'static str, wg: &'static str
         wg
     }
 }
+
+pub mod matmul;
+pub use matmul::{
+    choose_matmul, matmul, matmul_f16, CoopTile, MatmulCaps, MatmulDtype, MatmulKernel, MatmulPlan,
+    TileConfig,
+};

@@ -25,8 +25,9 @@ use super::grid::{reduce_groups, LOCAL};
 use super::{aligned16, as_u32, check_len, device_of, reduction_variant, words, Operand};
 
 /// Which reduction.
+/// Which reduction.
 #[derive(Clone, Copy)]
-enum Kind {
+pub(crate) enum Kind {
     Sum = 0,
     Max = 1,
     Dot = 2,
@@ -40,6 +41,39 @@ fn record(
     y: &dyn GpuBuf,
     out: &dyn GpuBuf,
     out_elems: u64,
+) -> Result<()> {
+    record_with(batch, op, kind, x, y, out, out_elems, None)
+}
+
+/// Words of scratch (counter + one partial per workgroup) a reduction of
+/// `n` elements needs on `info`'s adapter, with vec4 loads when `aligned`;
+/// see [`record_with`].
+pub(crate) fn scratch_words(info: &crate::AdapterInfo, n: u64, aligned: bool) -> u64 {
+    let n4 = if aligned { n / 4 } else { 0 };
+    let items = n4.max(n - 4 * n4);
+    u64::from(reduce_groups(
+        items,
+        info.compute_units,
+        info.max_threads_per_compute_unit,
+        info.max_workgroup_count[0],
+    )) + 1
+}
+
+/// [`record`] with caller-owned scratch: `scratch` zeroed once and at least
+/// [`scratch_words`] long, reused by later records (the kernel leaves the
+/// counter at zero again; partials are rewritten before they are read),
+/// but not by two reductions of one batch that may overlap. `None`: a new
+/// zeroed buffer for this record.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn record_with(
+    batch: &mut Batch,
+    op: &'static str,
+    kind: Kind,
+    x: &dyn GpuBuf,
+    y: &dyn GpuBuf,
+    out: &dyn GpuBuf,
+    out_elems: u64,
+    scratch: Option<&crate::Buffer<u32>>,
 ) -> Result<()> {
     check_len(op, "out", out_elems, 1)?;
     let (xv, yv) = (x.view(), y.view());
@@ -65,9 +99,16 @@ fn record(
     debug_assert_eq!(u64::from(k.workgroup_size()[0]), LOCAL);
     // Counter + one partial per workgroup, zeroed; the last workgroup
     // leaves the counter at zero again.
-    let scratch = gpu.upload(&vec![0u32; groups as usize + 1])?;
+    let owned;
+    let scratch = match scratch {
+        Some(s) if s.len() as u64 > u64::from(groups) => s,
+        _ => {
+            owned = gpu.upload(&vec![0u32; groups as usize + 1])?;
+            &owned
+        }
+    };
     let pc = words(&[n, n4]);
-    batch.run_configured(&k, &[x, x, y, y, &scratch, out], [groups, 1, 1], Some(&pc))?;
+    batch.run_configured(&k, &[x, x, y, y, scratch, out], [groups, 1, 1], Some(&pc))?;
     Ok(())
 }
 

@@ -1,0 +1,587 @@
+//! Built-in matmul: TFLOP/s of each path, timed with GPU timestamps, each
+//! result checked against the CPU.
+//!
+//! ```text
+//! cargo run --release --example matmul [-- --json PATH]
+//! ```
+//!
+//! Rows: f32 at 4096³, 8192³ and 4097³ (and a few tiles at 4096³ for
+//! tuning), the anchor's odd shapes, GEMV 8192² (N = 1, as `torch.mv`), f16 on
+//! cooperative matrices at 4096³ and 8192³, and the ceiling of a minimal
+//! cooperative-matrix loop (registers only) on the same device. FLOPs are
+//! 2·M·N·K, as `../shared/gpu/cuda_ops_anchor.py` counts them; GEMV bytes
+//! are 4·M·K. Each figure is the median over several repetitions in one
+//! batch, separated by barriers, of the GPU time per command.
+//!
+//! Checks: at 512³ (or 512² for GEMV) every entry against an f64 CPU
+//! product, reported as the largest |error| / Σ_k |a_ik·b_kj| (bound: K·u with
+//! u = 2⁻²⁴, 2·K·u on tensor cores); at full size 16 random entries
+//! recomputed in f64 against the same bound. A failed check marks the row
+//! WRONG and the process exits with status 1. `VKCOMPUTE_QUICK=1` uses small
+//! sizes.
+
+use std::time::Instant;
+
+use vkcompute::ops::{
+    self, CoopTile, MatmulCaps, MatmulDtype, MatmulKernel, MatmulPlan, TileConfig,
+};
+use vkcompute::{Batch, BatchOptions, Buffer, Device, Profiling, Result};
+
+const PEAK: &str = include_str!("matmul_coopmat_peak.comp");
+
+/// Deterministic inputs in [-1, 1) with full 24-bit significands (so
+/// products and sums round, and the error figures mean something).
+fn values(seed: u64, len: usize) -> Vec<f32> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x >> 12;
+            x ^= x << 25;
+            x ^= x >> 27;
+            ((x.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 40) as f32 / (1u64 << 23) as f32) - 1.0
+        })
+        .collect()
+}
+
+/// Deterministic f16 inputs: multiples of 1/64 in [-1, 1), exact in f16.
+fn values_f16(seed: u64, len: usize) -> Vec<f32> {
+    values(seed, len)
+        .into_iter()
+        .map(|v| ((v * 64.0).floor() / 64.0).clamp(-1.0, 63.0 / 64.0))
+        .collect()
+}
+
+/// f16 bits of a multiple of 1/64 in [-1, 1) (exact).
+fn f16_bits(x: f32) -> u16 {
+    if x == 0.0 {
+        return 0;
+    }
+    let b = x.to_bits();
+    let exp = ((b >> 23) & 0xff) as i32 - 112;
+    ((b >> 16) & 0x8000) as u16 | ((exp as u16) << 10) | ((b >> 13) & 0x3ff) as u16
+}
+
+/// |c − exact| / Σ|a||b| for entry (i, j), in f64.
+fn entry_error(a: &[f32], b: &[f32], c: &[f32], k: usize, n: usize, i: usize, j: usize) -> f64 {
+    let (mut s, mut abs) = (0f64, 0f64);
+    for p in 0..k {
+        let t = f64::from(a[i * k + p]) * f64::from(b[p * n + j]);
+        s += t;
+        abs += t.abs();
+    }
+    (f64::from(c[i * n + j]) - s).abs() / abs.max(f64::MIN_POSITIVE)
+}
+
+/// Largest normalised error over all entries (full check) or 16 random ones.
+fn max_error(a: &[f32], b: &[f32], c: &[f32], (m, k, n): (usize, usize, usize), full: bool) -> f64 {
+    if full {
+        let mut worst = 0f64;
+        for i in 0..m {
+            for j in 0..n {
+                worst = worst.max(entry_error(a, b, c, k, n, i, j));
+            }
+        }
+        return worst;
+    }
+    let r = values(m as u64 ^ 77, 32);
+    (0..16)
+        .map(|t| {
+            let i = ((r[2 * t] + 1.0) * 0.5 * m as f32) as usize % m;
+            let j = ((r[2 * t + 1] + 1.0) * 0.5 * n as f32) as usize % n;
+            entry_error(a, b, c, k, n, i, j)
+        })
+        .fold(0.0, f64::max)
+}
+
+/// Median GPU nanoseconds per repetition of `record` (one command each).
+fn time_ns(
+    gpu: &Device,
+    reps: usize,
+    mut record: impl FnMut(&mut Batch) -> Result<()>,
+) -> Result<f64> {
+    if !gpu.info().timestamps {
+        let mut batch = gpu.batch_with(BatchOptions::single_submit())?;
+        record(&mut batch)?;
+        batch.submit()?;
+        let mut batch = gpu.batch_with(BatchOptions::single_submit())?;
+        for _ in 0..reps {
+            batch.barrier();
+            record(&mut batch)?;
+        }
+        let t = Instant::now();
+        batch.submit()?;
+        return Ok(t.elapsed().as_secs_f64() * 1e9 / reps as f64);
+    }
+    let opts = BatchOptions::single_submit().with_profiling(Profiling::Commands);
+    let mut batch = gpu.batch_with(opts)?;
+    batch.label("warm-up");
+    record(&mut batch)?;
+    for _ in 0..reps {
+        batch.barrier();
+        batch.label("rep");
+        record(&mut batch)?;
+    }
+    let ticket = batch.submit_async()?;
+    ticket.wait()?;
+    let mut t: Vec<f64> = ticket
+        .profile()?
+        .commands
+        .iter()
+        .filter(|c| c.label == "rep")
+        .map(|c| c.gpu_ns)
+        .collect();
+    t.sort_by(f64::total_cmp);
+    Ok(t.get(t.len() / 2).copied().unwrap_or(f64::NAN))
+}
+
+struct Row {
+    key: String,
+    value: f64,
+    unit: &'static str,
+    error: Option<f64>,
+    bound: f64,
+    note: String,
+}
+
+struct Report {
+    rows: Vec<Row>,
+    failed: bool,
+}
+
+impl Report {
+    fn push(
+        &mut self,
+        key: &str,
+        value: f64,
+        unit: &'static str,
+        error: Option<f64>,
+        bound: f64,
+        note: String,
+    ) {
+        let ok = !matches!(error, Some(e) if e.is_nan() || e > bound);
+        self.failed |= !ok;
+        println!(
+            "{key:<34} {value:>10.2} {unit:<7} {:>12} {}{note}",
+            error.map_or("-".into(), |e| format!("{e:.2e}")),
+            if ok { "" } else { "WRONG " }
+        );
+        self.rows.push(Row {
+            key: key.into(),
+            value,
+            unit,
+            error,
+            bound,
+            note,
+        });
+    }
+
+    fn json(&self, device: &str) -> String {
+        let mut s = format!("{{\n \"device\": {device:?}");
+        for r in &self.rows {
+            s += &format!(
+                ",\n {:?}: {}",
+                format!("{}_{}", r.key, r.unit),
+                json_num(r.value)
+            );
+            if let Some(e) = r.error {
+                s += &format!(
+                    ",\n {:?}: {}",
+                    format!("{}_max_rel_err", r.key),
+                    json_num(e)
+                );
+                s += &format!(
+                    ",\n {:?}: {}",
+                    format!("{}_err_bound", r.key),
+                    json_num(r.bound)
+                );
+            }
+            if !r.note.is_empty() {
+                s += &format!(",\n {:?}: {:?}", format!("{}_note", r.key), r.note);
+            }
+        }
+        s += &format!(",\n \"all_checks_passed\": {}\n}}\n", !self.failed);
+        s
+    }
+}
+
+fn json_num(v: f64) -> String {
+    if v.is_finite() {
+        format!("{v}")
+    } else {
+        "null".into()
+    }
+}
+
+/// Times and checks one f32 matmul; returns TFLOP/s.
+#[allow(clippy::too_many_arguments)]
+fn f32_case(
+    gpu: &Device,
+    rep: &mut Report,
+    key: &str,
+    (m, k, n): (u32, u32, u32),
+    plan: Option<MatmulPlan>,
+    reps: usize,
+    full_check: bool,
+) -> Result<f64> {
+    let (a, b) = (values(1, (m * k) as usize), values(2, (k * n) as usize));
+    let (ga, gb) = (gpu.upload(&a)?, gpu.upload(&b)?);
+    let gc = gpu.alloc::<f32>((m as usize) * (n as usize))?;
+    let mut record = |batch: &mut Batch| match plan {
+        None => ops::matmul(batch, &ga, &gb, &gc, m, k, n),
+        Some(p) => ops::matmul::matmul_with_plan(batch, &ga, &gb, &gc, m, k, n, p),
+    };
+    let ns = time_ns(gpu, reps, &mut record)?;
+    let c = gc.download()?;
+    let err = max_error(&a, &b, &c, (m as usize, k as usize, n as usize), full_check);
+    let bound = f64::from(k) * f64::powi(2.0, -24);
+    let caps = MatmulCaps::of(gpu.info());
+    let kernel = plan.unwrap_or_else(|| ops::choose_matmul(m, k, n, MatmulDtype::F32, &caps));
+    let flops = 2.0 * f64::from(m) * f64::from(k) * f64::from(n);
+    let tflops = flops / ns / 1e3;
+    if n == 1 {
+        let gbps = 4.0 * f64::from(m) * f64::from(k) / ns;
+        rep.push(
+            key,
+            gbps,
+            "GBps",
+            Some(err),
+            bound,
+            format!(" {:?}, {:.1} µs", kernel.kernel, ns / 1e3),
+        );
+    } else if m * n < 1 << 20 {
+        rep.push(
+            key,
+            ns / 1e3,
+            "us",
+            Some(err),
+            bound,
+            format!(" {:?}, {tflops:.2} TFLOP/s", kernel.kernel),
+        );
+    } else {
+        rep.push(
+            key,
+            tflops,
+            "TFLOPs",
+            Some(err),
+            bound,
+            format!(" {:?}", kernel.kernel),
+        );
+    }
+    Ok(tflops)
+}
+
+/// Times and checks one f16 matmul (cooperative matrices or widened).
+fn f16_case(
+    gpu: &Device,
+    rep: &mut Report,
+    key: &str,
+    s: u32,
+    plan: Option<MatmulPlan>,
+    reps: usize,
+    full_check: bool,
+) -> Result<()> {
+    let (a, b) = (
+        values_f16(3, (s * s) as usize),
+        values_f16(4, (s * s) as usize),
+    );
+    let bits = |v: &[f32]| v.iter().map(|&x| f16_bits(x)).collect::<Vec<u16>>();
+    let (ga, gb): (Buffer<u16>, Buffer<u16>) = (gpu.upload(&bits(&a))?, gpu.upload(&bits(&b))?);
+    let gc = gpu.alloc::<f32>((s as usize) * (s as usize))?;
+    let ns = time_ns(gpu, reps, |batch| {
+        ops::matmul_f16(batch, &ga, &gb, &gc, s, s, s)
+    })?;
+    let c = gc.download()?;
+    let err = max_error(&a, &b, &c, (s as usize, s as usize, s as usize), full_check);
+    let plan = plan.unwrap_or_else(|| {
+        ops::choose_matmul(s, s, s, MatmulDtype::F16, &MatmulCaps::of(gpu.info()))
+    });
+    let bound = 2.0 * f64::from(s) * f64::powi(2.0, -24);
+    // The widened path records three commands per repetition, which the
+    // per-command timing does not add up: it is checked, not timed.
+    let tflops = if plan.widen_f16 {
+        f64::NAN
+    } else {
+        2.0 * f64::from(s).powi(3) / ns / 1e3
+    };
+    let note = format!(
+        " {:?}{}",
+        plan.kernel,
+        if plan.widen_f16 {
+            " (widened to f32; not timed)"
+        } else {
+            ""
+        }
+    );
+    rep.push(key, tflops, "TFLOPs", Some(err), bound, note);
+    Ok(())
+}
+
+/// The ceiling of a register-only cooperative-matrix loop, in TFLOP/s.
+fn coopmat_peak(gpu: &Device, reps: usize, quick: bool) -> Result<f64> {
+    let kernel = gpu.kernel_glsl(PEAK)?;
+    let sub = gpu.info().subgroup_size.max(1);
+    let groups = gpu.info().compute_units.max(16) * 8;
+    let subgroups = groups * (256 / sub);
+    let iters: u32 = if quick { 256 } else { 8192 };
+    let src = gpu.upload(&vec![f16_bits(0.5); 512])?;
+    let dst = gpu.alloc::<f32>((subgroups * 256) as usize)?;
+    let ns = time_ns(gpu, reps, |batch| {
+        batch.run_configured(
+            &kernel,
+            &[&src, &dst],
+            [groups, 1, 1],
+            Some(&iters.to_le_bytes()),
+        )?;
+        Ok(())
+    })?;
+    // Every output entry is iters · 8 · Σ_16 (0.5·0.5).
+    let want = f64::from(iters) * 8.0 * 16.0 * 0.25;
+    let out = dst.read_range(0..256)?;
+    if out
+        .iter()
+        .any(|&v| (f64::from(v) - want).abs() > want * 1e-3)
+    {
+        eprintln!("coopmat peak kernel produced {} (want {want})", out[0]);
+        return Ok(f64::NAN);
+    }
+    Ok(f64::from(subgroups) * f64::from(iters) * 8.0 * 2.0 * 4096.0 / ns / 1e3)
+}
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().collect();
+    let json = args
+        .iter()
+        .position(|a| a == "--json")
+        .and_then(|i| args.get(i + 1));
+    let quick = std::env::var_os("VKCOMPUTE_QUICK").is_some();
+    let gpu = Device::new()?;
+    let info = gpu.info();
+    let device = format!("{} ({}, {})", info.name, info.driver_name, info.driver_info);
+    println!("adapter: {device}");
+    let caps = MatmulCaps::of(info);
+    println!(
+        "caps: {caps:?}\nKHR cooperative-matrix shapes: {:?}\nNV cooperative-matrix shapes: {:?}",
+        info.cooperative_matrix_shapes
+            .iter()
+            .map(|s| (s.m, s.n, s.k, s.a, s.c, s.result))
+            .collect::<Vec<_>>(),
+        info.cooperative_matrix_nv_shapes
+            .iter()
+            .map(|s| (s.m, s.n, s.k, s.a, s.c, s.result))
+            .collect::<Vec<_>>(),
+    );
+    println!(
+        "{:<34} {:>10} {:<7} {:>12}",
+        "case", "value", "unit", "max_rel_err"
+    );
+    let mut rep = Report {
+        rows: Vec::new(),
+        failed: false,
+    };
+    let reps = if quick { 3 } else { 10 };
+    let (s1, s2, odd, gemv, chk) = if quick {
+        (128, 256, 129, 1024, 128)
+    } else {
+        (4096, 8192, 4097, 8192, 512)
+    };
+
+    // Checkable size: every entry against f64.
+    f32_case(
+        &gpu,
+        &mut rep,
+        &format!("check_sgemm{chk}"),
+        (chk, chk, chk),
+        None,
+        2,
+        true,
+    )?;
+    f32_case(
+        &gpu,
+        &mut rep,
+        &format!("check_gemv{chk}"),
+        (chk, chk, 1),
+        None,
+        2,
+        true,
+    )?;
+    f32_case(
+        &gpu,
+        &mut rep,
+        &format!("check_vecmat{chk}"),
+        (1, chk, chk),
+        None,
+        2,
+        true,
+    )?;
+    if info.storage_buffer16 {
+        f16_case(
+            &gpu,
+            &mut rep,
+            &format!("check_hgemm{chk}"),
+            chk,
+            None,
+            2,
+            true,
+        )?;
+    }
+
+    // Full sizes: spot checks.
+    for s in [s1, s2] {
+        f32_case(
+            &gpu,
+            &mut rep,
+            &format!("sgemm{s}"),
+            (s, s, s),
+            None,
+            reps,
+            false,
+        )?;
+    }
+    f32_case(
+        &gpu,
+        &mut rep,
+        &format!("sgemm{odd}"),
+        (odd, odd, odd),
+        None,
+        reps,
+        false,
+    )?;
+    let tiles = [
+        ("128x128x8", TileConfig::LARGE),
+        (
+            "128x128x16",
+            TileConfig {
+                bk: 16,
+                ..TileConfig::LARGE
+            },
+        ),
+        (
+            "128x64x8_8x4",
+            TileConfig {
+                bn: 64,
+                tn: 4,
+                ..TileConfig::LARGE
+            },
+        ),
+        (
+            "64x128x8_4x8",
+            TileConfig {
+                bm: 64,
+                tm: 4,
+                ..TileConfig::LARGE
+            },
+        ),
+        ("64x64x8", TileConfig::SMALL),
+        (
+            "64x64x16",
+            TileConfig {
+                bk: 16,
+                ..TileConfig::SMALL
+            },
+        ),
+    ];
+    for (name, t) in tiles {
+        if !t.is_valid()
+            || t.shared_bytes() > caps.max_shared_memory
+            || t.threads() > caps.max_workgroup_invocations
+        {
+            println!("skipped: tile {name} does not fit {}", info.name);
+            continue;
+        }
+        let plan = MatmulPlan {
+            kernel: MatmulKernel::Tiled(t),
+            widen_f16: false,
+        };
+        f32_case(
+            &gpu,
+            &mut rep,
+            &format!("sgemm{s1}_tile{name}"),
+            (s1, s1, s1),
+            Some(plan),
+            reps,
+            false,
+        )?;
+    }
+    for (m, k, n) in [(127, 255, 63), (1, s1, s1)] {
+        f32_case(
+            &gpu,
+            &mut rep,
+            &format!("sgemm_{m}x{k}x{n}"),
+            (m, k, n),
+            None,
+            reps,
+            false,
+        )?;
+    }
+    f32_case(
+        &gpu,
+        &mut rep,
+        &format!("gemv{gemv}"),
+        (gemv, gemv, 1),
+        None,
+        reps,
+        false,
+    )?;
+
+    if matches!(
+        ops::choose_matmul(s1, s1, s1, MatmulDtype::F16, &caps).kernel,
+        MatmulKernel::CoopMatF16(_)
+    ) {
+        for s in [s1, s2] {
+            f16_case(&gpu, &mut rep, &format!("hgemm{s}"), s, None, reps, false)?;
+        }
+        let tiles = [
+            ("128x128_w64x32_k32", CoopTile::DEFAULT),
+            ("128x256_w64x64_k16", CoopTile::WIDE),
+            ("256x128_w64x64_k16", CoopTile::TALL),
+        ];
+        for (name, t) in tiles {
+            if t.shared_bytes() > caps.max_shared_memory {
+                println!("skipped: coopmat tile {name} does not fit {}", info.name);
+                continue;
+            }
+            let plan = MatmulPlan {
+                kernel: MatmulKernel::CoopMatF16(t),
+                widen_f16: false,
+            };
+            let key = format!("hgemm{s2}_tile{name}");
+            f16_case(&gpu, &mut rep, &key, s2, Some(plan), reps, false)?;
+        }
+        let peak = coopmat_peak(&gpu, reps, quick)?;
+        rep.push(
+            "coopmat_peak",
+            peak,
+            "TFLOPs",
+            None,
+            0.0,
+            " registers-only 16x16x16 loop".into(),
+        );
+        rep.failed |= peak.is_nan();
+    } else {
+        println!(
+            "skipped: f16 cooperative-matrix rows: no usable 16×16×16 f16 shape on {}",
+            info.name
+        );
+    }
+
+    if let Some(path) = json {
+        match std::fs::write(path, rep.json(&device)) {
+            Ok(()) => println!("wrote {path}"),
+            Err(e) => {
+                eprintln!("could not write {path}: {e}");
+                rep.failed = true;
+            }
+        }
+    }
+    if gpu.validation_enabled() && gpu.validation_message_count() > 0 {
+        for m in gpu.validation_messages() {
+            eprintln!("{m}");
+        }
+        rep.failed = true;
+    }
+    if rep.failed {
+        eprintln!("a check failed");
+        std::process::exit(1);
+    }
+    Ok(())
+}

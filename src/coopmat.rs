@@ -1,0 +1,239 @@
+//! Cooperative matrices (tensor cores): which shapes the adapter offers, and
+//! the extension and feature to enable at device creation.
+//!
+//! Two extensions describe them: `VK_KHR_cooperative_matrix` and NVIDIA's
+//! older `VK_NV_cooperative_matrix`. Both are enabled when the adapter has
+//! them (with their `cooperativeMatrix` feature), and each one's list of
+//! shapes (`vkGetPhysicalDeviceCooperativeMatrixProperties{KHR,NV}`) lands
+//! in [`AdapterInfo`](crate::AdapterInfo). The built-in f16 matmul kernel is
+//! GLSL written against `GL_NV_cooperative_matrix`, the one the glslang in
+//! use compiles, so it runs where the NV list holds its shape.
+
+use std::ffi::CStr;
+
+use ash::vk;
+
+/// Element type of a cooperative matrix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum CoopComponent {
+    /// 16-bit float.
+    F16,
+    /// 32-bit float.
+    F32,
+    /// 64-bit float.
+    F64,
+    /// Signed 8-bit integer.
+    I8,
+    /// Unsigned 8-bit integer.
+    U8,
+    /// Signed 32-bit integer.
+    I32,
+    /// Unsigned 32-bit integer.
+    U32,
+    /// Any other type, by its raw `VkComponentTypeKHR` value.
+    Other(i32),
+}
+
+impl CoopComponent {
+    fn from_raw(raw: i32) -> CoopComponent {
+        // VkComponentTypeKHR and VkComponentTypeNV share their values.
+        match vk::ComponentTypeKHR::from_raw(raw) {
+            vk::ComponentTypeKHR::FLOAT16 => CoopComponent::F16,
+            vk::ComponentTypeKHR::FLOAT32 => CoopComponent::F32,
+            vk::ComponentTypeKHR::FLOAT64 => CoopComponent::F64,
+            vk::ComponentTypeKHR::SINT8 => CoopComponent::I8,
+            vk::ComponentTypeKHR::UINT8 => CoopComponent::U8,
+            vk::ComponentTypeKHR::SINT32 => CoopComponent::I32,
+            vk::ComponentTypeKHR::UINT32 => CoopComponent::U32,
+            _ => CoopComponent::Other(raw),
+        }
+    }
+}
+
+/// One cooperative-matrix multiply the adapter supports:
+/// `Result[M×N] = A[M×K] · B[K×N] + C[M×N]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CoopMatShape {
+    /// Rows of A, C and the result.
+    pub m: u32,
+    /// Columns of B, C and the result.
+    pub n: u32,
+    /// Columns of A, rows of B.
+    pub k: u32,
+    /// Element type of A.
+    pub a: CoopComponent,
+    /// Element type of B.
+    pub b: CoopComponent,
+    /// Element type of C.
+    pub c: CoopComponent,
+    /// Element type of the result.
+    pub result: CoopComponent,
+    /// Subgroup scope (the only scope the built-in kernels use).
+    pub subgroup_scope: bool,
+}
+
+impl CoopMatShape {
+    /// Whether this is the 16×16×16 f16 · f16 + f32 → f32 subgroup shape the
+    /// built-in f16 matmul uses.
+    pub fn is_f16_f32_16x16x16(&self) -> bool {
+        (self.m, self.n, self.k) == (16, 16, 16)
+            && self.a == CoopComponent::F16
+            && self.b == CoopComponent::F16
+            && self.c == CoopComponent::F32
+            && self.result == CoopComponent::F32
+            && self.subgroup_scope
+    }
+}
+
+const KHR: &CStr = c"VK_KHR_cooperative_matrix";
+const NV: &CStr = c"VK_NV_cooperative_matrix";
+
+/// What device creation learned about cooperative matrices.
+#[derive(Default)]
+pub(crate) struct CoopProbe {
+    /// The KHR extension and its feature are present (to enable).
+    pub khr: bool,
+    /// The NV extension and its feature are present (to enable).
+    pub nv: bool,
+    /// Shapes from the KHR query (empty unless `khr`).
+    pub khr_shapes: Vec<CoopMatShape>,
+    /// Shapes from the NV query (empty unless `nv`).
+    pub nv_shapes: Vec<CoopMatShape>,
+}
+
+impl CoopProbe {
+    /// Extension names to enable.
+    pub(crate) fn extensions(&self) -> Vec<*const std::ffi::c_char> {
+        let mut out = Vec::new();
+        if self.khr {
+            out.push(KHR.as_ptr());
+        }
+        if self.nv {
+            out.push(NV.as_ptr());
+        }
+        out
+    }
+}
+
+/// Reads extensions, features and shapes of cooperative matrices on `pd`.
+/// Failures of the optional queries leave the extension off.
+pub(crate) fn probe(
+    entry: &ash::Entry,
+    instance: &ash::Instance,
+    pd: vk::PhysicalDevice,
+) -> CoopProbe {
+    let mut out = CoopProbe::default();
+    // SAFETY: `pd` belongs to `instance`; the queries fill plain structs and
+    // vectors sized from the counts the driver returned, and the p_next
+    // chain points at locals alive across the call.
+    unsafe {
+        let Ok(exts) = instance.enumerate_device_extension_properties(pd) else {
+            return out;
+        };
+        let has = |name: &CStr| {
+            exts.iter()
+                .any(|e| e.extension_name_as_c_str().ok() == Some(name))
+        };
+        let (has_khr, has_nv) = (has(KHR), has(NV));
+        if !has_khr && !has_nv {
+            return out;
+        }
+        let mut fk = vk::PhysicalDeviceCooperativeMatrixFeaturesKHR::default();
+        let mut fnv = vk::PhysicalDeviceCooperativeMatrixFeaturesNV::default();
+        let mut chain = vk::PhysicalDeviceFeatures2::default();
+        if has_khr {
+            chain = chain.push_next(&mut fk);
+        }
+        if has_nv {
+            chain = chain.push_next(&mut fnv);
+        }
+        instance.get_physical_device_features2(pd, &mut chain);
+        if has_khr && fk.cooperative_matrix == vk::TRUE {
+            let loader = ash::khr::cooperative_matrix::Instance::new(entry, instance);
+            if let Ok(props) = loader.get_physical_device_cooperative_matrix_properties(pd) {
+                out.khr = true;
+                out.khr_shapes = props
+                    .iter()
+                    .map(|p| CoopMatShape {
+                        m: p.m_size,
+                        n: p.n_size,
+                        k: p.k_size,
+                        a: CoopComponent::from_raw(p.a_type.as_raw()),
+                        b: CoopComponent::from_raw(p.b_type.as_raw()),
+                        c: CoopComponent::from_raw(p.c_type.as_raw()),
+                        result: CoopComponent::from_raw(p.result_type.as_raw()),
+                        subgroup_scope: p.scope == vk::ScopeKHR::SUBGROUP,
+                    })
+                    .collect();
+            }
+        }
+        if has_nv && fnv.cooperative_matrix == vk::TRUE {
+            let loader = ash::nv::cooperative_matrix::Instance::new(entry, instance);
+            let f = loader
+                .fp()
+                .get_physical_device_cooperative_matrix_properties_nv;
+            let mut count = 0u32;
+            if f(pd, &mut count, std::ptr::null_mut()) == vk::Result::SUCCESS {
+                let mut props = vec![vk::CooperativeMatrixPropertiesNV::default(); count as usize];
+                let r = f(pd, &mut count, props.as_mut_ptr());
+                if r == vk::Result::SUCCESS || r == vk::Result::INCOMPLETE {
+                    props.truncate(count as usize);
+                    out.nv = true;
+                    out.nv_shapes = props
+                        .iter()
+                        .map(|p| CoopMatShape {
+                            m: p.m_size,
+                            n: p.n_size,
+                            k: p.k_size,
+                            a: CoopComponent::from_raw(p.a_type.as_raw()),
+                            b: CoopComponent::from_raw(p.b_type.as_raw()),
+                            c: CoopComponent::from_raw(p.c_type.as_raw()),
+                            result: CoopComponent::from_raw(p.d_type.as_raw()),
+                            subgroup_scope: p.scope == vk::ScopeNV::SUBGROUP,
+                        })
+                        .collect();
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn component_types_map_from_raw_values() {
+        assert_eq!(
+            CoopComponent::from_raw(vk::ComponentTypeKHR::FLOAT16.as_raw()),
+            CoopComponent::F16
+        );
+        assert_eq!(
+            CoopComponent::from_raw(vk::ComponentTypeNV::FLOAT32.as_raw()),
+            CoopComponent::F32
+        );
+        assert_eq!(CoopComponent::from_raw(1000), CoopComponent::Other(1000));
+    }
+
+    #[test]
+    fn the_f16_shape_is_recognised() {
+        let mut s = CoopMatShape {
+            m: 16,
+            n: 16,
+            k: 16,
+            a: CoopComponent::F16,
+            b: CoopComponent::F16,
+            c: CoopComponent::F32,
+            result: CoopComponent::F32,
+            subgroup_scope: true,
+        };
+        assert!(s.is_f16_f32_16x16x16());
+        s.n = 8;
+        assert!(!s.is_f16_f32_16x16x16());
+        s.n = 16;
+        s.c = CoopComponent::F16;
+        assert!(!s.is_f16_f32_16x16x16());
+    }
+}

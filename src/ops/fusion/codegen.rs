@@ -1,0 +1,434 @@
+//! GLSL for fused groups: an element-wise chain as one kernel, or a matmul
+//! with the chain as its epilogue. The source names nothing specific to one
+//! op batch (values and bindings are numbered within the group), so equal
+//! chains in any op batch give equal source and share one pipeline through
+//! the device's kernel cache and the on-disk GLSL cache.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use super::graph::{Graph, Op, S, V};
+use super::plan::{group_inputs, Group};
+use crate::ops::{Binary, Unary};
+
+/// Workgroup size of the generated element-wise kernels.
+pub(crate) const LOCAL: u32 = 256;
+
+/// A generated kernel and how to bind and launch it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Generated {
+    /// GLSL compute source.
+    pub source: String,
+    /// Storage bound at each binding (element-wise: from 0; epilogue: from
+    /// 2, after A and B).
+    pub bindings: Vec<S>,
+    /// Push-constant scalars, in order.
+    pub scalars: Vec<f32>,
+    /// Element-wise kernels: each invocation handles a vec4.
+    pub vec4: bool,
+}
+
+const ACTIVATIONS: &str = include_str!("../../../shaders/activations.glsl");
+const MATMUL: &str = include_str!("../../../shaders/matmul_f32.comp");
+
+const VEC4_WRAPPERS: &str = "
+#define VKC_VEC4(f) vec4 f(vec4 x) { return vec4(f(x.x), f(x.y), f(x.z), f(x.w)); }
+VKC_VEC4(vkc_tanh)
+VKC_VEC4(vkc_sigmoid)
+VKC_VEC4(vkc_gelu_erf)
+VKC_VEC4(vkc_gelu_tanh)
+";
+
+/// The expression of element-wise `op` over local names.
+fn expr(op: &Op, name: &dyn Fn(V) -> String, scalar: &mut usize, zero: &str) -> String {
+    let mut s = || {
+        let i = *scalar;
+        *scalar += 1;
+        format!("S[{i}]")
+    };
+    match *op {
+        Op::Unary(f, x) => {
+            let x = name(x);
+            match f {
+                Unary::Copy => x,
+                Unary::Scale(_) => format!("{} * {x}", s()),
+                Unary::Relu => format!("max({x}, {zero})"),
+                Unary::Sigmoid => format!("vkc_sigmoid({x})"),
+                Unary::Tanh => format!("vkc_tanh({x})"),
+                Unary::Swish => format!("{x} * vkc_sigmoid({x})"),
+                Unary::Gelu => format!("vkc_gelu_erf({x})"),
+                Unary::GeluTanh => format!("vkc_gelu_tanh({x})"),
+            }
+        }
+        Op::Binary(f, a, b) => {
+            let (a, b) = (name(a), name(b));
+            match f {
+                Binary::Add => format!("{a} + {b}"),
+                Binary::Sub => format!("{a} - {b}"),
+                Binary::Mul => format!("{a} * {b}"),
+                Binary::Axpy(_) => format!("{} * {a} + {b}", s()),
+            }
+        }
+        Op::AddRow(a, _) => name(a), // the bias term is added by the caller
+        _ => unreachable!("only element-wise ops are fused"),
+    }
+}
+
+/// The body shared by both kernel kinds: loads of external inputs, one
+/// local per value, stores of stored values. `head`: the matmul output,
+/// already in local `t0`. Returns (body, bindings in order, scalars).
+fn body(
+    g: &Graph,
+    gr: &Group,
+    stored: &[bool],
+    ty: &str,
+    head: Option<V>,
+    arr: &str,
+) -> (String, Vec<S>, Vec<f32>, BTreeMap<V, usize>) {
+    let mut bindings: Vec<S> = Vec::new();
+    let mut bind = |s: S| -> usize {
+        if let Some(j) = bindings.iter().position(|&b| b == s) {
+            j
+        } else {
+            bindings.push(s);
+            bindings.len() - 1
+        }
+    };
+    let mut local: BTreeMap<V, usize> = BTreeMap::new();
+    let mut rows: BTreeMap<V, usize> = BTreeMap::new();
+    let mut src = String::new();
+    if let Some(h) = head {
+        local.insert(h, 0);
+    }
+    let zero = if ty == "vec4" { "vec4(0.0)" } else { "0.0" };
+    for v in group_inputs(g, gr) {
+        if head == Some(v) {
+            continue;
+        }
+        let bcast = gr
+            .nodes
+            .iter()
+            .any(|&n| matches!(g.nodes[n].op, Op::AddRow(_, b) if b == v));
+        let plain = gr.nodes.iter().any(|&n| match g.nodes[n].op {
+            Op::AddRow(a, _) => a == v,
+            op => op.inputs().contains(&v),
+        });
+        let j = bind(g.values[v].storage);
+        if plain {
+            let t = local.len();
+            local.insert(v, t);
+            let _ = writeln!(src, "    {ty} t{t} = {arr}{j}[idx];");
+        }
+        if bcast {
+            rows.insert(v, j);
+            let _ = writeln!(src, "    float r{j} = d{j}[col];");
+        }
+    }
+    let mut scalars = Vec::new();
+    let mut scalar = 0usize;
+    for &n in &gr.nodes {
+        let node = &g.nodes[n];
+        scalars.extend(node.op.scalars());
+        let name = |v: V| format!("t{}", local[&v]);
+        let mut e = expr(&node.op, &name, &mut scalar, zero);
+        if let Op::AddRow(_, b) = node.op {
+            e = format!("{e} + r{}", rows[&b]);
+        }
+        let t = local.len();
+        local.insert(node.out, t);
+        let _ = writeln!(src, "    {ty} t{t} = {e};");
+    }
+    // Store the last stored value of each storage (earlier versions in the
+    // same storage would be overwritten by it anyway).
+    let outs: Vec<V> = head
+        .into_iter()
+        .chain(gr.nodes.iter().map(|&n| g.nodes[n].out))
+        .collect();
+    for (k, &v) in outs.iter().enumerate() {
+        let s = g.values[v].storage;
+        let later = outs[k + 1..]
+            .iter()
+            .any(|&w| stored[w] && g.values[w].storage == s);
+        if stored[v] && !later {
+            let j = bind(s);
+            let _ = writeln!(src, "    {arr}{j}[idx] = t{};", local[&v]);
+        }
+    }
+    (src, bindings, scalars, local)
+}
+
+fn push_block(prefix: &str, scalars: usize) -> String {
+    if scalars == 0 {
+        format!("layout(push_constant) uniform P {{ {prefix} }};\n")
+    } else {
+        format!("layout(push_constant) uniform P {{ {prefix} float S[{scalars}]; }};\n")
+    }
+}
+
+fn buffers(first: usize, count: usize, ty: &str) -> String {
+    (0..count)
+        .map(|j| {
+            format!(
+                "layout(std430, set = 0, binding = {}) buffer B{j} {{ {ty} d{j}[]; }};\n",
+                first + j
+            )
+        })
+        .collect()
+}
+
+/// An element-wise group (no head) as one kernel. Push constants: items
+/// (invocations with work), cols (row length, for broadcasts), scalars.
+pub(crate) fn elementwise(g: &Graph, gr: &Group, stored: &[bool], numel: u64) -> Generated {
+    let bcast = gr
+        .nodes
+        .iter()
+        .any(|&n| matches!(g.nodes[n].op, Op::AddRow(..)));
+    let vec4 = !bcast && numel % 4 == 0;
+    let ty = if vec4 { "vec4" } else { "float" };
+    let (b, bindings, scalars, _) = body(g, gr, stored, ty, None, "d");
+    let mut src = String::from("#version 450\n// vkcompute fused element-wise chain\n");
+    let _ = writeln!(src, "layout(local_size_x = {LOCAL}) in;");
+    src += &buffers(0, bindings.len(), ty);
+    src += &push_block("uint items; uint cols;", scalars.len());
+    src += ACTIVATIONS;
+    if vec4 {
+        src += VEC4_WRAPPERS;
+    }
+    src += "void main() {\n";
+    src += "    uint idx = gl_GlobalInvocationID.x\n";
+    src += "        + gl_GlobalInvocationID.y * (gl_NumWorkGroups.x * gl_WorkGroupSize.x)\n";
+    src += "        + gl_GlobalInvocationID.z * (gl_NumWorkGroups.x * gl_WorkGroupSize.x * gl_NumWorkGroups.y);\n";
+    src += "    if (idx >= items) return;\n";
+    if bcast {
+        src += "    uint col = idx % cols;\n";
+    }
+    src += &b;
+    src += "}\n";
+    Generated {
+        source: src,
+        bindings,
+        scalars,
+        vec4,
+    }
+}
+
+/// The tiled matmul kernel (`shaders/matmul_f32.comp`) with `gr` as its
+/// epilogue: each element of C goes through the chain before it is stored.
+/// A and B stay at bindings 0 and 1; the epilogue's storages follow from
+/// binding 2 (C among them only where it is stored). `None` if the matmul
+/// source no longer has the shape this rewrite expects.
+pub(crate) fn matmul_epilogue(g: &Graph, gr: &Group, stored: &[bool]) -> Option<Generated> {
+    let head = g.nodes[gr.head?].out;
+    let (b, bindings, scalars, _) = body(g, gr, stored, "float", Some(head), "d");
+    let c_decl = "layout(std430, set = 0, binding = 2) writeonly buffer MatC { float c[]; };\n";
+    let push = "layout(push_constant) uniform Shape { uint M; uint K; uint N; };\n";
+    let full = "                    c[ci] = v.x;\n                    c[ci + 1] = v.y;\n                    c[ci + 2] = v.z;\n                    c[ci + 3] = v.w;\n";
+    let edge = "if (col + e < N) c[row * N + col + e] = v[e];";
+    let main = "void main() {";
+    if [c_decl, push, full, edge, main]
+        .iter()
+        .any(|p| MATMUL.matches(p).count() != 1)
+    {
+        return None;
+    }
+    let mut decl = buffers(2, bindings.len(), "float");
+    decl += &push_block("uint M; uint K; uint N;", scalars.len());
+    let mut epi = String::from(ACTIVATIONS);
+    epi += "void epi(uint idx, uint col, float t0) {\n";
+    epi += &b;
+    epi += "}\n\n";
+    epi += main;
+    let src = MATMUL
+        .replacen(c_decl, &decl, 1)
+        .replacen(push, "", 1)
+        .replacen(
+            full,
+            "                    epi(ci, col, v.x);\n                    epi(ci + 1, col + 1, v.y);\n                    epi(ci + 2, col + 2, v.z);\n                    epi(ci + 3, col + 3, v.w);\n",
+            1,
+        )
+        .replacen(edge, "if (col + e < N) epi(row * N + col + e, col + e, v[e]);", 1)
+        .replacen(main, &epi, 1)
+        .replacen(
+            "#version 450\n",
+            "#version 450\n// vkcompute matmul with a fused epilogue\n",
+            1,
+        );
+    Some(Generated {
+        source: src,
+        bindings,
+        scalars,
+        vec4: false,
+    })
+}
+
+const REDUCE: &str = include_str!("../../../shaders/reduce.glsl");
+const COMMON: &str = include_str!("../../../shaders/common.glsl");
+
+/// The one-pass reduction (`shaders/reduce.glsl`, sum or max by its OP
+/// constant) with `gr` as its prologue: every element it loads is computed
+/// by the chain (and stored where it must be) on the way in. Each storage
+/// is bound twice (vec4 at 2j, float at 2j + 1), then scratch and the
+/// result. `None` if the reduction source no longer has the shape this
+/// rewrite expects.
+pub(crate) fn reduction_prologue(
+    g: &Graph,
+    gr: &Group,
+    stored: &[bool],
+    subgroups: bool,
+) -> Option<Generated> {
+    let tail = &g.nodes[gr.tail?];
+    let input = match tail.op {
+        Op::Sum(x) | Op::Max(x) => x,
+        _ => return None,
+    };
+    let (b4, bindings, scalars, local) = body(g, gr, stored, "vec4", None, "e");
+    let (b1, bindings1, _, _) = body(g, gr, stored, "float", None, "d");
+    if bindings != bindings1 {
+        return None;
+    }
+    let ret = local.get(&input)?;
+    let decl_in = "layout(set = 0, binding = 0) readonly buffer X4 { vec4 x4[]; };\n\
+        layout(set = 0, binding = 1) readonly buffer X1 { float x1[]; };\n\
+        layout(set = 0, binding = 2) readonly buffer Y4 { vec4 y4[]; };\n\
+        layout(set = 0, binding = 3) readonly buffer Y1 { float y1[]; };\n";
+    let scratch = "layout(set = 0, binding = 4) coherent buffer";
+    let out = "layout(set = 0, binding = 5) writeonly buffer";
+    let push = "layout(push_constant) uniform P { uint n; uint n4; };\n";
+    let loads = "vec4 load4(uint i) { return OP == 2u ? x4[i] * y4[i] : x4[i]; }\n\
+        float load1(uint i) { return OP == 2u ? x1[i] * y1[i] : x1[i]; }\n";
+    let include = "#include \"common.glsl\"\n";
+    if [decl_in, scratch, out, push, loads, include]
+        .iter()
+        .any(|p| REDUCE.matches(p).count() != 1)
+    {
+        return None;
+    }
+    let j = bindings.len();
+    let mut decl = String::new();
+    for k in 0..j {
+        let _ = writeln!(
+            decl,
+            "layout(std430, set = 0, binding = {}) buffer E{k} {{ vec4 e{k}[]; }};",
+            2 * k
+        );
+        let _ = writeln!(
+            decl,
+            "layout(std430, set = 0, binding = {}) buffer D{k} {{ float d{k}[]; }};",
+            2 * k + 1
+        );
+    }
+    let mut fns = String::from(ACTIVATIONS);
+    fns += VEC4_WRAPPERS;
+    let _ = write!(fns, "vec4 load4(uint idx) {{\n{b4}    return t{ret};\n}}\n");
+    let _ = write!(
+        fns,
+        "float load1(uint idx) {{\n{b1}    return t{ret};\n}}\n"
+    );
+    let mut src = String::from("#version 450\n// vkcompute reduction with a fused prologue\n");
+    if subgroups {
+        src += "#define USE_SUBGROUPS\n";
+    }
+    src += &REDUCE
+        .replacen(include, COMMON, 1)
+        .replacen(decl_in, &decl, 1)
+        .replacen(
+            scratch,
+            &format!("layout(set = 0, binding = {}) coherent buffer", 2 * j),
+            1,
+        )
+        .replacen(
+            out,
+            &format!("layout(set = 0, binding = {}) writeonly buffer", 2 * j + 1),
+            1,
+        )
+        .replacen(push, &push_block("uint n; uint n4;", scalars.len()), 1)
+        .replacen(loads, &fns, 1);
+    Some(Generated {
+        source: src,
+        bindings,
+        scalars,
+        vec4: true,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::tensor::Shape;
+
+    #[test]
+    fn chain_source_is_independent_of_value_numbering() {
+        let build = |pad: usize| {
+            let mut g = Graph::default();
+            for _ in 0..pad {
+                g.leaf(Shape::Vector(3));
+            }
+            let x = g.leaf(Shape::Vector(8));
+            let b = g.leaf(Shape::Vector(8));
+            let s = g.op(Op::Unary(Unary::Scale(2.0), x), Shape::Vector(8));
+            let a = g.op(Op::Binary(Binary::Add, s, b), Shape::Vector(8));
+            let n0 = g.nodes.len() - 2;
+            let mut stored = vec![true; g.values.len()];
+            stored[s] = false;
+            let gr = Group {
+                head: None,
+                nodes: vec![n0, n0 + 1],
+                tail: None,
+            };
+            let _ = a;
+            elementwise(&g, &gr, &stored, 8)
+        };
+        let (a, b) = (build(0), build(5));
+        assert_eq!(a.source, b.source);
+        assert!(a.vec4);
+        assert_eq!(a.scalars, vec![2.0]);
+        assert_eq!(a.bindings.len(), 3);
+        assert!(a.source.contains("S[0] * t0"));
+    }
+
+    #[test]
+    fn reduction_source_takes_a_prologue() {
+        let mut g = Graph::default();
+        let x = g.leaf(Shape::Vector(8));
+        let r = g.op(Op::Unary(Unary::Relu, x), Shape::Vector(8));
+        g.op(Op::Sum(r), Shape::Vector(1));
+        let mut stored = vec![true; g.values.len()];
+        stored[r] = false;
+        let gr = Group {
+            head: None,
+            nodes: vec![0],
+            tail: Some(1),
+        };
+        let gen = reduction_prologue(&g, &gr, &stored, true).expect("reduce source rewrites");
+        assert!(gen.source.contains("vec4 load4(uint idx)"));
+        assert!(gen.source.contains("binding = 3) writeonly buffer"));
+        assert!(!gen.source.contains("#include"));
+        assert_eq!(gen.bindings, vec![g.values[x].storage]);
+    }
+
+    #[test]
+    fn matmul_source_takes_an_epilogue() {
+        let mut g = Graph::default();
+        let a = g.leaf(Shape::Matrix(4, 4));
+        let w = g.leaf(Shape::Matrix(4, 4));
+        let bias = g.leaf(Shape::Vector(4));
+        let c = g.op(Op::Matmul(a, w), Shape::Matrix(4, 4));
+        let d = g.op(Op::AddRow(c, bias), Shape::Matrix(4, 4));
+        let e = g.op(Op::Unary(Unary::Gelu, d), Shape::Matrix(4, 4));
+        let mut stored = vec![true; g.values.len()];
+        stored[c] = false;
+        stored[d] = false;
+        let gr = Group {
+            head: Some(0),
+            nodes: vec![1, 2],
+            tail: None,
+        };
+        let gen = matmul_epilogue(&g, &gr, &stored).expect("matmul source rewrites");
+        assert!(gen.source.contains("epi(ci + 3, col + 3, v.w);"));
+        assert!(!gen.source.contains(" c[ci]"));
+        assert_eq!(
+            gen.bindings,
+            vec![g.values[bias].storage, g.values[e].storage]
+        );
+    }
+}

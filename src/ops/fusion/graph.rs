@@ -1,0 +1,124 @@
+//! The recorded graph of an op batch: values, the storage they live in, and
+//! the ops that produce them. Pure data; planning and execution read it.
+
+use crate::ops::tensor::Shape;
+use crate::ops::{Binary, Unary};
+
+/// Index of a value.
+pub(crate) type V = usize;
+/// Index of a storage (one GPU buffer at execution).
+pub(crate) type S = usize;
+
+/// One value: a shape, and the storage it is (or would be) written to. An
+/// in-place op makes a new value in its input's storage.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Value {
+    pub shape: Shape,
+    pub storage: S,
+}
+
+/// What an op computes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Op {
+    /// `f(x)`.
+    Unary(Unary, V),
+    /// `g(a, b)`.
+    Binary(Binary, V, V),
+    /// `a[i] + bias[i % cols]`: a row vector added to every row.
+    AddRow(V, V),
+    /// `a · b`, row-major.
+    Matmul(V, V),
+    /// Sum of all elements.
+    Sum(V),
+    /// Largest element.
+    Max(V),
+    /// Dot product.
+    Dot(V, V),
+    /// Softmax of each row.
+    Softmax(V),
+    /// Transpose.
+    Transpose(V),
+    /// Every element `value`.
+    Fill(f32),
+}
+
+impl Op {
+    /// The values the op reads.
+    pub fn inputs(&self) -> Vec<V> {
+        match *self {
+            Op::Unary(_, x) | Op::Sum(x) | Op::Max(x) | Op::Softmax(x) | Op::Transpose(x) => {
+                vec![x]
+            }
+            Op::Binary(_, a, b) | Op::AddRow(a, b) | Op::Matmul(a, b) | Op::Dot(a, b) => {
+                vec![a, b]
+            }
+            Op::Fill(_) => Vec::new(),
+        }
+    }
+
+    /// Element-wise (fusable into a chain).
+    pub fn is_elementwise(&self) -> bool {
+        matches!(self, Op::Unary(..) | Op::Binary(..) | Op::AddRow(..))
+    }
+
+    /// Scalars the op passes to a fused kernel.
+    pub fn scalars(&self) -> Vec<f32> {
+        match *self {
+            Op::Unary(Unary::Scale(a), _) | Op::Binary(Binary::Axpy(a), _, _) => vec![a],
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// One recorded op and the value it produces.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Node {
+    pub op: Op,
+    pub out: V,
+}
+
+/// The whole recording.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Graph {
+    pub values: Vec<Value>,
+    pub nodes: Vec<Node>,
+    /// Producer node of each value (`None`: an upload or import).
+    pub producer: Vec<Option<usize>>,
+    /// Number of storages.
+    pub storages: usize,
+}
+
+impl Graph {
+    /// A new value in a new storage, with no producer.
+    pub fn leaf(&mut self, shape: Shape) -> V {
+        let s = self.storages;
+        self.storages += 1;
+        self.push_value(shape, s, None)
+    }
+
+    /// A new leaf value in an existing storage (an import seen before).
+    pub fn leaf_in(&mut self, shape: Shape, storage: S) -> V {
+        self.push_value(shape, storage, None)
+    }
+
+    /// Records `op` writing a new storage.
+    pub fn op(&mut self, op: Op, shape: Shape) -> V {
+        let s = self.storages;
+        self.storages += 1;
+        self.op_into(op, shape, s)
+    }
+
+    /// Records `op` writing `storage` (in place).
+    pub fn op_into(&mut self, op: Op, shape: Shape, storage: S) -> V {
+        let node = self.nodes.len();
+        let v = self.push_value(shape, storage, Some(node));
+        self.nodes.push(Node { op, out: v });
+        v
+    }
+
+    fn push_value(&mut self, shape: Shape, storage: S, producer: Option<usize>) -> V {
+        self.values.push(Value { shape, storage });
+        self.producer.push(producer);
+        self.values.len() - 1
+    }
+}

@@ -1,0 +1,411 @@
+//! Matrix multiplication C = A·B, row-major, any M, K, N, recorded into an
+//! ordinary [`Batch`].
+//!
+//! ```
+//! # fn main() -> vkcompute::Result<()> {
+//! use vkcompute::{ops, Device};
+//! let gpu = Device::new()?;
+//! let a = gpu.upload(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0])?; // 2×3
+//! let b = gpu.upload(&[1.0f32, 0.0, 0.0, 1.0, 1.0, 1.0])?; // 3×2
+//! let c = gpu.alloc::<f32>(4)?;                            // 2×2
+//! let mut batch = gpu.batch()?;
+//! ops::matmul(&mut batch, &a, &b, &c, 2, 3, 2)?;
+//! batch.submit()?;
+//! assert_eq!(c.download()?, [4.0, 5.0, 10.0, 11.0]);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Which kernel runs is [`choose_matmul`]'s pure decision from the shape
+//! and the adapter ([`MatmulCaps`]): a register-blocked shared-memory f32
+//! kernel in two tile sizes, GEMV kernels for M = 1 or N = 1, and for f16
+//! inputs a cooperative-matrix kernel (tensor cores) where the adapter has
+//! the shape, else the f16 inputs are widened to f32 first.
+//!
+//! Like any command in a batch, a matmul may overlap the commands recorded
+//! before it: put a [`Batch::barrier`] between a command that writes A or B
+//! and the matmul that reads them.
+//!
+//! Errors: a zero dimension, a buffer whose length is not the shape's, C
+//! being the same buffer as A or B, a
+//! matrix over 2³² − 1 elements (the kernels index in 32 bits) or over
+//! `maxStorageBufferRange`, or a grid over `maxComputeWorkGroupCount` is an
+//! [`Error::MatmulShape`] naming the limit.
+
+use crate::{Batch, Buffer, Device, Error, Kernel, Result};
+
+mod plan;
+
+pub use plan::{
+    choose_matmul, CoopTile, MatmulCaps, MatmulDtype, MatmulKernel, MatmulPlan, TileConfig,
+};
+
+/// Columns per workgroup of the M = 1 kernel (`vecmat_f32.comp`'s COLS).
+const VECMAT_COLS: u32 = 16;
+/// Invocations per workgroup of the GEMV and widening kernels.
+const GEMV_THREADS: u32 = 256;
+
+/// Records C = A·B: A is `m`×`k`, B is `k`×`n`, C is `m`×`n`, all f32,
+/// row-major, each buffer exactly that long.
+pub fn matmul(
+    batch: &mut Batch,
+    a: &Buffer<f32>,
+    b: &Buffer<f32>,
+    c: &Buffer<f32>,
+    m: u32,
+    k: u32,
+    n: u32,
+) -> Result<()> {
+    let caps = MatmulCaps::of(a.device().info());
+    let plan = choose_matmul(m, k, n, MatmulDtype::F32, &caps);
+    matmul_with_plan(batch, a, b, c, m, k, n, plan)
+}
+
+/// Records C = A·B for f32 inputs with an explicit plan (for tuning and
+/// comparing kernels); [`matmul`] uses [`choose_matmul`]'s. The plan must
+/// name an f32 kernel ([`MatmulKernel::Tiled`] with a
+/// [`TileConfig::is_valid`] tile that fits the adapter, `MatVec` (or
+/// `MatVec4` when K is a multiple of 4) for N = 1, `VecMat` for M = 1) without widening.
+#[allow(clippy::too_many_arguments)]
+pub fn matmul_with_plan(
+    batch: &mut Batch,
+    a: &Buffer<f32>,
+    b: &Buffer<f32>,
+    c: &Buffer<f32>,
+    m: u32,
+    k: u32,
+    n: u32,
+    plan: MatmulPlan,
+) -> Result<()> {
+    let gpu = a.device();
+    check_shape(&gpu, m, k, n, [a.len(), b.len(), c.len()], [4, 4, 4])?;
+    check_distinct(m, k, n, same(a, c) || same(b, c))?;
+    if plan.widen_f16 || matches!(plan.kernel, MatmulKernel::CoopMatF16(_)) {
+        return Err(shape_error(
+            m,
+            k,
+            n,
+            format!("plan {plan:?} is for f16 inputs; these are f32"),
+        ));
+    }
+    record_f32(batch, &gpu, a, b, c, m, k, n, plan.kernel)
+}
+
+/// Records C = A·B for f16 inputs (IEEE binary16 bits in `u16`, e.g. from
+/// `half::f16::to_bits`) with f32 accumulation and an f32 C. Runs on
+/// cooperative matrices where [`choose_matmul`] finds them usable; otherwise
+/// widens A and B into f32 scratch buffers (allocated per call) and runs the
+/// f32 kernels. Needs `storageBuffer16BitAccess` (else
+/// [`Error::Unsupported`]).
+pub fn matmul_f16(
+    batch: &mut Batch,
+    a: &Buffer<u16>,
+    b: &Buffer<u16>,
+    c: &Buffer<f32>,
+    m: u32,
+    k: u32,
+    n: u32,
+) -> Result<()> {
+    let gpu = a.device();
+    check_shape(&gpu, m, k, n, [a.len(), b.len(), c.len()], [2, 2, 4])?;
+    let plan = choose_matmul(m, k, n, MatmulDtype::F16, &MatmulCaps::of(gpu.info()));
+    matmul_f16_with_plan(batch, a, b, c, m, k, n, plan)
+}
+
+/// Records C = A·B for f16 inputs with an explicit plan (for tuning);
+/// [`matmul_f16`] uses [`choose_matmul`]'s. A [`MatmulKernel::CoopMatF16`]
+/// plan needs what [`choose_matmul`] checks for it (a usable shape, K and N
+/// multiples of 8) and a valid tile that fits the adapter; any other plan
+/// must widen.
+#[allow(clippy::too_many_arguments)]
+pub fn matmul_f16_with_plan(
+    batch: &mut Batch,
+    a: &Buffer<u16>,
+    b: &Buffer<u16>,
+    c: &Buffer<f32>,
+    m: u32,
+    k: u32,
+    n: u32,
+    plan: MatmulPlan,
+) -> Result<()> {
+    let gpu = a.device();
+    check_shape(&gpu, m, k, n, [a.len(), b.len(), c.len()], [2, 2, 4])?;
+    check_distinct(m, k, n, same(a, c) || same(b, c))?;
+    if let MatmulKernel::CoopMatF16(tile) = plan.kernel {
+        let caps = MatmulCaps::of(gpu.info());
+        let usable = choose_matmul(m, k, n, MatmulDtype::F16, &caps).kernel
+            == MatmulKernel::CoopMatF16(CoopTile::DEFAULT);
+        if !usable || !tile.is_valid() || tile.shared_bytes() > caps.max_shared_memory {
+            return Err(shape_error(
+                m,
+                k,
+                n,
+                format!(
+                    "cooperative-matrix tile {tile:?} does not apply: it needs a usable \
+                     16×16×16 f16 shape, a 32-lane subgroup, K and N multiples of 8, \
+                     M and N ≥ 16, and at most {} bytes of shared memory",
+                    caps.max_shared_memory
+                ),
+            ));
+        }
+        let kernel = matmul_kernel(&gpu, Variant::CoopMatF16(tile))?;
+        let grid = [n.div_ceil(tile.bn()), m.div_ceil(tile.bm()), 1];
+        check_grid(&gpu, m, k, n, grid)?;
+        let pc = push3(m, k, n);
+        batch.run_configured(&kernel, &[a, b, c], grid, Some(&pc))?;
+        return Ok(());
+    }
+    if !plan.widen_f16 {
+        return Err(shape_error(
+            m,
+            k,
+            n,
+            format!("plan {plan:?} is for f32 inputs; these are f16"),
+        ));
+    }
+    if !gpu.info().storage_buffer16 {
+        return Err(Error::Unsupported {
+            what: "f16 matmul inputs (storageBuffer16BitAccess)",
+            adapter: gpu.info().name.clone(),
+        });
+    }
+    let widen = matmul_kernel(&gpu, Variant::WidenF16)?;
+    let a32 = gpu.alloc::<f32>(a.len())?;
+    let b32 = gpu.alloc::<f32>(b.len())?;
+    for (src, dst) in [(a, &a32), (b, &b32)] {
+        let len = src.len() as u32;
+        batch.run_with_push_constants(&widen, &[src, dst], len, &len.to_le_bytes())?;
+    }
+    batch.barrier();
+    // The scratch buffers stay alive until the batch's work completes
+    // (the batch holds them; a dropped buffer is freed after its last use).
+    record_f32(batch, &gpu, &a32, &b32, c, m, k, n, plan.kernel)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn record_f32(
+    batch: &mut Batch,
+    gpu: &Device,
+    a: &Buffer<f32>,
+    b: &Buffer<f32>,
+    c: &Buffer<f32>,
+    m: u32,
+    k: u32,
+    n: u32,
+    kernel: MatmulKernel,
+) -> Result<()> {
+    let info = gpu.info();
+    match kernel {
+        MatmulKernel::Tiled(t) => {
+            let caps = MatmulCaps::of(info);
+            if !t.is_valid()
+                || t.threads() > caps.max_workgroup_invocations
+                || t.shared_bytes() > caps.max_shared_memory
+            {
+                return Err(shape_error(
+                    m,
+                    k,
+                    n,
+                    format!(
+                        "tile {t:?} breaks the kernel's layout rules or the adapter's limits \
+                         ({} invocations, {} bytes of shared memory)",
+                        caps.max_workgroup_invocations, caps.max_shared_memory
+                    ),
+                ));
+            }
+            let kernel = matmul_kernel(gpu, Variant::Tiled(t))?;
+            let grid = [n.div_ceil(t.bn), m.div_ceil(t.bm), 1];
+            check_grid(gpu, m, k, n, grid)?;
+            batch.run_configured(&kernel, &[a, b, c], grid, Some(&push3(m, k, n)))?;
+        }
+        MatmulKernel::MatVec | MatmulKernel::MatVec4 => {
+            if n != 1 {
+                return Err(shape_error(m, k, n, "the MatVec kernels need N = 1".into()));
+            }
+            let variant = if kernel == MatmulKernel::MatVec4 {
+                if k % 4 != 0 {
+                    return Err(shape_error(
+                        m,
+                        k,
+                        n,
+                        "the MatVec4 kernel needs K a multiple of 4".into(),
+                    ));
+                }
+                Variant::MatVec4
+            } else {
+                Variant::MatVec
+            };
+            let kernel = matmul_kernel(gpu, variant)?;
+            // One subgroup per row; rows are visited grid-stride, so the
+            // grid may stop at the limit.
+            let rows_per_group = (GEMV_THREADS / info.subgroup_size.max(1)).max(1);
+            let groups = m.div_ceil(rows_per_group).min(info.max_workgroup_count[0]);
+            let pc = push2(m, k);
+            batch.run_configured(&kernel, &[a, b, c], [groups, 1, 1], Some(&pc))?;
+        }
+        MatmulKernel::VecMat => {
+            if m != 1 {
+                return Err(shape_error(m, k, n, "the VecMat kernel needs M = 1".into()));
+            }
+            let kernel = matmul_kernel(gpu, Variant::VecMat)?;
+            let grid = [n.div_ceil(VECMAT_COLS), 1, 1];
+            check_grid(gpu, m, k, n, grid)?;
+            batch.run_configured(&kernel, &[a, b, c], grid, Some(&push2(k, n)))?;
+        }
+        MatmulKernel::CoopMatF16(_) => {
+            return Err(shape_error(
+                m,
+                k,
+                n,
+                "the cooperative-matrix kernel takes f16 inputs".into(),
+            ))
+        }
+    }
+    Ok(())
+}
+
+fn shape_error(m: u32, k: u32, n: u32, detail: String) -> Error {
+    Error::MatmulShape { m, k, n, detail }
+}
+
+/// Checks dimensions and buffer lengths (`lens` of A, B, C in elements of
+/// `sizes` bytes) against the shape and the adapter's limits.
+fn check_shape(
+    gpu: &Device,
+    m: u32,
+    k: u32,
+    n: u32,
+    lens: [usize; 3],
+    sizes: [u64; 3],
+) -> Result<()> {
+    if m == 0 || k == 0 || n == 0 {
+        return Err(shape_error(
+            m,
+            k,
+            n,
+            "every dimension must be at least 1".into(),
+        ));
+    }
+    let range = gpu.info().max_storage_buffer_range;
+    let want = [
+        ("A", "M·K", u64::from(m) * u64::from(k)),
+        ("B", "K·N", u64::from(k) * u64::from(n)),
+        ("C", "M·N", u64::from(m) * u64::from(n)),
+    ];
+    for (((name, product, elems), len), size) in want.into_iter().zip(lens).zip(sizes) {
+        if elems > u64::from(u32::MAX) {
+            return Err(shape_error(
+                m,
+                k,
+                n,
+                format!(
+                    "{name} would hold {product} = {elems} elements, over the kernels' \
+                     32-bit index limit of {}",
+                    u32::MAX
+                ),
+            ));
+        }
+        if len as u64 != elems {
+            return Err(shape_error(
+                m,
+                k,
+                n,
+                format!("{name} holds {len} elements; {product} = {elems}"),
+            ));
+        }
+        if elems * size > range {
+            return Err(shape_error(
+                m,
+                k,
+                n,
+                format!(
+                    "{name} is {} bytes, over maxStorageBufferRange ({range} bytes)",
+                    elems * size
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Whether two buffers share their memory.
+fn same<T: bytemuck::Pod, U: bytemuck::Pod>(x: &Buffer<T>, y: &Buffer<U>) -> bool {
+    std::ptr::addr_eq(
+        std::sync::Arc::as_ptr(&x.inner),
+        std::sync::Arc::as_ptr(&y.inner),
+    )
+}
+
+/// C may not be A or B: the kernels read A and B while writing C.
+fn check_distinct(m: u32, k: u32, n: u32, aliased: bool) -> Result<()> {
+    if aliased {
+        return Err(shape_error(
+            m,
+            k,
+            n,
+            "C is the same buffer as A or B; the kernels read A and B while they write C".into(),
+        ));
+    }
+    Ok(())
+}
+
+fn check_grid(gpu: &Device, m: u32, k: u32, n: u32, grid: [u32; 3]) -> Result<()> {
+    let limit = gpu.info().max_workgroup_count;
+    if grid.iter().zip(limit).any(|(g, l)| *g > l) {
+        return Err(shape_error(
+            m,
+            k,
+            n,
+            format!("needs {grid:?} workgroups, over maxComputeWorkGroupCount {limit:?}"),
+        ));
+    }
+    Ok(())
+}
+
+fn push3(x: u32, y: u32, z: u32) -> [u8; 12] {
+    bytemuck::cast([x, y, z])
+}
+
+fn push2(x: u32, y: u32) -> [u8; 8] {
+    bytemuck::cast([x, y])
+}
+
+/// A built-in matmul kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Variant {
+    Tiled(TileConfig),
+    MatVec,
+    MatVec4,
+    VecMat,
+    CoopMatF16(CoopTile),
+    WidenF16,
+}
+
+/// The one place matmul kernels come from: the build-time registry of
+/// embedded SPIR-V ([`super::registry`]), so matmul works with
+/// `default-features = false` and builds each (kernel, tile) pipeline once
+/// per device.
+fn matmul_kernel(gpu: &Device, variant: Variant) -> Result<Kernel> {
+    let (name, spec): (&'static str, Vec<(u32, u32)>) = match variant {
+        Variant::Tiled(t) => (
+            "matmul_f32",
+            vec![
+                (0, t.threads()),
+                (1, t.bm),
+                (2, t.bn),
+                (3, t.bk),
+                (4, t.tm),
+                (5, t.tn),
+            ],
+        ),
+        Variant::MatVec => ("matvec_f32", Vec::new()),
+        Variant::MatVec4 => ("matvec_f32_vec4", Vec::new()),
+        Variant::VecMat => ("vecmat_f32", Vec::new()),
+        Variant::CoopMatF16(t) => (
+            "matmul_f16_coopmat",
+            vec![(0, t.wm), (1, t.wn), (2, t.warps_n), (3, t.bk)],
+        ),
+        Variant::WidenF16 => ("convert_f16_f32", Vec::new()),
+    };
+    gpu.inner.builtins.get(&gpu.inner, name, &spec)
+}

@@ -1,0 +1,477 @@
+//! Which matmul kernel runs for a shape on an adapter: plain logic, tested
+//! without a GPU.
+
+use crate::adapter::AdapterInfo;
+
+/// Element type of a matmul's inputs (the result is always f32).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MatmulDtype {
+    /// f32 A and B.
+    F32,
+    /// f16 A and B (IEEE binary16 bits in `u16`), f32 accumulation.
+    F16,
+}
+
+/// Tile shape of the register-blocked f32 kernel (`shaders/matmul_f32.comp`):
+/// a workgroup computes a `bm`×`bn` block of C from `bk`-deep slices, each
+/// of its `(bm/tm)·(bn/tn)` threads a `tm`×`tn` micro-tile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TileConfig {
+    /// Block rows.
+    pub bm: u32,
+    /// Block columns.
+    pub bn: u32,
+    /// Slice depth along K.
+    pub bk: u32,
+    /// Micro-tile rows per thread (a multiple of 4).
+    pub tm: u32,
+    /// Micro-tile columns per thread (a multiple of 4).
+    pub tn: u32,
+}
+
+impl TileConfig {
+    /// 128×128 blocks, 8-deep slices, 8×8 per thread (256 threads): the
+    /// large-matrix tile, sized for NVIDIA (16.5 KiB of shared memory).
+    pub const LARGE: TileConfig = TileConfig {
+        bm: 128,
+        bn: 128,
+        bk: 8,
+        tm: 8,
+        tn: 8,
+    };
+    /// 64×64 blocks, 8-deep slices, 4×4 per thread (256 threads): small and
+    /// skinny shapes, where 128×128 blocks would leave the GPU idle.
+    pub const SMALL: TileConfig = TileConfig {
+        bm: 64,
+        bn: 64,
+        bk: 8,
+        tm: 4,
+        tn: 4,
+    };
+    /// 64×32 blocks, 4×4 per thread (128 threads): adapters that allow
+    /// fewer than 256 invocations per workgroup.
+    pub const NARROW: TileConfig = TileConfig {
+        bm: 64,
+        bn: 32,
+        bk: 8,
+        tm: 4,
+        tn: 4,
+    };
+
+    /// Threads per workgroup.
+    pub fn threads(&self) -> u32 {
+        (self.bm / self.tm) * (self.bn / self.tn)
+    }
+
+    /// Shared memory the kernel declares, in bytes (two slices of A with
+    /// rows padded by 4, two of B).
+    pub fn shared_bytes(&self) -> u32 {
+        4 * (2 * self.bk * (self.bm + 4) + 2 * self.bk * self.bn)
+    }
+
+    /// Whether the kernel's layout rules hold: micro-tiles in 4×4 pieces
+    /// that divide the block, and slices that the threads move in whole
+    /// runs along a row.
+    pub fn is_valid(&self) -> bool {
+        let TileConfig { bm, bn, bk, tm, tn } = *self;
+        if [bm, bn, bk, tm, tn].contains(&0) || tm % 4 != 0 || tn % 4 != 0 {
+            return false;
+        }
+        if bm % tm != 0 || bn % tn != 0 {
+            return false;
+        }
+        let t = self.threads();
+        if (bm * bk) % t != 0 || (bk * bn) % t != 0 {
+            return false;
+        }
+        let (ea, eb) = ((bm * bk) / t, (bk * bn) / t);
+        ea > 0 && eb > 0 && bk % ea == 0 && bn % eb == 0
+    }
+}
+
+/// Tile shape of the cooperative-matrix f16 kernel
+/// (`shaders/matmul_f16_coopmat.comp`): 8 subgroups in a
+/// `(8/warps_n)`×`warps_n` arrangement, each computing `wm`×`wn` of C, in
+/// `bk`-deep slices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CoopTile {
+    /// Rows of C per subgroup (16, 32, 48 or 64).
+    pub wm: u32,
+    /// Columns of C per subgroup (16, 32, 48 or 64).
+    pub wn: u32,
+    /// Subgroups across (1, 2, 4 or 8).
+    pub warps_n: u32,
+    /// Slice depth along K (a multiple of 16).
+    pub bk: u32,
+}
+
+impl CoopTile {
+    /// 128×128 blocks, 64×32 per subgroup, 32-deep slices.
+    pub const DEFAULT: CoopTile = CoopTile {
+        wm: 64,
+        wn: 32,
+        warps_n: 4,
+        bk: 32,
+    };
+    /// 128×256 blocks, 64×64 per subgroup, 16-deep slices.
+    pub const WIDE: CoopTile = CoopTile {
+        wm: 64,
+        wn: 64,
+        warps_n: 4,
+        bk: 16,
+    };
+    /// 256×128 blocks, 64×64 per subgroup, 16-deep slices.
+    pub const TALL: CoopTile = CoopTile {
+        wm: 64,
+        wn: 64,
+        warps_n: 2,
+        bk: 16,
+    };
+
+    /// Block rows.
+    pub fn bm(&self) -> u32 {
+        self.wm * (8 / self.warps_n.max(1))
+    }
+
+    /// Block columns.
+    pub fn bn(&self) -> u32 {
+        self.wn * self.warps_n
+    }
+
+    /// Shared memory the kernel declares, in bytes: two padded f16 slices
+    /// of A and of B, and 1 KiB of f32 scratch per subgroup.
+    pub fn shared_bytes(&self) -> u32 {
+        let (bm, bn, bk) = (self.bm(), self.bn(), self.bk);
+        2 * (2 * bm * (bk + 8)) + 2 * (2 * bk * (bn + 8)) + 4 * 8 * 256
+    }
+
+    /// Whether the kernel's layout rules hold (see the shader's header).
+    pub fn is_valid(&self) -> bool {
+        let piece = |w: u32| w > 0 && w <= 64 && w % 16 == 0;
+        let chunks = |x: u32| x % 2048 == 0 && x <= 8192;
+        piece(self.wm)
+            && piece(self.wn)
+            && [1, 2, 4, 8].contains(&self.warps_n)
+            && self.bk > 0
+            && self.bk % 16 == 0
+            && chunks(self.bm() * self.bk)
+            && chunks(self.bk * self.bn())
+    }
+}
+
+/// The kernel a matmul runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MatmulKernel {
+    /// The register-blocked shared-memory f32 kernel with this tile.
+    Tiled(TileConfig),
+    /// N = 1: one subgroup per row of A (`shaders/matvec_f32.comp`).
+    MatVec,
+    /// N = 1 with K a multiple of 4: the same with 16-byte loads
+    /// (`shaders/matvec_f32_vec4.comp`).
+    MatVec4,
+    /// M = 1: columns of B walked in K slices (`shaders/vecmat_f32.comp`).
+    VecMat,
+    /// f16 inputs on cooperative matrices with this tile
+    /// (`shaders/matmul_f16_coopmat.comp`).
+    CoopMatF16(CoopTile),
+}
+
+/// What [`choose_matmul`] decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct MatmulPlan {
+    /// The kernel that computes C.
+    pub kernel: MatmulKernel,
+    /// f16 inputs are first widened to f32 scratch buffers (f16 without a
+    /// usable cooperative-matrix path).
+    pub widen_f16: bool,
+}
+
+/// What of the adapter matters to the choice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MatmulCaps {
+    /// Subgroup size.
+    pub subgroup_size: u32,
+    /// maxComputeSharedMemorySize in bytes.
+    pub max_shared_memory: u32,
+    /// maxComputeWorkGroupInvocations.
+    pub max_workgroup_invocations: u32,
+    /// Streaming multiprocessors / compute units (0: unknown).
+    pub compute_units: u32,
+    /// The 16×16×16 f16 → f32 subgroup shape is usable by the built-in
+    /// cooperative-matrix kernel (VK_NV_cooperative_matrix lists it).
+    pub coopmat_f16: bool,
+}
+
+impl MatmulCaps {
+    /// The caps of an adapter as a created device reports them.
+    pub fn of(info: &AdapterInfo) -> MatmulCaps {
+        MatmulCaps {
+            subgroup_size: info.subgroup_size,
+            max_shared_memory: info.max_shared_memory,
+            max_workgroup_invocations: info.max_workgroup_invocations,
+            compute_units: info.compute_units,
+            coopmat_f16: info
+                .cooperative_matrix_nv_shapes
+                .iter()
+                .any(|s| s.is_f16_f32_16x16x16())
+                && info.float16,
+        }
+    }
+}
+
+/// Picks the kernel for C[m×n] = A[m×k]·B[k×n] with `dtype` inputs.
+///
+/// - N = 1 or M = 1 (f32, or f16 once widened): the GEMV kernels, which
+///   are bound by memory bandwidth (16-byte loads when K is a multiple of 4).
+/// - f16 with a usable cooperative-matrix shape, a 32-lane subgroup,
+///   K and N multiples of 8 (16-byte rows) and M, N ≥ 16: the
+///   cooperative-matrix kernel; other f16 shapes widen to f32.
+/// - f32: 128×128 blocks when they give every compute unit at least one
+///   block (or, with the count unknown, at least 64 blocks), else 64×64;
+///   64×32 where the adapter allows fewer than 256 invocations.
+pub fn choose_matmul(m: u32, k: u32, n: u32, dtype: MatmulDtype, caps: &MatmulCaps) -> MatmulPlan {
+    let gemv = if n == 1 && k % 4 == 0 {
+        Some(MatmulKernel::MatVec4)
+    } else if n == 1 {
+        Some(MatmulKernel::MatVec)
+    } else if m == 1 {
+        Some(MatmulKernel::VecMat)
+    } else {
+        None
+    };
+    if dtype == MatmulDtype::F16 {
+        let coop = gemv.is_none()
+            && caps.coopmat_f16
+            && caps.subgroup_size == 32
+            && caps.max_workgroup_invocations >= 256
+            && caps.max_shared_memory >= CoopTile::DEFAULT.shared_bytes()
+            && k % 8 == 0
+            && n % 8 == 0
+            && m >= 16
+            && n >= 16;
+        if coop {
+            return MatmulPlan {
+                kernel: MatmulKernel::CoopMatF16(CoopTile::DEFAULT),
+                widen_f16: false,
+            };
+        }
+    }
+    let widen_f16 = dtype == MatmulDtype::F16;
+    if let Some(kernel) = gemv {
+        return MatmulPlan { kernel, widen_f16 };
+    }
+    let fits = |t: &TileConfig| {
+        t.threads() <= caps.max_workgroup_invocations && t.shared_bytes() <= caps.max_shared_memory
+    };
+    let blocks = |t: &TileConfig| u64::from(m.div_ceil(t.bm)) * u64::from(n.div_ceil(t.bn));
+    let want = if caps.compute_units > 0 {
+        u64::from(caps.compute_units)
+    } else {
+        64
+    };
+    let tile = if fits(&TileConfig::LARGE) && blocks(&TileConfig::LARGE) >= want {
+        TileConfig::LARGE
+    } else if fits(&TileConfig::SMALL) {
+        TileConfig::SMALL
+    } else {
+        TileConfig::NARROW
+    };
+    MatmulPlan {
+        kernel: MatmulKernel::Tiled(tile),
+        widen_f16,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn h200() -> MatmulCaps {
+        MatmulCaps {
+            subgroup_size: 32,
+            max_shared_memory: 49152,
+            max_workgroup_invocations: 1024,
+            compute_units: 132,
+            coopmat_f16: true,
+        }
+    }
+
+    fn lavapipe() -> MatmulCaps {
+        MatmulCaps {
+            subgroup_size: 8,
+            max_shared_memory: 32768,
+            max_workgroup_invocations: 1024,
+            compute_units: 0,
+            coopmat_f16: false,
+        }
+    }
+
+    fn tiled(p: MatmulPlan) -> TileConfig {
+        match p.kernel {
+            MatmulKernel::Tiled(t) => t,
+            other => panic!("expected the tiled kernel, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn built_in_tiles_obey_the_kernel_rules() {
+        for t in [TileConfig::LARGE, TileConfig::SMALL, TileConfig::NARROW] {
+            assert!(t.is_valid(), "{t:?}");
+            assert!(t.shared_bytes() <= 16384 + 512, "{t:?}");
+        }
+        assert_eq!(TileConfig::LARGE.threads(), 256);
+        assert_eq!(TileConfig::NARROW.threads(), 128);
+        let bad = TileConfig {
+            tm: 6,
+            ..TileConfig::LARGE
+        };
+        assert!(!bad.is_valid());
+        let bad = TileConfig {
+            bk: 1,
+            ..TileConfig::LARGE
+        };
+        assert!(
+            !bad.is_valid(),
+            "a 1-deep slice has fewer elements than threads"
+        );
+    }
+
+    #[test]
+    fn coop_tiles_obey_the_kernel_rules() {
+        for t in [CoopTile::DEFAULT, CoopTile::WIDE, CoopTile::TALL] {
+            assert!(t.is_valid(), "{t:?}");
+            // Within the 48 KiB NVIDIA gives a workgroup without opting in.
+            assert!(t.shared_bytes() <= 48 * 1024, "{t:?}: {}", t.shared_bytes());
+        }
+        assert_eq!((CoopTile::DEFAULT.bm(), CoopTile::DEFAULT.bn()), (128, 128));
+        assert_eq!((CoopTile::WIDE.bm(), CoopTile::WIDE.bn()), (128, 256));
+        assert_eq!((CoopTile::TALL.bm(), CoopTile::TALL.bn()), (256, 128));
+        assert_eq!(CoopTile::DEFAULT.shared_bytes(), 46080);
+        // 32-deep slices of 128×256 blocks: valid, but over 48 KiB.
+        let big = CoopTile {
+            bk: 32,
+            ..CoopTile::WIDE
+        };
+        assert!(big.is_valid() && big.shared_bytes() > 48 * 1024);
+        // 64-deep: 8 chunks of B per thread, over the kernel's 4.
+        let deep = CoopTile {
+            bk: 64,
+            ..CoopTile::WIDE
+        };
+        assert!(!deep.is_valid());
+        let odd = CoopTile {
+            wm: 40,
+            ..CoopTile::DEFAULT
+        };
+        assert!(!odd.is_valid());
+    }
+
+    #[test]
+    fn large_square_f32_takes_128_tiles() {
+        for s in [4096, 4097, 8192] {
+            assert_eq!(
+                tiled(choose_matmul(s, s, s, MatmulDtype::F32, &h200())),
+                TileConfig::LARGE
+            );
+        }
+    }
+
+    #[test]
+    fn small_and_skinny_f32_take_64_tiles() {
+        let c = h200();
+        assert_eq!(
+            tiled(choose_matmul(127, 255, 63, MatmulDtype::F32, &c)),
+            TileConfig::SMALL
+        );
+        assert_eq!(
+            tiled(choose_matmul(513, 1025, 257, MatmulDtype::F32, &c)),
+            TileConfig::SMALL
+        );
+        // 16 rows of blocks × 8 columns = 128 < 132 units.
+        assert_eq!(
+            tiled(choose_matmul(2048, 64, 1024, MatmulDtype::F32, &c)),
+            TileConfig::SMALL
+        );
+        assert_eq!(
+            tiled(choose_matmul(2048, 64, 1152, MatmulDtype::F32, &c)),
+            TileConfig::LARGE
+        );
+        // Unknown unit count: 64 blocks decide.
+        let l = lavapipe();
+        assert_eq!(
+            tiled(choose_matmul(1024, 8, 1024, MatmulDtype::F32, &l)),
+            TileConfig::LARGE
+        );
+        assert_eq!(
+            tiled(choose_matmul(512, 8, 1024, MatmulDtype::F32, &l)),
+            TileConfig::SMALL
+        );
+    }
+
+    #[test]
+    fn narrow_when_256_invocations_are_not_allowed() {
+        let c = MatmulCaps {
+            max_workgroup_invocations: 128,
+            ..h200()
+        };
+        assert_eq!(
+            tiled(choose_matmul(4096, 4096, 4096, MatmulDtype::F32, &c)),
+            TileConfig::NARROW
+        );
+    }
+
+    #[test]
+    fn vectors_take_the_gemv_kernels() {
+        for (caps, dtype) in [
+            (h200(), MatmulDtype::F32),
+            (lavapipe(), MatmulDtype::F32),
+            (h200(), MatmulDtype::F16),
+        ] {
+            let p = choose_matmul(8192, 8192, 1, dtype, &caps);
+            assert_eq!(p.kernel, MatmulKernel::MatVec4);
+            assert_eq!(
+                choose_matmul(8192, 8190, 1, dtype, &caps).kernel,
+                MatmulKernel::MatVec
+            );
+            assert_eq!(p.widen_f16, dtype == MatmulDtype::F16);
+            assert_eq!(
+                choose_matmul(1, 4096, 4096, dtype, &caps).kernel,
+                MatmulKernel::VecMat
+            );
+        }
+        // 1×1 output: N = 1 wins.
+        assert_eq!(
+            choose_matmul(1, 7, 1, MatmulDtype::F32, &h200()).kernel,
+            MatmulKernel::MatVec
+        );
+    }
+
+    #[test]
+    fn f16_uses_coopmat_only_where_it_applies() {
+        let c = h200();
+        let coop = MatmulPlan {
+            kernel: MatmulKernel::CoopMatF16(CoopTile::DEFAULT),
+            widen_f16: false,
+        };
+        assert_eq!(choose_matmul(8192, 8192, 8192, MatmulDtype::F16, &c), coop);
+        assert_eq!(choose_matmul(4097, 4096, 4104, MatmulDtype::F16, &c), coop);
+        // K or N not a multiple of 8: widened to f32.
+        for (m, k, n) in [(4096, 4097, 4096), (4096, 4096, 4097), (8, 64, 64)] {
+            let p = choose_matmul(m, k, n, MatmulDtype::F16, &c);
+            assert!(
+                p.widen_f16 && matches!(p.kernel, MatmulKernel::Tiled(_)),
+                "{m}×{k}×{n}: {p:?}"
+            );
+        }
+        // No coopmat shape, or a 64-lane subgroup: widened.
+        let p = choose_matmul(4096, 4096, 4096, MatmulDtype::F16, &lavapipe());
+        assert!(p.widen_f16);
+        let wave64 = MatmulCaps {
+            subgroup_size: 64,
+            ..h200()
+        };
+        assert!(choose_matmul(4096, 4096, 4096, MatmulDtype::F16, &wave64).widen_f16);
+        // f32 never widens.
+        assert!(!choose_matmul(4096, 4096, 4096, MatmulDtype::F32, &c).widen_f16);
+    }
+}

@@ -1,0 +1,625 @@
+//! The op batch: built-in ops on tensors, one submission, fusion (see
+//! [`OpBatch`]).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+
+use super::fusion::graph::{Graph, Op, V};
+use super::tensor::{Shape, Tensor, TensorId};
+use super::{Binary, Unary};
+use crate::{Buffer, Device, Error, Result, Ticket};
+
+mod exec;
+
+/// Generated kernels by (source, specialization), kept across replans.
+type KernelMemo = std::collections::HashMap<(String, Vec<u32>), crate::Kernel>;
+
+/// Options of an [`OpBatch`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct OpBatchOptions {
+    /// Fuse element-wise runs and matmul epilogues (needs the `glsl`
+    /// feature; without it ops always run unfused). Default: true.
+    pub fusion: bool,
+    /// GPU timestamps on each execute's batch, read with
+    /// [`Ticket::profile`] (default: off).
+    pub profiling: crate::Profiling,
+}
+
+impl Default for OpBatchOptions {
+    fn default() -> Self {
+        OpBatchOptions {
+            fusion: true,
+            profiling: crate::Profiling::Off,
+        }
+    }
+}
+
+impl OpBatchOptions {
+    /// These options with fusion on or off.
+    pub fn with_fusion(mut self, fusion: bool) -> Self {
+        self.fusion = fusion;
+        self
+    }
+
+    /// These options with `profiling` on each execute.
+    pub fn with_profiling(mut self, profiling: crate::Profiling) -> Self {
+        self.profiling = profiling;
+        self
+    }
+}
+
+static NEXT_BATCH: AtomicU64 = AtomicU64::new(1);
+
+/// A recorder of built-in ops, made by [`Device::ops`]: record built-in ops on [`Tensor`]s, then run them all in
+/// one submission, with element-wise runs fused into generated kernels.
+///
+/// ```
+/// # fn main() -> vkcompute::Result<()> {
+/// use vkcompute::Device;
+/// let gpu = Device::new()?;
+/// let mut ops = gpu.ops();
+/// let x = ops.upload(&[1.0f32, -2.0, 3.0, -4.0])?;
+/// let b = ops.upload(&[0.5f32; 4])?;
+/// let y = ops.scale(&x, 2.0)?;
+/// let y = ops.add(&y, &b)?;
+/// ops.relu_(&y)?;                    // in place
+/// let total = ops.sum(&y)?;
+/// ops.execute_blocking()?;           // one submission
+/// assert_eq!(ops.read(&y)?, [2.5, 0.0, 6.5, 0.0]);
+/// assert_eq!(ops.read(&total)?, [9.0]);
+/// # Ok(())
+/// # }
+/// ```
+///
+/// **Recording** checks shapes at once: sizes that do not fit are an
+/// [`Error::OpShape`] (a matmul's, an [`Error::MatmulShape`]) and nothing is
+/// recorded. A tensor is a vector or a row-major matrix ([`Shape`]).
+/// [`OpBatch::upload`] copies data to the GPU at once;
+/// [`OpBatch::import`] uses a [`Buffer`] in place (no copy) and keeps it
+/// alive; in-place ops on an imported tensor write the user's buffer.
+///
+/// **Execution** ([`OpBatch::execute`]) submits every recorded op once, in
+/// recording order, with a barrier only where a step reads or overwrites a
+/// buffer an earlier step wrote (or overwrites one it read). Executing
+/// again runs the whole recording again (in-place ops apply again) with the
+/// same buffers and kernels: nothing is compiled, allocated or re-planned
+/// unless the set of tensors the user holds changed.
+///
+/// **Fusion** (with the `glsl` feature, on by default
+/// ([`OpBatchOptions::fusion`])): consecutive element-wise ops over one
+/// shape run as one generated kernel (vec4 loads where the length is a
+/// multiple of 4 and no row bias is involved), compiled once per chain
+/// through the device's kernel cache and on-disk cache; a run right after
+/// a matmul whose output it consumes becomes that matmul's epilogue (e.g.
+/// matmul + bias + gelu in one pass) when the tiled matmul kernel runs; a
+/// sum or max of a value of a run takes the run as its prologue. A group
+/// touches at most 12 buffers and 16 scalars; past that a new group starts.
+/// Values no held tensor names and no later step reads never reach memory.
+/// Every tensor the user holds when `execute` is called is materialised,
+/// so [`OpBatch::read`] returns it; the only tensors it refuses
+/// ([`Error::TensorUnavailable`]) are those of another op batch and those
+/// recorded or changed in place after the last `execute` (a tensor dropped
+/// before `execute` cannot be asked for).
+///
+/// Not yet: importing a [`BufferSlice`](crate::BufferSlice) (import whole
+/// buffers), dot products with a prologue, f16 tensors.
+pub struct OpBatch {
+    gpu: Device,
+    id: u64,
+    options: OpBatchOptions,
+    graph: Graph,
+    /// Per tensor slot: who holds it, and the value it names now.
+    tensors: Vec<(Weak<TensorId>, V)>,
+    /// Per storage: its buffer, once there is one.
+    buffers: Vec<Option<Buffer<f32>>>,
+    /// Per storage: whether it is a user's buffer (import).
+    imported: Vec<bool>,
+    /// Imports seen: (buffer identity, storage).
+    import_keys: Vec<(usize, usize)>,
+    prepared: Option<exec::Prepared>,
+    kernel_memo: KernelMemo,
+    /// Scratch of each reduction node (counter and partials), made once.
+    scratch: std::collections::HashMap<usize, Buffer<u32>>,
+    /// Nodes covered by the last successful execute.
+    executed_nodes: Option<usize>,
+}
+
+impl std::fmt::Debug for OpBatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpBatch")
+            .field("operations", &self.graph.nodes.len())
+            .field("buffers", &self.num_buffers())
+            .field("options", &self.options)
+            .finish()
+    }
+}
+
+impl Device {
+    /// A new, empty [`OpBatch`] with default options (fusion on).
+    pub fn ops(&self) -> OpBatch {
+        self.ops_with(OpBatchOptions::default())
+    }
+
+    /// A new, empty [`OpBatch`] with `options`.
+    pub fn ops_with(&self, options: OpBatchOptions) -> OpBatch {
+        OpBatch {
+            gpu: self.clone(),
+            id: NEXT_BATCH.fetch_add(1, Ordering::Relaxed),
+            options,
+            graph: Graph::default(),
+            tensors: Vec::new(),
+            buffers: Vec::new(),
+            imported: Vec::new(),
+            import_keys: Vec::new(),
+            prepared: None,
+            kernel_memo: KernelMemo::new(),
+            scratch: std::collections::HashMap::new(),
+            executed_nodes: None,
+        }
+    }
+}
+
+fn shape_err(op: &'static str, detail: String) -> Error {
+    Error::OpShape { op, detail }
+}
+
+impl OpBatch {
+    /// Ops recorded.
+    pub fn num_operations(&self) -> usize {
+        self.graph.nodes.len()
+    }
+
+    /// GPU buffers the op batch holds: uploads, imports, and (after an
+    /// execute) the intermediates fusion could not keep in registers.
+    pub fn num_buffers(&self) -> usize {
+        self.buffers.iter().filter(|b| b.is_some()).count()
+    }
+
+    /// The options this op batch was made with.
+    pub fn options(&self) -> OpBatchOptions {
+        self.options
+    }
+
+    /// Whether fusion actually runs (the option, and the `glsl` feature).
+    pub fn fusion_active(&self) -> bool {
+        self.options.fusion && cfg!(feature = "glsl")
+    }
+
+    fn new_tensor(&mut self, v: V) -> Tensor {
+        let id = Arc::new(TensorId {
+            batch: self.id,
+            slot: self.tensors.len(),
+        });
+        self.tensors.push((Arc::downgrade(&id), v));
+        Tensor {
+            id,
+            shape: self.graph.values[v].shape,
+        }
+    }
+
+    fn grow_storages(&mut self) {
+        self.buffers.resize_with(self.graph.storages, || None);
+        self.imported.resize(self.graph.storages, false);
+    }
+
+    /// The value `t` names, if it belongs here.
+    fn value(&self, t: &Tensor) -> Result<V> {
+        if t.id.batch != self.id {
+            return Err(Error::TensorUnavailable {
+                detail: format!(
+                    "the tensor {} belongs to another op batch; import its data instead",
+                    t.shape
+                ),
+            });
+        }
+        Ok(self.tensors[t.id.slot].1)
+    }
+
+    fn check_shape(op: &'static str, what: &str, s: Shape) -> Result<()> {
+        if s.numel() == 0 || s.numel() > u64::from(u32::MAX) {
+            return Err(shape_err(
+                op,
+                format!(
+                    "{what} {s} has {} elements; 1 to {} are allowed",
+                    s.numel(),
+                    u32::MAX
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// A vector tensor holding `data` (copied to the GPU now).
+    pub fn upload(&mut self, data: &[f32]) -> Result<Tensor> {
+        let n = u32::try_from(data.len()).unwrap_or(u32::MAX);
+        self.upload_shaped(data, Shape::Vector(n))
+    }
+
+    /// A `rows`×`cols` row-major matrix tensor holding `data`.
+    pub fn upload_matrix(&mut self, data: &[f32], rows: u32, cols: u32) -> Result<Tensor> {
+        self.upload_shaped(data, Shape::Matrix(rows, cols))
+    }
+
+    fn upload_shaped(&mut self, data: &[f32], shape: Shape) -> Result<Tensor> {
+        Self::check_shape("OpBatch::upload", "the data", shape)?;
+        if data.len() as u64 != shape.numel() {
+            return Err(shape_err(
+                "OpBatch::upload",
+                format!("{} values given for shape {shape}", data.len()),
+            ));
+        }
+        let buf = self.gpu.upload(data)?;
+        let v = self.graph.leaf(shape);
+        self.grow_storages();
+        self.buffers[self.graph.values[v].storage] = Some(buf);
+        Ok(self.new_tensor(v))
+    }
+
+    /// A vector tensor over `buf` itself (no copy; the op batch keeps the
+    /// buffer alive). Importing the same buffer again names the same
+    /// storage, so hazards between the two tensors are tracked.
+    pub fn import(&mut self, buf: &Buffer<f32>) -> Result<Tensor> {
+        let n = u32::try_from(buf.len()).unwrap_or(u32::MAX);
+        self.import_shaped(buf, Shape::Vector(n))
+    }
+
+    /// A `rows`×`cols` matrix tensor over `buf` (exactly that long).
+    pub fn import_matrix(&mut self, buf: &Buffer<f32>, rows: u32, cols: u32) -> Result<Tensor> {
+        self.import_shaped(buf, Shape::Matrix(rows, cols))
+    }
+
+    fn import_shaped(&mut self, buf: &Buffer<f32>, shape: Shape) -> Result<Tensor> {
+        Self::check_shape("OpBatch::import", "the buffer", shape)?;
+        if buf.len() as u64 != shape.numel() {
+            return Err(shape_err(
+                "OpBatch::import",
+                format!(
+                    "the buffer has {} elements, shape {shape} needs {}",
+                    buf.len(),
+                    shape.numel()
+                ),
+            ));
+        }
+        if buf.device().id() != self.gpu.id() {
+            return Err(Error::TensorUnavailable {
+                detail: "the buffer lives on another device than this op batch".into(),
+            });
+        }
+        use crate::GpuBuf;
+        let key = Arc::as_ptr(buf.view().inner) as usize;
+        let v = match self.import_keys.iter().find(|(k, _)| *k == key) {
+            Some(&(_, s)) => self.graph.leaf_in(shape, s),
+            None => {
+                let v = self.graph.leaf(shape);
+                let s = self.graph.values[v].storage;
+                self.import_keys.push((key, s));
+                self.grow_storages();
+                self.buffers[s] = Some(buf.clone());
+                self.imported[s] = true;
+                v
+            }
+        };
+        Ok(self.new_tensor(v))
+    }
+
+    /// Records `op` producing a new tensor of `shape`.
+    fn push(&mut self, op: Op, shape: Shape) -> Tensor {
+        let v = self.graph.op(op, shape);
+        self.grow_storages();
+        self.new_tensor(v)
+    }
+
+    /// Records `op` overwriting `t` (in place).
+    fn push_into(&mut self, op: Op, t: &Tensor) -> Result<()> {
+        let old = self.value(t)?;
+        let val = self.graph.values[old];
+        let v = self.graph.op_into(op, val.shape, val.storage);
+        self.tensors[t.id.slot].1 = v;
+        Ok(())
+    }
+
+    fn same_numel(&self, op: &'static str, a: &Tensor, b: &Tensor) -> Result<()> {
+        if a.numel() != b.numel() {
+            return Err(shape_err(
+                op,
+                format!("operands {} and {} differ in size", a.shape, b.shape),
+            ));
+        }
+        Ok(())
+    }
+
+    /// `f(x)` as a new tensor.
+    pub fn unary(&mut self, f: Unary, x: &Tensor) -> Result<Tensor> {
+        let v = self.value(x)?;
+        Ok(self.push(Op::Unary(f, v), x.shape))
+    }
+
+    /// `x = f(x)` in place.
+    pub fn unary_(&mut self, f: Unary, x: &Tensor) -> Result<()> {
+        let v = self.value(x)?;
+        self.push_into(Op::Unary(f, v), x)
+    }
+
+    /// `g(a, b)` as a new tensor of `a`'s shape (`b` must have as many
+    /// elements).
+    pub fn binary(&mut self, g: Binary, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+        self.same_numel(binary_name(g), a, b)?;
+        let (va, vb) = (self.value(a)?, self.value(b)?);
+        Ok(self.push(Op::Binary(g, va, vb), a.shape))
+    }
+
+    /// `a = g(a, b)` in place.
+    pub fn binary_(&mut self, g: Binary, a: &Tensor, b: &Tensor) -> Result<()> {
+        self.same_numel(binary_name(g), a, b)?;
+        let (va, vb) = (self.value(a)?, self.value(b)?);
+        self.push_into(Op::Binary(g, va, vb), a)
+    }
+
+    /// `a + b`.
+    pub fn add(&mut self, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+        self.binary(Binary::Add, a, b)
+    }
+    /// `a - b`.
+    pub fn sub(&mut self, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+        self.binary(Binary::Sub, a, b)
+    }
+    /// `a * b` element-wise.
+    pub fn mul(&mut self, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+        self.binary(Binary::Mul, a, b)
+    }
+    /// `alpha * x + y` as a new tensor.
+    pub fn axpy(&mut self, alpha: f32, x: &Tensor, y: &Tensor) -> Result<Tensor> {
+        self.binary(Binary::Axpy(alpha), x, y)
+    }
+    /// `a += b`.
+    pub fn add_(&mut self, a: &Tensor, b: &Tensor) -> Result<()> {
+        self.binary_(Binary::Add, a, b)
+    }
+    /// `a -= b`.
+    pub fn sub_(&mut self, a: &Tensor, b: &Tensor) -> Result<()> {
+        self.binary_(Binary::Sub, a, b)
+    }
+    /// `a *= b` element-wise.
+    pub fn mul_(&mut self, a: &Tensor, b: &Tensor) -> Result<()> {
+        self.binary_(Binary::Mul, a, b)
+    }
+    /// `y = alpha * x + y` in place on `y` (saxpy).
+    pub fn saxpy_(&mut self, alpha: f32, x: &Tensor, y: &Tensor) -> Result<()> {
+        self.same_numel("ops::saxpy", x, y)?;
+        let (vx, vy) = (self.value(x)?, self.value(y)?);
+        self.push_into(Op::Binary(Binary::Axpy(alpha), vx, vy), y)
+    }
+    /// `alpha * x`.
+    pub fn scale(&mut self, x: &Tensor, alpha: f32) -> Result<Tensor> {
+        self.unary(Unary::Scale(alpha), x)
+    }
+    /// `x *= alpha`.
+    pub fn scale_(&mut self, x: &Tensor, alpha: f32) -> Result<()> {
+        self.unary_(Unary::Scale(alpha), x)
+    }
+    /// A copy of `x` (its own storage).
+    pub fn copy(&mut self, x: &Tensor) -> Result<Tensor> {
+        self.unary(Unary::Copy, x)
+    }
+    /// `max(x, 0)`.
+    pub fn relu(&mut self, x: &Tensor) -> Result<Tensor> {
+        self.unary(Unary::Relu, x)
+    }
+    /// `x = max(x, 0)` in place.
+    pub fn relu_(&mut self, x: &Tensor) -> Result<()> {
+        self.unary_(Unary::Relu, x)
+    }
+    /// `1 / (1 + exp(-x))`.
+    pub fn sigmoid(&mut self, x: &Tensor) -> Result<Tensor> {
+        self.unary(Unary::Sigmoid, x)
+    }
+    /// Sigmoid in place.
+    pub fn sigmoid_(&mut self, x: &Tensor) -> Result<()> {
+        self.unary_(Unary::Sigmoid, x)
+    }
+    /// `tanh(x)`.
+    pub fn tanh(&mut self, x: &Tensor) -> Result<Tensor> {
+        self.unary(Unary::Tanh, x)
+    }
+    /// tanh in place.
+    pub fn tanh_(&mut self, x: &Tensor) -> Result<()> {
+        self.unary_(Unary::Tanh, x)
+    }
+    /// `x * sigmoid(x)` (SiLU).
+    pub fn swish(&mut self, x: &Tensor) -> Result<Tensor> {
+        self.unary(Unary::Swish, x)
+    }
+    /// Swish in place.
+    pub fn swish_(&mut self, x: &Tensor) -> Result<()> {
+        self.unary_(Unary::Swish, x)
+    }
+    /// GELU, exact (erf) form.
+    pub fn gelu(&mut self, x: &Tensor) -> Result<Tensor> {
+        self.unary(Unary::Gelu, x)
+    }
+    /// GELU in place.
+    pub fn gelu_(&mut self, x: &Tensor) -> Result<()> {
+        self.unary_(Unary::Gelu, x)
+    }
+    /// GELU, tanh approximation.
+    pub fn gelu_tanh(&mut self, x: &Tensor) -> Result<Tensor> {
+        self.unary(Unary::GeluTanh, x)
+    }
+
+    /// `a` (a `rows`×`cols` matrix) plus the row vector `bias` (`cols`
+    /// elements) added to every row: a bias.
+    pub fn add_row(&mut self, a: &Tensor, bias: &Tensor) -> Result<Tensor> {
+        let (va, vb) = self.row_operands(a, bias)?;
+        Ok(self.push(Op::AddRow(va, vb), a.shape))
+    }
+
+    /// `a += bias` per row, in place.
+    pub fn add_row_(&mut self, a: &Tensor, bias: &Tensor) -> Result<()> {
+        let (va, vb) = self.row_operands(a, bias)?;
+        self.push_into(Op::AddRow(va, vb), a)
+    }
+
+    fn row_operands(&self, a: &Tensor, bias: &Tensor) -> Result<(V, V)> {
+        if bias.numel() != u64::from(a.shape.cols()) {
+            return Err(shape_err(
+                "ops::add_row",
+                format!(
+                    "the bias {} must have one element per column of {} ({})",
+                    bias.shape,
+                    a.shape,
+                    a.shape.cols()
+                ),
+            ));
+        }
+        Ok((self.value(a)?, self.value(bias)?))
+    }
+
+    /// A tensor of `shape` with every element `value`.
+    pub fn full(&mut self, shape: Shape, value: f32) -> Result<Tensor> {
+        Self::check_shape("ops::fill", "the shape", shape)?;
+        Ok(self.push(Op::Fill(value), shape))
+    }
+
+    /// `a · b`: `a` is M×K, `b` is K×N (matrices), the result M×N.
+    pub fn matmul(&mut self, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+        let (m, k) = (a.shape.rows(), a.shape.cols());
+        let (k2, n) = (b.shape.rows(), b.shape.cols());
+        let bad = |detail: String| Error::MatmulShape { m, k, n, detail };
+        if !matches!(a.shape, Shape::Matrix(..)) || !matches!(b.shape, Shape::Matrix(..)) {
+            return Err(bad(format!(
+                "operands {} and {} must be matrices (upload_matrix / import_matrix)",
+                a.shape, b.shape
+            )));
+        }
+        if k != k2 {
+            return Err(bad(format!(
+                "A is {m}×{k} but B is {k2}×{n}: A's columns must equal B's rows"
+            )));
+        }
+        let out = Shape::Matrix(m, n);
+        Self::check_shape("ops::matmul", "the product", out)?;
+        let (va, vb) = (self.value(a)?, self.value(b)?);
+        Ok(self.push(Op::Matmul(va, vb), out))
+    }
+
+    /// Sum of all elements (a 1-element tensor).
+    pub fn sum(&mut self, x: &Tensor) -> Result<Tensor> {
+        let v = self.value(x)?;
+        Ok(self.push(Op::Sum(v), Shape::Vector(1)))
+    }
+
+    /// Largest element (a 1-element tensor).
+    pub fn max(&mut self, x: &Tensor) -> Result<Tensor> {
+        let v = self.value(x)?;
+        Ok(self.push(Op::Max(v), Shape::Vector(1)))
+    }
+
+    /// Dot product of two tensors of equal size (a 1-element tensor).
+    pub fn dot(&mut self, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+        self.same_numel("ops::dot", a, b)?;
+        let (va, vb) = (self.value(a)?, self.value(b)?);
+        Ok(self.push(Op::Dot(va, vb), Shape::Vector(1)))
+    }
+
+    /// Softmax of each row (a vector is one row).
+    pub fn softmax(&mut self, x: &Tensor) -> Result<Tensor> {
+        let v = self.value(x)?;
+        Ok(self.push(Op::Softmax(v), x.shape))
+    }
+
+    /// The transpose of a matrix (a vector of n becomes an n×1 matrix).
+    pub fn transpose(&mut self, x: &Tensor) -> Result<Tensor> {
+        let v = self.value(x)?;
+        let out = Shape::Matrix(x.shape.cols(), x.shape.rows());
+        Ok(self.push(Op::Transpose(v), out))
+    }
+
+    /// `a · x` for a matrix `a` (M×N) and a vector `x` of N: a vector of M
+    /// (GEMV; runs as the matmul's matrix-vector kernel).
+    pub fn matvec(&mut self, a: &Tensor, x: &Tensor) -> Result<Tensor> {
+        let (m, n) = (a.shape.rows(), a.shape.cols());
+        if !matches!(a.shape, Shape::Matrix(..)) || x.numel() != u64::from(n) {
+            return Err(Error::MatmulShape {
+                m,
+                k: n,
+                n: 1,
+                detail: format!(
+                    "matvec needs a matrix and a vector of its columns; got {} and {}",
+                    a.shape, x.shape
+                ),
+            });
+        }
+        let (va, vx) = (self.value(a)?, self.value(x)?);
+        let v = self.graph.op(Op::Matmul(va, vx), Shape::Vector(m));
+        self.grow_storages();
+        Ok(self.new_tensor(v))
+    }
+
+    /// Submits every recorded op in one submission and returns its ticket.
+    /// Read results with [`OpBatch::read`] (which waits for them).
+    pub fn execute(&mut self) -> Result<Ticket> {
+        exec::execute(self)
+    }
+
+    /// [`OpBatch::execute`] and wait for it.
+    pub fn execute_blocking(&mut self) -> Result<()> {
+        self.execute()?.wait()
+    }
+
+    /// Dispatches the last execute recorded (fused kernels count once);
+    /// `None` before the first execute.
+    pub fn num_dispatches(&self) -> Option<usize> {
+        self.prepared.as_ref().map(exec::Prepared::dispatches)
+    }
+
+    /// The GPU buffer holding `t` after the last execute (no copy), to
+    /// import into another op batch or bind in a [`Batch`](crate::Batch).
+    /// It may be longer than `t` and is rewritten by later executes. Same
+    /// errors as [`OpBatch::read`].
+    pub fn buffer(&self, t: &Tensor) -> Result<Buffer<f32>> {
+        let v = self.readable(t)?;
+        let s = self.graph.values[v].storage;
+        self.buffers[s]
+            .clone()
+            .ok_or_else(|| Error::TensorUnavailable {
+                detail: format!(
+                    "the tensor {} was fused away: it was not held when execute() ran",
+                    t.shape
+                ),
+            })
+    }
+
+    fn readable(&self, t: &Tensor) -> Result<V> {
+        let v = self.value(t)?;
+        if let Some(p) = self.graph.producer[v] {
+            if self.executed_nodes.map_or(true, |n| p >= n) {
+                return Err(Error::TensorUnavailable {
+                    detail: format!(
+                        "the tensor {} was recorded or changed after the last execute(); execute first",
+                        t.shape
+                    ),
+                });
+            }
+        }
+        Ok(v)
+    }
+
+    /// The value of `t` after the last execute, downloaded (waits for the
+    /// GPU). [`Error::TensorUnavailable`] for a tensor of another op batch,
+    /// or one recorded or changed in place after the last execute.
+    pub fn read(&self, t: &Tensor) -> Result<Vec<f32>> {
+        let buf = self.buffer(t)?;
+        let all = buf.download()?;
+        Ok(all[..t.numel() as usize].to_vec())
+    }
+}
+
+fn binary_name(g: Binary) -> &'static str {
+    match g {
+        Binary::Add => "ops::add",
+        Binary::Sub => "ops::sub",
+        Binary::Mul => "ops::mul",
+        Binary::Axpy(_) => "ops::saxpy",
+    }
+}

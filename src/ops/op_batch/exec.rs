@@ -1,0 +1,401 @@
+//! Executing an op batch: planning once per set of held tensors, buffers
+//! and kernels made once, then one batch per execute.
+
+use super::OpBatch;
+use crate::batch::BatchOptions;
+use crate::ops::fusion::graph::{Op, V};
+use crate::ops::fusion::plan::{plan, Plan, Step};
+use crate::ops::matmul::{choose_matmul, MatmulCaps, MatmulDtype, MatmulKernel};
+use crate::ops::reduce::{self, Kind};
+use crate::ops::{self as o};
+use crate::{Batch, Buffer, GpuBuf, Kernel, Result, Ticket};
+
+/// A fused step's kernel and how to launch it.
+pub(crate) struct FusedKernel {
+    kernel: Kernel,
+    /// Storages bound after the fixed bindings.
+    bindings: Vec<usize>,
+    /// Push constants, complete.
+    push: Vec<u8>,
+    launch: Launch,
+}
+
+// Without `glsl` nothing is fused, so no launch is ever built.
+#[cfg_attr(not(feature = "glsl"), allow(dead_code))]
+enum Launch {
+    /// `invocations` along x (spread into y, z past the limit).
+    Invocations(u32),
+    /// A matmul grid, A and B bound first.
+    Grid([u32; 3], V, V),
+    /// A reduction over `groups` workgroups: each storage bound twice,
+    /// then the tail node's scratch and its output.
+    Reduce(u32, usize),
+}
+
+/// What an execute reuses while the held tensors stay the same.
+pub(crate) struct Prepared {
+    live: Vec<bool>,
+    nodes: usize,
+    plan: Plan,
+    fused: Vec<Option<FusedKernel>>,
+}
+
+impl Prepared {
+    /// Dispatches one execute records.
+    pub(crate) fn dispatches(&self) -> usize {
+        self.plan.steps.len()
+    }
+}
+
+/// Values that must be readable after execution: those held tensors name,
+/// and the last value of each imported storage (the user's buffer).
+fn live_values(ob: &OpBatch) -> Vec<bool> {
+    let g = &ob.graph;
+    let mut live = vec![false; g.values.len()];
+    for (w, v) in &ob.tensors {
+        if w.strong_count() > 0 {
+            live[*v] = true;
+        }
+    }
+    let mut last = vec![None; g.storages];
+    for (v, val) in g.values.iter().enumerate() {
+        last[val.storage] = Some(v);
+    }
+    for (s, v) in last.iter().enumerate() {
+        if let (Some(v), true) = (v, ob.imported[s]) {
+            live[*v] = true;
+        }
+    }
+    live
+}
+
+fn m_k_n(ob: &OpBatch, a: V, out: V) -> (u32, u32, u32) {
+    let sa = ob.graph.values[a].shape;
+    let m = sa.rows();
+    let n = (ob.graph.values[out].shape.numel() / u64::from(m.max(1))) as u32;
+    (m, sa.cols(), n)
+}
+
+pub(crate) fn execute(ob: &mut OpBatch) -> Result<Ticket> {
+    let live = live_values(ob);
+    let reuse = ob
+        .prepared
+        .as_ref()
+        .is_some_and(|p| p.live == live && p.nodes == ob.graph.nodes.len());
+    if !reuse {
+        ob.prepared = None;
+        let p = prepare(ob, live)?;
+        ob.prepared = Some(p);
+    }
+    let ticket = record(ob)?;
+    ob.executed_nodes = Some(ob.graph.nodes.len());
+    Ok(ticket)
+}
+
+fn prepare(ob: &mut OpBatch, live: Vec<bool>) -> Result<Prepared> {
+    let caps = MatmulCaps::of(ob.gpu.info());
+    let fuse = ob.fusion_active();
+    let epilogue_ok = |n: usize| {
+        let node = &ob.graph.nodes[n];
+        match node.op {
+            Op::Matmul(a, _) => {
+                let (m, k, nn) = m_k_n(ob, a, node.out);
+                let p = choose_matmul(m, k, nn, MatmulDtype::F32, &caps);
+                matches!(p.kernel, MatmulKernel::Tiled(_)) && !p.widen_f16
+            }
+            _ => false,
+        }
+    };
+    let plan = plan(&ob.graph, &live, fuse, &epilogue_ok, fuse);
+    // Buffers for every stored value without one (intermediates), made once.
+    for (v, val) in ob.graph.values.iter().enumerate() {
+        if plan.stored[v] && ob.buffers[val.storage].is_none() {
+            let n = val.shape.numel() as usize;
+            ob.buffers[val.storage] = Some(ob.gpu.alloc::<f32>(n)?);
+        }
+    }
+    // Scratch for reductions, zeroed once and reused by every execute.
+    for s in &plan.steps {
+        let n = match s {
+            Step::Single(n) => n,
+            Step::Fused(gr) => match &gr.tail {
+                Some(n) => n,
+                None => continue,
+            },
+        };
+        let node = ob.graph.nodes[*n];
+        let x = match node.op {
+            Op::Sum(x) | Op::Max(x) | Op::Dot(x, _) => x,
+            _ => continue,
+        };
+        if !ob.scratch.contains_key(n) {
+            // Op-batch buffers start at offset 0: vec4 loads throughout.
+            let numel = ob.graph.values[x].shape.numel();
+            let words = reduce::scratch_words(ob.gpu.info(), numel, true);
+            let buf = ob.gpu.upload(&vec![0u32; words as usize])?;
+            ob.scratch.insert(*n, buf);
+        }
+    }
+    // Equal chains (say, one per layer) share one kernel lookup.
+    let mut memo = std::mem::take(&mut ob.kernel_memo);
+    let mut fused = Vec::with_capacity(plan.steps.len());
+    for s in &plan.steps {
+        let k = match s {
+            Step::Single(_) => None,
+            Step::Fused(gr) => match fused_kernel(ob, gr, &plan, &caps, &mut memo) {
+                Ok(k) => Some(k),
+                Err(e) => {
+                    ob.kernel_memo = memo;
+                    return Err(e);
+                }
+            },
+        };
+        fused.push(k);
+    }
+    ob.kernel_memo = memo;
+    Ok(Prepared {
+        live,
+        nodes: ob.graph.nodes.len(),
+        plan,
+        fused,
+    })
+}
+
+#[cfg(feature = "glsl")]
+fn fused_kernel(
+    ob: &OpBatch,
+    gr: &crate::ops::fusion::plan::Group,
+    plan: &Plan,
+    caps: &MatmulCaps,
+    memo: &mut super::KernelMemo,
+) -> Result<FusedKernel> {
+    use crate::ops::fusion::codegen;
+    let g = &ob.graph;
+    let words = |w: &[u32], s: &[f32]| -> Vec<u8> {
+        w.iter()
+            .flat_map(|x| x.to_le_bytes())
+            .chain(s.iter().flat_map(|x| x.to_le_bytes()))
+            .collect()
+    };
+    if let Some(h) = gr.head {
+        let Op::Matmul(a, b) = g.nodes[h].op else {
+            unreachable!("a group's head is a matmul")
+        };
+        let (m, k, n) = m_k_n(ob, a, g.nodes[h].out);
+        let MatmulKernel::Tiled(t) = choose_matmul(m, k, n, MatmulDtype::F32, caps).kernel else {
+            unreachable!("epilogues are only planned for the tiled kernel")
+        };
+        let gen =
+            codegen::matmul_epilogue(g, gr, &plan.stored).ok_or_else(|| crate::Error::Glsl {
+                message:
+                    "shaders/matmul_f32.comp changed shape; the epilogue rewrite no longer applies"
+                        .into(),
+            })?;
+        let spec = [t.threads(), t.bm, t.bn, t.bk, t.tm, t.tn];
+        let key = (gen.source.clone(), spec.to_vec());
+        let kernel = match memo.get(&key) {
+            Some(k) => k.clone(),
+            None => {
+                let mut b = Kernel::builder(&ob.gpu)
+                    .glsl(&gen.source)
+                    .label("vkcompute fused matmul epilogue")
+                    .local_size_x(spec[0]);
+                for (id, &v) in spec.iter().enumerate().skip(1) {
+                    b = b.spec_u32(id as u32, v);
+                }
+                let k = b.build()?;
+                memo.insert(key, k.clone());
+                k
+            }
+        };
+        return Ok(FusedKernel {
+            kernel,
+            bindings: gen.bindings,
+            push: words(&[m, k, n], &gen.scalars),
+            launch: Launch::Grid([n.div_ceil(t.bn), m.div_ceil(t.bm), 1], a, b),
+        });
+    }
+    if let Some(tail) = gr.tail {
+        let subgroups = ob.gpu.info().subgroup_arithmetic;
+        let gen = codegen::reduction_prologue(g, gr, &plan.stored, subgroups).ok_or_else(|| {
+            crate::Error::Glsl {
+                message:
+                    "shaders/reduce.glsl changed shape; the prologue rewrite no longer applies"
+                        .into(),
+            }
+        })?;
+        let op = u32::from(matches!(g.nodes[tail].op, Op::Max(_)));
+        let key = (gen.source.clone(), vec![op]);
+        let kernel = match memo.get(&key) {
+            Some(k) => k.clone(),
+            None => {
+                let k = Kernel::builder(&ob.gpu)
+                    .glsl(&gen.source)
+                    .label("vkcompute fused reduction prologue")
+                    .spec_u32(0, op)
+                    .build()?;
+                memo.insert(key, k.clone());
+                k
+            }
+        };
+        let numel = g.values[g.nodes[gr.nodes[0]].out].shape.numel();
+        let (n, n4) = (numel as u32, (numel / 4) as u32);
+        let info = ob.gpu.info();
+        let groups = crate::ops::grid::reduce_groups(
+            u64::from(n4.max(n - 4 * n4)),
+            info.compute_units,
+            info.max_threads_per_compute_unit,
+            info.max_workgroup_count[0],
+        );
+        return Ok(FusedKernel {
+            kernel,
+            bindings: gen.bindings,
+            push: words(&[n, n4], &gen.scalars),
+            launch: Launch::Reduce(groups, tail),
+        });
+    }
+    let out = g.nodes[gr.nodes[0]].out;
+    let shape = g.values[out].shape;
+    let numel = shape.numel();
+    let gen = codegen::elementwise(g, gr, &plan.stored, numel);
+    let items = if gen.vec4 { numel / 4 } else { numel } as u32;
+    let key = (gen.source.clone(), Vec::new());
+    let kernel = match memo.get(&key) {
+        Some(k) => k.clone(),
+        None => {
+            let k = Kernel::builder(&ob.gpu)
+                .glsl(&gen.source)
+                .label("vkcompute fused element-wise chain")
+                .build()?;
+            memo.insert(key, k.clone());
+            k
+        }
+    };
+    Ok(FusedKernel {
+        kernel,
+        bindings: gen.bindings,
+        push: words(&[items, shape.cols()], &gen.scalars),
+        launch: Launch::Invocations(items),
+    })
+}
+
+#[cfg(not(feature = "glsl"))]
+fn fused_kernel(
+    _ob: &OpBatch,
+    _gr: &crate::ops::fusion::plan::Group,
+    _plan: &Plan,
+    _caps: &MatmulCaps,
+    _memo: &mut super::KernelMemo,
+) -> Result<FusedKernel> {
+    unreachable!("fusion is planned only with the `glsl` feature")
+}
+
+fn record(ob: &OpBatch) -> Result<Ticket> {
+    let p = ob.prepared.as_ref().expect("prepared before recording");
+    let mut batch = ob
+        .gpu
+        .batch_with(BatchOptions::single_submit().with_profiling(ob.options.profiling))?;
+    for (i, step) in p.plan.steps.iter().enumerate() {
+        if p.plan.barriers[i] {
+            batch.barrier();
+        }
+        match (step, &p.fused[i]) {
+            (Step::Single(n), _) => single(ob, &mut batch, *n)?,
+            (Step::Fused(_), Some(f)) => {
+                let bufs: Vec<&Buffer<f32>> = f.bindings.iter().map(|&s| buf(ob, s)).collect();
+                match f.launch {
+                    Launch::Invocations(items) => {
+                        let b: Vec<&dyn GpuBuf> = bufs.iter().map(|b| *b as &dyn GpuBuf).collect();
+                        batch.run_with_push_constants(&f.kernel, &b, items, &f.push)?;
+                    }
+                    Launch::Reduce(groups, tail) => {
+                        let scratch = ob
+                            .scratch
+                            .get(&tail)
+                            .expect("reduction scratch made in prepare");
+                        let mut b: Vec<&dyn GpuBuf> = Vec::new();
+                        for x in &bufs {
+                            b.push(*x);
+                            b.push(*x);
+                        }
+                        b.push(scratch);
+                        b.push(sbuf(ob, ob.graph.nodes[tail].out));
+                        batch.run_configured(&f.kernel, &b, [groups, 1, 1], Some(&f.push))?;
+                    }
+                    Launch::Grid(grid, a, bm) => {
+                        let mut b: Vec<&dyn GpuBuf> = vec![sbuf(ob, a), sbuf(ob, bm)];
+                        b.extend(bufs.iter().map(|b| *b as &dyn GpuBuf));
+                        batch.run_configured(&f.kernel, &b, grid, Some(&f.push))?;
+                    }
+                }
+            }
+            (Step::Fused(_), None) => unreachable!("fused steps have kernels"),
+        }
+    }
+    batch.submit_async()
+}
+
+fn buf(ob: &OpBatch, s: usize) -> &Buffer<f32> {
+    ob.buffers[s]
+        .as_ref()
+        .expect("every bound storage has a buffer")
+}
+
+fn sbuf(ob: &OpBatch, v: V) -> &Buffer<f32> {
+    buf(ob, ob.graph.values[v].storage)
+}
+
+/// One node through its built-in kernel.
+fn single(ob: &OpBatch, batch: &mut Batch, n: usize) -> Result<()> {
+    let node = &ob.graph.nodes[n];
+    let out = sbuf(ob, node.out);
+    let shape = ob.graph.values[node.out].shape;
+    match node.op {
+        Op::Unary(f, x) => o::unary::<f32>(batch, f, sbuf(ob, x), out),
+        Op::Binary(g, a, b) => o::binary::<f32>(batch, g, sbuf(ob, a), sbuf(ob, b), out),
+        Op::AddRow(a, bias) => {
+            let gpu = &ob.gpu;
+            let k = gpu.inner.builtins.get(&gpu.inner, "add_rows_f32", &[])?;
+            let numel = shape.numel() as u32;
+            let pc: Vec<u8> = [numel, shape.cols()]
+                .iter()
+                .flat_map(|x| x.to_le_bytes())
+                .collect();
+            batch.run_with_push_constants(&k, &[sbuf(ob, a), sbuf(ob, bias), out], numel, &pc)?;
+            Ok(())
+        }
+        Op::Matmul(a, b) => {
+            let (m, k, nn) = m_k_n(ob, a, node.out);
+            o::matmul(batch, sbuf(ob, a), sbuf(ob, b), out, m, k, nn)
+        }
+        Op::Sum(x) => reduction(ob, batch, n, Kind::Sum, x, x),
+        Op::Max(x) => reduction(ob, batch, n, Kind::Max, x, x),
+        Op::Dot(a, b) => reduction(ob, batch, n, Kind::Dot, a, b),
+        Op::Softmax(x) => o::softmax(batch, sbuf(ob, x), out, shape.rows(), shape.cols()),
+        Op::Transpose(x) => {
+            let s = ob.graph.values[x].shape;
+            o::transpose(batch, sbuf(ob, x), out, s.rows(), s.cols())
+        }
+        Op::Fill(value) => o::fill::<f32>(batch, value, out),
+    }
+}
+
+/// A sum, max or dot with the node's own scratch.
+fn reduction(ob: &OpBatch, batch: &mut Batch, n: usize, kind: Kind, x: V, y: V) -> Result<()> {
+    let name = match kind {
+        Kind::Sum => "ops::sum",
+        Kind::Max => "ops::max",
+        Kind::Dot => "ops::dot",
+    };
+    let out = sbuf(ob, ob.graph.nodes[n].out);
+    reduce::record_with(
+        batch,
+        name,
+        kind,
+        sbuf(ob, x),
+        sbuf(ob, y),
+        out,
+        1,
+        ob.scratch.get(&n),
+    )
+}

@@ -1,0 +1,418 @@
+//! Built-in matmul against a CPU f64 reference, on every kernel path, and
+//! every bad shape as a typed error.
+//!
+//! Error bound: each C[i][j] is a sum of K products computed in f32 in some
+//! order (FMA chains, then sums of partial chains). Whatever the order, the
+//! classical bound is |ĉ − c| ≤ γ_K · Σ_k |a_ik|·|b_kj| with γ_K = K·u/(1 − K·u)
+//! and u = 2⁻²⁴ (each product rounds at most once, each addition once, and
+//! FMA only removes roundings). The tests allow 1.01·K·u·Σ|a||b| per entry
+//! (plus 1e-30 for exact zeros); f16 inputs are exact in f32 and their
+//! products exact in f32 (11 + 11 significant bits), so the same bound holds
+//! for the widened path; tensor-core accumulation may truncate instead of
+//! rounding, so the cooperative-matrix path gets 2·K·u.
+
+mod common;
+
+use vkcompute::ops::{self, MatmulCaps, MatmulDtype, MatmulKernel, MatmulPlan, TileConfig};
+use vkcompute::{Buffer, Device, Error};
+
+/// Row-major f64 reference: (C, Σ|a||b| per entry).
+fn reference(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> (Vec<f64>, Vec<f64>) {
+    let mut c = vec![0f64; m * n];
+    let mut s = vec![0f64; m * n];
+    for i in 0..m {
+        for p in 0..k {
+            let x = f64::from(a[i * k + p]);
+            let row = &b[p * n..(p + 1) * n];
+            let (ci, si) = (&mut c[i * n..(i + 1) * n], &mut s[i * n..(i + 1) * n]);
+            for j in 0..n {
+                let y = f64::from(row[j]);
+                ci[j] += x * y;
+                si[j] += (x * y).abs();
+            }
+        }
+    }
+    (c, s)
+}
+
+/// Fails with the worst entry if any exceeds `factor`·K·u·Σ|a||b|.
+fn check(got: &[f32], a: &[f32], b: &[f32], (m, k, n): (usize, usize, usize), factor: f64) {
+    let (want, abs) = reference(a, b, m, k, n);
+    let u = f64::powi(2.0, -24);
+    let mut worst = (0.0f64, 0usize);
+    for idx in 0..m * n {
+        let err = (f64::from(got[idx]) - want[idx]).abs();
+        let bound = factor * k as f64 * u * abs[idx] + 1e-30;
+        let ratio = err / bound;
+        if ratio > worst.0 || ratio.is_nan() {
+            worst = (ratio, idx);
+        }
+    }
+    let (r, idx) = worst;
+    assert!(
+        r <= 1.0,
+        "{m}×{k}×{n}: C[{}][{}] = {} but f64 says {} (error {:.3}× the bound)",
+        idx / n,
+        idx % n,
+        got[idx],
+        want[idx],
+        r
+    );
+}
+
+fn inputs(seed: u64, m: usize, k: usize, n: usize) -> (Vec<f32>, Vec<f32>) {
+    let mut rng = common::Rng::new(seed);
+    (rng.vec_f32(m * k), rng.vec_f32(k * n))
+}
+
+fn run_f32(
+    gpu: &Device,
+    m: u32,
+    k: u32,
+    n: u32,
+    plan: Option<MatmulPlan>,
+) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+    let (a, b) = inputs(
+        u64::from(m * 31 + k * 7 + n),
+        m as usize,
+        k as usize,
+        n as usize,
+    );
+    let (ga, gb) = (gpu.upload(&a).unwrap(), gpu.upload(&b).unwrap());
+    let gc = gpu.alloc::<f32>((m * n) as usize).unwrap();
+    let mut batch = gpu.batch().unwrap();
+    match plan {
+        None => ops::matmul(&mut batch, &ga, &gb, &gc, m, k, n).unwrap(),
+        Some(p) => ops::matmul::matmul_with_plan(&mut batch, &ga, &gb, &gc, m, k, n, p).unwrap(),
+    }
+    batch.submit().unwrap();
+    (gc.download().unwrap(), a, b)
+}
+
+#[test]
+fn every_shape_matches_the_cpu() {
+    let gpu = common::gpu();
+    let caps = MatmulCaps::of(gpu.info());
+    for (m, k, n) in [
+        (1, 300, 200), // 1×K: the M = 1 GEMV kernel
+        (200, 300, 1), // K×1: the N = 1 GEMV kernel
+        (1, 1, 1),
+        (127, 255, 63),   // nothing a tile multiple
+        (37, 1, 53),      // K = 1
+        (64, 8, 64),      // exactly one small tile
+        (513, 1025, 257), // many edge blocks and a K tail
+    ] {
+        let plan = ops::choose_matmul(m, k, n, MatmulDtype::F32, &caps);
+        if m == 1 && n != 1 {
+            assert_eq!(plan.kernel, MatmulKernel::VecMat);
+        }
+        if n == 1 {
+            let want = if k % 4 == 0 {
+                MatmulKernel::MatVec4
+            } else {
+                MatmulKernel::MatVec
+            };
+            assert_eq!(plan.kernel, want);
+        }
+        let (c, a, b) = run_f32(&gpu, m, k, n, None);
+        check(&c, &a, &b, (m as usize, k as usize, n as usize), 1.01);
+    }
+    common::assert_clean(&gpu);
+}
+
+#[test]
+fn each_tile_is_right_inside_and_at_the_edges() {
+    let gpu = common::gpu();
+    for tile in [TileConfig::LARGE, TileConfig::SMALL, TileConfig::NARROW] {
+        let plan = MatmulPlan {
+            kernel: MatmulKernel::Tiled(tile),
+            widen_f16: false,
+        };
+        // Whole blocks only (the unguarded path), then every edge at once.
+        for (m, k, n) in [(256, 16, 256), (130, 33, 259)] {
+            let (c, a, b) = run_f32(&gpu, m, k, n, Some(plan));
+            check(&c, &a, &b, (m as usize, k as usize, n as usize), 1.01);
+        }
+    }
+    common::assert_clean(&gpu);
+}
+
+#[test]
+fn a_chain_of_matmuls_in_one_batch() {
+    // D = (A·B)·E with a barrier between: the second reads what the first wrote.
+    let gpu = common::gpu();
+    let (m, k, n, p) = (33usize, 20usize, 17usize, 9usize);
+    let (a, b) = inputs(5, m, k, n);
+    let e = common::Rng::new(6).vec_f32(n * p);
+    let ga = gpu.upload(&a).unwrap();
+    let gb = gpu.upload(&b).unwrap();
+    let ge = gpu.upload(&e).unwrap();
+    let gc = gpu.alloc::<f32>(m * n).unwrap();
+    let gd = gpu.alloc::<f32>(m * p).unwrap();
+    let mut batch = gpu.batch().unwrap();
+    ops::matmul(&mut batch, &ga, &gb, &gc, m as u32, k as u32, n as u32).unwrap();
+    batch.barrier();
+    ops::matmul(&mut batch, &gc, &ge, &gd, m as u32, n as u32, p as u32).unwrap();
+    batch.submit().unwrap();
+    let c = gc.download().unwrap();
+    check(&c, &a, &b, (m, k, n), 1.01);
+    check(&gd.download().unwrap(), &c, &e, (m, n, p), 1.01);
+    common::assert_clean(&gpu);
+}
+
+fn shape_err(r: vkcompute::Result<()>, needle: &str) {
+    match r {
+        Err(Error::MatmulShape { detail, .. }) => {
+            assert!(detail.contains(needle), "{detail:?} lacks {needle:?}")
+        }
+        other => panic!("expected MatmulShape ({needle}), got {other:?}"),
+    }
+}
+
+#[test]
+fn bad_shapes_are_typed_errors() {
+    let gpu = common::gpu();
+    let buf = |len: usize| gpu.alloc::<f32>(len).unwrap();
+    let (a, b, c) = (buf(6), buf(11), buf(8));
+    let mut batch = gpu.batch().unwrap();
+    shape_err(ops::matmul(&mut batch, &a, &b, &c, 2, 3, 4), "B holds 11");
+    shape_err(ops::matmul(&mut batch, &a, &b, &c, 0, 3, 4), "at least 1");
+    shape_err(ops::matmul(&mut batch, &a, &b, &c, 2, 0, 4), "at least 1");
+    shape_err(ops::matmul(&mut batch, &a, &b, &c, 2, 3, 0), "at least 1");
+    let b12 = buf(12);
+    shape_err(
+        ops::matmul(&mut batch, &b12, &b12, &c, 2, 3, 4),
+        "A holds 12",
+    );
+    let (a6, c9) = (buf(6), buf(9));
+    shape_err(
+        ops::matmul(&mut batch, &a6, &b12, &c9, 2, 3, 4),
+        "C holds 9",
+    );
+    // C may not be A or B.
+    let sq = buf(4);
+    shape_err(
+        ops::matmul(&mut batch, &sq, &sq, &sq, 2, 2, 2),
+        "same buffer",
+    );
+    // Over the 32-bit index range, before any length is compared.
+    shape_err(
+        ops::matmul(&mut batch, &a, &b, &c, 70_000, 70_000, 1),
+        "32-bit index limit",
+    );
+    // A plan that does not fit the inputs or the kernel.
+    let (a2, b3, c6) = (buf(2), buf(3), buf(6));
+    let f16_plan = MatmulPlan {
+        kernel: MatmulKernel::CoopMatF16(ops::CoopTile::DEFAULT),
+        widen_f16: false,
+    };
+    shape_err(
+        ops::matmul::matmul_with_plan(&mut batch, &a2, &b3, &c6, 2, 1, 3, f16_plan),
+        "f16",
+    );
+    let matvec = MatmulPlan {
+        kernel: MatmulKernel::MatVec,
+        widen_f16: false,
+    };
+    shape_err(
+        ops::matmul::matmul_with_plan(&mut batch, &a2, &b3, &c6, 2, 1, 3, matvec),
+        "N = 1",
+    );
+    let bad_tile = MatmulPlan {
+        kernel: MatmulKernel::Tiled(TileConfig {
+            tm: 6,
+            ..TileConfig::LARGE
+        }),
+        widen_f16: false,
+    };
+    shape_err(
+        ops::matmul::matmul_with_plan(&mut batch, &a2, &b3, &c6, 2, 1, 3, bad_tile),
+        "layout rules",
+    );
+    // A grid past maxComputeWorkGroupCount in x (64-column blocks).
+    let limit = gpu.info().max_workgroup_count[0];
+    let n = u64::from(limit) * 64 + 1;
+    if n * 4 * 2 <= 1 << 28 {
+        let n = n as u32;
+        let (a, b, c) = (buf(2), buf(n as usize), buf(2 * n as usize));
+        let plan = MatmulPlan {
+            kernel: MatmulKernel::Tiled(TileConfig::SMALL),
+            widen_f16: false,
+        };
+        shape_err(
+            ops::matmul::matmul_with_plan(&mut batch, &a, &b, &c, 2, 1, n, plan),
+            "maxComputeWorkGroupCount",
+        );
+    } else {
+        common::skipped(format!(
+            "grid-limit error: maxComputeWorkGroupCount[0] = {limit} needs too large a buffer"
+        ));
+    }
+    assert!(batch.is_empty(), "a refused matmul recorded nothing");
+    drop(batch);
+    common::assert_clean(&gpu);
+}
+
+/// The bits of an f16 equal to `x`, for values f16 holds exactly (normal
+/// or zero).
+fn f16_bits(x: f32) -> u16 {
+    if x == 0.0 {
+        return 0;
+    }
+    let bits = x.to_bits();
+    let sign = ((bits >> 16) & 0x8000) as u16;
+    let exp = ((bits >> 23) & 0xff) as i32 - 127 + 15;
+    assert!((1..31).contains(&exp), "{x} is not a normal f16");
+    assert_eq!(bits & 0x1fff, 0, "{x} is not exact in f16");
+    sign | ((exp as u16) << 10) | ((bits >> 13) & 0x3ff) as u16
+}
+
+fn f16_matmul(gpu: &Device, m: u32, k: u32, n: u32, factor: f64, plan: Option<MatmulPlan>) {
+    // Multiples of 1/64 in [-1, 1): exact in f16.
+    let mut rng = common::Rng::new(u64::from(m + k + n));
+    let mut gen = |len: u32| -> Vec<f32> {
+        (0..len)
+            .map(|_| (rng.below(128) as f32 - 64.0) / 64.0)
+            .collect()
+    };
+    let (a, b) = (gen(m * k), gen(k * n));
+    let bits = |v: &[f32]| -> Vec<u16> { v.iter().map(|&x| f16_bits(x)).collect() };
+    let ga: Buffer<u16> = gpu.upload(&bits(&a)).unwrap();
+    let gb: Buffer<u16> = gpu.upload(&bits(&b)).unwrap();
+    let gc = gpu.alloc::<f32>((m * n) as usize).unwrap();
+    let mut batch = gpu.batch().unwrap();
+    match plan {
+        None => ops::matmul_f16(&mut batch, &ga, &gb, &gc, m, k, n).unwrap(),
+        Some(p) => {
+            ops::matmul::matmul_f16_with_plan(&mut batch, &ga, &gb, &gc, m, k, n, p).unwrap()
+        }
+    }
+    batch.submit().unwrap();
+    check(
+        &gc.download().unwrap(),
+        &a,
+        &b,
+        (m as usize, k as usize, n as usize),
+        factor,
+    );
+}
+
+#[test]
+fn f16_inputs_widened_to_f32() {
+    let gpu = common::gpu();
+    if !gpu.info().storage_buffer16 {
+        common::skipped(format!(
+            "f16 matmul: {} lacks storageBuffer16BitAccess",
+            gpu.info().name
+        ));
+        return;
+    }
+    let caps = MatmulCaps::of(gpu.info());
+    // K not a multiple of 8: never the cooperative-matrix kernel.
+    for (m, k, n) in [(127, 255, 63), (1, 33, 20), (20, 33, 1)] {
+        assert!(ops::choose_matmul(m, k, n, MatmulDtype::F16, &caps).widen_f16);
+        f16_matmul(&gpu, m, k, n, 1.01, None);
+    }
+    let mut batch = gpu.batch().unwrap();
+    let h = gpu.alloc::<u16>(6).unwrap();
+    let c4 = gpu.alloc::<f32>(4).unwrap();
+    let f32_plan = MatmulPlan {
+        kernel: MatmulKernel::Tiled(TileConfig::SMALL),
+        widen_f16: false,
+    };
+    shape_err(
+        ops::matmul::matmul_f16_with_plan(&mut batch, &h, &h, &c4, 2, 3, 2, f32_plan),
+        "f32 inputs",
+    );
+    // K = 3: never a cooperative-matrix shape.
+    let coop = MatmulPlan {
+        kernel: MatmulKernel::CoopMatF16(ops::CoopTile::DEFAULT),
+        widen_f16: false,
+    };
+    shape_err(
+        ops::matmul::matmul_f16_with_plan(&mut batch, &h, &h, &c4, 2, 3, 2, coop),
+        "does not apply",
+    );
+    let c = gpu.alloc::<f32>(5).unwrap();
+    shape_err(
+        ops::matmul_f16(&mut batch, &h, &h, &c, 2, 3, 2),
+        "C holds 5",
+    );
+    drop(batch);
+    common::assert_clean(&gpu);
+}
+
+#[test]
+fn f16_on_cooperative_matrices() {
+    let gpu = common::gpu();
+    let caps = MatmulCaps::of(gpu.info());
+    let plan = ops::choose_matmul(256, 128, 256, MatmulDtype::F16, &caps);
+    if !matches!(plan.kernel, MatmulKernel::CoopMatF16(_)) {
+        common::skipped(format!(
+            "cooperative-matrix matmul: {} has no usable 16×16×16 f16 shape \
+             (NV shapes: {:?})",
+            gpu.info().name,
+            gpu.info().cooperative_matrix_nv_shapes
+        ));
+        return;
+    }
+    // Whole blocks, then edges in M and N (K, N multiples of 8).
+    for (m, k, n) in [(256, 128, 256), (200, 72, 136), (17, 8, 24)] {
+        f16_matmul(&gpu, m, k, n, 2.0, None);
+    }
+    for tile in [ops::CoopTile::WIDE, ops::CoopTile::TALL] {
+        let plan = MatmulPlan {
+            kernel: MatmulKernel::CoopMatF16(tile),
+            widen_f16: false,
+        };
+        for (m, k, n) in [(256, 64, 256), (300, 40, 264)] {
+            f16_matmul(&gpu, m, k, n, 2.0, Some(plan));
+        }
+    }
+    common::assert_clean(&gpu);
+}
+
+#[test]
+fn choose_matmul_per_shape_and_adapter() {
+    // Pure: no device. An H200-like adapter and a lavapipe-like one.
+    let h200 = MatmulCaps {
+        subgroup_size: 32,
+        max_shared_memory: 49152,
+        max_workgroup_invocations: 1024,
+        compute_units: 132,
+        coopmat_f16: true,
+    };
+    let cpu = MatmulCaps {
+        subgroup_size: 8,
+        max_shared_memory: 32768,
+        max_workgroup_invocations: 1024,
+        compute_units: 0,
+        coopmat_f16: false,
+    };
+    let f32_kernel =
+        |m, k, n, caps: &MatmulCaps| ops::choose_matmul(m, k, n, MatmulDtype::F32, caps).kernel;
+    assert_eq!(
+        f32_kernel(8192, 8192, 8192, &h200),
+        MatmulKernel::Tiled(TileConfig::LARGE)
+    );
+    assert_eq!(
+        f32_kernel(4097, 4097, 4097, &h200),
+        MatmulKernel::Tiled(TileConfig::LARGE)
+    );
+    assert_eq!(
+        f32_kernel(127, 255, 63, &h200),
+        MatmulKernel::Tiled(TileConfig::SMALL)
+    );
+    assert_eq!(f32_kernel(8192, 8192, 1, &h200), MatmulKernel::MatVec4);
+    assert_eq!(f32_kernel(8192, 8191, 1, &cpu), MatmulKernel::MatVec);
+    assert_eq!(f32_kernel(1, 4096, 4096, &cpu), MatmulKernel::VecMat);
+    let f16 = |m, k, n, caps: &MatmulCaps| ops::choose_matmul(m, k, n, MatmulDtype::F16, caps);
+    assert_eq!(
+        f16(8192, 8192, 8192, &h200).kernel,
+        MatmulKernel::CoopMatF16(ops::CoopTile::DEFAULT)
+    );
+    let widened = f16(8192, 8192, 8192, &cpu);
+    assert!(widened.widen_f16);
+    assert_eq!(widened.kernel, MatmulKernel::Tiled(TileConfig::LARGE));
+    assert!(f16(4096, 4095, 4096, &h200).widen_f16);
+}
