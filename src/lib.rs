@@ -177,15 +177,13 @@ mod interop;
 // Streams and ordering: streams, host-signalled events.
 mod event;
 mod stream;
-pub use event::{Event, MAX_EVENT_STEP};
+pub use event::{Event, EventWait, MAX_EVENT_STEP};
 pub use stream::Stream;
 // Execution model: ticket futures and async transfers.
 mod async_transfer;
-mod host_timeline;
 mod ticket_future;
 mod waiter;
 pub use async_transfer::Download;
-pub use host_timeline::{HostTimeline, HostTimelineWait};
 pub use ticket_future::TicketWait;
 
 pub use adapter::{AdapterInfo, AdapterType};
