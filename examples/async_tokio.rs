@@ -3,11 +3,11 @@
 //! 1. Under tokio: 1,000 tasks await tickets of real batches (checked
 //!    results), and a deadline resolves a ticket gated on the host.
 //! 2. Wake-up latency, from a semaphore signal done on the host
-//!    (`HostTimeline::signal`, timed just before the call) to the waker
+//!    (`Event::set`, timed just before the call) to the waker
 //!    running (it stamps the time): the waiter thread alone
-//!    (`HostTimeline::wait_async`), and a ticket whose empty submission waits
-//!    for the host value (`HostTimeline::gate`; adds the GPU queue's own
-//!    signal). Also from the signal to a tokio task resuming. p50/p90/p99.
+//!    (`Event::wait_async`), and a ticket whose empty submission waits
+//!    for the host value (an empty batch with `Batch::wait_event`; adds the
+//!    GPU queue's own signal). Also from the signal to a tokio task resuming. p50/p90/p99.
 //! 3. The waiter thread's CPU use while idle with one pending future, from
 //!    `/proc/self/task/<tid>/schedstat` (ns on CPU) over 1 s.
 //!
@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
-use vkcompute::{Device, Error, HostTimeline};
+use vkcompute::{Device, Error, Event, Ticket};
 
 const INC: &str = r#"
 #version 450
@@ -94,9 +94,17 @@ impl Dist {
     }
 }
 
+/// A ticket of an empty batch that waits on the GPU for `event` to reach
+/// `value`: complete once the host set it.
+fn gate(gpu: &Device, event: &Event, value: u64) -> vkcompute::Result<Ticket> {
+    let mut b = gpu.batch()?;
+    b.wait_event(event, value)?;
+    b.submit_async()
+}
+
 /// Signal → waker, `rounds` times. `make` gives the future for value `v`
 /// (polled once before the signal, so it is registered with the waiter).
-fn wake_latency<F, M>(tl: &HostTimeline, start: u64, rounds: u64, mut make: M) -> Vec<f64>
+fn wake_latency<F, M>(tl: &Event, start: u64, rounds: u64, mut make: M) -> Vec<f64>
 where
     F: Future<Output = vkcompute::Result<()>>,
     M: FnMut(u64) -> F,
@@ -117,7 +125,7 @@ where
         // Let the waiter block in the driver, as it does in real use.
         std::thread::sleep(Duration::from_micros(300));
         let t0 = Instant::now();
-        tl.signal(v).expect("signal");
+        tl.set(v).expect("signal");
         let woke = loop {
             if let Some(t) = *stamp.at.lock().unwrap() {
                 break t;
@@ -224,17 +232,17 @@ fn main() -> vkcompute::Result<()> {
         "counter {:?}",
         &c[..4]
     );
-    let gate_tl = gpu.host_timeline()?;
-    let gated = gate_tl.gate(1)?;
+    let gate_tl = gpu.event()?;
+    let gated = gate(&gpu, &gate_tl, 1)?;
     let r = rt.block_on(gated.with_deadline(Duration::from_millis(20)));
     assert!(matches!(r, Err(Error::Timeout { .. })), "{r:?}");
-    gate_tl.signal(1)?;
+    gate_tl.set(1)?;
     rt.block_on(gated)?;
     println!("tokio: {tasks} tasks awaited their tickets (results checked); a gated ticket timed out, then completed");
 
     // 2. Wake-up latency.
     let rounds: u64 = if quick { 50 } else { 2000 };
-    let tl = gpu.host_timeline()?;
+    let tl = gpu.event()?;
     let mut v = 0u64;
     // Warm-up (starts the waiter thread).
     let _ = wake_latency(&tl, v + 1, 20, |x| tl.wait_async(x));
@@ -245,7 +253,7 @@ fn main() -> vkcompute::Result<()> {
     };
     v += rounds;
     let tickets: Vec<_> = (v + 1..v + 1 + rounds)
-        .map(|x| tl.gate(x))
+        .map(|x| gate(&gpu, &tl, x))
         .collect::<vkcompute::Result<_>>()?;
     let ticket = Dist {
         name: "host signal → waker (gated ticket)",
@@ -266,7 +274,7 @@ fn main() -> vkcompute::Result<()> {
         // The task polls (and registers) well before the signal.
         std::thread::sleep(Duration::from_micros(300));
         let t0 = Instant::now();
-        shared.signal(x)?;
+        shared.set(x)?;
         let resumed = rt.block_on(task).expect("task")?;
         tokio_us.push(resumed.saturating_duration_since(t0).as_secs_f64() * 1e6);
     }
@@ -304,7 +312,7 @@ fn main() -> vkcompute::Result<()> {
         std::thread::sleep(Duration::from_secs(1));
         let after = tid.as_deref().and_then(thread_cpu);
         let wall = t0.elapsed();
-        tl.signal(v + 1)?;
+        tl.set(v + 1)?;
         while stamp.at.lock().unwrap().is_none() {
             std::thread::park_timeout(Duration::from_millis(100));
         }

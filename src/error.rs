@@ -448,18 +448,6 @@ pub enum Error {
         request: u64,
     },
 
-    /// A host timeline was signalled with a value not above its current
-    /// one, or further above it than the adapter allows.
-    #[error("host timeline signal to {value} refused: its value is {current} and a signal must be above it by at most {max_difference} (the least maxTimelineSemaphoreValueDifference Vulkan guarantees)")]
-    TimelineValue {
-        /// The value asked for.
-        value: u64,
-        /// The timeline's value at the time.
-        current: u64,
-        /// The largest step allowed.
-        max_difference: u64,
-    },
-
     /// A helper thread (the futures' waiter) could not be started.
     #[error("{what} thread failed: {detail}")]
     Thread {

@@ -1,20 +1,33 @@
-//! Host-signalled events: a timeline semaphore the host sets and batches
-//! wait for on the GPU.
+//! Host-signalled events: a timeline semaphore the host sets, batches
+//! wait for on the GPU, and tasks await.
 //!
 //! An [`Event`] holds a value that only grows. [`Event::set`] (or
 //! [`Event::signal`], one step up) sets it from the host;
 //! [`Batch::wait_event`](crate::Batch::wait_event) makes a batch wait on the
 //! GPU until it reaches a value. Nothing blocks on the host.
+//! [`Event::wait_async`] / [`Event::with_deadline`] are futures of a value,
+//! woken by the device's waiter thread; [`Event::wait_timeout`] blocks.
+//!
+//! A ticket that depends on the host: an empty batch that only waits,
+//! `b.wait_event(&event, v)?; b.submit_async()?`, submits an empty
+//! submission carrying the wait, and its ticket completes once the event
+//! reaches `v` (and the stream's earlier work finished). Later batches on
+//! the same stream run after it.
 //!
 //! The semaphore lives until every submission that waited on it completed
-//! (it is parked like a dropped buffer). Dropping the last handle of an
-//! event that batches still wait for sets it to the largest value they wait
-//! for, so they run rather than wait forever (a wait nothing can end would
-//! also hang device teardown).
+//! (it is parked like a dropped buffer); an event a future has waited on
+//! keeps its semaphore until the device is dropped instead (the waiter
+//! thread may still be waiting on it), so create few of those. Dropping
+//! the last handle of an event that batches still wait for sets it to the
+//! largest value they wait for, so they run rather than wait forever (a
+//! wait nothing can end would also hang device teardown) — also after a
+//! device loss, since the device still has to go idle before it is
+//! destroyed.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
 use ash::vk;
 
@@ -22,6 +35,7 @@ use crate::device::{Device, DeviceInner, Garbage};
 use crate::error::{Error, Result};
 use crate::reclaim::LastUse;
 use crate::stats::Counter;
+use crate::ticket_future::poll_points;
 
 /// The largest step above an event's current value that a set or a wait
 /// may take: Vulkan's guaranteed minimum of
@@ -36,6 +50,9 @@ pub(crate) struct EventInner {
     waited: AtomicU64,
     /// The submissions that waited on it (when the semaphore may go).
     last_use: LastUse,
+    /// Whether a future registered a wait on it with the waiter thread
+    /// (which may then still wait on the semaphore after the future went).
+    awaited: AtomicBool,
     /// Held across read-check-signal, so two host sets cannot both pass
     /// the "above the current value" check with the same current value.
     host: Mutex<()>,
@@ -96,22 +113,32 @@ impl EventInner {
 impl Drop for EventInner {
     fn drop(&mut self) {
         let d = &self.dev;
-        if !d.sticky.is_lost() {
-            let waited = self.waited.load(Ordering::Acquire);
-            if let Ok(current) = self.current() {
-                if waited > current {
-                    // Release batches that would otherwise wait forever.
-                    let _ = self.signal(waited);
-                }
+        // Release batches that would otherwise wait forever. No sticky
+        // check: after a (simulated) loss the device still has to go idle
+        // before it is destroyed; on a real loss the counter read fails.
+        let waited = self.waited.load(Ordering::Acquire);
+        // SAFETY: `sem` is a live timeline semaphore of this device.
+        if let Ok(current) = unsafe { d.raw.get_semaphore_counter_value(self.sem) } {
+            // Waits are checked against the value when named, and the value
+            // only grows, so the step is always allowed; checked anyway.
+            if waited > current && waited - current <= MAX_EVENT_STEP {
+                let _ = self.signal(waited);
             }
         }
-        d.release(self.last_use.mark(), Garbage::Semaphore(self.sem));
+        if self.awaited.load(Ordering::Acquire) {
+            // The waiter thread may still list the semaphore: it is
+            // destroyed with the waiter, once the device is idle.
+            d.counters.add(Counter::Semaphores, -1);
+            d.waiter.adopt(self.sem);
+        } else {
+            d.release(self.last_use.mark(), Garbage::Semaphore(self.sem));
+        }
     }
 }
 
-/// A value the host sets and batches wait for on the GPU (a timeline
-/// semaphore). Starts at 0 and only grows. Cheap to clone (clones are the
-/// same event); `Send + Sync`.
+/// A value the host sets, batches wait for on the GPU and tasks await (a
+/// timeline semaphore). Starts at 0 and only grows. Cheap to clone (clones
+/// are the same event); `Send + Sync`.
 ///
 /// ```
 /// # fn main() -> vkcompute::Result<()> {
@@ -162,6 +189,7 @@ impl Device {
                 sem,
                 waited: AtomicU64::new(0),
                 last_use: LastUse::default(),
+                awaited: AtomicBool::new(false),
                 host: Mutex::new(()),
             }),
         })
@@ -232,9 +260,67 @@ impl Event {
             Err(r) => Err(d.sticky.fail("vkWaitSemaphores", r)),
         }
     }
+
+    /// A future that resolves once the event reaches `value` (`Ok(())`),
+    /// or to [`Error::DeviceLost`]. Needs no async runtime: the device's
+    /// waiter thread wakes the task.
+    pub fn wait_async(&self, value: u64) -> EventWait<'_> {
+        EventWait {
+            event: self,
+            value,
+            deadline: None,
+            started: Instant::now(),
+        }
+    }
+
+    /// [`Event::wait_async`] that resolves to [`Error::Timeout`] once
+    /// `timeout` has passed (counted from this call).
+    pub fn with_deadline(&self, value: u64, timeout: Duration) -> EventWait<'_> {
+        let started = Instant::now();
+        EventWait {
+            event: self,
+            value,
+            // A timeout too long to represent never expires.
+            deadline: started.checked_add(timeout),
+            started,
+        }
+    }
+}
+
+/// A future of an [`Event`] value (see [`Event::wait_async`]).
+/// `Send`, `Sync` and `Unpin`.
+#[must_use = "futures do nothing unless awaited or polled"]
+#[derive(Debug)]
+pub struct EventWait<'a> {
+    event: &'a Event,
+    value: u64,
+    deadline: Option<Instant>,
+    started: Instant,
+}
+
+impl std::future::Future for EventWait<'_> {
+    type Output = Result<()>;
+
+    fn poll(self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
+        let inner = &*self.event.inner;
+        let r = poll_points(
+            &inner.dev,
+            &[(inner.sem, self.value)],
+            self.deadline,
+            self.started,
+            cx,
+        );
+        if r.is_pending() {
+            // The waiter thread now lists the semaphore (the event cannot
+            // be dropped during this borrow, so setting it after is in time).
+            inner.awaited.store(true, Ordering::Release);
+        }
+        r
+    }
 }
 
 const _: () = {
-    const fn send_sync<T: Send + Sync>() {}
+    const fn send_sync<T: Send + Sync + Unpin>() {}
     send_sync::<Event>();
+    send_sync::<EventWait<'static>>();
 };

@@ -94,7 +94,10 @@
 //!   [`Ticket`] from any stream or queue, on the GPU, without blocking the
 //!   host or any other stream; [`Ticket::join`] and [`Ticket::join_all`]
 //!   combine tickets. [`Batch::wait_event`] makes a batch wait on the GPU
-//!   for a value the host sets later on an [`Event`].
+//!   for a value the host sets later on an [`Event`]; an empty batch that
+//!   only waits gives a ticket that completes once the host set the value.
+//!   On the host, [`Event::wait_async`] / [`Event::with_deadline`] are
+//!   futures of a value and [`Event::wait_timeout`] blocks.
 //! - **Buffers shared by streams (the automatic wait).** When a batch uses
 //!   a buffer that work on another stream or queue (the transfer queue
 //!   included) also uses, and nothing above orders the two, the batch's
@@ -183,15 +186,13 @@ mod interop;
 // Streams and ordering: streams, host-signalled events.
 mod event;
 mod stream;
-pub use event::{Event, MAX_EVENT_STEP};
+pub use event::{Event, EventWait, MAX_EVENT_STEP};
 pub use stream::Stream;
 // Execution model: ticket futures and async transfers.
 mod async_transfer;
-mod host_timeline;
 mod ticket_future;
 mod waiter;
 pub use async_transfer::Download;
-pub use host_timeline::{HostTimeline, HostTimelineWait};
 pub use ticket_future::TicketWait;
 
 // Launches split along x past maxComputeWorkGroupCount[0].

@@ -283,8 +283,9 @@ impl Shared {
 pub(crate) struct WaiterSlot {
     shared: OnceLock<Arc<Shared>>,
     thread: Mutex<Option<JoinHandle<()>>>,
-    /// Semaphores of [`HostTimeline`](crate::HostTimeline)s, destroyed
-    /// with the waiter (the thread may be waiting on any of them).
+    /// Semaphores of dropped [`Event`](crate::Event)s that futures waited
+    /// on, destroyed with the waiter (the thread may be waiting on any of
+    /// them).
     adopted: Mutex<Vec<vk::Semaphore>>,
 }
 

@@ -133,8 +133,10 @@ fn a_dropped_download_frees_its_staging_and_loss_reaches_downloads() {
     assert_eq!(s.staging_buffers, 0, "{s:?}");
     assert_eq!(s.deferred, 0, "{s:?}");
     // Device loss: a pending download and a new transfer report it.
-    let timeline = gpu.host_timeline().unwrap();
-    let gate = timeline.gate(1).unwrap();
+    let timeline = gpu.event().unwrap();
+    let mut gb = gpu.batch().unwrap();
+    gb.wait_event(&timeline, 1).unwrap();
+    let gate = gb.submit_async().unwrap();
     let k = gpu.kernel_glsl(TRIPLE_PLUS).unwrap();
     let mut b = gpu.batch().unwrap();
     b.run_with_push_constants(&k, &[&buf], data.len() as u32, &1u32.to_le_bytes())

@@ -1,6 +1,7 @@
 //! Host-signalled events: a batch waits on the GPU for a value the host
 //! sets later; the rules for values; many waits on one submission (none
-//! dropped); dropping an event that batches wait for.
+//! dropped); dropping an event that batches wait for, or that a dropped
+//! future waited on.
 
 mod common;
 use common::glsl::INC;
@@ -111,5 +112,36 @@ fn dropping_an_event_releases_the_batches_that_wait_for_it() {
     gpu.wait_idle().unwrap();
     let s = gpu.stats();
     assert_eq!(s.deferred, 0, "the event's semaphore was not released");
+    assert_clean(&gpu);
+}
+
+#[test]
+fn an_event_a_dropped_future_waited_on_can_be_dropped() {
+    use std::future::Future;
+    use std::task::{Context, Poll, Waker};
+    let gpu = gpu();
+    let ev = gpu.event().unwrap();
+    {
+        // Registered with the waiter thread, then dropped unresolved: the
+        // waiter still lists the semaphore.
+        let mut f = std::pin::pin!(ev.with_deadline(5, Duration::from_secs(600)));
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(f.as_mut().poll(&mut cx).is_pending());
+    }
+    drop(ev);
+    // The waiter keeps polling its wait set; the semaphore must outlive it.
+    std::thread::sleep(Duration::from_millis(30));
+    let k = gpu.kernel_glsl(INC).unwrap();
+    let x = gpu.upload(&vec![1u32; N]).unwrap();
+    let mut b = gpu.batch().unwrap();
+    b.run(&k, &[&x], N as u32).unwrap();
+    b.submit().unwrap();
+    assert_eq!(x.download().unwrap(), vec![2u32; N]);
+    // A fresh event still awaits to completion.
+    let ev = gpu.event().unwrap();
+    ev.set(2).unwrap();
+    let mut f = std::pin::pin!(ev.wait_async(2));
+    let mut cx = Context::from_waker(Waker::noop());
+    assert!(matches!(f.as_mut().poll(&mut cx), Poll::Ready(Ok(()))));
     assert_clean(&gpu);
 }

@@ -12,13 +12,21 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
-use vkcompute::{Device, Error, Ticket};
+use vkcompute::{Device, Error, Event, Ticket};
+
+/// The ticket of an empty batch that waits on the GPU for `event` to reach
+/// `value`: complete once the host set it (and earlier work finished).
+fn gate(gpu: &Device, event: &Event, value: u64) -> Ticket {
+    let mut b = gpu.batch().unwrap();
+    b.wait_event(event, value).unwrap();
+    b.submit_async().unwrap()
+}
 
 /// Fails the test on any validation message except the layer's own
 /// `UNASSIGNED-VkSemaphore-state-timeout`, which the Khronos layer on CI
 /// (Debian's) raises now and then for a submission that waits on a value
 /// the host signals later ("wait before signal", which Vulkan allows, and
-/// which `HostTimeline::gate` is): the message itself says "This is most
+/// which an empty batch gated by `Batch::wait_event` is): the message itself says "This is most
 /// likely a validation bug".
 fn assert_clean_but_gate_bug(gpu: &Device) {
     let msgs: Vec<String> = gpu
@@ -48,18 +56,13 @@ fn runtime() -> tokio::runtime::Runtime {
 
 /// `batches` tickets of dispatches that each add 1 to every element of a
 /// 64-element counter, all gated behind `gate` (nothing runs before the
-/// host signals value 1 on the returned timeline).
+/// host sets value 1 on the returned event).
 fn gated_tickets(
     gpu: &Device,
     batches: usize,
-) -> (
-    vkcompute::HostTimeline,
-    Ticket,
-    Vec<Ticket>,
-    vkcompute::Buffer<u32>,
-) {
-    let timeline = gpu.host_timeline().unwrap();
-    let gate = timeline.gate(1).unwrap();
+) -> (Event, Ticket, Vec<Ticket>, vkcompute::Buffer<u32>) {
+    let timeline = gpu.event().unwrap();
+    let gate = gate(gpu, &timeline, 1);
     let counter = gpu.alloc::<u32>(64).unwrap();
     let inc = gpu.kernel_glsl(INC).unwrap();
     let tickets = (0..batches)
@@ -120,8 +123,8 @@ fn ten_thousand_concurrent_futures_under_tokio() {
 #[test]
 fn a_deadline_resolves_a_ticket_that_never_completes() {
     let gpu = gpu();
-    let timeline = gpu.host_timeline().unwrap();
-    let ticket = timeline.gate(7).unwrap();
+    let timeline = gpu.event().unwrap();
+    let ticket = gate(&gpu, &timeline, 7);
     let rt = runtime();
     let t0 = Instant::now();
     let r = rt.block_on(ticket.with_deadline(Duration::from_millis(150)));
@@ -136,22 +139,22 @@ fn a_deadline_resolves_a_ticket_that_never_completes() {
         took < Duration::from_secs(5),
         "the deadline fired late: {took:?}"
     );
-    // The ticket stays valid; a host-side timeline wait times out the same way.
+    // The ticket stays valid; a host-side event wait times out the same way.
     assert!(!ticket.is_ready().unwrap());
     let r = rt.block_on(timeline.with_deadline(7, Duration::from_millis(20)));
     assert!(matches!(r, Err(Error::Timeout { .. })), "{r:?}");
-    // Signalling a value at or below the current one is refused.
-    timeline.signal(3).unwrap();
+    // Setting a value at or below the current one is refused.
+    timeline.set(3).unwrap();
     assert!(matches!(
-        timeline.signal(3),
-        Err(Error::TimelineValue {
+        timeline.set(3),
+        Err(Error::EventValue {
             value: 3,
             current: 3,
             ..
         })
     ));
     assert!(!ticket.is_ready().unwrap());
-    timeline.signal(7).unwrap();
+    timeline.set(7).unwrap();
     rt.block_on(timeline.wait_async(7)).unwrap();
     rt.block_on(ticket).unwrap();
     assert_clean_but_gate_bug(&gpu);
@@ -208,7 +211,7 @@ fn dropping_the_device_with_futures_pending_neither_hangs_nor_crashes() {
         let handles: Vec<_> = tickets.into_iter().map(|t| rt.spawn(t)).collect();
         drop(gpu);
         std::thread::sleep(Duration::from_millis(20));
-        timeline.signal(1).unwrap();
+        timeline.set(1).unwrap();
         rt.block_on(async {
             for h in handles {
                 h.await.expect("task").expect("future");
@@ -265,7 +268,7 @@ fn a_ticket_awaits_with_no_runtime() {
     let (timeline, gate, tickets, counter) = gated_tickets(&gpu, 3);
     let signaller = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(30));
-        timeline.signal(1).unwrap();
+        timeline.set(1).unwrap();
         timeline
     });
     for t in tickets {

@@ -142,7 +142,7 @@ fn a_graph_recorded_on_a_stream_launches_there() {
     // the launch after the batch.
     let mut b = s.batch().unwrap();
     b.fill(&x, 40).unwrap();
-    let _ = b.submit_async().unwrap();
+    drop(b.submit_async().unwrap());
     let t = graph.launch().unwrap();
     assert_eq!(t.queue_id(), s.queue_id());
     t.wait().unwrap();
@@ -244,11 +244,11 @@ fn a_launch_marks_its_buffers_on_its_queue() {
     }
     let graph = rec.finish().unwrap();
     // Host access after a launch on another stream waits for it.
-    let _ = graph.launch_on(&a).unwrap();
+    drop(graph.launch_on(&a).unwrap());
     assert_eq!(x.download().unwrap(), vec![4; 64]);
     // Another stream's batch reading the buffer waits for the launch (the
     // shared-buffer rule), with no ticket named.
-    let _ = graph.launch_on(&a).unwrap();
+    drop(graph.launch_on(&a).unwrap());
     let mut copy = b.batch().unwrap();
     copy.copy(&x, &y).unwrap();
     copy.submit().unwrap();
@@ -336,7 +336,7 @@ fn threads_launch_one_graph_on_their_own_streams() {
             let graph = &graph;
             sc.spawn(move || {
                 for _ in 0..per_thread {
-                    let _ = graph.launch_on(s).unwrap();
+                    drop(graph.launch_on(s).unwrap());
                 }
             });
         }
@@ -375,7 +375,7 @@ fn graphs_sharing_a_parameter_on_two_streams_each_read_their_value() {
         // pairing of graph and stream occurs.
         p.set(l);
         let s = if (l / 2) % 2 == 0 { &a } else { &b };
-        let _ = graphs[l as usize % 2].launch_on(s).unwrap();
+        drop(graphs[l as usize % 2].launch_on(s).unwrap());
     }
     p.set(u32::MAX);
     a.synchronize().unwrap();

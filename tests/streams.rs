@@ -264,7 +264,7 @@ fn host_and_transfer_queue_access_follow_stream_work() {
         // Stream work, then a host read with no wait in between: the copy
         // (on the transfer queue where there is one) waits on the GPU for
         // the stream's queue.
-        let _ = inc_batches(&s, &k, &x, 7);
+        drop(inc_batches(&s, &k, &x, 7));
         assert_eq!(x.download().unwrap(), vec![round + 7; 4096]);
         // A host write, then stream work that reads it.
         x.write(0, &vec![1000 + round; 4096]).unwrap();
@@ -272,7 +272,7 @@ fn host_and_transfer_queue_access_follow_stream_work() {
         let mut ty = gpu.batch().unwrap();
         ty.wait_for(&t).unwrap();
         ty.run(&k, &[&x], 4096).unwrap();
-        let _ = ty.submit_async().unwrap();
+        drop(ty.submit_async().unwrap());
         assert_eq!(x.download().unwrap(), vec![1002 + round; 4096]);
     }
     assert_clean(&gpu);
