@@ -62,6 +62,17 @@ pub(crate) enum Garbage {
     Semaphore(vk::Semaphore),
 }
 
+/// Shader features the megakernel template chooses between, as enabled.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct MegakernelFeatures {
+    /// VK_KHR_shader_clock with `shaderDeviceClock`.
+    pub device_clock: bool,
+    /// VK_KHR_shader_clock with `shaderSubgroupClock`.
+    pub subgroup_clock: bool,
+    /// `vulkanMemoryModel` and `vulkanMemoryModelDeviceScope`.
+    pub memory_model: bool,
+}
+
 /// The shared state behind every handle.
 pub(crate) struct DeviceInner {
     pub id: u64,
@@ -96,6 +107,8 @@ pub(crate) struct DeviceInner {
     pub timestamp_bits: u32,
     /// Families that share buffers (CONCURRENT sharing when two).
     pub families: Vec<u32>,
+    /// Device features the megakernel template uses, as enabled at creation.
+    pub megakernel_features: MegakernelFeatures,
     allocator: Mutex<ManuallyDrop<Allocator>>,
     garbage: Mutex<Deferred<Garbage>>,
     budget_used: AtomicU64,
@@ -293,6 +306,7 @@ impl DeviceInner {
             let mut q11 = vk::PhysicalDeviceVulkan11Features::default();
             let mut q12 = vk::PhysicalDeviceVulkan12Features::default();
             let mut q13 = vk::PhysicalDeviceVulkan13Features::default();
+            let mut qclock = vk::PhysicalDeviceShaderClockFeaturesKHR::default();
             let api13 = p.info.api_version >= (1, 3, 0);
             {
                 let mut chain = vk::PhysicalDeviceFeatures2::default()
@@ -300,6 +314,9 @@ impl DeviceInner {
                     .push_next(&mut q12);
                 if api13 {
                     chain = chain.push_next(&mut q13);
+                }
+                if p.info.shader_clock {
+                    chain = chain.push_next(&mut qclock);
                 }
                 instance
                     .raw
@@ -363,6 +380,19 @@ impl DeviceInner {
             if use_push {
                 extensions.push(probe::PUSH_DESCRIPTOR.as_ptr());
             }
+            let megakernel_features = MegakernelFeatures {
+                device_clock: qclock.shader_device_clock == vk::TRUE,
+                subgroup_clock: qclock.shader_subgroup_clock == vk::TRUE,
+                memory_model: q12.vulkan_memory_model == vk::TRUE
+                    && q12.vulkan_memory_model_device_scope == vk::TRUE,
+            };
+            let mut eclock = vk::PhysicalDeviceShaderClockFeaturesKHR::default()
+                .shader_device_clock(megakernel_features.device_clock)
+                .shader_subgroup_clock(megakernel_features.subgroup_clock);
+            let use_clock = megakernel_features.device_clock || megakernel_features.subgroup_clock;
+            if use_clock {
+                extensions.push(probe::SHADER_CLOCK.as_ptr());
+            }
             let mut info = vk::DeviceCreateInfo::default()
                 .queue_create_infos(&queue_infos)
                 .enabled_extension_names(&extensions)
@@ -371,6 +401,9 @@ impl DeviceInner {
                 .push_next(&mut e12);
             if api13 {
                 info = info.push_next(&mut e13);
+            }
+            if use_clock {
+                info = info.push_next(&mut eclock);
             }
             let t_dev = std::time::Instant::now();
             let raw = instance
@@ -506,6 +539,7 @@ impl DeviceInner {
                 timestamp_bits: p.plan.timestamp_bits,
                 buffer_device_address: bda,
                 families,
+                megakernel_features,
                 allocator: Mutex::new(ManuallyDrop::new(allocator)),
                 garbage: Mutex::new(Deferred::default()),
                 budget_used: AtomicU64::new(0),

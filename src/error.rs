@@ -306,6 +306,56 @@ pub enum Error {
         /// What was wrong.
         what: &'static str,
     },
+
+    /// A megakernel configuration or launch argument is invalid.
+    #[error("megakernel {field}: {detail}")]
+    MegakernelConfig {
+        /// The field (or pair of fields) at fault.
+        field: &'static str,
+        /// What was wrong, with the limit.
+        detail: String,
+    },
+
+    /// A megakernel task slot holds a state word that names no state.
+    #[error("megakernel task slot {index}: state word {word} is not a task state (0..=7)")]
+    InvalidTaskState {
+        /// Index of the slot in the task list.
+        index: usize,
+        /// The word found.
+        word: u32,
+    },
+
+    /// A task state change the task life cycle does not allow.
+    #[error("megakernel task {task}: {from} -> {to} is not a legal transition")]
+    IllegalTaskTransition {
+        /// The task's id.
+        task: u32,
+        /// Its state.
+        from: &'static str,
+        /// The state asked for.
+        to: &'static str,
+    },
+
+    /// A persistent grid larger than the adapter can keep resident at once
+    /// (it could deadlock or silently miscompute).
+    #[error("megakernel: {requested} workers asked, but only {cap} can be resident at once ({source_of_cap})")]
+    MegakernelResidency {
+        /// Workers asked for.
+        requested: u32,
+        /// The forward-progress cap.
+        cap: u32,
+        /// Where the cap came from.
+        source_of_cap: String,
+    },
+
+    /// Megakernel tasks ended Faulted (reported by the check call).
+    #[error("megakernel: {count} task(s) faulted: {tasks:?} (task id, fault code)")]
+    TasksFaulted {
+        /// How many tasks are Faulted.
+        count: usize,
+        /// (task id, fault code) of the first faulted tasks (at most 32).
+        tasks: Vec<(u32, u32)>,
+    },
 }
 
 impl Error {

@@ -116,6 +116,8 @@ mod error;
 mod glsl;
 mod instance;
 mod kernel;
+/// Persistent megakernel (task queue and device-wide steps).
+pub mod megakernel;
 mod memory;
 mod options;
 mod pipeline_cache;

@@ -12,7 +12,7 @@ use crate::error::{vk_error, Result};
 /// Device extensions vkcompute uses when present.
 pub(crate) const PUSH_DESCRIPTOR: &CStr = ash::khr::push_descriptor::NAME;
 const COOPERATIVE_MATRIX: &CStr = c"VK_KHR_cooperative_matrix";
-const SHADER_CLOCK: &CStr = c"VK_KHR_shader_clock";
+pub(crate) const SHADER_CLOCK: &CStr = c"VK_KHR_shader_clock";
 const NV_SM_BUILTINS: &CStr = c"VK_NV_shader_sm_builtins";
 const AMD_SHADER_CORE: &CStr = c"VK_AMD_shader_core_properties";
 

@@ -1,0 +1,520 @@
+//! The runner: a [`Megakernel`] is the template plus the user's GLSL, its
+//! task slots, control words, claim order and data buffer; each launch is
+//! one persistent dispatch.
+//!
+//! Buffers (set 0): 0 task slots ([`TaskWorkItem`]), 1 control words, 2 the
+//! claim order (task index + 1 per entry, 0 for an entry not yet written),
+//! 3 the user's `float` data. A launch reads the task states back, writes
+//! the claim order (schedulable tasks, higher priority first) and fresh
+//! control words, and records one dispatch. Every launch goes through
+//! [`Megakernel::submit`], the one place that hands work to a queue.
+
+use std::collections::HashMap;
+
+use bytemuck::Zeroable;
+
+use super::clock::{self, ClockCalibration};
+use super::config::{DeadlineSource, MegakernelConfig, MegakernelWorkloadHints};
+use super::progress::{
+    self, ResidencyCap, ResidencySource, PROBE_MAX_WORKERS, PROBE_REPEATS, PROBE_STEPS,
+};
+use super::report::{initial_control, MegakernelReport, CONTROL_WORDS};
+use super::source::{assemble, ClockKind, MegakernelMode, Variant};
+use super::task::{claim_order, fault, states_of, TaskState, TaskWorkItem};
+use crate::batch::Batch;
+use crate::buffer::Buffer;
+use crate::device::Device;
+use crate::error::{Error, Result};
+use crate::kernel::Kernel;
+use crate::ticket::Ticket;
+
+/// Environment variable forcing the barrier flavour: `1` acquire/release
+/// atomics under the Vulkan memory model, `0` atomics with
+/// `memoryBarrierBuffer`. Unset: the memory model where the device enables
+/// it, except on lavapipe (whose memory-model code gave stale reads in
+/// `notes/persistent-kernels.md`).
+pub const ENV_MEMORY_MODEL: &str = "VKCOMPUTE_MEGAKERNEL_MEMORY_MODEL";
+
+/// Push constants of the template (`MkParams`).
+#[derive(Debug, Clone, Copy, Default, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+struct Params {
+    order_cap: u32,
+    steps: u32,
+    spin_budget: u32,
+    iter_budget: u32,
+    budget_lo: u32,
+    budget_hi: u32,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct LastLaunch {
+    workers: u32,
+    scheduled: u32,
+    steps: u32,
+    clock: ClockKind,
+    calibration: Option<ClockCalibration>,
+}
+
+/// A persistent kernel: workers pull tasks from a device-side queue (task
+/// mode) or run dependent steps with a device-wide barrier (step mode).
+pub struct Megakernel {
+    gpu: Device,
+    mode: MegakernelMode,
+    user: String,
+    memory_model: bool,
+    kernels: HashMap<Variant, Kernel>,
+    tasks: Buffer<TaskWorkItem>,
+    control: Buffer<u32>,
+    order: Buffer<u32>,
+    data: Buffer<f32>,
+    last: Option<LastLaunch>,
+}
+
+impl std::fmt::Debug for Megakernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Megakernel")
+            .field("mode", &self.mode)
+            .field("tasks", &self.tasks.len())
+            .field("memory_model", &self.memory_model)
+            .finish()
+    }
+}
+
+fn choose_memory_model(gpu: &Device) -> bool {
+    let enabled = gpu.inner.megakernel_features.memory_model;
+    match std::env::var(ENV_MEMORY_MODEL).ok().as_deref() {
+        Some("0") => false,
+        Some("1") => enabled,
+        _ => enabled && gpu.info().driver_name != "llvmpipe",
+    }
+}
+
+impl Megakernel {
+    /// A task-mode megakernel over `tasks` and `data`. `user_glsl` defines
+    /// `MK_OP_COUNT` and `uint run_task(inout MkTask t, uint lane, uint
+    /// lanes)` (see `shaders/megakernel/worker.glsl`); it is compiled now
+    /// for `workload`'s workgroup size and deadline source.
+    ///
+    /// # Errors
+    /// [`Error::Glsl`] for code that does not compile, [`Error::ZeroLength`]
+    /// for no tasks, [`Error::InvalidTaskState`] for a bad state word.
+    pub fn tasks(
+        gpu: &Device,
+        user_glsl: &str,
+        workload: &MegakernelWorkloadHints,
+        tasks: &[TaskWorkItem],
+        data: &Buffer<f32>,
+    ) -> Result<Megakernel> {
+        states_of(tasks)?;
+        let tasks = gpu.upload(tasks)?;
+        Megakernel::build(gpu, MegakernelMode::Tasks, user_glsl, workload, tasks, data)
+    }
+
+    /// A step-mode megakernel over `data`. `user_glsl` defines `void
+    /// run_step(uint step, uint worker, uint workers, uint lane)`, run by
+    /// every invocation of every worker with a device-wide barrier after
+    /// each step.
+    ///
+    /// # Errors
+    /// [`Error::Glsl`] for code that does not compile.
+    pub fn steps(
+        gpu: &Device,
+        user_glsl: &str,
+        workload: &MegakernelWorkloadHints,
+        data: &Buffer<f32>,
+    ) -> Result<Megakernel> {
+        let tasks = gpu.upload(&[TaskWorkItem::zeroed()])?;
+        Megakernel::build(gpu, MegakernelMode::Steps, user_glsl, workload, tasks, data)
+    }
+
+    fn build(
+        gpu: &Device,
+        mode: MegakernelMode,
+        user: &str,
+        workload: &MegakernelWorkloadHints,
+        tasks: Buffer<TaskWorkItem>,
+        data: &Buffer<f32>,
+    ) -> Result<Megakernel> {
+        let mut mk = Megakernel {
+            gpu: gpu.clone(),
+            mode,
+            user: user.to_owned(),
+            memory_model: choose_memory_model(gpu),
+            kernels: HashMap::new(),
+            control: gpu.upload(&initial_control(0))?,
+            order: gpu.upload(&[0u32])?,
+            tasks,
+            data: data.clone(),
+            last: None,
+        };
+        let v = mk.variant(workload)?;
+        mk.kernel(v)?;
+        Ok(mk)
+    }
+
+    /// Whether this kernel's atomics use the Vulkan memory model.
+    pub fn uses_memory_model(&self) -> bool {
+        self.memory_model
+    }
+
+    /// The mode of this kernel.
+    pub fn mode(&self) -> MegakernelMode {
+        self.mode
+    }
+
+    /// The data buffer (binding 3).
+    pub fn data(&self) -> &Buffer<f32> {
+        &self.data
+    }
+
+    fn variant(&self, w: &MegakernelWorkloadHints) -> Result<Variant> {
+        let f = self.gpu.inner.megakernel_features;
+        let best = if f.device_clock {
+            ClockKind::DeviceClock
+        } else if f.subgroup_clock {
+            ClockKind::SubgroupClock
+        } else {
+            ClockKind::IterationBudget
+        };
+        let clock = match w.deadline {
+            DeadlineSource::Auto => best,
+            DeadlineSource::IterationBudget => ClockKind::IterationBudget,
+            DeadlineSource::ShaderClock if best == ClockKind::IterationBudget => {
+                return Err(Error::Unsupported {
+                    what: "VK_KHR_shader_clock (DeadlineSource::ShaderClock)",
+                    adapter: self.gpu.info().name.clone(),
+                })
+            }
+            DeadlineSource::ShaderClock => best,
+        };
+        Ok(Variant {
+            mode: self.mode,
+            local_size: w.workgroup_size,
+            clock,
+            memory_model: self.memory_model,
+        })
+    }
+
+    fn kernel(&mut self, v: Variant) -> Result<Kernel> {
+        if let Some(k) = self.kernels.get(&v) {
+            return Ok(k.clone());
+        }
+        let k = Kernel::builder(&self.gpu)
+            .glsl(&assemble(&self.user, v))
+            .label(match v.mode {
+                MegakernelMode::Tasks => "megakernel-tasks",
+                MegakernelMode::Steps => "megakernel-steps",
+            })
+            .build()?;
+        self.kernels.insert(v, k.clone());
+        Ok(k)
+    }
+
+    /// The forward-progress cap for `workgroup_size` invocations per worker
+    /// on this device (from the adapter, or probed once and cached).
+    ///
+    /// # Errors
+    /// As a launch, or [`Error::Unsupported`] when even one worker's step
+    /// barrier gave wrong results.
+    pub fn residency_cap(&self, workgroup_size: u32) -> Result<ResidencyCap> {
+        if let Some(c) = progress::residency_rule(self.gpu.info(), workgroup_size) {
+            return Ok(c);
+        }
+        let key = (self.gpu.id(), workgroup_size, self.memory_model);
+        progress::cached_cap(key, || probe(&self.gpu, workgroup_size))
+    }
+
+    fn check_residency(&self, config: &MegakernelConfig) -> Result<ResidencyCap> {
+        let cap = self.residency_cap(config.workload.workgroup_size)?;
+        if config.worker_count > cap.workers {
+            return Err(Error::MegakernelResidency {
+                requested: config.worker_count,
+                cap: cap.workers,
+                source_of_cap: cap.to_string(),
+            });
+        }
+        Ok(cap)
+    }
+
+    fn budget(&self, v: &Variant, config: &MegakernelConfig) -> Result<(Params, ClockCalibration)> {
+        let cal = clock::calibration(&self.gpu, v.clock)?;
+        let (lo, hi) = cal.budget_ticks(config.max_wall_time);
+        Ok((
+            Params {
+                spin_budget: config.workload.spin_budget,
+                iter_budget: cal.budget_iterations(config.max_wall_time),
+                budget_lo: lo,
+                budget_hi: hi,
+                ..Params::default()
+            },
+            cal,
+        ))
+    }
+
+    fn expect_mode(&self, mode: MegakernelMode) -> Result<()> {
+        if self.mode != mode {
+            return Err(Error::MegakernelConfig {
+                field: "mode",
+                detail: format!(
+                    "this megakernel was built for {:?}, not {mode:?}",
+                    self.mode
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// Launches the workers on the task queue: they claim schedulable
+    /// tasks (higher priority first), run them, re-queue the ones that
+    /// yield or requeue, and stop claiming once `max_wall_time` has passed.
+    /// Unfinished tasks stay schedulable for the next launch. Faulted tasks
+    /// do not fail the ticket: see [`Megakernel::check_faults`].
+    ///
+    /// # Errors
+    /// [`Error::MegakernelConfig`] for an invalid configuration,
+    /// [`Error::MegakernelResidency`] for more workers than the adapter
+    /// keeps resident, [`Error::InvalidTaskState`], or what recording and
+    /// submitting return ([`Error::DeviceLost`] among them).
+    pub fn launch(&mut self, config: &MegakernelConfig) -> Result<Ticket> {
+        self.expect_mode(MegakernelMode::Tasks)?;
+        config.validate()?;
+        let cap = self.check_residency(config)?;
+        let tasks = self.tasks.download()?;
+        let order = claim_order(&tasks)?;
+        let queued = order.len() as u32;
+        let info = self.gpu.info();
+        let rec = config
+            .launch_request(
+                queued,
+                info.max_workgroup_size[0],
+                info.max_workgroup_count[0],
+                info.max_workgroup_invocations,
+            )
+            .with_residency_cap(cap.workers)
+            .recommend()?;
+        let v = self.variant(&config.workload)?;
+        let kernel = self.kernel(v)?;
+        let (mut params, cal) = self.budget(&v, config)?;
+        let room = u64::from(queued) * (1 + u64::from(config.workload.max_requeues_per_task));
+        let order_cap = room.clamp(1, u64::from(u32::MAX / 2)) as u32;
+        params.order_cap = order_cap;
+        if (self.order.len() as u64) < u64::from(order_cap) {
+            self.order = self.gpu.alloc(order_cap as usize)?;
+        }
+        let mut words = vec![0u32; order_cap as usize];
+        for (slot, &t) in words.iter_mut().zip(&order) {
+            *slot = t + 1;
+        }
+        self.order.write(0, &words)?;
+        self.control.write(0, &initial_control(queued))?;
+        self.last = Some(LastLaunch {
+            workers: rec.workers,
+            scheduled: queued,
+            steps: 0,
+            clock: v.clock,
+            calibration: Some(cal),
+        });
+        let mut batch = self.gpu.batch()?;
+        if rec.workers > 0 {
+            batch.run_configured(
+                &kernel,
+                &[&self.tasks, &self.control, &self.order, &self.data],
+                rec.grid,
+                Some(bytemuck::bytes_of(&params)),
+            )?;
+        }
+        self.submit(batch)
+    }
+
+    /// Launches exactly `config.worker_count` workers for `steps` dependent
+    /// steps, with a device-wide barrier after each.
+    ///
+    /// # Errors
+    /// As [`Megakernel::launch`]; [`Error::MegakernelConfig`] when `steps ×
+    /// worker_count` does not fit in 32 bits (the barrier's counter).
+    pub fn launch_steps(&mut self, config: &MegakernelConfig, steps: u32) -> Result<Ticket> {
+        self.expect_mode(MegakernelMode::Steps)?;
+        config.validate()?;
+        self.check_residency(config)?;
+        self.launch_steps_unchecked(config, steps)
+    }
+
+    fn launch_steps_unchecked(&mut self, config: &MegakernelConfig, steps: u32) -> Result<Ticket> {
+        if steps.checked_mul(config.worker_count).is_none() {
+            return Err(Error::MegakernelConfig {
+                field: "steps × worker_count",
+                detail: format!(
+                    "{steps} × {} overflows the 32-bit barrier counter",
+                    config.worker_count
+                ),
+            });
+        }
+        let info = self.gpu.info();
+        let rec = config
+            .launch_request(
+                u32::MAX,
+                info.max_workgroup_size[0],
+                info.max_workgroup_count[0],
+                info.max_workgroup_invocations,
+            )
+            .recommend()?;
+        if rec.workers != config.worker_count {
+            return Err(Error::MegakernelConfig {
+                field: "worker_count",
+                detail: format!(
+                    "{} workers do not fit maxComputeWorkGroupCount[0] ({})",
+                    config.worker_count, info.max_workgroup_count[0]
+                ),
+            });
+        }
+        let v = self.variant(&config.workload)?;
+        let kernel = self.kernel(v)?;
+        let cal = if v.clock == ClockKind::IterationBudget {
+            None
+        } else {
+            Some(clock::calibration(&self.gpu, v.clock)?)
+        };
+        let params = Params {
+            steps,
+            spin_budget: config.workload.spin_budget,
+            ..Params::default()
+        };
+        self.control.write(0, &initial_control(0))?;
+        self.last = Some(LastLaunch {
+            workers: config.worker_count,
+            scheduled: 0,
+            steps,
+            clock: v.clock,
+            calibration: cal,
+        });
+        let mut batch = self.gpu.batch()?;
+        batch.run_configured(
+            &kernel,
+            &[&self.tasks, &self.control, &self.order, &self.data],
+            [config.worker_count, 1, 1],
+            Some(bytemuck::bytes_of(&params)),
+        )?;
+        self.submit(batch)
+    }
+
+    /// The one place a launch is handed to a queue (today the device's
+    /// compute queue, in order with other batches).
+    fn submit(&self, batch: Batch) -> Result<Ticket> {
+        batch.submit_async()
+    }
+
+    /// Counters of the last launch (waits for it).
+    ///
+    /// # Errors
+    /// What a download returns ([`Error::DeviceLost`] among them).
+    pub fn report(&self) -> Result<MegakernelReport> {
+        let words = self.control.download()?;
+        let (mut r, ticks) = MegakernelReport::from_words(&words[..CONTROL_WORDS.min(words.len())]);
+        if let Some(l) = self.last {
+            r.workers = l.workers;
+            r.scheduled = l.scheduled;
+            r.steps = l.steps;
+            r.clock = Some(l.clock);
+            r.device_elapsed = l.calibration.and_then(|c| c.ticks_to_duration(ticks));
+        }
+        Ok(r)
+    }
+
+    /// The task slots as they are now (waits for work using them).
+    ///
+    /// # Errors
+    /// What a download returns.
+    pub fn task_items(&self) -> Result<Vec<TaskWorkItem>> {
+        self.tasks.download()
+    }
+
+    /// Replaces the task slots (e.g. new work, or Paused tasks made Ready).
+    ///
+    /// # Errors
+    /// [`Error::InvalidTaskState`] for a bad state word, [`Error::ZeroLength`]
+    /// for no tasks, or what an upload returns.
+    pub fn set_tasks(&mut self, tasks: &[TaskWorkItem]) -> Result<()> {
+        self.expect_mode(MegakernelMode::Tasks)?;
+        states_of(tasks)?;
+        if tasks.len() == self.tasks.len() {
+            self.tasks.write(0, tasks)
+        } else {
+            self.tasks = self.gpu.upload(tasks)?;
+            Ok(())
+        }
+    }
+
+    /// `Ok` when no task is Faulted; otherwise [`Error::TasksFaulted`]
+    /// naming them (task id and fault code, see [`fault`]).
+    ///
+    /// # Errors
+    /// [`Error::TasksFaulted`], or what a download returns.
+    pub fn check_faults(&self) -> Result<()> {
+        let tasks = self.tasks.download()?;
+        let faulted: Vec<(u32, u32)> = tasks
+            .iter()
+            .filter(|t| t.state == TaskState::Faulted as u32)
+            .map(|t| (t.task_id, t.fault))
+            .collect();
+        if faulted.is_empty() {
+            return Ok(());
+        }
+        debug_assert!(faulted.iter().all(|f| f.1 != fault::NONE));
+        Err(Error::TasksFaulted {
+            count: faulted.len(),
+            tasks: faulted.into_iter().take(32).collect(),
+        })
+    }
+}
+
+/// Runs the step-barrier probe at 1, 2, 3, … workers (see
+/// [`progress`](super::progress)).
+fn probe(gpu: &Device, workgroup_size: u32) -> Result<ResidencyCap> {
+    let n = 2 * PROBE_MAX_WORKERS as usize;
+    let data = gpu.upload(&vec![0f32; n])?;
+    let hints = MegakernelWorkloadHints {
+        workgroup_size,
+        deadline: DeadlineSource::IterationBudget,
+        spin_budget: 1 << 20,
+        ..MegakernelWorkloadHints::default()
+    };
+    let mut mk = Megakernel::steps(gpu, progress::PROBE_GLSL, &hints, &data)?;
+    let mut runs = Vec::new();
+    for workers in 1..=PROBE_MAX_WORKERS {
+        let mut exact = true;
+        for _ in 0..PROBE_REPEATS {
+            data.write(0, &vec![0f32; n])?;
+            let config = MegakernelConfig {
+                worker_count: workers,
+                workload: hints,
+                ..MegakernelConfig::default()
+            };
+            mk.launch_steps_unchecked(&config, PROBE_STEPS)?.wait()?;
+            let r = mk.report()?;
+            let parity = (PROBE_STEPS & 1) as usize * workers as usize;
+            let finals = data.read_range(parity..parity + workers as usize)?;
+            exact &= progress::probe_run_exact(
+                r.user_counter,
+                r.spin_exhausted || r.loop_cut,
+                r.workers_finished,
+                workers,
+                &finals,
+                PROBE_STEPS,
+            );
+        }
+        log::info!("megakernel residency probe: {workers} workers exact: {exact}");
+        runs.push(exact);
+        if !exact {
+            break;
+        }
+    }
+    let workers = progress::cap_from_runs(&runs).ok_or_else(|| Error::Unsupported {
+        what: "a device-wide step barrier (one worker's probe gave wrong results)",
+        adapter: gpu.info().name.clone(),
+    })?;
+    Ok(ResidencyCap {
+        workers,
+        source: ResidencySource::Probed,
+    })
+}
