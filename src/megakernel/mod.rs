@@ -45,6 +45,7 @@ mod config;
 mod policy;
 mod progress;
 mod report;
+pub mod resident;
 mod runner;
 mod source;
 mod task;

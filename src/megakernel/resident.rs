@@ -1,0 +1,1045 @@
+//! Resident mode: the megakernel stays running on its own stream and the
+//! host pushes tasks into a host-visible ring while it runs, reading
+//! completions back from it, with no `vkQueueSubmit` per task.
+//!
+//! # The ring
+//! Two buffers, both persistently mapped:
+//! - the **request ring** (device-local host-visible memory where the
+//!   adapter has it, else host-visible): a stop word, the device's claim
+//!   counter and counters, each on its own 128-byte line, then
+//!   `ring_slots` slots of 16 words: a sequence word (ticket + 1 once the
+//!   task is published) and words 1..16 of a [`TaskWorkItem`];
+//! - the **completion words** (host-visible, host-cached where the adapter
+//!   has it, so the host polls its own cache): the exit reason and worker
+//!   counts, then 8 words per slot: sequence, state, fault, task id and the
+//!   four parameter words as the task's code left them (its results).
+//!
+//! A push takes the next ticket with a compare-and-swap on a host-side
+//! counter (lock-free; several threads may push at once), writes the task
+//! words, and publishes with a release store of the sequence word behind a
+//! full fence (mapped device memory is write-combined: x86 orders and
+//! flushes such stores only with a fence). A ticket's slot is reused only
+//! once the kernel has finished its previous occupant and that one's
+//! [`TaskHandle`] has been dropped, so no completion is overwritten unread;
+//! a push that finds it otherwise fails with [`Error::ResidentRingFull`].
+//!
+//! On the device, one invocation per worker looks at the slot of the claim
+//! counter with acquire atomics at device scope (MakeVisible under the
+//! Vulkan memory model; never a plain load in a spin,
+//! `notes/persistent-kernels.md`), claims the task with a compare-and-swap,
+//! hands it to its workgroup, runs the user's `run_task`, and publishes the
+//! completion with a release store (MakeAvailable).
+//!
+//! # Stopping
+//! Workers stop on the ring's stop word ([`ResidentMegakernel::stop`],
+//! `Drop`), when the wall-time budget ends, or after `idle_timeout` without
+//! a task, measured with the shader clock (calibrated against host time,
+//! [`ClockCalibration`](super::ClockCalibration)) or, without one, with an
+//! iteration budget. Every wait loop is also bounded. So a host that stops
+//! pushing never leaves the GPU spinning. A task published after the
+//! workers ended is not served: waiting on it reports
+//! [`Error::ResidentStopped`].
+//!
+//! # Forward progress and sharing the GPU
+//! Workers wait only for the host, never for each other, but the grid is
+//! still kept within the forward-progress cap ([`ResidencyCap`]) and is the
+//! share of the GPU the kernel occupies: batches on other streams (other
+//! `VkQueue`s) run beside it on the rest. On lavapipe every stream shares
+//! one queue, so other work waits until the kernel ends.
+
+use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use super::clock;
+use super::config::{DeadlineSource, MegakernelConfig, MegakernelWorkloadHints};
+use super::progress::{self, ResidencyCap, PROBE_MAX_WORKERS};
+use super::runner::{Megakernel, ENV_MEMORY_MODEL};
+use super::source::ClockKind;
+use super::task::{TaskState, TaskWorkItem};
+use crate::buffer::Buffer;
+use crate::device::Device;
+use crate::error::{Error, Result};
+use crate::kernel::Kernel;
+use crate::memory::Memory;
+use crate::stream::Stream;
+use crate::ticket::Ticket;
+
+/// The resident template (`shaders/megakernel/resident.glsl`).
+const TEMPLATE: &str = include_str!("../../shaders/megakernel/resident.glsl");
+const USER_MARK: &str = "//@@USER@@";
+
+/// Ring word: the host's stop request.
+pub(crate) const RING_STOP: usize = 0;
+/// Ring word: the next ticket the device claims.
+pub(crate) const RING_CLAIM: usize = 32;
+/// Ring words: tasks served (Done), faulted, the user's counter.
+pub(crate) const RING_SERVED: usize = 64;
+const RING_FAULTED: usize = 65;
+const RING_USER: usize = 66;
+/// Ring word where slot 0 begins; each slot is 16 words.
+pub(crate) const RING_SLOT_BASE: usize = 128;
+const SLOT_WORDS: usize = 16;
+/// Completion words: exit reason, workers finished, workers started.
+const DONE_EXIT: usize = 0;
+const DONE_WORKERS_DONE: usize = 1;
+const DONE_STARTED: usize = 2;
+/// Completion word where slot 0's record begins; each record is 8 words.
+pub(crate) const DONE_BASE: usize = 32;
+const DONE_WORDS: usize = 8;
+
+/// The most ring slots a resident kernel may have.
+pub const MAX_RING_SLOTS: u32 = 1 << 20;
+
+/// Words of the request ring and of the completion words for `slots`.
+pub(crate) fn ring_words(slots: u32) -> (usize, usize) {
+    (
+        RING_SLOT_BASE + slots as usize * SLOT_WORDS,
+        DONE_BASE + slots as usize * DONE_WORDS,
+    )
+}
+
+/// Whether ticket `ticket` may take its slot (pure): the first lap always;
+/// later, once the previous occupant's handle was dropped (`consumed`: the
+/// highest ticket + 1 released in the slot) and the device finished it
+/// (`done_seq`: the slot's completion sequence word).
+pub(crate) fn slot_free(ticket: u64, slots: u32, consumed: u64, done_seq: u32) -> bool {
+    let n = u64::from(slots);
+    if ticket < n {
+        return true;
+    }
+    let prev = ticket - n;
+    consumed > prev && done_seq == (prev + 1) as u32
+}
+
+/// Why a resident kernel ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitReason {
+    /// Still running (no worker has ended).
+    Running,
+    /// The host asked it to stop.
+    StopRequested,
+    /// The wall-time budget ran out.
+    WallTime,
+    /// No task arrived for `idle_timeout`.
+    Idle,
+    /// A loop bound ran out (on lavapipe: the driver's limit of 65,535 loop
+    /// iterations per invocation).
+    LoopBound,
+}
+
+impl ExitReason {
+    /// The reason a device word names (pure); unknown words are `LoopBound`.
+    pub fn from_word(w: u32) -> ExitReason {
+        match w {
+            0 => ExitReason::Running,
+            1 => ExitReason::StopRequested,
+            2 => ExitReason::WallTime,
+            3 => ExitReason::Idle,
+            _ => ExitReason::LoopBound,
+        }
+    }
+
+    /// Its name.
+    pub fn name(self) -> &'static str {
+        match self {
+            ExitReason::Running => "running",
+            ExitReason::StopRequested => "stop requested",
+            ExitReason::WallTime => "wall-time budget",
+            ExitReason::Idle => "idle",
+            ExitReason::LoopBound => "loop bound",
+        }
+    }
+}
+
+/// Configuration of a resident kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ResidentConfig {
+    /// Persistent workers: the share of the GPU the kernel occupies (at
+    /// most the forward-progress cap). Default 1.
+    pub worker_count: u32,
+    /// Invocations per worker (the lanes each task's code may use). Default 64.
+    pub workgroup_size: u32,
+    /// Ring slots: tasks in flight at once (a power of two, 2 to
+    /// [`MAX_RING_SLOTS`]). Default 1,024.
+    pub ring_slots: u32,
+    /// Workers end after this long without a task. Default 100 ms.
+    pub idle_timeout: Duration,
+    /// Workers end after this long in all (at most an hour). Default 10 s.
+    pub max_wall_time: Duration,
+    /// How the device measures time (shader clock, else iterations).
+    pub deadline: DeadlineSource,
+}
+
+impl Default for ResidentConfig {
+    fn default() -> Self {
+        ResidentConfig {
+            worker_count: 1,
+            workgroup_size: 64,
+            ring_slots: 1024,
+            idle_timeout: Duration::from_millis(100),
+            max_wall_time: Duration::from_secs(10),
+            deadline: DeadlineSource::Auto,
+        }
+    }
+}
+
+impl ResidentConfig {
+    /// The drain-mode configuration with the same workers, budget and lanes.
+    pub fn as_megakernel_config(&self) -> MegakernelConfig {
+        MegakernelConfig {
+            worker_count: self.worker_count,
+            max_wall_time: self.max_wall_time,
+            expected_items_per_worker: 0,
+            workload: MegakernelWorkloadHints {
+                workgroup_size: self.workgroup_size,
+                deadline: self.deadline,
+                ..MegakernelWorkloadHints::default()
+            },
+        }
+    }
+
+    /// Checks the configuration.
+    ///
+    /// # Errors
+    /// [`Error::MegakernelConfig`] naming the field: what
+    /// [`MegakernelConfig::validate`] refuses, ring slots that are not a
+    /// power of two in 2..=[`MAX_RING_SLOTS`], a zero idle timeout.
+    pub fn validate(&self) -> Result<()> {
+        self.as_megakernel_config().validate()?;
+        let s = self.ring_slots;
+        if !(2..=MAX_RING_SLOTS).contains(&s) || !s.is_power_of_two() {
+            return Err(Error::MegakernelConfig {
+                field: "ring_slots",
+                detail: format!("{s} is not a power of two from 2 to {MAX_RING_SLOTS}"),
+            });
+        }
+        if self.idle_timeout.is_zero() {
+            return Err(Error::MegakernelConfig {
+                field: "idle_timeout",
+                detail: "a zero idle timeout ends the workers before any task; give at least 1 µs"
+                    .into(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// A finished task, as the kernel left it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Completion {
+    /// The task's id.
+    pub task_id: u32,
+    /// [`TaskState::Done`] or [`TaskState::Faulted`].
+    pub state: TaskState,
+    /// Why it faulted ([`fault`](super::fault)), 0 otherwise.
+    pub fault: u32,
+    /// The parameter words as the task's code left them (its results).
+    pub params: [u32; 4],
+}
+
+/// What a resident kernel did, read after it ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ResidentStats {
+    /// Tasks pushed.
+    pub pushed: u64,
+    /// Tasks claimed by the device (served or faulted).
+    pub claimed: u32,
+    /// Tasks that ended Done.
+    pub served: u32,
+    /// Tasks that ended Faulted.
+    pub faulted: u32,
+    /// Sum of `mk_count_user` calls.
+    pub user_counter: u32,
+    /// Why the first worker ended.
+    pub exit: ExitReason,
+    /// Workers that started and that finished.
+    pub workers: (u32, u32),
+    /// How the device measured time.
+    pub clock: ClockKind,
+    /// Host time from launch to the end.
+    pub elapsed: Duration,
+    /// Launches after the first: generations started because every worker
+    /// ended at a loop bound (lavapipe's loop limit), never per task.
+    pub relaunches: u32,
+}
+
+/// The mapped words and the host-side producer state, shared by the kernel
+/// handle and every task handle.
+struct HostRing {
+    ring: *mut u32,
+    ring_len: usize,
+    done: *mut u32,
+    done_len: usize,
+    slots: u32,
+    next: AtomicU64,
+    consumed: Box<[AtomicU64]>,
+    stop_requested: AtomicBool,
+    /// Keep the mappings alive.
+    _buffers: (Buffer<u32>, Buffer<u32>),
+}
+
+// SAFETY: the pointers are persistent mappings of the two buffers the
+// struct owns; every access goes through `AtomicU32` views, so sharing
+// between threads is data-race free.
+unsafe impl Send for HostRing {}
+// SAFETY: as above.
+unsafe impl Sync for HostRing {}
+
+impl HostRing {
+    fn ring(&self, i: usize) -> &AtomicU32 {
+        assert!(i < self.ring_len, "ring word {i} of {}", self.ring_len);
+        // SAFETY: in bounds (checked), 4-byte aligned (mappings are), mapped
+        // for as long as `self` holds the buffer; the device accesses it only
+        // with atomics or after an acquire that orders these accesses.
+        unsafe { AtomicU32::from_ptr(self.ring.add(i)) }
+    }
+
+    fn done(&self, i: usize) -> &AtomicU32 {
+        assert!(
+            i < self.done_len,
+            "completion word {i} of {}",
+            self.done_len
+        );
+        // SAFETY: as in `ring`.
+        unsafe { AtomicU32::from_ptr(self.done.add(i)) }
+    }
+
+    fn slot(&self, ticket: u64) -> usize {
+        (ticket % u64::from(self.slots)) as usize
+    }
+
+    fn exit(&self) -> ExitReason {
+        ExitReason::from_word(self.done(DONE_EXIT).load(Ordering::Acquire))
+    }
+
+    /// The exit reason once every worker has ended: one that ended without
+    /// writing a reason had its loops cut by the driver.
+    fn ended(&self) -> ExitReason {
+        match self.exit() {
+            ExitReason::Running => ExitReason::LoopBound,
+            e => e,
+        }
+    }
+
+    fn completion(&self, ticket: u64) -> Option<Completion> {
+        let rec = DONE_BASE + self.slot(ticket) * DONE_WORDS;
+        if self.done(rec).load(Ordering::Acquire) != (ticket + 1) as u32 {
+            return None;
+        }
+        let w = |i: usize| self.done(rec + i).load(Ordering::Relaxed);
+        Some(Completion {
+            state: TaskState::from_word(w(1)).unwrap_or(TaskState::Faulted),
+            fault: w(2),
+            task_id: w(3),
+            params: [w(4), w(5), w(6), w(7)],
+        })
+    }
+
+    fn request_stop(&self) {
+        self.stop_requested.store(true, Ordering::Release);
+        self.ring(RING_STOP).store(1, Ordering::Release);
+        fence(Ordering::SeqCst); // flush write-combined stores to the device
+    }
+}
+
+/// A pushed task. Dropping it frees its ring slot for reuse once the
+/// kernel has finished the task.
+pub struct TaskHandle {
+    ticket: u64,
+    ring: Arc<HostRing>,
+}
+
+impl TaskHandle {
+    /// The task's ticket (its position in push order, from 0).
+    pub fn ticket(&self) -> u64 {
+        self.ticket
+    }
+}
+
+impl std::fmt::Debug for TaskHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TaskHandle")
+            .field("ticket", &self.ticket)
+            .finish()
+    }
+}
+
+impl Drop for TaskHandle {
+    fn drop(&mut self) {
+        let s = self.ring.slot(self.ticket);
+        self.ring.consumed[s].fetch_max(self.ticket + 1, Ordering::AcqRel);
+    }
+}
+
+/// The current launch and what a relaunch needs.
+struct Launch {
+    ticket: Ticket,
+    relaunches: u32,
+}
+
+/// A running resident megakernel (see the [module docs](self)).
+/// `Send + Sync`: any number of threads may push and wait at once.
+pub struct ResidentMegakernel {
+    ring: Arc<HostRing>,
+    launch: Mutex<Launch>,
+    ring_buf: Buffer<u32>,
+    done_buf: Buffer<u32>,
+    clock: ClockKind,
+    started: Instant,
+    stopped: bool,
+    kernel: Kernel,
+    data: Buffer<f32>,
+    stream: Stream,
+    config: ResidentConfig,
+    gpu: Device,
+}
+
+impl std::fmt::Debug for ResidentMegakernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResidentMegakernel")
+            .field("slots", &self.ring.slots)
+            .field("pushed", &self.ring.next.load(Ordering::Relaxed))
+            .field("clock", &self.clock)
+            .finish()
+    }
+}
+
+/// The whole kernel source (pure): defines, the template with the user's
+/// code at its marker.
+pub(crate) fn assemble(user: &str, local: u32, slots: u32, clock: ClockKind, mm: bool) -> String {
+    let clock = match clock {
+        ClockKind::IterationBudget => 0,
+        ClockKind::DeviceClock => 1,
+        ClockKind::SubgroupClock => 2,
+    };
+    let (head, tail) = TEMPLATE.split_once(USER_MARK).unwrap_or((TEMPLATE, ""));
+    let tail_line = head.lines().count() + 1;
+    format!(
+        "#version 450\n#define MKR_LOCAL_SIZE {local}\n#define MKR_SLOTS {slots}u\n\
+         #define MKR_CLOCK {clock}\n#define MKR_MEMORY_MODEL {}\n#line 1\n{head}\n#line 1\n{user}\n\
+         #line {tail_line}\n{tail}",
+        u32::from(mm)
+    )
+}
+
+fn memory_model(gpu: &Device) -> bool {
+    let enabled = gpu.inner.megakernel_features.memory_model;
+    match std::env::var(ENV_MEMORY_MODEL).ok().as_deref() {
+        Some("0") => false,
+        Some("1") => enabled,
+        _ => enabled && gpu.info().driver_name != "llvmpipe",
+    }
+}
+
+fn clock_kind(gpu: &Device, deadline: DeadlineSource) -> Result<ClockKind> {
+    let f = gpu.inner.megakernel_features;
+    let best = if f.device_clock {
+        ClockKind::DeviceClock
+    } else if f.subgroup_clock {
+        ClockKind::SubgroupClock
+    } else {
+        ClockKind::IterationBudget
+    };
+    match deadline {
+        DeadlineSource::Auto => Ok(best),
+        DeadlineSource::IterationBudget => Ok(ClockKind::IterationBudget),
+        DeadlineSource::ShaderClock if best == ClockKind::IterationBudget => {
+            Err(Error::Unsupported {
+                what: "VK_KHR_shader_clock (DeadlineSource::ShaderClock)",
+                adapter: gpu.info().name.clone(),
+            })
+        }
+        DeadlineSource::ShaderClock => Ok(best),
+    }
+}
+
+/// The forward-progress cap for `workgroup_size` on `gpu`: the adapter's
+/// rule, else the drain-mode megakernel's probe (cached per device).
+pub fn residency_cap(gpu: &Device, workgroup_size: u32) -> Result<ResidencyCap> {
+    if let Some(c) = progress::residency_rule(gpu.info(), workgroup_size) {
+        return Ok(c);
+    }
+    let data = gpu.upload(&vec![0f32; 2 * PROBE_MAX_WORKERS as usize])?;
+    let hints = MegakernelWorkloadHints {
+        workgroup_size,
+        deadline: DeadlineSource::IterationBudget,
+        ..MegakernelWorkloadHints::default()
+    };
+    Megakernel::steps(gpu, progress::PROBE_GLSL, &hints, &data)?.residency_cap(workgroup_size)
+}
+
+/// Push constants of the resident template (`MkrParams`).
+#[derive(Debug, Clone, Copy, Default, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+struct Params {
+    idle: [u32; 2],
+    wall: [u32; 2],
+    loop_budget: u32,
+    two: u32,
+}
+
+/// Environment variable overriding [`loop_budget`] (a number of loop
+/// iterations per worker and launch), for experiments with drivers that
+/// cut loops short.
+pub const ENV_LOOP_BUDGET: &str = "VKCOMPUTE_RESIDENT_LOOP_BUDGET";
+
+/// Loop iterations a worker may spend in one launch (pure): llvmpipe ends
+/// an invocation's loops after 65,535 iterations in all, silently, so
+/// workers there end a launch (and the host starts the next) well before;
+/// elsewhere there is no such limit.
+pub(crate) fn loop_budget(driver_name: &str) -> u32 {
+    if driver_name == "llvmpipe" {
+        48_000
+    } else {
+        u32::MAX
+    }
+}
+
+/// Refuses workers wider than one SIMD chunk on llvmpipe (pure): there a
+/// loop inside the waiting lane's branch also runs, masked off, in the
+/// worker's other chunks, which spend the driver's 65,535-iteration limit
+/// in a few dozen tasks and then leave the worker silently (measured: with
+/// 64 lanes, 7 of 8 chunks gone after about 35 tasks).
+pub(crate) fn check_lanes(driver_name: &str, workgroup_size: u32, subgroup: u32) -> Result<()> {
+    let chunk = subgroup.max(1);
+    if driver_name == "llvmpipe" && workgroup_size > chunk {
+        return Err(Error::MegakernelConfig {
+            field: "workgroup_size",
+            detail: format!(
+                "{workgroup_size} lanes: on llvmpipe a resident worker may be at most one SIMD chunk \
+                 ({chunk} lanes), or the driver's loop limit ends its other chunks part-way"
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// The fault code of a task during which the driver cut the worker's loops
+/// short (llvmpipe's loop limit; only when a task's own loops run more
+/// than about 64 iterations per lane): its results are not to be trusted.
+/// Its completion's `params[2]` holds the lanes that checked in after the
+/// task and `params[3]` twice the worker's tasks in the launch, plus 1 if a
+/// lane saw its loops cut.
+pub const FAULT_LOOP_CUT: u32 = 6;
+
+/// Looks per wait-loop iteration in the template (iteration budgets count
+/// loop iterations, the calibration counts looks).
+const LOOKS_PER_ITERATION: u32 = 8;
+
+fn budgets(
+    gpu: &Device,
+    clock: ClockKind,
+    config: &ResidentConfig,
+    wall: Duration,
+) -> Result<Params> {
+    let cal = clock::calibration(gpu, clock)?;
+    let words = |d: Duration| match clock {
+        ClockKind::IterationBudget => [(cal.budget_iterations(d) / LOOKS_PER_ITERATION).max(1), 0],
+        _ => {
+            let (lo, hi) = cal.budget_ticks(d);
+            [lo, hi]
+        }
+    };
+    Ok(Params {
+        idle: words(config.idle_timeout),
+        wall: words(wall),
+        loop_budget: std::env::var(ENV_LOOP_BUDGET)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| loop_budget(&gpu.info().driver_name)),
+        two: 2,
+    })
+}
+
+/// What one launch of the workers binds and runs.
+struct Workers<'a> {
+    gpu: &'a Device,
+    stream: &'a Stream,
+    kernel: &'a Kernel,
+    buffers: [&'a Buffer<u32>; 2],
+    data: &'a Buffer<f32>,
+    config: &'a ResidentConfig,
+    clock: ClockKind,
+}
+
+/// Records and submits one launch of the workers with `wall` of budget.
+fn submit(w: &Workers<'_>, wall: Duration) -> Result<Ticket> {
+    let params = budgets(w.gpu, w.clock, w.config, wall)?;
+    let mut batch = w.stream.batch()?;
+    batch.run_configured(
+        w.kernel,
+        &[w.buffers[0], w.buffers[1], w.data],
+        [w.config.worker_count, 1, 1],
+        Some(bytemuck::bytes_of(&params)),
+    )?;
+    batch.submit_async()
+}
+
+fn poisoned() -> Error {
+    Error::MegakernelConfig {
+        field: "resident launch lock",
+        detail: "a thread panicked while relaunching; stop and start again".into(),
+    }
+}
+
+fn mapped(buf: &Buffer<u32>, what: &'static str) -> Result<*mut u32> {
+    buf.inner
+        .mapped()
+        .map(|p| p.cast::<u32>().as_ptr())
+        .ok_or_else(|| Error::Unsupported {
+            what,
+            adapter: buf.inner.dev.info.name.clone(),
+        })
+}
+
+impl ResidentMegakernel {
+    /// Compiles the resident template with `user_glsl` (the drain-mode
+    /// megakernel's user code: `MK_OP_COUNT` and `uint run_task(inout
+    /// MkTask t, uint lane, uint lanes)` over `mk_data`, returning `MK_DONE`
+    /// or `MK_FAULTED`) and launches `config.worker_count` workers on
+    /// `stream`, where they stay until stopped, idle or out of time.
+    ///
+    /// # Errors
+    /// [`Error::MegakernelConfig`] for an invalid configuration,
+    /// [`Error::MegakernelResidency`] for more workers than the adapter
+    /// keeps resident, [`Error::Glsl`] for code that does not compile,
+    /// [`Error::Unsupported`] when the ring cannot be mapped, or what
+    /// recording and submitting return ([`Error::DeviceLost`] among them).
+    pub fn start(
+        gpu: &Device,
+        stream: &Stream,
+        user_glsl: &str,
+        data: &Buffer<f32>,
+        config: &ResidentConfig,
+    ) -> Result<ResidentMegakernel> {
+        config.validate()?;
+        let info = gpu.info();
+        check_lanes(&info.driver_name, config.workgroup_size, info.subgroup_size)?;
+        let cap = residency_cap(gpu, config.workgroup_size)?;
+        if config.worker_count > cap.workers {
+            return Err(Error::MegakernelResidency {
+                requested: config.worker_count,
+                cap: cap.workers,
+                source_of_cap: cap.to_string(),
+            });
+        }
+        let max_groups = gpu.info().max_workgroup_count[0];
+        if config.worker_count > max_groups {
+            return Err(Error::MegakernelConfig {
+                field: "worker_count",
+                detail: format!(
+                    "{} workers exceed maxComputeWorkGroupCount[0] ({max_groups})",
+                    config.worker_count
+                ),
+            });
+        }
+        let clock = clock_kind(gpu, config.deadline)?;
+        let src = assemble(
+            user_glsl,
+            config.workgroup_size,
+            config.ring_slots,
+            clock,
+            memory_model(gpu),
+        );
+        let kernel = Kernel::builder(gpu)
+            .glsl(&src)
+            .label("megakernel-resident")
+            .build()?;
+        let (ring_len, done_len) = ring_words(config.ring_slots);
+        let ring_buf = match gpu.alloc_with::<u32>(ring_len, Memory::DeviceHostVisible) {
+            Err(Error::Unsupported { .. }) => {
+                gpu.alloc_with::<u32>(ring_len, Memory::HostVisible)?
+            }
+            r => r?,
+        };
+        let done_buf = gpu.alloc_with::<u32>(done_len, Memory::HostVisible)?;
+        let ring = Arc::new(HostRing {
+            ring: mapped(&ring_buf, "a mapped request ring")?,
+            ring_len,
+            done: mapped(&done_buf, "mapped completion words")?,
+            done_len,
+            slots: config.ring_slots,
+            next: AtomicU64::new(0),
+            consumed: (0..config.ring_slots).map(|_| AtomicU64::new(0)).collect(),
+            stop_requested: AtomicBool::new(false),
+            _buffers: (ring_buf.clone(), done_buf.clone()),
+        });
+        clock::calibration(gpu, clock)?; // measured once per device, before the clock starts
+        let started = Instant::now();
+        let ticket = submit(
+            &Workers {
+                gpu,
+                stream,
+                kernel: &kernel,
+                buffers: [&ring_buf, &done_buf],
+                data,
+                config,
+                clock,
+            },
+            config.max_wall_time,
+        )?;
+        Ok(ResidentMegakernel {
+            ring,
+            launch: Mutex::new(Launch {
+                ticket,
+                relaunches: 0,
+            }),
+            ring_buf,
+            done_buf,
+            clock,
+            started,
+            stopped: false,
+            kernel,
+            data: data.clone(),
+            stream: stream.clone(),
+            config: *config,
+            gpu: gpu.clone(),
+        })
+    }
+
+    /// Records and submits one launch of the workers with `wall` of budget.
+    fn submit(&self, wall: Duration) -> Result<Ticket> {
+        submit(
+            &Workers {
+                gpu: &self.gpu,
+                stream: &self.stream,
+                kernel: &self.kernel,
+                buffers: [&self.ring_buf, &self.done_buf],
+                data: &self.data,
+                config: &self.config,
+                clock: self.clock,
+            },
+            wall,
+        )
+    }
+
+    fn lock(&self) -> Result<MutexGuard<'_, Launch>> {
+        self.launch.lock().map_err(|_| poisoned())
+    }
+
+    /// After every worker ended at a loop bound (lavapipe's limit of 65,535
+    /// loop iterations per invocation) with wall time left and no stop
+    /// asked: launches the workers again on the same ring, which keeps
+    /// every published task. One submission per generation, not per task.
+    /// Returns whether the workers run (again).
+    fn revive(&self, launch: &mut Launch) -> Result<bool> {
+        if !launch.ticket.is_ready()? {
+            return Ok(true);
+        }
+        let left = self
+            .config
+            .max_wall_time
+            .saturating_sub(self.started.elapsed());
+        if self.ring.ended() != ExitReason::LoopBound
+            || self.ring.stop_requested.load(Ordering::Acquire)
+            || left < Duration::from_millis(1)
+        {
+            return Ok(false);
+        }
+        self.ring.done(DONE_EXIT).store(0, Ordering::Release);
+        launch.ticket = self.submit(left)?;
+        launch.relaunches += 1;
+        Ok(true)
+    }
+
+    /// Pushes a task (its `state` word is ignored). Never waits and takes
+    /// no lock.
+    ///
+    /// # Errors
+    /// [`Error::ResidentRingFull`] when the slot it needs is still in use,
+    /// [`Error::ResidentStopped`] once a stop was requested or a worker
+    /// ended.
+    pub fn push(&self, task: &TaskWorkItem) -> Result<TaskHandle> {
+        let r = &self.ring;
+        if r.stop_requested.load(Ordering::Acquire) {
+            return Err(Error::ResidentStopped {
+                reason: ExitReason::StopRequested.name(),
+                what: "cannot push",
+            });
+        }
+        let exit = r.exit();
+        if exit != ExitReason::Running
+            && !(exit == ExitReason::LoopBound && self.revive(&mut *self.lock()?)?)
+        {
+            return Err(Error::ResidentStopped {
+                reason: exit.name(),
+                what: "cannot push",
+            });
+        }
+        let mut t = r.next.load(Ordering::Acquire);
+        loop {
+            let s = r.slot(t);
+            let done_seq = r.done(DONE_BASE + s * DONE_WORDS).load(Ordering::Acquire);
+            let consumed = r.consumed[s].load(Ordering::Acquire);
+            if !slot_free(t, r.slots, consumed, done_seq) {
+                return Err(Error::ResidentRingFull {
+                    slots: r.slots,
+                    oldest: t - u64::from(r.slots),
+                });
+            }
+            match r
+                .next
+                .compare_exchange_weak(t, t + 1, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => break,
+                Err(now) => t = now,
+            }
+        }
+        let base = RING_SLOT_BASE + r.slot(t) * SLOT_WORDS;
+        let words: [u32; SLOT_WORDS] = bytemuck::cast(*task);
+        for (i, &w) in words.iter().enumerate().skip(1) {
+            r.ring(base + i).store(w, Ordering::Relaxed);
+        }
+        // The task words before the sequence word, and the sequence word out
+        // of the write-combining buffer now (x86 orders WC stores only with
+        // a full fence).
+        fence(Ordering::SeqCst);
+        r.ring(base).store((t + 1) as u32, Ordering::Release);
+        fence(Ordering::SeqCst);
+        Ok(TaskHandle {
+            ticket: t,
+            ring: r.clone(),
+        })
+    }
+
+    /// The task's completion if the kernel has finished it (never waits).
+    ///
+    /// # Errors
+    /// [`Error::ResidentStopped`] when the kernel ended without serving it,
+    /// [`Error::DeviceLost`].
+    pub fn poll(&self, handle: &TaskHandle) -> Result<Option<Completion>> {
+        if let Some(c) = self.ring.completion(handle.ticket) {
+            return Ok(Some(c));
+        }
+        self.unserved(handle)
+    }
+
+    /// `Ok(None)` while the kernel runs; once it has ended, the completion
+    /// if it came in the meantime, else [`Error::ResidentStopped`].
+    fn unserved(&self, handle: &TaskHandle) -> Result<Option<Completion>> {
+        if self.revive(&mut *self.lock()?)? {
+            return Ok(None);
+        }
+        if let Some(c) = self.ring.completion(handle.ticket) {
+            return Ok(Some(c));
+        }
+        Err(Error::ResidentStopped {
+            reason: self.ring.ended().name(),
+            what: "the task was not served",
+        })
+    }
+
+    /// Spins until the task is finished (checking every few µs that the
+    /// kernel still runs, so it never hangs: the kernel's own budgets end
+    /// it), then frees its slot.
+    ///
+    /// # Errors
+    /// As [`ResidentMegakernel::poll`].
+    pub fn wait(&self, handle: TaskHandle) -> Result<Completion> {
+        let mut spins = 0u32;
+        loop {
+            if let Some(c) = self.ring.completion(handle.ticket) {
+                return Ok(c);
+            }
+            spins += 1;
+            if spins % 4096 == 0 {
+                if let Some(c) = self.unserved(&handle)? {
+                    return Ok(c);
+                }
+                if spins >= 1 << 20 {
+                    std::thread::yield_now();
+                }
+            }
+            std::hint::spin_loop();
+        }
+    }
+
+    /// Why the kernel's first worker ended ([`ExitReason::Running`] while
+    /// none has). Never waits.
+    pub fn exit_reason(&self) -> ExitReason {
+        self.ring.exit()
+    }
+
+    /// Whether every worker has ended (the launch's ticket is complete).
+    ///
+    /// # Errors
+    /// [`Error::DeviceLost`].
+    pub fn is_finished(&self) -> Result<bool> {
+        self.lock()?.ticket.is_ready()
+    }
+
+    /// How the device measures time.
+    pub fn clock(&self) -> ClockKind {
+        self.clock
+    }
+
+    /// Asks the workers to stop, waits for the launch's ticket and says
+    /// what the kernel did. Tasks not yet claimed stay unserved.
+    ///
+    /// # Errors
+    /// What waiting on the launch returns ([`Error::DeviceLost`]).
+    pub fn stop(mut self) -> Result<ResidentStats> {
+        self.stopped = true;
+        self.ring.request_stop();
+        self.finish()
+    }
+
+    /// Waits (without asking them to stop) until the workers end by
+    /// themselves (idle, wall-time budget), then says what they did.
+    ///
+    /// # Errors
+    /// As [`ResidentMegakernel::stop`].
+    pub fn join(mut self) -> Result<ResidentStats> {
+        self.stopped = true;
+        self.finish()
+    }
+
+    fn finish(&self) -> Result<ResidentStats> {
+        let launch = self.lock()?;
+        launch.ticket.wait()?;
+        let elapsed = self.started.elapsed();
+        let r = &self.ring;
+        Ok(ResidentStats {
+            relaunches: launch.relaunches,
+            pushed: r.next.load(Ordering::Acquire),
+            claimed: r.ring(RING_CLAIM).load(Ordering::Acquire),
+            served: r.ring(RING_SERVED).load(Ordering::Acquire),
+            faulted: r.ring(RING_FAULTED).load(Ordering::Acquire),
+            user_counter: r.ring(RING_USER).load(Ordering::Acquire),
+            exit: r.ended(),
+            workers: (
+                r.done(DONE_STARTED).load(Ordering::Acquire),
+                r.done(DONE_WORKERS_DONE).load(Ordering::Acquire),
+            ),
+            clock: self.clock,
+            elapsed,
+        })
+    }
+}
+
+impl Drop for ResidentMegakernel {
+    /// Asks the workers to stop and waits for them (they see the stop word
+    /// within one wait-loop iteration; their budgets bound it anyway).
+    fn drop(&mut self) {
+        if !self.stopped {
+            self.ring.request_stop();
+            if let Ok(l) = self.launch.lock() {
+                let _ = l.ticket.wait();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_are_reused_only_when_finished_and_released() {
+        // First lap: always free.
+        assert!(slot_free(0, 4, 0, 0));
+        assert!(slot_free(3, 4, 0, 0));
+        // Ticket 5 needs ticket 1's slot: released (consumed 2) and done (seq 2).
+        assert!(slot_free(5, 4, 2, 2));
+        assert!(!slot_free(5, 4, 1, 2), "handle still held");
+        assert!(!slot_free(5, 4, 2, 1), "device not finished");
+        assert!(!slot_free(5, 4, 0, 0));
+        // Sequence words wrap at 2^32 with the ticket.
+        let t = (1u64 << 32) + 7;
+        let prev = t - 4;
+        assert!(slot_free(t, 4, prev + 1, (prev + 1) as u32));
+        assert!(!slot_free(t, 4, prev, (prev + 1) as u32));
+    }
+
+    #[test]
+    fn layout_keeps_hot_words_apart_and_fits() {
+        assert_eq!(RING_CLAIM - RING_STOP, 32);
+        assert_eq!(RING_SERVED - RING_CLAIM, 32);
+        assert_eq!(RING_SLOT_BASE % 32, 0);
+        assert_eq!(ring_words(2), (128 + 32, 32 + 16));
+        let (r, d) = ring_words(MAX_RING_SLOTS);
+        assert_eq!((r, d), (128 + (16 << 20), 32 + (8 << 20)));
+        assert_eq!(std::mem::size_of::<TaskWorkItem>(), SLOT_WORDS * 4);
+        // The template's words match.
+        for (name, v) in [
+            ("MKR_CLAIM 32u", RING_CLAIM),
+            ("MKR_SLOT_BASE 128u", RING_SLOT_BASE),
+            ("MKR_DONE_BASE 32u", DONE_BASE),
+        ] {
+            assert!(TEMPLATE.contains(name), "{name} {v}");
+        }
+    }
+
+    #[test]
+    fn config_checks_name_the_field() {
+        let field = |c: ResidentConfig| match c.validate() {
+            Ok(()) => None,
+            Err(Error::MegakernelConfig { field, .. }) => Some(field),
+            Err(e) => panic!("{e}"),
+        };
+        let d = ResidentConfig::default();
+        assert_eq!(field(d), None);
+        for s in [0, 1, 3, 1000, MAX_RING_SLOTS * 2] {
+            let c = ResidentConfig { ring_slots: s, ..d };
+            assert_eq!(field(c), Some("ring_slots"), "{s}");
+        }
+        let c = ResidentConfig {
+            ring_slots: MAX_RING_SLOTS,
+            ..d
+        };
+        assert_eq!(field(c), None);
+        let c = ResidentConfig {
+            idle_timeout: Duration::ZERO,
+            ..d
+        };
+        assert_eq!(field(c), Some("idle_timeout"));
+        let c = ResidentConfig {
+            worker_count: 0,
+            ..d
+        };
+        assert_eq!(field(c), Some("worker_count"));
+        let c = ResidentConfig {
+            max_wall_time: Duration::from_secs(3601),
+            ..d
+        };
+        assert_eq!(field(c), Some("max_wall_time"));
+    }
+
+    #[test]
+    fn llvmpipe_workers_are_one_chunk() {
+        assert!(check_lanes("llvmpipe", 8, 8).is_ok());
+        assert!(check_lanes("llvmpipe", 1, 8).is_ok());
+        let e = check_lanes("llvmpipe", 64, 8).unwrap_err().to_string();
+        assert!(e.contains("workgroup_size") && e.contains("8 lanes"), "{e}");
+        assert!(check_lanes("NVIDIA", 1024, 32).is_ok());
+        assert!(check_lanes("llvmpipe", 1, 0).is_ok());
+        assert_eq!(loop_budget("llvmpipe"), 48_000);
+        assert_eq!(loop_budget("NVIDIA"), u32::MAX);
+    }
+
+    #[test]
+    fn exit_words_and_source() {
+        assert_eq!(ExitReason::from_word(0), ExitReason::Running);
+        assert_eq!(ExitReason::from_word(1), ExitReason::StopRequested);
+        assert_eq!(ExitReason::from_word(2), ExitReason::WallTime);
+        assert_eq!(ExitReason::from_word(3), ExitReason::Idle);
+        assert_eq!(ExitReason::from_word(4), ExitReason::LoopBound);
+        assert_eq!(ExitReason::from_word(99), ExitReason::LoopBound);
+        let s = assemble("// USER", 32, 64, ClockKind::DeviceClock, true);
+        assert!(s.starts_with("#version 450\n"));
+        for d in [
+            "#define MKR_LOCAL_SIZE 32",
+            "#define MKR_SLOTS 64u",
+            "#define MKR_CLOCK 1",
+            "#define MKR_MEMORY_MODEL 1",
+        ] {
+            assert!(s.contains(d), "{d}");
+        }
+        let (u, m) = (s.find("// USER").unwrap(), s.find("void main()").unwrap());
+        assert!(s.find("struct MkTask").unwrap() < u && u < m);
+        // Spins read through atomics only.
+        assert!(!TEMPLATE.contains("volatile"));
+        assert!(TEMPLATE.contains("uint c = mkr_ring_load(MKR_CLAIM);"));
+    }
+}
