@@ -47,12 +47,23 @@
 //! `VkQueue`s) run beside it on the rest. On lavapipe every stream shares
 //! one queue, so other work waits until the kernel ends.
 
+mod config;
+mod layout;
+
+pub use config::{Completion, ResidentConfig, ResidentStats};
+pub use layout::{ExitReason, ENV_LOOP_BUDGET, FAULT_LOOP_CUT, MAX_RING_SLOTS};
+
+use layout::{
+    assemble, check_lanes, loop_budget, ring_words, slot_free, DONE_BASE, DONE_EXIT, DONE_STARTED,
+    DONE_WORDS, DONE_WORKERS_DONE, LOOKS_PER_ITERATION, RING_CLAIM, RING_FAULTED, RING_SERVED,
+    RING_SLOT_BASE, RING_STOP, RING_USER, SLOT_WORDS,
+};
 use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use super::clock;
-use super::config::{DeadlineSource, MegakernelConfig, MegakernelWorkloadHints};
+use super::config::{DeadlineSource, MegakernelWorkloadHints};
 use super::progress::{self, ResidencyCap, PROBE_MAX_WORKERS};
 use super::runner::{Megakernel, ENV_MEMORY_MODEL};
 use super::source::ClockKind;
@@ -64,205 +75,6 @@ use crate::kernel::Kernel;
 use crate::memory::Memory;
 use crate::stream::Stream;
 use crate::ticket::Ticket;
-
-/// The resident template (`shaders/megakernel/resident.glsl`).
-const TEMPLATE: &str = include_str!("../../shaders/megakernel/resident.glsl");
-const USER_MARK: &str = "//@@USER@@";
-
-/// Ring word: the host's stop request.
-pub(crate) const RING_STOP: usize = 0;
-/// Ring word: the next ticket the device claims.
-pub(crate) const RING_CLAIM: usize = 32;
-/// Ring words: tasks served (Done), faulted, the user's counter.
-pub(crate) const RING_SERVED: usize = 64;
-const RING_FAULTED: usize = 65;
-const RING_USER: usize = 66;
-/// Ring word where slot 0 begins; each slot is 16 words.
-pub(crate) const RING_SLOT_BASE: usize = 128;
-const SLOT_WORDS: usize = 16;
-/// Completion words: exit reason, workers finished, workers started.
-const DONE_EXIT: usize = 0;
-const DONE_WORKERS_DONE: usize = 1;
-const DONE_STARTED: usize = 2;
-/// Completion word where slot 0's record begins; each record is 8 words.
-pub(crate) const DONE_BASE: usize = 32;
-const DONE_WORDS: usize = 8;
-
-/// The most ring slots a resident kernel may have.
-pub const MAX_RING_SLOTS: u32 = 1 << 20;
-
-/// Words of the request ring and of the completion words for `slots`.
-pub(crate) fn ring_words(slots: u32) -> (usize, usize) {
-    (
-        RING_SLOT_BASE + slots as usize * SLOT_WORDS,
-        DONE_BASE + slots as usize * DONE_WORDS,
-    )
-}
-
-/// Whether ticket `ticket` may take its slot (pure): the first lap always;
-/// later, once the previous occupant's handle was dropped (`consumed`: the
-/// highest ticket + 1 released in the slot) and the device finished it
-/// (`done_seq`: the slot's completion sequence word).
-pub(crate) fn slot_free(ticket: u64, slots: u32, consumed: u64, done_seq: u32) -> bool {
-    let n = u64::from(slots);
-    if ticket < n {
-        return true;
-    }
-    let prev = ticket - n;
-    consumed > prev && done_seq == (prev + 1) as u32
-}
-
-/// Why a resident kernel ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ExitReason {
-    /// Still running (no worker has ended).
-    Running,
-    /// The host asked it to stop.
-    StopRequested,
-    /// The wall-time budget ran out.
-    WallTime,
-    /// No task arrived for `idle_timeout`.
-    Idle,
-    /// A loop bound ran out (on lavapipe: the driver's limit of 65,535 loop
-    /// iterations per invocation).
-    LoopBound,
-}
-
-impl ExitReason {
-    /// The reason a device word names (pure); unknown words are `LoopBound`.
-    pub fn from_word(w: u32) -> ExitReason {
-        match w {
-            0 => ExitReason::Running,
-            1 => ExitReason::StopRequested,
-            2 => ExitReason::WallTime,
-            3 => ExitReason::Idle,
-            _ => ExitReason::LoopBound,
-        }
-    }
-
-    /// Its name.
-    pub fn name(self) -> &'static str {
-        match self {
-            ExitReason::Running => "running",
-            ExitReason::StopRequested => "stop requested",
-            ExitReason::WallTime => "wall-time budget",
-            ExitReason::Idle => "idle",
-            ExitReason::LoopBound => "loop bound",
-        }
-    }
-}
-
-/// Configuration of a resident kernel.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ResidentConfig {
-    /// Persistent workers: the share of the GPU the kernel occupies (at
-    /// most the forward-progress cap). Default 1.
-    pub worker_count: u32,
-    /// Invocations per worker (the lanes each task's code may use). Default 64.
-    pub workgroup_size: u32,
-    /// Ring slots: tasks in flight at once (a power of two, 2 to
-    /// [`MAX_RING_SLOTS`]). Default 1,024.
-    pub ring_slots: u32,
-    /// Workers end after this long without a task. Default 100 ms.
-    pub idle_timeout: Duration,
-    /// Workers end after this long in all (at most an hour). Default 10 s.
-    pub max_wall_time: Duration,
-    /// How the device measures time (shader clock, else iterations).
-    pub deadline: DeadlineSource,
-}
-
-impl Default for ResidentConfig {
-    fn default() -> Self {
-        ResidentConfig {
-            worker_count: 1,
-            workgroup_size: 64,
-            ring_slots: 1024,
-            idle_timeout: Duration::from_millis(100),
-            max_wall_time: Duration::from_secs(10),
-            deadline: DeadlineSource::Auto,
-        }
-    }
-}
-
-impl ResidentConfig {
-    /// The drain-mode configuration with the same workers, budget and lanes.
-    pub fn as_megakernel_config(&self) -> MegakernelConfig {
-        MegakernelConfig {
-            worker_count: self.worker_count,
-            max_wall_time: self.max_wall_time,
-            expected_items_per_worker: 0,
-            workload: MegakernelWorkloadHints {
-                workgroup_size: self.workgroup_size,
-                deadline: self.deadline,
-                ..MegakernelWorkloadHints::default()
-            },
-        }
-    }
-
-    /// Checks the configuration.
-    ///
-    /// # Errors
-    /// [`Error::MegakernelConfig`] naming the field: what
-    /// [`MegakernelConfig::validate`] refuses, ring slots that are not a
-    /// power of two in 2..=[`MAX_RING_SLOTS`], a zero idle timeout.
-    pub fn validate(&self) -> Result<()> {
-        self.as_megakernel_config().validate()?;
-        let s = self.ring_slots;
-        if !(2..=MAX_RING_SLOTS).contains(&s) || !s.is_power_of_two() {
-            return Err(Error::MegakernelConfig {
-                field: "ring_slots",
-                detail: format!("{s} is not a power of two from 2 to {MAX_RING_SLOTS}"),
-            });
-        }
-        if self.idle_timeout.is_zero() {
-            return Err(Error::MegakernelConfig {
-                field: "idle_timeout",
-                detail: "a zero idle timeout ends the workers before any task; give at least 1 µs"
-                    .into(),
-            });
-        }
-        Ok(())
-    }
-}
-
-/// A finished task, as the kernel left it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Completion {
-    /// The task's id.
-    pub task_id: u32,
-    /// [`TaskState::Done`] or [`TaskState::Faulted`].
-    pub state: TaskState,
-    /// Why it faulted ([`fault`](super::fault)), 0 otherwise.
-    pub fault: u32,
-    /// The parameter words as the task's code left them (its results).
-    pub params: [u32; 4],
-}
-
-/// What a resident kernel did, read after it ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ResidentStats {
-    /// Tasks pushed.
-    pub pushed: u64,
-    /// Tasks claimed by the device (served or faulted).
-    pub claimed: u32,
-    /// Tasks that ended Done.
-    pub served: u32,
-    /// Tasks that ended Faulted.
-    pub faulted: u32,
-    /// Sum of `mk_count_user` calls.
-    pub user_counter: u32,
-    /// Why the first worker ended.
-    pub exit: ExitReason,
-    /// Workers that started and that finished.
-    pub workers: (u32, u32),
-    /// How the device measured time.
-    pub clock: ClockKind,
-    /// Host time from launch to the end.
-    pub elapsed: Duration,
-    /// Launches after the first: generations started because every worker
-    /// ended at a loop bound (lavapipe's loop limit), never per task.
-    pub relaunches: u32,
-}
 
 /// The mapped words and the host-side producer state, shared by the kernel
 /// handle and every task handle.
@@ -405,24 +217,6 @@ impl std::fmt::Debug for ResidentMegakernel {
     }
 }
 
-/// The whole kernel source (pure): defines, the template with the user's
-/// code at its marker.
-pub(crate) fn assemble(user: &str, local: u32, slots: u32, clock: ClockKind, mm: bool) -> String {
-    let clock = match clock {
-        ClockKind::IterationBudget => 0,
-        ClockKind::DeviceClock => 1,
-        ClockKind::SubgroupClock => 2,
-    };
-    let (head, tail) = TEMPLATE.split_once(USER_MARK).unwrap_or((TEMPLATE, ""));
-    let tail_line = head.lines().count() + 1;
-    format!(
-        "#version 450\n#define MKR_LOCAL_SIZE {local}\n#define MKR_SLOTS {slots}u\n\
-         #define MKR_CLOCK {clock}\n#define MKR_MEMORY_MODEL {}\n#line 1\n{head}\n#line 1\n{user}\n\
-         #line {tail_line}\n{tail}",
-        u32::from(mm)
-    )
-}
-
 fn memory_model(gpu: &Device) -> bool {
     let enabled = gpu.inner.megakernel_features.memory_model;
     match std::env::var(ENV_MEMORY_MODEL).ok().as_deref() {
@@ -478,54 +272,6 @@ struct Params {
     loop_budget: u32,
     two: u32,
 }
-
-/// Environment variable overriding [`loop_budget`] (a number of loop
-/// iterations per worker and launch), for experiments with drivers that
-/// cut loops short.
-pub const ENV_LOOP_BUDGET: &str = "VKCOMPUTE_RESIDENT_LOOP_BUDGET";
-
-/// Loop iterations a worker may spend in one launch (pure): llvmpipe ends
-/// an invocation's loops after 65,535 iterations in all, silently, so
-/// workers there end a launch (and the host starts the next) well before;
-/// elsewhere there is no such limit.
-pub(crate) fn loop_budget(driver_name: &str) -> u32 {
-    if driver_name == "llvmpipe" {
-        48_000
-    } else {
-        u32::MAX
-    }
-}
-
-/// Refuses workers wider than one SIMD chunk on llvmpipe (pure): there a
-/// loop inside the waiting lane's branch also runs, masked off, in the
-/// worker's other chunks, which spend the driver's 65,535-iteration limit
-/// in a few dozen tasks and then leave the worker silently (measured: with
-/// 64 lanes, 7 of 8 chunks gone after about 35 tasks).
-pub(crate) fn check_lanes(driver_name: &str, workgroup_size: u32, subgroup: u32) -> Result<()> {
-    let chunk = subgroup.max(1);
-    if driver_name == "llvmpipe" && workgroup_size > chunk {
-        return Err(Error::MegakernelConfig {
-            field: "workgroup_size",
-            detail: format!(
-                "{workgroup_size} lanes: on llvmpipe a resident worker may be at most one SIMD chunk \
-                 ({chunk} lanes), or the driver's loop limit ends its other chunks part-way"
-            ),
-        });
-    }
-    Ok(())
-}
-
-/// The fault code of a task during which the driver cut the worker's loops
-/// short (llvmpipe's loop limit; only when a task's own loops run more
-/// than about 64 iterations per lane): its results are not to be trusted.
-/// Its completion's `params[2]` holds the lanes that checked in after the
-/// task and `params[3]` twice the worker's tasks in the launch, plus 1 if a
-/// lane saw its loops cut.
-pub const FAULT_LOOP_CUT: u32 = 6;
-
-/// Looks per wait-loop iteration in the template (iteration budgets count
-/// loop iterations, the calibration counts looks).
-const LOOKS_PER_ITERATION: u32 = 8;
 
 fn budgets(
     gpu: &Device,
@@ -928,118 +674,5 @@ impl Drop for ResidentMegakernel {
                 let _ = l.ticket.wait();
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn slots_are_reused_only_when_finished_and_released() {
-        // First lap: always free.
-        assert!(slot_free(0, 4, 0, 0));
-        assert!(slot_free(3, 4, 0, 0));
-        // Ticket 5 needs ticket 1's slot: released (consumed 2) and done (seq 2).
-        assert!(slot_free(5, 4, 2, 2));
-        assert!(!slot_free(5, 4, 1, 2), "handle still held");
-        assert!(!slot_free(5, 4, 2, 1), "device not finished");
-        assert!(!slot_free(5, 4, 0, 0));
-        // Sequence words wrap at 2^32 with the ticket.
-        let t = (1u64 << 32) + 7;
-        let prev = t - 4;
-        assert!(slot_free(t, 4, prev + 1, (prev + 1) as u32));
-        assert!(!slot_free(t, 4, prev, (prev + 1) as u32));
-    }
-
-    #[test]
-    fn layout_keeps_hot_words_apart_and_fits() {
-        assert_eq!(RING_CLAIM - RING_STOP, 32);
-        assert_eq!(RING_SERVED - RING_CLAIM, 32);
-        assert_eq!(RING_SLOT_BASE % 32, 0);
-        assert_eq!(ring_words(2), (128 + 32, 32 + 16));
-        let (r, d) = ring_words(MAX_RING_SLOTS);
-        assert_eq!((r, d), (128 + (16 << 20), 32 + (8 << 20)));
-        assert_eq!(std::mem::size_of::<TaskWorkItem>(), SLOT_WORDS * 4);
-        // The template's words match.
-        for (name, v) in [
-            ("MKR_CLAIM 32u", RING_CLAIM),
-            ("MKR_SLOT_BASE 128u", RING_SLOT_BASE),
-            ("MKR_DONE_BASE 32u", DONE_BASE),
-        ] {
-            assert!(TEMPLATE.contains(name), "{name} {v}");
-        }
-    }
-
-    #[test]
-    fn config_checks_name_the_field() {
-        let field = |c: ResidentConfig| match c.validate() {
-            Ok(()) => None,
-            Err(Error::MegakernelConfig { field, .. }) => Some(field),
-            Err(e) => panic!("{e}"),
-        };
-        let d = ResidentConfig::default();
-        assert_eq!(field(d), None);
-        for s in [0, 1, 3, 1000, MAX_RING_SLOTS * 2] {
-            let c = ResidentConfig { ring_slots: s, ..d };
-            assert_eq!(field(c), Some("ring_slots"), "{s}");
-        }
-        let c = ResidentConfig {
-            ring_slots: MAX_RING_SLOTS,
-            ..d
-        };
-        assert_eq!(field(c), None);
-        let c = ResidentConfig {
-            idle_timeout: Duration::ZERO,
-            ..d
-        };
-        assert_eq!(field(c), Some("idle_timeout"));
-        let c = ResidentConfig {
-            worker_count: 0,
-            ..d
-        };
-        assert_eq!(field(c), Some("worker_count"));
-        let c = ResidentConfig {
-            max_wall_time: Duration::from_secs(3601),
-            ..d
-        };
-        assert_eq!(field(c), Some("max_wall_time"));
-    }
-
-    #[test]
-    fn llvmpipe_workers_are_one_chunk() {
-        assert!(check_lanes("llvmpipe", 8, 8).is_ok());
-        assert!(check_lanes("llvmpipe", 1, 8).is_ok());
-        let e = check_lanes("llvmpipe", 64, 8).unwrap_err().to_string();
-        assert!(e.contains("workgroup_size") && e.contains("8 lanes"), "{e}");
-        assert!(check_lanes("NVIDIA", 1024, 32).is_ok());
-        assert!(check_lanes("llvmpipe", 1, 0).is_ok());
-        assert_eq!(loop_budget("llvmpipe"), 48_000);
-        assert_eq!(loop_budget("NVIDIA"), u32::MAX);
-    }
-
-    #[test]
-    fn exit_words_and_source() {
-        assert_eq!(ExitReason::from_word(0), ExitReason::Running);
-        assert_eq!(ExitReason::from_word(1), ExitReason::StopRequested);
-        assert_eq!(ExitReason::from_word(2), ExitReason::WallTime);
-        assert_eq!(ExitReason::from_word(3), ExitReason::Idle);
-        assert_eq!(ExitReason::from_word(4), ExitReason::LoopBound);
-        assert_eq!(ExitReason::from_word(99), ExitReason::LoopBound);
-        let s = assemble("// USER", 32, 64, ClockKind::DeviceClock, true);
-        assert!(s.starts_with("#version 450\n"));
-        for d in [
-            "#define MKR_LOCAL_SIZE 32",
-            "#define MKR_SLOTS 64u",
-            "#define MKR_CLOCK 1",
-            "#define MKR_MEMORY_MODEL 1",
-        ] {
-            assert!(s.contains(d), "{d}");
-        }
-        let (u, m) = (s.find("// USER").unwrap(), s.find("void main()").unwrap());
-        assert!(s.find("struct MkTask").unwrap() < u && u < m);
-        // Spins read through atomics only.
-        assert!(!TEMPLATE.contains("volatile"));
-        assert!(TEMPLATE.contains("uint c = mkr_ring_load(MKR_CLAIM);"));
     }
 }
