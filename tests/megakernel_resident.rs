@@ -91,30 +91,45 @@ fn host_writes_reach_running_dispatch(gpu: &Device) -> Result<Duration, String> 
     let t0 = Instant::now();
     let mk = ResidentMegakernel::start(gpu, &stream, USER, &data, &config).unwrap();
     let start_took = t0.elapsed();
-    if mk.is_finished().unwrap() {
-        return Err(format!(
-            "the launch had ended when start() returned after {start_took:?} ({}): \
-             the driver ran the dispatch inside vkQueueSubmit",
-            mk.exit_reason().name()
-        ));
-    }
     let (t, want) = task(0, 16, &input);
-    let t1 = Instant::now();
-    let h = mk.push(&t).unwrap();
-    let c = match mk.wait(h) {
-        Ok(c) => c,
-        Err(e) => return Err(format!("a pushed task was not served while running: {e}")),
-    };
-    let round_trip = t1.elapsed();
-    assert_eq!(c.state, TaskState::Done, "{c:?}");
-    assert_eq!(f32::from_bits(c.params[1]), want[15]);
-    let stats = mk.stop().unwrap();
-    println!("start took {start_took:?}; {stats:?}");
-    assert_eq!(stats.exit, ExitReason::StopRequested, "{stats:?}");
-    assert_eq!(stats.served, 1);
-    let out = data.read_range(INPUT..INPUT + 16).unwrap();
-    assert_eq!(out, want);
-    Ok(round_trip)
+    let mut last = String::new();
+    for _ in 0..5 {
+        // Push only once a worker runs, and count the answer only if that
+        // same launch gave it (on lavapipe a launch may end at its loop
+        // bound and the host start the next, which would see the task at
+        // its start rather than while running).
+        let until = Instant::now() + Duration::from_secs(5);
+        while mk.workers_started() < mk.launches().unwrap() {
+            if Instant::now() > until {
+                break;
+            }
+            std::thread::yield_now();
+        }
+        let launches = mk.launches().unwrap();
+        if mk.workers_started() < launches {
+            return Err(format!(
+                "no worker had started 5 s after start() returned ({start_took:?})"
+            ));
+        }
+        let t1 = Instant::now();
+        let h = mk.push(&t).unwrap();
+        let c = match mk.wait(h) {
+            Ok(c) => c,
+            Err(e) => return Err(format!("a pushed task was not served while running: {e}")),
+        };
+        let round_trip = t1.elapsed();
+        assert_eq!(c.state, TaskState::Done, "{c:?}");
+        assert_eq!(f32::from_bits(c.params[1]), want[15]);
+        if mk.launches().unwrap() == launches {
+            let stats = mk.stop().unwrap();
+            println!("start took {start_took:?}; {stats:?}");
+            let out = data.read_range(INPUT..INPUT + 16).unwrap();
+            assert_eq!(out, want);
+            return Ok(round_trip);
+        }
+        last = format!("served only after a relaunch ({round_trip:?})");
+    }
+    Err(last)
 }
 
 #[test]
@@ -193,7 +208,15 @@ fn serves_10000_tasks_from_4_threads() {
     println!("10,000 tasks from 4 threads: {stats:?}, ring full {full:?} times");
     assert_eq!(stats.pushed, n as u64);
     assert_eq!((stats.served, stats.faulted), (n as u32, 0), "{stats:?}");
-    assert_eq!(stats.exit, ExitReason::StopRequested);
+    // Stopped on request, or its last generation had just reached its loop
+    // bound (lavapipe) when the stop came.
+    assert!(
+        matches!(
+            stats.exit,
+            ExitReason::StopRequested | ExitReason::LoopBound
+        ),
+        "{stats:?}"
+    );
     assert_eq!(stats.workers.0, stats.workers.1);
     let out = data.read_range(INPUT..).unwrap();
     for i in 0..n {
@@ -231,14 +254,15 @@ fn ends_by_itself_when_the_host_stops_pushing() {
         assert!(Instant::now() < deadline, "idle exit did not come");
         std::thread::sleep(Duration::from_millis(5));
     }
+    // The host has not pushed for longer than the idle timeout either.
+    std::thread::sleep(config.idle_timeout);
     let (t, _) = task(0, 16, &input);
-    match mk.push(&t) {
-        Err(Error::ResidentStopped { .. }) => {}
-        Err(e) if stats.exit == ExitReason::LoopBound => println!("after a loop bound: {e}"),
-        other => {
-            // Revived after a loop bound (lavapipe): it still ends on its own.
-            assert_eq!(stats.exit, ExitReason::LoopBound, "{other:?}");
-        }
+    match (mk.exit_reason(), mk.push(&t)) {
+        (ExitReason::Idle, Err(Error::ResidentStopped { reason: "idle", .. })) => {}
+        // Ended at a loop bound (lavapipe) or without a reason: the push
+        // starts the next generation, which ends on its own again.
+        (ExitReason::LoopBound | ExitReason::Running, Ok(h)) => drop(h),
+        other => panic!("{other:?}"),
     }
     drop(mk);
     assert_clean(&gpu);

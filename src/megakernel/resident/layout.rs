@@ -111,6 +111,30 @@ pub(crate) fn assemble(user: &str, local: u32, slots: u32, clock: ClockKind, mm:
     )
 }
 
+/// Whether the host starts the workers again after every one of them
+/// ended for `exit` (pure). Host time is the authority: the device's
+/// budgets (measured with a clock whose rate was calibrated, or with
+/// iterations) only make sure the GPU never spins on. So the workers run
+/// again when no stop was asked, wall time is left by host time, and they
+/// ended at a loop bound, at the device's wall-time budget, or idle while
+/// the host pushed within `idle_timeout`.
+pub(crate) fn should_relaunch(
+    exit: ExitReason,
+    stop_requested: bool,
+    wall_left: std::time::Duration,
+    host_idle: std::time::Duration,
+    idle_timeout: std::time::Duration,
+) -> bool {
+    if stop_requested || wall_left < std::time::Duration::from_millis(1) {
+        return false;
+    }
+    match exit {
+        ExitReason::LoopBound | ExitReason::WallTime => true,
+        ExitReason::Idle => host_idle < idle_timeout,
+        ExitReason::StopRequested | ExitReason::Running => false,
+    }
+}
+
 /// Environment variable overriding [`loop_budget`] (a number of loop
 /// iterations per worker and launch), for experiments with drivers that
 /// cut loops short.
@@ -198,6 +222,26 @@ mod tests {
         ] {
             assert!(TEMPLATE.contains(name), "{name} {v}");
         }
+    }
+
+    #[test]
+    fn host_time_decides_relaunches() {
+        use std::time::Duration as D;
+        let (s, ms) = (D::from_secs, D::from_millis);
+        let go = |e, stop, left, idle| should_relaunch(e, stop, left, idle, ms(100));
+        assert!(go(ExitReason::LoopBound, false, s(1), s(5)));
+        assert!(go(ExitReason::WallTime, false, s(1), s(5)));
+        assert!(go(ExitReason::Idle, false, s(1), ms(99)));
+        assert!(!go(ExitReason::Idle, false, s(1), ms(100)));
+        assert!(!go(ExitReason::LoopBound, true, s(1), D::ZERO));
+        assert!(!go(
+            ExitReason::LoopBound,
+            false,
+            D::from_micros(999),
+            D::ZERO
+        ));
+        assert!(!go(ExitReason::StopRequested, false, s(1), D::ZERO));
+        assert!(!go(ExitReason::Running, false, s(1), D::ZERO));
     }
 
     #[test]

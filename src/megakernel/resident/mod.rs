@@ -54,9 +54,9 @@ pub use config::{Completion, ResidentConfig, ResidentStats};
 pub use layout::{ExitReason, ENV_LOOP_BUDGET, FAULT_LOOP_CUT, MAX_RING_SLOTS};
 
 use layout::{
-    assemble, check_lanes, loop_budget, ring_words, slot_free, DONE_BASE, DONE_EXIT, DONE_STARTED,
-    DONE_WORDS, DONE_WORKERS_DONE, LOOKS_PER_ITERATION, RING_CLAIM, RING_FAULTED, RING_SERVED,
-    RING_SLOT_BASE, RING_STOP, RING_USER, SLOT_WORDS,
+    assemble, check_lanes, loop_budget, ring_words, should_relaunch, slot_free, DONE_BASE,
+    DONE_EXIT, DONE_STARTED, DONE_WORDS, DONE_WORKERS_DONE, LOOKS_PER_ITERATION, RING_CLAIM,
+    RING_FAULTED, RING_SERVED, RING_SLOT_BASE, RING_STOP, RING_USER, SLOT_WORDS,
 };
 use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -87,6 +87,8 @@ struct HostRing {
     next: AtomicU64,
     consumed: Box<[AtomicU64]>,
     stop_requested: AtomicBool,
+    /// Host time of the last push, in ns since the kernel started.
+    last_push_ns: AtomicU64,
     /// Keep the mappings alive.
     _buffers: (Buffer<u32>, Buffer<u32>),
 }
@@ -409,6 +411,7 @@ impl ResidentMegakernel {
             next: AtomicU64::new(0),
             consumed: (0..config.ring_slots).map(|_| AtomicU64::new(0)).collect(),
             stop_requested: AtomicBool::new(false),
+            last_push_ns: AtomicU64::new(0),
             _buffers: (ring_buf.clone(), done_buf.clone()),
         });
         clock::calibration(gpu, clock)?; // measured once per device, before the clock starts
@@ -464,23 +467,26 @@ impl ResidentMegakernel {
         self.launch.lock().map_err(|_| poisoned())
     }
 
-    /// After every worker ended at a loop bound (lavapipe's limit of 65,535
-    /// loop iterations per invocation) with wall time left and no stop
-    /// asked: launches the workers again on the same ring, which keeps
-    /// every published task. One submission per generation, not per task.
-    /// Returns whether the workers run (again).
+    /// Once every worker has ended, and [`should_relaunch`] says host time
+    /// does not agree that the kernel is done: launches the workers again
+    /// on the same ring, which keeps every published task. One submission
+    /// per generation, not per task. Returns whether the workers run
+    /// (again).
     fn revive(&self, launch: &mut Launch) -> Result<bool> {
         if !launch.ticket.is_ready()? {
             return Ok(true);
         }
-        let left = self
-            .config
-            .max_wall_time
-            .saturating_sub(self.started.elapsed());
-        if self.ring.ended() != ExitReason::LoopBound
-            || self.ring.stop_requested.load(Ordering::Acquire)
-            || left < Duration::from_millis(1)
-        {
+        let elapsed = self.started.elapsed();
+        let left = self.config.max_wall_time.saturating_sub(elapsed);
+        let last_push = Duration::from_nanos(self.ring.last_push_ns.load(Ordering::Acquire));
+        let host_idle = elapsed.saturating_sub(last_push);
+        if !should_relaunch(
+            self.ring.ended(),
+            self.ring.stop_requested.load(Ordering::Acquire),
+            left,
+            host_idle,
+            self.config.idle_timeout,
+        ) {
             return Ok(false);
         }
         self.ring.done(DONE_EXIT).store(0, Ordering::Release);
@@ -505,14 +511,14 @@ impl ResidentMegakernel {
             });
         }
         let exit = r.exit();
-        if exit != ExitReason::Running
-            && !(exit == ExitReason::LoopBound && self.revive(&mut *self.lock()?)?)
-        {
+        if exit != ExitReason::Running && !self.revive(&mut *self.lock()?)? {
             return Err(Error::ResidentStopped {
                 reason: exit.name(),
                 what: "cannot push",
             });
         }
+        let now = self.started.elapsed().as_nanos() as u64;
+        r.last_push_ns.fetch_max(now, Ordering::AcqRel);
         let mut t = r.next.load(Ordering::Acquire);
         loop {
             let s = r.slot(t);
@@ -613,6 +619,20 @@ impl ResidentMegakernel {
     /// [`Error::DeviceLost`].
     pub fn is_finished(&self) -> Result<bool> {
         self.lock()?.ticket.is_ready()
+    }
+
+    /// Launches so far: 1, plus one per generation the host started
+    /// again (see [`ResidentStats::relaunches`]).
+    ///
+    /// # Errors
+    /// [`Error::MegakernelConfig`] if a thread panicked while relaunching.
+    pub fn launches(&self) -> Result<u32> {
+        Ok(self.lock()?.relaunches + 1)
+    }
+
+    /// Workers that have started running, over all launches (never waits).
+    pub fn workers_started(&self) -> u32 {
+        self.ring.done(DONE_STARTED).load(Ordering::Acquire)
     }
 
     /// How the device measures time.
