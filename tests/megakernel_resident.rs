@@ -246,7 +246,8 @@ fn ends_by_itself_when_the_host_stops_pushing() {
         matches!(stats.exit, ExitReason::Idle | ExitReason::LoopBound),
         "{stats:?}"
     );
-    assert!(took < Duration::from_secs(3), "{took:?}");
+    // 20 ms by the device clock; generous for a loaded 2-core CI machine.
+    assert!(took < Duration::from_secs(10), "{took:?}");
     // A stopped kernel refuses pushes with a typed error.
     let mk = ResidentMegakernel::start(&gpu, &stream, USER, &data, &config).unwrap();
     let deadline = Instant::now() + Duration::from_secs(3);

@@ -63,7 +63,9 @@ layout(local_size_x = MKR_LOCAL_SIZE) in;
 #define MKR_WORKERS_DONE 1u
 #define MKR_STARTED 2u
 #define MKR_DONE_BASE 32u
-#define MKR_DONE_WORDS 8u
+#define MKR_DONE_WORDS 16u
+#define MKR_DONE_TAG 8u
+#define MKR_SLOT_TAG 11u
 // Exit reasons.
 #define MKR_RUN 0u
 #define MKR_BY_STOP 1u
@@ -194,12 +196,27 @@ uint mkr_should_stop() {
     return MKR_RUN;
 }
 
-// One look at the ring: claims the next published task (true, its ticket
-// in `ticket`) or finds none.
+// Tags (layout.rs `tag`): a hash of the sequence word and a record's
+// words, checked before the words are trusted (stores across the bus need
+// not arrive in order).
+uint mkr_mix(uint h, uint w) { h = (h ^ w) * 0x85EBCA77u; return h ^ (h >> 15); }
+
+uint mkr_w[16];   // lane 0: the words of the claimed slot
+
+// One look at the ring: claims the next published task whose words have
+// all arrived (true: its ticket in `ticket`, its words in mkr_w) or finds
+// none.
 bool mkr_try_claim(inout uint ticket) {
     uint c = mkr_ring_load(MKR_CLAIM);
-    uint seq = mkr_ring_load(MKR_SLOT_BASE + (c & (MKR_SLOTS - 1u)) * MKR_SLOT_WORDS);
+    uint base = MKR_SLOT_BASE + (c & (MKR_SLOTS - 1u)) * MKR_SLOT_WORDS;
+    uint seq = mkr_ring_load(base);
     if (seq != c + 1u) return false;
+    uint h = seq * 0x9E3779B1u;
+#define MKR_W(i) mkr_w[i] = mkr_ring[base + i]; h = mkr_mix(h, mkr_w[i]);
+    MKR_W(1u) MKR_W(2u) MKR_W(3u) MKR_W(4u) MKR_W(5u) MKR_W(6u) MKR_W(7u)
+    MKR_W(8u) MKR_W(9u) MKR_W(10u) MKR_W(12u) MKR_W(13u) MKR_W(14u) MKR_W(15u)
+#undef MKR_W
+    if (h != mkr_ring[base + MKR_SLOT_TAG]) return false;   // words in flight
     if (mkr_ring_cas(MKR_CLAIM, c, c + 1u) != c) return false;
     ticket = c;
     return true;
@@ -252,24 +269,23 @@ void main() {
                 mkr_s_reason = why;
                 mkr_s_ticket = ticket;
                 if (why == MKR_RUN) {
-                    uint base = MKR_SLOT_BASE + (ticket & (MKR_SLOTS - 1u)) * MKR_SLOT_WORDS;
                     MkTask t;
                     t.state = MK_RUNNING;
-                    t.op = mkr_ring[base + 1u];
-                    t.priority = mkr_ring[base + 2u];
-                    t.task_id = mkr_ring[base + 3u];
-                    t.parent_id = mkr_ring[base + 4u];
-                    t.input_offset = mkr_ring[base + 5u];
-                    t.input_len = mkr_ring[base + 6u];
-                    t.output_offset = mkr_ring[base + 7u];
-                    t.output_len = mkr_ring[base + 8u];
-                    t.continuation = mkr_ring[base + 9u];
-                    t.runs = mkr_ring[base + 10u];
+                    t.op = mkr_w[1];
+                    t.priority = mkr_w[2];
+                    t.task_id = mkr_w[3];
+                    t.parent_id = mkr_w[4];
+                    t.input_offset = mkr_w[5];
+                    t.input_len = mkr_w[6];
+                    t.output_offset = mkr_w[7];
+                    t.output_len = mkr_w[8];
+                    t.continuation = mkr_w[9];
+                    t.runs = mkr_w[10];
                     t.fault = 0u;
-                    t.params[0] = mkr_ring[base + 12u];
-                    t.params[1] = mkr_ring[base + 13u];
-                    t.params[2] = mkr_ring[base + 14u];
-                    t.params[3] = mkr_ring[base + 15u];
+                    t.params[0] = mkr_w[12];
+                    t.params[1] = mkr_w[13];
+                    t.params[2] = mkr_w[14];
+                    t.params[3] = mkr_w[15];
                     mkr_s_task = t;
                 }
             }
@@ -316,6 +332,11 @@ void main() {
                 mkr_done[rec + 5u] = t.params[1];
                 mkr_done[rec + 6u] = t.params[2];
                 mkr_done[rec + 7u] = t.params[3];
+                uint h = (ticket + 1u) * 0x9E3779B1u;
+                h = mkr_mix(h, state); h = mkr_mix(h, fault); h = mkr_mix(h, t.task_id);
+                h = mkr_mix(h, t.params[0]); h = mkr_mix(h, t.params[1]);
+                h = mkr_mix(h, t.params[2]); h = mkr_mix(h, t.params[3]);
+                mkr_done[rec + MKR_DONE_TAG] = h;
                 mkr_done_store(rec, ticket + 1u);   // release: the words above first
                 mkr_ring_add(state == MK_DONE ? MKR_SERVED : MKR_FAULTED, 1u);
                 mkr_last_work = mkr_now();

@@ -27,7 +27,27 @@ pub(crate) const DONE_WORKERS_DONE: usize = 1;
 pub(crate) const DONE_STARTED: usize = 2;
 /// Completion word where slot 0's record begins; each record is 8 words.
 pub(crate) const DONE_BASE: usize = 32;
-pub(crate) const DONE_WORDS: usize = 8;
+pub(crate) const DONE_WORDS: usize = 16;
+/// Completion word holding the record's tag.
+pub(crate) const DONE_TAG: usize = 8;
+/// Ring slot word holding the slot's tag (the task's `fault` word, which
+/// the device does not read).
+pub(crate) const SLOT_TAG: usize = 11;
+
+/// The tag of a record published with `seq` (pure; the template's
+/// `mkr_tag` computes the same): a hash of the sequence word and the
+/// record's words. A reader that sees the sequence word checks the tag
+/// before trusting the words, so words still in flight (stores to memory
+/// across the bus need not arrive in order) are never taken for the
+/// record; words that equal the new ones are the record anyway.
+pub(crate) fn tag(seq: u32, words: impl IntoIterator<Item = u32>) -> u32 {
+    let mut h = seq.wrapping_mul(0x9E37_79B1);
+    for w in words {
+        h = (h ^ w).wrapping_mul(0x85EB_CA77);
+        h ^= h >> 15;
+    }
+    h
+}
 
 /// The most ring slots a resident kernel may have.
 pub const MAX_RING_SLOTS: u32 = 1 << 20;
@@ -210,9 +230,9 @@ mod tests {
         assert_eq!(RING_CLAIM - RING_STOP, 32);
         assert_eq!(RING_SERVED - RING_CLAIM, 32);
         assert_eq!(RING_SLOT_BASE % 32, 0);
-        assert_eq!(ring_words(2), (128 + 32, 32 + 16));
+        assert_eq!(ring_words(2), (128 + 32, 32 + 32));
         let (r, d) = ring_words(MAX_RING_SLOTS);
-        assert_eq!((r, d), (128 + (16 << 20), 32 + (8 << 20)));
+        assert_eq!((r, d), (128 + (16 << 20), 32 + (16 << 20)));
         assert_eq!(std::mem::size_of::<TaskWorkItem>(), SLOT_WORDS * 4);
         // The template's words match.
         for (name, v) in [
@@ -222,6 +242,22 @@ mod tests {
         ] {
             assert!(TEMPLATE.contains(name), "{name} {v}");
         }
+    }
+
+    #[test]
+    fn tags_catch_any_stale_word() {
+        let words = [3u32, 0, 7, 1, 2, 3, 4];
+        let t = tag(42, words);
+        assert_eq!(t, tag(42, words));
+        assert_ne!(t, tag(43, words), "an old sequence word");
+        for i in 0..words.len() {
+            let mut w = words;
+            w[i] ^= 1;
+            assert_ne!(t, tag(42, w), "word {i} stale");
+        }
+        // Pinned, so the template's copy can be checked against it.
+        assert_eq!(tag(1, []), 0x9E37_79B1);
+        assert!(TEMPLATE.contains("0x9E3779B1u") && TEMPLATE.contains("0x85EBCA77u"));
     }
 
     #[test]

@@ -54,9 +54,10 @@ pub use config::{Completion, ResidentConfig, ResidentStats};
 pub use layout::{ExitReason, ENV_LOOP_BUDGET, FAULT_LOOP_CUT, MAX_RING_SLOTS};
 
 use layout::{
-    assemble, check_lanes, loop_budget, ring_words, should_relaunch, slot_free, DONE_BASE,
-    DONE_EXIT, DONE_STARTED, DONE_WORDS, DONE_WORKERS_DONE, LOOKS_PER_ITERATION, RING_CLAIM,
-    RING_FAULTED, RING_SERVED, RING_SLOT_BASE, RING_STOP, RING_USER, SLOT_WORDS,
+    assemble, check_lanes, loop_budget, ring_words, should_relaunch, slot_free, tag, DONE_BASE,
+    DONE_EXIT, DONE_STARTED, DONE_TAG, DONE_WORDS, DONE_WORKERS_DONE, LOOKS_PER_ITERATION,
+    RING_CLAIM, RING_FAULTED, RING_SERVED, RING_SLOT_BASE, RING_STOP, RING_USER, SLOT_TAG,
+    SLOT_WORDS,
 };
 use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -142,6 +143,10 @@ impl HostRing {
             return None;
         }
         let w = |i: usize| self.done(rec + i).load(Ordering::Relaxed);
+        let words = [w(1), w(2), w(3), w(4), w(5), w(6), w(7)];
+        if w(DONE_TAG) != tag((ticket + 1) as u32, words) {
+            return None; // words still in flight
+        }
         Some(Completion {
             state: TaskState::from_word(w(1)).unwrap_or(TaskState::Faulted),
             fault: w(2),
@@ -539,7 +544,12 @@ impl ResidentMegakernel {
             }
         }
         let base = RING_SLOT_BASE + r.slot(t) * SLOT_WORDS;
-        let words: [u32; SLOT_WORDS] = bytemuck::cast(*task);
+        let mut words: [u32; SLOT_WORDS] = bytemuck::cast(*task);
+        let seq = (t + 1) as u32;
+        words[SLOT_TAG] = tag(
+            seq,
+            (1..SLOT_WORDS).filter(|&i| i != SLOT_TAG).map(|i| words[i]),
+        );
         for (i, &w) in words.iter().enumerate().skip(1) {
             r.ring(base + i).store(w, Ordering::Relaxed);
         }
@@ -547,7 +557,7 @@ impl ResidentMegakernel {
         // of the write-combining buffer now (x86 orders WC stores only with
         // a full fence).
         fence(Ordering::SeqCst);
-        r.ring(base).store((t + 1) as u32, Ordering::Release);
+        r.ring(base).store(seq, Ordering::Release);
         fence(Ordering::SeqCst);
         Ok(TaskHandle {
             ticket: t,
