@@ -429,3 +429,25 @@ fn other_streams_run_beside_it() {
     assert_eq!(stats.served, 1);
     assert_clean(&gpu);
 }
+
+#[test]
+fn device_loss_reaches_push_wait_and_stop() {
+    let gpu = gpu();
+    let (data, input) = setup(&gpu, 1, 16);
+    let stream = gpu.stream().unwrap();
+    let config = ResidentConfig {
+        workgroup_size: LANES,
+        idle_timeout: Duration::from_secs(2),
+        ..Default::default()
+    };
+    let mk = ResidentMegakernel::start(&gpu, &stream, USER, &data, &config).unwrap();
+    let (t, _) = task(0, 16, &input);
+    let h = mk.push(&t).unwrap();
+    mk.wait(h).unwrap();
+    gpu.simulate_device_loss();
+    assert!(matches!(mk.push(&t), Err(Error::DeviceLost { .. })));
+    assert!(matches!(mk.is_finished(), Err(Error::DeviceLost { .. })));
+    let t0 = Instant::now();
+    assert!(matches!(mk.stop(), Err(Error::DeviceLost { .. })));
+    assert!(t0.elapsed() < Duration::from_secs(5));
+}

@@ -506,8 +506,9 @@ impl ResidentMegakernel {
     /// # Errors
     /// [`Error::ResidentRingFull`] when the slot it needs is still in use,
     /// [`Error::ResidentStopped`] once a stop was requested or a worker
-    /// ended.
+    /// ended, [`Error::DeviceLost`].
     pub fn push(&self, task: &TaskWorkItem) -> Result<TaskHandle> {
+        self.gpu.inner.sticky.check()?;
         let r = &self.ring;
         if r.stop_requested.load(Ordering::Acquire) {
             return Err(Error::ResidentStopped {
