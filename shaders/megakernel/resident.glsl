@@ -7,6 +7,10 @@
 //   MKR_LOCAL_SIZE    invocations per worker
 //   MKR_SLOTS         ring slots (a power of two)
 //   MKR_CLOCK         0: iteration budgets, 1: device clock, 2: subgroup clock
+//   MKR_SINGLE        1: one worker, which keeps the claim counter in a
+//                     register and claims with a store
+//   MKR_LOOP_CHECK    1: after every task, check that no lane's loops were
+//                     cut short (llvmpipe's loop limit)
 //   MKR_MEMORY_MODEL  1: acquire/release atomics under the Vulkan memory
 //                     model at device scope, with MakeVisible/MakeAvailable
 //                     (the ring is host memory or host-visible device
@@ -108,6 +112,7 @@ layout(push_constant) uniform MkrParams {
 #define MKR_REL (gl_SemanticsRelease | gl_SemanticsMakeAvailable)
 #define MKR_AR (gl_SemanticsAcquireRelease | gl_SemanticsMakeAvailable | gl_SemanticsMakeVisible)
 uint mkr_ring_load(uint i) { return atomicLoad(mkr_ring[i], gl_ScopeDevice, MKR_SC, MKR_ACQ); }
+void mkr_ring_store(uint i, uint v) { atomicStore(mkr_ring[i], v, gl_ScopeDevice, MKR_SC, MKR_REL); }
 uint mkr_ring_add(uint i, uint v) { return atomicAdd(mkr_ring[i], v, gl_ScopeDevice, MKR_SC, MKR_AR); }
 uint mkr_ring_cas(uint i, uint c, uint v) {
     return atomicCompSwap(mkr_ring[i], c, v, gl_ScopeDevice, MKR_SC, MKR_AR, MKR_SC, MKR_ACQ);
@@ -123,6 +128,7 @@ void mkr_sync() {
 }
 #else
 uint mkr_ring_load(uint i) { uint v = atomicAdd(mkr_ring[i], 0u); memoryBarrierBuffer(); return v; }
+void mkr_ring_store(uint i, uint v) { memoryBarrierBuffer(); atomicExchange(mkr_ring[i], v); }
 uint mkr_ring_add(uint i, uint v) { memoryBarrierBuffer(); uint r = atomicAdd(mkr_ring[i], v); memoryBarrierBuffer(); return r; }
 uint mkr_ring_cas(uint i, uint c, uint v) { memoryBarrierBuffer(); uint r = atomicCompSwap(mkr_ring[i], c, v); memoryBarrierBuffer(); return r; }
 void mkr_done_store(uint i, uint v) { memoryBarrierBuffer(); atomicExchange(mkr_done[i], v); }
@@ -206,8 +212,15 @@ uint mkr_w[16];   // lane 0: the words of the claimed slot
 // One look at the ring: claims the next published task whose words have
 // all arrived (true: its ticket in `ticket`, its words in mkr_w) or finds
 // none.
+#if MKR_SINGLE
+uint mkr_claim;   // lane 0 of the only worker: the next ticket
+#endif
 bool mkr_try_claim(inout uint ticket) {
+#if MKR_SINGLE
+    uint c = mkr_claim;
+#else
     uint c = mkr_ring_load(MKR_CLAIM);
+#endif
     uint base = MKR_SLOT_BASE + (c & (MKR_SLOTS - 1u)) * MKR_SLOT_WORDS;
     uint seq = mkr_ring_load(base);
     if (seq != c + 1u) return false;
@@ -217,7 +230,12 @@ bool mkr_try_claim(inout uint ticket) {
     MKR_W(8u) MKR_W(9u) MKR_W(10u) MKR_W(12u) MKR_W(13u) MKR_W(14u) MKR_W(15u)
 #undef MKR_W
     if (h != mkr_ring[base + MKR_SLOT_TAG]) return false;   // words in flight
+#if MKR_SINGLE
+    mkr_claim = c + 1u;
+    mkr_ring_store(MKR_CLAIM, c + 1u);   // for the host and the next launch
+#else
     if (mkr_ring_cas(MKR_CLAIM, c, c + 1u) != c) return false;
+#endif
     ticket = c;
     return true;
 }
@@ -255,6 +273,9 @@ void main() {
         mkr_start = mkr_now();
         mkr_last_work = mkr_start;
         mkr_done_add(MKR_STARTED, 1u);
+#if MKR_SINGLE
+        mkr_claim = mkr_ring_load(MKR_CLAIM);
+#endif
     }
     uint reason = MKR_BY_LOOP;
     bool stopped = false;
@@ -304,12 +325,16 @@ void main() {
             }
             // Every lane checks in; a lane whose loops the driver cut (now or
             // at an earlier task, when it left the worker loop) fails it.
+#if MKR_LOOP_CHECK
             atomicAdd(mkr_s_arrived, 1u);
             if (mkr_loops_cut()) atomicOr(mkr_s_cut, 1u);
+#endif
             mkr_sync();
             if (lane == 0u) {
                 uint state = MK_DONE;
+#if MKR_LOOP_CHECK
                 cut = mkr_s_cut != 0u || mkr_s_arrived != uint(MKR_LOCAL_SIZE);
+#endif
                 if (cut) {
                     state = MK_FAULTED;
                     fault = MK_FAULT_LOOP_CUT;

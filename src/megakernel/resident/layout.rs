@@ -113,10 +113,29 @@ impl ExitReason {
     }
 }
 
+/// What one compiled resident kernel is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Variant {
+    /// Invocations per worker.
+    pub local: u32,
+    /// Ring slots.
+    pub slots: u32,
+    /// How the device measures time.
+    pub clock: ClockKind,
+    /// Acquire/release atomics under the Vulkan memory model.
+    pub memory_model: bool,
+    /// One worker: it keeps the claim counter in a register and claims
+    /// with a store (no compare-and-swap on the critical path).
+    pub single_worker: bool,
+    /// Check after every task that no lane's loops were cut (llvmpipe).
+    pub loop_check: bool,
+}
+
 /// The whole kernel source (pure): defines, the template with the user's
 /// code at its marker.
-pub(crate) fn assemble(user: &str, local: u32, slots: u32, clock: ClockKind, mm: bool) -> String {
-    let clock = match clock {
+pub(crate) fn assemble(user: &str, v: &Variant) -> String {
+    let (local, slots) = (v.local, v.slots);
+    let clock = match v.clock {
         ClockKind::IterationBudget => 0,
         ClockKind::DeviceClock => 1,
         ClockKind::SubgroupClock => 2,
@@ -125,9 +144,11 @@ pub(crate) fn assemble(user: &str, local: u32, slots: u32, clock: ClockKind, mm:
     let tail_line = head.lines().count() + 1;
     format!(
         "#version 450\n#define MKR_LOCAL_SIZE {local}\n#define MKR_SLOTS {slots}u\n\
-         #define MKR_CLOCK {clock}\n#define MKR_MEMORY_MODEL {}\n#line 1\n{head}\n#line 1\n{user}\n\
-         #line {tail_line}\n{tail}",
-        u32::from(mm)
+         #define MKR_CLOCK {clock}\n#define MKR_MEMORY_MODEL {}\n#define MKR_SINGLE {}\n\
+         #define MKR_LOOP_CHECK {}\n#line 1\n{head}\n#line 1\n{user}\n#line {tail_line}\n{tail}",
+        u32::from(v.memory_model),
+        u32::from(v.single_worker),
+        u32::from(v.loop_check),
     )
 }
 
@@ -300,13 +321,23 @@ mod tests {
         assert_eq!(ExitReason::from_word(3), ExitReason::Idle);
         assert_eq!(ExitReason::from_word(4), ExitReason::LoopBound);
         assert_eq!(ExitReason::from_word(99), ExitReason::LoopBound);
-        let s = assemble("// USER", 32, 64, ClockKind::DeviceClock, true);
+        let v = Variant {
+            local: 32,
+            slots: 64,
+            clock: ClockKind::DeviceClock,
+            memory_model: true,
+            single_worker: true,
+            loop_check: false,
+        };
+        let s = assemble("// USER", &v);
         assert!(s.starts_with("#version 450\n"));
         for d in [
             "#define MKR_LOCAL_SIZE 32",
             "#define MKR_SLOTS 64u",
             "#define MKR_CLOCK 1",
             "#define MKR_MEMORY_MODEL 1",
+            "#define MKR_SINGLE 1",
+            "#define MKR_LOOP_CHECK 0",
         ] {
             assert!(s.contains(d), "{d}");
         }

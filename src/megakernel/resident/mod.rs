@@ -54,10 +54,10 @@ pub use config::{Completion, ResidentConfig, ResidentStats};
 pub use layout::{ExitReason, ENV_LOOP_BUDGET, FAULT_LOOP_CUT, MAX_RING_SLOTS};
 
 use layout::{
-    assemble, check_lanes, loop_budget, ring_words, should_relaunch, slot_free, tag, DONE_BASE,
-    DONE_EXIT, DONE_STARTED, DONE_TAG, DONE_WORDS, DONE_WORKERS_DONE, LOOKS_PER_ITERATION,
-    RING_CLAIM, RING_FAULTED, RING_SERVED, RING_SLOT_BASE, RING_STOP, RING_USER, SLOT_TAG,
-    SLOT_WORDS,
+    assemble, check_lanes, loop_budget, ring_words, should_relaunch, slot_free, tag, Variant,
+    DONE_BASE, DONE_EXIT, DONE_STARTED, DONE_TAG, DONE_WORDS, DONE_WORKERS_DONE,
+    LOOKS_PER_ITERATION, RING_CLAIM, RING_FAULTED, RING_SERVED, RING_SLOT_BASE, RING_STOP,
+    RING_USER, SLOT_TAG, SLOT_WORDS,
 };
 use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -390,10 +390,14 @@ impl ResidentMegakernel {
         let clock = clock_kind(gpu, config.deadline)?;
         let src = assemble(
             user_glsl,
-            config.workgroup_size,
-            config.ring_slots,
-            clock,
-            memory_model(gpu),
+            &Variant {
+                local: config.workgroup_size,
+                slots: config.ring_slots,
+                clock,
+                memory_model: memory_model(gpu),
+                single_worker: config.worker_count == 1,
+                loop_check: loop_budget(&info.driver_name) != u32::MAX,
+            },
         );
         let kernel = Kernel::builder(gpu)
             .glsl(&src)
