@@ -60,12 +60,15 @@ layout(local_size_x = MKR_LOCAL_SIZE) in;
 #define MKR_SERVED 64u
 #define MKR_FAULTED 65u
 #define MKR_USER 66u
+#define MKR_EXIT_RING 96u
+#define MKR_WORKERS_DONE 97u
+#define MKR_STARTED 98u
 #define MKR_SLOT_BASE 128u
 #define MKR_SLOT_WORDS 16u
-// Completion words (binding 1): header, then 8 words per slot.
+// Completion words (binding 1; host memory where the adapter has it, so
+// only stores go there, never read-modify-writes): a copy of the exit
+// reason, then 16 words per slot.
 #define MKR_EXIT 0u
-#define MKR_WORKERS_DONE 1u
-#define MKR_STARTED 2u
 #define MKR_DONE_BASE 32u
 #define MKR_DONE_WORDS 16u
 #define MKR_DONE_TAG 8u
@@ -118,8 +121,6 @@ uint mkr_ring_cas(uint i, uint c, uint v) {
     return atomicCompSwap(mkr_ring[i], c, v, gl_ScopeDevice, MKR_SC, MKR_AR, MKR_SC, MKR_ACQ);
 }
 void mkr_done_store(uint i, uint v) { atomicStore(mkr_done[i], v, gl_ScopeDevice, MKR_SC, MKR_REL); }
-uint mkr_done_add(uint i, uint v) { return atomicAdd(mkr_done[i], v, gl_ScopeDevice, MKR_SC, MKR_AR); }
-uint mkr_done_cas(uint i, uint c, uint v) {
     return atomicCompSwap(mkr_done[i], c, v, gl_ScopeDevice, MKR_SC, MKR_AR, MKR_SC, MKR_ACQ);
 }
 void mkr_sync() {
@@ -132,8 +133,6 @@ void mkr_ring_store(uint i, uint v) { memoryBarrierBuffer(); atomicExchange(mkr_
 uint mkr_ring_add(uint i, uint v) { memoryBarrierBuffer(); uint r = atomicAdd(mkr_ring[i], v); memoryBarrierBuffer(); return r; }
 uint mkr_ring_cas(uint i, uint c, uint v) { memoryBarrierBuffer(); uint r = atomicCompSwap(mkr_ring[i], c, v); memoryBarrierBuffer(); return r; }
 void mkr_done_store(uint i, uint v) { memoryBarrierBuffer(); atomicExchange(mkr_done[i], v); }
-uint mkr_done_add(uint i, uint v) { memoryBarrierBuffer(); uint r = atomicAdd(mkr_done[i], v); memoryBarrierBuffer(); return r; }
-uint mkr_done_cas(uint i, uint c, uint v) { memoryBarrierBuffer(); uint r = atomicCompSwap(mkr_done[i], c, v); memoryBarrierBuffer(); return r; }
 void mkr_sync() { memoryBarrierBuffer(); barrier(); memoryBarrierBuffer(); }
 #endif
 
@@ -272,7 +271,7 @@ void main() {
     if (lane == 0u) {
         mkr_start = mkr_now();
         mkr_last_work = mkr_start;
-        mkr_done_add(MKR_STARTED, 1u);
+        mkr_ring_add(MKR_STARTED, 1u);
 #if MKR_SINGLE
         mkr_claim = mkr_ring_load(MKR_CLAIM);
 #endif
@@ -371,7 +370,9 @@ void main() {
         }
     }
     if (lane == 0u) {
-        mkr_done_cas(MKR_EXIT, 0u, reason);   // the first worker to end names why
-        mkr_done_add(MKR_WORKERS_DONE, 1u);
+        if (mkr_ring_cas(MKR_EXIT_RING, 0u, reason) == 0u) {
+            mkr_done_store(MKR_EXIT, reason);   // the first worker to end names why
+        }
+        mkr_ring_add(MKR_WORKERS_DONE, 1u);
     }
 }

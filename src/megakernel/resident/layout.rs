@@ -21,11 +21,16 @@ pub(crate) const RING_USER: usize = 66;
 /// Ring word where slot 0 begins; each slot is 16 words.
 pub(crate) const RING_SLOT_BASE: usize = 128;
 pub(crate) const SLOT_WORDS: usize = 16;
-/// Completion words: exit reason, workers finished, workers started.
+/// Ring words: the exit reason (the first worker to end sets it), workers
+/// finished, workers started. Read-modify-writes stay in the ring (device
+/// memory); the completion words only ever get stores.
+pub(crate) const RING_EXIT: usize = 96;
+pub(crate) const RING_WORKERS_DONE: usize = 97;
+pub(crate) const RING_STARTED: usize = 98;
+/// Completion word: a copy of the exit reason, stored by the worker that
+/// set it (the host reads it on every push, from its own cache).
 pub(crate) const DONE_EXIT: usize = 0;
-pub(crate) const DONE_WORKERS_DONE: usize = 1;
-pub(crate) const DONE_STARTED: usize = 2;
-/// Completion word where slot 0's record begins; each record is 8 words.
+/// Completion word where slot 0's record begins; each record is 16 words.
 pub(crate) const DONE_BASE: usize = 32;
 pub(crate) const DONE_WORDS: usize = 16;
 /// Completion word holding the record's tag.
@@ -260,6 +265,11 @@ mod tests {
             ("MKR_CLAIM 32u", RING_CLAIM),
             ("MKR_SLOT_BASE 128u", RING_SLOT_BASE),
             ("MKR_DONE_BASE 32u", DONE_BASE),
+            ("MKR_EXIT_RING 96u", RING_EXIT),
+            ("MKR_WORKERS_DONE 97u", RING_WORKERS_DONE),
+            ("MKR_STARTED 98u", RING_STARTED),
+            ("MKR_DONE_TAG 8u", DONE_TAG),
+            ("MKR_SLOT_TAG 11u", SLOT_TAG),
         ] {
             assert!(TEMPLATE.contains(name), "{name} {v}");
         }

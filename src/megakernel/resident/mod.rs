@@ -55,9 +55,9 @@ pub use layout::{ExitReason, ENV_LOOP_BUDGET, FAULT_LOOP_CUT, MAX_RING_SLOTS};
 
 use layout::{
     assemble, check_lanes, loop_budget, ring_words, should_relaunch, slot_free, tag, Variant,
-    DONE_BASE, DONE_EXIT, DONE_STARTED, DONE_TAG, DONE_WORDS, DONE_WORKERS_DONE,
-    LOOKS_PER_ITERATION, RING_CLAIM, RING_FAULTED, RING_SERVED, RING_SLOT_BASE, RING_STOP,
-    RING_USER, SLOT_TAG, SLOT_WORDS,
+    DONE_BASE, DONE_EXIT, DONE_TAG, DONE_WORDS, LOOKS_PER_ITERATION, RING_CLAIM, RING_EXIT,
+    RING_FAULTED, RING_SERVED, RING_SLOT_BASE, RING_STARTED, RING_STOP, RING_USER,
+    RING_WORKERS_DONE, SLOT_TAG, SLOT_WORDS,
 };
 use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -498,6 +498,7 @@ impl ResidentMegakernel {
         ) {
             return Ok(false);
         }
+        self.ring.ring(RING_EXIT).store(0, Ordering::Release);
         self.ring.done(DONE_EXIT).store(0, Ordering::Release);
         launch.ticket = self.submit(left)?;
         launch.relaunches += 1;
@@ -647,7 +648,7 @@ impl ResidentMegakernel {
 
     /// Workers that have started running, over all launches (never waits).
     pub fn workers_started(&self) -> u32 {
-        self.ring.done(DONE_STARTED).load(Ordering::Acquire)
+        self.ring.ring(RING_STARTED).load(Ordering::Acquire)
     }
 
     /// How the device measures time.
@@ -690,8 +691,8 @@ impl ResidentMegakernel {
             user_counter: r.ring(RING_USER).load(Ordering::Acquire),
             exit: r.ended(),
             workers: (
-                r.done(DONE_STARTED).load(Ordering::Acquire),
-                r.done(DONE_WORKERS_DONE).load(Ordering::Acquire),
+                r.ring(RING_STARTED).load(Ordering::Acquire),
+                r.ring(RING_WORKERS_DONE).load(Ordering::Acquire),
             ),
             clock: self.clock,
             elapsed,
