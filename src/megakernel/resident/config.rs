@@ -89,7 +89,7 @@ pub struct Completion {
     pub task_id: u32,
     /// [`TaskState::Done`] or [`TaskState::Faulted`].
     pub state: TaskState,
-    /// Why it faulted ([`fault`](super::fault)), 0 otherwise.
+    /// Why it faulted ([`fault`](crate::megakernel::fault)), 0 otherwise.
     pub fault: u32,
     /// The parameter words as the task's code left them (its results).
     pub params: [u32; 4],

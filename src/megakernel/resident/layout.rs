@@ -181,7 +181,7 @@ pub(crate) fn should_relaunch(
     }
 }
 
-/// Environment variable overriding [`loop_budget`] (a number of loop
+/// Environment variable overriding the loop budget (a number of loop
 /// iterations per worker and launch), for experiments with drivers that
 /// cut loops short.
 pub const ENV_LOOP_BUDGET: &str = "VKCOMPUTE_RESIDENT_LOOP_BUDGET";

@@ -6,13 +6,20 @@
 //! Two buffers, both persistently mapped:
 //! - the **request ring** (device-local host-visible memory where the
 //!   adapter has it, else host-visible): a stop word, the device's claim
-//!   counter and counters, each on its own 128-byte line, then
-//!   `ring_slots` slots of 16 words: a sequence word (ticket + 1 once the
-//!   task is published) and words 1..16 of a [`TaskWorkItem`];
+//!   counter, its counters and exit reason, each hot word on its own
+//!   128-byte line, then `ring_slots` slots of 16 words: a sequence word
+//!   (ticket + 1 once the task is published) and words 1..16 of a
+//!   [`TaskWorkItem`], whose `fault` word carries the slot's tag;
 //! - the **completion words** (host-visible, host-cached where the adapter
-//!   has it, so the host polls its own cache): the exit reason and worker
-//!   counts, then 8 words per slot: sequence, state, fault, task id and the
-//!   four parameter words as the task's code left them (its results).
+//!   has it, so the host polls its own cache; the device only stores
+//!   there): a copy of the exit reason, then 16 words per slot: sequence,
+//!   state, fault, task id, the four parameter words as the task's code
+//!   left them (its results), and the record's tag.
+//!
+//! A tag is a hash of the sequence word and the record's words: a reader
+//! that sees a sequence word trusts the words only once the tag matches,
+//! so words still in flight across the bus (stores need not arrive in
+//! order) are never taken for a task or a completion.
 //!
 //! A push takes the next ticket with a compare-and-swap on a host-side
 //! counter (lock-free; several threads may push at once), writes the task
@@ -26,8 +33,9 @@
 //! On the device, one invocation per worker looks at the slot of the claim
 //! counter with acquire atomics at device scope (MakeVisible under the
 //! Vulkan memory model; never a plain load in a spin,
-//! `notes/persistent-kernels.md`), claims the task with a compare-and-swap,
-//! hands it to its workgroup, runs the user's `run_task`, and publishes the
+//! `notes/persistent-kernels.md`), claims the task (a compare-and-swap on
+//! the claim counter; a single worker keeps the counter in a register and
+//! only stores it), hands it to its workgroup, runs the user's `run_task`, and publishes the
 //! completion with a release store (MakeAvailable).
 //!
 //! # Stopping
@@ -46,6 +54,17 @@
 //! share of the GPU the kernel occupies: batches on other streams (other
 //! `VkQueue`s) run beside it on the rest. On lavapipe every stream shares
 //! one queue, so other work waits until the kernel ends.
+//!
+//! # lavapipe
+//! A running dispatch there sees host writes and the host its writes
+//! (measured by `tests/megakernel_resident.rs`). llvmpipe ends an
+//! invocation's loops after 65,535 iterations, silently, and a loop inside
+//! the waiting lane's branch runs in every SIMD chunk of the workgroup; so
+//! there a worker is one chunk wide (wider ones are refused), ends its
+//! launch well before the limit (a loop budget), and checks after every
+//! task that no lane's loops were cut ([`FAULT_LOOP_CUT`]); the host starts
+//! the next launch on the same ring when a push or a wait finds the
+//! workers gone with host time left ([`ResidentStats::relaunches`]).
 
 mod config;
 mod layout;
