@@ -284,6 +284,8 @@ fn stops_on_request_and_drop_does_not_hang() {
     let t0 = Instant::now();
     let stats = mk.stop().unwrap();
     assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+    // The launch's ticket comes back completed.
+    assert!(stats.ticket.is_ready().unwrap());
     assert!(
         matches!(
             stats.exit,

@@ -96,8 +96,11 @@ pub struct Completion {
 }
 
 /// What a resident kernel did, read after it ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct ResidentStats {
+    /// The last launch's ticket, completed (batches on other streams may
+    /// order after it with `wait_for`).
+    pub ticket: crate::Ticket,
     /// Tasks pushed.
     pub pushed: u64,
     /// Tasks claimed by the device (served or faulted).

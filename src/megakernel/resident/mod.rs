@@ -702,6 +702,7 @@ impl ResidentMegakernel {
         let elapsed = self.started.elapsed();
         let r = &self.ring;
         Ok(ResidentStats {
+            ticket: launch.ticket.clone(),
             relaunches: launch.relaunches,
             pushed: r.next.load(Ordering::Acquire),
             claimed: r.ring(RING_CLAIM).load(Ordering::Acquire),
