@@ -166,11 +166,12 @@ impl HostRing {
         if w(DONE_TAG) != tag((ticket + 1) as u32, words) {
             return None; // words still in flight
         }
+        let [state, fault, task_id, p0, p1, p2, p3] = words;
         Some(Completion {
-            state: TaskState::from_word(w(1)).unwrap_or(TaskState::Faulted),
-            fault: w(2),
-            task_id: w(3),
-            params: [w(4), w(5), w(6), w(7)],
+            state: TaskState::from_word(state).unwrap_or(TaskState::Faulted),
+            fault,
+            task_id,
+            params: [p0, p1, p2, p3],
         })
     }
 
