@@ -440,13 +440,6 @@ pub enum Error {
         tasks: Vec<(u32, u32)>,
     },
 
-    /// A resident megakernel ended (stop, wall-time budget, idle time, or a
-    /// driver loop limit) before serving a request.
-    #[error("resident megakernel ended before serving request {request}")]
-    ResidentStopped {
-        /// The request number.
-        request: u64,
-    },
 
     /// A helper thread (the futures' waiter) could not be started.
     #[error("{what} thread failed: {detail}")]
@@ -496,6 +489,26 @@ pub enum Error {
     TensorUnavailable {
         /// Why, and what to do.
         detail: String,
+    },
+
+    /// The resident megakernel's ring has no free slot: every slot holds a
+    /// task the kernel has not finished or whose handle is still held.
+    #[error("resident megakernel ring full: all {slots} slots are in use (oldest ticket {oldest} not finished or its handle not dropped); wait on or drop older handles, or start with more ring_slots")]
+    ResidentRingFull {
+        /// Slots in the ring.
+        slots: u32,
+        /// The ticket whose slot the push needed.
+        oldest: u64,
+    },
+
+    /// The resident megakernel has stopped (or is stopping), so a task
+    /// cannot be pushed or was not served.
+    #[error("resident megakernel stopped ({reason}): {what}")]
+    ResidentStopped {
+        /// Why it stopped: "stop requested", "wall-time budget", "idle", "loop bound".
+        reason: &'static str,
+        /// What could not be done.
+        what: &'static str,
     },
 }
 

@@ -6,8 +6,6 @@
 //   MK_LOCAL_SIZE    invocations per worker (workgroup size)
 //   MK_STEPS         1: device-wide step mode (user defines run_step);
 //                    0: task mode (user defines run_task and MK_OP_COUNT)
-//   MK_RESIDENT      1 (with MK_STEPS 0): resident mode, tasks come from a
-//                    host-visible ring (binding 2) while the kernel runs
 //   MK_CLOCK         0: no shader clock (iteration budget), 1: device clock
 //                    (GL_EXT_shader_realtime_clock), 2: subgroup clock
 //                    (GL_ARB_shader_clock)
@@ -100,9 +98,6 @@ layout(push_constant) uniform MkParams {
     uint iter_budget;    // iteration-budget mode: loop iterations per worker
     uint budget_lo;      // clock mode: wall-time budget in clock ticks
     uint budget_hi;
-    uint idle_lo;        // resident mode: stop after this long without a request
-    uint idle_hi;
-    uint idle_iters;     // the same as polls, without a clock
 } mk;
 
 // ---- atomics: acquire loads, release stores, acq_rel read-modify-writes ----

@@ -14,9 +14,9 @@
 //! - [`Megakernel`]: the GLSL template (`shaders/megakernel/`) plus the
 //!   user's code in one kernel; [`Megakernel::launch`] returns a
 //!   [`Ticket`](crate::Ticket); [`Megakernel::report`] says what it did.
-//! - Resident mode ([`Megakernel::resident`], [`ResidentSession`]): the
-//!   kernel keeps running and the host pushes tasks into a host-visible
-//!   ring, with no submission per task.
+//! - Resident mode ([`resident::ResidentMegakernel`]): the kernel keeps
+//!   running on its own stream and the host pushes tasks into a
+//!   host-visible ring, with no submission per task.
 //!
 //! ```no_run
 //! use vkcompute::megakernel::{Megakernel, MegakernelConfig, TaskWorkItem};
@@ -48,7 +48,7 @@ mod config;
 mod policy;
 mod progress;
 mod report;
-mod resident;
+pub mod resident;
 mod runner;
 mod source;
 mod task;
@@ -60,7 +60,6 @@ pub use policy::{
 };
 pub use progress::{residency_rule, ResidencyCap, ResidencySource, PROBE_MAX_WORKERS};
 pub use report::MegakernelReport;
-pub use resident::ResidentSession;
-pub use runner::{Megakernel, ENV_MEMORY_MODEL};
+pub use runner::{Megakernel, PreparedLaunch, ENV_MEMORY_MODEL};
 pub use source::{ClockKind, MegakernelMode, StepBarrier};
 pub use task::{fault, TaskState, TaskWorkItem, TASK_PARAMS};

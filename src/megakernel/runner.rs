@@ -46,9 +46,6 @@ pub(super) struct Params {
     pub iter_budget: u32,
     pub budget_lo: u32,
     pub budget_hi: u32,
-    pub idle_lo: u32,
-    pub idle_hi: u32,
-    pub idle_iters: u32,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -73,6 +70,9 @@ pub struct Megakernel {
     pub(super) order: Buffer<u32>,
     pub(super) data: Buffer<f32>,
     pub(super) last: Option<LastLaunch>,
+    /// The task slots as the host last wrote them, while no launch has run
+    /// since (so a launch need not read them back).
+    host_tasks: Option<Vec<TaskWorkItem>>,
 }
 
 impl std::fmt::Debug for Megakernel {
@@ -107,8 +107,10 @@ impl Megakernel {
         data: &Buffer<f32>,
     ) -> Result<Megakernel> {
         states_of(tasks)?;
-        let tasks = gpu.upload(tasks)?;
-        Megakernel::build(gpu, MegakernelMode::Tasks, user_glsl, workload, tasks, data)
+        let buf = gpu.upload(tasks)?;
+        let mut mk = Megakernel::build(gpu, MegakernelMode::Tasks, user_glsl, workload, buf, data)?;
+        mk.host_tasks = Some(tasks.to_vec());
+        Ok(mk)
     }
 
     /// A step-mode megakernel over `data`. `user_glsl` defines `void
@@ -147,6 +149,7 @@ impl Megakernel {
             tasks,
             data: data.clone(),
             last: None,
+            host_tasks: None,
         };
         let v = mk.variant(workload)?;
         mk.kernel(v)?;
@@ -224,7 +227,6 @@ impl Megakernel {
             .label(match v.mode {
                 MegakernelMode::Tasks => "megakernel-tasks",
                 MegakernelMode::Steps => "megakernel-steps",
-                MegakernelMode::Resident => "megakernel-resident",
             })
             .build()?;
         self.kernels.insert(v, k.clone());
@@ -301,10 +303,25 @@ impl Megakernel {
     /// keeps resident, [`Error::InvalidTaskState`], or what recording and
     /// submitting return ([`Error::DeviceLost`] among them).
     pub fn launch(&mut self, config: &MegakernelConfig) -> Result<Ticket> {
+        self.prepare_launch(config)?.submit()
+    }
+
+    /// Does a task launch's host work (reading the task states, unless
+    /// [`Megakernel::set_tasks`] or the constructor wrote them since the
+    /// last launch; writing the claim order and counters; recording) and
+    /// returns it unsubmitted, so the submission alone can be timed:
+    /// [`PreparedLaunch::submit`]. [`Megakernel::launch`] is the two in one.
+    ///
+    /// # Errors
+    /// As [`Megakernel::launch`].
+    pub fn prepare_launch(&mut self, config: &MegakernelConfig) -> Result<PreparedLaunch<'_>> {
         self.expect_mode(MegakernelMode::Tasks)?;
         config.validate()?;
         let cap = self.check_residency(config)?;
-        let tasks = self.tasks.download()?;
+        let tasks = match self.host_tasks.take() {
+            Some(t) if t.len() == self.tasks.len() => t,
+            _ => self.tasks.download()?,
+        };
         let order = claim_order(&tasks)?;
         let queued = order.len() as u32;
         let info = self.gpu.info();
@@ -348,7 +365,10 @@ impl Megakernel {
                 Some(bytemuck::bytes_of(&params)),
             )?;
         }
-        self.submit(batch)
+        Ok(PreparedLaunch {
+            batch,
+            _mk: std::marker::PhantomData,
+        })
     }
 
     /// Launches exactly `config.worker_count` workers for `steps` dependent
@@ -461,12 +481,14 @@ impl Megakernel {
     pub fn set_tasks(&mut self, tasks: &[TaskWorkItem]) -> Result<()> {
         self.expect_mode(MegakernelMode::Tasks)?;
         states_of(tasks)?;
+        self.host_tasks = None;
         if tasks.len() == self.tasks.len() {
-            self.tasks.write(0, tasks)
+            self.tasks.write(0, tasks)?;
         } else {
             self.tasks = self.gpu.upload(tasks)?;
-            Ok(())
         }
+        self.host_tasks = Some(tasks.to_vec());
+        Ok(())
     }
 
     /// `Ok` when no task is Faulted; otherwise [`Error::TasksFaulted`]
@@ -541,4 +563,29 @@ fn probe(gpu: &Device, workgroup_size: u32) -> Result<ResidencyCap> {
         workers,
         source: ResidencySource::Probed,
     })
+}
+
+/// A task launch recorded by [`Megakernel::prepare_launch`], not yet
+/// submitted. It holds the megakernel borrowed, so its tasks cannot change
+/// before the submission; dropping it submits nothing.
+#[must_use = "a prepared launch does nothing until submitted"]
+pub struct PreparedLaunch<'a> {
+    batch: Batch,
+    _mk: std::marker::PhantomData<&'a mut Megakernel>,
+}
+
+impl std::fmt::Debug for PreparedLaunch<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PreparedLaunch").finish_non_exhaustive()
+    }
+}
+
+impl PreparedLaunch<'_> {
+    /// Submits the launch (one `vkQueueSubmit`).
+    ///
+    /// # Errors
+    /// What submitting returns ([`Error::DeviceLost`] among them).
+    pub fn submit(self) -> Result<Ticket> {
+        self.batch.submit_async()
+    }
 }

@@ -16,9 +16,6 @@ pub enum MegakernelMode {
     /// steps; the user defines `void run_step(uint step, uint worker, uint
     /// workers, uint lane)`.
     Steps,
-    /// Tasks come from a host-visible ring while the kernel runs (same
-    /// user code as [`MegakernelMode::Tasks`]).
-    Resident,
 }
 
 /// How the device measures the wall-time budget (reported per launch).
@@ -72,10 +69,6 @@ pub(crate) fn assemble(user: &str, v: Variant) -> String {
     s.push_str(&format!(
         "#define MK_STEPS {}\n",
         u32::from(v.mode == MegakernelMode::Steps)
-    ));
-    s.push_str(&format!(
-        "#define MK_RESIDENT {}\n",
-        u32::from(v.mode == MegakernelMode::Resident)
     ));
     s.push_str(&format!("#define MK_CLOCK {}\n", v.clock.define()));
     s.push_str(&format!(
