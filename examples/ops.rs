@@ -42,6 +42,18 @@ fn time(
     reps: usize,
     op: &dyn Fn(&mut Batch) -> Result<()>,
 ) -> Result<f64> {
+    Ok(median(time_each(gpu, warm, reps, op)?.0))
+}
+
+/// Like [`time`], but every timed dispatch's GPU seconds in order (the
+/// wall time per dispatch, once, where the queue has no timestamps) and
+/// the wall time of the whole batch.
+fn time_each(
+    gpu: &Device,
+    warm: usize,
+    reps: usize,
+    op: &dyn Fn(&mut Batch) -> Result<()>,
+) -> Result<(Vec<f64>, f64)> {
     let profiled = gpu.info().timestamps;
     let opts = if profiled {
         BatchOptions::single_submit().with_profiling(Profiling::Commands)
@@ -61,7 +73,7 @@ fn time(
     ticket.wait()?;
     let wall = t0.elapsed().as_secs_f64();
     if !profiled {
-        return Ok(wall / (warm + reps) as f64);
+        return Ok((vec![wall / (warm + reps) as f64], wall));
     }
     let p = ticket.profile()?;
     let timed: Vec<f64> = p
@@ -70,7 +82,7 @@ fn time(
         .filter(|c| c.label == "timed")
         .map(|c| c.gpu_ns * 1e-9)
         .collect();
-    Ok(median(timed))
+    Ok((timed, wall))
 }
 
 /// Largest error of `got` against `want`, relative to `scale` (per element).
@@ -158,6 +170,7 @@ fn erf(z: f64) -> f64 {
 fn main() -> Result<()> {
     let flag = |name: &str| std::env::args().skip_while(|a| a != name).nth(1);
     let json = flag("--json");
+    let diag = std::env::args().any(|a| a == "--diag");
     // `--anchor PATH`: cuda_ops_anchor.py's JSON from the same machine, for
     // the ratios against PyTorch.
     let anchor = flag("--anchor").and_then(|p| std::fs::read_to_string(p).ok());
@@ -314,7 +327,6 @@ fn main() -> Result<()> {
         seconds: t,
         max_err: err,
     });
-    drop((xs, ys, out));
 
     // f16 storage (compute in f32), where the adapter has it: add and gelu.
     let info = gpu.info();
@@ -388,9 +400,9 @@ fn main() -> Result<()> {
         max_err: if exact { 0.0 } else { f64::INFINITY },
     });
     let v = random(4, ru, 1.0);
-    let (vs, ys) = (gpu.upload(&v)?, gpu.alloc::<f32>(ru)?);
-    let t = time(&gpu, warm, reps, &|b| ops::gemv(b, &ms, &vs, &ys, r, r))?;
-    let got = ys.download()?;
+    let (vs, gy) = (gpu.upload(&v)?, gpu.alloc::<f32>(ru)?);
+    let t = time(&gpu, warm, reps, &|b| ops::gemv(b, &ms, &vs, &gy, r, r))?;
+    let got = gy.download()?;
     let err = max_rel_err(&got, |i| {
         let row = &m[i * ru..(i + 1) * ru];
         let w: f64 = row
@@ -468,6 +480,20 @@ fn main() -> Result<()> {
             if pass { "" } else { "  WRONG" }
         );
     }
+    if diag {
+        let bufs: [(&str, &Buffer<f32>); 8] = [
+            ("x", &xs),
+            ("y", &ys),
+            ("out", &out),
+            ("res", &res),
+            ("m", &ms),
+            ("m_out", &mo),
+            ("v", &vs),
+            ("gemv_y", &gy),
+        ];
+        let first: Vec<(String, f64)> = rows.iter().map(|r| (r.key.clone(), gbps(r))).collect();
+        diagnose(&gpu, n, r, &bufs, &first)?;
+    }
     if anchor.is_none() {
         println!("(pass --anchor PATH with cuda_ops_anchor.py's JSON for the ratios to PyTorch)");
     }
@@ -494,6 +520,193 @@ fn main() -> Result<()> {
     }
     if !ok {
         eprintln!("a result was wrong: its figure does not count");
+        std::process::exit(1);
+    }
+    Ok(())
+}
+
+/// Names of the memory property bits in `flags`.
+fn flag_names(flags: u32) -> String {
+    let names = [
+        "DEVICE_LOCAL",
+        "HOST_VISIBLE",
+        "HOST_COHERENT",
+        "HOST_CACHED",
+    ];
+    let v: Vec<&str> = (0..4)
+        .filter(|b| flags & (1 << b) != 0)
+        .map(|b| names[b])
+        .collect();
+    if v.is_empty() {
+        "none".into()
+    } else {
+        v.join("|")
+    }
+}
+
+/// `--diag`: what settles whether a slow figure is the kernel's or the
+/// measurement's. Re-times every op (kernels checked in the main pass) in
+/// reverse order, each in a fresh batch; times copy once more at the end
+/// and after 2 s idle; runs 200 back-to-back copies, adds and swishes in
+/// one batch and compares the first and last 20; prints each buffer's
+/// memory placement and the grids the launch rules chose.
+fn diagnose(
+    gpu: &Device,
+    n: usize,
+    r: u32,
+    bufs: &[(&str, &Buffer<f32>); 8],
+    first: &[(String, f64)],
+) -> Result<()> {
+    let info = gpu.info();
+    let [(_, x), (_, y), (_, out), (_, res), (_, m), (_, mo), (_, v), (_, gy)] = *bufs;
+    println!("\n--diag");
+    println!(
+        "adapter: {} compute units x {} resident invocations, max groups {:?}, subgroup {}, \
+         timestamps {}, ReBAR bytes {}",
+        info.compute_units,
+        info.max_threads_per_compute_unit,
+        info.max_workgroup_count,
+        info.subgroup_size,
+        info.timestamps,
+        info.host_visible_device_memory
+    );
+    for (name, b) in bufs {
+        let (flags, block, offset) = b.memory_placement();
+        println!(
+            "buffer {name:<7} {:>11} bytes  flags {flags:#x} ({})  block {block:#x} offset {offset}",
+            b.byte_size(),
+            flag_names(flags)
+        );
+    }
+    let local = 256; // the 1-D built-ins' workgroup size (src/ops/grid.rs LOCAL)
+    println!(
+        "grid: element-wise {} groups x {local} over {n} elements (n/4 vec4 = {}), \
+         reductions {} groups x {local}, softmax/gemv {r} row groups; \
+         Batch::copy uses its own kernel (src/copy.rs)",
+        ops::elementwise_grid(info, n as u64),
+        n / 4,
+        ops::reduce_grid(info, n as u64)
+    );
+    let nf = n as f64;
+    let rr = f64::from(r) * f64::from(r);
+    type Op<'a> = Box<dyn Fn(&mut Batch) -> Result<()> + 'a>;
+    let list: Vec<(&str, f64, Op<'_>)> = vec![
+        (
+            "copy",
+            8.0 * nf,
+            Box::new(|b| ops::unary(b, Unary::Copy, x, out)),
+        ),
+        (
+            "scale",
+            8.0 * nf,
+            Box::new(|b| ops::unary(b, Unary::Scale(2.0), x, out)),
+        ),
+        (
+            "relu",
+            8.0 * nf,
+            Box::new(|b| ops::unary(b, Unary::Relu, x, out)),
+        ),
+        (
+            "sigmoid",
+            8.0 * nf,
+            Box::new(|b| ops::unary(b, Unary::Sigmoid, x, out)),
+        ),
+        (
+            "tanh",
+            8.0 * nf,
+            Box::new(|b| ops::unary(b, Unary::Tanh, x, out)),
+        ),
+        (
+            "swish",
+            8.0 * nf,
+            Box::new(|b| ops::unary(b, Unary::Swish, x, out)),
+        ),
+        (
+            "gelu_erf",
+            8.0 * nf,
+            Box::new(|b| ops::unary(b, Unary::Gelu, x, out)),
+        ),
+        (
+            "gelu_tanh",
+            8.0 * nf,
+            Box::new(|b| ops::unary(b, Unary::GeluTanh, x, out)),
+        ),
+        (
+            "batch_copy",
+            8.0 * nf,
+            Box::new(|b| b.copy(x, out).map(|_| ())),
+        ),
+        ("add", 12.0 * nf, Box::new(|b| ops::add(b, x, y, out))),
+        ("sub", 12.0 * nf, Box::new(|b| ops::sub(b, x, y, out))),
+        ("mul", 12.0 * nf, Box::new(|b| ops::mul(b, x, y, out))),
+        ("fill", 4.0 * nf, Box::new(|b| ops::fill(b, 1.5, out))),
+        ("saxpy", 12.0 * nf, Box::new(|b| ops::saxpy(b, 2.0, x, out))),
+        ("sum", 4.0 * nf, Box::new(|b| ops::sum(b, x, res))),
+        ("max", 4.0 * nf, Box::new(|b| ops::max(b, x, res))),
+        ("dot", 8.0 * nf, Box::new(|b| ops::dot(b, x, y, res))),
+        (
+            "softmax",
+            8.0 * rr,
+            Box::new(move |b| ops::softmax(b, m, mo, r, r)),
+        ),
+        (
+            "transpose",
+            8.0 * rr,
+            Box::new(move |b| ops::transpose(b, m, mo, r, r)),
+        ),
+        (
+            "gemv",
+            4.0 * rr,
+            Box::new(move |b| ops::gemv(b, m, v, gy, r, r)),
+        ),
+    ];
+    let main_figure = |key: &str| {
+        first
+            .iter()
+            .find(|(k, _)| k == key)
+            .or_else(|| first.iter().find(|(k, _)| k.starts_with(key)))
+            .map_or(f64::NAN, |f| f.1)
+    };
+    println!(
+        "reverse order, fresh batch each (3 warm + 15 timed): \
+         GB/s (gpu median), GB/s from wall time per dispatch, main-pass GB/s"
+    );
+    let row = |name: &str, bytes: f64, op: &Op<'_>| -> Result<()> {
+        let (t, wall) = time_each(gpu, 3, 15, op.as_ref())?;
+        println!(
+            "  {name:<12} {:>9.1} {:>9.1} {:>9.1}",
+            bytes / median(t) / 1e9,
+            bytes / (wall / 18.0) / 1e9,
+            main_figure(name)
+        );
+        Ok(())
+    };
+    for (name, bytes, op) in list.iter().rev() {
+        row(name, *bytes, op)?;
+    }
+    println!("hot: the same with 100 warm-up dispatches first (a rise over the above = clocks or caches warming)");
+    for (name, bytes, op) in &list {
+        let (t, _) = time_each(gpu, 100, 15, op.as_ref())?;
+        println!("  {name:<12} {:>9.1}", bytes / median(t) / 1e9);
+    }
+    println!("copy again at the end, then after 2 s idle:");
+    row("copy", list[0].1, &list[0].2)?;
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    row("copy", list[0].1, &list[0].2)?;
+    println!("200 back-to-back dispatches in one batch: GB/s of the first 20, the last 20 (a rise = clocks ramping)");
+    for key in ["copy", "swish", "add", "batch_copy"] {
+        let (name, bytes, op) = list.iter().find(|l| l.0 == key).expect("listed");
+        let (t, _) = time_each(gpu, 0, 200, op.as_ref())?;
+        let k = t.len().min(20);
+        println!(
+            "  {name:<12} {:>9.1} {:>9.1}",
+            bytes / median(t[..k].to_vec()) / 1e9,
+            bytes / median(t[t.len() - k..].to_vec()) / 1e9
+        );
+    }
+    // The last copy must still be right: a wrong kernel cannot look fast here either.
+    if out.download()? != x.download()? {
+        eprintln!("--diag: copy/batch_copy result WRONG");
         std::process::exit(1);
     }
     Ok(())

@@ -265,7 +265,10 @@ impl Device {
         if let (HostPath::Mapped, Some(_)) = (buf.inner.write_path, buf.inner.mapped()) {
             // A new buffer: no GPU work uses it, the write does not wait.
             transfer::write_bytes(&buf.inner, 0, bytes)?;
-            return Ok((buf, Ticket::new(d.clone(), SLOT_COMPUTE, UseMark::default(), None)));
+            return Ok((
+                buf,
+                Ticket::new(d.clone(), SLOT_COMPUTE, UseMark::default(), None),
+            ));
         }
         let len = bytes.len() as u64;
         let staging = d.take_staging(len)?;

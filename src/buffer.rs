@@ -272,6 +272,25 @@ impl<T: Pod> Buffer<T> {
         self.inner.placement
     }
 
+    /// Where the memory actually landed, for diagnostics: the raw
+    /// `VkMemoryPropertyFlags` bits of its memory type (1 device-local,
+    /// 2 host-visible, 4 coherent, 8 cached), the raw `VkDeviceMemory`
+    /// handle of its block (equal for buffers sub-allocated from one block)
+    /// and the byte offset in that block.
+    pub fn memory_placement(&self) -> (u32, u64, u64) {
+        use ash::vk::Handle;
+        match &self.inner.alloc {
+            Some(a) => (
+                a.memory_properties().as_raw(),
+                // SAFETY: only the handle's value is read, for display; the
+                // memory is neither used nor freed through it.
+                unsafe { a.memory() }.as_raw(),
+                a.offset(),
+            ),
+            None => (0, 0, 0),
+        }
+    }
+
     /// The device the buffer belongs to.
     pub fn device(&self) -> Device {
         Device {

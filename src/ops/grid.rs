@@ -53,6 +53,28 @@ pub(crate) fn row_grid(rows: u32, max: [u32; 3]) -> Option<[u32; 3]> {
     (y <= max[1]).then_some([x, y, 1])
 }
 
+/// Workgroups along x the element-wise ops ([`unary`](super::unary),
+/// [`binary`](super::binary), [`fill`](super::fill), [`saxpy`](super::saxpy))
+/// launch over `elems` elements on `info`'s adapter, operands 16-byte
+/// aligned: for reports and diagnostics (the launch itself uses the same rule).
+pub fn elementwise_grid(info: &crate::AdapterInfo, elems: u64) -> u32 {
+    let n4 = elems / 4;
+    elementwise_groups(n4.max(elems - 4 * n4), info.max_workgroup_count[0])
+}
+
+/// Workgroups along x [`sum`](super::sum), [`max`](super::max) and
+/// [`dot`](super::dot) launch over `elems` aligned elements on `info`'s
+/// adapter, with the compute-unit figures the rule used.
+pub fn reduce_grid(info: &crate::AdapterInfo, elems: u64) -> u32 {
+    let n4 = elems / 4;
+    reduce_groups(
+        n4.max(elems - 4 * n4),
+        info.compute_units,
+        info.max_threads_per_compute_unit,
+        info.max_workgroup_count[0],
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -56,6 +56,7 @@ pub use elementwise::{
     unary, Binary, Unary,
 };
 pub use gemv::gemv;
+pub use grid::{elementwise_grid, reduce_grid};
 pub use reduce::{dot, max, sum};
 mod op_batch;
 pub use op_batch::{OpBatch, OpBatchOptions};
