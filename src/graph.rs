@@ -89,7 +89,7 @@ use crate::device::{Device, DeviceInner, Garbage};
 use crate::error::{Error, Result};
 use crate::pipeline_cache::KernelCore;
 use crate::profile::Profiling;
-use crate::reclaim::UseMark;
+use crate::reclaim::{SharedUse, UseMark};
 use crate::recorder::Recorder;
 use crate::stream::{Stream, StreamState};
 use crate::ticket::{QueryReadout, Ticket};
@@ -240,6 +240,12 @@ impl GraphRecorder {
         for (b, writes) in &mut parts.buffers {
             *writes |= params.iter().any(|p| Arc::ptr_eq(&p.fixed, b));
         }
+        // Launches mark one shared record; each buffer links to it (so its
+        // hazards, host access and release see the launches).
+        let shared = SharedUse::new();
+        for (b, writes) in &parts.buffers {
+            b.last_use.link(&shared, *writes);
+        }
         if let Some(p) = &pool {
             let held: Vec<Arc<BufferInner>> =
                 parts.buffers.iter().map(|(b, _)| b.clone()).collect();
@@ -250,6 +256,7 @@ impl GraphRecorder {
             rec: Some(parts.rec),
             cb: parts.cb,
             buffers: parts.buffers,
+            shared,
             kernels: parts.kernels,
             params,
             pool,
@@ -273,6 +280,8 @@ pub struct Graph {
     cb: vk::CommandBuffer,
     /// Every buffer the commands use, with whether a launch writes it.
     buffers: Vec<(Arc<BufferInner>, bool)>,
+    /// The record every launch marks and every buffer above links to.
+    shared: Arc<SharedUse>,
     kernels: Vec<Arc<KernelCore>>,
     params: Vec<Arc<ParamsCore>>,
     pool: Option<Arc<CapturePool>>,
@@ -303,11 +312,12 @@ impl Graph {
     /// submission of the recorded commands, after the stream's previous
     /// work and the graph's previous launch (see the module notes for the
     /// rest of its order). On failure nothing was submitted and the graph
-    /// stays launchable. CPU cost: one `vkQueueSubmit` plus, per distinct
-    /// buffer the graph uses, a look at its last use on other queues and
-    /// one atomic update (so host access and other streams order after the
-    /// launch), whatever the number of commands; with [`Params`], a slot
-    /// write per bound value.
+    /// stays launchable. CPU cost: one `vkQueueSubmit`, a look at other
+    /// work's conflicting use of the graph's buffers and one atomic update
+    /// of the graph's shared use record (which the buffers consult, so
+    /// host access and other streams order after the launch), whatever the
+    /// number of commands or buffers; with [`Params`], a slot write per
+    /// bound value.
     #[inline]
     pub fn launch(&self) -> Result<Ticket> {
         self.launch_inner(&self.stream, None)
@@ -448,21 +458,20 @@ impl Graph {
 
     /// Raises `need` to the other queues' (and streams') conflicting use
     /// of the graph's buffers: all earlier use of what it writes, earlier
-    /// writes of what it reads.
+    /// writes of what it reads, and conflicting graphs' launches (gathered
+    /// in the shared record as they happen, so this reads a fixed number of
+    /// words).
     #[inline]
     fn buffer_hazards(&self, need: &mut UseMark) {
-        for (b, writes) in &self.buffers {
-            b.last_use.hazards(*writes, need);
-        }
+        self.shared.hazards(need);
     }
 
     /// Records the launch at `value` on queue slot `slot` as the last use
-    /// of every buffer it uses.
+    /// of every buffer it uses: one update of the shared record they link
+    /// to.
     #[inline]
     fn mark_buffers(&self, slot: usize, value: u64) {
-        for (b, writes) in &self.buffers {
-            b.last_use.used_on(slot, value, *writes);
-        }
+        self.shared.launched(slot, value);
     }
 
     /// Snapshots each bound [`Params`] into its next slot and submits the
@@ -505,6 +514,11 @@ impl Drop for Graph {
         // reset only once every launch completed; buffers and params are
         // released by their own deferred paths when their last use passes.
         let mark = self.launched();
+        // The launches become each buffer's own last use before the links
+        // go, so the buffers' release waits for them.
+        for (b, _) in &self.buffers {
+            b.last_use.unlink(&self.shared);
+        }
         if let Some(rec) = self.rec.take() {
             self.dev.compute_recorders.retire(mark, rec);
         }

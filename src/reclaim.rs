@@ -12,6 +12,16 @@
 //! (unused without one), 2.. further queues of the compute family (streams).
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Mutex;
+
+mod shared;
+
+pub(crate) use shared::{Link, SharedUse};
+
+/// Bit of [`LastUse`]'s slot word set while it has graph links (above every
+/// queue slot's bit, so the unlinked, never-used case still reads one zero
+/// word).
+const LINKED_BIT: u32 = 1 << 31;
 
 /// Queue slots a mark tracks (the default compute queue, the transfer
 /// queue, and up to `MAX_QUEUES - 2` further compute queues).
@@ -95,12 +105,17 @@ impl UseMark {
 /// The last use of one object, updated by submissions from any thread:
 /// per queue slot, the last submission that used it and the last that
 /// wrote it, and a bit per slot ever used (so the common case, an object
-/// used on one queue only, reads one word to find nothing to order).
+/// used on one queue only, reads one word to find nothing to order). Graph
+/// launches are not recorded here one by one: a buffer a graph uses links
+/// to the graph's [`SharedUse`] (one update per launch, whatever the number
+/// of buffers), and marks and hazards include the links (a bit in the slot
+/// word says there are any, so unlinked objects pay nothing more).
 #[derive(Debug, Default)]
 pub(crate) struct LastUse {
     used: [AtomicU64; MAX_QUEUES],
     written: [AtomicU64; MAX_QUEUES],
     slots: AtomicU32,
+    links: Mutex<Vec<Link>>,
 }
 
 impl LastUse {
@@ -113,17 +128,33 @@ impl LastUse {
             self.written[slot].fetch_max(value, Ordering::AcqRel);
         }
         let bit = 1u32 << slot;
-        if self.slots.load(Ordering::Acquire) & bit == 0 {
+        let slots = self.slots.load(Ordering::Acquire);
+        if slots & bit == 0 {
             self.slots.fetch_or(bit, Ordering::AcqRel);
         }
+        if slots & LINKED_BIT != 0 {
+            // Graphs using this object must follow this use where it
+            // conflicts with theirs.
+            let links = self.links.lock().unwrap_or_else(|p| p.into_inner());
+            for l in links.iter().filter(|l| writes || l.writes) {
+                l.shared.others.used_on(slot, value, false);
+            }
+        }
     }
-    /// The current mark: the last use on every slot.
+    /// The current mark: the last use on every slot (graph launches
+    /// included).
     pub(crate) fn mark(&self) -> UseMark {
         let mut m = UseMark::default();
         let slots = self.slots.load(Ordering::Acquire);
         for (s, u) in self.used.iter().enumerate() {
             if slots & (1 << s) != 0 {
                 m.set(s, u.load(Ordering::Acquire));
+            }
+        }
+        if slots & LINKED_BIT != 0 {
+            let links = self.links.lock().unwrap_or_else(|p| p.into_inner());
+            for l in links.iter() {
+                m = m.join(l.shared.launches.mark());
             }
         }
         m
@@ -135,6 +166,24 @@ impl LastUse {
     #[inline]
     pub(crate) fn hazards(&self, writes: bool, need: &mut UseMark) -> bool {
         let slots = self.slots.load(Ordering::Acquire);
+        if slots == 0 {
+            return false;
+        }
+        let mut any = self.own_hazards(writes, need);
+        if slots & LINKED_BIT != 0 {
+            // A launch counts as a write where the graph writes this object.
+            let links = self.links.lock().unwrap_or_else(|p| p.into_inner());
+            for l in links.iter().filter(|l| writes || l.writes) {
+                any |= l.shared.launches.hazards(true, need);
+            }
+        }
+        any
+    }
+
+    /// [`LastUse::hazards`] without the graph links.
+    #[inline]
+    fn own_hazards(&self, writes: bool, need: &mut UseMark) -> bool {
+        let slots = self.slots.load(Ordering::Acquire) & !LINKED_BIT;
         if slots == 0 {
             return false;
         }
