@@ -440,7 +440,6 @@ pub enum Error {
         tasks: Vec<(u32, u32)>,
     },
 
-
     /// A helper thread (the futures' waiter) could not be started.
     #[error("{what} thread failed: {detail}")]
     Thread {

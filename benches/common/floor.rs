@@ -48,10 +48,10 @@ macro_rules! ok {
 // After `ok!`, which it uses.
 #[path = "floor_diag.rs"]
 pub mod diag;
-#[path = "floor_more.rs"]
-pub mod more;
 #[path = "floor_graph.rs"]
 pub mod graph;
+#[path = "floor_more.rs"]
+pub mod more;
 
 /// The kernel's push constants for `x[i] = x[i] * a + b` over the buffer.
 fn push(a: f32, b: f32) -> [u8; 12] {
