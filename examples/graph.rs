@@ -1,21 +1,24 @@
 //! Graphs measured: what a launch costs the CPU, what a recorded chain
 //! costs the GPU, and a one-dispatch graph's round trip, beside the
-//! driver's floor (hand-written ash, `benches/common/floor.rs`) in the same
-//! process.
+//! driver's floor (hand-written ash, `benches/common/floor.rs`), run in a
+//! child process of its own (`graph --floor-child`).
 //!
 //! ```text
 //! cargo run --release --example graph -- [--json out.json]
 //! ```
 //!
-//! One Vulkan device at a time: first every figure of ours (then our device
-//! is dropped), then the floor's. Rows:
+//! One Vulkan device per process: every figure of ours in this process,
+//! then the floor's in a child that holds only its own device. Rows:
 //!
 //! - **launch CPU cost** (µs): the time of `Graph::launch()` alone, median
 //!   over many launches, each made once the previous one completed, for
 //!   graphs of 1, 1,000 and 10,000 dependent dispatches (goal ≤ 5 µs, flat
 //!   in size); and the first launch after `prewarm()` (median over several
 //!   fresh graphs) over that median (goal ≤ 1.1×), with the first launch of
-//!   graphs never prewarmed beside it as a note.
+//!   graphs never prewarmed beside it as a note; beside each, the floor's
+//!   `vkQueueSubmit` alone of the same pre-recorded command buffer
+//!   (begun with `SIMULTANEOUS_USE`, as a graph's is; the note gives it
+//!   without the flag too): the driver's share of a launch.
 //! - **chain of 1,000 per dispatch** (µs): GPU time per dispatch from
 //!   timestamps around a 1,000-dispatch dependent graph (a profiled graph,
 //!   `Device::graph_recorder_with`) beside the floor's timestamps around the
@@ -148,8 +151,110 @@ impl Ours {
     }
 }
 
+/// The argument that makes this example the floor's child process.
+const FLOOR_CHILD: &str = "--floor-child";
+
+/// What the floor's process measured: `floor KEY VALUE` lines, µs.
+struct FloorSide {
+    values: std::collections::HashMap<String, f64>,
+    description: String,
+}
+
+/// Runs the floor in a child process holding only its own device (the
+/// figures issue's rule: in one process holding two devices, or right
+/// after one, round trips read several times slower) and reads its lines.
+fn floor_side(sizes: &[usize; 3], chain: usize) -> vkcompute::Result<FloorSide> {
+    let exe = std::env::current_exe().expect("the example's own path");
+    let sizes: Vec<String> = sizes.iter().map(|n| n.to_string()).collect();
+    let out = std::process::Command::new(exe)
+        .arg(FLOOR_CHILD)
+        .arg(chain.to_string())
+        .args(&sizes)
+        .output()
+        .expect("start the floor's process");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "the floor's process failed: {}\n{text}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut side = FloorSide {
+        values: Default::default(),
+        description: String::new(),
+    };
+    for line in text.lines() {
+        if let Some(d) = line.strip_prefix("floor-description ") {
+            side.description = d.to_string();
+        } else if let Some(kv) = line.strip_prefix("floor ") {
+            let (k, v) = kv.split_once(' ').expect("floor KEY VALUE");
+            side.values
+                .insert(k.to_string(), v.parse().expect("a number"));
+        }
+    }
+    Ok(side)
+}
+
+/// The floor's process: the chain, round trips and submit costs of the
+/// hand-written ash floor, printed as `floor KEY VALUE` (µs).
+fn floor_child(args: &[String]) {
+    let q = quick();
+    let chain: usize = args[0].parse().expect("chain length");
+    let sizes: Vec<usize> = args[1..].iter().map(|a| a.parse().expect("size")).collect();
+    let (rt_reps, rt_isolated) = if q { (50, 10) } else { (2001, 201) };
+    let chain_reps = if q { 5 } else { 51 };
+    let mut fl = floor::Floor::new();
+    println!("floor-description {}", fl.description);
+    for &n in &sizes {
+        let reps = match (q, n) {
+            (true, _) => 30,
+            (false, 10_000) => 101,
+            (false, 1000) => 501,
+            _ => 2001,
+        };
+        for (key, simul) in [("simul", true), ("plain", false)] {
+            let cost = median(fl.submit_cost(n, simul, reps).into_iter().map(us).collect());
+            println!("floor submit_{key}_{n} {cost}");
+        }
+    }
+    for _ in 0..3 {
+        fl.chain_prerecorded(chain);
+    }
+    let wall = median(
+        (0..chain_reps)
+            .map(|_| us(fl.chain_prerecorded(chain)) / chain as f64)
+            .collect(),
+    );
+    println!("floor chain_wall {wall}");
+    let gpu = median(
+        (0..chain_reps)
+            .map(|_| us(fl.chain_gpu(chain).0) / chain as f64)
+            .collect(),
+    );
+    println!("floor chain_gpu {gpu}");
+    for _ in 0..20 {
+        fl.round_trip(true);
+    }
+    let b2b = median((0..rt_reps).map(|_| us(fl.round_trip(true))).collect());
+    println!("floor rt_b2b {b2b}");
+    let iso = median(
+        (0..rt_isolated)
+            .map(|_| {
+                std::thread::sleep(Duration::from_millis(2));
+                us(fl.round_trip(true))
+            })
+            .collect(),
+    );
+    println!("floor rt_iso {iso}");
+    assert_eq!(fl.validation_messages(), 0, "floor: validation messages");
+}
+
 fn main() -> vkcompute::Result<()> {
     let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some(FLOOR_CHILD) {
+        floor_child(&args[2..]);
+        return Ok(());
+    }
     let json = args
         .iter()
         .position(|a| a == "--json")
@@ -321,35 +426,40 @@ fn main() -> vkcompute::Result<()> {
     drop(one);
     drop(ours);
 
-    // ---- the floor (now the only device in the process) ----
-    let mut fl = floor::Floor::new();
-    notes.push(format!("floor: {}", fl.description));
-    for _ in 0..3 {
-        fl.chain_prerecorded(chain);
+    // ---- the floor, in a process of its own (one device per process) ----
+    let fl = floor_side(&sizes, chain)?;
+    let get = |k: &str| -> f64 {
+        *fl.values
+            .get(k)
+            .unwrap_or_else(|| panic!("the floor child printed no {k:?}"))
+    };
+    let (floor_chain, floor_chain_gpu) = (get("chain_wall"), get("chain_gpu"));
+    let (floor_b2b, floor_iso) = (get("rt_b2b"), get("rt_iso"));
+    notes.push(format!("floor (its own process): {}", fl.description));
+    for (i, &n) in sizes.iter().enumerate() {
+        let (simul, plain) = (
+            get(&format!("submit_simul_{n}")),
+            get(&format!("submit_plain_{n}")),
+        );
+        rows.insert(
+            // After this size's "first launch" row.
+            3 * i + 2,
+            Row {
+                name: format!("vkQueueSubmit CPU cost, pre-recorded {n} dispatches (floor)"),
+                unit: "µs",
+                clock: "cpu",
+                ours: launch_cost[i],
+                floor: Some(simul),
+                goal: "(our launch vs the driver's submit)",
+            },
+        );
+        notes.push(format!(
+            "floor submit of a pre-recorded command buffer of {n} dispatches, re-submitted after \
+             each completes: {simul:.2} µs with SIMULTANEOUS_USE (as graphs), {plain:.2} µs \
+             without; our launch {:.2} µs",
+            launch_cost[i]
+        ));
     }
-    let floor_chain = median(
-        (0..chain_reps)
-            .map(|_| us(fl.chain_prerecorded(chain)) / chain as f64)
-            .collect(),
-    );
-    let floor_chain_gpu = median(
-        (0..chain_reps)
-            .map(|_| us(fl.chain_gpu(chain).0) / chain as f64)
-            .collect(),
-    );
-    for _ in 0..20 {
-        fl.round_trip(true);
-    }
-    let floor_b2b = median((0..rt_reps).map(|_| us(fl.round_trip(true))).collect());
-    let floor_iso = median(
-        (0..rt_isolated)
-            .map(|_| {
-                std::thread::sleep(Duration::from_millis(2));
-                us(fl.round_trip(true))
-            })
-            .collect(),
-    );
-    drop(fl);
 
     rows.push(Row {
         name: format!("chain of {chain}, GPU time per dispatch (timestamps)"),

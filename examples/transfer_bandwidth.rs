@@ -9,7 +9,11 @@
 //! - `Device::upload` / `Buffer::download`: the blocking staged path;
 //! - `Device::upload_async` + wait / `Buffer::download_async` + wait: the
 //!   pipelined path (pieces of 8 MiB, host copies on up to 4 threads,
-//!   transfer-only queue where there is one).
+//!   transfer-only queue where there is one);
+//! - downloads into an existing `Vec` (`Buffer::download_into`,
+//!   `Download::wait_into`): what PyTorch's `hp.copy_(dv)` measures, so the
+//!   d2h ratio uses the `wait_into` row (a fresh `Vec` pays a page fault
+//!   per 4 KiB on first touch).
 //!
 //! Pass PyTorch's pageable figures from `cuda_ops_anchor.py` of the same
 //! run (`--torch-h2d GBPS --torch-d2h GBPS`) to print the ratios (issue 8
@@ -122,6 +126,12 @@ fn main() -> vkcompute::Result<()> {
     assert!(back == data, "blocking download differs");
     let down_sync = gbps(bytes, t);
     rows.push(("download into a new Vec (blocking)", down_sync));
+    // Into memory the host already touched, as PyTorch's `hp.copy_(dv)`.
+    let mut into = vec![0u32; n];
+    let t = time(reps, || buf.download_into(&mut into))?;
+    assert!(into == data, "blocking download_into differs");
+    let down_sync_into = gbps(bytes, t);
+    rows.push(("download_into an existing Vec (blocking)", down_sync_into));
     drop(buf);
 
     // Async pipelined path.
@@ -141,12 +151,26 @@ fn main() -> vkcompute::Result<()> {
     assert!(back == data, "async download differs");
     let down_async = gbps(bytes, t);
     rows.push(("download_async + wait into a new Vec", down_async));
+    into.fill(0);
+    let t = time(reps, || buf.download_async()?.wait_into(&mut into))?;
+    assert!(into == data, "async download wait_into differs");
+    let down_async_into = gbps(bytes, t);
+    rows.push((
+        "download_async + wait_into an existing Vec",
+        down_async_into,
+    ));
 
     for (name, v) in &rows {
         println!("{name:<44} {v:>7.2} GB/s");
     }
     let ratio = |ours: f64, torch: Option<f64>| torch.map(|t| ours / t);
-    for (dir, ours, torch) in [("h2d", up_async, torch_h2d), ("d2h", down_async, torch_d2h)] {
+    // Like with like: PyTorch's d2h copies into a host tensor it allocated
+    // (and touched) before the timer, so ours is the `wait_into` row; its
+    // h2d copies into an existing device tensor while ours allocates one.
+    for (dir, ours, torch) in [
+        ("h2d", up_async, torch_h2d),
+        ("d2h", down_async_into, torch_d2h),
+    ] {
         match ratio(ours, torch) {
             Some(r) => println!(
                 "{dir}: async {ours:.2} GB/s vs PyTorch pageable {:.2} GB/s = {r:.2}× (goal ≥ 0.8×: {})",
@@ -163,7 +187,7 @@ fn main() -> vkcompute::Result<()> {
             .map(|(n, v)| format!("{{\"name\":\"{n}\",\"gbps\":{v:.4}}}"))
             .collect();
         let json = format!(
-            "{{\"adapter\":\"{}\",\"driver\":\"{}\",\"transfer_queue\":{},\"bytes\":{},\"reps\":{},\"rows\":[{}],\"h2d_async_gbps\":{:.4},\"d2h_async_gbps\":{:.4},\"h2d_sync_gbps\":{:.4},\"d2h_sync_gbps\":{:.4},\"torch_h2d_pageable_gbps\":{},\"torch_d2h_pageable_gbps\":{},\"h2d_ratio\":{},\"d2h_ratio\":{},\"goal_ratio\":0.8,\"results_checked\":true}}\n",
+            "{{\"adapter\":\"{}\",\"driver\":\"{}\",\"transfer_queue\":{},\"bytes\":{},\"reps\":{},\"rows\":[{}],\"h2d_async_gbps\":{:.4},\"d2h_async_gbps\":{:.4},\"d2h_async_new_vec_gbps\":{:.4},\"d2h_sync_into_gbps\":{:.4},\"h2d_sync_gbps\":{:.4},\"d2h_sync_gbps\":{:.4},\"torch_h2d_pageable_gbps\":{},\"torch_d2h_pageable_gbps\":{},\"h2d_ratio\":{},\"d2h_ratio\":{},\"goal_ratio\":0.8,\"results_checked\":true}}\n",
             gpu.info().name,
             gpu.info().driver_name,
             gpu.info().transfer_queue,
@@ -171,13 +195,15 @@ fn main() -> vkcompute::Result<()> {
             reps,
             rows_json.join(","),
             up_async,
+            down_async_into,
             down_async,
+            down_sync_into,
             up_sync,
             down_sync,
             opt(torch_h2d),
             opt(torch_d2h),
             opt(ratio(up_async, torch_h2d)),
-            opt(ratio(down_async, torch_d2h)),
+            opt(ratio(down_async_into, torch_d2h)),
         );
         std::fs::write(&path, json).expect("write the JSON file");
         println!("wrote {path}");

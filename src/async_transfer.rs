@@ -457,6 +457,71 @@ impl<T: Pod> Download<T> {
         Ok(out)
     }
 
+    /// Blocks until the data is on the host and copies it into `out`, which
+    /// must hold exactly [`Download::len`] elements: the form to use when
+    /// the destination is reused, as a fresh `Vec` pays a page fault per
+    /// 4 KiB page on first touch (often slower than the copy itself). The
+    /// pieces are copied out as their GPU copies complete, on several
+    /// threads for large buffers. On a length mismatch the download stays
+    /// usable.
+    ///
+    /// # Errors
+    /// [`Error::LengthMismatch`] (naming both lengths), [`Error::Consumed`]
+    /// after a successful wait or await, [`Error::DeviceLost`].
+    pub fn wait_into(&mut self, out: &mut [T]) -> Result<()> {
+        if out.len() != self.n {
+            return Err(Error::LengthMismatch {
+                what: "Download::wait_into",
+                expected: self.n as u64,
+                got: out.len() as u64,
+            });
+        }
+        let d = self.dev.clone();
+        d.sticky.check()?;
+        let Some(drained_out) = self.out.take() else {
+            return Err(Error::Consumed { what: "Download" });
+        };
+        let Source {
+            staging, pieces, ..
+        } = &mut self.source;
+        let Some(st) = staging.as_ref() else {
+            return Err(Error::Consumed { what: "Download" });
+        };
+        let out_bytes: &mut [u8] = bytemuck::cast_slice_mut(out);
+        // Pieces an earlier poll already drained sit at the front of the
+        // partial result.
+        let done = pieces
+            .get(self.drained)
+            .map_or(out_bytes.len() as u64, |(r, _)| r.start) as usize;
+        // SAFETY: the first `done` bytes of `drained_out`'s allocation were
+        // written by the drained pieces (they tile the buffer from 0 in
+        // order); `out_bytes` holds at least `done` bytes (its length is the
+        // buffer's); the two do not overlap.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                drained_out.as_ptr().cast::<u8>(),
+                out_bytes.as_mut_ptr(),
+                done,
+            )
+        };
+        drop(drained_out);
+        let rest = &pieces[self.drained..];
+        let total: u64 = rest.iter().map(|(r, _)| r.end - r.start).sum();
+        drain_parallel(
+            &d,
+            st,
+            rest,
+            out_bytes.as_mut_ptr(),
+            workers_for(total, cores()),
+        )?;
+        d.sticky.check()?;
+        self.drained = pieces.len();
+        if let Some(s) = staging.take() {
+            d.give_staging(s);
+        }
+        Ok(())
+    }
+
     /// One poll step of the staged source: drain the pieces whose copies
     /// completed, register for the next one.
     fn poll_pieces(&mut self, cx: &mut Context<'_>) -> Poll<Result<Vec<T>>> {

@@ -35,7 +35,10 @@ use crate::stats::{Counter, Counters, StartupTimes, Stats};
 use crate::stream::StreamState;
 
 use crate::options::env_flag;
-pub use crate::options::{DeviceOptions, ENV_DEVICE, ENV_PUSH_DESCRIPTORS, ENV_VALIDATION};
+pub use crate::options::{
+    DeviceOptions, DEFAULT_COMPUTE_QUEUES, ENV_COMPUTE_QUEUES, ENV_DEVICE, ENV_PUSH_DESCRIPTORS,
+    ENV_VALIDATION,
+};
 
 mod memory_ops;
 
@@ -374,7 +377,13 @@ impl DeviceInner {
 
             let transfer_family = p.plan.transfer.filter(|_| options.transfer_queue);
             let prio = [1.0f32];
-            let compute_queues = p.plan.compute_count.clamp(1, (MAX_QUEUES - 1) as u32);
+            let compute_queues = crate::options::compute_queue_count(
+                options
+                    .compute_queues
+                    .or_else(crate::options::env_compute_queues),
+                p.plan.compute_count,
+                (MAX_QUEUES - 1) as u32,
+            );
             let compute_prio = vec![1.0f32; compute_queues as usize];
             let mut queue_infos = vec![vk::DeviceQueueCreateInfo::default()
                 .queue_family_index(p.plan.compute)

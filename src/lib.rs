@@ -205,7 +205,10 @@ pub use coopmat::{CoopComponent, CoopMatShape};
 pub use adapter::{AdapterInfo, AdapterType};
 pub use batch::{Batch, BatchOptions};
 pub use buffer::{BufView, Buffer, BufferSlice, GpuBuf};
-pub use device::{Device, DeviceOptions, ENV_DEVICE, ENV_PUSH_DESCRIPTORS, ENV_VALIDATION};
+pub use device::{
+    Device, DeviceOptions, DEFAULT_COMPUTE_QUEUES, ENV_COMPUTE_QUEUES, ENV_DEVICE,
+    ENV_PUSH_DESCRIPTORS, ENV_VALIDATION,
+};
 pub use disk_cache::{CacheStats, ENV_CACHE_DIR};
 pub use error::{Error, Result};
 #[cfg(feature = "glsl")]

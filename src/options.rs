@@ -54,6 +54,39 @@ pub struct DeviceOptions {
     /// `maxStorageBufferRange`. A lower value makes tests exercise the split
     /// on adapters whose binding range is larger than they can allocate.
     pub copy_binding_limit: Option<u64>,
+    /// How many queues of the compute family to create (at least 1; more
+    /// than the family has, or than the crate tracks, are capped): the
+    /// default stream takes the first, further streams spread over the rest
+    /// (with one queue, every stream shares it, still ordered and correct,
+    /// but a long kernel on one stream can then delay another stream's
+    /// work). Each queue costs device-creation time on some drivers.
+    /// `None`: the `VKCOMPUTE_COMPUTE_QUEUES` variable if set, else
+    /// [`DEFAULT_COMPUTE_QUEUES`].
+    pub compute_queues: Option<u32>,
+}
+
+/// Compute queues a device creates when [`DeviceOptions::compute_queues`]
+/// and `VKCOMPUTE_COMPUTE_QUEUES` say nothing (capped by what the adapter's
+/// compute family has).
+pub const DEFAULT_COMPUTE_QUEUES: u32 = 9;
+
+/// Environment variable behind [`DeviceOptions::compute_queues`]'s default.
+pub const ENV_COMPUTE_QUEUES: &str = "VKCOMPUTE_COMPUTE_QUEUES";
+
+/// The compute queues to create (pure): `requested` (else
+/// [`DEFAULT_COMPUTE_QUEUES`]) within 1 ..= the family's `family_count`
+/// and the crate's `cap`.
+pub(crate) fn compute_queue_count(requested: Option<u32>, family_count: u32, cap: u32) -> u32 {
+    requested
+        .unwrap_or(DEFAULT_COMPUTE_QUEUES)
+        .min(family_count)
+        .min(cap)
+        .max(1)
+}
+
+/// `VKCOMPUTE_COMPUTE_QUEUES` as a number, if set to one.
+pub(crate) fn env_compute_queues() -> Option<u32> {
+    std::env::var(ENV_COMPUTE_QUEUES).ok()?.trim().parse().ok()
 }
 
 impl Default for DeviceOptions {
@@ -69,6 +102,7 @@ impl Default for DeviceOptions {
             wait_spin: Duration::from_micros(50),
             cache_dir: None,
             copy_binding_limit: None,
+            compute_queues: None,
         }
     }
 }
@@ -96,4 +130,26 @@ pub(crate) fn env_flag(name: &str) -> bool {
             )
         })
         .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compute_queue_count_stays_within_the_family_and_the_cap() {
+        assert_eq!(
+            compute_queue_count(None, 16, 9),
+            DEFAULT_COMPUTE_QUEUES.min(9)
+        );
+        assert_eq!(compute_queue_count(None, 1, 9), 1);
+        assert_eq!(compute_queue_count(Some(0), 16, 9), 1);
+        assert_eq!(compute_queue_count(Some(2), 16, 9), 2);
+        assert_eq!(compute_queue_count(Some(100), 16, 9), 9);
+        assert_eq!(compute_queue_count(Some(4), 2, 9), 2);
+        assert_eq!(
+            compute_queue_count(Some(u32::MAX), u32::MAX, u32::MAX),
+            u32::MAX
+        );
+    }
 }

@@ -5,6 +5,7 @@
 mod common;
 use common::*;
 
+use std::future::Future;
 use std::time::Duration;
 
 use vkcompute::{Device, DeviceOptions, Error, Kernel};
@@ -108,6 +109,39 @@ fn large_transfers_copy_in_pieces_on_several_threads() {
     ticket.wait().unwrap();
     let got = buf.download_async().unwrap().wait().unwrap();
     assert!(got == data, "round trip of 40 MiB changed the data");
+    // Into an existing slice: a wrong length is a typed error that leaves
+    // the download usable; afterwards it is consumed.
+    let mut into = vec![0u32; n];
+    let mut d = buf.download_async().unwrap();
+    let e = d.wait_into(&mut into[1..]).unwrap_err();
+    assert!(
+        matches!(e, Error::LengthMismatch { expected, got, .. } if expected == n as u64 && got == n as u64 - 1),
+        "{e}"
+    );
+    d.wait_into(&mut into).unwrap();
+    assert!(into == data, "wait_into changed the data");
+    assert!(matches!(
+        d.wait_into(&mut into),
+        Err(Error::Consumed { .. })
+    ));
+    drop(d);
+    // A poll right after the start drains whatever pieces completed into
+    // the download's own Vec (none, some or all, as timing falls); then
+    // `wait_into` must deliver those and the rest.
+    for _ in 0..4 {
+        into.fill(0);
+        let mut d = buf.download_async().unwrap();
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        match std::pin::Pin::new(&mut d).poll(&mut cx) {
+            std::task::Poll::Ready(v) => {
+                assert!(v.unwrap() == data, "polled download changed the data")
+            }
+            std::task::Poll::Pending => {
+                d.wait_into(&mut into).unwrap();
+                assert!(into == data, "wait_into after a poll changed the data");
+            }
+        }
+    }
     // Awaited under tokio, and an odd size (not a multiple of 4 bytes).
     let bytes: Vec<u8> = (0..(9 << 20) + 3).map(|i| (i * 7 % 251) as u8).collect();
     let (buf, _t) = gpu.upload_async(&bytes).unwrap();

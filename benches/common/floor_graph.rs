@@ -39,3 +39,49 @@ impl Floor {
         wall
     }
 }
+
+impl Floor {
+    /// CPU time of `vkQueueSubmit` alone for a command buffer of `n`
+    /// dependent dispatches recorded once, before the timer, and submitted
+    /// `reps` times (each waited for, untimed, before the next): the
+    /// driver's share of a graph launch. `simultaneous` begins it with
+    /// `SIMULTANEOUS_USE` (what a graph that may be launched while an
+    /// earlier launch is in flight needs), else with no usage flags.
+    /// Panics unless every x[i] went from i to i + n × reps.
+    pub fn submit_cost(&mut self, n: usize, simultaneous: bool, reps: usize) -> Vec<Duration> {
+        assert!(
+            n > 0 && reps > 0,
+            "floor: at least one dispatch and one submission"
+        );
+        let (cb, pc) = (self.cb, push(1.0, 1.0));
+        let flags = if simultaneous {
+            vk::CommandBufferUsageFlags::SIMULTANEOUS_USE
+        } else {
+            vk::CommandBufferUsageFlags::empty()
+        };
+        self.begin(cb, flags);
+        for i in 0..n {
+            self.step(cb, &pc, i + 1 < n);
+        }
+        self.host_barrier(cb);
+        self.end(cb);
+        self.reset_buffer();
+        let mut costs = Vec::with_capacity(reps);
+        for _ in 0..reps {
+            let start = Instant::now();
+            let v = self.submit(cb);
+            costs.push(start.elapsed());
+            self.wait_spin(v);
+        }
+        let total = n * reps;
+        assert!(total + ELEMENTS < 1 << 24, "floor: f32 no longer exact");
+        for (i, v) in self.read().into_iter().enumerate() {
+            let want = (i + total) as f32;
+            assert!(
+                v == want,
+                "floor: {n} dispatches × {reps} submissions: x[{i}] = {v}, expected {want}"
+            );
+        }
+        costs
+    }
+}

@@ -170,7 +170,12 @@ uvec2 mkr_since(uvec2 t0) {
     uvec2 c = mkr_now();
     return uvec2(c.x - t0.x, c.y - t0.y - (c.x < t0.x ? 1u : 0u));
 }
-bool mkr_over(uvec2 e, uint lo, uint hi) { return e.y > hi || (e.y == hi && e.x >= lo); }
+// A "negative" span (the clock stepped back: a CPU core's cycle counter
+// read after the thread moved to another core, on lavapipe) is not over:
+// it must not look like 2^64 ticks elapsed.
+bool mkr_over(uvec2 e, uint lo, uint hi) {
+    return e.y < 0x80000000u && (e.y > hi || (e.y == hi && e.x >= lo));
+}
 
 uvec2 mkr_start;
 uvec2 mkr_last_work;
