@@ -7,6 +7,10 @@
 //! cargo run --release --example graph -- [--json out.json]
 //! ```
 //!
+//! Both sides wait by spinning until the work completes (ours with
+//! `DeviceOptions::wait_spin` of 50 ms; by default a wait blocks in the
+//! driver after 50 µs), so a launch never follows a thread that slept.
+//!
 //! One Vulkan device per process: every figure of ours in this process,
 //! then the floor's in a child that holds only its own device. Rows:
 //!
@@ -45,7 +49,7 @@ mod floor;
 
 use std::time::{Duration, Instant};
 
-use vkcompute::{Buffer, Device, Graph, Kernel, Profiling, Stream};
+use vkcompute::{Buffer, Device, DeviceOptions, Graph, Kernel, Profiling, Stream};
 
 const AXPB: &str = include_str!("../shaders/axpb.comp");
 /// Elements per dispatch (the floor's).
@@ -86,7 +90,20 @@ struct Ours {
 
 impl Ours {
     fn new() -> vkcompute::Result<Ours> {
-        let gpu = Device::new()?;
+        // Waits spin until the work completes, as the floor's do: a wait
+        // that blocks in the driver (ours do after 50 µs by default) leaves
+        // the thread asleep, and the launch right after it was measured at
+        // about 10 µs more on the H200 (2026-11-23), which is the waiting
+        // strategy, not the launch.
+        // `VKCOMPUTE_GRAPH_WAIT_SPIN_US` changes the spin (an experiment).
+        let spin_us: u64 = std::env::var("VKCOMPUTE_GRAPH_WAIT_SPIN_US")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(50_000);
+        let gpu = Device::with_options(DeviceOptions {
+            wait_spin: Duration::from_micros(spin_us),
+            ..DeviceOptions::default()
+        })?;
         let k = gpu.kernel_glsl(AXPB)?;
         let x = gpu.upload(&(0..N).map(|i| i as f32).collect::<Vec<_>>())?;
         Ok(Ours {
@@ -270,6 +287,10 @@ fn main() -> vkcompute::Result<()> {
     // ---- ours (the only device in the process) ----
     let mut ours = Ours::new()?;
     let info = ours.gpu.info().clone();
+    notes.push(format!(
+        "our waits spin up to {:?} before blocking (DeviceOptions::wait_spin)",
+        ours.gpu.options().wait_spin
+    ));
     let mut launch_cost = Vec::new();
     for &n in &sizes {
         let reps = match (q, n) {

@@ -1,9 +1,10 @@
 #version 450
 // The ceiling of cooperative-matrix f16 → f32 multiply-adds on this device:
 // each subgroup loads one A and one B fragment once, then runs `iters`
-// rounds of 8 independent 16×16×16 multiply-adds on registers only, and
+// rounds of ACC independent 16×16×16 multiply-adds on registers only, and
 // stores its accumulators (so nothing is optimised away). Memory plays no
-// part; FLOPs = subgroups · iters · 8 · 2·16·16·16. Push constant: iters.
+// part; FLOPs = subgroups · iters · ACC · 2·16·16·16. Push constant: iters.
+// ACC (accumulators) is defined by the example before compiling.
 #extension GL_NV_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
@@ -20,17 +21,17 @@ void main() {
     fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fb;
     coopMatLoadNV(fa, src, 0, 16, false);
     coopMatLoadNV(fb, src, 256, 16, false);
-    fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> acc[8];
-    [[unroll]] for (uint i = 0; i < 8; i++) {
+    fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> acc[ACC];
+    [[unroll]] for (uint i = 0; i < ACC; i++) {
         acc[i] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
     }
     for (uint it = 0; it < iters; it++) {
-        [[unroll]] for (uint i = 0; i < 8; i++) {
+        [[unroll]] for (uint i = 0; i < ACC; i++) {
             acc[i] = coopMatMulAddNV(fa, fb, acc[i]);
         }
     }
     fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> s = acc[0];
-    [[unroll]] for (uint i = 1; i < 8; i++) {
+    [[unroll]] for (uint i = 1; i < ACC; i++) {
         s = s + acc[i];
     }
     uint sg = gl_WorkGroupID.x * gl_NumSubgroups + gl_SubgroupID;

@@ -34,6 +34,12 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
+/// How long each op runs back to back before it is timed.
+const WARM_FOR: std::time::Duration = std::time::Duration::from_millis(500);
+/// Whether [`time_each`] runs the op for [`WARM_FOR`] first (`--diag`
+/// turns it off to show what the GPU's idle clocks do to a figure).
+static PREWARM: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
 /// Times `reps` dispatches recorded by `op` (after `warm` untimed ones),
 /// barriers between: the median GPU time of one, in seconds.
 fn time(
@@ -54,6 +60,24 @@ fn time_each(
     reps: usize,
     op: &dyn Fn(&mut Batch) -> Result<()>,
 ) -> Result<(Vec<f64>, f64)> {
+    // The same op, back to back, for WARM_FOR before the timed batch: the
+    // example checks every result on the CPU between ops (about a second
+    // each at 64 Mi), long enough for the GPU to drop its clocks, while
+    // PyTorch's loop keeps it busy. On the H200 (2026-11-23, `--diag`) a
+    // GPU idle for a second or two ran copies at 1.6 TB/s even after 30 ms
+    // or 200 back-to-back dispatches, and at 4.2 TB/s after a few hundred
+    // ms of steady work. A rule, not a best-of: every op gets it.
+    let start = Instant::now();
+    while PREWARM.load(std::sync::atomic::Ordering::Relaxed) && start.elapsed() < WARM_FOR {
+        let mut b = gpu.batch_with(BatchOptions::single_submit())?;
+        for i in 0..10 {
+            if i > 0 {
+                b.barrier();
+            }
+            op(&mut b)?;
+        }
+        b.submit()?;
+    }
     let profiled = gpu.info().timestamps;
     let opts = if profiled {
         BatchOptions::single_submit().with_profiling(Profiling::Commands)
@@ -559,7 +583,8 @@ fn diagnose(
 ) -> Result<()> {
     let info = gpu.info();
     let [(_, x), (_, y), (_, out), (_, res), (_, m), (_, mo), (_, v), (_, gy)] = *bufs;
-    println!("\n--diag");
+    println!("\n--diag (without the {WARM_FOR:?} warm-up the main pass gives each op)");
+    PREWARM.store(false, std::sync::atomic::Ordering::Relaxed);
     println!(
         "adapter: {} compute units x {} resident invocations, max groups {:?}, subgroup {}, \
          timestamps {}, ReBAR bytes {}",

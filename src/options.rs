@@ -67,8 +67,12 @@ pub struct DeviceOptions {
 
 /// Compute queues a device creates when [`DeviceOptions::compute_queues`]
 /// and `VKCOMPUTE_COMPUTE_QUEUES` say nothing (capped by what the adapter's
-/// compute family has).
-pub const DEFAULT_COMPUTE_QUEUES: u32 = 9;
+/// compute family has): the default stream's, and one that further streams
+/// share with it by turns, so a stream's long kernel need not hold up the
+/// default stream. Each further queue cost about 20 ms of `vkCreateDevice`
+/// on the H200 (docs/PERF.md: 1 queue 71 ms, 2 91 ms, 4 133 ms, 9 225 ms),
+/// so more are an option, not the default.
+pub const DEFAULT_COMPUTE_QUEUES: u32 = 2;
 
 /// Environment variable behind [`DeviceOptions::compute_queues`]'s default.
 pub const ENV_COMPUTE_QUEUES: &str = "VKCOMPUTE_COMPUTE_QUEUES";

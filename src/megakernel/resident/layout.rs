@@ -234,6 +234,37 @@ mod tests {
     use super::*;
     use crate::megakernel::TaskWorkItem;
 
+    /// Every variant of the template compiles: drivers take different
+    /// ones (lavapipe: no memory model, a loop check; NVIDIA: the memory
+    /// model and a device clock), so one that CI's driver never builds
+    /// must still be valid GLSL.
+    #[cfg(feature = "glsl")]
+    #[test]
+    fn every_template_variant_compiles() {
+        let user = "#define MK_OP_COUNT 1\n\
+            uint run_task(inout MkTask t, uint lane, uint lanes) { return MK_DONE; }\n";
+        let clocks = [
+            ClockKind::IterationBudget,
+            ClockKind::DeviceClock,
+            ClockKind::SubgroupClock,
+        ];
+        for clock in clocks {
+            for bits in 0..8u32 {
+                let v = Variant {
+                    local: 32,
+                    slots: 64,
+                    clock,
+                    memory_model: bits & 1 != 0,
+                    single_worker: bits & 2 != 0,
+                    loop_check: bits & 4 != 0,
+                };
+                if let Err(e) = crate::glsl::compile_glsl(&assemble(user, &v)) {
+                    panic!("{v:?}: {e}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn slots_are_reused_only_when_finished_and_released() {
         // First lap: always free.
