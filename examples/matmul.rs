@@ -25,7 +25,10 @@ use std::time::Instant;
 use vkcompute::ops::{
     self, CoopTile, MatmulCaps, MatmulDtype, MatmulKernel, MatmulPlan, TileConfig,
 };
-use vkcompute::{Batch, BatchOptions, Buffer, Device, Profiling, Result};
+use vkcompute::{
+    compile_glsl_with, Batch, BatchOptions, Buffer, Device, GlslOptimization, GlslOptions,
+    Profiling, Result,
+};
 
 const PEAK: &str = include_str!("matmul_coopmat_peak.comp");
 
@@ -317,19 +320,27 @@ fn f16_case(
 }
 
 /// The ceiling of a register-only cooperative-matrix loop, in TFLOP/s.
-fn coopmat_peak(gpu: &Device, reps: usize, quick: bool, acc: u32) -> Result<f64> {
+fn coopmat_peak(gpu: &Device, reps: usize, quick: bool, acc: u32, optimize: bool) -> Result<f64> {
     let source = PEAK.replacen(
         "#version 450\n",
         &format!("#version 450\n#define ACC {acc}\n"),
         1,
     );
-    let kernel = gpu.kernel_glsl(&source)?;
+    let options = GlslOptions {
+        optimization: if optimize {
+            GlslOptimization::Performance
+        } else {
+            GlslOptimization::None
+        },
+        ..GlslOptions::default()
+    };
+    let kernel = gpu.kernel_spirv(&compile_glsl_with(&source, &options)?)?;
     let sub = gpu.info().subgroup_size.max(1);
     let groups = gpu.info().compute_units.max(16) * 8;
     let subgroups = groups * (256 / sub);
     let iters: u32 = if quick { 256 } else { 8192 };
     let src = gpu.upload(&vec![f16_bits(0.5); 512])?;
-    let dst = gpu.alloc::<f32>((subgroups * 256) as usize)?;
+    let dst = gpu.alloc::<f32>((subgroups * acc * 256) as usize)?;
     let ns = time_ns(gpu, reps, |batch| {
         batch.run_configured(
             &kernel,
@@ -339,8 +350,8 @@ fn coopmat_peak(gpu: &Device, reps: usize, quick: bool, acc: u32) -> Result<f64>
         )?;
         Ok(())
     })?;
-    // Every output entry is iters · acc · Σ_16 (0.5·0.5).
-    let want = f64::from(iters) * f64::from(acc) * 16.0 * 0.25;
+    // Every output entry is iters · Σ_16 (0.5·0.5).
+    let want = f64::from(iters) * 16.0 * 0.25;
     let out = dst.read_range(0..256)?;
     if out
         .iter()
@@ -358,10 +369,11 @@ const PEAK_CHILD: &str = "--peak-child";
 /// Runs [`coopmat_peak`] with `acc` accumulators in a child process (a
 /// driver that crashes compiling or running the loop takes only the child
 /// down): its TFLOP/s, or why there is none.
-fn peak_in_child(acc: u32) -> std::result::Result<f64, String> {
+fn peak_in_child(acc: u32, optimize: bool) -> std::result::Result<f64, String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let opt = if optimize { "O" } else { "O0" };
     let out = std::process::Command::new(exe)
-        .args([PEAK_CHILD, &acc.to_string()])
+        .args([PEAK_CHILD, &acc.to_string(), opt])
         .output()
         .map_err(|e| e.to_string())?;
     let text = String::from_utf8_lossy(&out.stdout);
@@ -386,9 +398,10 @@ fn main() -> Result<()> {
     let quick = std::env::var_os("VKCOMPUTE_QUICK").is_some();
     if args.get(1).map(String::as_str) == Some(PEAK_CHILD) {
         let acc: u32 = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(8);
+        let optimize = args.get(3).map(String::as_str) != Some("O0");
         let gpu = Device::new()?;
         let reps = if quick { 3 } else { 10 };
-        println!("peak {}", coopmat_peak(&gpu, reps, quick, acc)?);
+        println!("peak {}", coopmat_peak(&gpu, reps, quick, acc, optimize)?);
         return Ok(());
     }
     let gpu = Device::new()?;
@@ -584,21 +597,28 @@ fn main() -> Result<()> {
             let key = format!("hgemm{s2}_tile{name}");
             f16_case(&gpu, &mut rep, &key, s2, Some(plan), reps, false)?;
         }
-        // The ceiling: 8, 4 and 2 independent accumulators, each in a
-        // process of its own (the driver crashed on the 8-accumulator loop
-        // on the H200, 2026-11-23); the ceiling is the fastest that ran.
+        // The ceiling: a few accumulator counts, optimised by shaderc or
+        // not, each in a process of its own (the driver crashed on every
+        // variant of an earlier form of the loop on the H200, 2026-11-23);
+        // the ceiling is the fastest that ran.
         let mut peak = f64::NAN;
-        for acc in [8u32, 4, 2] {
-            match peak_in_child(acc) {
+        for (acc, optimize) in [(8u32, true), (4, true), (1, true), (4, false)] {
+            match peak_in_child(acc, optimize) {
                 Ok(t) => {
-                    println!("coopmat peak loop, {acc} accumulators: {t:.1} TFLOP/s");
+                    println!(
+                        "coopmat peak loop, {acc} accumulators, shaderc {}: {t:.1} TFLOP/s",
+                        if optimize { "-O" } else { "-O0" }
+                    );
                     if t.is_nan() {
                         rep.failed = true;
                     } else if peak.is_nan() || t > peak {
                         peak = t;
                     }
                 }
-                Err(e) => println!("coopmat peak loop, {acc} accumulators: no figure ({e})"),
+                Err(e) => println!(
+                    "coopmat peak loop, {acc} accumulators, shaderc {}: no figure ({e})",
+                    if optimize { "-O" } else { "-O0" }
+                ),
             }
         }
         rep.push(
@@ -607,7 +627,7 @@ fn main() -> Result<()> {
             "TFLOPs",
             None,
             0.0,
-            " registers-only 16x16x16 loop, fastest of 8/4/2 accumulators".into(),
+            " registers-only 16x16x16 loop, fastest variant that ran".into(),
         );
     } else {
         println!(

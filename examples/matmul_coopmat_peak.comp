@@ -2,7 +2,7 @@
 // The ceiling of cooperative-matrix f16 → f32 multiply-adds on this device:
 // each subgroup loads one A and one B fragment once, then runs `iters`
 // rounds of ACC independent 16×16×16 multiply-adds on registers only, and
-// stores its accumulators (so nothing is optimised away). Memory plays no
+// stores each accumulator (so nothing is optimised away). Memory plays no
 // part; FLOPs = subgroups · iters · ACC · 2·16·16·16. Push constant: iters.
 // ACC (accumulators) is defined by the example before compiling.
 #extension GL_NV_cooperative_matrix : require
@@ -30,10 +30,8 @@ void main() {
             acc[i] = coopMatMulAddNV(fa, fb, acc[i]);
         }
     }
-    fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> s = acc[0];
-    [[unroll]] for (uint i = 1; i < ACC; i++) {
-        s = s + acc[i];
-    }
     uint sg = gl_WorkGroupID.x * gl_NumSubgroups + gl_SubgroupID;
-    coopMatStoreNV(s, dst, sg * 256, 16, false);
+    [[unroll]] for (uint i = 0; i < ACC; i++) {
+        coopMatStoreNV(acc[i], dst, (sg * ACC + i) * 256, 16, false);
+    }
 }
