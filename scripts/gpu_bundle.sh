@@ -9,7 +9,8 @@
 #   source .gpu/setup.sh && bash .gpu/run.sh [parts]
 # The carried tree is limited to 64 MiB, so the binaries come in two sets:
 #   bash scripts/gpu_bundle.sh perf    # examples, peers, criterion benches (parts: report peers bench examples)
-#   bash scripts/gpu_bundle.sh tests   # integration tests + validation layer (parts: tests soak)
+#   bash scripts/gpu_bundle.sh tests1  # first half of the integration tests + validation layer (parts: tests soak)
+#   bash scripts/gpu_bundle.sh tests2  # the other half (the whole set no longer fits: each binary links shaderc)
 #
 # Needs, on this machine: a Rust toolchain, the Vulkan loader (libvulkan1;
 # the peers link `-lvulkan`, which peers/build.rs resolves to
@@ -46,14 +47,21 @@ case "$set_name" in
     cp target/release/peers_report "$stage/bin/"
     for b in dispatch floor bandwidth startup; do cp "$(newest "$b")" "$stage/bin/$b"; done
     ;;
-  tests)
+  tests|tests1|tests2)
     # The newest binary of each test target that says something about a
     # real driver, as test_<name> (properties, smoke and report_rules are
-    # CPU-side or covered by the others; they stay on lavapipe).
+    # CPU-side or covered by the others; they stay on lavapipe). Each test
+    # binary links shaderc statically, so all of them no longer fit the
+    # carried tree: tests1 packs the first half of the names (sorted),
+    # tests2 the rest; `tests` packs all (when they fit).
     cp target/release/examples/gpu_report "$stage/bin/"
-    for f in tests/*.rs; do
-      t=$(basename "$f" .rs)
-      case "$t" in properties|smoke|report_rules) continue ;; esac
+    names=$(for f in tests/*.rs; do basename "$f" .rs; done | grep -vxE 'properties|smoke|report_rules' | sort)
+    half=$(( ($(echo "$names" | wc -l) + 1) / 2 ))
+    case "$set_name" in
+      tests1) names=$(echo "$names" | head -n "$half") ;;
+      tests2) names=$(echo "$names" | tail -n +"$((half + 1))") ;;
+    esac
+    for t in $names; do
       bin=$(newest "$t")
       [ -n "$bin" ] && cp "$bin" "$stage/bin/test_$t"
     done
@@ -61,7 +69,7 @@ case "$set_name" in
     sed 's#"library_path": *"[^"]*"#"library_path": "./libVkLayer_khronos_validation.so"#' \
       /usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json > "$stage/layer/VkLayer_khronos_validation.json"
     ;;
-  *) echo "usage: $0 [perf|tests]" >&2; exit 2 ;;
+  *) echo "usage: $0 [perf|tests1|tests2|tests]" >&2; exit 2 ;;
 esac
 strip "$stage"/bin/*
 tar -C "$stage" -cf - bin layer | xz -T0 -6 > .gpu/bundle.tar.xz
