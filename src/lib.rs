@@ -86,10 +86,11 @@
 //!   GPU-side wait, no host wait). [`Device::batch`] records on the
 //!   device's default stream, so plain batches keep running in submission
 //!   order. Batches on different streams are not ordered against each
-//!   other and may run at the same time; streams get distinct queues of
-//!   the compute family while it has free ones, then share them (streams
-//!   sharing a queue stay correct but do not overlap; lavapipe has one
-//!   queue, so all its streams share it).
+//!   other and may run at the same time; streams spread over the compute
+//!   queues the device created (2 by default, or
+//!   [`DeviceOptions::compute_queues`]: each costs device-creation time),
+//!   the least used first (streams sharing a queue stay correct but may
+//!   not overlap; lavapipe has one queue, so all its streams share it).
 //! - **Tickets and events.** [`Batch::wait_for`] orders a batch after a
 //!   [`Ticket`] from any stream or queue, on the GPU, without blocking the
 //!   host or any other stream; [`Ticket::join`] and [`Ticket::join_all`]
