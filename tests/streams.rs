@@ -416,3 +416,39 @@ const _: () = {
     check::<vkcompute::Event>();
     check::<Device>();
 };
+
+#[test]
+fn compute_queues_option_sets_how_many_queues_streams_spread_over() {
+    // One queue asked for: every stream shares it, and work stays correct.
+    let one = gpu_with(vkcompute::DeviceOptions {
+        compute_queues: Some(1),
+        ..Default::default()
+    });
+    assert_eq!(one.stream_queue_count(), 1);
+    let (a, b) = (one.stream().unwrap(), one.stream().unwrap());
+    assert!(a.shares_queue_with(&b) && a.shares_queue_with(&one.default_stream()));
+    let k = one.kernel_glsl(INC).unwrap();
+    let x = one.upload(&[0u32; 64]).unwrap();
+    for s in [&a, &b] {
+        let mut batch = s.batch().unwrap();
+        batch.run(&k, &[&x], 64).unwrap();
+        batch.submit().unwrap();
+    }
+    assert_eq!(x.download().unwrap(), vec![2u32; 64]);
+    assert_clean(&one);
+    drop((a, b, x, k));
+    // The default: DEFAULT_COMPUTE_QUEUES, within what the family has.
+    let gpu = gpu();
+    let n = gpu.stream_queue_count();
+    assert!(
+        (1..=vkcompute::DEFAULT_COMPUTE_QUEUES as usize).contains(&n),
+        "{n}"
+    );
+    if n < vkcompute::DEFAULT_COMPUTE_QUEUES as usize {
+        skipped(format!(
+            "the compute family has {n} queue(s), fewer than the default {}",
+            vkcompute::DEFAULT_COMPUTE_QUEUES
+        ));
+    }
+    assert_clean(&gpu);
+}
