@@ -18,9 +18,11 @@
 //!
 //! Which kernel runs is [`choose_matmul`]'s pure decision from the shape
 //! and the adapter ([`MatmulCaps`]): a register-blocked shared-memory f32
-//! kernel in two tile sizes, GEMV kernels for M = 1 or N = 1, and for f16
-//! inputs a cooperative-matrix kernel (tensor cores) where the adapter has
-//! the shape, else the f16 inputs are widened to f32 first.
+//! kernel in two tile sizes (a tile may ask for 16-byte loads and stores,
+//! [`TileConfig::vec4`], used where K and N are multiples of 4), GEMV
+//! kernels for M = 1 or N = 1, and for f16 inputs a cooperative-matrix
+//! kernel (tensor cores) where the adapter has the shape, else the f16
+//! inputs are widened to f32 first.
 //!
 //! Like any command in a batch, a matmul may overlap the commands recorded
 //! before it: put a [`Batch::barrier`] between a command that writes A or B
@@ -213,6 +215,12 @@ fn record_f32(
                     ),
                 ));
             }
+            // The 16-byte kernel only where the shape keeps its vec4s
+            // aligned and whole; else the scalar kernel with the same tile.
+            let t = TileConfig {
+                vec4: t.vec4_applies(k, n),
+                ..t
+            };
             let kernel = matmul_kernel(gpu, Variant::Tiled(t))?;
             let grid = [n.div_ceil(t.bn), m.div_ceil(t.bm), 1];
             check_grid(gpu, m, k, n, grid)?;
@@ -388,7 +396,11 @@ enum Variant {
 fn matmul_kernel(gpu: &Device, variant: Variant) -> Result<Kernel> {
     let (name, spec): (&'static str, Vec<(u32, u32)>) = match variant {
         Variant::Tiled(t) => (
-            "matmul_f32",
+            if t.vec4 {
+                "matmul_f32_vec4"
+            } else {
+                "matmul_f32"
+            },
             vec![
                 (0, t.threads()),
                 (1, t.bm),
