@@ -497,6 +497,10 @@ fn main() -> Result<()> {
         false,
     )?;
     let v4 = |t: TileConfig| TileConfig { vec4: true, ..t };
+    let v4w = |t: TileConfig| TileConfig {
+        compact_warps: true,
+        ..v4(t)
+    };
     let tiles = [
         ("128x128x8", TileConfig::LARGE),
         (
@@ -574,6 +578,32 @@ fn main() -> Result<()> {
         (
             "256x128x8_16x8_v4",
             v4(TileConfig {
+                bm: 256,
+                tm: 16,
+                ..TileConfig::LARGE
+            }),
+        ),
+        // `_v4w`: the same with each 32 threads on a 4×8 patch of
+        // micro-tiles (TileConfig::compact_warps).
+        ("128x128x8_v4w", v4w(TileConfig::LARGE)),
+        (
+            "128x128x16_v4w",
+            v4w(TileConfig {
+                bk: 16,
+                ..TileConfig::LARGE
+            }),
+        ),
+        (
+            "128x256x8_8x16_v4w",
+            v4w(TileConfig {
+                bn: 256,
+                tn: 16,
+                ..TileConfig::LARGE
+            }),
+        ),
+        (
+            "256x128x8_16x8_v4w",
+            v4w(TileConfig {
                 bm: 256,
                 tm: 16,
                 ..TileConfig::LARGE

@@ -12,11 +12,16 @@
 // block order. Differences: the slices move as 16-byte chunks, chunk c =
 // tid + e·THREADS of a slice (consecutive threads take consecutive chunks:
 // coalesced loads, conflict-free vec4 stores of B into shared memory), and
-// C is written one vec4 at a time.
+// C is written one vec4 at a time. With COMPACT set (and BN/TN a multiple
+// of 8, BM/TM of 4), each 32 consecutive threads compute a 4×8 arrangement
+// of micro-tiles instead of a 2×16 one (TileConfig::compact_warps): 8
+// distinct vec4s of B per subgroup and k, not 16 (one 128-byte shared
+// read, not two), and 128 contiguous bytes per row of C stored.
 //
 // Specialization: constant 0 = local_size_x = (BM/TM)·(BN/TN); 1..5 = BM,
-// BN, BK, TM, TN. Needs TileConfig::is_valid with vec4: TM, TN multiples of
-// 4, (BM·BK) and (BK·BN) multiples of 4·threads. Push constants: M, K, N.
+// BN, BK, TM, TN; 6 = COMPACT (0 or 1). Needs TileConfig::is_valid with
+// vec4: TM, TN multiples of 4, (BM·BK) and (BK·BN) multiples of
+// 4·threads. Push constants: M, K, N.
 // Grid: (ceil(N/BN), ceil(M/BM), 1).
 #extension GL_EXT_control_flow_attributes : enable
 
@@ -26,6 +31,7 @@ layout(constant_id = 2) const uint BN = 128;
 layout(constant_id = 3) const uint BK = 8;
 layout(constant_id = 4) const uint TM = 8;
 layout(constant_id = 5) const uint TN = 8;
+layout(constant_id = 6) const uint COMPACT = 0;
 
 layout(std430, set = 0, binding = 0) readonly buffer MatA { vec4 a[]; };
 layout(std430, set = 0, binding = 1) readonly buffer MatB { vec4 b[]; };
@@ -107,9 +113,18 @@ void main() {
     uint m0 = bm * BM;
     uint n0 = bn * BN;
 
-    // Which micro-tile this thread computes.
+    // Which micro-tile this thread computes: (tx, ty) in (BN/TN)×(BM/TM).
     uint tx = tid % (BN / TN);
     uint ty = tid / (BN / TN);
+    if (COMPACT != 0 && (BN / TN) % 8 == 0 && (BM / TM) % 4 == 0) {
+        // Thread l of each 32 takes (l % 8, l / 8) in its 8×4 patch; the
+        // patches tile the grid row-major (a bijection: (BN/TN)/8 patches
+        // across, (BM/TM)/4 down, one per 32 threads).
+        uint across = max((BN / TN) / 8, 1u);
+        uint w = tid / 32, l = tid % 32;
+        tx = (w % across) * 8 + l % 8;
+        ty = (w / across) * 4 + l / 8;
+    }
 
     bool full_mn = (m0 + BM <= M) && (n0 + BN <= N);
     uint tiles = (K + BK - 1) / BK;

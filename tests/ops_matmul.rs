@@ -137,11 +137,15 @@ fn each_tile_is_right_inside_and_at_the_edges() {
     common::assert_clean(&gpu);
 }
 
-/// The 16-byte tiles the example's sweep times (`_v4` rows), and one
-/// scalar 128-thread tile.
+/// The 16-byte tiles the example's sweep times (`_v4` and `_v4w` rows),
+/// and one scalar 128-thread tile.
 fn vec4_tiles() -> Vec<TileConfig> {
     let l = TileConfig::LARGE;
     let v4 = |t: TileConfig| TileConfig { vec4: true, ..t };
+    let v4w = |t: TileConfig| TileConfig {
+        compact_warps: true,
+        ..v4(t)
+    };
     vec![
         TileConfig { tn: 16, ..l },
         v4(l),
@@ -167,6 +171,18 @@ fn vec4_tiles() -> Vec<TileConfig> {
         v4(TileConfig {
             bk: 16,
             ..TileConfig::NARROW
+        }),
+        v4w(l),
+        v4w(TileConfig { bk: 16, ..l }),
+        v4w(TileConfig {
+            bn: 256,
+            tn: 16,
+            ..l
+        }),
+        v4w(TileConfig {
+            bm: 256,
+            tm: 16,
+            ..l
         }),
     ]
 }

@@ -217,8 +217,10 @@ fn record_f32(
             }
             // The 16-byte kernel only where the shape keeps its vec4s
             // aligned and whole; else the scalar kernel with the same tile.
+            let vec4 = t.vec4_applies(k, n);
             let t = TileConfig {
-                vec4: t.vec4_applies(k, n),
+                vec4,
+                compact_warps: vec4 && t.compact_warps,
                 ..t
             };
             let kernel = matmul_kernel(gpu, Variant::Tiled(t))?;
@@ -395,21 +397,22 @@ enum Variant {
 /// per device.
 fn matmul_kernel(gpu: &Device, variant: Variant) -> Result<Kernel> {
     let (name, spec): (&'static str, Vec<(u32, u32)>) = match variant {
-        Variant::Tiled(t) => (
-            if t.vec4 {
-                "matmul_f32_vec4"
-            } else {
-                "matmul_f32"
-            },
-            vec![
+        Variant::Tiled(t) => {
+            let mut spec = vec![
                 (0, t.threads()),
                 (1, t.bm),
                 (2, t.bn),
                 (3, t.bk),
                 (4, t.tm),
                 (5, t.tn),
-            ],
-        ),
+            ];
+            if t.vec4 {
+                spec.push((6, u32::from(t.compact_warps)));
+                ("matmul_f32_vec4", spec)
+            } else {
+                ("matmul_f32", spec)
+            }
+        }
         Variant::MatVec => ("matvec_f32", Vec::new()),
         Variant::MatVec4 => ("matvec_f32_vec4", Vec::new()),
         Variant::VecMat => ("vecmat_f32", Vec::new()),

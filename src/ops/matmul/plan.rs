@@ -32,6 +32,11 @@ pub struct TileConfig {
     /// multiples of 4); other shapes run the scalar kernel with the same
     /// tile. Needs `bm·bk` and `bk·bn` to be multiples of 4·threads.
     pub vec4: bool,
+    /// With `vec4` (where it applies): each 32 consecutive threads compute
+    /// a 4×8 patch of micro-tiles rather than a 2×16 strip, where
+    /// `bn/tn` is a multiple of 8 and `bm/tm` of 4 (else ignored). Changes
+    /// only which thread computes what; the scalar kernel ignores it.
+    pub compact_warps: bool,
 }
 
 impl TileConfig {
@@ -44,6 +49,7 @@ impl TileConfig {
         tm: 8,
         tn: 8,
         vec4: false,
+        compact_warps: false,
     };
     /// 64×64 blocks, 8-deep slices, 4×4 per thread (256 threads): small and
     /// skinny shapes, where 128×128 blocks would leave the GPU idle.
@@ -54,6 +60,7 @@ impl TileConfig {
         tm: 4,
         tn: 4,
         vec4: false,
+        compact_warps: false,
     };
     /// 64×32 blocks, 4×4 per thread (128 threads): adapters that allow
     /// fewer than 256 invocations per workgroup.
@@ -64,6 +71,7 @@ impl TileConfig {
         tm: 4,
         tn: 4,
         vec4: false,
+        compact_warps: false,
     };
 
     /// Threads per workgroup.
@@ -88,6 +96,7 @@ impl TileConfig {
             tm,
             tn,
             vec4,
+            ..
         } = *self;
         if [bm, bn, bk, tm, tn].contains(&0) || tm % 4 != 0 || tn % 4 != 0 {
             return false;
