@@ -501,6 +501,10 @@ fn main() -> Result<()> {
         compact_warps: true,
         ..v4(t)
     };
+    let v4p = |t: TileConfig| TileConfig {
+        frag_prefetch: true,
+        ..v4(t)
+    };
     let tiles = [
         ("128x128x8", TileConfig::LARGE),
         (
@@ -606,6 +610,23 @@ fn main() -> Result<()> {
             v4w(TileConfig {
                 bm: 256,
                 tm: 16,
+                ..TileConfig::LARGE
+            }),
+        ),
+        // `p`: fragments of step k + 1 read before the FMAs of step k
+        // (TileConfig::frag_prefetch).
+        ("128x128x8_v4wp", v4p(v4w(TileConfig::LARGE))),
+        (
+            "128x128x16_v4wp",
+            v4p(v4w(TileConfig {
+                bk: 16,
+                ..TileConfig::LARGE
+            })),
+        ),
+        (
+            "128x128x8_8x16_v4p",
+            v4p(TileConfig {
+                tn: 16,
                 ..TileConfig::LARGE
             }),
         ),

@@ -16,10 +16,12 @@
 // of 8, BM/TM of 4), each 32 consecutive threads compute a 4×8 arrangement
 // of micro-tiles instead of a 2×16 one (TileConfig::compact_warps): 8
 // distinct vec4s of B per subgroup and k, not 16 (one 128-byte shared
-// read, not two), and 128 contiguous bytes per row of C stored.
+// read, not two), and 128 contiguous bytes per row of C stored. With
+// FRAG2 = 1 each thread reads the shared-memory fragments of step k + 1
+// before the FMAs of step k (TileConfig::frag_prefetch).
 //
 // Specialization: constant 0 = local_size_x = (BM/TM)·(BN/TN); 1..5 = BM,
-// BN, BK, TM, TN; 6 = COMPACT (0 or 1). Needs TileConfig::is_valid with
+// BN, BK, TM, TN; 6 = COMPACT (0 or 1); 7 = FRAG2 (0 or 1). Needs TileConfig::is_valid with
 // vec4: TM, TN multiples of 4, (BM·BK) and (BK·BN) multiples of
 // 4·threads. Push constants: M, K, N.
 // Grid: (ceil(N/BN), ceil(M/BM), 1).
@@ -32,6 +34,7 @@ layout(constant_id = 3) const uint BK = 8;
 layout(constant_id = 4) const uint TM = 8;
 layout(constant_id = 5) const uint TN = 8;
 layout(constant_id = 6) const uint COMPACT = 0;
+layout(constant_id = 7) const uint FRAG2 = 0;
 
 layout(std430, set = 0, binding = 0) readonly buffer MatA { vec4 a[]; };
 layout(std430, set = 0, binding = 1) readonly buffer MatB { vec4 b[]; };
@@ -148,19 +151,28 @@ void main() {
         }
         uint abase = cur * BK * AS / 4;
         uint bbase = cur * BK * BN / 4;
-        [[unroll]] for (uint k = 0; k < BK; k++) {
-            vec4 va[SM];
-            vec4 vb[SN];
-            [[unroll]] for (uint s = 0; s < SM; s++) {
-                va[s] = As[abase + (k * AS + s * (BM / SM)) / 4 + ty];
+        // Step k reads its fragments into slot k & 1 and multiplies step
+        // k − FRAG2: with FRAG2 = 1 the shared reads of k + 1 are issued
+        // before the FMAs of k (register double-buffering).
+        vec4 va[2][SM];
+        vec4 vb[2][SN];
+        [[unroll]] for (uint k = 0; k < BK + FRAG2; k++) {
+            if (k < BK) {
+                [[unroll]] for (uint s = 0; s < SM; s++) {
+                    va[k & 1u][s] = As[abase + (k * AS + s * (BM / SM)) / 4 + ty];
+                }
+                [[unroll]] for (uint s = 0; s < SN; s++) {
+                    vb[k & 1u][s] = Bs[bbase + (k * BN + s * (BN / SN)) / 4 + tx];
+                }
             }
-            [[unroll]] for (uint s = 0; s < SN; s++) {
-                vb[s] = Bs[bbase + (k * BN + s * (BN / SN)) / 4 + tx];
-            }
-            [[unroll]] for (uint s = 0; s < SM; s++) {
-                [[unroll]] for (uint i = 0; i < 4; i++) {
-                    [[unroll]] for (uint j = 0; j < SN; j++) {
-                        acc[s * 4 + i][j] = fma(vec4(va[s][i]), vb[j], acc[s * 4 + i][j]);
+            if (k >= FRAG2) {
+                uint f = (k - FRAG2) & 1u;
+                [[unroll]] for (uint s = 0; s < SM; s++) {
+                    [[unroll]] for (uint i = 0; i < 4; i++) {
+                        [[unroll]] for (uint j = 0; j < SN; j++) {
+                            acc[s * 4 + i][j] =
+                                fma(vec4(va[f][s][i]), vb[f][j], acc[s * 4 + i][j]);
+                        }
                     }
                 }
             }

@@ -137,13 +137,17 @@ fn each_tile_is_right_inside_and_at_the_edges() {
     common::assert_clean(&gpu);
 }
 
-/// The 16-byte tiles the example's sweep times (`_v4` and `_v4w` rows),
+/// The 16-byte tiles the example's sweep times (`_v4`, `_v4w`, `_v4p` and `_v4wp` rows),
 /// and one scalar 128-thread tile.
 fn vec4_tiles() -> Vec<TileConfig> {
     let l = TileConfig::LARGE;
     let v4 = |t: TileConfig| TileConfig { vec4: true, ..t };
     let v4w = |t: TileConfig| TileConfig {
         compact_warps: true,
+        ..v4(t)
+    };
+    let v4p = |t: TileConfig| TileConfig {
+        frag_prefetch: true,
         ..v4(t)
     };
     vec![
@@ -183,6 +187,12 @@ fn vec4_tiles() -> Vec<TileConfig> {
             bm: 256,
             tm: 16,
             ..l
+        }),
+        v4p(v4w(l)),
+        v4p(TileConfig { tn: 16, ..l }),
+        v4p(TileConfig {
+            bk: 16,
+            ..TileConfig::NARROW
         }),
     ]
 }

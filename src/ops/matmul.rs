@@ -221,6 +221,7 @@ fn record_f32(
             let t = TileConfig {
                 vec4,
                 compact_warps: vec4 && t.compact_warps,
+                frag_prefetch: vec4 && t.frag_prefetch,
                 ..t
             };
             let kernel = matmul_kernel(gpu, Variant::Tiled(t))?;
@@ -408,6 +409,7 @@ fn matmul_kernel(gpu: &Device, variant: Variant) -> Result<Kernel> {
             ];
             if t.vec4 {
                 spec.push((6, u32::from(t.compact_warps)));
+                spec.push((7, u32::from(t.frag_prefetch)));
                 ("matmul_f32_vec4", spec)
             } else {
                 ("matmul_f32", spec)

@@ -37,6 +37,10 @@ pub struct TileConfig {
     /// `bn/tn` is a multiple of 8 and `bm/tm` of 4 (else ignored). Changes
     /// only which thread computes what; the scalar kernel ignores it.
     pub compact_warps: bool,
+    /// With `vec4` (where it applies): each thread reads the shared-memory
+    /// fragments of step k + 1 before the FMAs of step k (register
+    /// double-buffering). The scalar kernel ignores it.
+    pub frag_prefetch: bool,
 }
 
 impl TileConfig {
@@ -50,6 +54,7 @@ impl TileConfig {
         tn: 8,
         vec4: false,
         compact_warps: false,
+        frag_prefetch: false,
     };
     /// 64×64 blocks, 8-deep slices, 4×4 per thread (256 threads): small and
     /// skinny shapes, where 128×128 blocks would leave the GPU idle.
@@ -61,6 +66,7 @@ impl TileConfig {
         tn: 4,
         vec4: false,
         compact_warps: false,
+        frag_prefetch: false,
     };
     /// 64×32 blocks, 4×4 per thread (128 threads): adapters that allow
     /// fewer than 256 invocations per workgroup.
@@ -72,6 +78,7 @@ impl TileConfig {
         tn: 4,
         vec4: false,
         compact_warps: false,
+        frag_prefetch: false,
     };
 
     /// Threads per workgroup.
