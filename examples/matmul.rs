@@ -598,6 +598,13 @@ fn main() -> Result<()> {
             }),
         ),
         (
+            "128x128x8_16x8_v4w",
+            v4w(TileConfig {
+                tm: 16,
+                ..TileConfig::LARGE
+            }),
+        ),
+        (
             "128x256x8_8x16_v4w",
             v4w(TileConfig {
                 bn: 256,

@@ -188,6 +188,7 @@ fn vec4_tiles() -> Vec<TileConfig> {
             tm: 16,
             ..l
         }),
+        v4w(TileConfig { tm: 16, ..l }),
         v4p(v4w(l)),
         v4p(TileConfig { tn: 16, ..l }),
         v4p(TileConfig {
