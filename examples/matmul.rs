@@ -6,7 +6,7 @@
 //! ```
 //!
 //! Rows: f32 at 4096³, 8192³ and 4097³ (and a few tiles at 4096³ for
-//! tuning), the anchor's odd shapes, GEMV 8192² (N = 1, as `torch.mv`), f16 on
+//! tuning, `_v4` ones with 16-byte loads and stores), the anchor's odd shapes, GEMV 8192² (N = 1, as `torch.mv`), f16 on
 //! cooperative matrices at 4096³ and 8192³, and the ceiling of a minimal
 //! cooperative-matrix loop (registers only) on the same device. FLOPs are
 //! 2·M·N·K, as `../shared/gpu/cuda_ops_anchor.py` counts them; GEMV bytes
@@ -496,6 +496,15 @@ fn main() -> Result<()> {
         reps,
         false,
     )?;
+    let v4 = |t: TileConfig| TileConfig { vec4: true, ..t };
+    let v4w = |t: TileConfig| TileConfig {
+        compact_warps: true,
+        ..v4(t)
+    };
+    let v4p = |t: TileConfig| TileConfig {
+        frag_prefetch: true,
+        ..v4(t)
+    };
     let tiles = [
         ("128x128x8", TileConfig::LARGE),
         (
@@ -522,6 +531,112 @@ fn main() -> Result<()> {
             },
         ),
         ("64x64x8", TileConfig::SMALL),
+        // 128 threads of 8×16 (cuBLAS's FFMA SGEMM shape), scalar loads.
+        (
+            "128x128x8_8x16",
+            TileConfig {
+                tn: 16,
+                ..TileConfig::LARGE
+            },
+        ),
+        // `_v4`: 16-byte global loads and C stores, vec4 stores of B into
+        // shared memory (shaders/matmul_f32_vec4.comp).
+        ("128x128x8_v4", v4(TileConfig::LARGE)),
+        (
+            "128x128x16_v4",
+            v4(TileConfig {
+                bk: 16,
+                ..TileConfig::LARGE
+            }),
+        ),
+        (
+            "128x128x8_8x16_v4",
+            v4(TileConfig {
+                tn: 16,
+                ..TileConfig::LARGE
+            }),
+        ),
+        (
+            "128x128x8_16x8_v4",
+            v4(TileConfig {
+                tm: 16,
+                ..TileConfig::LARGE
+            }),
+        ),
+        (
+            "128x128x16_8x16_v4",
+            v4(TileConfig {
+                bk: 16,
+                tn: 16,
+                ..TileConfig::LARGE
+            }),
+        ),
+        (
+            "128x256x8_8x16_v4",
+            v4(TileConfig {
+                bn: 256,
+                tn: 16,
+                ..TileConfig::LARGE
+            }),
+        ),
+        (
+            "256x128x8_16x8_v4",
+            v4(TileConfig {
+                bm: 256,
+                tm: 16,
+                ..TileConfig::LARGE
+            }),
+        ),
+        // `_v4w`: the same with each 32 threads on a 4×8 patch of
+        // micro-tiles (TileConfig::compact_warps).
+        ("128x128x8_v4w", v4w(TileConfig::LARGE)),
+        (
+            "128x128x16_v4w",
+            v4w(TileConfig {
+                bk: 16,
+                ..TileConfig::LARGE
+            }),
+        ),
+        (
+            "128x128x8_16x8_v4w",
+            v4w(TileConfig {
+                tm: 16,
+                ..TileConfig::LARGE
+            }),
+        ),
+        (
+            "128x256x8_8x16_v4w",
+            v4w(TileConfig {
+                bn: 256,
+                tn: 16,
+                ..TileConfig::LARGE
+            }),
+        ),
+        (
+            "256x128x8_16x8_v4w",
+            v4w(TileConfig {
+                bm: 256,
+                tm: 16,
+                ..TileConfig::LARGE
+            }),
+        ),
+        // `p`: fragments of step k + 1 read before the FMAs of step k
+        // (TileConfig::frag_prefetch).
+        ("128x128x8_v4wp", v4p(v4w(TileConfig::LARGE))),
+        (
+            "128x128x16_v4wp",
+            v4p(v4w(TileConfig {
+                bk: 16,
+                ..TileConfig::LARGE
+            })),
+        ),
+        (
+            "128x128x8_8x16_v4p",
+            v4p(TileConfig {
+                tn: 16,
+                ..TileConfig::LARGE
+            }),
+        ),
         (
             "64x64x16",
             TileConfig {

@@ -137,6 +137,127 @@ fn each_tile_is_right_inside_and_at_the_edges() {
     common::assert_clean(&gpu);
 }
 
+/// The 16-byte tiles the example's sweep times (`_v4`, `_v4w`, `_v4p` and `_v4wp` rows),
+/// and one scalar 128-thread tile.
+fn vec4_tiles() -> Vec<TileConfig> {
+    let l = TileConfig::LARGE;
+    let v4 = |t: TileConfig| TileConfig { vec4: true, ..t };
+    let v4w = |t: TileConfig| TileConfig {
+        compact_warps: true,
+        ..v4(t)
+    };
+    let v4p = |t: TileConfig| TileConfig {
+        frag_prefetch: true,
+        ..v4(t)
+    };
+    vec![
+        TileConfig { tn: 16, ..l },
+        v4(l),
+        v4(TileConfig { bk: 16, ..l }),
+        v4(TileConfig { tn: 16, ..l }),
+        v4(TileConfig { tm: 16, ..l }),
+        v4(TileConfig {
+            bk: 16,
+            tn: 16,
+            ..l
+        }),
+        v4(TileConfig {
+            bn: 256,
+            tn: 16,
+            ..l
+        }),
+        v4(TileConfig {
+            bm: 256,
+            tm: 16,
+            ..l
+        }),
+        // 16-deep slices within lavapipe's 32 KiB of shared memory.
+        v4(TileConfig {
+            bk: 16,
+            ..TileConfig::NARROW
+        }),
+        v4w(l),
+        v4w(TileConfig { bk: 16, ..l }),
+        v4w(TileConfig {
+            bn: 256,
+            tn: 16,
+            ..l
+        }),
+        v4w(TileConfig {
+            bm: 256,
+            tm: 16,
+            ..l
+        }),
+        v4w(TileConfig { tm: 16, ..l }),
+        v4p(v4w(l)),
+        v4p(TileConfig { tn: 16, ..l }),
+        v4p(TileConfig {
+            bk: 16,
+            ..TileConfig::NARROW
+        }),
+    ]
+}
+
+#[test]
+fn vec4_tiles_are_right_aligned_and_not() {
+    let gpu = common::gpu();
+    let caps = MatmulCaps::of(gpu.info());
+    for tile in vec4_tiles() {
+        assert!(tile.is_valid(), "{tile:?}");
+        if tile.shared_bytes() > caps.max_shared_memory
+            || tile.threads() > caps.max_workgroup_invocations
+        {
+            common::skipped(format!(
+                "tile {tile:?}: {} bytes of shared memory, {} threads; {} allows {} and {}",
+                tile.shared_bytes(),
+                tile.threads(),
+                gpu.info().name,
+                caps.max_shared_memory,
+                caps.max_workgroup_invocations
+            ));
+            continue;
+        }
+        let plan = MatmulPlan {
+            kernel: MatmulKernel::Tiled(tile),
+            widen_f16: false,
+        };
+        // Whole blocks (the unguarded 16-byte path); K and N multiples of 4
+        // with edges in M, N and a K tail (the guarded 16-byte path); then
+        // shapes the 16-byte kernel must leave to the scalar one.
+        for (m, k, n) in [
+            (256, 32, 256),
+            (130, 36, 260),
+            (5, 4, 8),
+            (130, 33, 259),
+            (9, 12, 7),
+        ] {
+            assert_eq!(
+                tile.vec4_applies(k, n),
+                tile.vec4 && k % 4 == 0 && n % 4 == 0
+            );
+            let (c, a, b) = run_f32(&gpu, m, k, n, Some(plan));
+            check(&c, &a, &b, (m as usize, k as usize, n as usize), 1.01);
+        }
+    }
+    // The 64×64 tile moves 2 elements per thread: no whole vec4s.
+    let bad = MatmulPlan {
+        kernel: MatmulKernel::Tiled(TileConfig {
+            vec4: true,
+            ..TileConfig::SMALL
+        }),
+        widen_f16: false,
+    };
+    let buf = |len: usize| gpu.alloc::<f32>(len).unwrap();
+    let (a, b, c) = (buf(16), buf(16), buf(16));
+    let mut batch = gpu.batch().unwrap();
+    shape_err(
+        ops::matmul::matmul_with_plan(&mut batch, &a, &b, &c, 4, 4, 4, bad),
+        "layout rules",
+    );
+    drop(batch);
+    common::assert_clean(&gpu);
+}
+
 #[test]
 fn a_chain_of_matmuls_in_one_batch() {
     // D = (A·B)·E with a barrier between: the second reads what the first wrote.

@@ -18,9 +18,11 @@
 //!
 //! Which kernel runs is [`choose_matmul`]'s pure decision from the shape
 //! and the adapter ([`MatmulCaps`]): a register-blocked shared-memory f32
-//! kernel in two tile sizes, GEMV kernels for M = 1 or N = 1, and for f16
-//! inputs a cooperative-matrix kernel (tensor cores) where the adapter has
-//! the shape, else the f16 inputs are widened to f32 first.
+//! kernel in two tile sizes (a tile may ask for 16-byte loads and stores,
+//! [`TileConfig::vec4`], used where K and N are multiples of 4), GEMV
+//! kernels for M = 1 or N = 1, and for f16 inputs a cooperative-matrix
+//! kernel (tensor cores) where the adapter has the shape, else the f16
+//! inputs are widened to f32 first.
 //!
 //! Like any command in a batch, a matmul may overlap the commands recorded
 //! before it: put a [`Batch::barrier`] between a command that writes A or B
@@ -213,6 +215,15 @@ fn record_f32(
                     ),
                 ));
             }
+            // The 16-byte kernel only where the shape keeps its vec4s
+            // aligned and whole; else the scalar kernel with the same tile.
+            let vec4 = t.vec4_applies(k, n);
+            let t = TileConfig {
+                vec4,
+                compact_warps: vec4 && t.compact_warps,
+                frag_prefetch: vec4 && t.frag_prefetch,
+                ..t
+            };
             let kernel = matmul_kernel(gpu, Variant::Tiled(t))?;
             let grid = [n.div_ceil(t.bn), m.div_ceil(t.bm), 1];
             check_grid(gpu, m, k, n, grid)?;
@@ -387,17 +398,23 @@ enum Variant {
 /// per device.
 fn matmul_kernel(gpu: &Device, variant: Variant) -> Result<Kernel> {
     let (name, spec): (&'static str, Vec<(u32, u32)>) = match variant {
-        Variant::Tiled(t) => (
-            "matmul_f32",
-            vec![
+        Variant::Tiled(t) => {
+            let mut spec = vec![
                 (0, t.threads()),
                 (1, t.bm),
                 (2, t.bn),
                 (3, t.bk),
                 (4, t.tm),
                 (5, t.tn),
-            ],
-        ),
+            ];
+            if t.vec4 {
+                spec.push((6, u32::from(t.compact_warps)));
+                spec.push((7, u32::from(t.frag_prefetch)));
+                ("matmul_f32_vec4", spec)
+            } else {
+                ("matmul_f32", spec)
+            }
+        }
         Variant::MatVec => ("matvec_f32", Vec::new()),
         Variant::MatVec4 => ("matvec_f32_vec4", Vec::new()),
         Variant::VecMat => ("vecmat_f32", Vec::new()),

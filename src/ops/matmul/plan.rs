@@ -27,6 +27,20 @@ pub struct TileConfig {
     pub tm: u32,
     /// Micro-tile columns per thread (a multiple of 4).
     pub tn: u32,
+    /// 16-byte global loads and stores (`shaders/matmul_f32_vec4.comp`)
+    /// where the shape allows them ([`TileConfig::vec4_applies`]: K and N
+    /// multiples of 4); other shapes run the scalar kernel with the same
+    /// tile. Needs `bm·bk` and `bk·bn` to be multiples of 4·threads.
+    pub vec4: bool,
+    /// With `vec4` (where it applies): each 32 consecutive threads compute
+    /// a 4×8 patch of micro-tiles rather than a 2×16 strip, where
+    /// `bn/tn` is a multiple of 8 and `bm/tm` of 4 (else ignored). Changes
+    /// only which thread computes what; the scalar kernel ignores it.
+    pub compact_warps: bool,
+    /// With `vec4` (where it applies): each thread reads the shared-memory
+    /// fragments of step k + 1 before the FMAs of step k (register
+    /// double-buffering). The scalar kernel ignores it.
+    pub frag_prefetch: bool,
 }
 
 impl TileConfig {
@@ -38,6 +52,9 @@ impl TileConfig {
         bk: 8,
         tm: 8,
         tn: 8,
+        vec4: false,
+        compact_warps: false,
+        frag_prefetch: false,
     };
     /// 64×64 blocks, 8-deep slices, 4×4 per thread (256 threads): small and
     /// skinny shapes, where 128×128 blocks would leave the GPU idle.
@@ -47,6 +64,9 @@ impl TileConfig {
         bk: 8,
         tm: 4,
         tn: 4,
+        vec4: false,
+        compact_warps: false,
+        frag_prefetch: false,
     };
     /// 64×32 blocks, 4×4 per thread (128 threads): adapters that allow
     /// fewer than 256 invocations per workgroup.
@@ -56,6 +76,9 @@ impl TileConfig {
         bk: 8,
         tm: 4,
         tn: 4,
+        vec4: false,
+        compact_warps: false,
+        frag_prefetch: false,
     };
 
     /// Threads per workgroup.
@@ -71,9 +94,17 @@ impl TileConfig {
 
     /// Whether the kernel's layout rules hold: micro-tiles in 4×4 pieces
     /// that divide the block, and slices that the threads move in whole
-    /// runs along a row.
+    /// runs along a row (with `vec4`, in whole 16-byte chunks).
     pub fn is_valid(&self) -> bool {
-        let TileConfig { bm, bn, bk, tm, tn } = *self;
+        let TileConfig {
+            bm,
+            bn,
+            bk,
+            tm,
+            tn,
+            vec4,
+            ..
+        } = *self;
         if [bm, bn, bk, tm, tn].contains(&0) || tm % 4 != 0 || tn % 4 != 0 {
             return false;
         }
@@ -85,7 +116,15 @@ impl TileConfig {
             return false;
         }
         let (ea, eb) = ((bm * bk) / t, (bk * bn) / t);
-        ea > 0 && eb > 0 && bk % ea == 0 && bn % eb == 0
+        ea > 0 && eb > 0 && bk % ea == 0 && bn % eb == 0 && (!vec4 || (ea % 4 == 0 && eb % 4 == 0))
+    }
+
+    /// Whether a `k`×`n` B (and an A with `k` columns) runs the 16-byte
+    /// kernel: `vec4` is set and K and N are multiples of 4, so every row
+    /// of A, B and C starts 16-byte aligned and holds whole vec4s. A pure
+    /// function of the tile and the shape.
+    pub fn vec4_applies(&self, k: u32, n: u32) -> bool {
+        self.vec4 && k % 4 == 0 && n % 4 == 0
     }
 }
 
@@ -334,6 +373,35 @@ mod tests {
             !bad.is_valid(),
             "a 1-deep slice has fewer elements than threads"
         );
+    }
+
+    #[test]
+    fn vec4_needs_whole_chunks_and_an_aligned_shape() {
+        let v4 = |t: TileConfig| TileConfig { vec4: true, ..t };
+        let large = v4(TileConfig::LARGE);
+        assert!(large.is_valid());
+        assert_eq!(large.shared_bytes(), TileConfig::LARGE.shared_bytes());
+        // 128 threads of 8×16: 8 elements of A and of B each.
+        assert!(v4(TileConfig {
+            tn: 16,
+            ..TileConfig::LARGE
+        })
+        .is_valid());
+        // 2 elements per thread (64×64×8 on 256 threads; 64×32 on 128):
+        // not whole vec4s.
+        assert!(!v4(TileConfig::SMALL).is_valid());
+        assert!(!v4(TileConfig::NARROW).is_valid());
+        assert!(v4(TileConfig {
+            bk: 16,
+            ..TileConfig::NARROW
+        })
+        .is_valid());
+        assert!(large.vec4_applies(4096, 4096));
+        assert!(large.vec4_applies(4, 8));
+        assert!(!large.vec4_applies(4097, 4096));
+        assert!(!large.vec4_applies(4096, 4097));
+        assert!(!large.vec4_applies(255, 63));
+        assert!(!TileConfig::LARGE.vec4_applies(4096, 4096));
     }
 
     #[test]
