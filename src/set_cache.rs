@@ -15,7 +15,9 @@
 //! an equal address is the same buffer. An entry whose buffer was dropped is
 //! dead. When the cache is full, dead entries leave it, their sets freed once
 //! every submission made so far completes (whatever bound them is among
-//! those); if it is still full, the caller writes a per-batch set as before.
+//! those); if it is still full, the caller writes a per-batch set as before,
+//! and the next misses skip the sweep (one scan per `MISSES_PER_SWEEP`
+//! misses, not one per miss, while the cache stays full of live entries).
 //! [`crate::Device::trim`] empties the cache.
 
 use std::collections::HashMap;
@@ -33,6 +35,12 @@ use crate::stats::{Counter, Counters};
 
 /// Most sets the cache holds (live and dead).
 pub(crate) const CAPACITY: usize = 1024;
+/// Misses on a cache full of live entries between two sweeps: a sweep
+/// scans every entry (microseconds at capacity), so a program binding more
+/// live buffer sets than the cache holds would otherwise pay a scan per
+/// miss; this spreads one scan over this many misses (a few nanoseconds
+/// each), while a cache that fills with dead entries is still swept at once.
+const MISSES_PER_SWEEP: u32 = 256;
 /// Sets per descriptor pool of the cache.
 const SETS_PER_POOL: u32 = 128;
 /// Words of a key: the layout, then (buffer, offset, range) per binding.
@@ -123,6 +131,30 @@ struct State {
     current: usize,
     /// Sets of dead entries, freed when their mark passes.
     dead: Deferred<(usize, vk::DescriptorSet)>,
+    /// Misses on a full cache left before the next sweep (0: sweep on the
+    /// next one); set after a sweep that left the cache full.
+    sweep_wait: u32,
+}
+
+/// Whether a miss on a full cache sweeps now, given the misses left to
+/// wait (`sweep_wait`); returns the wait that follows. A sweep that leaves
+/// the cache full restarts the wait ([`after_sweep`]).
+fn sweep_now(wait: u32) -> (bool, u32) {
+    match wait {
+        0 => (true, 0),
+        w => (false, w - 1),
+    }
+}
+
+/// The wait after a sweep that left `len` entries in a cache of `capacity`:
+/// none when there is room again (the next fill sweeps at once), else
+/// [`MISSES_PER_SWEEP`].
+fn after_sweep(len: usize, capacity: usize) -> u32 {
+    if len >= capacity {
+        MISSES_PER_SWEEP
+    } else {
+        0
+    }
 }
 
 /// The cache of one device.
@@ -162,7 +194,13 @@ impl SetCache {
             return Ok(Some(e.set));
         }
         if s.map.len() >= CAPACITY {
+            let (sweep, wait) = sweep_now(s.sweep_wait);
+            s.sweep_wait = wait;
+            if !sweep {
+                return Ok(None);
+            }
             s.sweep(device, counters, submitted, completed);
+            s.sweep_wait = after_sweep(s.map.len(), CAPACITY);
             if s.map.len() >= CAPACITY {
                 return Ok(None);
             }
@@ -198,6 +236,7 @@ impl SetCache {
     ) {
         let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
         s.sweep(device, counters, submitted, completed);
+        s.sweep_wait = 0;
         for p in s
             .pools
             .iter_mut()
@@ -351,6 +390,27 @@ mod tests {
         let mut h = WordHasher::default();
         words.hash(&mut h);
         h.finish()
+    }
+
+    #[test]
+    fn a_full_cache_sweeps_once_per_interval_of_misses() {
+        // A sweep that leaves the cache full: the next MISSES_PER_SWEEP
+        // misses skip it, the one after sweeps.
+        let mut wait = after_sweep(CAPACITY, CAPACITY);
+        let mut skipped = 0;
+        loop {
+            let (sweep, w) = sweep_now(wait);
+            wait = w;
+            if sweep {
+                break;
+            }
+            skipped += 1;
+        }
+        assert_eq!(skipped, MISSES_PER_SWEEP);
+        // A sweep that made room: the next time the cache is full, the
+        // first miss sweeps.
+        assert_eq!(after_sweep(CAPACITY - 1, CAPACITY), 0);
+        assert!(sweep_now(after_sweep(CAPACITY - 1, CAPACITY)).0);
     }
 
     #[test]
