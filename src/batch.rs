@@ -139,6 +139,10 @@ pub struct Batch {
     /// nothing bound is known valid (new chunk, another pipeline bound, a
     /// refused binding).
     bound: usize,
+    /// The layout class of `bound` ([`crate::layout_class`]): while
+    /// `bound` is set, a kernel of this class over the same buffer ranges
+    /// finds its descriptors already bound.
+    bound_class: u32,
     /// The descriptors bound for `bound`, one per binding.
     last_infos: [vk::DescriptorBufferInfo; MAX_BINDINGS],
     /// Address of each bound buffer's shared state (kept alive by `keep`
@@ -229,6 +233,7 @@ impl Batch {
             first_value: 0,
             last_pipeline: vk::Pipeline::null(),
             bound: 0,
+            bound_class: 0,
             last_infos: [vk::DescriptorBufferInfo::default(); MAX_BINDINGS],
             last_owner: [0; MAX_BINDINGS],
             chunk_cmds: 0,
@@ -534,12 +539,16 @@ impl Batch {
             return Err(call_error(kernel, &self.dev, buffers.len(), pc.len()));
         }
         let n = buffers.len();
-        // The same kernel on the same buffer ranges as the previous dispatch
-        // (validated then, its buffers kept since): nothing to check or bind.
-        // Otherwise each binding is validated and written over the previous
-        // one, and the descriptors are bound again.
+        // The same buffer ranges as the previous dispatch, for a kernel of
+        // the same layout class (validated then for the same binding kinds,
+        // its buffers kept since): nothing to check, and the descriptors
+        // bound then serve (Vulkan keeps them across pipelines whose layouts
+        // are compatible for set 0). Otherwise each changed binding is
+        // validated and written over the previous one, and the descriptors
+        // are bound again.
         let kernel_addr = Arc::as_ptr(&kernel.core) as usize;
-        let mut rebind = self.bound != kernel_addr;
+        let same_kernel = self.bound == kernel_addr;
+        let mut rebind = self.bound == 0 || self.bound_class != k.layout_class;
         for (i, (b, info)) in buffers.iter().zip(bindings).enumerate() {
             let v = b.view();
             let owner = Arc::as_ptr(v.inner) as usize;
@@ -566,7 +575,9 @@ impl Batch {
         }
         self.begin_command(Stage::Compute, k.writes)?;
         let cb = self.cb;
-        if rebind {
+        if rebind || !same_kernel {
+            // Another kernel over the same buffers may write what the last
+            // one only read: its uses are noted again.
             for (b, info) in buffers.iter().zip(bindings) {
                 self.keep_view(&b.view(), !info.read_only);
             }
@@ -588,7 +599,7 @@ impl Batch {
                     ks.push(kernel.core.clone());
                 }
             }
-            if n > 0 {
+            if rebind && n > 0 {
                 self.fault_point()?;
                 let d = &*self.dev;
                 let owner = |i: usize| buffers[i].view().inner;
@@ -599,6 +610,7 @@ impl Batch {
                 }
             }
             self.bound = kernel_addr;
+            self.bound_class = k.layout_class;
         }
         let d = &*self.dev;
         if !pc.is_empty() {
