@@ -14,7 +14,6 @@ use crate::kernel::Kernel;
 use crate::pipeline_cache::KernelCore;
 use crate::recorder::Recorder;
 use crate::reflect::BindingKind;
-use crate::set_cache::SetKey;
 
 /// Binds `infos` (one packed `VkDescriptorBufferInfo` per binding of `k`,
 /// in its template's order, each for a live buffer within the adapter's
@@ -55,12 +54,11 @@ pub(crate) fn bind_descriptors<'o>(
             bind_set(d, cb, k, set);
         }
         _ => {
-            let key = SetKey::new(k.set_layout, infos, owner);
             let cached = d.set_cache.get_or_write(
                 &d.raw,
                 &d.sticky,
                 &d.counters,
-                &key,
+                k.set_layout,
                 k.template,
                 infos,
                 owner,
