@@ -58,7 +58,7 @@ mod poison;
 mod split;
 mod transfer_cmds;
 
-use bind::{bind_descriptors, binding_info, call_error, push_constants, push_constants_padded};
+use bind::{bind_descriptors, call_error, check_binding, push_constants, push_constants_padded};
 
 /// Queries per timestamp pool.
 pub(crate) const QUERIES_PER_POOL: u32 = 1024;
@@ -560,18 +560,19 @@ impl Batch {
             {
                 continue;
             }
-            match binding_info(d, k, info, &v) {
-                Ok(new) => {
-                    self.last_infos[i] = new;
-                    self.last_owner[i] = owner;
-                    rebind = true;
-                }
-                Err(e) => {
-                    // Entries before `i` may have been overwritten.
-                    self.bound = 0;
-                    return Err(e);
-                }
+            if let Err(e) = check_binding(d, k, info, &v) {
+                // Entries before `i` may have been overwritten.
+                self.bound = 0;
+                return Err(e);
             }
+            // Field by field: a whole struct built on the stack and copied
+            // cost a store-forwarding stall per binding.
+            let slot = &mut self.last_infos[i];
+            slot.buffer = v.inner.raw;
+            slot.offset = v.offset;
+            slot.range = v.size;
+            self.last_owner[i] = owner;
+            rebind = true;
         }
         self.begin_command(Stage::Compute, k.writes)?;
         let cb = self.cb;

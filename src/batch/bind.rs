@@ -191,14 +191,14 @@ fn pad_to_words<'a>(
 }
 
 /// Checks one binding against the kernel's reflection and the adapter's
-/// limits, and returns its descriptor.
+/// limits (its descriptor is then the view's buffer, offset and size).
 #[inline]
-pub(super) fn binding_info(
+pub(super) fn check_binding(
     d: &DeviceInner,
     k: &KernelCore,
     info: &crate::reflect::BindingInfo,
     v: &BufView<'_>,
-) -> Result<vk::DescriptorBufferInfo> {
+) -> Result<()> {
     let (limit, align) = match info.kind {
         BindingKind::Storage => (
             d.info.max_storage_buffer_range,
@@ -219,11 +219,7 @@ pub(super) fn binding_info(
     if v.inner.dev.id != d.id || v.size > limit || misaligned {
         return Err(binding_error(d, k, info, v, limit, align));
     }
-    Ok(vk::DescriptorBufferInfo {
-        buffer: v.inner.raw,
-        offset: v.offset,
-        range: v.size,
-    })
+    Ok(())
 }
 
 #[cold]
