@@ -43,7 +43,9 @@ pub(crate) fn bind_descriptors<'o>(
         // A graph's recorder owns its sets: the cache may free a set once
         // its buffers die, and a graph replays long after recording.
         _ if rec.as_ref().is_some_and(|r| r.is_graph()) => {
-            let rec = rec.ok_or(Error::DeviceLost { call: "batch" })?;
+            let Some(rec) = rec else {
+                return Err(Error::DeviceLost { call: "batch" });
+            };
             let set = rec.allocate_set(&d.raw, &d.sticky, &d.counters, k.set_layout)?;
             // SAFETY: `set` is fresh from the graph's own pool and not in
             // use; `infos` matches the template's layout.
@@ -68,7 +70,11 @@ pub(crate) fn bind_descriptors<'o>(
             let set = match cached {
                 Some(set) => set,
                 None => {
-                    let rec = rec.ok_or(Error::DeviceLost { call: "batch" })?;
+                    // (`let else`, not `ok_or`: that builds and drops an
+                    // error on every per-batch set.)
+                    let Some(rec) = rec else {
+                        return Err(Error::DeviceLost { call: "batch" });
+                    };
                     let set = rec.allocate_set(&d.raw, &d.sticky, &d.counters, k.set_layout)?;
                     // SAFETY: `set` is fresh from a pool the batch owns and
                     // not in use; `infos` matches the template's layout.
