@@ -4,9 +4,11 @@
 //! binding different buffers costs a `vkAllocateDescriptorSets` and a
 //! `vkUpdateDescriptorSetWithTemplate` before the bind. Programs mostly bind
 //! the same buffers to the same kernel batch after batch, so each written set
-//! is kept here, keyed by the kernel's set layout and the exact buffer,
-//! offset and range of every binding. A later bind of the same buffers to a
-//! kernel of that layout binds the written set as it is. Sets are never
+//! is kept here, keyed by the kernel's layout class ([`crate::layout_class`]:
+//! set layouts identically defined) and the exact buffer, offset and range
+//! of every binding. A later bind of the same buffers to a kernel of that
+//! class binds the written set as it is (Vulkan accepts a set allocated
+//! with a set layout identically defined to the pipeline layout's). Sets are never
 //! written again after they enter the cache, so any number of command
 //! buffers may bind one at once.
 //!
@@ -25,7 +27,6 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, Mutex, Weak};
 
 use ash::vk;
-use ash::vk::Handle;
 
 use crate::buffer::BufferInner;
 use crate::error::{Result, Sticky};
@@ -62,14 +63,15 @@ impl KeyHash {
         KeyHash((self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95))
     }
 
-    /// The hash of `infos` bound through `layout`, the buffers' shared
-    /// states given by `owner` (index → the binding's buffer).
+    /// The hash of `infos` bound through a layout of `class`, the
+    /// buffers' shared states given by `owner` (index → the binding's
+    /// buffer).
     pub(crate) fn of<'o>(
-        layout: vk::DescriptorSetLayout,
+        class: u32,
         infos: &[vk::DescriptorBufferInfo],
         owner: &dyn Fn(usize) -> &'o Arc<BufferInner>,
     ) -> u64 {
-        let mut h = KeyHash::default().word(layout.as_raw());
+        let mut h = KeyHash::default().word(u64::from(class));
         for (i, info) in infos.iter().enumerate() {
             h = h
                 .word(Arc::as_ptr(owner(i)) as usize as u64)
@@ -118,7 +120,8 @@ struct Bound {
 struct Entry {
     set: vk::DescriptorSet,
     pool: usize,
-    layout: vk::DescriptorSetLayout,
+    /// The layout class it was written for.
+    class: u32,
     bindings: Box<[Bound]>,
 }
 
@@ -127,14 +130,14 @@ impl Entry {
         self.bindings.iter().any(|b| b.buffer.strong_count() == 0)
     }
 
-    /// Whether this entry holds exactly `infos` through `layout`.
+    /// Whether this entry holds exactly `infos` through a layout of `class`.
     fn holds<'o>(
         &self,
-        layout: vk::DescriptorSetLayout,
+        class: u32,
         infos: &[vk::DescriptorBufferInfo],
         owner: &dyn Fn(usize) -> &'o Arc<BufferInner>,
     ) -> bool {
-        self.layout == layout
+        self.class == class
             && self.bindings.len() == infos.len()
             && self
                 .bindings
@@ -203,8 +206,9 @@ impl SetCache {
         }
     }
 
-    /// A set of `layout` holding `infos` (packed as `template` expects):
-    /// the cached one, or a new one written and cached. `None` when the
+    /// A set for layouts of `class` holding `infos` (packed as `template`
+    /// expects): the cached one, or a new one of `layout` (of that class)
+    /// written and cached. `None` when the
     /// cache is full of live entries (or, rarely, holds another binding set
     /// of the same hash): the caller writes a set of its own. `owner` gives
     /// each binding's buffer; `submitted` and `completed` give the queues'
@@ -216,6 +220,7 @@ impl SetCache {
         device: &ash::Device,
         sticky: &Sticky,
         counters: &Counters,
+        class: u32,
         layout: vk::DescriptorSetLayout,
         template: vk::DescriptorUpdateTemplate,
         infos: &[vk::DescriptorBufferInfo],
@@ -223,10 +228,10 @@ impl SetCache {
         submitted: &dyn Fn() -> UseMark,
         completed: &dyn Fn() -> UseMark,
     ) -> Result<Option<vk::DescriptorSet>> {
-        let hash = KeyHash::of(layout, infos, owner);
+        let hash = KeyHash::of(class, infos, owner);
         let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(e) = s.map.get(&hash) {
-            return Ok(e.holds(layout, infos, owner).then_some(e.set));
+            return Ok(e.holds(class, infos, owner).then_some(e.set));
         }
         if s.map.len() >= CAPACITY {
             let (sweep, wait) = sweep_now(s.sweep_wait);
@@ -264,7 +269,7 @@ impl SetCache {
             Entry {
                 set,
                 pool,
-                layout,
+                class,
                 bindings,
             },
         );
@@ -451,24 +456,23 @@ mod tests {
 
     #[test]
     fn hashes_separate_nearby_binding_sets_and_spread_low_bits() {
-        let layout = vk::DescriptorSetLayout::from_raw(7);
-        let other = vk::DescriptorSetLayout::from_raw(8);
+        let (class, other) = (7u64, 8u64);
         // Addresses stand in for buffers: the words `of` hashes.
-        let h = |layout: vk::DescriptorSetLayout, words: &[(u64, u64, u64)]| {
-            let mut k = KeyHash::default().word(layout.as_raw());
+        let h = |class: u64, words: &[(u64, u64, u64)]| {
+            let mut k = KeyHash::default().word(class);
             for &(a, o, r) in words {
                 k = k.word(a).word(o).word(r);
             }
             k.finish()
         };
-        let a = h(layout, &[(0x1000, 0, 4096)]);
-        assert_ne!(a, h(layout, &[(0x1000, 256, 4096)]));
+        let a = h(class, &[(0x1000, 0, 4096)]);
+        assert_ne!(a, h(class, &[(0x1000, 256, 4096)]));
         assert_ne!(a, h(other, &[(0x1000, 0, 4096)]));
-        assert_ne!(a, h(layout, &[(0x1000, 0, 4096), (0x2000, 0, 64)]));
-        assert_eq!(a, h(layout, &[(0x1000, 0, 4096)]));
+        assert_ne!(a, h(class, &[(0x1000, 0, 4096), (0x2000, 0, 64)]));
+        assert_eq!(a, h(class, &[(0x1000, 0, 4096)]));
         // Buffers 256 bytes apart land in many different low-bit buckets.
         let mut buckets: Vec<u64> = (0..1024u64)
-            .map(|i| h(layout, &[(0x10_0000 + 256 * i, 0, 4096)]) & 1023)
+            .map(|i| h(class, &[(0x10_0000 + 256 * i, 0, 4096)]) & 1023)
             .collect();
         buckets.sort_unstable();
         buckets.dedup();

@@ -302,6 +302,22 @@ fn kernels_of_one_layout_alternate_over_the_same_buffers() {
                 assert_eq!(gpu.stats().cached_descriptor_sets, 2);
             }
         }
+        if !gpu.info().push_descriptor {
+            // A batch that binds [x, y] for `double` first finds the set
+            // cached for `inc`: sets are shared by layout class.
+            let x = gpu.upload(&x0).unwrap();
+            let y = gpu.alloc::<f32>(n).unwrap();
+            gpu.trim().unwrap();
+            let before = gpu.stats().cached_descriptor_sets;
+            for k in [&inc, &double] {
+                let mut b = gpu.batch().unwrap();
+                b.run(k, &[&x, &y], n as u32).unwrap();
+                b.submit().unwrap();
+            }
+            assert_eq!(gpu.stats().cached_descriptor_sets, before + 1);
+            let want: Vec<f32> = x0.iter().map(|v| (v + 1.0) * 2.0).collect();
+            assert_eq!(x.download().unwrap(), want);
+        }
         assert_clean(gpu);
     }
 }

@@ -60,6 +60,7 @@ pub(crate) fn bind_descriptors<'o>(
                 &d.raw,
                 &d.sticky,
                 &d.counters,
+                k.layout_class,
                 k.set_layout,
                 k.template,
                 infos,
