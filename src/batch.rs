@@ -5,9 +5,11 @@
 //! adapter's limits, then records only what changed since the previous
 //! command: the pipeline if it differs, descriptors (pushed with
 //! VK_KHR_push_descriptor, or a written set from the device's cache,
-//! [`crate::set_cache`]) if the bindings differ, push constants, and the
-//! dispatch. A dispatch of the same kernel on the same buffer ranges as the
-//! one before skips the checks too (they passed then). Nothing is allocated
+//! [`crate::set_cache`]) if the bindings differ or the kernel's layout
+//! differs in definition ([`crate::layout_class`]), push constants, and the
+//! dispatch. A dispatch on the same buffer ranges as the one before, of a
+//! kernel of the same layout class, skips the checks too (they passed then,
+//! for the same binding kinds). Nothing is allocated
 //! per dispatch, except the cache's entry the first time a binding set is
 //! seen. Commands not separated by [`Batch::barrier`] may run
 //! concurrently; a barrier orders everything before it against everything
