@@ -258,6 +258,18 @@ impl Batch {
     }
 }
 
+/// What a dispatch changes in what its batch has bound.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Change {
+    /// The same kernel on the same buffer ranges.
+    Nothing,
+    /// Another kernel of the bound one's layout class, same buffer ranges:
+    /// the pipeline only.
+    Kernel,
+    /// The descriptors (and the pipeline if it differs).
+    Descriptors,
+}
+
 fn grid_error(k: &KernelCore, e: GridError, limit: [u32; 3], asked: [u32; 3]) -> Error {
     match e {
         GridError::Empty => Error::EmptyDispatch {
@@ -549,13 +561,18 @@ impl Batch {
         // validated and written over the previous one, and the descriptors
         // are bound again.
         let kernel_addr = Arc::as_ptr(&kernel.core) as usize;
-        let same_kernel = self.bound == kernel_addr;
-        let mut rebind = self.bound == 0 || self.bound_class != k.layout_class;
+        let mut change = if self.bound == kernel_addr {
+            Change::Nothing
+        } else if self.bound != 0 && self.bound_class == k.layout_class {
+            Change::Kernel
+        } else {
+            Change::Descriptors
+        };
         for (i, (b, info)) in buffers.iter().zip(bindings).enumerate() {
             let v = b.view();
             let owner = Arc::as_ptr(v.inner) as usize;
             let old = &self.last_infos[i];
-            if !rebind
+            if change != Change::Descriptors
                 && self.last_owner[i] == owner
                 && old.offset == v.offset
                 && old.range == v.size
@@ -574,11 +591,11 @@ impl Batch {
             slot.offset = v.offset;
             slot.range = v.size;
             self.last_owner[i] = owner;
-            rebind = true;
+            change = Change::Descriptors;
         }
         self.begin_command(Stage::Compute, k.writes)?;
         let cb = self.cb;
-        if rebind || !same_kernel {
+        if change != Change::Nothing {
             // Another kernel over the same buffers may write what the last
             // one only read: its uses are noted again.
             for (b, info) in buffers.iter().zip(bindings) {
@@ -602,7 +619,7 @@ impl Batch {
                     ks.push(kernel.core.clone());
                 }
             }
-            if rebind && n > 0 {
+            if change == Change::Descriptors && n > 0 {
                 self.fault_point()?;
                 let d = &*self.dev;
                 let owner = |i: usize| buffers[i].view().inner;
