@@ -5,9 +5,11 @@
 //! adapter's limits, then records only what changed since the previous
 //! command: the pipeline if it differs, descriptors (pushed with
 //! VK_KHR_push_descriptor, or a written set from the device's cache,
-//! [`crate::set_cache`]) if the bindings differ, push constants, and the
-//! dispatch. A dispatch of the same kernel on the same buffer ranges as the
-//! one before skips the checks too (they passed then). Nothing is allocated
+//! [`crate::set_cache`]) if the bindings differ or the kernel's layout
+//! differs in definition ([`crate::layout_class`]), push constants, and the
+//! dispatch. A dispatch on the same buffer ranges as the one before, of a
+//! kernel of the same layout class, skips the checks too (they passed then,
+//! for the same binding kinds). Nothing is allocated
 //! per dispatch, except the cache's entry the first time a binding set is
 //! seen. Commands not separated by [`Batch::barrier`] may run
 //! concurrently; a barrier orders everything before it against everything
@@ -58,7 +60,7 @@ mod poison;
 mod split;
 mod transfer_cmds;
 
-use bind::{bind_descriptors, binding_info, call_error, push_constants, push_constants_padded};
+use bind::{bind_descriptors, call_error, check_binding, push_constants, push_constants_padded};
 
 /// Queries per timestamp pool.
 pub(crate) const QUERIES_PER_POOL: u32 = 1024;
@@ -139,6 +141,10 @@ pub struct Batch {
     /// nothing bound is known valid (new chunk, another pipeline bound, a
     /// refused binding).
     bound: usize,
+    /// The layout class of `bound` ([`crate::layout_class`]): while
+    /// `bound` is set, a kernel of this class over the same buffer ranges
+    /// finds its descriptors already bound.
+    bound_class: u32,
     /// The descriptors bound for `bound`, one per binding.
     last_infos: [vk::DescriptorBufferInfo; MAX_BINDINGS],
     /// Address of each bound buffer's shared state (kept alive by `keep`
@@ -229,6 +235,7 @@ impl Batch {
             first_value: 0,
             last_pipeline: vk::Pipeline::null(),
             bound: 0,
+            bound_class: 0,
             last_infos: [vk::DescriptorBufferInfo::default(); MAX_BINDINGS],
             last_owner: [0; MAX_BINDINGS],
             chunk_cmds: 0,
@@ -249,6 +256,18 @@ impl Batch {
             graph_kernels: None,
         }
     }
+}
+
+/// What a dispatch changes in what its batch has bound.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Change {
+    /// The same kernel on the same buffer ranges.
+    Nothing,
+    /// Another kernel of the bound one's layout class, same buffer ranges:
+    /// the pipeline only.
+    Kernel,
+    /// The descriptors (and the pipeline if it differs).
+    Descriptors,
 }
 
 fn grid_error(k: &KernelCore, e: GridError, limit: [u32; 3], asked: [u32; 3]) -> Error {
@@ -534,39 +553,51 @@ impl Batch {
             return Err(call_error(kernel, &self.dev, buffers.len(), pc.len()));
         }
         let n = buffers.len();
-        // The same kernel on the same buffer ranges as the previous dispatch
-        // (validated then, its buffers kept since): nothing to check or bind.
-        // Otherwise each binding is validated and written over the previous
-        // one, and the descriptors are bound again.
+        // The same buffer ranges as the previous dispatch, for a kernel of
+        // the same layout class (validated then for the same binding kinds,
+        // its buffers kept since): nothing to check, and the descriptors
+        // bound then serve (Vulkan keeps them across pipelines whose layouts
+        // are compatible for set 0). Otherwise each changed binding is
+        // validated and written over the previous one, and the descriptors
+        // are bound again.
         let kernel_addr = Arc::as_ptr(&kernel.core) as usize;
-        let mut rebind = self.bound != kernel_addr;
+        let mut change = if self.bound == kernel_addr {
+            Change::Nothing
+        } else if self.bound != 0 && self.bound_class == k.layout_class {
+            Change::Kernel
+        } else {
+            Change::Descriptors
+        };
         for (i, (b, info)) in buffers.iter().zip(bindings).enumerate() {
             let v = b.view();
             let owner = Arc::as_ptr(v.inner) as usize;
             let old = &self.last_infos[i];
-            if !rebind
+            if change != Change::Descriptors
                 && self.last_owner[i] == owner
                 && old.offset == v.offset
                 && old.range == v.size
             {
                 continue;
             }
-            match binding_info(d, k, info, &v) {
-                Ok(new) => {
-                    self.last_infos[i] = new;
-                    self.last_owner[i] = owner;
-                    rebind = true;
-                }
-                Err(e) => {
-                    // Entries before `i` may have been overwritten.
-                    self.bound = 0;
-                    return Err(e);
-                }
+            if let Err(e) = check_binding(d, k, info, &v) {
+                // Entries before `i` may have been overwritten.
+                self.bound = 0;
+                return Err(e);
             }
+            // Field by field: a whole struct built on the stack and copied
+            // cost a store-forwarding stall per binding.
+            let slot = &mut self.last_infos[i];
+            slot.buffer = v.inner.raw;
+            slot.offset = v.offset;
+            slot.range = v.size;
+            self.last_owner[i] = owner;
+            change = Change::Descriptors;
         }
         self.begin_command(Stage::Compute, k.writes)?;
         let cb = self.cb;
-        if rebind {
+        if change != Change::Nothing {
+            // Another kernel over the same buffers may write what the last
+            // one only read: its uses are noted again.
             for (b, info) in buffers.iter().zip(bindings) {
                 self.keep_view(&b.view(), !info.read_only);
             }
@@ -588,7 +619,7 @@ impl Batch {
                     ks.push(kernel.core.clone());
                 }
             }
-            if n > 0 {
+            if change == Change::Descriptors && n > 0 {
                 self.fault_point()?;
                 let d = &*self.dev;
                 let owner = |i: usize| buffers[i].view().inner;
@@ -599,6 +630,7 @@ impl Batch {
                 }
             }
             self.bound = kernel_addr;
+            self.bound_class = k.layout_class;
         }
         let d = &*self.dev;
         if !pc.is_empty() {

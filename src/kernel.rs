@@ -530,6 +530,9 @@ fn create_core(
     d.counters.add(Counter::Pipelines, 1);
     d.set_name(made.pipeline, &label);
     let writes = reflection.bindings.iter().any(|b| !b.read_only);
+    let layout_class = crate::layout_class::class_of(crate::layout_class::LayoutDef::new(
+        &bindings, push, pc_size,
+    ));
     let core = KernelCore {
         label,
         workgroup_size,
@@ -538,6 +541,7 @@ fn create_core(
         push_descriptors: push,
         set_layout: made.set_layout,
         pipeline_layout: made.layout,
+        layout_class,
         pipeline: made.pipeline,
         template: made.template,
         reflection,

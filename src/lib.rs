@@ -161,6 +161,7 @@ mod glsl;
 mod graph;
 mod instance;
 mod kernel;
+mod layout_class;
 pub mod megakernel;
 mod memory;
 pub mod ops;

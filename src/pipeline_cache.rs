@@ -55,6 +55,9 @@ pub(crate) struct KernelCore {
     pub push_descriptors: bool,
     pub set_layout: vk::DescriptorSetLayout,
     pub pipeline_layout: vk::PipelineLayout,
+    /// The pipeline layout's class ([`crate::layout_class`]): kernels of
+    /// one class keep each other's bound descriptors.
+    pub layout_class: u32,
     pub pipeline: vk::Pipeline,
     /// Update template over a packed array of `VkDescriptorBufferInfo`.
     pub template: vk::DescriptorUpdateTemplate,

@@ -206,13 +206,9 @@ impl Recorder {
                 counters.add(Counter::DescriptorPools, 1);
                 self.desc_pools.push(p);
             }
-            let layouts = [layout];
-            let info = vk::DescriptorSetAllocateInfo::default()
-                .descriptor_pool(self.desc_pools[self.desc_current])
-                .set_layouts(&layouts);
             // SAFETY: the pool is ours (externally synchronised by `&mut self`).
-            match unsafe { device.allocate_descriptor_sets(&info) } {
-                Ok(sets) => return Ok(sets[0]),
+            match unsafe { allocate_one_set(device, self.desc_pools[self.desc_current], layout) } {
+                Ok(set) => return Ok(set),
                 Err(vk::Result::ERROR_OUT_OF_POOL_MEMORY | vk::Result::ERROR_FRAGMENTED_POOL) => {
                     self.desc_current += 1;
                 }
@@ -429,4 +425,28 @@ impl RecorderPool {
         }
         self.trim(device, counters);
     }
+}
+
+/// One descriptor set of `layout` from `pool`, with no heap allocation
+/// (ash's `allocate_descriptor_sets` returns a `Vec`: a malloc and a free
+/// per set on the path that writes a set per dispatch).
+///
+/// # Safety
+/// `pool` and `layout` are live objects of `device`, and no other thread
+/// uses `pool` during the call.
+pub(crate) unsafe fn allocate_one_set(
+    device: &ash::Device,
+    pool: vk::DescriptorPool,
+    layout: vk::DescriptorSetLayout,
+) -> ash::prelude::VkResult<vk::DescriptorSet> {
+    let layouts = [layout];
+    let info = vk::DescriptorSetAllocateInfo::default()
+        .descriptor_pool(pool)
+        .set_layouts(&layouts);
+    let mut set = vk::DescriptorSet::null();
+    // SAFETY: guaranteed by the caller; `info` asks for exactly one set, so
+    // the driver writes one handle into `set`.
+    let r =
+        unsafe { (device.fp_v1_0().allocate_descriptor_sets)(device.handle(), &info, &mut set) };
+    r.result_with_success(set)
 }

@@ -4,9 +4,11 @@
 //! binding different buffers costs a `vkAllocateDescriptorSets` and a
 //! `vkUpdateDescriptorSetWithTemplate` before the bind. Programs mostly bind
 //! the same buffers to the same kernel batch after batch, so each written set
-//! is kept here, keyed by the kernel's set layout and the exact buffer,
-//! offset and range of every binding. A later bind of the same buffers to a
-//! kernel of that layout binds the written set as it is. Sets are never
+//! is kept here, keyed by the kernel's layout class ([`crate::layout_class`]:
+//! set layouts identically defined) and the exact buffer, offset and range
+//! of every binding. A later bind of the same buffers to a kernel of that
+//! class binds the written set as it is (Vulkan accepts a set allocated
+//! with a set layout identically defined to the pipeline layout's). Sets are never
 //! written again after they enter the cache, so any number of command
 //! buffers may bind one at once.
 //!
@@ -15,7 +17,9 @@
 //! an equal address is the same buffer. An entry whose buffer was dropped is
 //! dead. When the cache is full, dead entries leave it, their sets freed once
 //! every submission made so far completes (whatever bound them is among
-//! those); if it is still full, the caller writes a per-batch set as before.
+//! those); if it is still full, the caller writes a per-batch set as before,
+//! and the next misses skip the sweep (one scan per `MISSES_PER_SWEEP`
+//! misses, not one per miss, while the cache stays full of live entries).
 //! [`crate::Device::trim`] empties the cache.
 
 use std::collections::HashMap;
@@ -23,88 +27,128 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, Mutex, Weak};
 
 use ash::vk;
-use ash::vk::Handle;
 
 use crate::buffer::BufferInner;
 use crate::error::{Result, Sticky};
 use crate::kernel::MAX_BINDINGS;
 use crate::reclaim::{Deferred, UseMark};
+use crate::recorder::allocate_one_set;
 use crate::stats::{Counter, Counters};
 
 /// Most sets the cache holds (live and dead).
 pub(crate) const CAPACITY: usize = 1024;
+/// Misses on a cache full of live entries between two sweeps: a sweep
+/// scans every entry (microseconds at capacity), so a program binding more
+/// live buffer sets than the cache holds would otherwise pay a scan per
+/// miss; this spreads one scan over this many misses (as many as there
+/// are entries: a few nanoseconds each, where 256 left ~20 ns per miss on
+/// lavapipe's host), while a cache that fills with dead entries is still
+/// swept at once.
+const MISSES_PER_SWEEP: u32 = CAPACITY as u32;
 /// Sets per descriptor pool of the cache.
 const SETS_PER_POOL: u32 = 128;
-/// Words of a key: the layout, then (buffer, offset, range) per binding.
-pub(crate) const KEY_WORDS: usize = 1 + 3 * MAX_BINDINGS;
 
-/// A multiply-rotate hash over the key's words (they are addresses and
-/// offsets: no adversary, and SipHash costs more than the lookup saves).
+/// Hashes a binding set's words (its layout, then the buffer's shared-state
+/// address, offset and range per binding) with a multiply-rotate step and
+/// a final avalanche (they are addresses and offsets: no adversary, and
+/// SipHash costs more than the lookup saves). The map is keyed by this
+/// hash alone; an entry keeps its binding set to compare, so two sets of
+/// one hash never share a descriptor set (the second gets a set of its
+/// caller's own).
+#[derive(Default, Clone, Copy)]
+pub(crate) struct KeyHash(u64);
+
+impl KeyHash {
+    fn word(self, v: u64) -> KeyHash {
+        KeyHash((self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95))
+    }
+
+    /// The hash of `infos` bound through a layout of `class`, the
+    /// buffers' shared states given by `owner` (index → the binding's
+    /// buffer).
+    pub(crate) fn of<'o>(
+        class: u32,
+        infos: &[vk::DescriptorBufferInfo],
+        owner: &dyn Fn(usize) -> &'o Arc<BufferInner>,
+    ) -> u64 {
+        let mut h = KeyHash::default().word(u64::from(class));
+        for (i, info) in infos.iter().enumerate() {
+            h = h
+                .word(Arc::as_ptr(owner(i)) as usize as u64)
+                .word(info.offset)
+                .word(info.range);
+        }
+        h.finish()
+    }
+
+    /// The final hash. The last step's multiply leaves the low bits (the
+    /// map's bucket index) depending on the low bits of the input alone:
+    /// the high bits are folded in.
+    fn finish(self) -> u64 {
+        let x = self.0 ^ (self.0 >> 32);
+        (x ^ (x >> 17)).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (x >> 29)
+    }
+}
+
+/// The map's hasher: the key already is a hash.
 #[derive(Default)]
-pub(crate) struct WordHasher(u64);
+struct IdentityHasher(u64);
 
-impl Hasher for WordHasher {
+impl Hasher for IdentityHasher {
     fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut w = [0u8; 8];
-            w[..chunk.len()].copy_from_slice(chunk);
-            self.write_u64(u64::from_le_bytes(w));
+        // Only u64 keys are hashed; any other input still hashes.
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
         }
     }
     fn write_u64(&mut self, v: u64) {
-        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-    fn write_usize(&mut self, v: usize) {
-        self.write_u64(v as u64);
+        self.0 = v;
     }
     fn finish(&self) -> u64 {
         self.0
     }
 }
 
-/// The key of one binding set: `KEY_WORDS` words, of which the first
-/// `1 + 3 * bindings` are used.
-pub(crate) struct SetKey {
-    words: [u64; KEY_WORDS],
-    len: usize,
-}
-
-impl SetKey {
-    /// The key of `infos` bound through `layout`, the buffers' shared states
-    /// given by `owner` (index → the binding's buffer).
-    pub(crate) fn new<'o>(
-        layout: vk::DescriptorSetLayout,
-        infos: &[vk::DescriptorBufferInfo],
-        owner: &dyn Fn(usize) -> &'o Arc<BufferInner>,
-    ) -> SetKey {
-        let mut words = [0u64; KEY_WORDS];
-        words[0] = layout.as_raw();
-        let n = infos.len().min(MAX_BINDINGS);
-        for (i, info) in infos.iter().take(n).enumerate() {
-            words[1 + 3 * i] = Arc::as_ptr(owner(i)) as usize as u64;
-            words[2 + 3 * i] = info.offset;
-            words[3 + 3 * i] = info.range;
-        }
-        SetKey {
-            words,
-            len: 1 + 3 * n,
-        }
-    }
-
-    fn words(&self) -> &[u64] {
-        &self.words[..self.len]
-    }
+/// One binding of a cached set: the buffer (its address cannot be reused
+/// while this `Weak` exists), offset and range.
+struct Bound {
+    buffer: Weak<BufferInner>,
+    offset: u64,
+    range: u64,
 }
 
 struct Entry {
     set: vk::DescriptorSet,
     pool: usize,
-    buffers: Box<[Weak<BufferInner>]>,
+    /// The layout class it was written for.
+    class: u32,
+    bindings: Box<[Bound]>,
 }
 
 impl Entry {
     fn dead(&self) -> bool {
-        self.buffers.iter().any(|b| b.strong_count() == 0)
+        self.bindings.iter().any(|b| b.buffer.strong_count() == 0)
+    }
+
+    /// Whether this entry holds exactly `infos` through a layout of `class`.
+    fn holds<'o>(
+        &self,
+        class: u32,
+        infos: &[vk::DescriptorBufferInfo],
+        owner: &dyn Fn(usize) -> &'o Arc<BufferInner>,
+    ) -> bool {
+        self.class == class
+            && self.bindings.len() == infos.len()
+            && self
+                .bindings
+                .iter()
+                .zip(infos)
+                .enumerate()
+                .all(|(i, (b, info))| {
+                    std::ptr::eq(b.buffer.as_ptr(), Arc::as_ptr(owner(i)))
+                        && b.offset == info.offset
+                        && b.range == info.range
+                })
     }
 }
 
@@ -117,12 +161,36 @@ struct Pool {
 
 #[derive(Default)]
 struct State {
-    map: HashMap<Box<[u64]>, Entry, BuildHasherDefault<WordHasher>>,
+    map: HashMap<u64, Entry, BuildHasherDefault<IdentityHasher>>,
     pools: Vec<Pool>,
     /// Pool to allocate from first.
     current: usize,
     /// Sets of dead entries, freed when their mark passes.
     dead: Deferred<(usize, vk::DescriptorSet)>,
+    /// Misses on a full cache left before the next sweep (0: sweep on the
+    /// next one); set after a sweep that left the cache full.
+    sweep_wait: u32,
+}
+
+/// Whether a miss on a full cache sweeps now, given the misses left to
+/// wait (`sweep_wait`); returns the wait that follows. A sweep that leaves
+/// the cache full restarts the wait ([`after_sweep`]).
+fn sweep_now(wait: u32) -> (bool, u32) {
+    match wait {
+        0 => (true, 0),
+        w => (false, w - 1),
+    }
+}
+
+/// The wait after a sweep that left `len` entries in a cache of `capacity`:
+/// none when there is room again (the next fill sweeps at once), else
+/// [`MISSES_PER_SWEEP`].
+fn after_sweep(len: usize, capacity: usize) -> u32 {
+    if len >= capacity {
+        MISSES_PER_SWEEP
+    } else {
+        0
+    }
 }
 
 /// The cache of one device.
@@ -138,36 +206,45 @@ impl SetCache {
         }
     }
 
-    /// A set of `layout` holding `infos` (packed as `template` expects):
-    /// the cached one for `key`, or a new one written and cached. `None`
-    /// when the cache is full of live entries: the caller writes a
-    /// set of its own. `owner` gives each binding's buffer, as for the key;
-    /// `submitted` and `completed` give the queues' submitted and completed
-    /// values (which mark when dead sets may be freed).
+    /// A set for layouts of `class` holding `infos` (packed as `template`
+    /// expects): the cached one, or a new one of `layout` (of that class)
+    /// written and cached. `None` when the
+    /// cache is full of live entries (or, rarely, holds another binding set
+    /// of the same hash): the caller writes a set of its own. `owner` gives
+    /// each binding's buffer; `submitted` and `completed` give the queues'
+    /// submitted and completed values (which mark when dead sets may be
+    /// freed).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn get_or_write<'o>(
         &self,
         device: &ash::Device,
         sticky: &Sticky,
         counters: &Counters,
-        key: &SetKey,
+        class: u32,
+        layout: vk::DescriptorSetLayout,
         template: vk::DescriptorUpdateTemplate,
         infos: &[vk::DescriptorBufferInfo],
         owner: &dyn Fn(usize) -> &'o Arc<BufferInner>,
         submitted: &dyn Fn() -> UseMark,
         completed: &dyn Fn() -> UseMark,
     ) -> Result<Option<vk::DescriptorSet>> {
+        let hash = KeyHash::of(class, infos, owner);
         let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(e) = s.map.get(key.words()) {
-            return Ok(Some(e.set));
+        if let Some(e) = s.map.get(&hash) {
+            return Ok(e.holds(class, infos, owner).then_some(e.set));
         }
         if s.map.len() >= CAPACITY {
+            let (sweep, wait) = sweep_now(s.sweep_wait);
+            s.sweep_wait = wait;
+            if !sweep {
+                return Ok(None);
+            }
             s.sweep(device, counters, submitted, completed);
+            s.sweep_wait = after_sweep(s.map.len(), CAPACITY);
             if s.map.len() >= CAPACITY {
                 return Ok(None);
             }
         }
-        let layout = vk::DescriptorSetLayout::from_raw(key.words[0]);
         let (pool, set) = s.allocate(device, sticky, counters, layout)?;
         // SAFETY: `set` is fresh, not bound anywhere; `infos` holds one valid
         // descriptor per binding of the layout `template` was made for.
@@ -178,9 +255,24 @@ impl SetCache {
                 infos.as_ptr().cast::<std::ffi::c_void>(),
             )
         };
-        let buffers = (0..infos.len()).map(|i| Arc::downgrade(owner(i))).collect();
-        s.map
-            .insert(key.words().into(), Entry { set, pool, buffers });
+        let bindings = infos
+            .iter()
+            .enumerate()
+            .map(|(i, info)| Bound {
+                buffer: Arc::downgrade(owner(i)),
+                offset: info.offset,
+                range: info.range,
+            })
+            .collect();
+        s.map.insert(
+            hash,
+            Entry {
+                set,
+                pool,
+                class,
+                bindings,
+            },
+        );
         counters.add(Counter::CachedSets, 1);
         Ok(Some(set))
     }
@@ -198,6 +290,7 @@ impl SetCache {
     ) {
         let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
         s.sweep(device, counters, submitted, completed);
+        s.sweep_wait = 0;
         for p in s
             .pools
             .iter_mut()
@@ -274,7 +367,6 @@ impl State {
         counters: &Counters,
         layout: vk::DescriptorSetLayout,
     ) -> Result<(usize, vk::DescriptorSet)> {
-        let layouts = [layout];
         let n = self.pools.len();
         for tried in 0..n {
             let i = (self.current + tried) % n;
@@ -282,15 +374,13 @@ impl State {
             if p.raw == vk::DescriptorPool::null() || p.sets == SETS_PER_POOL {
                 continue;
             }
-            let info = vk::DescriptorSetAllocateInfo::default()
-                .descriptor_pool(p.raw)
-                .set_layouts(&layouts);
-            // SAFETY: the pool is ours, guarded by the lock.
-            match unsafe { device.allocate_descriptor_sets(&info) } {
-                Ok(sets) => {
+            // SAFETY: the pool is ours, guarded by the lock; the layout is
+            // a live kernel's.
+            match unsafe { allocate_one_set(device, p.raw, layout) } {
+                Ok(set) => {
                     p.sets += 1;
                     self.current = i;
-                    return Ok((i, sets[0]));
+                    return Ok((i, set));
                 }
                 Err(vk::Result::ERROR_OUT_OF_POOL_MEMORY | vk::Result::ERROR_FRAGMENTED_POOL) => {}
                 Err(r) => return Err(sticky.fail("vkAllocateDescriptorSets", r)),
@@ -331,35 +421,61 @@ impl State {
             }
         };
         self.current = i;
-        let info = vk::DescriptorSetAllocateInfo::default()
-            .descriptor_pool(raw)
-            .set_layouts(&layouts);
         // SAFETY: as above.
-        let sets = unsafe { device.allocate_descriptor_sets(&info) }
+        let set = unsafe { allocate_one_set(device, raw, layout) }
             .map_err(|r| sticky.fail("vkAllocateDescriptorSets", r))?;
         self.pools[i].sets += 1;
-        Ok((i, sets[0]))
+        Ok((i, set))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::hash::Hash;
 
-    fn hash(words: &[u64]) -> u64 {
-        let mut h = WordHasher::default();
-        words.hash(&mut h);
-        h.finish()
+    #[test]
+    fn a_full_cache_sweeps_once_per_interval_of_misses() {
+        // A sweep that leaves the cache full: the next MISSES_PER_SWEEP
+        // misses skip it, the one after sweeps.
+        let mut wait = after_sweep(CAPACITY, CAPACITY);
+        let mut skipped = 0;
+        loop {
+            let (sweep, w) = sweep_now(wait);
+            wait = w;
+            if sweep {
+                break;
+            }
+            skipped += 1;
+        }
+        assert_eq!(skipped, MISSES_PER_SWEEP);
+        // A sweep that made room: the next time the cache is full, the
+        // first miss sweeps.
+        assert_eq!(after_sweep(CAPACITY - 1, CAPACITY), 0);
+        assert!(sweep_now(after_sweep(CAPACITY - 1, CAPACITY)).0);
     }
 
     #[test]
-    fn hasher_separates_nearby_keys() {
-        let a = hash(&[7, 0x1000, 0, 4096]);
-        let b = hash(&[7, 0x1000, 256, 4096]);
-        let c = hash(&[7, 0x1000, 0, 4096, 0x2000, 0, 64]);
-        assert_ne!(a, b);
-        assert_ne!(a, c);
-        assert_eq!(a, hash(&[7, 0x1000, 0, 4096]));
+    fn hashes_separate_nearby_binding_sets_and_spread_low_bits() {
+        let (class, other) = (7u64, 8u64);
+        // Addresses stand in for buffers: the words `of` hashes.
+        let h = |class: u64, words: &[(u64, u64, u64)]| {
+            let mut k = KeyHash::default().word(class);
+            for &(a, o, r) in words {
+                k = k.word(a).word(o).word(r);
+            }
+            k.finish()
+        };
+        let a = h(class, &[(0x1000, 0, 4096)]);
+        assert_ne!(a, h(class, &[(0x1000, 256, 4096)]));
+        assert_ne!(a, h(other, &[(0x1000, 0, 4096)]));
+        assert_ne!(a, h(class, &[(0x1000, 0, 4096), (0x2000, 0, 64)]));
+        assert_eq!(a, h(class, &[(0x1000, 0, 4096)]));
+        // Buffers 256 bytes apart land in many different low-bit buckets.
+        let mut buckets: Vec<u64> = (0..1024u64)
+            .map(|i| h(class, &[(0x10_0000 + 256 * i, 0, 4096)]) & 1023)
+            .collect();
+        buckets.sort_unstable();
+        buckets.dedup();
+        assert!(buckets.len() > 512, "{} buckets of 1024", buckets.len());
     }
 }

@@ -1,8 +1,9 @@
 //! The descriptor-set cache of the pooled-descriptor path: written sets
 //! are reused across batches for the same buffers, never for a different
 //! buffer (even one that got a dropped buffer's handle or address), stay
-//! bounded (1024 sets, then per-batch sets), and `trim` frees the sets of
-//! dropped buffers. Every device here forces pooled descriptor sets.
+//! bounded (1024 sets, then per-batch sets), make room again when their
+//! buffers die (swept within one miss per entry, no trim needed), and
+//! `trim` frees the sets of dropped buffers. Every device here forces pooled descriptor sets.
 
 mod common;
 
@@ -140,5 +141,46 @@ fn threads_share_cached_sets() {
     gpu.trim().unwrap();
     // The eight per-thread buffers are gone; the shared one keeps its set.
     assert_eq!(gpu.stats().cached_descriptor_sets, 1);
+    assert_clean(&gpu);
+}
+
+#[test]
+fn a_cache_full_of_buffers_that_die_is_reclaimed_without_trim() {
+    let gpu = pooled();
+    let inc = gpu.kernel_glsl(INC).unwrap();
+    // Fill the cache with live buffers; one more binding finds it full of
+    // live entries (its sweep frees nothing, so the next misses wait).
+    let olds: Vec<_> = (0..=CAPACITY)
+        .map(|_| gpu.alloc::<u32>(4).unwrap())
+        .collect();
+    let mut b = gpu.batch().unwrap();
+    for o in &olds {
+        b.run(&inc, &[o], 4).unwrap();
+    }
+    b.submit().unwrap();
+    assert_eq!(gpu.stats().cached_descriptor_sets, CAPACITY as i64);
+    drop(olds);
+    // Now every cached buffer is dead. New bindings (slices 64 bytes
+    // apart) miss; within a sweep interval (one miss per entry) the dead
+    // entries are swept and their sets freed, and later slices are cached.
+    let per = 16;
+    let count = CAPACITY + 100;
+    let c = gpu.alloc::<u32>(per * count).unwrap();
+    let mut b = gpu.batch().unwrap();
+    for i in 0..count {
+        let s = c.slice(i * per..(i + 1) * per).unwrap();
+        b.run(&inc, &[&s], per as u32).unwrap();
+    }
+    b.submit().unwrap();
+    assert!(c.download().unwrap().iter().all(|&v| v == 1));
+    // The swept sets wait for the submissions that may have bound them (a
+    // trim frees them); what is left are sets of the new slices, cached
+    // only because the dead entries left the map during recording.
+    gpu.trim().unwrap();
+    let s = gpu.stats();
+    assert!(
+        s.cached_descriptor_sets > 0 && s.cached_descriptor_sets <= count as i64,
+        "no new slice was cached: the dead entries stayed: {s:?}"
+    );
     assert_clean(&gpu);
 }

@@ -247,6 +247,55 @@ pub fn dispatch_section(
             "≤ 1.1× floor (pipeline + set bind per dispatch)".into(),
         );
         drop(nb);
+        // Diagnostic: both rows with the other descriptor strategy than the
+        // adapter's default (push descriptors vs pooled sets), on a device
+        // of its own, each checked once. Its `steps` independent slices are
+        // bound first, as the rows above bound them on `ours`, so a set
+        // cache is as full as it was there.
+        let other = Ours::new(
+            DeviceOptions {
+                push_descriptors: Some(!ours.gpu.info().push_descriptor),
+                ..Default::default()
+            },
+            steps,
+        )?;
+        other.record_cost(steps, false)?;
+        let strategy = if other.gpu.info().push_descriptor {
+            "push descriptors"
+        } else {
+            "pooled descriptor sets"
+        };
+        let nb = NewBindings::new(&other, BUFFERS)?;
+        nb.check(steps)
+            .expect("new-bindings results (other strategy)");
+        for _ in 0..warm * 5 {
+            nb.record_new_bindings(n).expect("record");
+            nb.record_alternating_cost(steps).expect("record");
+        }
+        let (o, f) = measure_blocks(
+            alternations,
+            0,
+            alternations,
+            || nb.record_new_bindings(n).expect("record"),
+            || more.record_new_bindings(&mut fl, n),
+        );
+        notes.push(format!(
+            "record dispatch, new buffer each ({BUFFERS} buffers) with {strategy}: {o:.3} µs vs floor {f:.3} µs ({:.2}×)",
+            o / f
+        ));
+        let (o, f) = measure_blocks(
+            alternations,
+            0,
+            alternations,
+            || nb.record_alternating_cost(steps).expect("record"),
+            || more.record_alternating(&mut fl, steps),
+        );
+        notes.push(format!(
+            "record dispatch + barrier, 2 kernels alternating with {strategy}: {o:.3} µs vs floor {f:.3} µs ({:.2}×)",
+            o / f
+        ));
+        drop(nb);
+        drop(other);
         drop(more);
     }
     // Diagnostics: how chunking moves the chain's wall time.

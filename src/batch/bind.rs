@@ -14,7 +14,6 @@ use crate::kernel::Kernel;
 use crate::pipeline_cache::KernelCore;
 use crate::recorder::Recorder;
 use crate::reflect::BindingKind;
-use crate::set_cache::SetKey;
 
 /// Binds `infos` (one packed `VkDescriptorBufferInfo` per binding of `k`,
 /// in its template's order, each for a live buffer within the adapter's
@@ -44,7 +43,9 @@ pub(crate) fn bind_descriptors<'o>(
         // A graph's recorder owns its sets: the cache may free a set once
         // its buffers die, and a graph replays long after recording.
         _ if rec.as_ref().is_some_and(|r| r.is_graph()) => {
-            let rec = rec.ok_or(Error::DeviceLost { call: "batch" })?;
+            let Some(rec) = rec else {
+                return Err(Error::DeviceLost { call: "batch" });
+            };
             let set = rec.allocate_set(&d.raw, &d.sticky, &d.counters, k.set_layout)?;
             // SAFETY: `set` is fresh from the graph's own pool and not in
             // use; `infos` matches the template's layout.
@@ -55,12 +56,12 @@ pub(crate) fn bind_descriptors<'o>(
             bind_set(d, cb, k, set);
         }
         _ => {
-            let key = SetKey::new(k.set_layout, infos, owner);
             let cached = d.set_cache.get_or_write(
                 &d.raw,
                 &d.sticky,
                 &d.counters,
-                &key,
+                k.layout_class,
+                k.set_layout,
                 k.template,
                 infos,
                 owner,
@@ -70,7 +71,11 @@ pub(crate) fn bind_descriptors<'o>(
             let set = match cached {
                 Some(set) => set,
                 None => {
-                    let rec = rec.ok_or(Error::DeviceLost { call: "batch" })?;
+                    // (`let else`, not `ok_or`: that builds and drops an
+                    // error on every per-batch set.)
+                    let Some(rec) = rec else {
+                        return Err(Error::DeviceLost { call: "batch" });
+                    };
                     let set = rec.allocate_set(&d.raw, &d.sticky, &d.counters, k.set_layout)?;
                     // SAFETY: `set` is fresh from a pool the batch owns and
                     // not in use; `infos` matches the template's layout.
@@ -193,14 +198,14 @@ fn pad_to_words<'a>(
 }
 
 /// Checks one binding against the kernel's reflection and the adapter's
-/// limits, and returns its descriptor.
+/// limits (its descriptor is then the view's buffer, offset and size).
 #[inline]
-pub(super) fn binding_info(
+pub(super) fn check_binding(
     d: &DeviceInner,
     k: &KernelCore,
     info: &crate::reflect::BindingInfo,
     v: &BufView<'_>,
-) -> Result<vk::DescriptorBufferInfo> {
+) -> Result<()> {
     let (limit, align) = match info.kind {
         BindingKind::Storage => (
             d.info.max_storage_buffer_range,
@@ -221,11 +226,7 @@ pub(super) fn binding_info(
     if v.inner.dev.id != d.id || v.size > limit || misaligned {
         return Err(binding_error(d, k, info, v, limit, align));
     }
-    Ok(vk::DescriptorBufferInfo {
-        buffer: v.inner.raw,
-        offset: v.offset,
-        range: v.size,
-    })
+    Ok(())
 }
 
 #[cold]

@@ -56,8 +56,9 @@ impl Batch {
     /// Test hook: the descriptor bind after the next `after` ones fails as
     /// a pool allocation failure would (`vkAllocateDescriptorSets` returning
     /// `VK_ERROR_OUT_OF_POOL_MEMORY`), poisoning the batch. Binds happen when
-    /// a dispatch's bindings differ from the previous dispatch's and once per
-    /// piece of a kernel copy. Not part of the stable API.
+    /// a dispatch's bindings, or its kernel's layout class, differ from the
+    /// previous dispatch's, and once per piece of a kernel copy. Not part of
+    /// the stable API.
     #[doc(hidden)]
     pub fn inject_bind_failure(&mut self, after: u32) {
         self.fault = after.saturating_add(1);
