@@ -121,8 +121,6 @@ uint mkr_ring_cas(uint i, uint c, uint v) {
     return atomicCompSwap(mkr_ring[i], c, v, gl_ScopeDevice, MKR_SC, MKR_AR, MKR_SC, MKR_ACQ);
 }
 void mkr_done_store(uint i, uint v) { atomicStore(mkr_done[i], v, gl_ScopeDevice, MKR_SC, MKR_REL); }
-    return atomicCompSwap(mkr_done[i], c, v, gl_ScopeDevice, MKR_SC, MKR_AR, MKR_SC, MKR_ACQ);
-}
 void mkr_sync() {
     controlBarrier(gl_ScopeWorkgroup, gl_ScopeWorkgroup,
                    gl_StorageSemanticsBuffer | gl_StorageSemanticsShared, gl_SemanticsAcquireRelease);
