@@ -27,7 +27,7 @@ use vkcompute::ops::{
 };
 use vkcompute::{
     compile_glsl_with, Batch, BatchOptions, Buffer, Device, GlslOptimization, GlslOptions,
-    Profiling, Result,
+    GlslTarget, Profiling, Result,
 };
 
 const PEAK: &str = include_str!("matmul_coopmat_peak.comp");
@@ -320,7 +320,14 @@ fn f16_case(
 }
 
 /// The ceiling of a register-only cooperative-matrix loop, in TFLOP/s.
-fn coopmat_peak(gpu: &Device, reps: usize, quick: bool, acc: u32, optimize: bool) -> Result<f64> {
+fn coopmat_peak(
+    gpu: &Device,
+    reps: usize,
+    quick: bool,
+    acc: u32,
+    optimize: bool,
+    spirv13: bool,
+) -> Result<f64> {
     let source = PEAK.replacen(
         "#version 450\n",
         &format!("#version 450\n#define ACC {acc}\n"),
@@ -331,6 +338,13 @@ fn coopmat_peak(gpu: &Device, reps: usize, quick: bool, acc: u32, optimize: bool
             GlslOptimization::Performance
         } else {
             GlslOptimization::None
+        },
+        // SPIR-V 1.3, as build.rs compiles the built-in coopmat kernel
+        // (which runs), or the runtime default 1.5.
+        target: if spirv13 {
+            GlslTarget::Vulkan1_1
+        } else {
+            GlslTarget::Vulkan1_2
         },
         ..GlslOptions::default()
     };
@@ -369,11 +383,12 @@ const PEAK_CHILD: &str = "--peak-child";
 /// Runs [`coopmat_peak`] with `acc` accumulators in a child process (a
 /// driver that crashes compiling or running the loop takes only the child
 /// down): its TFLOP/s, or why there is none.
-fn peak_in_child(acc: u32, optimize: bool) -> std::result::Result<f64, String> {
+fn peak_in_child(acc: u32, optimize: bool, spirv13: bool) -> std::result::Result<f64, String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let opt = if optimize { "O" } else { "O0" };
+    let spv = if spirv13 { "spv13" } else { "spv15" };
     let out = std::process::Command::new(exe)
-        .args([PEAK_CHILD, &acc.to_string(), opt])
+        .args([PEAK_CHILD, &acc.to_string(), opt, spv])
         .output()
         .map_err(|e| e.to_string())?;
     let text = String::from_utf8_lossy(&out.stdout);
@@ -399,9 +414,13 @@ fn main() -> Result<()> {
     if args.get(1).map(String::as_str) == Some(PEAK_CHILD) {
         let acc: u32 = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(8);
         let optimize = args.get(3).map(String::as_str) != Some("O0");
+        let spirv13 = args.get(4).map(String::as_str) != Some("spv15");
         let gpu = Device::new()?;
         let reps = if quick { 3 } else { 10 };
-        println!("peak {}", coopmat_peak(&gpu, reps, quick, acc, optimize)?);
+        println!(
+            "peak {}",
+            coopmat_peak(&gpu, reps, quick, acc, optimize, spirv13)?
+        );
         return Ok(());
     }
     let gpu = Device::new()?;
@@ -717,23 +736,29 @@ fn main() -> Result<()> {
         // variant of an earlier form of the loop on the H200, 2026-11-23);
         // the ceiling is the fastest that ran.
         let mut peak = f64::NAN;
-        for (acc, optimize) in [(8u32, true), (4, true), (1, true), (4, false)] {
-            match peak_in_child(acc, optimize) {
+        let variants = [
+            (8u32, true, true),
+            (4, true, true),
+            (1, true, true),
+            (8, true, false),
+            (4, false, false),
+        ];
+        for (acc, optimize, spirv13) in variants {
+            let how = format!(
+                "{acc} accumulators, shaderc {}, SPIR-V {}",
+                if optimize { "-O" } else { "-O0" },
+                if spirv13 { "1.3" } else { "1.5" }
+            );
+            match peak_in_child(acc, optimize, spirv13) {
                 Ok(t) => {
-                    println!(
-                        "coopmat peak loop, {acc} accumulators, shaderc {}: {t:.1} TFLOP/s",
-                        if optimize { "-O" } else { "-O0" }
-                    );
+                    println!("coopmat peak loop, {how}: {t:.1} TFLOP/s");
                     if t.is_nan() {
                         rep.failed = true;
                     } else if peak.is_nan() || t > peak {
                         peak = t;
                     }
                 }
-                Err(e) => println!(
-                    "coopmat peak loop, {acc} accumulators, shaderc {}: no figure ({e})",
-                    if optimize { "-O" } else { "-O0" }
-                ),
+                Err(e) => println!("coopmat peak loop, {how}: no figure ({e})"),
             }
         }
         rep.push(

@@ -24,6 +24,19 @@ pub enum GlslOptimization {
     Performance,
 }
 
+/// The Vulkan version the SPIR-V is compiled for (it sets the SPIR-V
+/// version: 1.3 for Vulkan 1.1, 1.5 for 1.2, 1.6 for 1.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum GlslTarget {
+    /// Vulkan 1.1 (SPIR-V 1.3), what the crate's built-in kernels use.
+    Vulkan1_1,
+    /// Vulkan 1.2 (SPIR-V 1.5), the default.
+    #[default]
+    Vulkan1_2,
+    /// Vulkan 1.3 (SPIR-V 1.6).
+    Vulkan1_3,
+}
+
 /// Options for [`compile_glsl_with`].
 #[derive(Debug, Clone, Default)]
 pub struct GlslOptions {
@@ -33,6 +46,9 @@ pub struct GlslOptions {
     pub optimization: GlslOptimization,
     /// A name for the source in diagnostics (default `kernel.comp`).
     pub file_name: Option<String>,
+    /// The Vulkan version targeted (default Vulkan 1.2). The device must
+    /// support the SPIR-V version it implies.
+    pub target: GlslTarget,
 }
 
 fn compiler() -> Result<&'static shaderc::Compiler> {
@@ -79,10 +95,12 @@ pub fn compile_glsl_with(source: &str, options: &GlslOptions) -> Result<Vec<u32>
     let mut opts = shaderc::CompileOptions::new().map_err(|e| Error::Glsl {
         message: format!("shaderc options: {e}"),
     })?;
-    opts.set_target_env(
-        shaderc::TargetEnv::Vulkan,
-        shaderc::EnvVersion::Vulkan1_2 as u32,
-    );
+    let env = match options.target {
+        GlslTarget::Vulkan1_1 => shaderc::EnvVersion::Vulkan1_1,
+        GlslTarget::Vulkan1_2 => shaderc::EnvVersion::Vulkan1_2,
+        GlslTarget::Vulkan1_3 => shaderc::EnvVersion::Vulkan1_3,
+    };
+    opts.set_target_env(shaderc::TargetEnv::Vulkan, env as u32);
     opts.set_optimization_level(match options.optimization {
         GlslOptimization::None => shaderc::OptimizationLevel::Zero,
         GlslOptimization::Performance => shaderc::OptimizationLevel::Performance,
@@ -135,6 +153,11 @@ fn option_fields(options: &GlslOptions) -> Vec<(String, String)> {
             options.file_name.clone().unwrap_or_default(),
         ),
     ];
+    // Only a non-default target changes the key, so caches written before
+    // the option existed stay valid.
+    if options.target != GlslTarget::default() {
+        out.push(("target".into(), format!("{:?}", options.target)));
+    }
     for (name, value) in &options.defines {
         out.push(("define".into(), name.clone()));
         out.push(match value {
@@ -199,6 +222,26 @@ fn has_version_directive(source: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_target_sets_the_spirv_version() {
+        let src = "#version 450\nlayout(local_size_x = 1) in;\nvoid main() {}\n";
+        for (target, version) in [
+            (GlslTarget::Vulkan1_1, 0x0001_0300),
+            (GlslTarget::Vulkan1_2, 0x0001_0500),
+            (GlslTarget::Vulkan1_3, 0x0001_0600),
+        ] {
+            let opts = GlslOptions {
+                target,
+                ..GlslOptions::default()
+            };
+            let words = compile_glsl_with(src, &opts).unwrap();
+            assert_eq!(words[1], version, "{target:?}");
+            // Only a non-default target enters the cache key.
+            let keyed = option_fields(&opts).iter().any(|(k, _)| k == "target");
+            assert_eq!(keyed, target != GlslTarget::default());
+        }
+    }
 
     #[test]
     fn compiles_and_reports_line_numbers() {

@@ -214,7 +214,7 @@ pub use device::{
 pub use disk_cache::{CacheStats, ENV_CACHE_DIR};
 pub use error::{Error, Result};
 #[cfg(feature = "glsl")]
-pub use glsl::{compile_glsl, compile_glsl_with, GlslOptimization, GlslOptions};
+pub use glsl::{compile_glsl, compile_glsl_with, GlslOptimization, GlslOptions, GlslTarget};
 pub use graph::{CapturePool, Graph, GraphRecorder, Params, DEFAULT_PARAM_SLOTS, MAX_PARAM_SLOTS};
 pub use kernel::{reflect_spirv, Kernel, KernelBuilder, SpirvInput, MAX_BINDINGS};
 pub use memory::Memory;
