@@ -114,6 +114,8 @@ pub(crate) struct DeviceInner {
     pub families: Vec<u32>,
     /// Device features the megakernel template uses, as enabled at creation.
     pub megakernel_features: MegakernelFeatures,
+    /// Features SPIR-V capabilities need, as enabled (kernels are checked).
+    pub shader_features: crate::spirv_caps::ShaderFeatures,
     allocator: Mutex<ManuallyDrop<Allocator>>,
     garbage: Mutex<Deferred<Garbage>>,
     budget_used: AtomicU64,
@@ -422,6 +424,9 @@ impl DeviceInner {
                 vk::PhysicalDeviceCooperativeMatrixFeaturesKHR::default().cooperative_matrix(true);
             let mut coop_nv =
                 vk::PhysicalDeviceCooperativeMatrixFeaturesNV::default().cooperative_matrix(true);
+            let shader_features = crate::spirv_caps::ShaderFeatures::enabled(
+                &features, &e11, &e12, use_clock, coop.nv, coop.khr,
+            );
             let mut info = vk::DeviceCreateInfo::default()
                 .queue_create_infos(&queue_infos)
                 .enabled_extension_names(&extensions)
@@ -577,6 +582,7 @@ impl DeviceInner {
                 buffer_device_address: bda,
                 families,
                 megakernel_features,
+                shader_features,
                 allocator: Mutex::new(ManuallyDrop::new(allocator)),
                 garbage: Mutex::new(Deferred::default()),
                 budget_used: AtomicU64::new(0),

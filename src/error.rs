@@ -509,6 +509,18 @@ pub enum Error {
         /// What could not be done.
         what: &'static str,
     },
+
+    /// A kernel's SPIR-V declares a capability whose device feature is not
+    /// enabled (the adapter lacks it): refused before the driver sees it.
+    #[error("the kernel needs the SPIR-V capability {capability}, which needs {feature}; {adapter} does not have it enabled")]
+    MissingFeature {
+        /// The SPIR-V capability, e.g. `Float16`.
+        capability: &'static str,
+        /// The device feature or extension it needs, e.g. `shaderFloat16`.
+        feature: &'static str,
+        /// The adapter's name.
+        adapter: String,
+    },
 }
 
 impl Error {

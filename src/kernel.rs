@@ -275,6 +275,7 @@ impl KernelBuilder {
             return Ok(Kernel { dev: d, core });
         }
         let reflection = reflect::reflect(&words, self.entry.as_deref())?;
+        crate::spirv_caps::check(&words, &d.shader_features, &d.info.name)?;
         let label = self.label.unwrap_or_else(|| reflection.entry_point.clone());
         let mut spec = self.spec;
 

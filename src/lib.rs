@@ -200,6 +200,8 @@ pub use ticket_future::TicketWait;
 // Launches split along x past maxComputeWorkGroupCount[0].
 mod spirv_offset;
 mod x_split;
+// SPIR-V capabilities checked against the features the device enabled.
+mod spirv_caps;
 // Cooperative-matrix support (matmul's tensor-core path).
 mod coopmat;
 pub use coopmat::{CoopComponent, CoopMatShape};

@@ -1,0 +1,210 @@
+//! The SPIR-V capabilities a kernel declares, checked against the device
+//! features enabled at creation: a kernel that needs a feature the device
+//! does not have is refused with [`Error::MissingFeature`] naming the
+//! capability and the feature, before any driver sees it (drivers answer
+//! such a module with `VK_ERROR_UNKNOWN`, a validation error, or worse).
+//!
+//! Only capabilities whose feature vkcompute enables conditionally are
+//! checked; every other capability is left to the SPIR-V validator and the
+//! driver.
+
+use ash::vk;
+
+use crate::error::{Error, Result};
+
+/// Device features that SPIR-V capabilities depend on, as enabled.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct ShaderFeatures {
+    pub float16: bool,
+    pub float64: bool,
+    pub int8: bool,
+    pub int16: bool,
+    pub int64: bool,
+    pub storage16: bool,
+    pub uniform_storage16: bool,
+    pub storage8: bool,
+    pub uniform_storage8: bool,
+    pub memory_model: bool,
+    pub buffer_device_address: bool,
+    pub shader_clock: bool,
+    pub coopmat_nv: bool,
+    pub coopmat_khr: bool,
+}
+
+impl ShaderFeatures {
+    /// What a device created with these feature structures has enabled
+    /// (`clock`: VK_KHR_shader_clock with either clock; `coop_*`: the
+    /// cooperative-matrix extensions with their feature).
+    pub(crate) fn enabled(
+        core: &vk::PhysicalDeviceFeatures,
+        f11: &vk::PhysicalDeviceVulkan11Features<'_>,
+        f12: &vk::PhysicalDeviceVulkan12Features<'_>,
+        clock: bool,
+        coop_nv: bool,
+        coop_khr: bool,
+    ) -> ShaderFeatures {
+        let on = |b: vk::Bool32| b == vk::TRUE;
+        ShaderFeatures {
+            float16: on(f12.shader_float16),
+            float64: on(core.shader_float64),
+            int8: on(f12.shader_int8),
+            int16: on(core.shader_int16),
+            int64: on(core.shader_int64),
+            storage16: on(f11.storage_buffer16_bit_access),
+            uniform_storage16: on(f11.uniform_and_storage_buffer16_bit_access),
+            storage8: on(f12.storage_buffer8_bit_access),
+            uniform_storage8: on(f12.uniform_and_storage_buffer8_bit_access),
+            memory_model: on(f12.vulkan_memory_model),
+            buffer_device_address: on(f12.buffer_device_address),
+            shader_clock: clock,
+            coopmat_nv: coop_nv,
+            coopmat_khr: coop_khr,
+        }
+    }
+
+    /// The capability's name and the feature it needs, when that feature
+    /// is off (pure).
+    fn lacks(&self, capability: u32) -> Option<(&'static str, &'static str)> {
+        let (name, feature, have) = match capability {
+            9 => ("Float16", "shaderFloat16", self.float16),
+            10 => ("Float64", "shaderFloat64", self.float64),
+            11 => ("Int64", "shaderInt64", self.int64),
+            22 => ("Int16", "shaderInt16", self.int16),
+            39 => ("Int8", "shaderInt8", self.int8),
+            4433 => (
+                "StorageBuffer16BitAccess",
+                "storageBuffer16BitAccess",
+                self.storage16,
+            ),
+            4434 => (
+                "UniformAndStorageBuffer16BitAccess",
+                "uniformAndStorageBuffer16BitAccess",
+                self.uniform_storage16,
+            ),
+            4448 => (
+                "StorageBuffer8BitAccess",
+                "storageBuffer8BitAccess",
+                self.storage8,
+            ),
+            4449 => (
+                "UniformAndStorageBuffer8BitAccess",
+                "uniformAndStorageBuffer8BitAccess",
+                self.uniform_storage8,
+            ),
+            5055 => ("ShaderClockKHR", "VK_KHR_shader_clock", self.shader_clock),
+            5345 => ("VulkanMemoryModel", "vulkanMemoryModel", self.memory_model),
+            5347 => (
+                "PhysicalStorageBufferAddresses",
+                "bufferDeviceAddress",
+                self.buffer_device_address,
+            ),
+            5357 => (
+                "CooperativeMatrixNV",
+                "VK_NV_cooperative_matrix",
+                self.coopmat_nv,
+            ),
+            6022 => (
+                "CooperativeMatrixKHR",
+                "VK_KHR_cooperative_matrix",
+                self.coopmat_khr,
+            ),
+            _ => return None,
+        };
+        (!have).then_some((name, feature))
+    }
+}
+
+/// The operands of every `OpCapability` in a module (pure). `words` holds a
+/// header-checked module; a malformed instruction ends the scan (the
+/// validator reports it).
+pub(crate) fn declared(words: &[u32]) -> Vec<u32> {
+    const OP_CAPABILITY: u32 = 17;
+    const OP_MEMORY_MODEL: u32 = 14;
+    let mut out = Vec::new();
+    let mut i = 5;
+    while i < words.len() {
+        let (count, op) = ((words[i] >> 16) as usize, words[i] & 0xffff);
+        if count == 0 || i + count > words.len() || op == OP_MEMORY_MODEL {
+            break; // capabilities all come before OpMemoryModel
+        }
+        if op == OP_CAPABILITY && count == 2 {
+            out.push(words[i + 1]);
+        }
+        i += count;
+    }
+    out
+}
+
+/// [`Error::MissingFeature`] for the first capability `words` declares
+/// whose feature `have` lacks.
+pub(crate) fn check(words: &[u32], have: &ShaderFeatures, adapter: &str) -> Result<()> {
+    for cap in declared(words) {
+        if let Some((capability, feature)) = have.lacks(cap) {
+            return Err(Error::MissingFeature {
+                capability,
+                feature,
+                adapter: adapter.to_string(),
+            });
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A header, the given capabilities, then OpMemoryModel and one
+    /// capability after it (which must not count).
+    fn module(caps: &[u32]) -> Vec<u32> {
+        let mut w = vec![0x0723_0203, 0x0001_0300, 0, 100, 0];
+        for &c in caps {
+            w.extend([(2 << 16) | 17, c]);
+        }
+        w.extend([(3 << 16) | 14, 0, 1]);
+        w.extend([(2 << 16) | 17, 10]);
+        w
+    }
+
+    #[test]
+    fn capabilities_before_the_memory_model_are_read() {
+        assert_eq!(declared(&module(&[1, 9, 5357])), vec![1, 9, 5357]);
+        assert_eq!(declared(&module(&[])), Vec::<u32>::new());
+        // A zero word count or a count past the end stops the scan.
+        let mut w = module(&[9]);
+        w[5] = 17; // count 0
+        assert!(declared(&w).is_empty());
+        assert!(declared(&w[..6]).is_empty());
+    }
+
+    #[test]
+    fn a_missing_feature_is_a_typed_error_naming_both() {
+        let none = ShaderFeatures::default();
+        assert!(
+            check(&module(&[1]), &none, "gpu").is_ok(),
+            "Shader needs nothing"
+        );
+        let e = check(&module(&[1, 9]), &none, "gpu").unwrap_err();
+        match e {
+            Error::MissingFeature {
+                capability,
+                feature,
+                adapter,
+            } => {
+                assert_eq!((capability, feature), ("Float16", "shaderFloat16"));
+                assert_eq!(adapter, "gpu");
+            }
+            other => panic!("{other:?}"),
+        }
+        let e = check(&module(&[5357]), &none, "gpu").unwrap_err();
+        assert!(e.to_string().contains("CooperativeMatrixNV"), "{e}");
+        let have = ShaderFeatures {
+            float16: true,
+            coopmat_nv: true,
+            ..ShaderFeatures::default()
+        };
+        assert!(check(&module(&[1, 9, 5357]), &have, "gpu").is_ok());
+        // Float64 after OpMemoryModel in `module` is not a declaration.
+        assert!(check(&module(&[]), &none, "gpu").is_ok());
+    }
+}
