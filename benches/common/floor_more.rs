@@ -49,6 +49,13 @@ pub struct FloorMore {
     memory: vk::DeviceMemory,
     desc_pool: vk::DescriptorPool,
     pipeline_b: vk::Pipeline,
+    /// One set per buffer, written once (`independent_own_buffers`), from
+    /// a pool of their own.
+    own_pool: vk::DescriptorPool,
+    own_sets: Vec<vk::DescriptorSet>,
+    /// The buffers' memory, mapped (host-visible: the floor's type).
+    mapped: *mut u8,
+    stride: u64,
     _live: Rc<()>,
 }
 
@@ -101,6 +108,28 @@ impl FloorMore {
             for (i, b) in buffers.iter().enumerate() {
                 ok!(d.bind_buffer_memory(*b, memory, stride * i as u64));
             }
+            // One pre-written set per buffer, for the independent rows.
+            let own_pool = ok!(d.create_descriptor_pool(&dp_info, None));
+            let layouts = vec![fl.set_layout; BUFFERS];
+            let own_info = vk::DescriptorSetAllocateInfo::default()
+                .descriptor_pool(own_pool)
+                .set_layouts(&layouts);
+            let own_sets = ok!(d.allocate_descriptor_sets(&own_info));
+            for (set, b) in own_sets.iter().zip(&buffers) {
+                let info = [vk::DescriptorBufferInfo::default().buffer(*b).range(bytes)];
+                let write = vk::WriteDescriptorSet::default()
+                    .dst_set(*set)
+                    .descriptor_type(ty)
+                    .buffer_info(&info);
+                d.update_descriptor_sets(&[write], &[]);
+            }
+            let mapped = ok!(d.map_memory(
+                memory,
+                0,
+                vk::WHOLE_SIZE,
+                vk::MemoryMapFlags::empty()
+            ))
+            .cast::<u8>();
             let module = ok!(d.create_shader_module(&module_info, None));
             let stage = vk::PipelineShaderStageCreateInfo::default()
                 .stage(vk::ShaderStageFlags::COMPUTE)
@@ -120,6 +149,10 @@ impl FloorMore {
                 memory,
                 desc_pool,
                 pipeline_b,
+                own_pool,
+                own_sets,
+                mapped,
+                stride,
                 _live: Rc::clone(&fl.diags),
             }
         }
@@ -259,6 +292,72 @@ impl FloorMore {
         us(t) / n as f64
     }
 
+    /// `n` (≤ [`BUFFERS`]) independent dispatches, each on its own buffer
+    /// through a descriptor set written before the timer (bind set, push
+    /// constants, dispatch; no barrier between them), recorded, submitted
+    /// once and waited for: (GPU time between timestamps, wall time from
+    /// the begin to the end of the wait). vkcompute's independent rows bind
+    /// a different slice per dispatch, so this is the same work (the
+    /// floor's own `independent_gpu` rebinds nothing and races on one
+    /// buffer). Panics unless every element of the `n` buffers went from 0
+    /// to exactly 1.
+    pub fn independent_own_buffers(&mut self, fl: &mut Floor, n: usize) -> (Duration, Duration) {
+        assert!(n > 0 && n <= BUFFERS, "floor: 1..={BUFFERS} dispatches");
+        let floats = ELEMENTS;
+        // SAFETY: the mapping covers every buffer (`stride` apart, each
+        // `ELEMENTS` f32 long); no GPU work is pending (every submission is
+        // waited for); the memory is host-coherent.
+        unsafe {
+            for i in 0..n {
+                let p = self.mapped.add(self.stride as usize * i).cast::<f32>();
+                std::ptr::write_bytes(p, 0, floats);
+            }
+        }
+        let (d, cb, pc, q) = (&self.dev, self.cbs[0], push(1.0, 1.0), fl.queries);
+        let bind = vk::PipelineBindPoint::COMPUTE;
+        let start = Instant::now();
+        self.begin(fl, cb, false);
+        // SAFETY: `cb` is recording with the floor's pipeline bound; the
+        // sets are live, written, of the floor's set layout; queries 0 and 1
+        // exist and are reset before either is written.
+        unsafe {
+            d.cmd_reset_query_pool(cb, q, 0, 2);
+            d.cmd_write_timestamp(cb, vk::PipelineStageFlags::TOP_OF_PIPE, q, 0);
+            for set in &self.own_sets[..n] {
+                d.cmd_bind_descriptor_sets(cb, bind, fl.layout, 0, &[*set], &[]);
+                d.cmd_push_constants(cb, fl.layout, vk::ShaderStageFlags::COMPUTE, 0, &pc);
+                d.cmd_dispatch(cb, GROUPS, 1, 1);
+            }
+            d.cmd_write_timestamp(cb, vk::PipelineStageFlags::BOTTOM_OF_PIPE, q, 1);
+        }
+        fl.host_barrier(cb);
+        fl.end(cb);
+        let v = fl.submit(cb);
+        fl.wait_blocking(v);
+        let wall = start.elapsed();
+        let mut ts = [0u64; 2];
+        let flags = vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WAIT;
+        // SAFETY: both queries were written by the completed submission; the
+        // output holds exactly two 64-bit results.
+        ok!(unsafe { d.get_query_pool_results(q, 0, &mut ts, flags) });
+        let ticks = ts[1].wrapping_sub(ts[0]) & fl.timestamp_mask;
+        let gpu = Duration::from_nanos((ticks as f64 * fl.timestamp_period_ns).round() as u64);
+        for i in 0..n {
+            // SAFETY: as above; the submission completed and its host
+            // barrier made the writes visible.
+            let x = unsafe {
+                std::slice::from_raw_parts(
+                    self.mapped.add(self.stride as usize * i).cast::<f32>(),
+                    floats,
+                )
+            };
+            if let Some(j) = x.iter().position(|&v| v != 1.0) {
+                panic!("floor: independent, buffer {i}: x[{j}] = {}, expected 1", x[j]);
+            }
+        }
+        (gpu, wall)
+    }
+
     /// Ends and resets a command buffer that was never submitted.
     fn discard(&self, fl: &Floor, cb: vk::CommandBuffer) {
         fl.end(cb);
@@ -280,6 +379,7 @@ impl Drop for FloorMore {
             let _ = d.device_wait_idle();
             d.destroy_pipeline(self.pipeline_b, None);
             d.destroy_descriptor_pool(self.desc_pool, None);
+            d.destroy_descriptor_pool(self.own_pool, None);
             d.destroy_command_pool(self.pool, None);
             for b in &self.buffers {
                 d.destroy_buffer(*b, None);
