@@ -123,13 +123,8 @@ impl FloorMore {
                     .buffer_info(&info);
                 d.update_descriptor_sets(&[write], &[]);
             }
-            let mapped = ok!(d.map_memory(
-                memory,
-                0,
-                vk::WHOLE_SIZE,
-                vk::MemoryMapFlags::empty()
-            ))
-            .cast::<u8>();
+            let mapped = ok!(d.map_memory(memory, 0, vk::WHOLE_SIZE, vk::MemoryMapFlags::empty()))
+                .cast::<u8>();
             let module = ok!(d.create_shader_module(&module_info, None));
             let stage = vk::PipelineShaderStageCreateInfo::default()
                 .stage(vk::ShaderStageFlags::COMPUTE)
@@ -352,7 +347,10 @@ impl FloorMore {
                 )
             };
             if let Some(j) = x.iter().position(|&v| v != 1.0) {
-                panic!("floor: independent, buffer {i}: x[{j}] = {}, expected 1", x[j]);
+                panic!(
+                    "floor: independent, buffer {i}: x[{j}] = {}, expected 1",
+                    x[j]
+                );
             }
         }
         (gpu, wall)
