@@ -105,12 +105,18 @@ if has examples; then
   if [ ! -s "$ops_anchor" ] && [ -f "$g/cuda_ops_anchor.py" ]; then
     python3 "$g/cuda_ops_anchor.py" > "$ops_anchor" 2> "$W/cuda_ops_anchor.err"
   fi
+  # cuda_persist.cu of this run, for the megakernel examples' CUDA columns.
+  if [ ! -s "$W/cuda_persist.jsonl" ] && [ -f "$g/cuda_persist.cu" ] && command -v nvcc >/dev/null 2>&1; then
+    nvcc -O3 -arch=native -o "$W/cuda_persist" "$g/cuda_persist.cu" && "$W/cuda_persist" > "$W/cuda_persist.jsonl"
+    rm -f "$W/cuda_persist"
+  fi
   anchor_key() { python3 -c "import json,sys; print(json.load(open(sys.argv[1])).get(sys.argv[2], ''))" "$ops_anchor" "$1" 2>/dev/null; }
   for ex in streams graph pipeline_overlap async_tokio transfer_bandwidth host_access ops matmul op_batch megakernel megakernel_resident; do
     [ -x "$g/bin/$ex" ] || continue
     args=()
     case "$ex" in
       ops) [ -s "$ops_anchor" ] && args=(--anchor "$ops_anchor") ;;
+      megakernel_resident) [ -s "$W/cuda_persist.jsonl" ] && args=(--cuda-persist "$W/cuda_persist.jsonl") ;;
       transfer_bandwidth)
         h2d=$(anchor_key h2d_pageable_GBps); d2h=$(anchor_key d2h_pageable_GBps)
         [ -n "$h2d" ] && args+=(--torch-h2d "$h2d")
