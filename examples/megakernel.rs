@@ -14,7 +14,7 @@
 //! Resident mode (a task pushed into a running kernel) has its own example,
 //! `examples/megakernel_resident.rs`.
 //!
-//! `cargo run --release --example megakernel -- [--json PATH] [--tasks N] [--steps N] [--busy N]`
+//! `cargo run --release --example megakernel -- [--json PATH] [--tasks N] [--steps N] [--busy N] [--cuda-persist cuda_persist.jsonl]`
 //!
 //! (`--busy`: loop iterations per element of each task in (c), default
 //! 40,000, about 0.1 ms per task on the H200, over 50,000 tasks.)
@@ -113,6 +113,23 @@ fn arg(name: &str) -> Option<String> {
         .and_then(|i| args.get(i + 1).cloned())
 }
 
+/// `cuda_persist.cu`'s grid.sync µs per step by block count, from its JSON
+/// lines at `path` (lines such as `{"anchor": "persistent_step_us",
+/// "barrier": "grid_sync", "blocks": 132, "us_per_step": 1.157}`).
+fn cuda_grid_sync(path: &str) -> Vec<(u32, f64)> {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Vec::new();
+    };
+    let field = |line: &str, key: &str| -> Option<f64> {
+        let v = line.split(&format!("\"{key}\":")).nth(1)?;
+        v.trim_start().split([',', '}']).next()?.trim().parse().ok()
+    };
+    text.lines()
+        .filter(|l| l.contains("\"grid_sync\""))
+        .filter_map(|l| Some((field(l, "blocks")? as u32, field(l, "us_per_step")?)))
+        .collect()
+}
+
 fn us(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6
 }
@@ -168,9 +185,13 @@ fn main() -> vkcompute::Result<()> {
         .map(|&w| w.min(cap.workers))
         .collect();
     counts.dedup();
+    // `--cuda-persist PATH`: cuda_persist.cu's lines from the same run.
+    let grid_sync = arg("--cuda-persist")
+        .map(|p| cuda_grid_sync(&p))
+        .unwrap_or_default();
     println!(
-        "{:>8} {:>16} {:>12} {:>16}",
-        "workers", "barrier", "µs/step", "shader clock"
+        "{:>8} {:>16} {:>12} {:>16} {:>16}",
+        "workers", "barrier", "µs/step", "shader clock", "CUDA grid.sync"
     );
     let kinds = [StepBarrier::Counter, StepBarrier::CounterAndFlag];
     for (w, barrier) in counts.iter().flat_map(|&w| kinds.map(|k| (w, k))) {
@@ -202,8 +223,12 @@ fn main() -> vkcompute::Result<()> {
         let t2 = best(3, || run(2 * steps, &want_2s))?;
         let per = us(t2.saturating_sub(t1)) / f64::from(steps);
         let clk = clock_per_step.map_or("-".into(), |v| format!("{v:.3}"));
+        let cuda = grid_sync
+            .iter()
+            .find(|(b, _)| *b == w)
+            .map_or("-".into(), |(_, v)| format!("{v:.3}"));
         println!(
-            "{w:>8} {:>16} {per:>12.3} {clk:>16}",
+            "{w:>8} {:>16} {per:>12.3} {clk:>16} {cuda:>16}",
             format!("{barrier:?}")
         );
         json.push(format!(

@@ -116,7 +116,7 @@ if has examples; then
     args=()
     case "$ex" in
       ops) [ -s "$ops_anchor" ] && args=(--anchor "$ops_anchor") ;;
-      megakernel_resident) [ -s "$W/cuda_persist.jsonl" ] && args=(--cuda-persist "$W/cuda_persist.jsonl") ;;
+      megakernel|megakernel_resident) [ -s "$W/cuda_persist.jsonl" ] && args=(--cuda-persist "$W/cuda_persist.jsonl") ;;
       transfer_bandwidth)
         h2d=$(anchor_key h2d_pageable_GBps); d2h=$(anchor_key d2h_pageable_GBps)
         [ -n "$h2d" ] && args+=(--torch-h2d "$h2d")
