@@ -4,7 +4,7 @@
 //! child process of its own (`graph --floor-child`).
 //!
 //! ```text
-//! cargo run --release --example graph -- [--json out.json]
+//! cargo run --release --example graph -- [--json out.json] [--cuda-persist cuda_persist.jsonl] [--cuda-anchor cuda_anchor.json]
 //! ```
 //!
 //! Both sides wait by spinning until the work completes (ours with
@@ -457,6 +457,42 @@ fn main() -> vkcompute::Result<()> {
     let (floor_chain, floor_chain_gpu) = (get("chain_wall"), get("chain_gpu"));
     let (floor_b2b, floor_iso) = (get("rt_b2b"), get("rt_iso"));
     notes.push(format!("floor (its own process): {}", fl.description));
+    // CUDA of the same run: `--cuda-persist cuda_persist.jsonl` (its own
+    // graph figures) and `--cuda-anchor cuda_anchor.json` (PyTorch's).
+    let flag = |name: &str| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+    };
+    let number_after = |text: &str, key: &str| -> Option<f64> {
+        let v = text.split(key).nth(1)?;
+        let v = v.trim_start_matches(|c: char| c == '"' || c == ':' || c.is_whitespace());
+        v.split([',', '}', '\n']).next()?.trim().parse().ok()
+    };
+    if let Some(text) = flag("--cuda-persist").and_then(|p| std::fs::read_to_string(p).ok()) {
+        let line = |anchor: &str| {
+            text.lines()
+                .find(|l| l.contains(&format!("\"{anchor}\"")))
+                .and_then(|l| number_after(l, "\"value\""))
+        };
+        notes.push(format!(
+            "CUDA, same run (cuda_persist.cu): graph replay of dependent tiny kernels {} µs per kernel; \
+             one-node graph launch + sync {} µs; kernel launch + sync {} µs",
+            line("graph_chain_us_per_kernel").map_or("-".into(), |v| format!("{v:.3}")),
+            line("graph1_launch_sync_roundtrip_us").map_or("-".into(), |v| format!("{v:.2}")),
+            line("launch_sync_roundtrip_us").map_or("-".into(), |v| format!("{v:.2}")),
+        ));
+    }
+    if let Some(text) = flag("--cuda-anchor").and_then(|p| std::fs::read_to_string(p).ok()) {
+        notes.push(format!(
+            "CUDA, same run (cuda_anchor.py, PyTorch): graph replay {} µs per kernel; \
+             one kernel + synchronize {} µs",
+            number_after(&text, "\"graph_us_per_kernel\"")
+                .map_or("-".into(), |v| format!("{v:.3}")),
+            number_after(&text, "\"roundtrip_us_one_kernel_sync\"")
+                .map_or("-".into(), |v| format!("{v:.2}")),
+        ));
+    }
     for (i, &n) in sizes.iter().enumerate() {
         let (simul, plain) = (
             get(&format!("submit_simul_{n}")),

@@ -105,6 +105,10 @@ if has examples; then
   if [ ! -s "$ops_anchor" ] && [ -f "$g/cuda_ops_anchor.py" ]; then
     python3 "$g/cuda_ops_anchor.py" > "$ops_anchor" 2> "$W/cuda_ops_anchor.err"
   fi
+  # cuda_anchor.py of this run, for the graph example's CUDA lines.
+  if [ ! -s "$W/cuda_anchor.json" ] && [ -f "$g/cuda_anchor.py" ]; then
+    python3 "$g/cuda_anchor.py" > "$W/cuda_anchor.json" 2> "$W/cuda_anchor.err"
+  fi
   # cuda_persist.cu of this run, for the megakernel examples' CUDA columns.
   if [ ! -s "$W/cuda_persist.jsonl" ] && [ -f "$g/cuda_persist.cu" ] && command -v nvcc >/dev/null 2>&1; then
     nvcc -O3 -arch=native -o "$W/cuda_persist" "$g/cuda_persist.cu" && "$W/cuda_persist" > "$W/cuda_persist.jsonl"
@@ -117,6 +121,9 @@ if has examples; then
     case "$ex" in
       ops) [ -s "$ops_anchor" ] && args=(--anchor "$ops_anchor") ;;
       megakernel|megakernel_resident) [ -s "$W/cuda_persist.jsonl" ] && args=(--cuda-persist "$W/cuda_persist.jsonl") ;;
+      graph)
+        [ -s "$W/cuda_persist.jsonl" ] && args+=(--cuda-persist "$W/cuda_persist.jsonl")
+        [ -s "$W/cuda_anchor.json" ] && args+=(--cuda-anchor "$W/cuda_anchor.json") ;;
       transfer_bandwidth)
         h2d=$(anchor_key h2d_pageable_GBps); d2h=$(anchor_key d2h_pageable_GBps)
         [ -n "$h2d" ] && args+=(--torch-h2d "$h2d")
