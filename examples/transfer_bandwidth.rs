@@ -19,7 +19,8 @@
 //! run (`--torch-h2d GBPS --torch-d2h GBPS`) to print the ratios (issue 8
 //! goal: async ≥ 0.8× PyTorch's pageable copy, both directions).
 //!
-//! `cargo run --release --example transfer_bandwidth -- [--json PATH] [--mib N] [--torch-h2d X] [--torch-d2h Y]`
+//! `cargo run --release --example transfer_bandwidth -- [--json PATH] [--mib N] [--torch-h2d X] [--torch-d2h Y] [--staged]`
+//! (`--staged`: staging copies even where device-local memory is host-visible)
 
 use std::time::{Duration, Instant};
 
@@ -52,6 +53,7 @@ fn main() -> vkcompute::Result<()> {
     let mut mib: usize = if quick { 16 } else { 256 };
     let mut torch_h2d: Option<f64> = None;
     let mut torch_d2h: Option<f64> = None;
+    let mut staged = false;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut val = || args.next().and_then(|v| v.parse::<f64>().ok());
@@ -60,14 +62,20 @@ fn main() -> vkcompute::Result<()> {
             "--mib" => mib = val().map_or(mib, |v| (v as usize).max(1)),
             "--torch-h2d" => torch_h2d = val(),
             "--torch-d2h" => torch_d2h = val(),
+            "--staged" => staged = true,
             other => {
-                eprintln!("unknown argument {other:?}; usage: transfer_bandwidth [--json PATH] [--mib N] [--torch-h2d X] [--torch-d2h Y]");
+                eprintln!("unknown argument {other:?}; usage: transfer_bandwidth [--json PATH] [--mib N] [--torch-h2d X] [--torch-d2h Y] [--staged]");
                 std::process::exit(2);
             }
         }
     }
     let reps = if quick { 3 } else { 7 };
-    let gpu = Device::new()?;
+    // `--staged`: every host transfer goes through staging copies, even
+    // where device-local memory is host-visible (lavapipe, ReBAR).
+    let gpu = Device::with_options(vkcompute::DeviceOptions {
+        direct_host_access: !staged,
+        ..Default::default()
+    })?;
     println!(
         "adapter: {} ({}), transfer-only queue: {}, {} MiB, median of {reps}",
         gpu.info().name,

@@ -129,6 +129,72 @@ fn take_slots(d: &DeviceInner, len: u64) -> Result<(u64, Vec<StagingBuffer>)> {
     Ok((chunk, slots))
 }
 
+/// Host copies below this many bytes run on the calling thread.
+const PARALLEL_COPY_MIN: usize = 16 << 20;
+/// Most threads one host copy uses.
+const COPY_THREADS: usize = 4;
+
+/// Threads for a host copy of `len` bytes with `cores` cores (pure): one
+/// below [`PARALLEL_COPY_MIN`], else one per 8 MiB up to the cores and
+/// [`COPY_THREADS`].
+fn copy_threads(len: usize, cores: usize) -> usize {
+    if len < PARALLEL_COPY_MIN {
+        1
+    } else {
+        (len / (8 << 20)).clamp(1, cores.clamp(1, COPY_THREADS))
+    }
+}
+
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Copies the staging buffer's first `dst.len()` bytes into `dst`, on
+/// several threads for large pieces (a fresh `Vec` also faults its pages in
+/// on those threads).
+fn read_parallel(s: &StagingBuffer, dst: &mut [u8]) {
+    let threads = copy_threads(dst.len(), cores());
+    if threads <= 1 {
+        return s.read(dst);
+    }
+    let chunk = dst.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        for (i, part) in dst.chunks_mut(chunk).enumerate() {
+            scope.spawn(move || {
+                // SAFETY: `part` is a disjoint piece of `dst`, written by this
+                // thread only; its range `i * chunk..` lies in the staging
+                // buffer (the whole `dst` does); the GPU copy into it
+                // completed and was made visible to the host (the caller
+                // waited for it).
+                unsafe { s.read_at((i * chunk) as u64, part.as_mut_ptr(), part.len()) }
+            });
+        }
+    });
+}
+
+/// Copies `src` into the staging buffer at byte 0, on several threads for
+/// large pieces.
+fn write_parallel(s: &mut StagingBuffer, src: &[u8]) {
+    let threads = copy_threads(src.len(), cores());
+    if threads <= 1 {
+        return s.write(src);
+    }
+    let chunk = src.len().div_ceil(threads);
+    let s = &*s;
+    std::thread::scope(|scope| {
+        for (i, part) in src.chunks(chunk).enumerate() {
+            scope.spawn(move || {
+                // SAFETY: each thread writes the disjoint range
+                // `i * chunk..` (+ its length) of the buffer, inside it (the
+                // whole `src` fits in the slot: pieces are at most its size);
+                // no GPU copy reads the buffer while the host fills it (the
+                // caller waited for the slot's previous copy).
+                unsafe { s.write_at((i * chunk) as u64, part) }
+            });
+        }
+    });
+}
+
 fn staged_write(d: &DeviceInner, buf: &BufferInner, offset: u64, data: &[u8]) -> Result<()> {
     let (chunk, mut slots) = take_slots(d, data.len() as u64)?;
     let mut run = Run::start(d, buf);
@@ -140,7 +206,7 @@ fn staged_write(d: &DeviceInner, buf: &BufferInner, offset: u64, data: &[u8]) ->
                 let slot = i % slots.len();
                 run.wait(pending[slot])?;
                 let s = &mut slots[slot];
-                s.write(&data[r.start as usize..r.end as usize]);
+                write_parallel(s, &data[r.start as usize..r.end as usize]);
                 let region = vk::BufferCopy {
                     src_offset: 0,
                     dst_offset: offset + r.start,
@@ -177,7 +243,7 @@ fn staged_read(d: &DeviceInner, buf: &BufferInner, offset: u64, out: &mut [u8]) 
              -> Result<()> {
                 if let Some((value, r)) = p {
                     run.wait(value)?;
-                    s.read(&mut out[r.start as usize..r.end as usize]);
+                    read_parallel(s, &mut out[r.start as usize..r.end as usize]);
                 }
                 Ok(())
             };
@@ -337,7 +403,18 @@ impl Drop for Run<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::pieces;
+    use super::{copy_threads, pieces, COPY_THREADS, PARALLEL_COPY_MIN};
+
+    #[test]
+    fn copy_threads_grow_with_size_within_the_cores() {
+        assert_eq!(copy_threads(0, 16), 1);
+        assert_eq!(copy_threads(PARALLEL_COPY_MIN - 1, 16), 1);
+        assert_eq!(copy_threads(PARALLEL_COPY_MIN, 16), 2);
+        assert_eq!(copy_threads(32 << 20, 16), COPY_THREADS);
+        assert_eq!(copy_threads(32 << 20, 2), 2);
+        assert_eq!(copy_threads(32 << 20, 1), 1);
+        assert_eq!(copy_threads(32 << 20, 0), 1);
+    }
 
     #[test]
     fn pieces_tile_the_range() {

@@ -588,3 +588,39 @@ fn tiny_staging_buffer_size_still_transfers() {
         assert_clean(&gpu);
     }
 }
+
+/// Blocking transfers through staging of more than one 32 MiB slot: the
+/// host copies of each piece run on several threads (pieces of 16 MiB and
+/// more); every byte arrives, into a new Vec, a reused slice and a range.
+#[test]
+fn large_staged_transfers_arrive_whole() {
+    // Staging only, with the default 32 MiB staging buffers.
+    let gpu = gpu_with(DeviceOptions {
+        direct_host_access: false,
+        ..Default::default()
+    });
+    let n = (80 << 20) / 4 + 3; // 80 MiB + 12 bytes: three pieces, a ragged end
+    let data: Vec<u32> = (0..n as u32)
+        .map(|i| i.wrapping_mul(2_654_435_761))
+        .collect();
+    let buf = gpu.upload(&data).unwrap();
+    assert!(buf.download().unwrap() == data, "download changed the data");
+    let mut into = vec![0u32; n];
+    buf.download_into(&mut into).unwrap();
+    assert!(into == data, "download_into changed the data");
+    let mid = buf.read_range(5..(40 << 20) / 4 + 7).unwrap();
+    assert!(
+        mid[..] == data[5..(40 << 20) / 4 + 7],
+        "read_range changed the data"
+    );
+    // A write that spans pieces, then read back whole.
+    let patch: Vec<u32> = (0..(48 << 20) / 4).map(|i| !i).collect();
+    buf.write(11, &patch).unwrap();
+    let mut want = data.clone();
+    want[11..11 + patch.len()].copy_from_slice(&patch);
+    assert!(
+        buf.download().unwrap() == want,
+        "write then download changed the data"
+    );
+    assert_clean(&gpu);
+}
