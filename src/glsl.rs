@@ -25,7 +25,7 @@ pub enum GlslOptimization {
 }
 
 /// The Vulkan version the SPIR-V is compiled for (it sets the SPIR-V
-/// version: 1.3 for Vulkan 1.1, 1.5 for 1.2, 1.6 for 1.3).
+/// version: 1.3 for Vulkan 1.1, 1.5 for 1.2, 1.6 for 1.3). `Send + Sync`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum GlslTarget {
     /// Vulkan 1.1 (SPIR-V 1.3), what the crate's built-in kernels use.

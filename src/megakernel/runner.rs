@@ -59,6 +59,7 @@ pub(super) struct LastLaunch {
 
 /// A persistent kernel: workers pull tasks from a device-side queue (task
 /// mode) or run dependent steps with a device-wide barrier (step mode).
+/// `Send + Sync` (launching takes `&mut self`).
 pub struct Megakernel {
     pub(super) gpu: Device,
     pub(super) mode: MegakernelMode,
@@ -567,7 +568,8 @@ fn probe(gpu: &Device, workgroup_size: u32) -> Result<ResidencyCap> {
 
 /// A task launch recorded by [`Megakernel::prepare_launch`], not yet
 /// submitted. It holds the megakernel borrowed, so its tasks cannot change
-/// before the submission; dropping it submits nothing.
+/// before the submission; dropping it submits nothing. `Send`, not `Sync`
+/// (as the [`Batch`] it holds).
 #[must_use = "a prepared launch does nothing until submitted"]
 pub struct PreparedLaunch<'a> {
     batch: Batch,
@@ -589,3 +591,12 @@ impl PreparedLaunch<'_> {
         self.batch.submit_async()
     }
 }
+
+// A megakernel moves between threads and is shared by reference (`&self`
+// methods only read); a prepared launch moves as its batch does.
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    const fn send<T: Send>() {}
+    send_sync::<Megakernel>();
+    send::<PreparedLaunch<'static>>();
+};

@@ -733,3 +733,15 @@ impl Drop for ResidentMegakernel {
         }
     }
 }
+
+// Every public type of resident mode states its thread-safety: the
+// megakernel and handles are shared across pushing threads.
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<ResidentMegakernel>();
+    send_sync::<TaskHandle>();
+    send_sync::<ResidentConfig>();
+    send_sync::<Completion>();
+    send_sync::<ResidentStats>();
+    send_sync::<ExitReason>();
+};
