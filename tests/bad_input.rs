@@ -606,3 +606,51 @@ fn glsl_and_builder(m: &mut Matrix, gpu: &Device, k: &Kernels) {
         "local size 64 was built in the warm-up"
     );
 }
+
+/// A kernel whose SPIR-V declares a capability the device did not enable
+/// is a typed error naming the capability and the feature (drivers answer
+/// such modules with VK_ERROR_UNKNOWN or worse); where the device has the
+/// feature, the same kernel builds.
+#[test]
+fn kernels_needing_a_feature_the_device_lacks_are_typed_errors() {
+    let gpu = gpu();
+    let coopmat = r#"
+#version 450
+#extension GL_NV_cooperative_matrix : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+layout(local_size_x = 32) in;
+layout(std430, set = 0, binding = 0) readonly buffer In { float16_t src[]; };
+layout(std430, set = 0, binding = 1) writeonly buffer Out { float dst[]; };
+void main() {
+    fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> a;
+    coopMatLoadNV(a, src, 0, 16, false);
+    fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> c = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
+    c = coopMatMulAddNV(a, a, c);
+    coopMatStoreNV(c, dst, 0, 16, false);
+}
+"#;
+    let nv = !gpu.info().cooperative_matrix_nv_shapes.is_empty();
+    match gpu.kernel_glsl(coopmat) {
+        Ok(_) => assert!(nv, "built without VK_NV_cooperative_matrix"),
+        Err(Error::MissingFeature {
+            capability,
+            feature,
+            adapter,
+        }) => {
+            assert!(!nv, "refused although the device has the NV shapes");
+            assert_eq!(capability, "CooperativeMatrixNV");
+            assert_eq!(feature, "VK_NV_cooperative_matrix");
+            assert_eq!(adapter, gpu.info().name);
+        }
+        Err(e) => panic!("expected MissingFeature, got {e}"),
+    }
+    // The device still builds and runs kernels afterwards.
+    let k = gpu.kernel_glsl(INC).unwrap();
+    let x = gpu.upload(&[1u32; 64]).unwrap();
+    let mut b = gpu.batch().unwrap();
+    b.run(&k, &[&x], 64).unwrap();
+    b.submit().unwrap();
+    assert_eq!(x.download().unwrap(), vec![2u32; 64]);
+    assert_clean(&gpu);
+}

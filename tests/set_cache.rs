@@ -3,13 +3,14 @@
 //! buffer (even one that got a dropped buffer's handle or address), stay
 //! bounded (1024 sets, then per-batch sets), make room again when their
 //! buffers die (swept within one miss per entry, no trim needed), and
-//! `trim` frees the sets of dropped buffers. Every device here forces pooled descriptor sets.
+//! `trim` frees the sets of dropped buffers. Every device here forces pooled descriptor sets,
+//! except in the layout-class test, which runs both descriptor paths.
 
 mod common;
 
-use common::glsl::{ADD, INC};
-use common::{assert_clean, gpu_with};
-use vkcompute::{Device, DeviceOptions};
+use common::glsl::{bytes, ADD, INC, STEP};
+use common::{assert_clean, gpu_with, skipped};
+use vkcompute::{BatchOptions, Device, DeviceOptions};
 
 /// The cache's documented capacity (`Stats::cached_descriptor_sets`).
 const CAPACITY: usize = 1024;
@@ -183,4 +184,108 @@ fn a_cache_full_of_buffers_that_die_is_reclaimed_without_trim() {
         "no new slice was cached: the dead entries stayed: {s:?}"
     );
     assert_clean(&gpu);
+}
+
+/// y = x + 1 (reads binding 0, writes binding 1).
+const INC_INTO: &str = r#"
+#version 450
+layout(local_size_x = 64) in;
+layout(set = 0, binding = 0) readonly buffer X { float x[]; };
+layout(set = 0, binding = 1) buffer Y { float y[]; };
+void main() {
+    uint i = gl_GlobalInvocationID.x;
+    if (i < x.length()) y[i] = x[i] + 1.0;
+}
+"#;
+
+/// x = y * 2 (writes binding 0, reads binding 1): INC_INTO's layout.
+const DOUBLE_FROM: &str = r#"
+#version 450
+layout(local_size_x = 64) in;
+layout(set = 0, binding = 0) buffer X { float x[]; };
+layout(set = 0, binding = 1) readonly buffer Y { float y[]; };
+void main() {
+    uint i = gl_GlobalInvocationID.x;
+    if (i < x.length()) x[i] = y[i] * 2.0;
+}
+"#;
+
+#[test]
+fn kernels_of_one_layout_alternate_over_the_same_buffers() {
+    // Two kernels whose layouts are identically defined switch over the
+    // same buffers (only the pipeline changes: the descriptors bound for
+    // one serve the other), with a kernel of another layout in between;
+    // on both descriptor paths, in one chunk and in many.
+    let pushed = gpu_with(DeviceOptions {
+        push_descriptors: Some(true),
+        ..Default::default()
+    });
+    if !pushed.info().push_descriptor {
+        skipped("push descriptors: the adapter lacks VK_KHR_push_descriptor");
+    }
+    let pooled = gpu_with(DeviceOptions {
+        push_descriptors: Some(false),
+        ..Default::default()
+    });
+    let n = 300;
+    let x0: Vec<f32> = (0..n).map(|i| (i % 97) as f32).collect();
+    let steps = 12;
+    let mut want = x0.clone();
+    let mut want_y = vec![0.0f32; n];
+    for s in 0..steps {
+        for (x, y) in want.iter_mut().zip(&mut want_y) {
+            *y = *x + 1.0;
+            *x = *y * 2.0;
+            if s % 5 == 4 {
+                *x = *x * 1.0 + 1.0;
+            }
+        }
+    }
+    for gpu in [&pushed, &pooled] {
+        let inc = gpu.kernel_glsl(INC_INTO).unwrap();
+        let double = gpu.kernel_glsl(DOUBLE_FROM).unwrap();
+        let step = gpu.kernel_glsl(STEP).unwrap();
+        for options in [BatchOptions::single_submit(), BatchOptions::default()] {
+            let x = gpu.upload(&x0).unwrap();
+            let y = gpu.alloc::<f32>(n).unwrap();
+            let mut b = gpu.batch_with(options).unwrap();
+            for s in 0..steps {
+                b.run(&inc, &[&x, &y], n as u32).unwrap();
+                b.barrier();
+                b.run(&double, &[&x, &y], n as u32).unwrap();
+                b.barrier();
+                if s % 5 == 4 {
+                    let pc = bytes(&[1.0f32.to_bits(), 1.0f32.to_bits(), n as u32]);
+                    b.run_with_push_constants(&step, &[&x], n as u32, &pc)
+                        .unwrap();
+                    b.barrier();
+                }
+            }
+            b.submit().unwrap();
+            assert_eq!(x.download().unwrap(), want, "{options:?}");
+            assert_eq!(y.download().unwrap(), want_y, "{options:?}");
+            if !gpu.info().push_descriptor && options.first_chunk == 0 {
+                // One set for [x, y] (bound for `inc`, kept for `double`)
+                // and one for [x] (`step`): `double` bound none.
+                assert_eq!(gpu.stats().cached_descriptor_sets, 2);
+            }
+        }
+        if !gpu.info().push_descriptor {
+            // A batch that binds [x, y] for `double` first finds the set
+            // cached for `inc`: sets are shared by layout class.
+            let x = gpu.upload(&x0).unwrap();
+            let y = gpu.alloc::<f32>(n).unwrap();
+            gpu.trim().unwrap();
+            let before = gpu.stats().cached_descriptor_sets;
+            for k in [&inc, &double] {
+                let mut b = gpu.batch().unwrap();
+                b.run(k, &[&x, &y], n as u32).unwrap();
+                b.submit().unwrap();
+            }
+            assert_eq!(gpu.stats().cached_descriptor_sets, before + 1);
+            let want: Vec<f32> = x0.iter().map(|v| (v + 1.0) * 2.0).collect();
+            assert_eq!(x.download().unwrap(), want);
+        }
+        assert_clean(gpu);
+    }
 }

@@ -39,6 +39,18 @@ void main() {
 }
 "#;
 
+/// x = x * a + b in place, for i < n.
+pub const STEP: &str = r#"
+#version 450
+layout(local_size_x = 64) in;
+layout(set = 0, binding = 0) buffer X { float x[]; };
+layout(push_constant) uniform P { float a; float b; uint n; };
+void main() {
+    uint i = gl_GlobalInvocationID.x;
+    if (i < n) x[i] = x[i] * a + b;
+}
+"#;
+
 /// Push-constant bytes of `words`.
 pub fn bytes(words: &[u32]) -> Vec<u8> {
     bytemuck::cast_slice(words).to_vec()
