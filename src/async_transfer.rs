@@ -42,36 +42,10 @@ use crate::recorder::{cmd_barrier, Recorder};
 use crate::staging::StagingBuffer;
 use crate::ticket::Ticket;
 use crate::ticket_future::poll_points;
-use crate::transfer;
+use crate::transfer::{self, cores, pieces, workers_for};
 
 /// Bytes per copy submission.
 pub(crate) const PIECE: u64 = 8 << 20;
-/// Transfers at least this large copy on several host threads.
-const PARALLEL_MIN: u64 = 32 << 20;
-/// Most host threads one transfer copies on.
-pub(crate) const MAX_WORKERS: usize = 4;
-
-/// Byte ranges of `len` bytes in pieces of at most `piece`.
-fn pieces(len: u64, piece: u64) -> Vec<Range<u64>> {
-    let piece = piece.max(1);
-    (0..len.div_ceil(piece))
-        .map(|i| i * piece..((i + 1) * piece).min(len))
-        .collect()
-}
-
-/// Host threads for a transfer of `len` bytes with `cores` available.
-fn workers_for(len: u64, cores: usize) -> usize {
-    if len < PARALLEL_MIN {
-        1
-    } else {
-        cores.clamp(1, MAX_WORKERS)
-    }
-}
-
-fn cores() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
-}
-
 /// Copy submissions of one transfer on the staging queue.
 struct Copier<'a> {
     d: &'a DeviceInner,
@@ -279,7 +253,7 @@ impl Device {
                 return Err(e);
             }
         };
-        let ranges = pieces(len, PIECE);
+        let ranges: Vec<Range<u64>> = pieces(len, PIECE).collect();
         let (src, dst) = (staging.raw, buf.inner.raw);
         let filled = fill_and_submit(&staging, bytes, &ranges, workers_for(len, cores()), |r| {
             let region = vk::BufferCopy {
@@ -648,9 +622,11 @@ const _: () = {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::transfer::{MAX_WORKERS, PARALLEL_MIN};
 
     #[test]
     fn pieces_tile_the_range() {
+        let pieces = |len, piece| pieces(len, piece).collect::<Vec<_>>();
         assert_eq!(pieces(10, 4), vec![0..4, 4..8, 8..10]);
         assert_eq!(pieces(8, 4), vec![0..4, 4..8]);
         assert_eq!(pieces(3, 4), vec![0..3]);

@@ -106,7 +106,7 @@ pub(crate) fn zero(buf: &BufferInner) -> Result<()> {
 }
 
 /// Byte ranges of `len` bytes in pieces of at most `chunk`.
-fn pieces(len: u64, chunk: u64) -> impl Iterator<Item = Range<u64>> {
+pub(crate) fn pieces(len: u64, chunk: u64) -> impl Iterator<Item = Range<u64>> {
     let chunk = chunk.max(1);
     (0..len.div_ceil(chunk)).map(move |i| i * chunk..((i + 1) * chunk).min(len))
 }
@@ -129,31 +129,30 @@ fn take_slots(d: &DeviceInner, len: u64) -> Result<(u64, Vec<StagingBuffer>)> {
     Ok((chunk, slots))
 }
 
-/// Host copies below this many bytes run on the calling thread.
-const PARALLEL_COPY_MIN: usize = 16 << 20;
-/// Most threads one host copy uses.
-const COPY_THREADS: usize = 4;
+/// Transfers (and staged pieces) at least this large copy on several host
+/// threads.
+pub(crate) const PARALLEL_MIN: u64 = 32 << 20;
+/// Most host threads one transfer copies on.
+pub(crate) const MAX_WORKERS: usize = 4;
 
-/// Threads for a host copy of `len` bytes with `cores` cores (pure): one
-/// below [`PARALLEL_COPY_MIN`], else one per 8 MiB up to the cores and
-/// [`COPY_THREADS`].
-fn copy_threads(len: usize, cores: usize) -> usize {
-    if len < PARALLEL_COPY_MIN {
+/// Host threads for a copy of `len` bytes with `cores` available (pure).
+pub(crate) fn workers_for(len: u64, cores: usize) -> usize {
+    if len < PARALLEL_MIN {
         1
     } else {
-        (len / (8 << 20)).clamp(1, cores.clamp(1, COPY_THREADS))
+        cores.clamp(1, MAX_WORKERS)
     }
 }
 
-fn cores() -> usize {
+pub(crate) fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 /// Copies the staging buffer's first `dst.len()` bytes into `dst`, on
-/// several threads for large pieces (a fresh `Vec` also faults its pages in
+/// several threads for pieces of [`PARALLEL_MIN`] and more (a fresh `Vec` also faults its pages in
 /// on those threads).
 fn read_parallel(s: &StagingBuffer, dst: &mut [u8]) {
-    let threads = copy_threads(dst.len(), cores());
+    let threads = workers_for(dst.len() as u64, cores());
     if threads <= 1 {
         return s.read(dst);
     }
@@ -175,7 +174,7 @@ fn read_parallel(s: &StagingBuffer, dst: &mut [u8]) {
 /// Copies `src` into the staging buffer at byte 0, on several threads for
 /// large pieces.
 fn write_parallel(s: &mut StagingBuffer, src: &[u8]) {
-    let threads = copy_threads(src.len(), cores());
+    let threads = workers_for(src.len() as u64, cores());
     if threads <= 1 {
         return s.write(src);
     }
@@ -403,18 +402,7 @@ impl Drop for Run<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::{copy_threads, pieces, COPY_THREADS, PARALLEL_COPY_MIN};
-
-    #[test]
-    fn copy_threads_grow_with_size_within_the_cores() {
-        assert_eq!(copy_threads(0, 16), 1);
-        assert_eq!(copy_threads(PARALLEL_COPY_MIN - 1, 16), 1);
-        assert_eq!(copy_threads(PARALLEL_COPY_MIN, 16), 2);
-        assert_eq!(copy_threads(32 << 20, 16), COPY_THREADS);
-        assert_eq!(copy_threads(32 << 20, 2), 2);
-        assert_eq!(copy_threads(32 << 20, 1), 1);
-        assert_eq!(copy_threads(32 << 20, 0), 1);
-    }
+    use super::pieces;
 
     #[test]
     fn pieces_tile_the_range() {
