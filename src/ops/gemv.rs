@@ -9,7 +9,7 @@ use crate::batch::Batch;
 use crate::error::{Error, Result};
 
 use super::grid::row_grid;
-use super::{aligned16, as_u32, check_len, device_of, reduction_variant, words, Operand};
+use super::{aligned16, check_len, check_matrix, device_of, reduction_variant, words, Operand};
 
 /// Records `y = A x` for `A` (`m` × `n`, row-major), `x` (`n`), `y` (`m`).
 pub fn gemv(
@@ -21,14 +21,7 @@ pub fn gemv(
     n: u32,
 ) -> Result<()> {
     const OP: &str = "ops::gemv";
-    if m == 0 || n == 0 {
-        return Err(Error::OpShape {
-            op: OP,
-            detail: format!("shape {m} x {n} is empty"),
-        });
-    }
-    let total = u64::from(m) * u64::from(n);
-    as_u32(OP, "m x n", total)?;
+    let total = check_matrix(OP, "m x n", m, n)?;
     check_len(OP, "A", a.elems(), total)?;
     check_len(OP, "x", x.elems(), u64::from(n))?;
     check_len(OP, "y", y.elems(), u64::from(m))?;

@@ -108,9 +108,14 @@ pub fn matmul_f16(
     k: u32,
     n: u32,
 ) -> Result<()> {
-    let gpu = a.device();
-    check_shape(&gpu, m, k, n, [a.len(), b.len(), c.len()], [2, 2, 4])?;
-    let plan = choose_matmul(m, k, n, MatmulDtype::F16, &MatmulCaps::of(gpu.info()));
+    // The shape is checked once, by `matmul_f16_with_plan`.
+    let plan = choose_matmul(
+        m,
+        k,
+        n,
+        MatmulDtype::F16,
+        &MatmulCaps::of(a.device().info()),
+    );
     matmul_f16_with_plan(batch, a, b, c, m, k, n, plan)
 }
 

@@ -102,6 +102,20 @@ pub(crate) fn check_len(op: &'static str, what: &str, got: u64, want: u64) -> Re
     }
 }
 
+/// A `rows` × `cols` matrix shape: not empty, and its element count (named
+/// `what` in the error) within the kernels' `uint` index.
+pub(crate) fn check_matrix(op: &'static str, what: &str, rows: u32, cols: u32) -> Result<u64> {
+    if rows == 0 || cols == 0 {
+        return Err(Error::OpShape {
+            op,
+            detail: format!("shape {rows} x {cols} is empty"),
+        });
+    }
+    let total = u64::from(rows) * u64::from(cols);
+    as_u32(op, what, total)?;
+    Ok(total)
+}
+
 /// Element count as the kernels' `uint`, or an error naming the limit.
 pub(crate) fn as_u32(op: &'static str, what: &str, n: u64) -> Result<u32> {
     u32::try_from(n).map_err(|_| Error::OpShape {

@@ -14,7 +14,7 @@ use crate::batch::Batch;
 use crate::error::{Error, Result};
 
 use super::grid::row_grid;
-use super::{aligned16, as_u32, check_len, device_of, reduction_variant, words, Operand};
+use super::{aligned16, check_len, check_matrix, device_of, reduction_variant, words, Operand};
 
 /// Longest row softmax reads only once (256 invocations × 32 floats).
 pub const SOFTMAX_ONE_READ_MAX_COLS: u32 = 8192;
@@ -29,14 +29,7 @@ pub fn softmax(
     cols: u32,
 ) -> Result<()> {
     const OP: &str = "ops::softmax";
-    if rows == 0 || cols == 0 {
-        return Err(Error::OpShape {
-            op: OP,
-            detail: format!("shape {rows} x {cols} is empty"),
-        });
-    }
-    let total = u64::from(rows) * u64::from(cols);
-    as_u32(OP, "rows x cols", total)?;
+    let total = check_matrix(OP, "rows x cols", rows, cols)?;
     check_len(OP, "x", x.elems(), total)?;
     check_len(OP, "out", out.elems(), total)?;
     let (xv, ov) = (x.view(), out.view());

@@ -3,9 +3,9 @@
 //! (`shaders/transpose.comp`).
 
 use crate::batch::Batch;
-use crate::error::{Error, Result};
+use crate::error::Result;
 
-use super::{as_u32, check_len, device_of, words, Operand};
+use super::{check_len, check_matrix, device_of, words, Operand};
 
 /// Records `out = xᵀ`: `x` is `rows` × `cols` row-major, `out` becomes
 /// `cols` × `rows` row-major. `out` must not overlap `x`.
@@ -17,14 +17,7 @@ pub fn transpose(
     cols: u32,
 ) -> Result<()> {
     const OP: &str = "ops::transpose";
-    if rows == 0 || cols == 0 {
-        return Err(Error::OpShape {
-            op: OP,
-            detail: format!("shape {rows} x {cols} is empty"),
-        });
-    }
-    let total = u64::from(rows) * u64::from(cols);
-    as_u32(OP, "rows x cols", total)?;
+    let total = check_matrix(OP, "rows x cols", rows, cols)?;
     check_len(OP, "x", x.elems(), total)?;
     check_len(OP, "out", out.elems(), total)?;
     let gpu = device_of(&x.view());
