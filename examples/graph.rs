@@ -44,6 +44,9 @@
 //! one per dispatch). `VKCOMPUTE_QUICK=1` shrinks sizes and repetitions
 //! (graphs of 1, 100 and 1,000; for lavapipe and CI).
 
+#[allow(dead_code)]
+#[path = "../benches/common/cuda_ref.rs"]
+mod cuda_ref;
 #[path = "../benches/common/floor.rs"]
 mod floor;
 
@@ -464,17 +467,8 @@ fn main() -> vkcompute::Result<()> {
             .position(|a| a == name)
             .and_then(|i| args.get(i + 1))
     };
-    let number_after = |text: &str, key: &str| -> Option<f64> {
-        let v = text.split(key).nth(1)?;
-        let v = v.trim_start_matches(|c: char| c == '"' || c == ':' || c.is_whitespace());
-        v.split([',', '}', '\n']).next()?.trim().parse().ok()
-    };
     if let Some(text) = flag("--cuda-persist").and_then(|p| std::fs::read_to_string(p).ok()) {
-        let line = |anchor: &str| {
-            text.lines()
-                .find(|l| l.contains(&format!("\"{anchor}\"")))
-                .and_then(|l| number_after(l, "\"value\""))
-        };
+        let line = |anchor: &str| cuda_ref::persist_value(&text, anchor);
         notes.push(format!(
             "CUDA, same run (cuda_persist.cu): graph replay of dependent tiny kernels {} µs per kernel; \
              one-node graph launch + sync {} µs; kernel launch + sync {} µs",
@@ -487,9 +481,9 @@ fn main() -> vkcompute::Result<()> {
         notes.push(format!(
             "CUDA, same run (cuda_anchor.py, PyTorch): graph replay {} µs per kernel; \
              one kernel + synchronize {} µs",
-            number_after(&text, "\"graph_us_per_kernel\"")
+            cuda_ref::anchor_value(&text, "graph_us_per_kernel")
                 .map_or("-".into(), |v| format!("{v:.3}")),
-            number_after(&text, "\"roundtrip_us_one_kernel_sync\"")
+            cuda_ref::anchor_value(&text, "roundtrip_us_one_kernel_sync")
                 .map_or("-".into(), |v| format!("{v:.2}")),
         ));
     }

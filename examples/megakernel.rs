@@ -26,6 +26,10 @@
 //! (2S steps minus S steps), so submit overhead cancels; the shader clock's
 //! own reading is printed beside where the device has one.
 
+#[allow(dead_code)]
+#[path = "../benches/common/cuda_ref.rs"]
+mod cuda_ref;
+
 use std::time::{Duration, Instant};
 
 use vkcompute::megakernel::{
@@ -113,23 +117,6 @@ fn arg(name: &str) -> Option<String> {
         .and_then(|i| args.get(i + 1).cloned())
 }
 
-/// `cuda_persist.cu`'s grid.sync µs per step by block count, from its JSON
-/// lines at `path` (lines such as `{"anchor": "persistent_step_us",
-/// "barrier": "grid_sync", "blocks": 132, "us_per_step": 1.157}`).
-fn cuda_grid_sync(path: &str) -> Vec<(u32, f64)> {
-    let Ok(text) = std::fs::read_to_string(path) else {
-        return Vec::new();
-    };
-    let field = |line: &str, key: &str| -> Option<f64> {
-        let v = line.split(&format!("\"{key}\":")).nth(1)?;
-        v.trim_start().split([',', '}']).next()?.trim().parse().ok()
-    };
-    text.lines()
-        .filter(|l| l.contains("\"grid_sync\""))
-        .filter_map(|l| Some((field(l, "blocks")? as u32, field(l, "us_per_step")?)))
-        .collect()
-}
-
 fn us(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6
 }
@@ -190,7 +177,8 @@ fn main() -> vkcompute::Result<()> {
     counts.dedup();
     // `--cuda-persist PATH`: cuda_persist.cu's lines from the same run.
     let grid_sync = arg("--cuda-persist")
-        .map(|p| cuda_grid_sync(&p))
+        .and_then(|p| std::fs::read_to_string(p).ok())
+        .map(|t| cuda_ref::persist_grid_sync(&t))
         .unwrap_or_default();
     println!(
         "{:>8} {:>16} {:>12} {:>16} {:>16}",

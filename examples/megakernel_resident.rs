@@ -15,6 +15,10 @@
 //! launch + synchronize (9.19 µs, `notes/persistent-kernels.md`), ≥ 4×
 //! faster than our own submit path measured here.
 
+#[allow(dead_code)]
+#[path = "../benches/common/cuda_ref.rs"]
+mod cuda_ref;
+
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
@@ -64,17 +68,6 @@ struct Args {
     json: Option<String>,
     /// `cuda_persist.cu`'s JSON lines from the same run.
     cuda_persist: Option<String>,
-}
-
-/// The value of `"anchor": key` in `cuda_persist.cu`'s JSON lines at
-/// `path` (a line such as `{"anchor": "mailbox_roundtrip_us", "value": 4.08}`).
-fn cuda_anchor(path: &str, key: &str) -> Option<f64> {
-    let text = std::fs::read_to_string(path).ok()?;
-    let line = text
-        .lines()
-        .find(|l| l.contains(&format!("\"anchor\": \"{key}\"")))?;
-    let v = line.split("\"value\":").nth(1)?;
-    v.trim_start().split([',', '}']).next()?.trim().parse().ok()
 }
 
 fn args() -> Args {
@@ -301,7 +294,15 @@ fn main() {
     let (tps, tp_stats) = throughput(&gpu, &data, &input, a.tasks, workers);
 
     // The CUDA figures of this run (`--cuda-persist`), else the notes'.
-    let from_run = |key: &str| a.cuda_persist.as_deref().and_then(|p| cuda_anchor(p, key));
+    let persist = a
+        .cuda_persist
+        .as_deref()
+        .and_then(|p| std::fs::read_to_string(p).ok());
+    let from_run = |key: &str| {
+        persist
+            .as_deref()
+            .and_then(|t| cuda_ref::persist_value(t, key))
+    };
     let (cuda_launch, cuda_src) = match from_run("launch_sync_roundtrip_us") {
         Some(v) => (v, "cuda_persist.cu, this run"),
         None => (CUDA_LAUNCH_SYNC_US, "notes, H200, not this run"),

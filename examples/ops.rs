@@ -16,6 +16,11 @@
 //! cargo run --release --example ops [-- --json ops.json]
 //! ```
 
+#[allow(dead_code)]
+#[path = "../benches/common/cuda_ref.rs"]
+mod cuda_ref;
+use cuda_ref::anchor_value;
+
 use std::time::Instant;
 
 use vkcompute::ops::{self, Binary, Unary, F16};
@@ -149,16 +154,6 @@ fn goal(key: &str) -> Goal {
         k if k.starts_with("transpose") => Goal::Torch(2.0),
         _ => Goal::Torch(1.0),
     }
-}
-
-/// The number after `"key":` in a flat JSON object.
-fn anchor_value(json: &str, key: &str) -> Option<f64> {
-    let at = json.find(&format!("\"{key}\""))? + key.len() + 2;
-    let rest = json[at..].trim_start().strip_prefix(':')?.trim_start();
-    let end = rest
-        .find(|c: char| !(c.is_ascii_digit() || "+-.eE".contains(c)))
-        .unwrap_or(rest.len());
-    rest[..end].parse().ok()
 }
 
 fn sigmoid(x: f64) -> f64 {
