@@ -88,14 +88,34 @@ fn dependent_steps_exact_at_every_worker_count_within_the_cap() {
     {
         mk.set_memory_model(memory_model).unwrap();
         for &workers in &counts {
-            data.write(0, &host).unwrap();
             let mut c = MegakernelConfig {
                 worker_count: workers,
                 ..Default::default()
             };
             c.workload.step_barrier = barrier;
-            mk.launch_steps(&c, steps).unwrap().wait().unwrap();
-            let r = mk.report().unwrap();
+            // On lavapipe the workers are CPU threads: on a loaded 2-core
+            // machine one may not run while the other spins, and the kernel
+            // then reports an exhausted spin budget (never a wrong result
+            // as exact). A reported exhaustion there is retried, at most
+            // three times; on a GPU the first launch must be clean.
+            let tries = if is_lavapipe(&gpu) { 4 } else { 1 };
+            let mut r = None;
+            for t in 0..tries {
+                data.write(0, &host).unwrap();
+                mk.launch_steps(&c, steps).unwrap().wait().unwrap();
+                let rep = mk.report().unwrap();
+                let clean = !rep.spin_exhausted && !rep.loop_cut;
+                if !clean && t + 1 < tries {
+                    eprintln!(
+                        "{workers} workers: spin budget ran out (lavapipe under load); retrying"
+                    );
+                }
+                r = Some(rep);
+                if clean {
+                    break;
+                }
+            }
+            let r = r.expect("launched at least once");
             assert!(!r.spin_exhausted && !r.loop_cut, "{workers} workers: {r:?}");
             assert_eq!((r.workers_finished, r.steps), (workers, steps));
             let got = data.read_range(0..N).unwrap();
