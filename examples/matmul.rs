@@ -327,10 +327,14 @@ fn coopmat_peak(
     acc: u32,
     optimize: bool,
     spirv13: bool,
+    shared: bool,
 ) -> Result<f64> {
     let source = PEAK.replacen(
         "#version 450\n",
-        &format!("#version 450\n#define ACC {acc}\n"),
+        &format!(
+            "#version 450\n#define ACC {acc}\n#define SHARED {}\n",
+            u32::from(shared)
+        ),
         1,
     );
     let options = GlslOptions {
@@ -383,12 +387,18 @@ const PEAK_CHILD: &str = "--peak-child";
 /// Runs [`coopmat_peak`] with `acc` accumulators in a child process (a
 /// driver that crashes compiling or running the loop takes only the child
 /// down): its TFLOP/s, or why there is none.
-fn peak_in_child(acc: u32, optimize: bool, spirv13: bool) -> std::result::Result<f64, String> {
+fn peak_in_child(
+    acc: u32,
+    optimize: bool,
+    spirv13: bool,
+    shared: bool,
+) -> std::result::Result<f64, String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let opt = if optimize { "O" } else { "O0" };
     let spv = if spirv13 { "spv13" } else { "spv15" };
+    let from = if shared { "shared" } else { "registers" };
     let out = std::process::Command::new(exe)
-        .args([PEAK_CHILD, &acc.to_string(), opt, spv])
+        .args([PEAK_CHILD, &acc.to_string(), opt, spv, from])
         .output()
         .map_err(|e| e.to_string())?;
     let text = String::from_utf8_lossy(&out.stdout);
@@ -415,11 +425,12 @@ fn main() -> Result<()> {
         let acc: u32 = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(8);
         let optimize = args.get(3).map(String::as_str) != Some("O0");
         let spirv13 = args.get(4).map(String::as_str) != Some("spv15");
+        let shared = args.get(5).map(String::as_str) == Some("shared");
         let gpu = Device::new()?;
         let reps = if quick { 3 } else { 10 };
         println!(
             "peak {}",
-            coopmat_peak(&gpu, reps, quick, acc, optimize, spirv13)?
+            coopmat_peak(&gpu, reps, quick, acc, optimize, spirv13, shared)?
         );
         return Ok(());
     }
@@ -736,20 +747,24 @@ fn main() -> Result<()> {
         // variant of an earlier form of the loop on the H200, 2026-11-23);
         // the ceiling is the fastest that ran.
         let mut peak = f64::NAN;
+        // Fragments from shared memory each round (as the matmul kernel
+        // loads them) first, then the registers-only form that crashed.
         let variants = [
-            (8u32, true, true),
-            (4, true, true),
-            (1, true, true),
-            (8, true, false),
-            (4, false, false),
+            (8u32, true, true, true),
+            (4, true, true, true),
+            (2, true, true, true),
+            (8, true, true, false),
+            (4, true, true, false),
+            (8, false, false, false),
         ];
-        for (acc, optimize, spirv13) in variants {
+        for (acc, optimize, spirv13, shared) in variants {
             let how = format!(
-                "{acc} accumulators, shaderc {}, SPIR-V {}",
+                "{acc} accumulators, fragments from {}, shaderc {}, SPIR-V {}",
+                if shared { "shared memory" } else { "registers" },
                 if optimize { "-O" } else { "-O0" },
                 if spirv13 { "1.3" } else { "1.5" }
             );
-            match peak_in_child(acc, optimize, spirv13) {
+            match peak_in_child(acc, optimize, spirv13, shared) {
                 Ok(t) => {
                     println!("coopmat peak loop, {how}: {t:.1} TFLOP/s");
                     if t.is_nan() {
@@ -767,7 +782,8 @@ fn main() -> Result<()> {
             "TFLOPs",
             None,
             0.0,
-            " registers-only 16x16x16 loop, fastest variant that ran".into(),
+            " 16x16x16 loop (shared-memory or registers-only fragments), fastest variant that ran"
+                .into(),
         );
     } else {
         println!(

@@ -35,6 +35,27 @@ if [ "$set_name" = perf ]; then
     exit 1
   }
 fi
+# Downloads Debian 13's vulkan-validationlayers (amd64) through apt with a
+# source list of its own (nothing of this machine's apt set-up changes) and
+# prints the folder it was unpacked into.
+fetch_gpu_layer() {
+  local d=/tmp/vkcompute-gpu-layer
+  if [ ! -f "$d/root/usr/lib/x86_64-linux-gnu/libVkLayer_khronos_validation.so" ]; then
+    rm -rf "$d"; mkdir -p "$d/lists/partial" "$d/debs" "$d/root"
+    # The Debian mirror this machine's apt already uses (first one listed).
+    local mirror
+    mirror=$(cat /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '/^URIs:/ {print $2; exit}')
+    [ -n "$mirror" ] || mirror=$(awk '/^deb / && $2 !~ /security/ {print $2; exit}' /etc/apt/sources.list 2>/dev/null)
+    [ -n "$mirror" ] || return 1
+    echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $mirror trixie main" > "$d/sources.list"
+    local o=(-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists="$d/lists"
+      -oDir::Etc::SourceList="$d/sources.list" -oDir::Etc::SourceParts=/dev/null)
+    apt-get "${o[@]}" update >/dev/null 2>&1 || return 1
+    (cd "$d/debs" && apt-get "${o[@]}" download vulkan-validationlayers libvulkan1 >/dev/null 2>&1) || return 1
+    dpkg -x "$d"/debs/vulkan-validationlayers_*.deb "$d/root" || return 1
+  fi
+  echo "$d/root"
+}
 stage=$(mktemp -d)
 mkdir -p "$stage/bin" "$stage/layer"
 newest() { ls -t target/release/deps/"$1"-* 2>/dev/null | grep -v '\.d$' | head -1; }
@@ -65,9 +86,29 @@ case "$set_name" in
       bin=$(newest "$t")
       [ -n "$bin" ] && cp "$bin" "$stage/bin/test_$t"
     done
-    cp "$arch_dir/libVkLayer_khronos_validation.so" "$stage/layer/"
+    # The validation layer for the GPU machine (Ubuntu 24.04, glibc 2.39):
+    # Debian 13's (1.4.309), which knows the extensions NVIDIA's driver
+    # offers and the device enables (VK_KHR_cooperative_matrix among them;
+    # Debian 12's 1.3.239 reports its feature struct as an unknown pNext and
+    # every test fails on that). Falls back to this machine's layer, with a
+    # warning, when Debian 13's package cannot be fetched.
+    layer_src=$(fetch_gpu_layer) || layer_src=""
+    if [ -n "$layer_src" ]; then
+      cp "$layer_src/usr/lib/x86_64-linux-gnu/libVkLayer_khronos_validation.so" "$stage/layer/"
+      layer_json="$layer_src/usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json"
+      # The loader of the same release: Debian 12's loader (1.3.239) asks
+      # the device for vkGetPhysicalDeviceVideoEncodeQualityLevelPropertiesKHR,
+      # an instance function to the newer layer, which reports it in every
+      # test. .gpu/setup.sh unpacks every deb in .gpu/debs.
+      rm -f .gpu/debs/libvulkan1_*.deb
+      cp /tmp/vkcompute-gpu-layer/debs/libvulkan1_*.deb .gpu/debs/
+    else
+      echo "gpu_bundle: WARNING: Debian 13's validation layer could not be fetched; packing this machine's (too old for VK_KHR_cooperative_matrix: tests will fail on its unknown feature struct)" >&2
+      cp "$arch_dir/libVkLayer_khronos_validation.so" "$stage/layer/"
+      layer_json=/usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json
+    fi
     sed 's#"library_path": *"[^"]*"#"library_path": "./libVkLayer_khronos_validation.so"#' \
-      /usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json > "$stage/layer/VkLayer_khronos_validation.json"
+      "$layer_json" > "$stage/layer/VkLayer_khronos_validation.json"
     ;;
   *) echo "usage: $0 [perf|tests1|tests2|tests]" >&2; exit 2 ;;
 esac

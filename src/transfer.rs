@@ -21,7 +21,7 @@ use ash::vk;
 
 use crate::barrier;
 use crate::buffer::BufferInner;
-use crate::device::DeviceInner;
+use crate::device::{DeviceInner, Garbage};
 use crate::error::Result;
 use crate::host_lock::Access;
 use crate::memory::HostPath;
@@ -221,10 +221,9 @@ fn staged_write(d: &DeviceInner, buf: &BufferInner, offset: u64, data: &[u8]) ->
             Ok(())
         })(),
     };
+    let last = run.as_ref().map_or(0, |r| r.last);
     let fin = run.and_then(Run::finish);
-    for s in slots {
-        d.give_staging(s);
-    }
+    return_slots(d, slots, last, result.is_ok() && fin.is_ok());
     result.and(fin)
 }
 
@@ -270,11 +269,25 @@ fn staged_read(d: &DeviceInner, buf: &BufferInner, offset: u64, out: &mut [u8]) 
             Ok(())
         })(),
     };
+    let last = run.as_ref().map_or(0, |r| r.last);
     let fin = run.and_then(Run::finish);
-    for s in slots {
-        d.give_staging(s);
-    }
+    return_slots(d, slots, last, result.is_ok() && fin.is_ok());
     result.and(fin)
+}
+
+/// Gives a transfer's staging buffers back. After an error (a device loss
+/// seen while copies were still queued, say) the last submission may not
+/// have completed: the buffers then wait in the deferred release behind it,
+/// so neither the pool's next user nor a destroy touches a buffer a copy
+/// still uses.
+fn return_slots(d: &DeviceInner, slots: Vec<StagingBuffer>, last: u64, completed: bool) {
+    for s in slots {
+        if completed {
+            d.give_staging(s);
+        } else {
+            d.release(d.transfer_mark(last), Garbage::Staging(s));
+        }
+    }
 }
 
 /// A sequence of staging submissions for one buffer.

@@ -414,7 +414,10 @@ fn validation_counts_no_messages_after_work() {
 fn fresh_device_stats() {
     let gpu = gpu();
     let s = gpu.stats();
-    let expected_semaphores = if gpu.info().transfer_queue { 2 } else { 1 };
+    // One timeline per queue: every compute queue streams use, and the
+    // transfer queue where there is one.
+    let expected_semaphores =
+        gpu.stream_queue_count() as i64 + i64::from(gpu.info().transfer_queue);
     assert_eq!(s.semaphores, expected_semaphores);
     if is_lavapipe(&gpu) {
         assert_eq!(s.semaphores, 1, "lavapipe has no transfer queue");

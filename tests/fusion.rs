@@ -20,11 +20,15 @@ fn options(fused: bool) -> OpBatchOptions {
 }
 
 fn agree(fused: &[f32], unfused: &[f32], abs: f32, what: &str) {
+    agree_within(fused, unfused, 1e-5, abs, what);
+}
+
+fn agree_within(fused: &[f32], unfused: &[f32], rel: f32, abs: f32, what: &str) {
     assert_eq!(fused.len(), unfused.len());
     for (i, (&f, &u)) in fused.iter().zip(unfused).enumerate() {
         let err = (f - u).abs();
         assert!(
-            err <= 1e-5 * f.abs().max(u.abs()) + abs,
+            err <= rel * f.abs().max(u.abs()) + abs,
             "{what}: element {i}: fused {f}, unfused {u}"
         );
     }
@@ -176,7 +180,17 @@ fn thirty_six_layers_compile_at_most_three_pipelines() {
     assert_eq!(uds, 3 * LAYERS);
     agree(&us, &u1, 0.0, "36 executions vs one op batch");
     agree(&fs, &f1, 0.0, "fused: 36 executions vs one op batch");
-    agree(&f1, &u1, 1e-6, "fused vs unfused");
+    // Each layer may differ by the one-chain bound (1e-5 relative: FMA
+    // contraction chosen differently by the two compilers) and feeds the
+    // next, so over 36 layers the differences add up: 36 × 1e-5. The
+    // NVIDIA H100 measured 2.2e-5 (2026-11-25), over the one-layer bound.
+    agree_within(
+        &f1,
+        &u1,
+        LAYERS as f32 * 1e-5,
+        1e-6,
+        "fused vs unfused, 36 layers",
+    );
     assert!(u1.iter().all(|v| v.is_finite()));
 }
 
