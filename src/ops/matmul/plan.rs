@@ -142,6 +142,11 @@ pub struct CoopTile {
     pub warps_n: u32,
     /// Slice depth along K (a multiple of 16).
     pub bk: u32,
+    /// Stage the shared tiles with one 16-byte store per 8 halves
+    /// (`shaders/matmul_f16_coopmat_v4s.comp`) instead of eight 16-bit
+    /// stores; the cooperative-matrix loads then address the tiles in
+    /// 16-byte units.
+    pub vec_shared: bool,
 }
 
 impl CoopTile {
@@ -151,6 +156,7 @@ impl CoopTile {
         wn: 32,
         warps_n: 4,
         bk: 32,
+        vec_shared: false,
     };
     /// 128×256 blocks, 64×64 per subgroup, 16-deep slices.
     pub const WIDE: CoopTile = CoopTile {
@@ -158,6 +164,7 @@ impl CoopTile {
         wn: 64,
         warps_n: 4,
         bk: 16,
+        vec_shared: false,
     };
     /// 256×128 blocks, 64×64 per subgroup, 16-deep slices.
     pub const TALL: CoopTile = CoopTile {
@@ -165,6 +172,7 @@ impl CoopTile {
         wn: 64,
         warps_n: 2,
         bk: 16,
+        vec_shared: false,
     };
 
     /// Block rows.
