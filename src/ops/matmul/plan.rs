@@ -116,7 +116,17 @@ impl TileConfig {
             return false;
         }
         let (ea, eb) = ((bm * bk) / t, (bk * bn) / t);
-        ea > 0 && eb > 0 && bk % ea == 0 && bn % eb == 0 && (!vec4 || (ea % 4 == 0 && eb % 4 == 0))
+        // The kernels' per-thread loops run to constant bounds (16 rows and
+        // columns of C, 16 elements of A and B moved per slice, 32-deep
+        // slices for the 16-byte kernel) so that their arrays stay in
+        // registers; larger tiles are outside them.
+        let within = tm <= 16 && tn <= 16 && ea <= 16 && eb <= 16 && (!vec4 || bk <= 32);
+        within
+            && ea > 0
+            && eb > 0
+            && bk % ea == 0
+            && bn % eb == 0
+            && (!vec4 || (ea % 4 == 0 && eb % 4 == 0))
     }
 
     /// Whether a `k`×`n` B (and an A with `k` columns) runs the 16-byte
@@ -381,6 +391,29 @@ mod tests {
             !bad.is_valid(),
             "a 1-deep slice has fewer elements than threads"
         );
+        // The kernels' constant loop bounds: 16 rows or columns of C per
+        // thread, 16 elements of A or B per slice.
+        let wide = TileConfig {
+            bm: 256,
+            tm: 32,
+            ..TileConfig::LARGE
+        };
+        assert!(!wide.is_valid(), "32 rows per thread");
+        let deep = TileConfig {
+            bk: 64,
+            ..TileConfig::LARGE
+        };
+        assert!(!deep.is_valid(), "32 elements of A per thread");
+        // 256 threads of 16×8, 16 elements of A and 8 of B per slice.
+        let at_bounds = TileConfig {
+            bm: 256,
+            bn: 128,
+            bk: 16,
+            tm: 16,
+            tn: 8,
+            ..TileConfig::LARGE
+        };
+        assert!(at_bounds.is_valid(), "{at_bounds:?}");
     }
 
     #[test]
