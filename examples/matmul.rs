@@ -503,20 +503,6 @@ fn main() -> Result<()> {
             2,
             true,
         )?;
-        if let MatmulKernel::CoopMatF16(t) =
-            ops::choose_matmul(chk, chk, chk, MatmulDtype::F16, &caps).kernel
-        {
-            // The 16-byte-store variant, every entry checked.
-            let plan = MatmulPlan {
-                kernel: MatmulKernel::CoopMatF16(CoopTile {
-                    vec_shared: !t.vec_shared,
-                    ..t
-                }),
-                widen_f16: false,
-            };
-            let key = format!("check_hgemm{chk}_vec_shared_{}", !t.vec_shared);
-            f16_case(&gpu, &mut rep, &key, chk, Some(plan), 2, true)?;
-        }
     }
 
     // Full sizes: spot checks.
@@ -739,17 +725,10 @@ fn main() -> Result<()> {
         for s in [s1, s2] {
             f16_case(&gpu, &mut rep, &format!("hgemm{s}"), s, None, reps, false)?;
         }
-        let v4s = |t: CoopTile| CoopTile {
-            vec_shared: true,
-            ..t
-        };
         let tiles = [
             ("128x128_w64x32_k32", CoopTile::DEFAULT),
             ("128x256_w64x64_k16", CoopTile::WIDE),
             ("256x128_w64x64_k16", CoopTile::TALL),
-            ("128x128_w64x32_k32_v4s", v4s(CoopTile::DEFAULT)),
-            ("128x256_w64x64_k16_v4s", v4s(CoopTile::WIDE)),
-            ("256x128_w64x64_k16_v4s", v4s(CoopTile::TALL)),
         ];
         for (name, t) in tiles {
             if t.shared_bytes() > caps.max_shared_memory {

@@ -20,14 +20,6 @@
 // Grid: (ceil(N/BN), ceil(M/BM), 1).
 #extension GL_EXT_control_flow_attributes : enable
 
-// Loops over per-thread arrays run to a constant bound (the most any
-// valid tile needs: TileConfig::is_valid) and break at the specialization
-// constant, so their trip counts are known when the SPIR-V is made and
-// every array index is a constant once unrolled: the arrays stay in
-// registers. (Bounded by the specialization constants themselves, NVIDIA's
-// driver kept the cooperative-matrix kernel's arrays out of registers:
-// 58 TFLOP/s for every tile shape on the H100, 2026-11-25.)
-
 layout(local_size_x = 256, local_size_x_id = 0) in;
 layout(constant_id = 1) const uint BM = 128;
 layout(constant_id = 2) const uint BN = 128;
@@ -59,25 +51,17 @@ void load_tile(uint t, uint m0, uint n0, bool fast, uint a_r, uint a_k, uint b_k
     uint k0 = t * BK;
     if (fast && k0 + BK <= K) {
         uint ai = (m0 + a_r) * K + k0 + a_k;
-        [[unroll]] for (uint e = 0; e < 16; e++) {
-            if (e >= EA) break;
-            ra[e] = a[ai + e];
-        }
+        [[unroll]] for (uint e = 0; e < EA; e++) ra[e] = a[ai + e];
         uint bi = (k0 + b_k) * N + n0 + b_n;
-        [[unroll]] for (uint e = 0; e < 16; e++) {
-            if (e >= EB) break;
-            rb[e] = b[bi + e];
-        }
+        [[unroll]] for (uint e = 0; e < EB; e++) rb[e] = b[bi + e];
     } else {
         uint row = m0 + a_r;
-        [[unroll]] for (uint e = 0; e < 16; e++) {
-            if (e >= EA) break;
+        [[unroll]] for (uint e = 0; e < EA; e++) {
             uint k = k0 + a_k + e;
             ra[e] = (row < M && k < K) ? a[row * K + k] : 0.0;
         }
         uint kb = k0 + b_k;
-        [[unroll]] for (uint e = 0; e < 16; e++) {
-            if (e >= EB) break;
+        [[unroll]] for (uint e = 0; e < EB; e++) {
             uint col = n0 + b_n + e;
             rb[e] = (kb < K && col < N) ? b[kb * N + col] : 0.0;
         }
@@ -86,13 +70,11 @@ void load_tile(uint t, uint m0, uint n0, bool fast, uint a_r, uint a_k, uint b_k
 
 // Moves the registers into shared buffer `buf` (A transposed).
 void store_tile(uint buf, uint a_r, uint a_k, uint b_k, uint b_n) {
-    [[unroll]] for (uint e = 0; e < 16; e++) {
-        if (e >= EA) break;
+    [[unroll]] for (uint e = 0; e < EA; e++) {
         uint i = buf * BK * AS + (a_k + e) * AS + a_r;
         As[i >> 2][i & 3u] = ra[e];
     }
-    [[unroll]] for (uint e = 0; e < 16; e++) {
-        if (e >= EB) break;
+    [[unroll]] for (uint e = 0; e < EB; e++) {
         uint i = buf * BK * BN + b_k * BN + b_n + e;
         Bs[i >> 2][i & 3u] = rb[e];
     }
@@ -125,10 +107,8 @@ void main() {
     uint tiles = (K + BK - 1) / BK;
 
     vec4 acc[TM][SN];
-    [[unroll]] for (uint i = 0; i < 16; i++) {
-        if (i >= TM) break;
-        [[unroll]] for (uint j = 0; j < 4; j++) {
-            if (j >= SN) break;
+    [[unroll]] for (uint i = 0; i < TM; i++) {
+        [[unroll]] for (uint j = 0; j < SN; j++) {
             acc[i][j] = vec4(0.0);
         }
     }
@@ -148,19 +128,15 @@ void main() {
         [[unroll]] for (uint k = 0; k < BK; k++) {
             vec4 va[SM];
             vec4 vb[SN];
-            [[unroll]] for (uint s = 0; s < 4; s++) {
-                if (s >= SM) break;
+            [[unroll]] for (uint s = 0; s < SM; s++) {
                 va[s] = As[abase + (k * AS + s * (BM / SM)) / 4 + ty];
             }
-            [[unroll]] for (uint s = 0; s < 4; s++) {
-                if (s >= SN) break;
+            [[unroll]] for (uint s = 0; s < SN; s++) {
                 vb[s] = Bs[bbase + (k * BN + s * (BN / SN)) / 4 + tx];
             }
-            [[unroll]] for (uint s = 0; s < 4; s++) {
-                if (s >= SM) break;
+            [[unroll]] for (uint s = 0; s < SM; s++) {
                 [[unroll]] for (uint i = 0; i < 4; i++) {
-                    [[unroll]] for (uint j = 0; j < 4; j++) {
-                        if (j >= SN) break;
+                    [[unroll]] for (uint j = 0; j < SN; j++) {
                         acc[s * 4 + i][j] = fma(vec4(va[s][i]), vb[j], acc[s * 4 + i][j]);
                     }
                 }
@@ -172,12 +148,10 @@ void main() {
         barrier();
     }
 
-    [[unroll]] for (uint s = 0; s < 4; s++) {
-        if (s >= SM) break;
+    [[unroll]] for (uint s = 0; s < SM; s++) {
         [[unroll]] for (uint i = 0; i < 4; i++) {
             uint row = m0 + s * (BM / SM) + ty * 4 + i;
-            [[unroll]] for (uint j = 0; j < 4; j++) {
-                if (j >= SN) break;
+            [[unroll]] for (uint j = 0; j < SN; j++) {
                 uint col = n0 + j * (BN / SN) + tx * 4;
                 vec4 v = acc[s * 4 + i][j];
                 if (full_mn) {

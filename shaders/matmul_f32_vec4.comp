@@ -27,14 +27,6 @@
 // Grid: (ceil(N/BN), ceil(M/BM), 1).
 #extension GL_EXT_control_flow_attributes : enable
 
-// Loops over per-thread arrays run to a constant bound (the most any
-// valid tile needs: TileConfig::is_valid) and break at the specialization
-// constant, so their trip counts are known when the SPIR-V is made and
-// every array index is a constant once unrolled: the arrays stay in
-// registers. (Bounded by the specialization constants themselves, NVIDIA's
-// driver kept the cooperative-matrix kernel's arrays out of registers:
-// 58 TFLOP/s for every tile shape on the H100, 2026-11-25.)
-
 layout(local_size_x = 256, local_size_x_id = 0) in;
 layout(constant_id = 1) const uint BM = 128;
 layout(constant_id = 2) const uint BN = 128;
@@ -70,26 +62,22 @@ void load_tile(uint t, uint m0, uint n0, bool fast, uint tid) {
     uint k0 = t * BK;
     uint k4 = K / 4, n4 = N / 4;
     if (fast && k0 + BK <= K) {
-        [[unroll]] for (uint e = 0; e < 4; e++) {
-            if (e >= CA) break;
+        [[unroll]] for (uint e = 0; e < CA; e++) {
             uint ch = tid + e * THREADS;
             ra[e] = a[(m0 + ch / KC) * k4 + k0 / 4 + ch % KC];
         }
-        [[unroll]] for (uint e = 0; e < 4; e++) {
-            if (e >= CB) break;
+        [[unroll]] for (uint e = 0; e < CB; e++) {
             uint ch = tid + e * THREADS;
             rb[e] = b[(k0 + ch / NC) * n4 + n0 / 4 + ch % NC];
         }
     } else {
-        [[unroll]] for (uint e = 0; e < 4; e++) {
-            if (e >= CA) break;
+        [[unroll]] for (uint e = 0; e < CA; e++) {
             uint ch = tid + e * THREADS;
             uint row = m0 + ch / KC;
             uint k = k0 + (ch % KC) * 4; // K % 4 == 0: k < K ⇒ k + 3 < K
             ra[e] = (row < M && k < K) ? a[row * k4 + k / 4] : vec4(0.0);
         }
-        [[unroll]] for (uint e = 0; e < 4; e++) {
-            if (e >= CB) break;
+        [[unroll]] for (uint e = 0; e < CB; e++) {
             uint ch = tid + e * THREADS;
             uint kb = k0 + ch / NC;
             uint col = n0 + (ch % NC) * 4; // N % 4 == 0: col < N ⇒ col + 3 < N
@@ -100,8 +88,7 @@ void load_tile(uint t, uint m0, uint n0, bool fast, uint tid) {
 
 // Moves the registers into shared buffer `buf` (A transposed).
 void store_tile(uint buf, uint tid) {
-    [[unroll]] for (uint e = 0; e < 4; e++) {
-        if (e >= CA) break;
+    [[unroll]] for (uint e = 0; e < CA; e++) {
         uint ch = tid + e * THREADS;
         uint r = ch / KC;
         uint kk = (ch % KC) * 4;
@@ -110,8 +97,7 @@ void store_tile(uint buf, uint tid) {
             As[i >> 2][i & 3u] = ra[e][q];
         }
     }
-    [[unroll]] for (uint e = 0; e < 4; e++) {
-        if (e >= CB) break;
+    [[unroll]] for (uint e = 0; e < CB; e++) {
         uint ch = tid + e * THREADS;
         Bs[buf * BK * NC + ch] = rb[e];
     }
@@ -147,10 +133,8 @@ void main() {
     uint tiles = (K + BK - 1) / BK;
 
     vec4 acc[TM][SN];
-    [[unroll]] for (uint i = 0; i < 16; i++) {
-        if (i >= TM) break;
-        [[unroll]] for (uint j = 0; j < 4; j++) {
-            if (j >= SN) break;
+    [[unroll]] for (uint i = 0; i < TM; i++) {
+        [[unroll]] for (uint j = 0; j < SN; j++) {
             acc[i][j] = vec4(0.0);
         }
     }
@@ -172,25 +156,20 @@ void main() {
         // before the FMAs of k (register double-buffering).
         vec4 va[2][SM];
         vec4 vb[2][SN];
-        [[unroll]] for (uint k = 0; k < 33; k++) {
-            if (k >= BK + FRAG2) break;
+        [[unroll]] for (uint k = 0; k < BK + FRAG2; k++) {
             if (k < BK) {
-                [[unroll]] for (uint s = 0; s < 4; s++) {
-                    if (s >= SM) break;
+                [[unroll]] for (uint s = 0; s < SM; s++) {
                     va[k & 1u][s] = As[abase + (k * AS + s * (BM / SM)) / 4 + ty];
                 }
-                [[unroll]] for (uint s = 0; s < 4; s++) {
-                    if (s >= SN) break;
+                [[unroll]] for (uint s = 0; s < SN; s++) {
                     vb[k & 1u][s] = Bs[bbase + (k * BN + s * (BN / SN)) / 4 + tx];
                 }
             }
             if (k >= FRAG2) {
                 uint f = (k - FRAG2) & 1u;
-                [[unroll]] for (uint s = 0; s < 4; s++) {
-                    if (s >= SM) break;
+                [[unroll]] for (uint s = 0; s < SM; s++) {
                     [[unroll]] for (uint i = 0; i < 4; i++) {
-                        [[unroll]] for (uint j = 0; j < 4; j++) {
-                            if (j >= SN) break;
+                        [[unroll]] for (uint j = 0; j < SN; j++) {
                             acc[s * 4 + i][j] =
                                 fma(vec4(va[f][s][i]), vb[f][j], acc[s * 4 + i][j]);
                         }
@@ -205,12 +184,10 @@ void main() {
     }
 
     uint n4 = N / 4;
-    [[unroll]] for (uint s = 0; s < 4; s++) {
-        if (s >= SM) break;
+    [[unroll]] for (uint s = 0; s < SM; s++) {
         [[unroll]] for (uint i = 0; i < 4; i++) {
             uint row = m0 + s * (BM / SM) + ty * 4 + i;
-            [[unroll]] for (uint j = 0; j < 4; j++) {
-                if (j >= SN) break;
+            [[unroll]] for (uint j = 0; j < SN; j++) {
                 uint col = n0 + j * (BN / SN) + tx * 4;
                 if (full_mn || (row < M && col < N)) {
                     c[row * n4 + col / 4] = acc[s * 4 + i][j];

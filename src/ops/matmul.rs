@@ -424,11 +424,7 @@ fn matmul_kernel(gpu: &Device, variant: Variant) -> Result<Kernel> {
         Variant::MatVec4 => ("matvec_f32_vec4", Vec::new()),
         Variant::VecMat => ("vecmat_f32", Vec::new()),
         Variant::CoopMatF16(t) => (
-            if t.vec_shared {
-                "matmul_f16_coopmat_v4s"
-            } else {
-                "matmul_f16_coopmat"
-            },
+            "matmul_f16_coopmat",
             vec![(0, t.wm), (1, t.wn), (2, t.warps_n), (3, t.bk)],
         ),
         Variant::WidenF16 => ("convert_f16_f32", Vec::new()),

@@ -116,17 +116,7 @@ impl TileConfig {
             return false;
         }
         let (ea, eb) = ((bm * bk) / t, (bk * bn) / t);
-        // The kernels' per-thread loops run to constant bounds (16 rows and
-        // columns of C, 16 elements of A and B moved per slice, 32-deep
-        // slices for the 16-byte kernel) so that their arrays stay in
-        // registers; larger tiles are outside them.
-        let within = tm <= 16 && tn <= 16 && ea <= 16 && eb <= 16 && (!vec4 || bk <= 32);
-        within
-            && ea > 0
-            && eb > 0
-            && bk % ea == 0
-            && bn % eb == 0
-            && (!vec4 || (ea % 4 == 0 && eb % 4 == 0))
+        ea > 0 && eb > 0 && bk % ea == 0 && bn % eb == 0 && (!vec4 || (ea % 4 == 0 && eb % 4 == 0))
     }
 
     /// Whether a `k`×`n` B (and an A with `k` columns) runs the 16-byte
@@ -152,11 +142,6 @@ pub struct CoopTile {
     pub warps_n: u32,
     /// Slice depth along K (a multiple of 16).
     pub bk: u32,
-    /// Stage the shared tiles with one 16-byte store per 8 halves
-    /// (`shaders/matmul_f16_coopmat_v4s.comp`) instead of eight 16-bit
-    /// stores; the cooperative-matrix loads then address the tiles in
-    /// 16-byte units.
-    pub vec_shared: bool,
 }
 
 impl CoopTile {
@@ -166,7 +151,6 @@ impl CoopTile {
         wn: 32,
         warps_n: 4,
         bk: 32,
-        vec_shared: false,
     };
     /// 128×256 blocks, 64×64 per subgroup, 16-deep slices.
     pub const WIDE: CoopTile = CoopTile {
@@ -174,7 +158,6 @@ impl CoopTile {
         wn: 64,
         warps_n: 4,
         bk: 16,
-        vec_shared: false,
     };
     /// 256×128 blocks, 64×64 per subgroup, 16-deep slices.
     pub const TALL: CoopTile = CoopTile {
@@ -182,7 +165,6 @@ impl CoopTile {
         wn: 64,
         warps_n: 2,
         bk: 16,
-        vec_shared: false,
     };
 
     /// Block rows.
@@ -391,29 +373,6 @@ mod tests {
             !bad.is_valid(),
             "a 1-deep slice has fewer elements than threads"
         );
-        // The kernels' constant loop bounds: 16 rows or columns of C per
-        // thread, 16 elements of A or B per slice.
-        let wide = TileConfig {
-            bm: 256,
-            tm: 32,
-            ..TileConfig::LARGE
-        };
-        assert!(!wide.is_valid(), "32 rows per thread");
-        let deep = TileConfig {
-            bk: 64,
-            ..TileConfig::LARGE
-        };
-        assert!(!deep.is_valid(), "32 elements of A per thread");
-        // 256 threads of 16×8, 16 elements of A and 8 of B per slice.
-        let at_bounds = TileConfig {
-            bm: 256,
-            bn: 128,
-            bk: 16,
-            tm: 16,
-            tn: 8,
-            ..TileConfig::LARGE
-        };
-        assert!(at_bounds.is_valid(), "{at_bounds:?}");
     }
 
     #[test]
