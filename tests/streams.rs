@@ -407,8 +407,17 @@ fn a_spinning_kernel_does_not_delay_a_short_batch_on_another_stream() {
         "short batch solo {solo:.1} µs, beside a spinning kernel {busy:.1} µs, ratio {:.2}",
         busy / solo
     );
+    // Overlap is proven above without timing: every counted short batch
+    // completed while the spinning kernel (about 30 ms) was still running,
+    // which a stream held up behind it cannot do. The times are printed,
+    // not held to a ratio: under the validation layer a submission costs
+    // ~100 µs and varies 3× run to run (H100, 2026-11-25), so a ratio
+    // would test the layer. The ratio goal (≤ 2× solo) is measured without
+    // validation by `examples/streams.rs` (docs/PERF.md). A short batch
+    // that waited for the spin would take about 30 ms; 5 ms is far below
+    // that and far above the ~350 µs seen beside the spin under validation.
     assert!(
-        busy <= 2.0 * solo + 20.0,
+        busy < 5_000.0,
         "a short batch took {busy:.1} µs beside a spinning kernel on another stream (solo {solo:.1} µs)"
     );
     // Every short batch ran once: solo tries and every attempt beside the spin.
