@@ -8,9 +8,11 @@
 //! the other, so the wait finds the GPU and the driver primed) and isolated
 //! ones (5 ms of sleep before each, so nothing is primed by a previous
 //! wait), with the wait spinning then blocking (the default) and blocking
-//! only; and the CPU time the calling thread spent per round trip (from
-//! `/proc/thread-self/schedstat`), which for a spinning wait is about the
-//! wall time.
+//! only; and the CPU time the calling thread spent per round trip
+//! (`clock_gettime(CLOCK_THREAD_CPUTIME_ID)`), which for a spinning wait is
+//! about the wall time. (`/proc/thread-self/schedstat`, used before
+//! 2026-11-25, moves only at scheduler events: a spin that was never
+//! preempted read 0 µs on the H100.)
 
 use std::process::Command;
 use std::time::Duration;
@@ -26,11 +28,17 @@ pub const CHILD_ARG: &str = "--roundtrip-child";
 /// The pause before each isolated round trip.
 const ISOLATION: Duration = Duration::from_millis(5);
 
-/// CPU time this thread has run, in ns (`None` where the kernel does not
-/// say).
+/// CPU time this thread has run, in ns (`None` where the clock is not
+/// available).
 fn thread_cpu_ns() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    s.split_whitespace().next()?.parse().ok()
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec for the call's duration;
+    // CLOCK_THREAD_CPUTIME_ID needs no other argument.
+    let r = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    (r == 0).then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
 }
 
 /// Runs `f` (returning wall µs) `warm` times untimed, then `reps` times,
@@ -219,7 +227,7 @@ pub fn roundtrip_section(
         "— (floor re-submits a recorded buffer)",
     );
     notes.push(format!(
-        "round trips: each side in its own process holding one device; isolated = {} ms of sleep before each; CPU time from /proc/thread-self/schedstat",
+        "round trips: each side in its own process holding one device; isolated = {} ms of sleep before each; CPU time from clock_gettime(CLOCK_THREAD_CPUTIME_ID)",
         ISOLATION.as_millis()
     ));
 }
