@@ -1,10 +1,18 @@
 //! Compiles every `shaders/*.comp` to SPIR-V at build time and embeds it.
 //!
 //! Each file becomes one entry of `$OUT_DIR/builtin_spirv.rs`, a table
-//! `BUILTIN_SPIRV: &[(&str, &[u32])]` of (file stem, SPIR-V words), sorted by
-//! stem. `#include "x.glsl"` resolves against `shaders/`. Built-in kernels
+//! `BUILTIN_SPIRV: &[(&str, &[u32])]` of (file stem, SPIR-V words), in the
+//! order of the sorted stems (each file's variants after it). `#include "x.glsl"` resolves against `shaders/`. Built-in kernels
 //! therefore need no runtime shaderc: the crate and its built-ins work with
 //! `default-features = false`.
+//!
+//! A `.comp` file may also name variants compiled from the same source with
+//! preprocessor definitions, one line each anywhere in the file:
+//! `// variant: <stem> NAME=VALUE ...`. Each becomes an entry of its own
+//! (the matmul kernels use them to fix a tile's shape at compile time, so
+//! that their loops unroll and their arrays of accumulators become
+//! registers in the SPIR-V itself; the plain file keeps specialization
+//! constants for any other shape).
 //!
 //! The compiler is Debian's `glslc` (package `glslc`), or
 //! `glslangValidator` (package `glslang-tools`) when glslc is missing; the
@@ -48,7 +56,21 @@ fn compiler() -> Compiler {
     );
 }
 
-fn compile(c: &Compiler, src: &Path, include: &Path, out: &Path) {
+/// The `// variant: <stem> NAME=VALUE ...` lines of a shader's source:
+/// (stem, definitions). Pure.
+fn variants(source: &str) -> Vec<(String, Vec<String>)> {
+    source
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("// variant:"))
+        .filter_map(|rest| {
+            let mut words = rest.split_whitespace();
+            let stem = words.next()?.to_string();
+            Some((stem, words.map(str::to_string).collect()))
+        })
+        .collect()
+}
+
+fn compile(c: &Compiler, src: &Path, include: &Path, out: &Path, defines: &[String]) {
     let mut cmd = match c {
         Compiler::Glslc(p) => {
             let mut cmd = Command::new(p);
@@ -57,6 +79,7 @@ fn compile(c: &Compiler, src: &Path, include: &Path, out: &Path) {
                 .arg("-O")
                 .arg("-I")
                 .arg(include)
+                .args(defines.iter().map(|d| format!("-D{d}")))
                 .arg("-o")
                 .arg(out)
                 .arg(src);
@@ -70,6 +93,7 @@ fn compile(c: &Compiler, src: &Path, include: &Path, out: &Path) {
                 .arg("-S")
                 .arg("comp")
                 .arg(format!("-I{}", include.display()))
+                .args(defines.iter().map(|d| format!("-D{d}")))
                 .arg("-o")
                 .arg(out)
                 .arg(src);
@@ -122,19 +146,24 @@ pub fn compile_all() {
                 .file_stem()
                 .and_then(|s| s.to_str())
                 .expect("shader file names are UTF-8");
-            let spv = out_dir.join(format!("{stem}.spv"));
-            compile(&c, src, &dir, &spv);
-            let bytes = std::fs::read(&spv).expect("read compiled SPIR-V");
-            assert!(bytes.len() % 4 == 0, "SPIR-V of {stem} is not whole words");
-            let _ = write!(table, "    ({stem:?}, &[");
-            for (i, w) in bytes.chunks_exact(4).enumerate() {
-                if i % 8 == 0 {
-                    table.push_str("\n        ");
+            let source = std::fs::read_to_string(src).expect("read shader source");
+            let mut outputs = vec![(stem.to_string(), Vec::new())];
+            outputs.extend(variants(&source));
+            for (name, defines) in outputs {
+                let spv = out_dir.join(format!("{name}.spv"));
+                compile(&c, src, &dir, &spv, &defines);
+                let bytes = std::fs::read(&spv).expect("read compiled SPIR-V");
+                assert!(bytes.len() % 4 == 0, "SPIR-V of {name} is not whole words");
+                let _ = write!(table, "    ({name:?}, &[");
+                for (i, w) in bytes.chunks_exact(4).enumerate() {
+                    if i % 8 == 0 {
+                        table.push_str("\n        ");
+                    }
+                    let word = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+                    let _ = write!(table, "0x{word:08x}, ");
                 }
-                let word = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
-                let _ = write!(table, "0x{word:08x}, ");
+                table.push_str("\n    ]),\n");
             }
-            table.push_str("\n    ]),\n");
         }
     }
     table.push_str("];\n");

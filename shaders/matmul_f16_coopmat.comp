@@ -34,10 +34,26 @@ layout(std430, set = 0, binding = 1) readonly buffer MatB { uvec4 b[]; };
 layout(std430, set = 0, binding = 2) writeonly buffer MatC { float c[]; };
 layout(push_constant) uniform Shape { uint M; uint K; uint N; };
 
+// The built-in tiles are also compiled with their shape fixed (TILE_*
+// defined): the loops over fragments then unroll in the SPIR-V itself and
+// the arrays of cooperative matrices become separate values. Bounded by
+// specialization constants, they stayed arrays indexed in loops, and
+// NVIDIA's driver ran every tile at 58 TFLOP/s on the H100 (2026-11-25)
+// while a loop of eight compile-time accumulators reached 629.
+// variant: matmul_f16_coopmat_w64x32_n4_k32 TILE_WM=64 TILE_WN=32 TILE_WARPS_N=4 TILE_BK=32
+// variant: matmul_f16_coopmat_w64x64_n4_k16 TILE_WM=64 TILE_WN=64 TILE_WARPS_N=4 TILE_BK=16
+// variant: matmul_f16_coopmat_w64x64_n2_k16 TILE_WM=64 TILE_WN=64 TILE_WARPS_N=2 TILE_BK=16
+#ifdef TILE_WM
+const uint WM = TILE_WM;
+const uint WN = TILE_WN;
+const uint WARPS_N = TILE_WARPS_N;
+const uint BK = TILE_BK;
+#else
 layout(constant_id = 0) const uint WM = 64;
 layout(constant_id = 1) const uint WN = 32;
 layout(constant_id = 2) const uint WARPS_N = 4;
 layout(constant_id = 3) const uint BK = 32;
+#endif
 
 const uint BM = WM * (8 / WARPS_N);
 const uint BN = WN * WARPS_N;

@@ -20,12 +20,28 @@
 // Grid: (ceil(N/BN), ceil(M/BM), 1).
 #extension GL_EXT_control_flow_attributes : enable
 
+// The built-in tiles are also compiled with their shape fixed (TILE_*
+// defined): every loop then has a constant trip count, so the SPIR-V
+// itself is unrolled and the accumulators are registers, instead of
+// leaving that to the driver after specialization.
+// variant: matmul_f32_128x128x8_8x8 TILE_BM=128 TILE_BN=128 TILE_BK=8 TILE_TM=8 TILE_TN=8 TILE_THREADS=256
+// variant: matmul_f32_64x64x8_4x4 TILE_BM=64 TILE_BN=64 TILE_BK=8 TILE_TM=4 TILE_TN=4 TILE_THREADS=256
+// variant: matmul_f32_64x32x8_4x4 TILE_BM=64 TILE_BN=32 TILE_BK=8 TILE_TM=4 TILE_TN=4 TILE_THREADS=128
+#ifdef TILE_BM
+layout(local_size_x = TILE_THREADS) in;
+const uint BM = TILE_BM;
+const uint BN = TILE_BN;
+const uint BK = TILE_BK;
+const uint TM = TILE_TM;
+const uint TN = TILE_TN;
+#else
 layout(local_size_x = 256, local_size_x_id = 0) in;
 layout(constant_id = 1) const uint BM = 128;
 layout(constant_id = 2) const uint BN = 128;
 layout(constant_id = 3) const uint BK = 8;
 layout(constant_id = 4) const uint TM = 8;
 layout(constant_id = 5) const uint TN = 8;
+#endif
 
 layout(std430, set = 0, binding = 0) readonly buffer MatA { float a[]; };
 layout(std430, set = 0, binding = 1) readonly buffer MatB { float b[]; };

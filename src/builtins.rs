@@ -155,6 +155,47 @@ mod tests {
     }
 
     #[test]
+    fn fixed_matmul_tiles_are_embedded_without_specialization_constants() {
+        use crate::ops::{CoopTile, TileConfig};
+        let f32_tiles = [TileConfig::LARGE, TileConfig::SMALL, TileConfig::NARROW];
+        let coop_tiles = [CoopTile::DEFAULT, CoopTile::WIDE, CoopTile::TALL];
+        let names = f32_tiles
+            .iter()
+            .map(TileConfig::fixed_kernel)
+            .chain(coop_tiles.iter().map(CoopTile::fixed_kernel));
+        for name in names {
+            let name = name.expect("every built-in tile has a fixed kernel");
+            let words = spirv(name).unwrap_or_else(|| panic!("{name} embedded"));
+            let r = crate::reflect::reflect(words, None).expect("reflects");
+            assert!(r.spec_constants.is_empty(), "{name}");
+            assert_eq!(r.bindings.len(), 3, "{name}");
+        }
+        // Each f32 kernel's workgroup is the tile's thread count.
+        for t in f32_tiles {
+            let words = spirv(t.fixed_kernel().unwrap_or_default()).expect("embedded");
+            let r = crate::reflect::reflect(words, None).expect("reflects");
+            assert_eq!(r.workgroup_size[0], t.threads(), "{t:?}");
+            assert_eq!(r.workgroup_size_ids[0], None, "{t:?}");
+        }
+        // Other shapes and the 16-byte kernel have none.
+        let other = TileConfig {
+            bk: 16,
+            ..TileConfig::LARGE
+        };
+        assert_eq!(other.fixed_kernel(), None);
+        let v4 = TileConfig {
+            vec4: true,
+            ..TileConfig::LARGE
+        };
+        assert_eq!(v4.fixed_kernel(), None);
+        let odd = CoopTile {
+            bk: 48,
+            ..CoopTile::DEFAULT
+        };
+        assert_eq!(odd.fixed_kernel(), None);
+    }
+
+    #[test]
     fn cooperative_matrix_kernel_reflects() {
         // spirq cannot parse cooperative-matrix types; reflection replaces
         // them and still finds the bindings and constants.

@@ -402,6 +402,16 @@ enum Variant {
 /// `default-features = false` and builds each (kernel, tile) pipeline once
 /// per device.
 fn matmul_kernel(gpu: &Device, variant: Variant) -> Result<Kernel> {
+    // The built-in tiles come compiled with their shape fixed (their loops
+    // unrolled in the SPIR-V); other tiles specialize the general kernel.
+    let fixed = match variant {
+        Variant::Tiled(t) => t.fixed_kernel(),
+        Variant::CoopMatF16(t) => t.fixed_kernel(),
+        _ => None,
+    };
+    if let Some(name) = fixed {
+        return gpu.inner.builtins.get(&gpu.inner, name, &[]);
+    }
     let (name, spec): (&'static str, Vec<(u32, u32)>) = match variant {
         Variant::Tiled(t) => {
             let mut spec = vec![

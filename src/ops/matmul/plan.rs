@@ -81,6 +81,22 @@ impl TileConfig {
         frag_prefetch: false,
     };
 
+    /// The built-in kernel compiled with this tile's shape fixed, if there
+    /// is one (`shaders/matmul_f32.comp`'s `variant:` lines: the three
+    /// tiles [`choose_matmul`] picks); other tiles run the kernel that
+    /// takes its shape as specialization constants. Pure.
+    pub fn fixed_kernel(&self) -> Option<&'static str> {
+        if self.vec4 {
+            return None;
+        }
+        match (self.bm, self.bn, self.bk, self.tm, self.tn) {
+            (128, 128, 8, 8, 8) => Some("matmul_f32_128x128x8_8x8"),
+            (64, 64, 8, 4, 4) => Some("matmul_f32_64x64x8_4x4"),
+            (64, 32, 8, 4, 4) => Some("matmul_f32_64x32x8_4x4"),
+            _ => None,
+        }
+    }
+
     /// Threads per workgroup.
     pub fn threads(&self) -> u32 {
         (self.bm / self.tm) * (self.bn / self.tn)
@@ -166,6 +182,20 @@ impl CoopTile {
         warps_n: 2,
         bk: 16,
     };
+
+    /// The built-in kernel compiled with this tile's shape fixed, if there
+    /// is one (`shaders/matmul_f16_coopmat.comp`'s `variant:` lines:
+    /// [`CoopTile::DEFAULT`], [`CoopTile::WIDE`], [`CoopTile::TALL`]);
+    /// other tiles run the kernel that takes its shape as specialization
+    /// constants. Pure.
+    pub fn fixed_kernel(&self) -> Option<&'static str> {
+        match (self.wm, self.wn, self.warps_n, self.bk) {
+            (64, 32, 4, 32) => Some("matmul_f16_coopmat_w64x32_n4_k32"),
+            (64, 64, 4, 16) => Some("matmul_f16_coopmat_w64x64_n4_k16"),
+            (64, 64, 2, 16) => Some("matmul_f16_coopmat_w64x64_n2_k16"),
+            _ => None,
+        }
+    }
 
     /// Block rows.
     pub fn bm(&self) -> u32 {
