@@ -25,12 +25,11 @@ use std::time::Instant;
 use vkcompute::ops::{
     self, CoopTile, MatmulCaps, MatmulDtype, MatmulKernel, MatmulPlan, TileConfig,
 };
-use vkcompute::{
-    compile_glsl_with, Batch, BatchOptions, Buffer, Device, GlslOptimization, GlslOptions,
-    GlslTarget, Profiling, Result,
-};
+use vkcompute::{Batch, BatchOptions, Buffer, Device, Profiling, Result};
 
-const PEAK: &str = include_str!("matmul_coopmat_peak.comp");
+mod peak;
+
+use peak::{coopmat_peak, peak_in_child, PEAK_CHILD};
 
 /// Deterministic inputs in [-1, 1) with full 24-bit significands (so
 /// products and sums round, and the error figures mean something).
@@ -317,101 +316,6 @@ fn f16_case(
     );
     rep.push(key, tflops, "TFLOPs", Some(err), bound, note);
     Ok(())
-}
-
-/// The ceiling of a register-only cooperative-matrix loop, in TFLOP/s.
-fn coopmat_peak(
-    gpu: &Device,
-    reps: usize,
-    quick: bool,
-    acc: u32,
-    optimize: bool,
-    spirv13: bool,
-    shared: bool,
-) -> Result<f64> {
-    let source = PEAK.replacen(
-        "#version 450\n",
-        &format!(
-            "#version 450\n#define ACC {acc}\n#define SHARED {}\n",
-            u32::from(shared)
-        ),
-        1,
-    );
-    let options = GlslOptions {
-        optimization: if optimize {
-            GlslOptimization::Performance
-        } else {
-            GlslOptimization::None
-        },
-        // SPIR-V 1.3, as build.rs compiles the built-in coopmat kernel
-        // (which runs), or the runtime default 1.5.
-        target: if spirv13 {
-            GlslTarget::Vulkan1_1
-        } else {
-            GlslTarget::Vulkan1_2
-        },
-        ..GlslOptions::default()
-    };
-    let kernel = gpu.kernel_spirv(&compile_glsl_with(&source, &options)?)?;
-    let sub = gpu.info().subgroup_size.max(1);
-    let groups = gpu.info().compute_units.max(16) * 8;
-    let subgroups = groups * (256 / sub);
-    let iters: u32 = if quick { 256 } else { 8192 };
-    let src = gpu.upload(&vec![f16_bits(0.5); 512])?;
-    let dst = gpu.alloc::<f32>((subgroups * acc * 256) as usize)?;
-    let ns = time_ns(gpu, reps, |batch| {
-        batch.run_configured(
-            &kernel,
-            &[&src, &dst],
-            [groups, 1, 1],
-            Some(&iters.to_le_bytes()),
-        )?;
-        Ok(())
-    })?;
-    // Every output entry is iters · Σ_16 (0.5·0.5).
-    let want = f64::from(iters) * 16.0 * 0.25;
-    let out = dst.read_range(0..256)?;
-    if out
-        .iter()
-        .any(|&v| (f64::from(v) - want).abs() > want * 1e-3)
-    {
-        eprintln!("coopmat peak kernel produced {} (want {want})", out[0]);
-        return Ok(f64::NAN);
-    }
-    Ok(f64::from(subgroups) * f64::from(iters) * f64::from(acc) * 2.0 * 4096.0 / ns / 1e3)
-}
-
-/// The argument that makes the example a coopmat-peak child.
-const PEAK_CHILD: &str = "--peak-child";
-
-/// Runs [`coopmat_peak`] with `acc` accumulators in a child process (a
-/// driver that crashes compiling or running the loop takes only the child
-/// down): its TFLOP/s, or why there is none.
-fn peak_in_child(
-    acc: u32,
-    optimize: bool,
-    spirv13: bool,
-    shared: bool,
-) -> std::result::Result<f64, String> {
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let opt = if optimize { "O" } else { "O0" };
-    let spv = if spirv13 { "spv13" } else { "spv15" };
-    let from = if shared { "shared" } else { "registers" };
-    let out = std::process::Command::new(exe)
-        .args([PEAK_CHILD, &acc.to_string(), opt, spv, from])
-        .output()
-        .map_err(|e| e.to_string())?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    if !out.status.success() {
-        return Err(format!(
-            "child {}: {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    text.lines()
-        .find_map(|l| l.strip_prefix("peak ")?.parse().ok())
-        .ok_or_else(|| format!("child printed no figure: {text}"))
 }
 
 fn main() -> Result<()> {
