@@ -8,7 +8,7 @@ use crate::ops::fusion::plan::{plan, Plan, Step};
 use crate::ops::matmul::{choose_matmul, MatmulCaps, MatmulDtype, MatmulKernel};
 use crate::ops::reduce::{self, Kind};
 use crate::ops::{self as o};
-use crate::{Batch, Buffer, GpuBuf, Kernel, Result, Ticket};
+use crate::{Batch, Buffer, Error, GpuBuf, Kernel, Result, Ticket};
 
 /// A fused step's kernel and how to launch it.
 pub(crate) struct FusedKernel {
@@ -291,7 +291,10 @@ fn fused_kernel(
 }
 
 fn record(ob: &OpBatch) -> Result<Ticket> {
-    let p = ob.prepared.as_ref().expect("prepared before recording");
+    let p = ob
+        .prepared
+        .as_ref()
+        .ok_or_else(|| internal("recorded before it was prepared"))?;
     let mut batch = ob
         .gpu
         .batch_with(BatchOptions::single_submit().with_profiling(ob.options.profiling))?;
@@ -302,7 +305,11 @@ fn record(ob: &OpBatch) -> Result<Ticket> {
         match (step, &p.fused[i]) {
             (Step::Single(n), _) => single(ob, &mut batch, *n)?,
             (Step::Fused(_), Some(f)) => {
-                let bufs: Vec<&Buffer<f32>> = f.bindings.iter().map(|&s| buf(ob, s)).collect();
+                let bufs = f
+                    .bindings
+                    .iter()
+                    .map(|&s| buf(ob, s))
+                    .collect::<Result<Vec<&Buffer<f32>>>>()?;
                 match f.launch {
                     Launch::Invocations(items) => {
                         let b: Vec<&dyn GpuBuf> = bufs.iter().map(|b| *b as &dyn GpuBuf).collect();
@@ -312,47 +319,56 @@ fn record(ob: &OpBatch) -> Result<Ticket> {
                         let scratch = ob
                             .scratch
                             .get(&tail)
-                            .expect("reduction scratch made in prepare");
+                            .ok_or_else(|| internal("a fused reduction has no scratch buffer"))?;
                         let mut b: Vec<&dyn GpuBuf> = Vec::new();
                         for x in &bufs {
                             b.push(*x);
                             b.push(*x);
                         }
                         b.push(scratch);
-                        b.push(sbuf(ob, ob.graph.nodes[tail].out));
+                        b.push(sbuf(ob, ob.graph.nodes[tail].out)?);
                         batch.run_configured(&f.kernel, &b, [groups, 1, 1], Some(&f.push))?;
                     }
                     Launch::Grid(grid, a, bm) => {
-                        let mut b: Vec<&dyn GpuBuf> = vec![sbuf(ob, a), sbuf(ob, bm)];
+                        let mut b: Vec<&dyn GpuBuf> = vec![sbuf(ob, a)?, sbuf(ob, bm)?];
                         b.extend(bufs.iter().map(|b| *b as &dyn GpuBuf));
                         batch.run_configured(&f.kernel, &b, grid, Some(&f.push))?;
                     }
                 }
             }
-            (Step::Fused(_), None) => unreachable!("fused steps have kernels"),
+            (Step::Fused(_), None) => return Err(internal("a fused step has no kernel")),
         }
     }
     batch.submit_async()
 }
 
-fn buf(ob: &OpBatch, s: usize) -> &Buffer<f32> {
-    ob.buffers[s]
-        .as_ref()
-        .expect("every bound storage has a buffer")
+/// The error for a broken invariant of the prepared plan (a bug of the op
+/// batch, reported rather than panicking in the user's process).
+fn internal(what: &str) -> Error {
+    Error::TensorUnavailable {
+        detail: format!("op batch internal error: {what}"),
+    }
 }
 
-fn sbuf(ob: &OpBatch, v: V) -> &Buffer<f32> {
+fn buf(ob: &OpBatch, s: usize) -> Result<&Buffer<f32>> {
+    ob.buffers
+        .get(s)
+        .and_then(Option::as_ref)
+        .ok_or_else(|| internal("a bound storage has no buffer"))
+}
+
+fn sbuf(ob: &OpBatch, v: V) -> Result<&Buffer<f32>> {
     buf(ob, ob.graph.values[v].storage)
 }
 
 /// One node through its built-in kernel.
 fn single(ob: &OpBatch, batch: &mut Batch, n: usize) -> Result<()> {
     let node = &ob.graph.nodes[n];
-    let out = sbuf(ob, node.out);
+    let out = sbuf(ob, node.out)?;
     let shape = ob.graph.values[node.out].shape;
     match node.op {
-        Op::Unary(f, x) => o::unary::<f32>(batch, f, sbuf(ob, x), out),
-        Op::Binary(g, a, b) => o::binary::<f32>(batch, g, sbuf(ob, a), sbuf(ob, b), out),
+        Op::Unary(f, x) => o::unary::<f32>(batch, f, sbuf(ob, x)?, out),
+        Op::Binary(g, a, b) => o::binary::<f32>(batch, g, sbuf(ob, a)?, sbuf(ob, b)?, out),
         Op::AddRow(a, bias) => {
             let gpu = &ob.gpu;
             let k = gpu.inner.builtins.get(&gpu.inner, "add_rows_f32", &[])?;
@@ -361,20 +377,20 @@ fn single(ob: &OpBatch, batch: &mut Batch, n: usize) -> Result<()> {
                 .iter()
                 .flat_map(|x| x.to_le_bytes())
                 .collect();
-            batch.run_with_push_constants(&k, &[sbuf(ob, a), sbuf(ob, bias), out], numel, &pc)?;
+            batch.run_with_push_constants(&k, &[sbuf(ob, a)?, sbuf(ob, bias)?, out], numel, &pc)?;
             Ok(())
         }
         Op::Matmul(a, b) => {
             let (m, k, nn) = m_k_n(ob, a, node.out);
-            o::matmul(batch, sbuf(ob, a), sbuf(ob, b), out, m, k, nn)
+            o::matmul(batch, sbuf(ob, a)?, sbuf(ob, b)?, out, m, k, nn)
         }
         Op::Sum(x) => reduction(ob, batch, n, Kind::Sum, x, x),
         Op::Max(x) => reduction(ob, batch, n, Kind::Max, x, x),
         Op::Dot(a, b) => reduction(ob, batch, n, Kind::Dot, a, b),
-        Op::Softmax(x) => o::softmax(batch, sbuf(ob, x), out, shape.rows(), shape.cols()),
+        Op::Softmax(x) => o::softmax(batch, sbuf(ob, x)?, out, shape.rows(), shape.cols()),
         Op::Transpose(x) => {
             let s = ob.graph.values[x].shape;
-            o::transpose(batch, sbuf(ob, x), out, s.rows(), s.cols())
+            o::transpose(batch, sbuf(ob, x)?, out, s.rows(), s.cols())
         }
         Op::Fill(value) => o::fill::<f32>(batch, value, out),
     }
@@ -387,13 +403,13 @@ fn reduction(ob: &OpBatch, batch: &mut Batch, n: usize, kind: Kind, x: V, y: V) 
         Kind::Max => "ops::max",
         Kind::Dot => "ops::dot",
     };
-    let out = sbuf(ob, ob.graph.nodes[n].out);
+    let out = sbuf(ob, ob.graph.nodes[n].out)?;
     reduce::record_with(
         batch,
         name,
         kind,
-        sbuf(ob, x),
-        sbuf(ob, y),
+        sbuf(ob, x)?,
+        sbuf(ob, y)?,
         out,
         1,
         ob.scratch.get(&n),
