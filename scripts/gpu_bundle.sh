@@ -35,9 +35,10 @@ if [ "$set_name" = perf ]; then
     exit 1
   }
 fi
-# Downloads Debian 13's vulkan-validationlayers (amd64) through apt with a
-# source list of its own (nothing of this machine's apt set-up changes) and
-# prints the folder it was unpacked into.
+# Downloads Debian 13's vulkan-validationlayers and libvulkan1 (amd64)
+# through apt with a source list of its own (nothing of this machine's apt
+# set-up changes), unpacks the layer into <dir>/root, keeps both debs in
+# <dir>/debs, and prints <dir>.
 fetch_gpu_layer() {
   local d=/tmp/vkcompute-gpu-layer
   if [ ! -f "$d/root/usr/lib/x86_64-linux-gnu/libVkLayer_khronos_validation.so" ]; then
@@ -54,7 +55,7 @@ fetch_gpu_layer() {
     (cd "$d/debs" && apt-get "${o[@]}" download vulkan-validationlayers libvulkan1 >/dev/null 2>&1) || return 1
     dpkg -x "$d"/debs/vulkan-validationlayers_*.deb "$d/root" || return 1
   fi
-  echo "$d/root"
+  echo "$d"
 }
 stage=$(mktemp -d)
 mkdir -p "$stage/bin" "$stage/layer"
@@ -92,16 +93,16 @@ case "$set_name" in
     # Debian 12's 1.3.239 reports its feature struct as an unknown pNext and
     # every test fails on that). Falls back to this machine's layer, with a
     # warning, when Debian 13's package cannot be fetched.
-    layer_src=$(fetch_gpu_layer) || layer_src=""
-    if [ -n "$layer_src" ]; then
-      cp "$layer_src/usr/lib/x86_64-linux-gnu/libVkLayer_khronos_validation.so" "$stage/layer/"
-      layer_json="$layer_src/usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json"
+    fetched=$(fetch_gpu_layer) || fetched=""
+    if [ -n "$fetched" ]; then
+      cp "$fetched/root/usr/lib/x86_64-linux-gnu/libVkLayer_khronos_validation.so" "$stage/layer/"
+      layer_json="$fetched/root/usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json"
       # The loader of the same release: Debian 12's loader (1.3.239) asks
       # the device for vkGetPhysicalDeviceVideoEncodeQualityLevelPropertiesKHR,
       # an instance function to the newer layer, which reports it in every
       # test. .gpu/setup.sh unpacks every deb in .gpu/debs.
       rm -f .gpu/debs/libvulkan1_*.deb
-      cp /tmp/vkcompute-gpu-layer/debs/libvulkan1_*.deb .gpu/debs/
+      cp "$fetched"/debs/libvulkan1_*.deb .gpu/debs/
     else
       echo "gpu_bundle: WARNING: Debian 13's validation layer could not be fetched; packing this machine's (too old for VK_KHR_cooperative_matrix: tests will fail on its unknown feature struct)" >&2
       cp "$arch_dir/libVkLayer_khronos_validation.so" "$stage/layer/"

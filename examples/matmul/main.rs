@@ -409,8 +409,8 @@ fn main() -> Result<()> {
         )?;
     }
 
-    // Full sizes: spot checks.
-    for s in [s1, s2] {
+    // Full sizes (and the odd one): spot checks.
+    for s in [s1, s2, odd] {
         f32_case(
             &gpu,
             &mut rep,
@@ -421,15 +421,6 @@ fn main() -> Result<()> {
             false,
         )?;
     }
-    f32_case(
-        &gpu,
-        &mut rep,
-        &format!("sgemm{odd}"),
-        (odd, odd, odd),
-        None,
-        reps,
-        false,
-    )?;
     let v4 = |t: TileConfig| TileConfig { vec4: true, ..t };
     let v4w = |t: TileConfig| TileConfig {
         compact_warps: true,
