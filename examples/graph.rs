@@ -236,6 +236,13 @@ fn floor_child(args: &[String]) {
             let cost = median(fl.submit_cost(n, simul, reps).into_iter().map(us).collect());
             println!("floor submit_{key}_{n} {cost}");
         }
+        let cost = median(
+            fl.submit_cost_secondary(n, reps)
+                .into_iter()
+                .map(us)
+                .collect(),
+        );
+        println!("floor submit_secondary_{n} {cost}");
     }
     for _ in 0..3 {
         fl.chain_prerecorded(chain);
@@ -252,6 +259,13 @@ fn floor_child(args: &[String]) {
             .collect(),
     );
     println!("floor chain_gpu {gpu}");
+    let simul = ash::vk::CommandBufferUsageFlags::SIMULTANEOUS_USE;
+    let gpu_simul = median(
+        (0..chain_reps)
+            .map(|_| us(fl.chain_gpu_with(chain, simul).0) / chain as f64)
+            .collect(),
+    );
+    println!("floor chain_gpu_simul {gpu_simul}");
     for _ in 0..20 {
         fl.round_trip(true);
     }
@@ -492,6 +506,7 @@ fn main() -> vkcompute::Result<()> {
             get(&format!("submit_simul_{n}")),
             get(&format!("submit_plain_{n}")),
         );
+        let secondary = get(&format!("submit_secondary_{n}"));
         rows.insert(
             // After this size's "first launch" row.
             3 * i + 2,
@@ -507,7 +522,8 @@ fn main() -> vkcompute::Result<()> {
         notes.push(format!(
             "floor submit of a pre-recorded command buffer of {n} dispatches, re-submitted after \
              each completes: {simul:.2} µs with SIMULTANEOUS_USE (as graphs), {plain:.2} µs \
-             without; our launch {:.2} µs",
+             without, {secondary:.2} µs as a small primary executing it recorded as a secondary; \
+             our launch {:.2} µs",
             launch_cost[i]
         ));
     }
@@ -520,6 +536,11 @@ fn main() -> vkcompute::Result<()> {
         floor: Some(floor_chain_gpu),
         goal: "≤ 1.0× floor",
     });
+    notes.push(format!(
+        "floor chain of {chain}, GPU time per dispatch: {floor_chain_gpu:.3} µs begun ONE_TIME_SUBMIT, \
+         {:.3} µs begun SIMULTANEOUS_USE (as graphs)",
+        get("chain_gpu_simul")
+    ));
     rows.push(Row {
         name: format!("chain of {chain}, per dispatch (launch → wait / {chain})"),
         unit: "µs",

@@ -451,7 +451,17 @@ impl Floor {
     /// timestamps, wall time from the start of recording to the end of the
     /// wait). Panics unless every x[i] went from i to i + n.
     pub fn chain_gpu(&mut self, n: usize) -> (Duration, Duration) {
-        let r = self.timed_run(n, true);
+        self.chain_gpu_with(n, vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT)
+    }
+
+    /// [`Floor::chain_gpu`] with the command buffer begun with `flags`
+    /// (`SIMULTANEOUS_USE`: as a graph's).
+    pub fn chain_gpu_with(
+        &mut self,
+        n: usize,
+        flags: vk::CommandBufferUsageFlags,
+    ) -> (Duration, Duration) {
+        let r = self.timed_run(n, true, flags);
         for (i, v) in self.read().into_iter().enumerate() {
             let want = (i + n) as f32;
             assert!(
@@ -466,7 +476,7 @@ impl Floor {
     /// They race on the buffer, so increments may be lost; the check is
     /// only that each x[i] grew by a whole number in 1..=n.
     pub fn independent_gpu(&mut self, n: usize) -> (Duration, Duration) {
-        let r = self.timed_run(n, false);
+        let r = self.timed_run(n, false, vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
         for (i, v) in self.read().into_iter().enumerate() {
             let grew = v - i as f32;
             let fine = (1.0..=n as f32).contains(&grew) && grew.fract() == 0.0;
@@ -478,12 +488,17 @@ impl Floor {
         r
     }
 
-    fn timed_run(&mut self, n: usize, barrier: bool) -> (Duration, Duration) {
+    fn timed_run(
+        &mut self,
+        n: usize,
+        barrier: bool,
+        flags: vk::CommandBufferUsageFlags,
+    ) -> (Duration, Duration) {
         assert!(n > 0, "floor: at least one dispatch");
         self.reset_buffer();
         let (cb, pc, q) = (self.cb, push(1.0, 1.0), self.queries);
         let start = Instant::now();
-        self.begin(cb, vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
+        self.begin(cb, flags);
         // SAFETY: `cb` is recording; queries 0 and 1 exist and are reset
         // before either is written.
         unsafe {

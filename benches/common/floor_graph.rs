@@ -85,3 +85,68 @@ impl Floor {
         costs
     }
 }
+
+impl Floor {
+    /// As [`Floor::submit_cost`], with the `n` dispatches recorded once into
+    /// a secondary command buffer (`SIMULTANEOUS_USE`) that a small primary
+    /// (no usage flags) executes: whether the driver's submit cost follows
+    /// the primary's size or the work it reaches.
+    pub fn submit_cost_secondary(&mut self, n: usize, reps: usize) -> Vec<Duration> {
+        assert!(
+            n > 0 && reps > 0,
+            "floor: at least one dispatch and one submission"
+        );
+        let (d, pc) = (&self.dev, push(1.0, 1.0));
+        let alloc = vk::CommandBufferAllocateInfo::default()
+            .command_pool(self.pool)
+            .level(vk::CommandBufferLevel::SECONDARY)
+            .command_buffer_count(1);
+        // SAFETY: the pool belongs to `d` and is used by this thread only.
+        let sec = ok!(unsafe { d.allocate_command_buffers(&alloc) })[0];
+        let inherit = vk::CommandBufferInheritanceInfo::default();
+        let info = vk::CommandBufferBeginInfo::default()
+            .flags(vk::CommandBufferUsageFlags::SIMULTANEOUS_USE)
+            .inheritance_info(&inherit);
+        let bind = vk::PipelineBindPoint::COMPUTE;
+        // SAFETY: `sec` is new; pipeline and set are live and match `layout`.
+        unsafe {
+            ok!(d.begin_command_buffer(sec, &info));
+            d.cmd_bind_pipeline(sec, bind, self.pipeline);
+            d.cmd_bind_descriptor_sets(sec, bind, self.layout, 0, &[self.set], &[]);
+        }
+        for i in 0..n {
+            self.step(sec, &pc, i + 1 < n);
+        }
+        self.end(sec);
+        let cb = self.cb;
+        let info = vk::CommandBufferBeginInfo::default();
+        // SAFETY: `cb` is not pending (every submission was waited for);
+        // `sec` is executable and was begun with SIMULTANEOUS_USE.
+        unsafe {
+            ok!(self.dev.begin_command_buffer(cb, &info));
+            self.dev.cmd_execute_commands(cb, &[sec]);
+        }
+        self.host_barrier(cb);
+        self.end(cb);
+        self.reset_buffer();
+        let mut costs = Vec::with_capacity(reps);
+        for _ in 0..reps {
+            let start = Instant::now();
+            let v = self.submit(cb);
+            costs.push(start.elapsed());
+            self.wait_spin(v);
+        }
+        // SAFETY: nothing pending uses `sec` (every submission was waited for).
+        unsafe { self.dev.free_command_buffers(self.pool, &[sec]) };
+        let total = n * reps;
+        assert!(total + ELEMENTS < 1 << 24, "floor: f32 no longer exact");
+        for (i, v) in self.read().into_iter().enumerate() {
+            let want = (i + total) as f32;
+            assert!(
+                v == want,
+                "floor: secondary of {n} dispatches × {reps} submissions: x[{i}] = {v}, expected {want}"
+            );
+        }
+        costs
+    }
+}

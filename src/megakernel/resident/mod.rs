@@ -576,14 +576,16 @@ impl ResidentMegakernel {
             seq,
             (1..SLOT_WORDS).filter(|&i| i != SLOT_TAG).map(|i| words[i]),
         );
-        for (i, &w) in words.iter().enumerate().skip(1) {
+        words[0] = seq;
+        // All sixteen words in one write-combined burst, then out of the
+        // write-combining buffer now (x86 drains it only at a full fence).
+        // They need no order among them: the device takes the slot only
+        // once the tag matches the sequence word and the others, which it
+        // loads together (one fence per push, not two: measured 0.05–0.08
+        // µs less per round trip on an H100, docs/PERF.md).
+        for (i, &w) in words.iter().enumerate() {
             r.ring(base + i).store(w, Ordering::Relaxed);
         }
-        // The task words before the sequence word, and the sequence word out
-        // of the write-combining buffer now (x86 orders WC stores only with
-        // a full fence).
-        fence(Ordering::SeqCst);
-        r.ring(base).store(seq, Ordering::Release);
         fence(Ordering::SeqCst);
         Ok(TaskHandle {
             ticket: t,
