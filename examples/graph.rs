@@ -243,6 +243,20 @@ fn floor_child(args: &[String]) {
                 .collect(),
         );
         println!("floor submit_secondary_{n} {cost}");
+        use ash::vk::CommandPoolCreateFlags as P;
+        for (key, flags, barriers) in [
+            ("pool_plain", P::empty(), true),
+            ("pool_transient", P::TRANSIENT, true),
+            ("no_barriers", P::empty(), false),
+        ] {
+            let cost = median(
+                fl.submit_cost_pool(n, flags, barriers, reps)
+                    .into_iter()
+                    .map(us)
+                    .collect(),
+            );
+            println!("floor submit_{key}_{n} {cost}");
+        }
     }
     for _ in 0..3 {
         fl.chain_prerecorded(chain);
@@ -507,6 +521,14 @@ fn main() -> vkcompute::Result<()> {
             get(&format!("submit_plain_{n}")),
         );
         let secondary = get(&format!("submit_secondary_{n}"));
+        notes.push(format!(
+            "floor submit of {n} dispatches, no usage flags, by how it was recorded: \
+             pool without flags {:.2} µs, TRANSIENT pool {:.2} µs, no barriers between the \
+             dispatches {:.2} µs",
+            get(&format!("submit_pool_plain_{n}")),
+            get(&format!("submit_pool_transient_{n}")),
+            get(&format!("submit_no_barriers_{n}")),
+        ));
         rows.insert(
             // After this size's "first launch" row.
             3 * i + 2,

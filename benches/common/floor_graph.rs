@@ -150,3 +150,67 @@ impl Floor {
         costs
     }
 }
+
+impl Floor {
+    /// As [`Floor::submit_cost`] (no usage flags), with the command buffer
+    /// allocated from a pool of its own created with `pool_flags`, and the
+    /// barriers between dispatches left out when `barriers` is false (then
+    /// the dispatches race, so each x[i] is only checked to have grown by
+    /// a whole number in 1..=n × reps): what the driver's submit cost
+    /// follows.
+    pub fn submit_cost_pool(
+        &mut self,
+        n: usize,
+        pool_flags: vk::CommandPoolCreateFlags,
+        barriers: bool,
+        reps: usize,
+    ) -> Vec<Duration> {
+        assert!(
+            n > 0 && reps > 0,
+            "floor: at least one dispatch and one submission"
+        );
+        let info = vk::CommandPoolCreateInfo::default()
+            .queue_family_index(self.family)
+            .flags(pool_flags);
+        // SAFETY: `dev` is live; `family` is the floor's queue family.
+        let pool = ok!(unsafe { self.dev.create_command_pool(&info, None) });
+        let alloc = vk::CommandBufferAllocateInfo::default()
+            .command_pool(pool)
+            .level(vk::CommandBufferLevel::PRIMARY)
+            .command_buffer_count(1);
+        // SAFETY: `pool` was just created on `dev`.
+        let cb = ok!(unsafe { self.dev.allocate_command_buffers(&alloc) })[0];
+        let pc = push(1.0, 1.0);
+        self.begin(cb, vk::CommandBufferUsageFlags::empty());
+        for i in 0..n {
+            self.step(cb, &pc, barriers && i + 1 < n);
+        }
+        self.host_barrier(cb);
+        self.end(cb);
+        self.reset_buffer();
+        let mut costs = Vec::with_capacity(reps);
+        for _ in 0..reps {
+            let start = Instant::now();
+            let v = self.submit(cb);
+            costs.push(start.elapsed());
+            self.wait_spin(v);
+        }
+        // SAFETY: every submission of `cb` completed (waited for above).
+        unsafe { self.dev.destroy_command_pool(pool, None) };
+        let total = n * reps;
+        assert!(total + ELEMENTS < 1 << 24, "floor: f32 no longer exact");
+        for (i, v) in self.read().into_iter().enumerate() {
+            let grown = v - i as f32;
+            let ok = if barriers {
+                grown == total as f32
+            } else {
+                grown >= 1.0 && grown <= total as f32 && grown.fract() == 0.0
+            };
+            assert!(
+                ok,
+                "floor: pool variant, {n} dispatches × {reps}: x[{i}] = {v}"
+            );
+        }
+        costs
+    }
+}
