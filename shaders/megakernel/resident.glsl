@@ -212,8 +212,10 @@ uint mkr_should_stop() {
 
 // Tags (layout.rs `tag`): a hash of the sequence word and a record's
 // words, checked before the words are trusted (stores across the bus need
-// not arrive in order).
-uint mkr_mix(uint h, uint w) { h = (h ^ w) * 0x85EBCA77u; return h ^ (h >> 15); }
+// not arrive in order). Each word is hashed with its position on its own
+// and the hashes are XORed, so the terms are computed in parallel.
+uint mkr_seed(uint seq) { uint x = seq * 0x9E3779B1u; return x ^ (x >> 13); }
+uint mkr_term(uint w, uint k) { uint x = (w + k * 0x7F4A7C15u) * 0x85EBCA77u; return x ^ (x >> 15); }
 
 uint mkr_w[16];   // lane 0: the words of the claimed slot
 
@@ -238,12 +240,12 @@ bool mkr_try_claim(inout uint ticket) {
     for (uint i = 1u; i < 16u; i++) mkr_w[i] = mkr_ring[base + i];
     uint seq = mkr_ring_load(base);
     if (seq != c + 1u) return false;
-    uint h = seq * 0x9E3779B1u;
-#define MKR_W(i) h = mkr_mix(h, mkr_w[i]);
-    MKR_W(1u) MKR_W(2u) MKR_W(3u) MKR_W(4u) MKR_W(5u) MKR_W(6u) MKR_W(7u)
-    MKR_W(8u) MKR_W(9u) MKR_W(10u) MKR_W(12u) MKR_W(13u) MKR_W(14u) MKR_W(15u)
-#undef MKR_W
-    if (h != tag) return false;   // words in flight, or of the slot's last lap
+    // Positions 1..14 are words 1..10 and 12..15 (word 11 is the tag).
+    uint h = ((mkr_seed(seq) ^ mkr_term(mkr_w[1], 1u)) ^ (mkr_term(mkr_w[2], 2u) ^ mkr_term(mkr_w[3], 3u)))
+        ^ ((mkr_term(mkr_w[4], 4u) ^ mkr_term(mkr_w[5], 5u)) ^ (mkr_term(mkr_w[6], 6u) ^ mkr_term(mkr_w[7], 7u)));
+    uint h2 = ((mkr_term(mkr_w[8], 8u) ^ mkr_term(mkr_w[9], 9u)) ^ (mkr_term(mkr_w[10], 10u) ^ mkr_term(mkr_w[12], 11u)))
+        ^ ((mkr_term(mkr_w[13], 12u) ^ mkr_term(mkr_w[14], 13u)) ^ mkr_term(mkr_w[15], 14u));
+    if ((h ^ h2) != tag) return false;   // words in flight, or of the slot's last lap
 #if MKR_SINGLE
     mkr_claim = c + 1u;
     // For the host and the next launch; it orders nothing, so no fence.
@@ -372,10 +374,9 @@ void main() {
                 mkr_done[rec + 5u] = t.params[1];
                 mkr_done[rec + 6u] = t.params[2];
                 mkr_done[rec + 7u] = t.params[3];
-                uint h = (ticket + 1u) * 0x9E3779B1u;
-                h = mkr_mix(h, state); h = mkr_mix(h, fault); h = mkr_mix(h, t.task_id);
-                h = mkr_mix(h, t.params[0]); h = mkr_mix(h, t.params[1]);
-                h = mkr_mix(h, t.params[2]); h = mkr_mix(h, t.params[3]);
+                uint h = ((mkr_seed(ticket + 1u) ^ mkr_term(state, 1u)) ^ (mkr_term(fault, 2u) ^ mkr_term(t.task_id, 3u)))
+                    ^ ((mkr_term(t.params[0], 4u) ^ mkr_term(t.params[1], 5u))
+                       ^ (mkr_term(t.params[2], 6u) ^ mkr_term(t.params[3], 7u)));
                 mkr_done[rec + MKR_DONE_TAG] = h;
                 // No release fence before the sequence word: the host trusts
                 // the record only once its tag matches, so the words need no
