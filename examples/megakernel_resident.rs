@@ -18,6 +18,8 @@
 #[allow(dead_code)]
 #[path = "../benches/common/cuda_ref.rs"]
 mod cuda_ref;
+#[path = "../benches/common/floor.rs"]
+mod floor;
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -277,7 +279,82 @@ fn throughput(
     (tasks as f64 / dt.as_secs_f64(), stats)
 }
 
+/// The argument that makes this example the floor's child process.
+const FLOOR_CHILD: &str = "--floor-child";
+
+/// The floor's process: the raw-Vulkan mailbox round trip
+/// (`benches/common/floor_mailbox.rs`) on a device of its own, printed as
+/// `floor KEY VALUE` (µs), or `floor-skip REASON`.
+fn floor_child(tries: usize) {
+    let mut fl = floor::Floor::new();
+    println!("floor-description {}", fl.description);
+    let Some(mut mb) = floor::mailbox::FloorMailbox::new(&fl) else {
+        println!(
+            "floor-skip the adapter has no device-local host-visible or no host-cached memory"
+        );
+        return;
+    };
+    let us: Vec<f64> = mb
+        .round_trips(&mut fl, tries / 10, tries)
+        .into_iter()
+        .map(|d| d.as_secs_f64() * 1e6)
+        .collect();
+    drop(mb);
+    assert_eq!(fl.validation_messages(), 0, "floor: validation messages");
+    let d = dist(us);
+    println!(
+        "floor median {}\nfloor p10 {}\nfloor p99 {}\nfloor min {}",
+        d.median, d.p10, d.p99, d.min
+    );
+}
+
+/// Runs the mailbox floor in a child process holding only its own device
+/// (the figures issue's rule) and reads its lines: the distribution, or why
+/// it was skipped.
+fn floor_side(tries: usize) -> Result<(Dist, String), String> {
+    let exe = std::env::current_exe().expect("the example's own path");
+    let out = std::process::Command::new(exe)
+        .args([FLOOR_CHILD, &tries.to_string()])
+        .output()
+        .expect("start the floor's process");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "the floor's process failed: {}\n{text}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if let Some(why) = text.lines().find_map(|l| l.strip_prefix("floor-skip ")) {
+        return Err(why.to_string());
+    }
+    let get = |k: &str| -> f64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("floor {k} ")))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("the floor printed no {k}:\n{text}"))
+    };
+    let description = text
+        .lines()
+        .find_map(|l| l.strip_prefix("floor-description "))
+        .unwrap_or("")
+        .to_string();
+    Ok((
+        Dist {
+            median: get("median"),
+            p10: get("p10"),
+            p99: get("p99"),
+            min: get("min"),
+        },
+        description,
+    ))
+}
+
 fn main() {
+    let argv: Vec<String> = std::env::args().collect();
+    if argv.get(1).map(String::as_str) == Some(FLOOR_CHILD) {
+        floor_child(argv.get(2).and_then(|v| v.parse().ok()).unwrap_or(20_000));
+        return;
+    }
     let a = args();
     let gpu = Device::new().expect("device");
     let info = gpu.info().clone();
@@ -302,6 +379,7 @@ fn main() {
     data.write(INPUTS * N, &vec![f32::NAN; OUTPUTS * N])
         .expect("reset");
     let (tps, tp_stats) = throughput(&gpu, &data, &input, a.tasks, workers);
+    let floor = floor_side(a.tries);
 
     // The CUDA figures of this run (`--cuda-persist`), else the notes'.
     let persist = a
@@ -329,13 +407,23 @@ fn main() {
     println!("| --- | --- | --- | --- | --- |");
     for (name, d) in [
         ("resident ring (1 worker)", &res),
-        ("… of which the host's push() (write-combined burst + fence)", &push),
+        (
+            "… of which the host's push() (write-combined burst + fence)",
+            &push,
+        ),
         ("our submit → wait (new batch)", &sub),
     ] {
         println!(
             "| {name} | {:.2} | {:.2} | {:.2} | {:.2} |",
             d.median, d.p10, d.p99, d.min
         );
+    }
+    match &floor {
+        Ok((d, _)) => println!(
+            "| raw-Vulkan mailbox floor (hand-written ash, own process) | {:.2} | {:.2} | {:.2} | {:.2} |",
+            d.median, d.p10, d.p99, d.min
+        ),
+        Err(why) => println!("| raw-Vulkan mailbox floor | skipped: {why} | | | |"),
     }
     println!("| CUDA launch + synchronize ({cuda_src}) | {cuda_launch:.2} | | | |");
     if let Some(m) = cuda_mailbox {
@@ -354,6 +442,12 @@ fn main() {
         a.tasks,
         tp_stats.relaunches
     );
+    if let Ok((d, desc)) = &floor {
+        println!(
+            "resident vs the raw-Vulkan mailbox floor: {:.2}× its median ({desc})",
+            res.median / d.median
+        );
+    }
     println!("latency kernel: {res_stats:?}");
     println!("throughput kernel: {tp_stats:?}");
     if let Some(path) = a.json {
@@ -364,12 +458,13 @@ fn main() {
             )
         };
         let json = format!(
-            "{{\n  \"device\": {:?},\n  \"driver\": {:?},\n  \"tries\": {},\n  \"resident\": {},\n  \"push_alone\": {},\n  \"submit_round_trip\": {},\n  \"cuda_launch_sync_us\": {cuda_launch}, \"cuda_mailbox_us\": {}, \"cuda_source\": {cuda_src:?},\n  \"ratio_submit_over_resident\": {vs_submit:.3},\n  \"ratio_cuda_over_resident\": {vs_cuda:.3},\n  \"goal_median_us\": {GOAL_MEDIAN_US},\n  \"goal_met\": {},\n  \"latency_relaunches\": {},\n  \"throughput\": {{\"threads\": 4, \"workers\": {workers}, \"cap\": {}, \"tasks\": {}, \"tasks_per_s\": {tps:.0}, \"us_per_task\": {:.4}, \"relaunches\": {}}},\n  \"results_checked\": true\n}}\n",
+            "{{\n  \"device\": {:?},\n  \"driver\": {:?},\n  \"tries\": {},\n  \"resident\": {},\n  \"push_alone\": {},\n  \"floor_mailbox\": {},\n  \"submit_round_trip\": {},\n  \"cuda_launch_sync_us\": {cuda_launch}, \"cuda_mailbox_us\": {}, \"cuda_source\": {cuda_src:?},\n  \"ratio_submit_over_resident\": {vs_submit:.3},\n  \"ratio_cuda_over_resident\": {vs_cuda:.3},\n  \"goal_median_us\": {GOAL_MEDIAN_US},\n  \"goal_met\": {},\n  \"latency_relaunches\": {},\n  \"throughput\": {{\"threads\": 4, \"workers\": {workers}, \"cap\": {}, \"tasks\": {}, \"tasks_per_s\": {tps:.0}, \"us_per_task\": {:.4}, \"relaunches\": {}}},\n  \"results_checked\": true\n}}\n",
             info.name,
             info.driver_name,
             a.tries,
             d(&res),
             d(&push),
+            floor.as_ref().map_or("null".to_string(), |(f, _)| d(f)),
             d(&sub),
             cuda_mailbox.map_or("null".to_string(), |m| m.to_string()),
             res.median <= GOAL_MEDIAN_US && vs_submit >= 4.0 && vs_cuda >= 3.0,

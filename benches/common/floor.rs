@@ -50,6 +50,8 @@ macro_rules! ok {
 pub mod diag;
 #[path = "floor_graph.rs"]
 pub mod graph;
+#[path = "floor_mailbox.rs"]
+pub mod mailbox;
 #[path = "floor_more.rs"]
 pub mod more;
 
@@ -96,6 +98,8 @@ pub struct Floor {
     debug: Option<(ash::ext::debug_utils::Instance, vk::DebugUtilsMessengerEXT)>,
     log: Box<Log>,
     dev: ash::Device,
+    /// The adapter (memory types for helpers that allocate their own).
+    pd: vk::PhysicalDevice,
     queue: vk::Queue,
     family: u32,
     timeline: vk::Semaphore,
@@ -301,6 +305,7 @@ impl Floor {
             debug,
             log,
             dev,
+            pd,
             queue,
             family,
             timeline,
