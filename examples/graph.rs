@@ -184,21 +184,9 @@ struct FloorSide {
 /// figures issue's rule: in one process holding two devices, or right
 /// after one, round trips read several times slower) and reads its lines.
 fn floor_side(sizes: &[usize; 3], chain: usize) -> vkcompute::Result<FloorSide> {
-    let exe = std::env::current_exe().expect("the example's own path");
-    let sizes: Vec<String> = sizes.iter().map(|n| n.to_string()).collect();
-    let out = std::process::Command::new(exe)
-        .arg(FLOOR_CHILD)
-        .arg(chain.to_string())
-        .args(&sizes)
-        .output()
-        .expect("start the floor's process");
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "the floor's process failed: {}\n{text}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let mut args = vec![FLOOR_CHILD.to_string(), chain.to_string()];
+    args.extend(sizes.iter().map(|n| n.to_string()));
+    let text = floor::run_child(&args);
     let mut side = FloorSide {
         values: Default::default(),
         description: String::new(),

@@ -312,18 +312,7 @@ fn floor_child(tries: usize) {
 /// (the figures issue's rule) and reads its lines: the distribution, or why
 /// it was skipped.
 fn floor_side(tries: usize) -> Result<(Dist, String), String> {
-    let exe = std::env::current_exe().expect("the example's own path");
-    let out = std::process::Command::new(exe)
-        .args([FLOOR_CHILD, &tries.to_string()])
-        .output()
-        .expect("start the floor's process");
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "the floor's process failed: {}\n{text}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = floor::run_child(&[FLOOR_CHILD.to_string(), tries.to_string()]);
     if let Some(why) = text.lines().find_map(|l| l.strip_prefix("floor-skip ")) {
         return Err(why.to_string());
     }

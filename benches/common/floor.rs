@@ -127,6 +127,26 @@ pub struct Floor {
     pub description: String,
 }
 
+/// Runs this executable again with `args`, as the floor's child process
+/// (one Vulkan device per process: in a process holding two devices, or
+/// right after one, round trips read several times slower), and returns
+/// what it printed. Panics when it cannot start or fails.
+pub fn run_child<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> String {
+    let exe = std::env::current_exe().expect("the example's own path");
+    let out = std::process::Command::new(exe)
+        .args(args)
+        .output()
+        .expect("start the floor's process");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "the floor's process failed: {}\n{text}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text
+}
+
 impl Floor {
     /// Creates everything; panics with a clear message when something fails.
     pub fn new() -> Floor {
