@@ -22,21 +22,26 @@
 //! order) are never taken for a task or a completion.
 //!
 //! A push takes the next ticket with a compare-and-swap on a host-side
-//! counter (lock-free; several threads may push at once), writes the task
-//! words, and publishes with a release store of the sequence word behind a
-//! full fence (mapped device memory is write-combined: x86 orders and
-//! flushes such stores only with a fence). A ticket's slot is reused only
+//! counter (lock-free; several threads may push at once), writes the
+//! sequence word, the task words and the tag in one burst, and flushes it
+//! with a full fence (mapped device memory is write-combined: x86 drains
+//! such stores only at a fence). The words need no order among them: the
+//! tag says when they all arrived. A ticket's slot is reused only
 //! once the kernel has finished its previous occupant and that one's
 //! [`TaskHandle`] has been dropped, so no completion is overwritten unread;
 //! a push that finds it otherwise fails with [`Error::ResidentRingFull`].
 //!
 //! On the device, one invocation per worker looks at the slot of the claim
-//! counter with acquire atomics at device scope (MakeVisible under the
-//! Vulkan memory model; never a plain load in a spin,
-//! `notes/persistent-kernels.md`), claims the task (a compare-and-swap on
-//! the claim counter; a single worker keeps the counter in a register and
-//! only stores it), hands it to its workgroup, runs the user's `run_task`, and publishes the
-//! completion with a release store (MakeAvailable).
+//! counter: its words and, last, its sequence word with an acquire atomic
+//! at device scope (MakeVisible under the Vulkan memory model; never a
+//! plain load in a spin, `notes/persistent-kernels.md`), checks the tag,
+//! claims the task (a compare-and-swap on the claim counter; a single
+//! worker keeps the counter in a register and only stores it), hands it to
+//! its workgroup, runs the user's `run_task`, and publishes the completion:
+//! its words, its tag and its sequence word, with no fence between them
+//! (the host checks the tag). The task's writes to the data buffer are not
+//! ordered before its completion: read them after the kernel ends (a batch
+//! or a host read that uses the buffer waits for that on its own).
 //!
 //! # Stopping
 //! Workers stop on the ring's stop word ([`ResidentMegakernel::stop`],
