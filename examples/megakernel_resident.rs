@@ -170,6 +170,7 @@ fn latency(
     data: &Buffer<f32>,
     input: &[f32],
     tries: usize,
+    ordered_data: bool,
 ) -> (Dist, Dist, ResidentStats) {
     let stream = gpu.stream().expect("stream");
     let config = ResidentConfig {
@@ -178,6 +179,7 @@ fn latency(
         ring_slots: 1024,
         idle_timeout: Duration::from_secs(2),
         max_wall_time: Duration::from_secs(120),
+        ordered_data,
         ..Default::default()
     };
     let mk = ResidentMegakernel::start(gpu, &stream, USER, data, &config).expect("start");
@@ -361,7 +363,10 @@ fn main() {
 
     let cap = vkcompute::megakernel::resident::residency_cap(&gpu, lanes(&gpu)).expect("cap");
     let workers = a.workers.unwrap_or(8).min(cap.workers);
-    let (res, push, res_stats) = latency(&gpu, &data, &input, a.tries);
+    let (res, push, res_stats) = latency(&gpu, &data, &input, a.tries, false);
+    data.write(INPUTS * N, &vec![f32::NAN; OUTPUTS * N])
+        .expect("reset");
+    let (ordered, _, _) = latency(&gpu, &data, &input, a.tries, true);
     data.write(INPUTS * N, &vec![f32::NAN; OUTPUTS * N])
         .expect("reset");
     let sub = submit_path(&gpu, &data, &input, a.tries);
@@ -399,6 +404,10 @@ fn main() {
         (
             "… of which the host's push() (write-combined burst + fence)",
             &push,
+        ),
+        (
+            "resident ring, `ordered_data` (task data ordered before the completion)",
+            &ordered,
         ),
         ("our submit → wait (new batch)", &sub),
     ] {
@@ -447,12 +456,13 @@ fn main() {
             )
         };
         let json = format!(
-            "{{\n  \"device\": {:?},\n  \"driver\": {:?},\n  \"tries\": {},\n  \"resident\": {},\n  \"push_alone\": {},\n  \"floor_mailbox\": {},\n  \"submit_round_trip\": {},\n  \"cuda_launch_sync_us\": {cuda_launch}, \"cuda_mailbox_us\": {}, \"cuda_source\": {cuda_src:?},\n  \"ratio_submit_over_resident\": {vs_submit:.3},\n  \"ratio_cuda_over_resident\": {vs_cuda:.3},\n  \"goal_median_us\": {GOAL_MEDIAN_US},\n  \"goal_met\": {},\n  \"latency_relaunches\": {},\n  \"throughput\": {{\"threads\": 4, \"workers\": {workers}, \"cap\": {}, \"tasks\": {}, \"tasks_per_s\": {tps:.0}, \"us_per_task\": {:.4}, \"relaunches\": {}}},\n  \"results_checked\": true\n}}\n",
+            "{{\n  \"device\": {:?},\n  \"driver\": {:?},\n  \"tries\": {},\n  \"resident\": {},\n  \"push_alone\": {},\n  \"resident_ordered_data\": {},\n  \"floor_mailbox\": {},\n  \"submit_round_trip\": {},\n  \"cuda_launch_sync_us\": {cuda_launch}, \"cuda_mailbox_us\": {}, \"cuda_source\": {cuda_src:?},\n  \"ratio_submit_over_resident\": {vs_submit:.3},\n  \"ratio_cuda_over_resident\": {vs_cuda:.3},\n  \"goal_median_us\": {GOAL_MEDIAN_US},\n  \"goal_met\": {},\n  \"latency_relaunches\": {},\n  \"throughput\": {{\"threads\": 4, \"workers\": {workers}, \"cap\": {}, \"tasks\": {}, \"tasks_per_s\": {tps:.0}, \"us_per_task\": {:.4}, \"relaunches\": {}}},\n  \"results_checked\": true\n}}\n",
             info.name,
             info.driver_name,
             a.tries,
             d(&res),
             d(&push),
+            d(&ordered),
             floor.as_ref().map_or("null".to_string(), |(f, _)| d(f)),
             d(&sub),
             cuda_mailbox.map_or("null".to_string(), |m| m.to_string()),

@@ -226,6 +226,71 @@ fn serves_10000_tasks_from_4_threads() {
     assert_clean(&gpu);
 }
 
+/// `ordered_data`: each task reads the previous task's output, pushed only
+/// once the host has seen that task's completion, on up to two workers (so
+/// consecutive tasks often run on different ones). Doubling each time keeps
+/// every value exact and makes a stale read (an older power of two) show.
+#[test]
+fn ordered_data_lets_a_task_read_an_earlier_tasks_output() {
+    let gpu = gpu();
+    if let Err(why) = host_writes_reach_running_dispatch(&gpu) {
+        skipped(format!("resident ring on {}: {why}", gpu.info().name));
+        return;
+    }
+    let (n, len) = (100usize, 64usize);
+    let (data, input) = setup(&gpu, n, len);
+    let workers = vkcompute::megakernel::resident::residency_cap(&gpu, LANES)
+        .unwrap()
+        .workers
+        .min(2);
+    let stream = gpu.stream().unwrap();
+    let config = ResidentConfig {
+        worker_count: workers,
+        workgroup_size: LANES,
+        ring_slots: 16,
+        idle_timeout: Duration::from_secs(1),
+        max_wall_time: Duration::from_secs(60),
+        ordered_data: true,
+        ..Default::default()
+    };
+    let mk = ResidentMegakernel::start(&gpu, &stream, USER, &data, &config).unwrap();
+    let region = |k: usize| (INPUT + k * len) as u32;
+    for k in 0..n {
+        let from = if k == 0 { 0 } else { region(k - 1) };
+        let t = TaskWorkItem::ready(
+            k as u32,
+            1,
+            from..from + len as u32,
+            region(k)..region(k) + len as u32,
+        )
+        .with_params([2.0f32.to_bits(), 0, 0, 0]);
+        let c = mk.wait(mk.push(&t).unwrap()).unwrap();
+        assert_eq!((c.state, c.task_id), (TaskState::Done, k as u32), "{c:?}");
+        let want = input[len - 1] * 2f32.powi(k as i32 + 1);
+        assert_eq!(
+            f32::from_bits(c.params[1]),
+            want,
+            "task {k} read a stale input"
+        );
+    }
+    let stats = mk.stop().unwrap();
+    assert_eq!((stats.served, stats.faulted), (n as u32, 0), "{stats:?}");
+    let out = data.read_range(INPUT..).unwrap();
+    for k in 0..n {
+        for i in 0..len {
+            assert_eq!(
+                out[k * len + i],
+                input[i] * 2f32.powi(k as i32 + 1),
+                "task {k}, element {i}"
+            );
+        }
+    }
+    println!(
+        "{n} dependent tasks on {workers} worker(s), each reading the last one's output: exact"
+    );
+    assert_clean(&gpu);
+}
+
 #[test]
 fn ends_by_itself_when_the_host_stops_pushing() {
     let gpu = gpu();

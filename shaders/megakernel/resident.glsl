@@ -9,6 +9,8 @@
 //   MKR_CLOCK         0: iteration budgets, 1: device clock, 2: subgroup clock
 //   MKR_SINGLE        1: one worker, which keeps the claim counter in a
 //                     register and claims with a store
+//   MKR_ORDERED_DATA  1: a device-scope release fence between a task's data
+//                     writes and its completion (ResidentConfig::ordered_data)
 //   MKR_LOOP_CHECK    1: after every task, check that no lane's loops were
 //                     cut short (llvmpipe's loop limit)
 //   MKR_MEMORY_MODEL  1: acquire/release atomics under the Vulkan memory
@@ -124,6 +126,7 @@ void mkr_done_store(uint i, uint v) { atomicStore(mkr_done[i], v, gl_ScopeDevice
 void mkr_done_store_relaxed(uint i, uint v) { atomicStore(mkr_done[i], v, gl_ScopeDevice, 0, gl_SemanticsRelaxed); }
 void mkr_ring_store_relaxed(uint i, uint v) { atomicStore(mkr_ring[i], v, gl_ScopeDevice, 0, gl_SemanticsRelaxed); }
 uint mkr_ring_add_relaxed(uint i, uint v) { return atomicAdd(mkr_ring[i], v, gl_ScopeDevice, 0, gl_SemanticsRelaxed); }
+void mkr_fence_release() { memoryBarrier(gl_ScopeDevice, MKR_SC, MKR_REL); }
 void mkr_sync() {
     controlBarrier(gl_ScopeWorkgroup, gl_ScopeWorkgroup,
                    gl_StorageSemanticsBuffer | gl_StorageSemanticsShared, gl_SemanticsAcquireRelease);
@@ -137,6 +140,7 @@ void mkr_done_store(uint i, uint v) { memoryBarrierBuffer(); atomicExchange(mkr_
 void mkr_done_store_relaxed(uint i, uint v) { atomicExchange(mkr_done[i], v); }
 void mkr_ring_store_relaxed(uint i, uint v) { atomicExchange(mkr_ring[i], v); }
 uint mkr_ring_add_relaxed(uint i, uint v) { return atomicAdd(mkr_ring[i], v); }
+void mkr_fence_release() { memoryBarrierBuffer(); }
 void mkr_sync() { memoryBarrierBuffer(); barrier(); memoryBarrierBuffer(); }
 #endif
 
@@ -366,6 +370,11 @@ void main() {
                     state = MK_FAULTED;
                     fault = MK_FAULT_BAD_RETURN;
                 }
+#if MKR_ORDERED_DATA
+                // The workgroup's data writes (ordered before lane 0 by the
+                // barrier above) reach the device's memory before the record.
+                mkr_fence_release();
+#endif
                 uint rec = MKR_DONE_BASE + (ticket & (MKR_SLOTS - 1u)) * MKR_DONE_WORDS;
                 mkr_done[rec + 1u] = state;
                 mkr_done[rec + 2u] = fault;
@@ -381,12 +390,12 @@ void main() {
                 // No release fence before the sequence word: the host trusts
                 // the record only once its tag matches, so the words need no
                 // order, and a device-scope fence here waited for these
-                // stores to cross the bus (+0.3 to 0.7 µs per task on an
-                // H100, docs/PERF.md). The task's writes to mk_data need no
-                // order against the record either: any batch that uses
-                // mk_data waits on the GPU for this launch to end (the
-                // execution model's automatic wait), and host reads wait
-                // for it too.
+                // stores to cross the bus (+0.6 µs per task on an H100,
+                // docs/PERF.md). The task's writes to mk_data are ordered
+                // before the record only with MKR_ORDERED_DATA (above);
+                // otherwise they are read once the launch has ended: any
+                // batch or host read that uses mk_data waits for that (the
+                // execution model's automatic wait).
                 mkr_done_store_relaxed(rec, ticket + 1u);
                 mkr_ring_add_relaxed(state == MK_DONE ? MKR_SERVED : MKR_FAULTED, 1u);
                 mkr_last_work = mkr_now();

@@ -26,6 +26,16 @@ pub struct ResidentConfig {
     pub max_wall_time: Duration,
     /// How the device measures time (shader clock, else iterations).
     pub deadline: DeadlineSource,
+    /// Make each task's writes to the data buffer available on the device
+    /// before its completion is published (a device-scope release fence),
+    /// so a task pushed once the host has seen an earlier task's completion
+    /// reads that task's output. Off by default: a completion is then
+    /// published as soon as the task's stores are issued, and its output is
+    /// for reading once the kernel has ended (a batch or host read of the
+    /// buffer waits for that by itself). The fence waits for the stores to
+    /// reach the device's memory: +0.3 µs per round trip on an H100
+    /// (docs/PERF.md).
+    pub ordered_data: bool,
 }
 
 impl Default for ResidentConfig {
@@ -37,6 +47,7 @@ impl Default for ResidentConfig {
             idle_timeout: Duration::from_millis(100),
             max_wall_time: Duration::from_secs(10),
             deadline: DeadlineSource::Auto,
+            ordered_data: false,
         }
     }
 }

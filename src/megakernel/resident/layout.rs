@@ -147,6 +147,9 @@ pub(crate) struct Variant {
     pub single_worker: bool,
     /// Check after every task that no lane's loops were cut (llvmpipe).
     pub loop_check: bool,
+    /// A release fence between a task's data writes and its completion
+    /// ([`super::ResidentConfig::ordered_data`]).
+    pub ordered_data: bool,
 }
 
 /// The whole kernel source (pure): defines, the template with the user's
@@ -163,10 +166,11 @@ pub(crate) fn assemble(user: &str, v: &Variant) -> String {
     format!(
         "#version 450\n#define MKR_LOCAL_SIZE {local}\n#define MKR_SLOTS {slots}u\n\
          #define MKR_CLOCK {clock}\n#define MKR_MEMORY_MODEL {}\n#define MKR_SINGLE {}\n\
-         #define MKR_LOOP_CHECK {}\n#line 1\n{head}\n#line 1\n{user}\n#line {tail_line}\n{tail}",
+         #define MKR_LOOP_CHECK {}\n#define MKR_ORDERED_DATA {}\n#line 1\n{head}\n#line 1\n{user}\n#line {tail_line}\n{tail}",
         u32::from(v.memory_model),
         u32::from(v.single_worker),
         u32::from(v.loop_check),
+        u32::from(v.ordered_data),
     )
 }
 
@@ -262,7 +266,7 @@ mod tests {
             ClockKind::SubgroupClock,
         ];
         for clock in clocks {
-            for bits in 0..8u32 {
+            for bits in 0..16u32 {
                 let v = Variant {
                     local: 32,
                     slots: 64,
@@ -270,6 +274,7 @@ mod tests {
                     memory_model: bits & 1 != 0,
                     single_worker: bits & 2 != 0,
                     loop_check: bits & 4 != 0,
+                    ordered_data: bits & 8 != 0,
                 };
                 if let Err(e) = crate::glsl::compile_glsl(&assemble(user, &v)) {
                     panic!("{v:?}: {e}");
@@ -400,6 +405,7 @@ mod tests {
             memory_model: true,
             single_worker: true,
             loop_check: false,
+            ordered_data: true,
         };
         let s = assemble("// USER", &v);
         assert!(s.starts_with("#version 450\n"));
@@ -410,6 +416,7 @@ mod tests {
             "#define MKR_MEMORY_MODEL 1",
             "#define MKR_SINGLE 1",
             "#define MKR_LOOP_CHECK 0",
+            "#define MKR_ORDERED_DATA 1",
         ] {
             assert!(s.contains(d), "{d}");
         }

@@ -39,9 +39,12 @@
 //! worker keeps the counter in a register and only stores it), hands it to
 //! its workgroup, runs the user's `run_task`, and publishes the completion:
 //! its words, its tag and its sequence word, with no fence between them
-//! (the host checks the tag). The task's writes to the data buffer are not
-//! ordered before its completion: read them after the kernel ends (a batch
-//! or a host read that uses the buffer waits for that on its own).
+//! (the host checks the tag). The task's writes to the data buffer are
+//! ordered before its completion only with
+//! [`ResidentConfig::ordered_data`] (a device-scope release fence; then a
+//! task pushed after the host saw an earlier completion reads that task's
+//! output); otherwise read them after the kernel ends (a batch or a host
+//! read that uses the buffer waits for that on its own).
 //!
 //! # Stopping
 //! Workers stop on the ring's stop word ([`ResidentMegakernel::stop`],
@@ -422,6 +425,7 @@ impl ResidentMegakernel {
                 memory_model: memory_model(gpu),
                 single_worker: config.worker_count == 1,
                 loop_check: loop_budget(&info.driver_name) != u32::MAX,
+                ordered_data: config.ordered_data,
             },
         );
         let kernel = Kernel::builder(gpu)
