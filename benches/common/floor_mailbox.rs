@@ -30,6 +30,7 @@ const N: usize = 256;
 /// the kernel; `done[1]` counts requests served.
 const KERNEL: &str = r#"
 #version 450
+#extension GL_KHR_memory_scope_semantics : require
 layout(local_size_x = 256) in;
 layout(set = 0, binding = 0) coherent buffer Req { uint req[]; };
 layout(set = 0, binding = 1) coherent buffer Done { uint done[]; };
@@ -44,8 +45,14 @@ void main() {
             for (uint o = 0u; o < spin_chunks && go == 0u; o++) {
                 for (uint i = 0u; i < 1024u; i++) {
                     // An atomic read: a plain or volatile load in a spin
-                    // was hoisted out of the loop (notes).
-                    if (atomicAdd(req[0], 0u) >= k) { go = 1u; break; }
+                    // was hoisted out of the loop (notes). POLL_LOAD: an
+                    // acquire load at device scope; else the notes' atomicAdd(0).
+#if POLL_LOAD
+                    uint seen = atomicLoad(req[0], gl_ScopeDevice, gl_StorageSemanticsBuffer, gl_SemanticsAcquire);
+#else
+                    uint seen = atomicAdd(req[0], 0u);
+#endif
+                    if (seen >= k) { go = 1u; break; }
                 }
             }
             s_go = go;
@@ -99,7 +106,9 @@ fn memory_type(
 impl FloorMailbox {
     /// Creates everything on `fl`'s device; `None` when the adapter has no
     /// device-local host-visible memory (no ReBAR) or no host-cached memory.
-    pub fn new(fl: &Floor) -> Option<FloorMailbox> {
+    /// `poll_load`: lane 0 polls with an acquire load at device scope (the
+    /// cheapest atomic read), else with the notes' `atomicAdd(req, 0)`.
+    pub fn new(fl: &Floor, poll_load: bool) -> Option<FloorMailbox> {
         use vk::MemoryPropertyFlags as F;
         let d = &fl.dev;
         // SAFETY: `pd` is the floor's adapter, from its live instance.
@@ -112,7 +121,15 @@ impl FloorMailbox {
                 F::DEVICE_LOCAL | F::HOST_VISIBLE | F::HOST_COHERENT,
             ),
         ];
-        let code = vkcompute::compile_glsl(KERNEL).expect("floor: compile the mailbox kernel");
+        let src = KERNEL.replacen(
+            "layout(local_size_x",
+            &format!(
+                "#define POLL_LOAD {}\nlayout(local_size_x",
+                u32::from(poll_load)
+            ),
+            1,
+        );
+        let code = vkcompute::compile_glsl(&src).expect("floor: compile the mailbox kernel");
         let module_info = vk::ShaderModuleCreateInfo::default().code(&code);
         let bindings: Vec<_> = (0..3)
             .map(|b| {
