@@ -2,7 +2,8 @@
 //!
 //! Each file becomes one entry of `$OUT_DIR/builtin_spirv.rs`, a table
 //! `BUILTIN_SPIRV: &[(&str, &[u32])]` of (file stem, SPIR-V words), in the
-//! order of the sorted stems (each file's variants after it). `#include "x.glsl"` resolves against `shaders/`. Built-in kernels
+//! order of the sorted stems (each file's variants after it).
+//! `#include "x.glsl"` resolves against `shaders/`. Built-in kernels
 //! therefore need no runtime shaderc: the crate and its built-ins work with
 //! `default-features = false`.
 //!

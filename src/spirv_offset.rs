@@ -407,7 +407,9 @@ pub(crate) fn patch(words: &[u32]) -> Result<Patched, String> {
     })
 }
 
-#[cfg(all(test, feature = "glsl"))]
+// The tests compile GLSL kernels to patch.
+#[cfg(test)]
+#[cfg(feature = "glsl")]
 mod tests {
     use super::*;
     use crate::glsl::compile_glsl;

@@ -709,16 +709,24 @@ fn pick_adapter(instance: &ash::Instance) -> Picked {
 
 /// A host-visible, coherent memory type allowed for the buffer, preferring
 /// one that is device-local too.
+/// The first memory type allowed by `allowed` with all of `want`.
+fn memory_type(
+    mem: &vk::PhysicalDeviceMemoryProperties,
+    allowed: u32,
+    want: vk::MemoryPropertyFlags,
+) -> Option<u32> {
+    (0..mem.memory_type_count).find(|&i| {
+        allowed & (1 << i) != 0 && mem.memory_types[i as usize].property_flags.contains(want)
+    })
+}
+
 fn pick_memory(
     mem: &vk::PhysicalDeviceMemoryProperties,
     allowed: u32,
 ) -> (u32, vk::MemoryPropertyFlags) {
     use vk::MemoryPropertyFlags as F;
-    let types = &mem.memory_types[..mem.memory_type_count as usize];
     let find = |want: F| {
-        (0..types.len())
-            .find(|&i| allowed & (1 << i) != 0 && types[i].property_flags.contains(want))
-            .map(|i| (i as u32, types[i].property_flags))
+        memory_type(mem, allowed, want).map(|i| (i, mem.memory_types[i as usize].property_flags))
     };
     find(F::DEVICE_LOCAL | F::HOST_VISIBLE | F::HOST_COHERENT)
         .or_else(|| find(F::HOST_VISIBLE | F::HOST_COHERENT))

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use ash::vk;
 
-use super::Floor;
+use super::{memory_type, Floor};
 
 /// Elements of each input and of the output (the resident task's size).
 const N: usize = 256;
@@ -90,17 +90,6 @@ pub struct FloorMailbox {
     cb: vk::CommandBuffer,
     used: bool,
     _live: Rc<()>,
-}
-
-/// The first memory type allowed by `bits` with all of `want`.
-fn memory_type(
-    mem: &vk::PhysicalDeviceMemoryProperties,
-    bits: u32,
-    want: vk::MemoryPropertyFlags,
-) -> Option<u32> {
-    (0..mem.memory_type_count).find(|&i| {
-        bits & (1 << i) != 0 && mem.memory_types[i as usize].property_flags.contains(want)
-    })
 }
 
 impl FloorMailbox {

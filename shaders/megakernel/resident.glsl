@@ -117,7 +117,6 @@ layout(push_constant) uniform MkrParams {
 #define MKR_REL (gl_SemanticsRelease | gl_SemanticsMakeAvailable)
 #define MKR_AR (gl_SemanticsAcquireRelease | gl_SemanticsMakeAvailable | gl_SemanticsMakeVisible)
 uint mkr_ring_load(uint i) { return atomicLoad(mkr_ring[i], gl_ScopeDevice, MKR_SC, MKR_ACQ); }
-void mkr_ring_store(uint i, uint v) { atomicStore(mkr_ring[i], v, gl_ScopeDevice, MKR_SC, MKR_REL); }
 uint mkr_ring_add(uint i, uint v) { return atomicAdd(mkr_ring[i], v, gl_ScopeDevice, MKR_SC, MKR_AR); }
 uint mkr_ring_cas(uint i, uint c, uint v) {
     return atomicCompSwap(mkr_ring[i], c, v, gl_ScopeDevice, MKR_SC, MKR_AR, MKR_SC, MKR_ACQ);
@@ -133,7 +132,6 @@ void mkr_sync() {
 }
 #else
 uint mkr_ring_load(uint i) { uint v = atomicAdd(mkr_ring[i], 0u); memoryBarrierBuffer(); return v; }
-void mkr_ring_store(uint i, uint v) { memoryBarrierBuffer(); atomicExchange(mkr_ring[i], v); }
 uint mkr_ring_add(uint i, uint v) { memoryBarrierBuffer(); uint r = atomicAdd(mkr_ring[i], v); memoryBarrierBuffer(); return r; }
 uint mkr_ring_cas(uint i, uint c, uint v) { memoryBarrierBuffer(); uint r = atomicCompSwap(mkr_ring[i], c, v); memoryBarrierBuffer(); return r; }
 void mkr_done_store(uint i, uint v) { memoryBarrierBuffer(); atomicExchange(mkr_done[i], v); }

@@ -33,8 +33,8 @@ pub struct ResidentConfig {
     /// published as soon as the task's stores are issued, and its output is
     /// for reading once the kernel has ended (a batch or host read of the
     /// buffer waits for that by itself). The fence waits for the stores to
-    /// reach the device's memory: +0.3 µs per round trip on an H100
-    /// (docs/PERF.md).
+    /// reach the device's memory: +0.3 to 0.4 µs per round trip on an
+    /// H100 (docs/PERF.md).
     pub ordered_data: bool,
 }
 
