@@ -62,7 +62,7 @@ pub(crate) fn ticks_for(budget: Duration, ticks_per_ns: f64) -> u64 {
 
 /// Rates from two runs (iterations, host time, clock ticks) (pure):
 /// `None` when the second run was not longer than the first.
-pub(crate) fn rates(a: (u64, Duration, u64), b: (u64, Duration, u64)) -> Option<(f64, f64)> {
+pub(crate) fn rates(a: Run, b: Run) -> Option<(f64, f64)> {
     let dt = b.1.checked_sub(a.1)?.as_nanos() as f64;
     if dt <= 0.0 || b.0 <= a.0 {
         return None;
@@ -152,45 +152,67 @@ fn best_of_three(
 /// Measures `clock` on `gpu` (uncached): `n` grown ×4 from 1,024 until a
 /// run spins for 4 ms, or the driver cuts the loop short (lavapipe ends a
 /// shader's loops after 65,535 iterations in all); the last two runs give
-/// the rates.
+/// the rates. A series in which the larger run did not take longer (the
+/// host was busy during the smaller one: on lavapipe, whose short runs are
+/// mostly submission time, that happens under load) is measured again, up
+/// to three times in all.
 fn measure(gpu: &Device, clock: ClockKind) -> Result<ClockCalibration> {
     let k = gpu.kernel_glsl(&source(clock))?;
     let buf = gpu.upload(&[0u32; 5])?;
     run_once(gpu, &k, &buf, 1024)?; // warm-up
+    let cannot = |detail: String| Error::MegakernelConfig {
+        field: "clock calibration",
+        detail,
+    };
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let (runs, n) = series(gpu, &k, &buf)?;
+        let [.., a, b] = runs[..] else {
+            return Err(cannot(format!(
+                "the driver cut a {n}-iteration loop short; too few runs to calibrate"
+            )));
+        };
+        match rates(a, b) {
+            Some((ticks_per_ns, iterations_per_ns)) => {
+                return Ok(ClockCalibration {
+                    clock,
+                    ticks_per_ns: if clock == ClockKind::IterationBudget {
+                        0.0
+                    } else {
+                        ticks_per_ns
+                    },
+                    iterations_per_ns,
+                })
+            }
+            None if attempt < 3 => {}
+            None => {
+                return Err(cannot(format!(
+                    "4× the iterations did not take longer ({:?} then {:?}), three series in a row",
+                    a.1, b.1
+                )))
+            }
+        }
+    }
+}
+
+/// One timed run: iterations, host time, clock ticks.
+type Run = (u64, Duration, u64);
+
+/// One series of [`measure`]: (iterations, host time, ticks) per run, and
+/// the last `n` tried.
+fn series(gpu: &Device, k: &Kernel, buf: &Buffer<u32>) -> Result<(Vec<Run>, u32)> {
     let target = Duration::from_millis(4);
-    let mut runs: Vec<(u64, Duration, u64)> = Vec::new();
+    let mut runs: Vec<Run> = Vec::new();
     let mut n: u32 = 1 << 10;
-    while let Some((dt, ticks)) = best_of_three(gpu, &k, &buf, n)? {
+    while let Some((dt, ticks)) = best_of_three(gpu, k, buf, n)? {
         runs.push((u64::from(n), dt, ticks));
         if (dt >= target && runs.len() >= 2) || n >= (1 << 26) {
             break;
         }
         n *= 4;
     }
-    let cannot = |detail: String| Error::MegakernelConfig {
-        field: "clock calibration",
-        detail,
-    };
-    let [.., a, b] = runs[..] else {
-        return Err(cannot(format!(
-            "the driver cut a {n}-iteration loop short; too few runs to calibrate"
-        )));
-    };
-    let (ticks_per_ns, iterations_per_ns) = rates(a, b).ok_or_else(|| {
-        cannot(format!(
-            "4× the iterations did not take longer ({:?} then {:?})",
-            a.1, b.1
-        ))
-    })?;
-    Ok(ClockCalibration {
-        clock,
-        ticks_per_ns: if clock == ClockKind::IterationBudget {
-            0.0
-        } else {
-            ticks_per_ns
-        },
-        iterations_per_ns,
-    })
+    Ok((runs, n))
 }
 
 /// The calibration of `clock` on `gpu`, measured once per device.
