@@ -39,7 +39,8 @@ use crate::buffer::{BufView, BufferInner, GpuBuf};
 use crate::device::{Device, DeviceInner, Garbage};
 use crate::error::{Error, Result};
 use crate::event::EventInner;
-use crate::kernel::{Kernel, MAX_BINDINGS};
+use crate::kernel::Kernel;
+use crate::reflect::MAX_BINDINGS;
 use crate::memory::HostPath;
 use crate::pipeline_cache::KernelCore;
 use crate::policy::ChunkPolicy;
@@ -60,9 +61,6 @@ mod split;
 mod transfer_cmds;
 
 use bind::{bind_descriptors, call_error, check_binding, push_constants, push_constants_padded};
-
-/// Queries per timestamp pool.
-pub(crate) const QUERIES_PER_POOL: u32 = 1024;
 
 /// How a batch records and submits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

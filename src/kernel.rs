@@ -17,8 +17,7 @@ use crate::pipeline_cache::{KernelCore, KernelKey, RequestKey};
 use crate::reflect::{self, BindingInfo, BindingKind, Reflection};
 use crate::stats::Counter;
 
-/// Most buffer bindings one kernel may declare.
-pub const MAX_BINDINGS: usize = 32;
+pub use crate::reflect::MAX_BINDINGS;
 
 /// Something that holds a SPIR-V module: words, or bytes in either byte order.
 pub trait SpirvInput {

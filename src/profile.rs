@@ -10,6 +10,9 @@
 
 use std::fmt;
 
+/// Timestamp queries per query pool a batch or graph records into.
+pub(crate) const QUERIES_PER_POOL: u32 = 1024;
+
 /// Which GPU timestamps a batch records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Profiling {

@@ -19,6 +19,9 @@ use spirq::ty::{AccessType, ScalarType, Type};
 
 use crate::error::{Error, Result};
 
+/// Most buffer bindings one kernel may declare.
+pub const MAX_BINDINGS: usize = 32;
+
 const MAGIC: u32 = 0x0723_0203;
 
 /// How a buffer binding is declared in the shader.

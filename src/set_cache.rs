@@ -30,7 +30,7 @@ use ash::vk;
 
 use crate::buffer::BufferInner;
 use crate::error::{Result, Sticky};
-use crate::kernel::MAX_BINDINGS;
+use crate::reflect::MAX_BINDINGS;
 use crate::reclaim::{Deferred, UseMark};
 use crate::recorder::allocate_one_set;
 use crate::stats::{Counter, Counters};

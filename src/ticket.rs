@@ -234,7 +234,7 @@ impl Ticket {
         };
         self.wait()?;
         let d = &self.dev;
-        let per_pool = crate::batch::QUERIES_PER_POOL;
+        let per_pool = crate::profile::QUERIES_PER_POOL;
         let mut ticks = vec![0u64; q.count as usize];
         for (i, chunk) in ticks.chunks_mut(per_pool as usize).enumerate() {
             // SAFETY: the queries were written by the completed batch; the

@@ -7,7 +7,8 @@ use std::sync::atomic::Ordering;
 
 use ash::vk;
 
-use super::{Batch, QUERIES_PER_POOL};
+use super::Batch;
+use crate::profile::QUERIES_PER_POOL;
 use crate::barrier::Stage;
 use crate::error::{Error, Result};
 use crate::profile::Profiling;

@@ -29,7 +29,7 @@ impl Graph {
             return Err(unsupported("a profile of a graph never launched"));
         }
         d.wait_mark(last, None)?;
-        let per_pool = crate::batch::QUERIES_PER_POOL as usize;
+        let per_pool = crate::profile::QUERIES_PER_POOL as usize;
         let mut ticks = vec![0u64; q.count as usize];
         for (i, chunk) in ticks.chunks_mut(per_pool).enumerate() {
             // SAFETY: the queries were written by the completed launch; the
