@@ -40,14 +40,15 @@ use crate::device::{Device, DeviceInner, Garbage};
 use crate::error::{Error, Result};
 use crate::event::EventInner;
 use crate::kernel::Kernel;
-use crate::reflect::MAX_BINDINGS;
 use crate::memory::HostPath;
 use crate::pipeline_cache::KernelCore;
 use crate::policy::ChunkPolicy;
 use crate::profile::Profiling;
+use crate::queue::StreamState;
 use crate::reclaim::UseMark;
 use crate::recorder::Recorder;
-use crate::stream::StreamState;
+use crate::reflect::MAX_BINDINGS;
+use crate::stream::Stream;
 use crate::ticket::{QueryReadout, Ticket};
 use crate::workgroups::{self, GridError};
 
@@ -183,6 +184,18 @@ impl Device {
     /// A new batch with `options`, on the device's default stream.
     pub fn batch_with(&self, options: BatchOptions) -> Result<Batch> {
         Batch::on_stream(&self.inner, self.inner.default_stream.clone(), options)
+    }
+}
+
+impl Stream {
+    /// A new batch on this stream with default options.
+    pub fn batch(&self) -> Result<Batch> {
+        self.batch_with(BatchOptions::default())
+    }
+
+    /// A new batch on this stream with `options`.
+    pub fn batch_with(&self, options: BatchOptions) -> Result<Batch> {
+        Batch::on_stream(self.device(), self.state().clone(), options)
     }
 }
 

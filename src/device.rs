@@ -24,6 +24,7 @@ use crate::instance::{Instance, ValidationLog};
 use crate::pipeline_cache::KernelCache;
 use crate::probe::{self, Probed};
 use crate::queue::Queue;
+use crate::queue::StreamState;
 use crate::reclaim::{
     Deferred, UseMark, MAX_QUEUES, SLOT_COMPUTE, SLOT_FIRST_EXTRA, SLOT_TRANSFER,
 };
@@ -31,7 +32,6 @@ use crate::recorder::RecorderPool;
 use crate::set_cache::SetCache;
 use crate::staging::StagingPool;
 use crate::stats::{Counter, Counters, StartupTimes, Stats};
-use crate::stream::StreamState;
 
 use crate::options::env_flag;
 pub use crate::options::{

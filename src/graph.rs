@@ -89,9 +89,10 @@ use crate::device::{Device, DeviceInner, Garbage};
 use crate::error::{Error, Result};
 use crate::pipeline_cache::KernelCore;
 use crate::profile::Profiling;
+use crate::queue::StreamState;
 use crate::reclaim::{SharedUse, UseMark};
 use crate::recorder::Recorder;
-use crate::stream::{Stream, StreamState};
+use crate::stream::Stream;
 use crate::ticket::{QueryReadout, Ticket};
 
 mod params;

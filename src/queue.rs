@@ -15,6 +15,9 @@ use ash::vk;
 
 use crate::error::{Error, Result, Sticky};
 
+mod stream_state;
+pub(crate) use stream_state::{pick_queue, plan_waits, StreamState};
+
 /// A semaphore wait attached to a submission.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct SemaphoreWait {

@@ -30,9 +30,9 @@ use ash::vk;
 
 use crate::buffer::BufferInner;
 use crate::error::{Result, Sticky};
-use crate::reflect::MAX_BINDINGS;
 use crate::reclaim::{Deferred, UseMark};
 use crate::recorder::allocate_one_set;
+use crate::reflect::MAX_BINDINGS;
 use crate::stats::{Counter, Counters};
 
 /// Most sets the cache holds (live and dead).

@@ -8,10 +8,10 @@ use std::sync::atomic::Ordering;
 use ash::vk;
 
 use super::Batch;
-use crate::profile::QUERIES_PER_POOL;
 use crate::barrier::Stage;
 use crate::error::{Error, Result};
 use crate::profile::Profiling;
+use crate::profile::QUERIES_PER_POOL;
 use crate::recorder::cmd_barrier;
 use crate::stats::Counter;
 

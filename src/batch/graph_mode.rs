@@ -16,8 +16,8 @@ use crate::device::DeviceInner;
 use crate::error::{Error, Result};
 use crate::pipeline_cache::KernelCore;
 use crate::profile::Profiling;
+use crate::queue::StreamState;
 use crate::recorder::{cmd_barrier, Recorder};
-use crate::stream::StreamState;
 use crate::ticket::QueryReadout;
 
 /// What a finished graph-mode batch hands to its graph.
