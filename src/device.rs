@@ -39,6 +39,7 @@ pub use crate::options::{
     ENV_VALIDATION,
 };
 
+mod cache;
 mod memory_ops;
 mod queues;
 
