@@ -13,7 +13,7 @@ use ash::vk;
 
 use crate::device::{Device, DeviceInner};
 use crate::error::{Error, Result};
-use crate::pipeline_cache::{KernelCore, KernelKey, RequestKey};
+use crate::pipeline_cache::{create_pipeline, KernelCore, KernelKey, RequestKey};
 use crate::reflect::{self, BindingInfo, BindingKind, Reflection};
 use crate::stats::Counter;
 
@@ -419,16 +419,6 @@ fn create_core(
         })
         .collect();
     let pc_size = reflection.push_constant_size.next_multiple_of(4);
-    let mut spec_entries = Vec::new();
-    let mut spec_data = Vec::new();
-    for (id, bytes) in &key.spec {
-        spec_entries.push(vk::SpecializationMapEntry {
-            constant_id: *id,
-            offset: spec_data.len() as u32,
-            size: bytes.len(),
-        });
-        spec_data.extend_from_slice(bytes);
-    }
 
     let mut made = Made::default();
     // SAFETY (whole block): every create-info points at locals alive across
@@ -464,30 +454,15 @@ fn create_core(
                 .raw
                 .create_pipeline_layout(&info, None)
                 .map_err(|r| d.sticky.fail("vkCreatePipelineLayout", r))?;
-            let module_info = vk::ShaderModuleCreateInfo::default().code(&key.words);
-            made.module = d
-                .raw
-                .create_shader_module(&module_info, None)
-                .map_err(|r| d.sticky.fail("vkCreateShaderModule", r))?;
-            let entry =
-                std::ffi::CString::new(key.entry.as_str()).map_err(|_| Error::InvalidSpirv {
-                    reason: "entry point name contains a NUL byte".into(),
-                })?;
-            let spec_info = vk::SpecializationInfo::default()
-                .map_entries(&spec_entries)
-                .data(&spec_data);
-            let stage = vk::PipelineShaderStageCreateInfo::default()
-                .stage(vk::ShaderStageFlags::COMPUTE)
-                .module(made.module)
-                .name(&entry)
-                .specialization_info(&spec_info);
-            let pinfo = vk::ComputePipelineCreateInfo::default()
-                .stage(stage)
-                .layout(made.layout);
-            made.pipeline = d
-                .raw
-                .create_compute_pipelines(d.kernels.vk_cache, &[pinfo], None)
-                .map_err(|(_, r)| d.sticky.fail("vkCreateComputePipelines", r))?[0];
+            made.pipeline = create_pipeline(
+                &d.raw,
+                d.kernels.vk_cache,
+                &d.sticky,
+                made.layout,
+                &key.words,
+                &key.entry,
+                &key.spec,
+            )?;
             if has_set {
                 let stride = std::mem::size_of::<vk::DescriptorBufferInfo>();
                 let entries: Vec<vk::DescriptorUpdateTemplateEntry> = reflection
@@ -522,10 +497,6 @@ fn create_core(
             Ok(())
         })()
     };
-    // The module is not needed once the pipeline exists.
-    // SAFETY: a shader module may be destroyed after pipeline creation.
-    unsafe { d.raw.destroy_shader_module(made.module, None) };
-    made.module = vk::ShaderModule::null();
     result.inspect_err(|_| made.destroy(&d.raw))?;
     d.counters.add(Counter::Pipelines, 1);
     d.set_name(made.pipeline, &label);
@@ -559,7 +530,6 @@ fn create_core(
 struct Made {
     set_layout: vk::DescriptorSetLayout,
     layout: vk::PipelineLayout,
-    module: vk::ShaderModule,
     pipeline: vk::Pipeline,
     template: vk::DescriptorUpdateTemplate,
 }
@@ -571,7 +541,6 @@ impl Made {
         unsafe {
             device.destroy_pipeline(self.pipeline, None);
             device.destroy_descriptor_update_template(self.template, None);
-            device.destroy_shader_module(self.module, None);
             device.destroy_pipeline_layout(self.layout, None);
             device.destroy_descriptor_set_layout(self.set_layout, None);
         }

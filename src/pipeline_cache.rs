@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex};
 use ash::vk;
 
 use crate::disk_cache::{self, CacheCounters, PipelineKey};
-use crate::error::Result;
+use crate::error::{Error, Result, Sticky};
 use crate::reflect::Reflection;
 use crate::stats::{Counter, Counters};
 
@@ -347,4 +347,55 @@ impl KernelCache {
         // SAFETY: as above.
         unsafe { device.destroy_pipeline_cache(self.vk_cache, None) };
     }
+}
+
+/// A compute pipeline of `words` (entry point `entry`, specialization
+/// `spec` as (id, bytes)) on `layout`, through `cache`: every pipeline the
+/// crate makes, a kernel's own and its split-launch variants, is created
+/// here. The shader module lives only for the call.
+pub(crate) fn create_pipeline(
+    raw: &ash::Device,
+    cache: vk::PipelineCache,
+    sticky: &Sticky,
+    layout: vk::PipelineLayout,
+    words: &[u32],
+    entry: &str,
+    spec: &[(u32, Vec<u8>)],
+) -> Result<vk::Pipeline, Error> {
+    let mut entries = Vec::with_capacity(spec.len());
+    let mut data = Vec::new();
+    for (id, bytes) in spec {
+        entries.push(vk::SpecializationMapEntry {
+            constant_id: *id,
+            offset: data.len() as u32,
+            size: bytes.len(),
+        });
+        data.extend_from_slice(bytes);
+    }
+    let entry = std::ffi::CString::new(entry).map_err(|_| Error::InvalidSpirv {
+        reason: "entry point name contains a NUL byte".into(),
+    })?;
+    let module_info = vk::ShaderModuleCreateInfo::default().code(words);
+    // SAFETY: the create-info points at `words`, alive across the call.
+    let module = unsafe { raw.create_shader_module(&module_info, None) }
+        .map_err(|r| sticky.fail("vkCreateShaderModule", r))?;
+    let spec_info = vk::SpecializationInfo::default()
+        .map_entries(&entries)
+        .data(&data);
+    let stage = vk::PipelineShaderStageCreateInfo::default()
+        .stage(vk::ShaderStageFlags::COMPUTE)
+        .module(module)
+        .name(&entry)
+        .specialization_info(&spec_info);
+    let info = vk::ComputePipelineCreateInfo::default()
+        .stage(stage)
+        .layout(layout);
+    // SAFETY: every create-info points at locals alive across the call; the
+    // layout and cache are the caller's, alive across the call.
+    let result = unsafe { raw.create_compute_pipelines(cache, &[info], None) };
+    // SAFETY: a shader module may be destroyed once the pipeline exists (or
+    // its creation failed).
+    unsafe { raw.destroy_shader_module(module, None) };
+    let pipelines = result.map_err(|(_, r)| sticky.fail("vkCreateComputePipelines", r))?;
+    Ok(pipelines[0])
 }

@@ -8,16 +8,17 @@
 //! `gl_WorkGroupID.x` at `p * maxComputeWorkGroupCount[0]`). The SPIR-V is
 //! rewritten once per kernel, the first time a launch needs a second piece;
 //! each variant is created the first time a launch reaches its piece and
-//! kept with the kernel until the device is dropped. Kernels that never
+//! kept with the kernel until the device is dropped. This module holds the
+//! variants as data; the recording layer creates them through
+//! [`crate::pipeline_cache::create_pipeline`], the one place pipelines
+//! are created. Kernels that never
 //! launch that large pay nothing but the copy of their words kept here.
 
 use std::sync::{Mutex, OnceLock};
 
 use ash::vk;
 
-use crate::device::DeviceInner;
 use crate::error::Error;
-use crate::pipeline_cache::KernelCore;
 use crate::spirv_offset::{self, Patched};
 use crate::stats::{Counter, Counters};
 
@@ -89,100 +90,56 @@ impl XSplit {
     }
 }
 
-/// The pipeline for piece `piece` of a split launch of `k`, pieces being
-/// `groups_per_piece` workgroups long (the device's
-/// `maxComputeWorkGroupCount[0]`, so one variant serves every launch).
-pub(crate) fn piece_pipeline(
-    d: &DeviceInner,
-    k: &KernelCore,
-    piece: u32,
-    groups_per_piece: u32,
-) -> Result<vk::Pipeline, PieceError> {
-    if piece == 0 {
-        return Ok(k.pipeline);
-    }
-    let s = &k.x_split;
-    let patched = s
-        .patched()
-        .as_ref()
-        .map_err(|r| PieceError::Unpatchable(r.clone()))?;
-    let slot = piece as usize - 1;
-    let mut pieces = s.pieces.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(&p) = pieces.get(slot) {
-        if p != vk::Pipeline::null() {
-            return Ok(p);
+impl XSplit {
+    /// The pipeline for piece `piece` of a split launch of a kernel whose
+    /// workgroup is `local_x` wide, pieces being `groups_per_piece`
+    /// workgroups long (the device's `maxComputeWorkGroupCount[0]`, so one
+    /// variant serves every launch). Piece 0 is `base`, the kernel's own
+    /// pipeline; a missing variant is made once by `create` from the
+    /// rewritten words, the entry point and the specialization (the
+    /// kernel's own plus the piece's offsets) and kept.
+    pub(crate) fn piece(
+        &self,
+        base: vk::Pipeline,
+        local_x: u32,
+        piece: u32,
+        groups_per_piece: u32,
+        create: impl FnOnce(&[u32], &str, &[(u32, Vec<u8>)]) -> Result<vk::Pipeline, Error>,
+    ) -> Result<vk::Pipeline, PieceError> {
+        if piece == 0 {
+            return Ok(base);
         }
+        let patched = self
+            .patched()
+            .as_ref()
+            .map_err(|r| PieceError::Unpatchable(r.clone()))?;
+        let slot = piece as usize - 1;
+        let mut pieces = self.pieces.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(&p) = pieces.get(slot) {
+            if p != vk::Pipeline::null() {
+                return Ok(p);
+            }
+        }
+        let groups = u64::from(piece) * u64::from(groups_per_piece);
+        let invocations = groups * u64::from(local_x);
+        let (Ok(groups), Ok(invocations)) = (u32::try_from(groups), u32::try_from(invocations))
+        else {
+            return Err(PieceError::Unpatchable(format!(
+                "piece {piece} would start past 2^32 indices"
+            )));
+        };
+        let mut spec = self.spec.clone();
+        if let Some(id) = patched.invocation_base {
+            spec.push((id, invocations.to_le_bytes().to_vec()));
+        }
+        if let Some(id) = patched.group_base {
+            spec.push((id, groups.to_le_bytes().to_vec()));
+        }
+        let pipeline = create(&patched.words, &self.entry, &spec).map_err(PieceError::Vulkan)?;
+        if pieces.len() <= slot {
+            pieces.resize(slot + 1, vk::Pipeline::null());
+        }
+        pieces[slot] = pipeline;
+        Ok(pipeline)
     }
-    let groups = u64::from(piece) * u64::from(groups_per_piece);
-    let invocations = groups * u64::from(k.workgroup_size[0]);
-    let (Ok(groups), Ok(invocations)) = (u32::try_from(groups), u32::try_from(invocations)) else {
-        return Err(PieceError::Unpatchable(format!(
-            "piece {piece} would start past 2^32 indices"
-        )));
-    };
-    let mut spec = s.spec.clone();
-    if let Some(id) = patched.invocation_base {
-        spec.push((id, invocations.to_le_bytes().to_vec()));
-    }
-    if let Some(id) = patched.group_base {
-        spec.push((id, groups.to_le_bytes().to_vec()));
-    }
-    let pipeline = create_pipeline(d, k.pipeline_layout, &patched.words, &s.entry, &spec)
-        .map_err(PieceError::Vulkan)?;
-    d.counters.add(Counter::Pipelines, 1);
-    d.set_name(pipeline, &format!("{} (piece {piece})", k.label));
-    if pieces.len() <= slot {
-        pieces.resize(slot + 1, vk::Pipeline::null());
-    }
-    pieces[slot] = pipeline;
-    Ok(pipeline)
-}
-
-/// A compute pipeline of `words` on `layout`.
-fn create_pipeline(
-    d: &DeviceInner,
-    layout: vk::PipelineLayout,
-    words: &[u32],
-    entry: &str,
-    spec: &[(u32, Vec<u8>)],
-) -> Result<vk::Pipeline, Error> {
-    let mut entries = Vec::with_capacity(spec.len());
-    let mut data = Vec::new();
-    for (id, bytes) in spec {
-        entries.push(vk::SpecializationMapEntry {
-            constant_id: *id,
-            offset: data.len() as u32,
-            size: bytes.len(),
-        });
-        data.extend_from_slice(bytes);
-    }
-    let entry = std::ffi::CString::new(entry).map_err(|_| Error::InvalidSpirv {
-        reason: "entry point name contains a NUL byte".into(),
-    })?;
-    let module_info = vk::ShaderModuleCreateInfo::default().code(words);
-    // SAFETY: the create-info points at `words`, alive across the call.
-    let module = unsafe { d.raw.create_shader_module(&module_info, None) }
-        .map_err(|r| d.sticky.fail("vkCreateShaderModule", r))?;
-    let spec_info = vk::SpecializationInfo::default()
-        .map_entries(&entries)
-        .data(&data);
-    let stage = vk::PipelineShaderStageCreateInfo::default()
-        .stage(vk::ShaderStageFlags::COMPUTE)
-        .module(module)
-        .name(&entry)
-        .specialization_info(&spec_info);
-    let info = vk::ComputePipelineCreateInfo::default()
-        .stage(stage)
-        .layout(layout);
-    // SAFETY: every create-info points at locals alive across the call; the
-    // layout is the kernel's, alive until the device drops.
-    let result = unsafe {
-        d.raw
-            .create_compute_pipelines(d.kernels.vk_cache, &[info], None)
-    };
-    // SAFETY: a shader module may be destroyed once the pipeline exists (or
-    // its creation failed).
-    unsafe { d.raw.destroy_shader_module(module, None) };
-    let pipelines = result.map_err(|(_, r)| d.sticky.fail("vkCreateComputePipelines", r))?;
-    Ok(pipelines[0])
 }

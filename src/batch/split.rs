@@ -4,10 +4,14 @@
 
 use super::Batch;
 use crate::buffer::GpuBuf;
+use crate::device::DeviceInner;
 use crate::error::{Error, Result};
 use crate::kernel::Kernel;
+use crate::pipeline_cache::{create_pipeline, KernelCore};
+use crate::stats::Counter;
 use crate::workgroups;
-use crate::x_split::{piece_pipeline, PieceError};
+use crate::x_split::PieceError;
+use ash::vk;
 
 impl Batch {
     /// Records `kernel` over `invocations` along x in several dispatches
@@ -66,4 +70,35 @@ impl Batch {
         self.bound = 0;
         Ok(self)
     }
+}
+
+/// The pipeline for piece `piece` of a split launch of `k` (see
+/// [`crate::x_split::XSplit::piece`]): a variant made on first need is
+/// counted and named after the kernel.
+fn piece_pipeline(
+    d: &DeviceInner,
+    k: &KernelCore,
+    piece: u32,
+    groups_per_piece: u32,
+) -> Result<vk::Pipeline, PieceError> {
+    k.x_split.piece(
+        k.pipeline,
+        k.workgroup_size[0],
+        piece,
+        groups_per_piece,
+        |words, entry, spec| {
+            let p = create_pipeline(
+                &d.raw,
+                d.kernels.vk_cache,
+                &d.sticky,
+                k.pipeline_layout,
+                words,
+                entry,
+                spec,
+            )?;
+            d.counters.add(Counter::Pipelines, 1);
+            d.set_name(p, &format!("{} (piece {piece})", k.label));
+            Ok(p)
+        },
+    )
 }
