@@ -11,14 +11,12 @@
 //! runtime GLSL compiler is involved: built-ins work with
 //! `default-features = false`.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use crate::device::{Device, DeviceInner};
 use crate::error::{Error, Result};
 use crate::kernel::Kernel;
-use crate::pipeline_cache::KernelCore;
+use crate::pipeline_cache::BuiltinStore;
 
 include!(concat!(env!("OUT_DIR"), "/builtin_spirv.rs"));
 
@@ -30,23 +28,13 @@ pub(crate) fn spirv(name: &str) -> Option<&'static [u32]> {
         .map(|(_, words)| *words)
 }
 
-/// What identifies a built-in pipeline: its name and its `uint`
-/// specialization constants (id, value), sorted by id.
-type Key = (&'static str, Vec<(u32, u32)>);
+/// The built-in pipelines of `dev`: [`BuiltinStore`] (held by the device)
+/// with the building on top.
+struct Registry<'a>(&'a BuiltinStore);
 
-/// Built-in pipelines of one device, made at first use.
-#[derive(Default)]
-pub(crate) struct Registry {
-    map: Mutex<HashMap<Key, Arc<KernelCore>>>,
-    /// Pipelines this registry built (requests that missed).
-    built: AtomicU64,
-    /// Requests served from the registry.
-    hits: AtomicU64,
-}
-
-impl Registry {
+impl Registry<'_> {
     /// The pipeline of built-in `name` with `spec` applied, built on first use.
-    pub(crate) fn get(
+    fn get(
         &self,
         dev: &Arc<DeviceInner>,
         name: &'static str,
@@ -54,12 +42,10 @@ impl Registry {
     ) -> Result<Kernel> {
         let mut spec = spec.to_vec();
         spec.sort_unstable();
-        let key = (name, spec);
-        if let Some(core) = self.lock().get(&key) {
-            self.hits.fetch_add(1, Ordering::Relaxed);
+        if let Some(core) = self.0.get(name, &spec) {
             return Ok(Kernel {
                 dev: dev.clone(),
-                core: core.clone(),
+                core,
             });
         }
         let words = spirv(name).ok_or_else(|| Error::InvalidSpirv {
@@ -69,22 +55,23 @@ impl Registry {
         let mut b = Kernel::builder(&gpu)
             .spirv(words)
             .label(&format!("vkcompute {name}"));
-        for &(id, v) in &key.1 {
+        for &(id, v) in &spec {
             b = b.spec_u32(id, v);
         }
         let k = b.build()?;
-        let mut map = self.lock();
-        // Another thread may have built it meanwhile: both got the same
-        // pipeline from the kernel cache.
-        if map.insert(key, k.core.clone()).is_none() {
-            self.built.fetch_add(1, Ordering::Relaxed);
-        }
+        self.0.insert(name, spec, k.core.clone());
         Ok(k)
     }
+}
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Arc<KernelCore>>> {
-        self.map.lock().unwrap_or_else(|p| p.into_inner())
-    }
+/// The pipeline of built-in `name` with `spec` on `dev`, built on first
+/// use (for the core's own use: `Batch::copy` and [`crate::ops`]).
+pub(crate) fn get(
+    dev: &Arc<DeviceInner>,
+    name: &'static str,
+    spec: &[(u32, u32)],
+) -> Result<Kernel> {
+    Registry(&dev.builtins).get(dev, name, spec)
 }
 
 /// What a device's built-in registry did so far.
@@ -101,11 +88,11 @@ pub struct RegistryStats {
 
 /// Counts of the built-in kernels `gpu` made and reused.
 pub fn registry_stats(gpu: &Device) -> RegistryStats {
-    let r = &gpu.inner.builtins;
+    let (pipelines, built, hits) = gpu.inner.builtins.stats();
     RegistryStats {
-        pipelines: r.lock().len(),
-        built: r.built.load(Ordering::Relaxed),
-        hits: r.hits.load(Ordering::Relaxed),
+        pipelines,
+        built,
+        hits,
     }
 }
 
@@ -128,7 +115,7 @@ pub fn builtin_kernel(gpu: &Device, name: &str, spec: &[(u32, u32)]) -> Result<K
         .ok_or_else(|| Error::InvalidSpirv {
             reason: format!("no built-in kernel named {name:?}"),
         })?;
-    gpu.inner.builtins.get(&gpu.inner, name, spec)
+    get(&gpu.inner, name, spec)
 }
 
 #[cfg(test)]

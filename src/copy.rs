@@ -81,7 +81,7 @@ pub(crate) fn plan(
 /// registry), built at first use; `None` when it cannot be (copies then use
 /// the transfer command).
 pub(crate) fn kernel(d: &Arc<DeviceInner>) -> Option<Arc<KernelCore>> {
-    match d.builtins.get(d, "copy", &[]) {
+    match crate::builtins::get(d, "copy", &[]) {
         Ok(k) => Some(k.core),
         Err(e) => {
             log::warn!("vkcompute: copy kernel unavailable ({e}); copies use vkCmdCopyBuffer");

@@ -104,7 +104,7 @@ pub(crate) struct DeviceInner {
     /// Written descriptor sets kept across batches (pooled descriptors).
     pub set_cache: SetCache,
     /// Built-in kernels ([`crate::ops`], the copy kernel), each made at first use.
-    pub builtins: crate::builtins::Registry,
+    pub builtins: crate::pipeline_cache::BuiltinStore,
     /// How long creation took, by phase.
     pub startup: StartupTimes,
     pub staging: StagingPool,
@@ -572,7 +572,7 @@ impl DeviceInner {
                 counters,
                 kernels,
                 set_cache: SetCache::new(),
-                builtins: crate::builtins::Registry::default(),
+                builtins: crate::pipeline_cache::BuiltinStore::default(),
                 startup: StartupTimes {
                     create_device: create_device_time,
                     rest: t_rest.elapsed(),

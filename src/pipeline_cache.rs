@@ -18,7 +18,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use ash::vk;
@@ -79,6 +79,52 @@ impl KernelCore {
             device.destroy_descriptor_set_layout(self.set_layout, None);
         }
         counters.add(Counter::Pipelines, -1);
+    }
+}
+
+/// What identifies a built-in pipeline: its name and its `uint`
+/// specialization constants (id, value), sorted by id.
+type BuiltinKey = (&'static str, Vec<(u32, u32)>);
+
+/// The device's built-in pipelines (`crate::builtins` builds them on first
+/// use and keeps them here), with how often they were built and reused.
+#[derive(Default)]
+pub(crate) struct BuiltinStore {
+    map: Mutex<HashMap<BuiltinKey, Arc<KernelCore>>>,
+    /// Pipelines built (requests that missed).
+    built: AtomicU64,
+    /// Requests served from the store.
+    hits: AtomicU64,
+}
+
+impl BuiltinStore {
+    /// The pipeline of `name` with sorted `spec`, counted as a hit.
+    pub(crate) fn get(&self, name: &'static str, spec: &[(u32, u32)]) -> Option<Arc<KernelCore>> {
+        let core = self.lock().get(&(name, spec.to_vec())).cloned()?;
+        self.hits.fetch_add(1, Ordering::Relaxed);
+        Some(core)
+    }
+
+    /// Keeps `core` for `name` with sorted `spec`. Another thread may have
+    /// built it meanwhile: both got the same pipeline from the kernel cache,
+    /// and the build is counted once.
+    pub(crate) fn insert(&self, name: &'static str, spec: Vec<(u32, u32)>, core: Arc<KernelCore>) {
+        if self.lock().insert((name, spec), core).is_none() {
+            self.built.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Pipelines held, builds, hits.
+    pub(crate) fn stats(&self) -> (usize, u64, u64) {
+        (
+            self.lock().len(),
+            self.built.load(Ordering::Relaxed),
+            self.hits.load(Ordering::Relaxed),
+        )
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<BuiltinKey, Arc<KernelCore>>> {
+        self.map.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 

@@ -135,10 +135,7 @@ fn record<T: Element>(
     let vec = views.iter().all(|v| v.offset % (4 * T::DTYPE.size()) == 0);
     let (n4, items) = split(n, vec);
     let spec: &[(u32, u32)] = if family == "fill" { &[] } else { &[(0, code)] };
-    let k = gpu
-        .inner
-        .builtins
-        .get(&gpu.inner, kernel_name::<T>(family), spec)?;
+    let k = crate::builtins::get(&gpu.inner, kernel_name::<T>(family), spec)?;
     let groups = elementwise_groups(items, gpu.info().max_workgroup_count[0]);
     debug_assert_eq!(k.workgroup_size()[0] as u64, LOCAL);
     let mut pc = [0u8; 16];

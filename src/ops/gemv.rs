@@ -36,7 +36,7 @@ pub fn gemv(
             detail: format!("{m} rows exceed the adapter's workgroup grid"),
         })?;
     let name = reduction_variant(&gpu, "gemv_sg", "gemv_wg");
-    let k = gpu.inner.builtins.get(&gpu.inner, name, &[])?;
+    let k = crate::builtins::get(&gpu.inner, name, &[])?;
     let pc = words(&[m, n, u32::from(vec), rpg]);
     batch.run_configured(&k, &[a, a, x, x, y], grid, Some(&pc))?;
     Ok(())

@@ -410,7 +410,7 @@ fn matmul_kernel(gpu: &Device, variant: Variant) -> Result<Kernel> {
         _ => None,
     };
     if let Some(name) = fixed {
-        return gpu.inner.builtins.get(&gpu.inner, name, &[]);
+        return crate::builtins::get(&gpu.inner, name, &[]);
     }
     let (name, spec): (&'static str, Vec<(u32, u32)>) = match variant {
         Variant::Tiled(t) => {
@@ -439,5 +439,5 @@ fn matmul_kernel(gpu: &Device, variant: Variant) -> Result<Kernel> {
         ),
         Variant::WidenF16 => ("convert_f16_f32", Vec::new()),
     };
-    gpu.inner.builtins.get(&gpu.inner, name, &spec)
+    crate::builtins::get(&gpu.inner, name, &spec)
 }

@@ -92,10 +92,7 @@ pub(crate) fn record_with(
         info.max_workgroup_count[0],
     );
     let name = reduction_variant(&gpu, "reduce_sg", "reduce_wg");
-    let k = gpu
-        .inner
-        .builtins
-        .get(&gpu.inner, name, &[(0, kind as u32)])?;
+    let k = crate::builtins::get(&gpu.inner, name, &[(0, kind as u32)])?;
     debug_assert_eq!(u64::from(k.workgroup_size()[0]), LOCAL);
     // Counter + one partial per workgroup, zeroed; the last workgroup
     // leaves the counter at zero again.

@@ -40,7 +40,7 @@ pub fn softmax(
         detail: format!("{rows} rows exceed the adapter's workgroup grid"),
     })?;
     let name = reduction_variant(&gpu, "softmax_sg", "softmax_wg");
-    let k = gpu.inner.builtins.get(&gpu.inner, name, &[])?;
+    let k = crate::builtins::get(&gpu.inner, name, &[])?;
     let pc = words(&[rows, cols, u32::from(vec)]);
     batch.run_configured(&k, &[x, x, out, out], grid, Some(&pc))?;
     Ok(())

@@ -21,7 +21,7 @@ pub fn transpose(
     check_len(OP, "x", x.elems(), total)?;
     check_len(OP, "out", out.elems(), total)?;
     let gpu = device_of(&x.view());
-    let k = gpu.inner.builtins.get(&gpu.inner, "transpose", &[])?;
+    let k = crate::builtins::get(&gpu.inner, "transpose", &[])?;
     let pc = words(&[rows, cols]);
     batch.run_configured(
         &k,

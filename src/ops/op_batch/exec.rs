@@ -371,7 +371,7 @@ fn single(ob: &OpBatch, batch: &mut Batch, n: usize) -> Result<()> {
         Op::Binary(g, a, b) => o::binary::<f32>(batch, g, sbuf(ob, a)?, sbuf(ob, b)?, out),
         Op::AddRow(a, bias) => {
             let gpu = &ob.gpu;
-            let k = gpu.inner.builtins.get(&gpu.inner, "add_rows_f32", &[])?;
+            let k = crate::builtins::get(&gpu.inner, "add_rows_f32", &[])?;
             let numel = shape.numel() as u32;
             let pc: Vec<u8> = [numel, shape.cols()]
                 .iter()
