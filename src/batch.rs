@@ -63,6 +63,9 @@ mod transfer_cmds;
 
 use bind::{bind_descriptors, call_error, check_binding, push_constants, push_constants_padded};
 
+/// The buffers a batch keeps alive, each with whether the batch writes it.
+type KeepList = Vec<(Arc<BufferInner>, bool)>;
+
 /// How a batch records and submits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BatchOptions {
@@ -123,7 +126,7 @@ pub struct Batch {
     tracker: Tracker,
     /// Buffers used by the open chunk (kept alive until it is submitted),
     /// with whether a command writes them.
-    keep: Vec<(Arc<BufferInner>, bool)>,
+    keep: KeepList,
     /// The stream the batch records on: its queue and last submission.
     stream: Arc<StreamState>,
     /// Per queue, values the next submission waits for (named tickets).
@@ -232,7 +235,12 @@ impl Batch {
         mut rec: Recorder,
         options: BatchOptions,
     ) -> Batch {
-        let keep = std::mem::take(&mut rec.keep);
+        let keep = rec
+            .spare
+            .take()
+            .and_then(|s| s.downcast::<KeepList>().ok())
+            .map(|k| *k)
+            .unwrap_or_default();
         Batch {
             dev: d.clone(),
             rec: Some(rec),
@@ -509,7 +517,7 @@ impl Batch {
     fn retire(&mut self, mark: UseMark) {
         if let Some(mut rec) = self.rec.take() {
             self.keep.clear();
-            rec.keep = std::mem::take(&mut self.keep);
+            rec.spare = Some(Box::new(std::mem::take(&mut self.keep)));
             self.dev.compute_recorders.retire(mark, rec);
         }
     }

@@ -55,10 +55,10 @@ pub(crate) struct Recorder {
     /// A command buffer already begun ahead of use (see `RecorderPool::prime`),
     /// and the compute pipeline bound in it then (null: none).
     primed: Option<(vk::CommandBuffer, vk::Pipeline)>,
-    /// The list a batch keeps its buffers in (with whether it writes
-    /// them), empty between batches and handed from batch to batch so its
-    /// memory is reused.
-    pub(crate) keep: Vec<(std::sync::Arc<crate::buffer::BufferInner>, bool)>,
+    /// Memory a batch hands back with the recorder (its emptied list of
+    /// the buffers it kept alive) for the next batch on this recorder to
+    /// reuse; the recorder never looks inside.
+    pub(crate) spare: Option<Box<dyn std::any::Any + Send + Sync>>,
     /// Owned by a graph (`crate::graph`): command buffers are begun for
     /// reuse (no ONE_TIME_SUBMIT, SIMULTANEOUS_USE) and descriptor sets come
     /// from this recorder's pools, never the device's set cache. Cleared by
@@ -89,7 +89,7 @@ impl Recorder {
             desc_current: 0,
             dirty: false,
             primed: None,
-            keep: Vec::new(),
+            spare: None,
             graph: false,
         })
     }

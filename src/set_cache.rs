@@ -22,13 +22,13 @@
 //! misses, not one per miss, while the cache stays full of live entries).
 //! [`crate::Device::trim`] empties the cache.
 
+use std::any::Any;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, Mutex, Weak};
 
 use ash::vk;
 
-use crate::buffer::BufferInner;
 use crate::error::{Result, Sticky};
 use crate::reclaim::{Deferred, UseMark};
 use crate::recorder::allocate_one_set;
@@ -66,10 +66,10 @@ impl KeyHash {
     /// The hash of `infos` bound through a layout of `class`, the
     /// buffers' shared states given by `owner` (index → the binding's
     /// buffer).
-    pub(crate) fn of<'o>(
+    pub(crate) fn of<'o, T: 'o>(
         class: u32,
         infos: &[vk::DescriptorBufferInfo],
-        owner: &dyn Fn(usize) -> &'o Arc<BufferInner>,
+        owner: &dyn Fn(usize) -> &'o Arc<T>,
     ) -> u64 {
         let mut h = KeyHash::default().word(u64::from(class));
         for (i, info) in infos.iter().enumerate() {
@@ -109,10 +109,11 @@ impl Hasher for IdentityHasher {
     }
 }
 
-/// One binding of a cached set: the buffer (its address cannot be reused
-/// while this `Weak` exists), offset and range.
+/// One binding of a cached set: the buffer's shared state, type-erased
+/// (its address cannot be reused while this `Weak` exists; the cache only
+/// compares addresses and checks liveness), offset and range.
 struct Bound {
-    buffer: Weak<BufferInner>,
+    buffer: Weak<dyn Any + Send + Sync>,
     offset: u64,
     range: u64,
 }
@@ -131,11 +132,11 @@ impl Entry {
     }
 
     /// Whether this entry holds exactly `infos` through a layout of `class`.
-    fn holds<'o>(
+    fn holds<'o, T: 'o>(
         &self,
         class: u32,
         infos: &[vk::DescriptorBufferInfo],
-        owner: &dyn Fn(usize) -> &'o Arc<BufferInner>,
+        owner: &dyn Fn(usize) -> &'o Arc<T>,
     ) -> bool {
         self.class == class
             && self.bindings.len() == infos.len()
@@ -145,7 +146,7 @@ impl Entry {
                 .zip(infos)
                 .enumerate()
                 .all(|(i, (b, info))| {
-                    std::ptr::eq(b.buffer.as_ptr(), Arc::as_ptr(owner(i)))
+                    std::ptr::addr_eq(b.buffer.as_ptr(), Arc::as_ptr(owner(i)))
                         && b.offset == info.offset
                         && b.range == info.range
                 })
@@ -215,7 +216,7 @@ impl SetCache {
     /// submitted and completed values (which mark when dead sets may be
     /// freed).
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn get_or_write<'o>(
+    pub(crate) fn get_or_write<'o, T: Any + Send + Sync>(
         &self,
         device: &ash::Device,
         sticky: &Sticky,
@@ -224,7 +225,7 @@ impl SetCache {
         layout: vk::DescriptorSetLayout,
         template: vk::DescriptorUpdateTemplate,
         infos: &[vk::DescriptorBufferInfo],
-        owner: &dyn Fn(usize) -> &'o Arc<BufferInner>,
+        owner: &dyn Fn(usize) -> &'o Arc<T>,
         submitted: &dyn Fn() -> UseMark,
         completed: &dyn Fn() -> UseMark,
     ) -> Result<Option<vk::DescriptorSet>> {
@@ -259,7 +260,7 @@ impl SetCache {
             .iter()
             .enumerate()
             .map(|(i, info)| Bound {
-                buffer: Arc::downgrade(owner(i)),
+                buffer: Arc::downgrade(owner(i)) as Weak<dyn Any + Send + Sync>,
                 offset: info.offset,
                 range: info.range,
             })
