@@ -32,6 +32,7 @@ use ash::vk;
 use bytemuck::Pod;
 
 use crate::barrier;
+use crate::buffer::transfer::{self, cores, pieces, workers_for};
 use crate::buffer::{Buffer, BufferInner};
 use crate::device::{Device, DeviceInner, Garbage};
 use crate::error::{Error, Result};
@@ -42,7 +43,6 @@ use crate::recorder::{cmd_barrier, Recorder};
 use crate::staging::StagingBuffer;
 use crate::ticket::Ticket;
 use crate::ticket_future::poll_points;
-use crate::transfer::{self, cores, pieces, workers_for};
 
 /// Bytes per copy submission.
 pub(crate) const PIECE: u64 = 8 << 20;
@@ -622,7 +622,7 @@ const _: () = {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transfer::{MAX_WORKERS, PARALLEL_MIN};
+    use crate::buffer::transfer::{MAX_WORKERS, PARALLEL_MIN};
 
     #[test]
     fn pieces_tile_the_range() {

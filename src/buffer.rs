@@ -4,7 +4,7 @@
 //! reads and writes (`download`, `write`, ...) first wait for any submitted
 //! GPU work that uses the buffer, so they never race a kernel; they go
 //! through the mapping when the memory allows it, else through staging
-//! copies ([`crate::transfer`]). Dropping a buffer that in-flight work still
+//! copies ([`transfer`]). Dropping a buffer that in-flight work still
 //! uses parks its memory until that work completes.
 //!
 //! [`GpuBuf`] is what a dispatch binds: a whole buffer or a
@@ -24,7 +24,8 @@ use crate::error::{Error, Result};
 use crate::host_lock::HostLock;
 use crate::memory::{host_paths, HostPath, Memory};
 use crate::reclaim::LastUse;
-use crate::transfer;
+
+pub(crate) mod transfer;
 
 /// The shared part of a buffer: the Vulkan handle, its memory, its last use.
 pub(crate) struct BufferInner {

@@ -178,7 +178,6 @@ mod set_cache;
 mod staging;
 mod stats;
 mod ticket;
-mod transfer;
 mod workgroups;
 
 // Sound host access, interop handles and typed launches (issue 8).

@@ -18,11 +18,11 @@ use bytemuck::Pod;
 
 use super::Batch;
 use crate::barrier::Stage;
+use crate::buffer::transfer;
 use crate::buffer::{Buffer, GpuBuf};
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::memory::Memory;
-use crate::transfer;
 
 /// Largest write recorded inline (`vkCmdUpdateBuffer`'s limit).
 const INLINE_MAX: usize = 65536;

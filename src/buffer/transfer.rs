@@ -19,8 +19,8 @@ use std::ops::Range;
 
 use ash::vk;
 
+use super::BufferInner;
 use crate::barrier;
-use crate::buffer::BufferInner;
 use crate::device::{DeviceInner, Garbage};
 use crate::error::Result;
 use crate::host_lock::Access;
