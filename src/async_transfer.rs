@@ -66,7 +66,7 @@ impl<'a> Copier<'a> {
             d.completed_cached(),
             || d.completed(),
         )?;
-        let transfer_only = d.transfer.is_some();
+        let transfer_only = d.has_transfer_queue();
         Ok(Copier {
             d,
             rec: Some(rec),

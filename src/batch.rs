@@ -186,7 +186,7 @@ impl Device {
 
     /// A new batch with `options`, on the device's default stream.
     pub fn batch_with(&self, options: BatchOptions) -> Result<Batch> {
-        Batch::on_stream(&self.inner, self.inner.default_stream.clone(), options)
+        Batch::on_stream(&self.inner, self.inner.default_stream().clone(), options)
     }
 }
 
@@ -216,7 +216,7 @@ impl Batch {
                 adapter: d.info.name.clone(),
             });
         }
-        let rec = d.compute_recorders.take(
+        let rec = d.compute_recorders().take(
             &d.raw,
             &d.sticky,
             &d.counters,
@@ -518,7 +518,7 @@ impl Batch {
         if let Some(mut rec) = self.rec.take() {
             self.keep.clear();
             rec.spare = Some(Box::new(std::mem::take(&mut self.keep)));
-            self.dev.compute_recorders.retire(mark, rec);
+            self.dev.compute_recorders().retire(mark, rec);
         }
     }
 
@@ -631,7 +631,7 @@ impl Batch {
                 // device) is handed to recorders readied later; a split
                 // launch's variants die with their kernel.
                 if self.stream.slot == 0 && pipeline == k.pipeline {
-                    d.compute.note_pipeline(pipeline);
+                    d.compute_queue().note_pipeline(pipeline);
                 }
                 if let Some(ks) = &mut self.graph_kernels {
                     ks.push(kernel.core.clone());

@@ -71,7 +71,7 @@ pub(crate) fn get(
     name: &'static str,
     spec: &[(u32, u32)],
 ) -> Result<Kernel> {
-    Registry(&dev.builtins).get(dev, name, spec)
+    Registry(&dev.builtins()).get(dev, name, spec)
 }
 
 /// What a device's built-in registry did so far.
@@ -88,7 +88,7 @@ pub struct RegistryStats {
 
 /// Counts of the built-in kernels `gpu` made and reused.
 pub fn registry_stats(gpu: &Device) -> RegistryStats {
-    let (pipelines, built, hits) = gpu.inner.builtins.stats();
+    let (pipelines, built, hits) = gpu.inner.builtins().stats();
     RegistryStats {
         pipelines,
         built,

@@ -68,18 +68,13 @@ pub(crate) enum Garbage {
     Staging(crate::staging::StagingBuffer),
 }
 
-/// Shader features the megakernel template chooses between, as enabled.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct MegakernelFeatures {
-    /// VK_KHR_shader_clock with `shaderDeviceClock`.
-    pub device_clock: bool,
-    /// VK_KHR_shader_clock with `shaderSubgroupClock`.
-    pub subgroup_clock: bool,
-    /// `vulkanMemoryModel` and `vulkanMemoryModelDeviceScope`.
-    pub memory_model: bool,
-}
-
 /// The shared state behind every handle.
+///
+/// Read-only facts about the device (its id, adapter info, options, raw
+/// handles, sticky loss, counters, queue families, enabled features) are
+/// visible crate-wide. Every stateful part (queues, recorders, caches,
+/// staging, the stream users, the waiter, the allocator and the deferred
+/// list) is private to the device module and reached through accessors.
 pub(crate) struct DeviceInner {
     pub id: u64,
     pub info: AdapterInfo,
@@ -87,45 +82,97 @@ pub(crate) struct DeviceInner {
     pub raw: ash::Device,
     pub push_descriptor: Option<ash::khr::push_descriptor::Device>,
     pub debug_utils: Option<ash::ext::debug_utils::Device>,
-    pub compute: Queue,
-    pub transfer: Option<Queue>,
-    /// Further queues of the compute family, for streams (slots 2..).
-    pub extra_compute: Vec<Queue>,
-    /// The stream `Device::batch` records on (the compute queue).
-    pub default_stream: Arc<StreamState>,
-    /// Live streams per compute queue (index 0: the compute queue, i: the
-    /// extra queue i - 1), the default stream counted.
-    pub stream_users: Arc<[AtomicUsize]>,
-    pub compute_recorders: RecorderPool,
-    pub transfer_recorders: Option<RecorderPool>,
     pub sticky: Sticky,
     pub counters: Counters,
-    pub kernels: KernelCache,
-    /// Written descriptor sets kept across batches (pooled descriptors).
-    pub set_cache: SetCache,
-    /// Built-in kernels ([`crate::ops`], the copy kernel), each made at first use.
-    pub builtins: crate::pipeline_cache::BuiltinStore,
     /// How long creation took, by phase.
     pub startup: StartupTimes,
-    pub staging: StagingPool,
     pub buffer_device_address: bool,
     /// Valid bits of compute-queue timestamps.
     pub timestamp_bits: u32,
     /// Families that share buffers (CONCURRENT sharing when two).
     pub families: Vec<u32>,
-    /// Device features the megakernel template uses, as enabled at creation.
-    pub megakernel_features: MegakernelFeatures,
-    /// Features SPIR-V capabilities need, as enabled (kernels are checked).
+    /// Features SPIR-V capabilities need, as enabled (kernels are checked;
+    /// the megakernel's templates choose their clock and memory model by
+    /// them).
     pub shader_features: crate::spirv_caps::ShaderFeatures,
+    /// The physical device `raw` was created on (for [`crate::interop`]).
+    pub physical: vk::PhysicalDevice,
+    compute: Queue,
+    transfer: Option<Queue>,
+    /// Further queues of the compute family, for streams (slots 2..).
+    extra_compute: Vec<Queue>,
+    /// The stream `Device::batch` records on (the compute queue).
+    default_stream: Arc<StreamState>,
+    /// Live streams per compute queue (index 0: the compute queue, i: the
+    /// extra queue i - 1), the default stream counted.
+    stream_users: Arc<[AtomicUsize]>,
+    compute_recorders: RecorderPool,
+    transfer_recorders: Option<RecorderPool>,
+    kernels: KernelCache,
+    /// Written descriptor sets kept across batches (pooled descriptors).
+    set_cache: SetCache,
+    /// Built-in kernels ([`crate::ops`], the copy kernel), each made at first use.
+    builtins: crate::pipeline_cache::BuiltinStore,
+    staging: StagingPool,
     allocator: Mutex<ManuallyDrop<Allocator>>,
     garbage: Mutex<Deferred<Garbage>>,
     budget_used: AtomicU64,
-    /// The physical device `raw` was created on (for [`crate::interop`]).
-    pub physical: vk::PhysicalDevice,
     /// The thread that wakes ticket futures (started at first use).
-    pub waiter: crate::waiter::WaiterSlot,
+    waiter: crate::waiter::WaiterSlot,
     /// Dropped last: the device is destroyed in `drop` before it.
     pub(crate) instance: Instance,
+}
+
+impl DeviceInner {
+    /// The default compute queue (slot 0).
+    pub(crate) fn compute_queue(&self) -> &Queue {
+        &self.compute
+    }
+
+    /// Whether the device has a transfer-only queue.
+    pub(crate) fn has_transfer_queue(&self) -> bool {
+        self.transfer.is_some()
+    }
+
+    /// The transfer-only queue's family, if there is one.
+    pub(crate) fn transfer_family(&self) -> Option<u32> {
+        self.transfer.as_ref().map(|t| t.family)
+    }
+
+    /// The stream [`Device::batch`] records on.
+    pub(crate) fn default_stream(&self) -> &Arc<StreamState> {
+        &self.default_stream
+    }
+
+    /// Live streams per compute queue, the default stream counted.
+    pub(crate) fn stream_users(&self) -> &Arc<[AtomicUsize]> {
+        &self.stream_users
+    }
+
+    /// The compute family's recorders (command pools), recycled.
+    pub(crate) fn compute_recorders(&self) -> &RecorderPool {
+        &self.compute_recorders
+    }
+
+    /// Pipelines and the `VkPipelineCache` of this device.
+    pub(crate) fn kernels(&self) -> &KernelCache {
+        &self.kernels
+    }
+
+    /// Written descriptor sets kept across batches.
+    pub(crate) fn set_cache(&self) -> &SetCache {
+        &self.set_cache
+    }
+
+    /// The built-in pipelines made so far.
+    pub(crate) fn builtins(&self) -> &crate::pipeline_cache::BuiltinStore {
+        &self.builtins
+    }
+
+    /// The thread that wakes ticket futures.
+    pub(crate) fn waiter(&self) -> &crate::waiter::WaiterSlot {
+        &self.waiter
+    }
 }
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -406,16 +453,11 @@ impl DeviceInner {
             if use_push {
                 extensions.push(probe::PUSH_DESCRIPTOR.as_ptr());
             }
-            let megakernel_features = MegakernelFeatures {
-                device_clock: qclock.shader_device_clock == vk::TRUE,
-                subgroup_clock: qclock.shader_subgroup_clock == vk::TRUE,
-                memory_model: q12.vulkan_memory_model == vk::TRUE
-                    && q12.vulkan_memory_model_device_scope == vk::TRUE,
-            };
             let mut eclock = vk::PhysicalDeviceShaderClockFeaturesKHR::default()
-                .shader_device_clock(megakernel_features.device_clock)
-                .shader_subgroup_clock(megakernel_features.subgroup_clock);
-            let use_clock = megakernel_features.device_clock || megakernel_features.subgroup_clock;
+                .shader_device_clock(qclock.shader_device_clock == vk::TRUE)
+                .shader_subgroup_clock(qclock.shader_subgroup_clock == vk::TRUE);
+            let use_clock =
+                eclock.shader_device_clock == vk::TRUE || eclock.shader_subgroup_clock == vk::TRUE;
             if use_clock {
                 extensions.push(probe::SHADER_CLOCK.as_ptr());
             }
@@ -426,7 +468,12 @@ impl DeviceInner {
             let mut coop_nv =
                 vk::PhysicalDeviceCooperativeMatrixFeaturesNV::default().cooperative_matrix(true);
             let shader_features = crate::spirv_caps::ShaderFeatures::enabled(
-                &features, &e11, &e12, use_clock, coop.nv, coop.khr,
+                &features,
+                &e11,
+                &e12,
+                use_clock.then_some(&eclock),
+                coop.nv,
+                coop.khr,
             );
             let mut info = vk::DeviceCreateInfo::default()
                 .queue_create_infos(&queue_infos)
@@ -582,7 +629,6 @@ impl DeviceInner {
                 timestamp_bits: p.plan.timestamp_bits,
                 buffer_device_address: bda,
                 families,
-                megakernel_features,
                 shader_features,
                 allocator: Mutex::new(ManuallyDrop::new(allocator)),
                 garbage: Mutex::new(Deferred::default()),

@@ -129,7 +129,7 @@ impl Drop for EventInner {
             // The waiter thread may still list the semaphore: it is
             // destroyed with the waiter, once the device is idle.
             d.counters.add(Counter::Semaphores, -1);
-            d.waiter.adopt(self.sem);
+            d.waiter().adopt(self.sem);
         } else {
             d.release(self.last_use.mark(), Garbage::Semaphore(self.sem));
         }

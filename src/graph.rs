@@ -189,7 +189,7 @@ impl Device {
     /// as `profiling` says (read with [`Graph::last_profile`]); adapters
     /// without compute-queue timestamps give [`Error::Unsupported`].
     pub fn graph_recorder_with(&self, profiling: Profiling) -> Result<GraphRecorder> {
-        GraphRecorder::new(&self.inner, self.inner.default_stream.clone(), profiling)
+        GraphRecorder::new(&self.inner, self.inner.default_stream().clone(), profiling)
     }
 
     /// A recording for a new [`Graph`] that registers everything it uses in
@@ -521,7 +521,7 @@ impl Drop for Graph {
             b.last_use.unlink(&self.shared);
         }
         if let Some(rec) = self.rec.take() {
-            self.dev.compute_recorders.retire(mark, rec);
+            self.dev.compute_recorders().retire(mark, rec);
         }
         if let Some(q) = self.queries.take() {
             for p in q.pools {

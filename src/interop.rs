@@ -118,14 +118,14 @@ impl Device {
         let d = &*self.inner;
         // SAFETY: queue 0 of the compute family was requested when the
         // device was created; vkGetDeviceQueue only returns its handle.
-        let compute_queue = unsafe { d.raw.get_device_queue(d.compute.family, 0) };
+        let compute_queue = unsafe { d.raw.get_device_queue(d.compute_queue().family, 0) };
         RawDevice {
             instance: &d.instance.raw,
             device: &d.raw,
             physical_device: d.physical,
             compute_queue,
-            compute_family: d.compute.family,
-            transfer_family: d.transfer.as_ref().map(|t| t.family),
+            compute_family: d.compute_queue().family,
+            transfer_family: d.transfer_family(),
         }
     }
 }

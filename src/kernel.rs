@@ -145,7 +145,7 @@ impl Device {
 
     /// Number of distinct pipelines compiled on this device so far.
     pub fn cached_kernels(&self) -> usize {
-        self.inner.kernels.len()
+        self.inner.kernels().len()
     }
 }
 
@@ -187,7 +187,7 @@ impl KernelBuilder {
     /// through the device's on-disk cache.
     #[cfg(feature = "glsl")]
     pub fn glsl_with(mut self, source: &str, options: &crate::glsl::GlslOptions) -> Self {
-        let k = &self.dev.inner.kernels;
+        let k = &self.dev.inner.kernels();
         self.source =
             crate::glsl::compile_cached(source, options, k.dir.as_deref(), &k.disk_counters);
         self
@@ -270,7 +270,7 @@ impl KernelBuilder {
             spec: self.spec.iter().map(|(k, v)| (*k, v.clone())).collect(),
             local_size: self.local_size,
         };
-        if let Some(core) = d.kernels.get_request(&request) {
+        if let Some(core) = d.kernels().get_request(&request) {
             return Ok(Kernel { dev: d, core });
         }
         let reflection = reflect::reflect(&words, self.entry.as_deref())?;
@@ -375,11 +375,11 @@ impl KernelBuilder {
             spec: spec.into_iter().collect(),
             push_descriptors: d.push_descriptor.is_some(),
         };
-        let core = match d.kernels.get(&key) {
+        let core = match d.kernels().get(&key) {
             Some(core) => core,
             None => {
                 let core = create_core(&d, &key, reflection, size, label)?;
-                let (core, lost_race) = d.kernels.insert(key, core);
+                let (core, lost_race) = d.kernels().insert(key, core);
                 if let Some(extra) = lost_race {
                     // SAFETY: never used: another thread's identical pipeline won.
                     unsafe { extra.destroy(&d.raw, &d.counters) };
@@ -387,7 +387,7 @@ impl KernelBuilder {
                 core
             }
         };
-        d.kernels.put_request(request, core.clone());
+        d.kernels().put_request(request, core.clone());
         Ok(Kernel { dev: d, core })
     }
 }
@@ -456,7 +456,7 @@ fn create_core(
                 .map_err(|r| d.sticky.fail("vkCreatePipelineLayout", r))?;
             made.pipeline = create_pipeline(
                 &d.raw,
-                d.kernels.vk_cache,
+                d.kernels().vk_cache,
                 &d.sticky,
                 made.layout,
                 &key.words,

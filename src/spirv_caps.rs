@@ -25,25 +25,36 @@ pub(crate) struct ShaderFeatures {
     pub storage8: bool,
     pub uniform_storage8: bool,
     pub memory_model: bool,
+    /// `vulkanMemoryModelDeviceScope` (the megakernel's device-scope
+    /// atomics need it beside `memory_model`).
+    pub memory_model_device_scope: bool,
     pub buffer_device_address: bool,
+    /// VK_KHR_shader_clock with either clock.
     pub shader_clock: bool,
+    /// VK_KHR_shader_clock with `shaderDeviceClock`.
+    pub device_clock: bool,
+    /// VK_KHR_shader_clock with `shaderSubgroupClock`.
+    pub subgroup_clock: bool,
     pub coopmat_nv: bool,
     pub coopmat_khr: bool,
 }
 
 impl ShaderFeatures {
     /// What a device created with these feature structures has enabled
-    /// (`clock`: VK_KHR_shader_clock with either clock; `coop_*`: the
-    /// cooperative-matrix extensions with their feature).
+    /// (`clock`: VK_KHR_shader_clock's structure when the extension is
+    /// enabled; `coop_*`: the cooperative-matrix extensions with their
+    /// feature).
     pub(crate) fn enabled(
         core: &vk::PhysicalDeviceFeatures,
         f11: &vk::PhysicalDeviceVulkan11Features<'_>,
         f12: &vk::PhysicalDeviceVulkan12Features<'_>,
-        clock: bool,
+        clock: Option<&vk::PhysicalDeviceShaderClockFeaturesKHR<'_>>,
         coop_nv: bool,
         coop_khr: bool,
     ) -> ShaderFeatures {
         let on = |b: vk::Bool32| b == vk::TRUE;
+        let device_clock = clock.is_some_and(|c| on(c.shader_device_clock));
+        let subgroup_clock = clock.is_some_and(|c| on(c.shader_subgroup_clock));
         ShaderFeatures {
             float16: on(f12.shader_float16),
             float64: on(core.shader_float64),
@@ -55,11 +66,20 @@ impl ShaderFeatures {
             storage8: on(f12.storage_buffer8_bit_access),
             uniform_storage8: on(f12.uniform_and_storage_buffer8_bit_access),
             memory_model: on(f12.vulkan_memory_model),
+            memory_model_device_scope: on(f12.vulkan_memory_model_device_scope),
             buffer_device_address: on(f12.buffer_device_address),
-            shader_clock: clock,
+            shader_clock: device_clock || subgroup_clock,
+            device_clock,
+            subgroup_clock,
             coopmat_nv: coop_nv,
             coopmat_khr: coop_khr,
         }
+    }
+
+    /// `vulkanMemoryModel` with device scope: what device-scope atomics
+    /// with acquire and release semantics need (the megakernel's).
+    pub(crate) fn device_scope_memory_model(&self) -> bool {
+        self.memory_model && self.memory_model_device_scope
     }
 
     /// The capability's name and the feature it needs, when that feature

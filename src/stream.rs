@@ -79,7 +79,7 @@ pub(crate) fn submit_on(
         stream: Some(&stream.last),
         after_stream: first_value == 0,
     };
-    let q = d.queue(slot).unwrap_or(&d.compute);
+    let q = d.queue(slot).unwrap_or(&d.compute_queue());
     q.submit_ordered(&d.raw, &d.sticky, cmds, waits.iter(), waits.len(), order)
 }
 
@@ -127,7 +127,7 @@ impl Device {
     pub fn stream(&self) -> Result<Stream> {
         let d = &self.inner;
         d.sticky.check()?;
-        let users = &d.stream_users;
+        let users = d.stream_users();
         let counts: Vec<usize> = users.iter().map(|u| u.load(Ordering::Acquire)).collect();
         let i = pick_queue(&counts);
         users[i].fetch_add(1, Ordering::AcqRel);
@@ -142,14 +142,14 @@ impl Device {
     pub fn default_stream(&self) -> Stream {
         Stream {
             dev: self.inner.clone(),
-            state: self.inner.default_stream.clone(),
+            state: self.inner.default_stream().clone(),
         }
     }
 
     /// How many queues of the compute family streams spread over (1 on
     /// lavapipe).
     pub fn stream_queue_count(&self) -> usize {
-        self.inner.stream_users.len()
+        self.inner.stream_users().len()
     }
 }
 

@@ -194,8 +194,8 @@ impl Ticket {
                 idled.set(true);
                 let done = d.completed_cached();
                 d.release_ready(done);
-                let pipeline = d.compute.last_pipeline();
-                d.compute_recorders
+                let pipeline = d.compute_queue().last_pipeline();
+                d.compute_recorders()
                     .prime(&d.raw, &d.sticky, &d.counters, done, pipeline)
             };
             q.wait_with_idle(&d.raw, &d.sticky, value, left, spin, idle)?;

@@ -32,7 +32,7 @@ pub(crate) fn poll_points(
     if let Err(e) = d.sticky.check() {
         return Poll::Ready(Err(e));
     }
-    if let Some(r) = d.waiter.failure() {
+    if let Some(r) = d.waiter().failure() {
         return Poll::Ready(Err(d.sticky.fail("vkWaitSemaphores", r)));
     }
     for &(sem, value) in points {
@@ -50,7 +50,7 @@ pub(crate) fn poll_points(
                 waited: started.elapsed(),
             }));
         }
-        return match d.waiter.register(
+        return match d.waiter().register(
             &d.raw,
             &d.sticky,
             crate::waiter::blocks_on_wait_any(&d.info.driver_name),
@@ -61,7 +61,10 @@ pub(crate) fn poll_points(
         ) {
             Ok(true) => Poll::Pending,
             Ok(false) => {
-                let r = d.waiter.failure().unwrap_or(vk::Result::ERROR_DEVICE_LOST);
+                let r = d
+                    .waiter()
+                    .failure()
+                    .unwrap_or(vk::Result::ERROR_DEVICE_LOST);
                 Poll::Ready(Err(d.sticky.fail("vkWaitSemaphores", r)))
             }
             Err(e) => Poll::Ready(Err(e)),

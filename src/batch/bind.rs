@@ -56,7 +56,7 @@ pub(crate) fn bind_descriptors<'o>(
             bind_set(d, cb, k, set);
         }
         _ => {
-            let cached = d.set_cache.get_or_write(
+            let cached = d.set_cache().get_or_write(
                 &d.raw,
                 &d.sticky,
                 &d.counters,

@@ -76,7 +76,7 @@ impl Batch {
                 adapter: d.info.name.clone(),
             });
         }
-        let rec = Recorder::for_graph(&d.raw, d.compute.family, &d.sticky, &d.counters)?;
+        let rec = Recorder::for_graph(&d.raw, d.compute_queue().family, &d.sticky, &d.counters)?;
         let options = BatchOptions::single_submit().with_profiling(profiling);
         let mut b = Batch::with_recorder(d, stream, rec, options);
         b.graph_kernels = Some(Vec::new());

@@ -89,7 +89,7 @@ fn piece_pipeline(
         |words, entry, spec| {
             let p = create_pipeline(
                 &d.raw,
-                d.kernels.vk_cache,
+                d.kernels().vk_cache,
                 &d.sticky,
                 k.pipeline_layout,
                 words,

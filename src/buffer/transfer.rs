@@ -310,7 +310,7 @@ impl<'a> Run<'a> {
             d.completed_cached(),
             || d.completed(),
         )?;
-        let transfer_only = d.transfer.is_some();
+        let transfer_only = d.has_transfer_queue();
         let own = d.transfer_queue().slot;
         let mut waits = WaitList::default();
         for (slot, v) in buf.last_use.mark().points() {

@@ -192,7 +192,7 @@ impl Drop for ParamsCore {
         // The copies are pending until the last launch that used the ring.
         if let Some(rec) = self.rec.take() {
             self.dev
-                .compute_recorders
+                .compute_recorders()
                 .retire(self.ring.last_use.mark(), rec);
         }
     }
@@ -260,13 +260,14 @@ impl Device {
         // The host writes slots from now on: any GPU zero-fill of the ring
         // must be done first.
         d.wait_mark(ring.inner.last_use.mark(), None)?;
-        let mut rec = Recorder::for_graph(&d.raw, d.compute.family, &d.sticky, &d.counters)?;
+        let mut rec =
+            Recorder::for_graph(&d.raw, d.compute_queue().family, &d.sticky, &d.counters)?;
         let copies =
             match record_copies(d, &mut rec, &ring.inner, &fixed.inner, size, stride, slots) {
                 Ok(c) => c,
                 Err(e) => {
                     // Nothing was submitted: the pool takes it back at once.
-                    d.compute_recorders.retire(UseMark::default(), rec);
+                    d.compute_recorders().retire(UseMark::default(), rec);
                     return Err(e);
                 }
             };

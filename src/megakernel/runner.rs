@@ -87,7 +87,7 @@ impl std::fmt::Debug for Megakernel {
 }
 
 fn choose_memory_model(gpu: &Device) -> bool {
-    let enabled = gpu.inner.megakernel_features.memory_model;
+    let enabled = gpu.inner.shader_features.device_scope_memory_model();
     enabled && std::env::var(ENV_MEMORY_MODEL).ok().as_deref() != Some("0")
 }
 
@@ -170,7 +170,7 @@ impl Megakernel {
     /// [`Error::Unsupported`] for `true` where the device has no
     /// `vulkanMemoryModel` with device scope.
     pub fn set_memory_model(&mut self, on: bool) -> Result<()> {
-        if on && !self.gpu.inner.megakernel_features.memory_model {
+        if on && !self.gpu.inner.shader_features.device_scope_memory_model() {
             return Err(Error::Unsupported {
                 what: "vulkanMemoryModel with vulkanMemoryModelDeviceScope",
                 adapter: self.gpu.info().name.clone(),
@@ -191,7 +191,7 @@ impl Megakernel {
     }
 
     pub(super) fn variant(&self, w: &MegakernelWorkloadHints) -> Result<Variant> {
-        let f = self.gpu.inner.megakernel_features;
+        let f = self.gpu.inner.shader_features;
         let best = if f.device_clock {
             ClockKind::DeviceClock
         } else if f.subgroup_clock {

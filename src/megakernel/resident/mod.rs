@@ -253,7 +253,7 @@ impl std::fmt::Debug for ResidentMegakernel {
 }
 
 fn memory_model(gpu: &Device) -> bool {
-    let enabled = gpu.inner.megakernel_features.memory_model;
+    let enabled = gpu.inner.shader_features.device_scope_memory_model();
     match std::env::var(ENV_MEMORY_MODEL).ok().as_deref() {
         Some("0") => false,
         Some("1") => enabled,
@@ -262,7 +262,7 @@ fn memory_model(gpu: &Device) -> bool {
 }
 
 fn clock_kind(gpu: &Device, deadline: DeadlineSource) -> Result<ClockKind> {
-    let f = gpu.inner.megakernel_features;
+    let f = gpu.inner.shader_features;
     let best = if f.device_clock {
         ClockKind::DeviceClock
     } else if f.subgroup_clock {
