@@ -71,7 +71,7 @@ pub(crate) fn get(
     name: &'static str,
     spec: &[(u32, u32)],
 ) -> Result<Kernel> {
-    Registry(&dev.builtins()).get(dev, name, spec)
+    Registry(dev.builtins()).get(dev, name, spec)
 }
 
 /// What a device's built-in registry did so far.

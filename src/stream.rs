@@ -79,7 +79,7 @@ pub(crate) fn submit_on(
         stream: Some(&stream.last),
         after_stream: first_value == 0,
     };
-    let q = d.queue(slot).unwrap_or(&d.compute_queue());
+    let q = d.queue(slot).unwrap_or(d.compute_queue());
     q.submit_ordered(&d.raw, &d.sticky, cmds, waits.iter(), waits.len(), order)
 }
 
