@@ -179,6 +179,7 @@ mod staging;
 mod stats;
 mod ticket;
 mod transfer;
+mod validation_log;
 mod workgroups;
 
 // Sound host access, interop handles and typed launches (issue 8).
@@ -211,7 +212,7 @@ pub use batch::{Batch, BatchOptions};
 pub use buffer::{BufView, Buffer, BufferSlice, GpuBuf};
 pub use device::{
     Device, DeviceOptions, DEFAULT_COMPUTE_QUEUES, ENV_COMPUTE_QUEUES, ENV_DEVICE,
-    ENV_PUSH_DESCRIPTORS, ENV_VALIDATION,
+    ENV_PUSH_DESCRIPTORS, ENV_VALIDATION, ENV_VALIDATION_ERRORS,
 };
 pub use disk_cache::{CacheStats, ENV_CACHE_DIR};
 pub use error::{Error, Result};
@@ -225,7 +226,7 @@ pub use reflect::{BindingInfo, BindingKind, Reflection, SpecConstantInfo};
 pub use stats::{StartupTimes, Stats};
 pub use ticket::Ticket;
 // Figures and tests that cannot flatter (issue 11): the shared validation log.
-pub use instance::ValidationLog;
+pub use validation_log::ValidationLog;
 
 pub use batch::host_io::Readback;
 pub use host_words::HostWords;
