@@ -73,7 +73,7 @@ pub(crate) struct Instance {
 
 impl Instance {
     /// Opens the loader and creates an instance (Vulkan 1.3 requested),
-    /// whose messages go to `log` (a fresh one when validation is off).
+    /// whose validation messages go to `log`.
     pub(crate) fn new(validation: bool, log: ValidationLog) -> Result<Self> {
         // SAFETY: loading the system Vulkan loader runs its initialisers; we
         // rely on it being a conforming loader.
