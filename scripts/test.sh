@@ -14,6 +14,10 @@ export VKCOMPUTE_VALIDATION=1
 # unless the caller chose an adapter.
 export VKCOMPUTE_DEVICE="${VKCOMPUTE_DEVICE:-llvmpipe}"
 export VKCOMPUTE_QUICK=1
+# A batch's wait (Ticket::wait, Batch::submit) returns Error::Validation for
+# the validation messages that arrived during the batch, so a test fails at
+# the call that met them (DeviceOptions::validation_errors).
+export VKCOMPUTE_VALIDATION_ERRORS=1
 # Every `common::skipped`/`not_exercised` appends `<test>: <reason>` here;
 # the run ends with the count and the reasons (tests/common/mod.rs).
 export VKCOMPUTE_SKIP_LOG="$PWD/target/skips.log"

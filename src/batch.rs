@@ -167,6 +167,9 @@ pub struct Batch {
     fault: u32,
     /// Graph mode (`graph_mode`): the kernels recorded, kept by the graph.
     graph_kernels: Option<Vec<Arc<KernelCore>>>,
+    /// Where the batch's validation span starts in the device's log
+    /// (`None`: its ticket's waits report no validation messages).
+    validation_from: Option<usize>,
 }
 
 impl std::fmt::Debug for Batch {
@@ -272,6 +275,7 @@ impl Batch {
             poisoned: None,
             fault: 0,
             graph_kernels: None,
+            validation_from: d.instance.log.window_start(),
         }
     }
 }
@@ -474,7 +478,10 @@ impl Batch {
         self.stream.slot
     }
 
-    /// Submits what remains and waits for all of it to complete.
+    /// Submits what remains and waits for all of it to complete. With
+    /// [`DeviceOptions::validation_errors`](crate::DeviceOptions::validation_errors)
+    /// on: [`Error::Validation`] when validation messages arrived between
+    /// the batch's creation and the end of the wait ([`Ticket::wait`]).
     pub fn submit(self) -> Result<()> {
         self.submit_async()?.wait()
     }
@@ -508,7 +515,8 @@ impl Batch {
             count: q.used,
             labels: q.labels,
         });
-        Ok(Ticket::new(self.dev.clone(), self.slot(), mark, queries))
+        Ok(Ticket::new(self.dev.clone(), self.slot(), mark, queries)
+            .with_validation_from(self.validation_from))
     }
 
     /// Hands the recorder back (its work completes at `mark`), with the

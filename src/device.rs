@@ -20,7 +20,7 @@ use gpu_allocator::{AllocationSizes, AllocatorDebugSettings};
 use crate::adapter::{self, AdapterInfo};
 use crate::disk_cache::{self, PipelineKey};
 use crate::error::{Error, Result, Sticky};
-use crate::instance::{Instance, ValidationLog};
+use crate::instance::Instance;
 use crate::pipeline_cache::KernelCache;
 use crate::probe::{self, Probed};
 use crate::queue::Queue;
@@ -32,11 +32,12 @@ use crate::recorder::RecorderPool;
 use crate::set_cache::SetCache;
 use crate::staging::StagingPool;
 use crate::stats::{Counter, Counters, StartupTimes, Stats};
+use crate::validation_log::ValidationLog;
 
 use crate::options::env_flag;
 pub use crate::options::{
     DeviceOptions, DEFAULT_COMPUTE_QUEUES, ENV_COMPUTE_QUEUES, ENV_DEVICE, ENV_PUSH_DESCRIPTORS,
-    ENV_VALIDATION,
+    ENV_VALIDATION, ENV_VALIDATION_ERRORS,
 };
 
 mod cache;
@@ -190,7 +191,13 @@ impl Device {
             .validation
             .unwrap_or_else(|| env_flag(ENV_VALIDATION));
         let t0 = std::time::Instant::now();
-        let instance = Instance::new(validation)?;
+        let log = ValidationLog::with_settings(
+            options.validation_stderr,
+            options
+                .validation_errors
+                .unwrap_or_else(|| env_flag(ENV_VALIDATION_ERRORS)),
+        );
+        let instance = Instance::new(validation, log)?;
         let t1 = std::time::Instant::now();
         let probed = probe::probe_all(&instance.raw)?;
         let t2 = std::time::Instant::now();
@@ -219,7 +226,7 @@ impl Device {
 
     /// Every adapter with a compute queue, in enumeration order.
     pub fn adapters() -> Result<Vec<AdapterInfo>> {
-        let instance = Instance::new(false)?;
+        let instance = Instance::new(false, ValidationLog::default())?;
         Ok(probe::probe_all(&instance.raw)?
             .into_iter()
             .map(|p| p.info)

@@ -63,6 +63,22 @@ pub enum Error {
     #[error("validation requested but VK_LAYER_KHRONOS_validation is not installed; install vulkan-validationlayers")]
     ValidationLayerMissing,
 
+    /// The validation layer reported messages between a batch's creation
+    /// and the end of the wait on its ticket, and
+    /// [`DeviceOptions::validation_errors`](crate::DeviceOptions::validation_errors)
+    /// is on. The span is one of time on the device: a batch overlapping
+    /// in time with others on the same device (other threads) reports
+    /// their messages too. The work itself completed; waiting again
+    /// reports the span up to then.
+    #[error("{count} validation message(s) arrived between the batch's creation and the end of its wait; {}", first_messages(messages, *count))]
+    Validation {
+        /// How many messages arrived in the span.
+        count: usize,
+        /// The span's messages the device's log still holds (its latest
+        /// 64), oldest first, verbatim.
+        messages: Vec<String>,
+    },
+
     /// The adapter lacks something the operation needs.
     #[error("{what} is not supported by adapter {adapter:?}")]
     Unsupported {
@@ -523,6 +539,24 @@ pub enum Error {
     },
 }
 
+/// The start of [`Error::Validation`]'s text: the first messages listed.
+fn first_messages(messages: &[String], count: usize) -> String {
+    const SHOWN: usize = 3;
+    let mut out = String::from("the first listed:");
+    for m in messages.iter().take(SHOWN) {
+        out.push_str("\n  ");
+        out.push_str(m);
+    }
+    if messages.is_empty() {
+        out.push_str(" none (the log no longer holds them)");
+    }
+    let rest = count.saturating_sub(messages.len().min(SHOWN));
+    if rest > 0 {
+        out.push_str(&format!("\n  ... and {rest} more"));
+    }
+    out
+}
+
 impl Error {
     /// True for [`Error::DeviceLost`].
     pub fn is_device_lost(&self) -> bool {
@@ -608,6 +642,25 @@ mod tests {
             })
         ));
         assert!(s.is_lost());
+    }
+
+    #[test]
+    fn a_validation_error_names_its_count_and_first_messages() {
+        let messages: Vec<String> = (0..5).map(|i| format!("message {i}")).collect();
+        let e = Error::Validation { count: 9, messages };
+        let text = e.to_string();
+        assert!(text.starts_with("9 validation message(s)"), "{text}");
+        assert!(
+            text.contains("message 0") && text.contains("message 2"),
+            "{text}"
+        );
+        assert!(!text.contains("message 3"), "{text}");
+        assert!(text.ends_with("... and 6 more"), "{text}");
+        let one = Error::Validation {
+            count: 1,
+            messages: vec!["only".into()],
+        };
+        assert!(!one.to_string().contains("more"), "{one}");
     }
 
     #[test]

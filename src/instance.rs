@@ -4,62 +4,22 @@
 //! Vulkan library. With validation on, the instance enables
 //! `VK_LAYER_KHRONOS_validation` with synchronization validation, and a
 //! debug-utils messenger routes every message to `log`. Warnings and errors
-//! of the validation and performance kinds are also counted and kept, per
-//! instance, so a test can assert that a run produced none. The messenger's
+//! of the validation and performance kinds also go to the instance's
+//! [`ValidationLog`], which counts and keeps them (so a test can assert that
+//! a run produced none), prints them where no logger would, and answers for
+//! the batches that turn them into errors. The messenger's
 //! create-info is chained into instance creation so that messages emitted
 //! while the instance itself is created or destroyed are caught too.
 
 use std::ffi::{c_void, CStr};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use ash::vk;
 
 use crate::error::{vk_error, Error, Result};
+use crate::validation_log::{ValidationLog, LOG_TARGET};
 
 const VALIDATION_LAYER: &CStr = c"VK_LAYER_KHRONOS_validation";
-/// How many messages are kept verbatim; all are counted.
-const KEPT_MESSAGES: usize = 64;
-
-/// Messages the validation layer reported on one device's instance.
-///
-/// Shared ([`Device::validation_log`](crate::Device::validation_log)) so it
-/// outlives the device: messages emitted while the device and its instance
-/// are destroyed (objects still alive at `vkDestroyDevice`, leaks) are
-/// counted too, and can be read after the last clone of the device is gone.
-#[derive(Debug, Default)]
-pub struct ValidationLog {
-    inner: Mutex<LogInner>,
-}
-
-#[derive(Debug, Default)]
-struct LogInner {
-    count: usize,
-    kept: Vec<String>,
-}
-
-impl ValidationLog {
-    fn record(&self, text: String) {
-        let mut g = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        g.count += 1;
-        if g.kept.len() < KEPT_MESSAGES {
-            g.kept.push(text);
-        }
-    }
-
-    /// Warnings and errors of the validation and performance kinds so far.
-    pub fn count(&self) -> usize {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner()).count
-    }
-
-    /// The first messages (up to 64), verbatim.
-    pub fn messages(&self) -> Vec<String> {
-        self.inner
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .kept
-            .clone()
-    }
-}
 
 unsafe extern "system" fn messenger_callback(
     severity: vk::DebugUtilsMessageSeverityFlagsEXT,
@@ -88,14 +48,14 @@ unsafe extern "system" fn messenger_callback(
             | vk::DebugUtilsMessageTypeFlagsEXT::PERFORMANCE,
     );
     if counted {
-        log::error!(target: "vkcompute::validation", "{text}");
+        log::error!(target: LOG_TARGET, "{text}");
         if let Some(log) = log {
             log.record(text);
         }
     } else if severity.contains(vk::DebugUtilsMessageSeverityFlagsEXT::WARNING) {
-        log::warn!(target: "vkcompute::validation", "{text}");
+        log::warn!(target: LOG_TARGET, "{text}");
     } else {
-        log::debug!(target: "vkcompute::validation", "{text}");
+        log::debug!(target: LOG_TARGET, "{text}");
     }
     vk::FALSE
 }
@@ -112,8 +72,9 @@ pub(crate) struct Instance {
 }
 
 impl Instance {
-    /// Opens the loader and creates an instance (Vulkan 1.3 requested).
-    pub(crate) fn new(validation: bool) -> Result<Self> {
+    /// Opens the loader and creates an instance (Vulkan 1.3 requested),
+    /// whose validation messages go to `log`.
+    pub(crate) fn new(validation: bool, log: ValidationLog) -> Result<Self> {
         // SAFETY: loading the system Vulkan loader runs its initialisers; we
         // rely on it being a conforming loader.
         let entry = unsafe { ash::Entry::load() }.map_err(|e| Error::Loader(e.to_string()))?;
@@ -128,7 +89,7 @@ impl Instance {
                 return Err(Error::ValidationLayerMissing);
             }
         }
-        let log = Arc::new(ValidationLog::default());
+        let log = Arc::new(log);
         let log_ptr = Arc::as_ptr(&log) as *mut c_void;
         let app = vk::ApplicationInfo::default()
             .application_name(c"vkcompute")

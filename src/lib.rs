@@ -178,6 +178,7 @@ mod set_cache;
 mod staging;
 mod stats;
 mod ticket;
+mod validation_log;
 mod workgroups;
 
 // Sound host access, interop handles and typed launches (issue 8).
@@ -210,7 +211,7 @@ pub use batch::{Batch, BatchOptions};
 pub use buffer::{BufView, Buffer, BufferSlice, GpuBuf};
 pub use device::{
     Device, DeviceOptions, DEFAULT_COMPUTE_QUEUES, ENV_COMPUTE_QUEUES, ENV_DEVICE,
-    ENV_PUSH_DESCRIPTORS, ENV_VALIDATION,
+    ENV_PUSH_DESCRIPTORS, ENV_VALIDATION, ENV_VALIDATION_ERRORS,
 };
 pub use disk_cache::{CacheStats, ENV_CACHE_DIR};
 pub use error::{Error, Result};
@@ -224,7 +225,7 @@ pub use reflect::{BindingInfo, BindingKind, Reflection, SpecConstantInfo};
 pub use stats::{StartupTimes, Stats};
 pub use ticket::Ticket;
 // Figures and tests that cannot flatter (issue 11): the shared validation log.
-pub use instance::ValidationLog;
+pub use validation_log::ValidationLog;
 
 pub use batch::host_io::Readback;
 pub use host_words::HostWords;

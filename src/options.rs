@@ -8,6 +8,9 @@ use std::time::Duration;
 pub const ENV_DEVICE: &str = "VKCOMPUTE_DEVICE";
 /// Environment variable that turns validation on (`1`, `true`, `yes`).
 pub const ENV_VALIDATION: &str = "VKCOMPUTE_VALIDATION";
+/// Environment variable behind [`DeviceOptions::validation_errors`]'s
+/// default (`1`, `true`, `yes` or `on`); the test suite sets it.
+pub const ENV_VALIDATION_ERRORS: &str = "VKCOMPUTE_VALIDATION_ERRORS";
 
 /// How to create a [`Device`](crate::Device). `Default` gives what
 /// [`Device::new`](crate::Device::new) uses.
@@ -19,6 +22,25 @@ pub struct DeviceOptions {
     /// Enable the Khronos validation layer with synchronization validation.
     /// `None`: on when `VKCOMPUTE_VALIDATION` is `1`, `true` or `yes`.
     pub validation: Option<bool>,
+    /// With validation on, also print each validation message (warnings and
+    /// errors of the validation and performance kinds) to stderr:
+    /// `Some(true)` always, `Some(false)` never, `None` only where no `log`
+    /// logger would receive it (none installed, or its level or filter
+    /// leaves out `Error`s of target `vkcompute::validation`). Messages that
+    /// differ only in their numbers (handles, sequence numbers, sizes) are
+    /// printed once. See [`ValidationLog`](crate::ValidationLog).
+    pub validation_stderr: Option<bool>,
+    /// With validation on, make [`Ticket::wait`](crate::Ticket::wait) (and
+    /// so [`Batch::submit`](crate::Batch::submit)) of a batch's ticket
+    /// return [`Error::Validation`](crate::Error::Validation) when the
+    /// device's validation log received messages from the batch's creation
+    /// until the wait ended. The rule is a span of time, not a set of
+    /// commands: batches that overlap in time on one device (other
+    /// threads) each report every message that arrived within their own
+    /// span, including those another batch caused. `None`: on when
+    /// `VKCOMPUTE_VALIDATION_ERRORS` is `1`, `true`, `yes` or `on` (the test
+    /// suite sets it).
+    pub validation_errors: Option<bool>,
     /// Use a transfer-only queue for staging copies when the adapter has one.
     pub transfer_queue: bool,
     /// Use VK_KHR_push_descriptor (`Some(true)`, where available) or
@@ -98,6 +120,8 @@ impl Default for DeviceOptions {
         DeviceOptions {
             adapter: None,
             validation: None,
+            validation_stderr: None,
+            validation_errors: None,
             transfer_queue: true,
             push_descriptors: env_off(ENV_PUSH_DESCRIPTORS).then_some(false),
             direct_host_access: true,

@@ -6,9 +6,13 @@
 //! holds nothing the GPU uses: buffers record their own last use, so
 //! dropping a ticket early neither blocks nor frees anything in flight.
 //! Tickets are cheap to clone, and [`crate::Batch::wait_for`] orders a batch
-//! after one on the GPU, with no host wait.
+//! after one on the GPU, with no host wait. With
+//! [`DeviceOptions::validation_errors`] on, the wait of a batch's ticket
+//! also reports the validation messages of the batch's span
+//! ([`Error::Validation`]; the rule is in [`crate::ValidationLog`]).
 //!
 //! [`DeviceOptions::wait_spin`]: crate::DeviceOptions::wait_spin
+//! [`DeviceOptions::validation_errors`]: crate::DeviceOptions::validation_errors
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -54,6 +58,9 @@ pub struct Ticket {
     slot: usize,
     mark: UseMark,
     queries: Option<Arc<Queries>>,
+    /// Where the validation span of the ticket's batch starts in the
+    /// device's log (`None`: waits report no validation messages).
+    validation_from: Option<usize>,
 }
 
 impl std::fmt::Debug for Ticket {
@@ -85,7 +92,15 @@ impl Ticket {
             slot,
             mark,
             queries,
+            validation_from: None,
         }
+    }
+
+    /// This ticket, its waits reporting the validation messages received
+    /// since `start` ([`crate::ValidationLog`]'s window of a batch).
+    pub(crate) fn with_validation_from(mut self, start: Option<usize>) -> Ticket {
+        self.validation_from = start;
+        self
     }
 
     /// The timeline value that marks completion on the ticket's queue (the
@@ -131,6 +146,11 @@ impl Ticket {
             slot: self.slot,
             mark: self.mark.join(other.mark),
             queries: None,
+            // The earlier span covers both.
+            validation_from: match (self.validation_from, other.validation_from) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            },
         })
     }
 
@@ -162,12 +182,22 @@ impl Ticket {
 
     /// Blocks until the work has completed. After a device loss:
     /// [`Error::DeviceLost`], even for work that had completed.
+    ///
+    /// With [`DeviceOptions::validation_errors`](crate::DeviceOptions::validation_errors)
+    /// on, a batch's ticket returns [`Error::Validation`] once the work
+    /// completed if the device's validation log received any message from
+    /// the batch's creation until now, whoever caused it (batches that
+    /// overlap in time on one device each report the messages of their own
+    /// span). A joined ticket's span starts at the earliest of its
+    /// batches'. Tickets of graph launches and transfers, futures
+    /// ([`Ticket::wait_async`]) and [`Ticket::is_ready`] report none.
     pub fn wait(&self) -> Result<()> {
         self.wait_inner(None)
     }
 
     /// Blocks until the work has completed or `timeout` passes
     /// ([`Error::Timeout`]; the ticket stays valid and can be waited on again).
+    /// Reports validation messages as [`Ticket::wait`] does.
     pub fn wait_timeout(&self, timeout: Duration) -> Result<()> {
         self.wait_inner(Some(timeout))
     }
@@ -205,7 +235,13 @@ impl Ticket {
         if !idled.get() {
             d.release_ready(d.completed_cached());
         }
-        Ok(())
+        match self
+            .validation_from
+            .and_then(|from| d.instance.log.since(from))
+        {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
     }
 
     /// Whether the work has completed (never blocks); after a device loss,

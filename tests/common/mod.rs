@@ -12,6 +12,9 @@
 //!   destroyed (objects alive at `vkDestroyDevice`, leaks). Clones still
 //!   alive at that point are destroyed later, unchecked: drop them first.
 //! - Call [`assert_clean`] where a test wants the check before the end.
+//! - Under scripts/test.sh (`VKCOMPUTE_VALIDATION_ERRORS=1`) a message
+//!   fails the test earlier too: the wait of the batch it arrived during
+//!   (`Ticket::wait`, `Batch::submit`) returns `Error::Validation`.
 //! - A check the test cannot make on this adapter is never skipped silently:
 //!   - [`skipped`]: the adapter lacks what the check needs (a feature, a
 //!     limit, a queue), or the check describes another adapter (lavapipe's
