@@ -1,9 +1,10 @@
 //! The per-device registry of built-in kernels (core: the device holds it
 //! and `Batch::copy` uses it; [`crate::ops`] records the built-ins).
 //!
-//! Every `shaders/*.comp` file is compiled to SPIR-V when the crate is built
-//! (`build/builtin_shaders.rs`) and embedded in [`BUILTIN_SPIRV`], keyed by
-//! file stem. A device's registry turns a (name, specialization) pair into a
+//! Every `shaders/*.comp` file (and each of its `// variant:` lines) is
+//! compiled ahead of time by `scripts/shaders.py` into `shaders/spv/`, which
+//! ships with the crate; `build/builtin_shaders.rs` embeds those files in
+//! [`BUILTIN_SPIRV`], keyed by output name, without running a compiler. A device's registry turns a (name, specialization) pair into a
 //! pipeline the first time it is asked for, through the same kernel and
 //! pipeline cache as user kernels ([`crate::pipeline_cache`]: one
 //! `VkPipelineCache`, written to disk with the rest), and hands the same
