@@ -13,9 +13,10 @@ definitions, every input file with its SHA-256 (the `.comp` and each
 `#include`d file, transitively), the compiler with its version, the
 compiler's arguments and the output's SHA-256. Outputs may come from
 different compilers: one that needs a newer glslang than the system's is
-regenerated with `--glslang PATH` (or `--glslc PATH`) naming it, and a later
-run with the system compiler leaves it alone as long as its inputs are
-unchanged.
+regenerated with `--glslang PATH` (or `--glslc PATH`) naming it and its
+outputs; a later run without that compiler leaves it alone as long as its
+inputs are unchanged, and says so when they changed and another compiler
+remade it.
 
 Usage (from anywhere; paths are relative to the repository):
   scripts/shaders.py [NAME ...]    regenerate the outputs whose inputs,
@@ -29,9 +30,11 @@ Usage (from anywhere; paths are relative to the repository):
                                    manifest, or when recompiling an output
                                    whose recorded compiler is present here
                                    gives other words
-Compiler choice: --glslc PATH or --glslang PATH (glslangValidator); by
-default `glslc` on PATH, else `glslangValidator`. With --check, those named
-join the ones on PATH as compilers to recompile with.
+Compiler choice: --glslc PATH or --glslang PATH (glslangValidator) compiles
+every output regenerated. Without them an output keeps the compiler that
+made it when that one is on PATH; others get `glslc` on PATH, else
+`glslangValidator`. With --check, those named join the ones on PATH as
+compilers to recompile with.
 """
 
 import argparse
@@ -152,15 +155,17 @@ class Compiler:
         return args_for(self.kind)
 
     def compile(self, source, defines, out_path):
-        """Compiles `source` (relative to the repository) into `out_path`.
-        Runs in the repository root with relative paths, so the words do not
+        """Compiles `source` (relative to the repository) into `out_path`;
+        returns None, or the command and its messages when it failed. Runs
+        in the repository root with relative paths, so the words do not
         depend on where the repository lives."""
         inc = f"-I{SHADERS}"
         cmd = [self.path] + self.args() + [inc] + [f"-D{d}" for d in defines]
         cmd += ["-o", out_path, source]
         r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
         if r.returncode != 0:
-            sys.exit(f"shaders: {' '.join(cmd)} failed:\n{r.stdout}{r.stderr}")
+            return f"{' '.join(cmd)} failed:\n{r.stdout}{r.stderr}"
+        return None
 
 
 def local_compilers(opts):
@@ -273,7 +278,10 @@ def check(opts):
                 others.setdefault(row["compiler"], []).append(name)
                 continue
             out = os.path.join(tmp, f"{name}.spv")
-            comp.compile(source, defines, out)
+            failed = comp.compile(source, defines, out)
+            if failed:
+                errors.append(f"{name}: {failed}")
+                continue
             with open(out, "rb") as f:
                 again = f.read()
             recompiled += 1
@@ -304,7 +312,8 @@ def generate(opts):
             "shaders: no compiler: install glslc (Debian/Ubuntu package `glslc`) or "
             "glslangValidator (package `glslang-tools`), or name one with --glslc/--glslang"
         )
-    comp = compilers[0]
+    by_identity = {c.identity: c for c in compilers}
+    explicit = bool(opts.glslc or opts.glslang)
     rows = read_manifest()
     want = expected_outputs()
     unknown = [n for n in opts.names if n not in want]
@@ -317,6 +326,7 @@ def generate(opts):
         if os.path.exists(os.path.join(ROOT, spv_path(name))):
             os.remove(os.path.join(ROOT, spv_path(name)))
     made = 0
+    failures = []
     for name in sorted(opts.names or want):
         source, defines = want[name]
         row = rows.get(name)
@@ -329,7 +339,23 @@ def generate(opts):
             )
             if fresh:
                 continue
-        comp.compile(source, defines, spv_path(name))
+        # A compiler named on the command line wins; otherwise an output
+        # keeps the compiler that made it when that one is here.
+        comp = compilers[0]
+        if not explicit and row is not None and row["compiler"] in by_identity:
+            comp = by_identity[row["compiler"]]
+        # Into a file beside the output first: a failure leaves the output
+        # and its manifest row as they were.
+        tmp = spv_path(name) + ".tmp"
+        failed = comp.compile(source, defines, tmp)
+        if failed:
+            failures.append(f"{name}: {failed}")
+            if os.path.exists(os.path.join(ROOT, tmp)):
+                os.remove(os.path.join(ROOT, tmp))
+            continue
+        os.replace(os.path.join(ROOT, tmp), os.path.join(ROOT, spv_path(name)))
+        if row is not None and row["compiler"] != comp.identity:
+            print(f"shaders: {name} was made with {row['compiler']}")
         rows[name] = {
             "output": name,
             "source": source,
@@ -340,9 +366,18 @@ def generate(opts):
             "spirv_sha256": sha256_file(os.path.join(ROOT, spv_path(name))),
         }
         made += 1
-        print(f"shaders: {name} <- {source} {' '.join(defines)}".rstrip())
+        print(f"shaders: {name} <- {source} {' '.join(defines)} ({comp.kind})".replace("  ", " "))
     write_manifest(rows)
-    print(f"shaders: {made} of {len(want)} outputs compiled with {comp.identity}")
+    print(f"shaders: {made} of {len(want)} outputs compiled", flush=True)
+    for f in failures:
+        print(f"shaders: error: {f}", file=sys.stderr)
+    if failures:
+        print(
+            f"shaders: {len(failures)} output(s) not compiled; a shader that needs another "
+            "compiler is regenerated with --glslc PATH or --glslang PATH and its output names",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 

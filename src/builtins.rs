@@ -156,6 +156,33 @@ mod tests {
     }
 
     #[test]
+    fn every_comp_file_and_variant_is_embedded() {
+        // build.rs only warns about a shader with no checked-in SPIR-V
+        // (scripts/shaders.py --check fails CI on it); this fails
+        // `cargo test` too.
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("shaders");
+        let names = builtin_names();
+        let mut outputs = 0;
+        for entry in std::fs::read_dir(&dir).expect("shaders/") {
+            let path = entry.expect("shaders/ entry").path();
+            if path.extension().and_then(|e| e.to_str()) != Some("comp") {
+                continue;
+            }
+            let source = std::fs::read_to_string(&path).expect("read shader");
+            let stem = path.file_stem().and_then(|s| s.to_str()).expect("UTF-8");
+            let variants = source
+                .lines()
+                .filter_map(|l| l.trim().strip_prefix("// variant:"))
+                .filter_map(|rest| rest.split_whitespace().next());
+            for name in std::iter::once(stem).chain(variants) {
+                assert!(names.contains(&name), "{name} ({path:?}) is not embedded");
+                outputs += 1;
+            }
+        }
+        assert_eq!(outputs, names.len(), "embedded outputs no shader asks for");
+    }
+
+    #[test]
     fn fixed_matmul_tiles_are_embedded_without_specialization_constants() {
         use crate::ops::{CoopTile, TileConfig};
         let f32_tiles = [TileConfig::LARGE, TileConfig::SMALL, TileConfig::NARROW];
