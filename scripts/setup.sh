@@ -20,9 +20,10 @@ ls /usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json >/dev/null
 [ -f "$arch_dir/libSPIRV-Tools.a" ] || need+=(spirv-tools)
 command -v c++ >/dev/null 2>&1 || need+=(g++)
 # Development only: scripts/shaders.py (run by scripts/test.sh) recompiles
-# shaders/*.comp with glslc to check shaders/spv/ against them.
+# shaders/*.comp with glslc, the compiler the checked-in SPIR-V records, to
+# check shaders/spv/ against them (glslangValidator would recompile none).
 command -v python3 >/dev/null 2>&1 || need+=(python3)
-command -v glslc >/dev/null 2>&1 || command -v glslangValidator >/dev/null 2>&1 || need+=(glslc)
+command -v glslc >/dev/null 2>&1 || need+=(glslc)
 
 if [ ${#need[@]} -eq 0 ]; then
   exit 0
