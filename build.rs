@@ -1,4 +1,6 @@
-//! Links shaderc's dependencies statically when the `glsl` feature is on.
+//! Embeds the built-in kernels' checked-in SPIR-V (`build/builtin_shaders.rs`;
+//! no shader compiler runs) and links shaderc's dependencies statically when
+//! the `glsl` feature is on.
 //!
 //! Debian and Ubuntu ship `libshaderc_combined.a` holding shaderc alone, not
 //! glslang or SPIRV-Tools, and the shared `libshaderc.so` leaves glslang
@@ -13,6 +15,8 @@ use std::path::Path;
 
 #[path = "build/builtin_shaders.rs"]
 mod builtin_shaders;
+#[path = "build/sha256.rs"]
+mod sha256;
 
 /// Archives shaderc needs, in the order the linker must see them. Newer
 /// glslang releases fold OGLCompiler, OSDependent and HLSL into glslang;
@@ -32,7 +36,7 @@ const STATIC_LIBS: &[&str] = &[
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-env-changed=VKCOMPUTE_SHADERC_LIB_DIR");
-    builtin_shaders::compile_all();
+    builtin_shaders::embed_all();
     if env::var_os("CARGO_FEATURE_GLSL").is_none() {
         return;
     }

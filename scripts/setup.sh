@@ -2,8 +2,9 @@
 # Installs what vkcompute needs on Debian/Ubuntu, when it is missing:
 #   the Vulkan loader, Mesa's lavapipe (a CPU Vulkan driver, so no GPU is
 #   needed), the Khronos validation layer, and the static shaderc, glslang
-#   and SPIRV-Tools archives the `glsl` feature links, and glslc, which
-#   build.rs runs to compile the built-in kernels.
+#   and SPIRV-Tools archives the `glsl` feature links, and glslc and python3,
+#   which scripts/shaders.py uses to regenerate and check the built-in
+#   kernels' checked-in SPIR-V (building the crate runs no shader compiler).
 # Uses apt-get as root, or through sudo; otherwise prints what to install.
 # Sourced or run by scripts/demo.sh and scripts/test.sh.
 set -euo pipefail
@@ -18,8 +19,11 @@ ls /usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json >/dev/null
 [ -f "$arch_dir/libglslang.a" ] || need+=(glslang-dev)
 [ -f "$arch_dir/libSPIRV-Tools.a" ] || need+=(spirv-tools)
 command -v c++ >/dev/null 2>&1 || need+=(g++)
-# build.rs compiles the built-in kernels (shaders/*.comp) with glslc.
-command -v glslc >/dev/null 2>&1 || command -v glslangValidator >/dev/null 2>&1 || need+=(glslc)
+# Development only: scripts/shaders.py (run by scripts/test.sh) recompiles
+# shaders/*.comp with glslc, the compiler the checked-in SPIR-V records, to
+# check shaders/spv/ against them (glslangValidator would recompile none).
+command -v python3 >/dev/null 2>&1 || need+=(python3)
+command -v glslc >/dev/null 2>&1 || need+=(glslc)
 
 if [ ${#need[@]} -eq 0 ]; then
   exit 0

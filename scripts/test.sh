@@ -27,6 +27,11 @@ mkdir -p target
 step() { echo; echo "== $*"; }
 step "cargo fmt --check"
 cargo fmt --all --check
+step "built-in kernels' checked-in SPIR-V matches its sources (scripts/shaders.py --check)"
+python3 scripts/shaders.py --check
+step "the crate builds with no shader compiler (glslc and glslangValidator shadowed)"
+# Default features on; the build with default features off is its own step.
+bash scripts/build_no_shader_compiler.sh
 step "cargo clippy --all-targets -- -D warnings"
 cargo clippy --all-targets -- -D warnings
 step "cargo test (unit, integration, doc)"

@@ -1,9 +1,10 @@
 //! The per-device registry of built-in kernels (core: the device holds it
 //! and `Batch::copy` uses it; [`crate::ops`] records the built-ins).
 //!
-//! Every `shaders/*.comp` file is compiled to SPIR-V when the crate is built
-//! (`build/builtin_shaders.rs`) and embedded in [`BUILTIN_SPIRV`], keyed by
-//! file stem. A device's registry turns a (name, specialization) pair into a
+//! Every `shaders/*.comp` file (and each of its `// variant:` lines) is
+//! compiled ahead of time by `scripts/shaders.py` into `shaders/spv/`, which
+//! ships with the crate; `build/builtin_shaders.rs` embeds those files in
+//! [`BUILTIN_SPIRV`], keyed by output name, without running a compiler. A device's registry turns a (name, specialization) pair into a
 //! pipeline the first time it is asked for, through the same kernel and
 //! pipeline cache as user kernels ([`crate::pipeline_cache`]: one
 //! `VkPipelineCache`, written to disk with the rest), and hands the same
@@ -139,6 +140,33 @@ mod tests {
             crate::reflect::reflect(words, None).unwrap_or_else(|e| panic!("{name}: {e}"));
         }
         assert!(spirv("no such kernel").is_none());
+    }
+
+    #[test]
+    fn every_comp_file_and_variant_is_embedded() {
+        // build.rs only warns about a shader with no checked-in SPIR-V
+        // (scripts/shaders.py --check fails CI on it); this fails
+        // `cargo test` too.
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("shaders");
+        let names = builtin_names();
+        let mut outputs = 0;
+        for entry in std::fs::read_dir(&dir).expect("shaders/") {
+            let path = entry.expect("shaders/ entry").path();
+            if path.extension().and_then(|e| e.to_str()) != Some("comp") {
+                continue;
+            }
+            let source = std::fs::read_to_string(&path).expect("read shader");
+            let stem = path.file_stem().and_then(|s| s.to_str()).expect("UTF-8");
+            let variants = source
+                .lines()
+                .filter_map(|l| l.trim().strip_prefix("// variant:"))
+                .filter_map(|rest| rest.split_whitespace().next());
+            for name in std::iter::once(stem).chain(variants) {
+                assert!(names.contains(&name), "{name} ({path:?}) is not embedded");
+                outputs += 1;
+            }
+        }
+        assert_eq!(outputs, names.len(), "embedded outputs no shader asks for");
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! least [`KERNEL_COPY_MIN_BYTES`] whose offsets and size are multiples of
 //! 16 bytes, in pieces no binding of which exceeds `maxStorageBufferRange`;
 //! anything else goes through `vkCmdCopyBuffer`. The kernel is a built-in
-//! (`shaders/copy.comp`, SPIR-V embedded at build time, with or without the
+//! (`shaders/copy.comp`, its shipped SPIR-V embedded, with or without the
 //! `glsl` feature), made once per device at first use by the registry
 //! ([`crate::ops`]). The piece planning is plain
 //! logic, tested here.

@@ -69,8 +69,9 @@
 //!   of one graph stay ordered across streams); [`CapturePool`] keeps what
 //!   graphs use alive; [`Params`] are per-launch values.
 //! - [`ops`]: built-in kernels (element-wise, reductions, softmax,
-//!   transpose, GEMV) recorded into any batch; their SPIR-V is compiled from
-//!   `shaders/` when the crate is built, so they need no runtime compiler.
+//!   transpose, GEMV) recorded into any batch; their SPIR-V, compiled from
+//!   `shaders/` ahead of time, ships with the crate, so they need no
+//!   compiler, at build time or at run time.
 //! - The on-disk cache ([`DeviceOptions::cache_dir`], `VKCOMPUTE_CACHE_DIR`):
 //!   the driver's pipeline cache per adapter and driver build, and compiled
 //!   GLSL, so a second start skips shaderc and pipeline compilation; a

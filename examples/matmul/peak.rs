@@ -35,7 +35,7 @@ pub fn coopmat_peak(
         } else {
             GlslOptimization::None
         },
-        // SPIR-V 1.3, as build.rs compiles the built-in coopmat kernel
+        // SPIR-V 1.3, as scripts/shaders.py compiles the built-in coopmat kernel
         // (which runs), or the runtime default 1.5.
         target: if spirv13 {
             GlslTarget::Vulkan1_1

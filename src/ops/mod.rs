@@ -25,9 +25,9 @@
 //! [`Batch::barrier`](crate::Batch::barrier): put a barrier between an op and a later command that
 //! reads what it writes (or writes what it reads).
 //!
-//! The kernels are GLSL in `shaders/`, compiled to SPIR-V when the crate is
-//! built and embedded (no runtime compiler; they work with
-//! `default-features = false`). Each device builds a built-in's pipeline at
+//! The kernels are GLSL in `shaders/`, compiled ahead of time to the SPIR-V
+//! that ships in `shaders/spv/` and is embedded (no compiler at build time
+//! or run time; they work with `default-features = false`). Each device builds a built-in's pipeline at
 //! its first use and reuses it ([`registry_stats`]).
 //!
 //! Operands are [`Buffer`]s or [`BufferSlice`]s of
