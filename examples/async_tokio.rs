@@ -11,7 +11,7 @@
 //! 3. The waiter thread's CPU use while idle with one pending future, from
 //!    `/proc/self/task/<tid>/schedstat` (ns on CPU) over 1 s.
 //!
-//! Goals (issue 8): median wake-up ≤ 50 µs; idle waiter < 1% of a core.
+//! Goals: median wake-up ≤ 50 µs; idle waiter < 1% of a core.
 //!
 //! `cargo run --release --example async_tokio -- [--json PATH]`
 

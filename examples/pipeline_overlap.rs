@@ -7,7 +7,7 @@
 //! download, measured). Then the same chunks run serially (upload, wait,
 //! compute, wait, download, wait) and pipelined, and the example prints
 //! serial time, pipelined time, transfer time and
-//! hidden = (serial − pipelined) / transfer time (issue 8 goal: ≥ 80% on the
+//! hidden = (serial − pipelined) / transfer time (goal: ≥ 80% on the
 //! GPU). Every chunk's result is checked against a host reference on a
 //! sample of elements, in both runs.
 //!

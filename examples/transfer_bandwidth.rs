@@ -16,7 +16,7 @@
 //!   per 4 KiB on first touch).
 //!
 //! Pass PyTorch's pageable figures from `cuda_ops_anchor.py` of the same
-//! run (`--torch-h2d GBPS --torch-d2h GBPS`) to print the ratios (issue 8
+//! run (`--torch-h2d GBPS --torch-d2h GBPS`) to print the ratios (the
 //! goal: async ≥ 0.8× PyTorch's pageable copy, both directions).
 //!
 //! `cargo run --release --example transfer_bandwidth -- [--json PATH] [--mib N] [--torch-h2d X] [--torch-d2h Y] [--staged]`

@@ -148,74 +148,80 @@
 
 #![warn(missing_docs)]
 
+// Modules by layer (src/ARCHITECTURE.md has the table, the rules and a
+// dispatch walked through them; tests/layers.rs enforces it). Each layer
+// imports only the layers listed before it.
+
+// Layer 0, pure leaves: GPU-free logic, unit-tested without a device.
 mod adapter;
 mod barrier;
-mod batch;
-mod buffer;
-mod builtins;
-mod copy;
-mod device;
+mod coopmat;
 mod disk_cache;
 mod error;
 #[cfg(feature = "glsl")]
 mod glsl;
-mod graph;
-mod instance;
-mod kernel;
+mod host_lock;
 mod layout_class;
-pub mod megakernel;
 mod memory;
-pub mod ops;
 mod options;
-mod pipeline_cache;
 mod policy;
-mod probe;
 mod profile;
-mod queue;
 mod reclaim;
-mod recorder;
 mod reflect;
-mod set_cache;
-mod staging;
+mod spirv_caps;
+mod spirv_offset;
 mod stats;
-mod ticket;
 mod validation_log;
 mod workgroups;
 
-// Sound host access, interop handles and typed launches (issue 8).
-mod host_lock;
+// Layer 1, Vulkan objects made from an `ash::Device`, with no reference
+// back to the device.
+mod instance;
+mod pipeline_cache;
+mod probe;
+mod queue;
+mod recorder;
+mod set_cache;
+mod staging;
+mod waiter;
+mod x_split;
+
+// Layer 2, the device.
+mod device;
+
+// Layer 3, handles that hold the device alive.
+mod async_transfer;
+mod buffer;
+mod event;
 mod host_words;
 mod interop;
-// Streams and ordering: streams, host-signalled events.
-mod event;
-mod stream;
-pub use event::{Event, EventWait, MAX_EVENT_STEP};
-pub use stream::Stream;
-// Execution model: ticket futures and async transfers.
-mod async_transfer;
+mod kernel;
+mod ticket;
 mod ticket_future;
-mod waiter;
-pub use async_transfer::Download;
-pub use ticket_future::TicketWait;
 
-// Launches split along x past maxComputeWorkGroupCount[0].
-mod spirv_offset;
-mod x_split;
-// SPIR-V capabilities checked against the features the device enabled.
-mod spirv_caps;
-// Cooperative-matrix support (matmul's tensor-core path).
-mod coopmat;
-pub use coopmat::{CoopComponent, CoopMatShape};
+// Layer 4, recording and submission.
+mod batch;
+mod builtins;
+mod copy;
+mod graph;
+mod stream;
+
+// Layer 5, capabilities: never imported below, not by each other.
+pub mod megakernel;
+pub mod ops;
 
 pub use adapter::{AdapterInfo, AdapterType};
+pub use async_transfer::Download;
 pub use batch::{Batch, BatchOptions};
 pub use buffer::{BufView, Buffer, BufferSlice, GpuBuf};
+pub use coopmat::{CoopComponent, CoopMatShape};
 pub use device::{
     Device, DeviceOptions, DEFAULT_COMPUTE_QUEUES, ENV_COMPUTE_QUEUES, ENV_DEVICE,
     ENV_PUSH_DESCRIPTORS, ENV_VALIDATION, ENV_VALIDATION_ERRORS,
 };
 pub use disk_cache::{CacheStats, ENV_CACHE_DIR};
 pub use error::{Error, Result};
+pub use event::{Event, EventWait, MAX_EVENT_STEP};
 #[cfg(feature = "glsl")]
 pub use glsl::{compile_glsl, compile_glsl_with, GlslOptimization, GlslOptions, GlslTarget};
 pub use graph::{CapturePool, Graph, GraphRecorder, Params, DEFAULT_PARAM_SLOTS, MAX_PARAM_SLOTS};
@@ -224,8 +230,9 @@ pub use memory::Memory;
 pub use profile::{CommandTiming, Profile, Profiling};
 pub use reflect::{BindingInfo, BindingKind, Reflection, SpecConstantInfo};
 pub use stats::{StartupTimes, Stats};
+pub use stream::Stream;
 pub use ticket::Ticket;
-// Figures and tests that cannot flatter (issue 11): the shared validation log.
+pub use ticket_future::TicketWait;
 pub use validation_log::ValidationLog;
 
 pub use batch::host_io::Readback;

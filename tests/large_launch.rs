@@ -1,7 +1,7 @@
 //! `Batch::run` past `maxComputeWorkGroupCount[0]` workgroups: the launch
 //! is split along x, each piece running a variant of the kernel whose
 //! `gl_GlobalInvocationID.x` / `gl_WorkGroupID.x` start at the piece's base,
-//! so a plain x-indexed kernel sees every index exactly once (issue 8).
+//! so a plain x-indexed kernel sees every index exactly once.
 //! Kernels that cannot be split (they read `gl_NumWorkGroups`) get the
 //! typed error. On adapters whose row holds 16 Mi + 5 invocations already
 //! (most discrete GPUs: 2^31 - 1 workgroups) the launches still run and are
