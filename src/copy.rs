@@ -8,8 +8,8 @@
 //! 16 bytes, in pieces no binding of which exceeds `maxStorageBufferRange`;
 //! anything else goes through `vkCmdCopyBuffer`. The kernel is a built-in
 //! (`shaders/copy.comp`, its shipped SPIR-V embedded, with or without the
-//! `glsl` feature), made once per device at first use by the registry
-//! ([`crate::ops`]). The piece planning is plain
+//! `glsl` feature), made once per device at first use by the built-in
+//! registry ([`crate::builtins`]). The piece planning is plain
 //! logic, tested here.
 
 use std::sync::Arc;
