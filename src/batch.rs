@@ -269,14 +269,14 @@ enum Change {
     Descriptors,
 }
 
-fn grid_error(k: &KernelCore, e: GridError, limit: [u32; 3], asked: [u32; 3]) -> Error {
+fn grid_error(k: &Kernel, e: GridError, limit: [u32; 3], asked: [u32; 3]) -> Error {
     match e {
         GridError::Empty => Error::EmptyDispatch {
-            kernel: k.label.clone(),
+            kernel: k.label.to_string(),
             workgroups: asked,
         },
         GridError::TooLarge(requested) => Error::WorkgroupLimit {
-            kernel: k.label.clone(),
+            kernel: k.label.to_string(),
             requested,
             limit,
         },
@@ -336,7 +336,7 @@ impl Batch {
         let grid = if self.last_grid.0 == invocations && self.last_grid.1 == local_x {
             self.last_grid.2
         } else {
-            match self.x_grid(k, invocations)? {
+            match self.x_grid(kernel, invocations)? {
                 Some(grid) => {
                     self.last_grid = (invocations, local_x, grid);
                     grid
@@ -351,13 +351,13 @@ impl Batch {
     /// `None` past one row.
     #[cold]
     #[inline(never)]
-    fn x_grid(&self, k: &KernelCore, invocations: u32) -> Result<Option<[u32; 3]>> {
+    fn x_grid(&self, kernel: &Kernel, invocations: u32) -> Result<Option<[u32; 3]>> {
         let limit = self.dev.info.max_workgroup_count;
-        let local_x = k.workgroup_size[0];
+        let local_x = kernel.core.workgroup_size[0];
         match workgroups::x_groups(u64::from(invocations), local_x, limit[0]) {
             Ok(x) => Ok(Some([x, 1, 1])),
             Err(GridError::TooLarge(_)) => Ok(None),
-            Err(e) => Err(grid_error(k, e, limit, [0, 0, 0])),
+            Err(e) => Err(grid_error(kernel, e, limit, [0, 0, 0])),
         }
     }
 
@@ -373,7 +373,7 @@ impl Batch {
         let k = &*kernel.core;
         let limit = self.dev.info.max_workgroup_count;
         workgroups::check_grid(workgroups, limit)
-            .map_err(|e| grid_error(k, e, limit, workgroups))?;
+            .map_err(|e| grid_error(kernel, e, limit, workgroups))?;
         self.dispatch(
             kernel,
             buffers,
@@ -578,7 +578,7 @@ impl Batch {
             {
                 continue;
             }
-            if let Err(e) = check_binding(d, k, info, &v) {
+            if let Err(e) = check_binding(d, kernel, info, &v) {
                 // Entries before `i` may have been overwritten.
                 self.bound = 0;
                 return Err(e);
@@ -642,7 +642,7 @@ impl Batch {
         // SAFETY: `cb` is recording with a compute pipeline bound and every
         // binding and push constant it declares set; the grid is within limits.
         unsafe { d.raw.cmd_dispatch(cb, grid[0], grid[1], grid[2]) };
-        self.end_command(&k.label)
+        self.end_command(&kernel.label)
     }
 }
 

@@ -34,10 +34,13 @@ pub(crate) fn spirv(name: &str) -> Option<&'static [u32]> {
 /// specialization constants (id, value), sorted by id.
 type Key = (&'static str, Vec<(u32, u32)>);
 
+/// A built-in's pipeline and its label.
+type Entry = (Arc<KernelCore>, Arc<str>);
+
 /// Built-in pipelines of one device, made at first use.
 #[derive(Default)]
 pub(crate) struct Registry {
-    map: Mutex<HashMap<Key, Arc<KernelCore>>>,
+    map: Mutex<HashMap<Key, Entry>>,
     /// Pipelines this registry built (requests that missed).
     built: AtomicU64,
     /// Requests served from the registry.
@@ -55,11 +58,12 @@ impl Registry {
         let mut spec = spec.to_vec();
         spec.sort_unstable();
         let key = (name, spec);
-        if let Some(core) = self.lock().get(&key) {
+        if let Some((core, label)) = self.lock().get(&key) {
             self.hits.fetch_add(1, Ordering::Relaxed);
             return Ok(Kernel {
                 dev: dev.clone(),
                 core: core.clone(),
+                label: label.clone(),
             });
         }
         let words = spirv(name).ok_or_else(|| Error::InvalidSpirv {
@@ -76,13 +80,13 @@ impl Registry {
         let mut map = self.lock();
         // Another thread may have built it meanwhile: both got the same
         // pipeline from the kernel cache.
-        if map.insert(key, k.core.clone()).is_none() {
+        if map.insert(key, (k.core.clone(), k.label.clone())).is_none() {
             self.built.fetch_add(1, Ordering::Relaxed);
         }
         Ok(k)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Arc<KernelCore>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Entry>> {
         self.map.lock().unwrap_or_else(|p| p.into_inner())
     }
 }

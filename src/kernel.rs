@@ -7,6 +7,7 @@
 //! specialization is compiled once per device ([`crate::pipeline_cache`]).
 
 use std::collections::BTreeMap;
+use std::panic::Location;
 use std::sync::Arc;
 
 use ash::vk;
@@ -68,16 +69,24 @@ pub fn reflect_spirv<S: SpirvInput + ?Sized>(spirv: &S, entry: Option<&str>) -> 
 }
 
 /// A compute kernel ready to dispatch. Cheap to clone.
+///
+/// Its label names it in every error, debug name and profile row: the
+/// label given to [`KernelBuilder::label`], else the file and line that
+/// built it (`src/model.rs:42`, followed by the entry point in
+/// parentheses when that is not `main`). Kernels built from the same
+/// module share one pipeline but keep their own labels; the pipeline's
+/// debug name is the label of the first.
 #[derive(Clone)]
 pub struct Kernel {
     pub(crate) dev: Arc<DeviceInner>,
     pub(crate) core: Arc<KernelCore>,
+    pub(crate) label: Arc<str>,
 }
 
 impl std::fmt::Debug for Kernel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Kernel")
-            .field("label", &self.core.label)
+            .field("label", &self.label)
             .field("workgroup_size", &self.core.workgroup_size)
             .field("bindings", &self.core.reflection.bindings.len())
             .field("push_constant_size", &self.core.push_constant_size)
@@ -87,14 +96,19 @@ impl std::fmt::Debug for Kernel {
 
 impl Kernel {
     /// A kernel from a SPIR-V module (words or bytes), entry point `main`
-    /// (or its only compute entry point), no specialization.
+    /// (or its only compute entry point), no specialization, labelled with
+    /// the caller's file and line.
+    #[track_caller]
     pub fn from_spirv<S: SpirvInput + ?Sized>(gpu: &Device, spirv: &S) -> Result<Kernel> {
         Kernel::builder(gpu).spirv(spirv).build()
     }
 
-    /// A builder for entry point, specialization constants and workgroup size.
+    /// A builder for entry point, specialization constants and workgroup
+    /// size. The kernel's default label is the caller's file and line.
+    #[track_caller]
     pub fn builder(gpu: &Device) -> KernelBuilder {
         KernelBuilder {
+            site: Location::caller(),
             dev: gpu.clone(),
             source: Err(Error::InvalidSpirv {
                 reason: "no SPIR-V or GLSL was given to the builder".into(),
@@ -106,9 +120,11 @@ impl Kernel {
         }
     }
 
-    /// The label used in errors and debug names (entry point unless set).
+    /// The label used in errors, debug names and profile rows: the one
+    /// given to [`KernelBuilder::label`], else the file and line that built
+    /// the kernel.
     pub fn label(&self) -> &str {
-        &self.core.label
+        &self.label
     }
 
     /// What reflection found: bindings, push-constant size, declared workgroup size.
@@ -133,13 +149,17 @@ impl Kernel {
 }
 
 impl Device {
-    /// Compiles GLSL compute source (entry `main`) into a kernel.
+    /// Compiles GLSL compute source (entry `main`) into a kernel labelled
+    /// with the caller's file and line.
     #[cfg(feature = "glsl")]
+    #[track_caller]
     pub fn kernel_glsl(&self, source: &str) -> Result<Kernel> {
         Kernel::builder(self).glsl(source).build()
     }
 
-    /// A kernel from SPIR-V words or bytes.
+    /// A kernel from SPIR-V words or bytes, labelled with the caller's file
+    /// and line.
+    #[track_caller]
     pub fn kernel_spirv<S: SpirvInput + ?Sized>(&self, spirv: &S) -> Result<Kernel> {
         Kernel::from_spirv(self, spirv)
     }
@@ -153,6 +173,8 @@ impl Device {
 /// Builds a [`Kernel`]: source, entry point, specialization, workgroup size.
 pub struct KernelBuilder {
     dev: Device,
+    /// Where the builder was made: the default label.
+    site: &'static Location<'static>,
     source: Result<Vec<u32>>,
     entry: Option<String>,
     spec: BTreeMap<u32, Vec<u8>>,
@@ -166,6 +188,8 @@ impl std::fmt::Debug for KernelBuilder {
             .field("entry", &self.entry)
             .field("spec", &self.spec.keys().collect::<Vec<_>>())
             .field("local_size", &self.local_size)
+            .field("label", &self.label)
+            .field("site", &self.site)
             .finish()
     }
 }
@@ -200,7 +224,9 @@ impl KernelBuilder {
         self
     }
 
-    /// A label for errors and debug names (default: the entry point).
+    /// A label for errors, debug names and profile rows (default: the file
+    /// and line that called [`Kernel::builder`], [`Kernel::from_spirv`],
+    /// [`Device::kernel_glsl`] or [`Device::kernel_spirv`]).
     pub fn label(mut self, label: &str) -> Self {
         self.label = Some(label.to_string());
         self
@@ -272,11 +298,20 @@ impl KernelBuilder {
             local_size: self.local_size,
         };
         if let Some(core) = d.kernels.get_request(&request) {
-            return Ok(Kernel { dev: d, core });
+            let label = self
+                .label
+                .unwrap_or_else(|| default_label(self.site, &core.reflection.entry_point));
+            return Ok(Kernel {
+                dev: d,
+                core,
+                label: label.into(),
+            });
         }
         let reflection = reflect::reflect(&words, self.entry.as_deref())?;
         crate::spirv_caps::check(&words, &d.shader_features, &d.info.name)?;
-        let label = self.label.unwrap_or_else(|| reflection.entry_point.clone());
+        let label = self
+            .label
+            .unwrap_or_else(|| default_label(self.site, &reflection.entry_point));
         let mut spec = self.spec;
 
         // Workgroup size: declared, then specialized.
@@ -379,7 +414,7 @@ impl KernelBuilder {
         let core = match d.kernels.get(&key) {
             Some(core) => core,
             None => {
-                let core = create_core(&d, &key, reflection, size, label)?;
+                let core = create_core(&d, &key, reflection, size, label.clone())?;
                 let (core, lost_race) = d.kernels.insert(key, core);
                 if let Some(extra) = lost_race {
                     // SAFETY: never used: another thread's identical pipeline won.
@@ -389,7 +424,21 @@ impl KernelBuilder {
             }
         };
         d.kernels.put_request(request, core.clone());
-        Ok(Kernel { dev: d, core })
+        Ok(Kernel {
+            dev: d,
+            core,
+            label: label.into(),
+        })
+    }
+}
+
+/// The label of a kernel built without one: where it was built, and its
+/// entry point when that is not `main`.
+fn default_label(site: &Location<'_>, entry: &str) -> String {
+    if entry == "main" {
+        format!("{}:{}", site.file(), site.line())
+    } else {
+        format!("{}:{} ({entry})", site.file(), site.line())
     }
 }
 
@@ -577,5 +626,18 @@ impl Made {
             device.destroy_descriptor_set_layout(self.set_layout, None);
         }
         *self = Made::default();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_labels_name_the_place_and_any_other_entry_point() {
+        let here = Location::caller();
+        let place = format!("{}:{}", here.file(), here.line());
+        assert_eq!(default_label(here, "main"), place);
+        assert_eq!(default_label(here, "scan"), format!("{place} (scan)"));
     }
 }

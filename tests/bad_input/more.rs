@@ -28,7 +28,7 @@ pub(super) fn dispatches(m: &mut Matrix, gpu: &Device, k: &Kernels) {
     ] {
         let got = bufs.len();
         bad!(m, format!("add with {got} buffers"), b.run(&k.add, &bufs, 64),
-            Error::BindingCount { kernel, expected: 3, got: g } if kernel == "main" && g == got);
+            Error::BindingCount { kernel, expected: 3, got: g } if kernel == k.add.label() && g == got);
         good(&mut b, k, &c);
         goods += 1;
     }
@@ -193,7 +193,7 @@ pub(super) fn foreign(m: &mut Matrix, gpu: &Device, other: &Device, k: &Kernels)
     let c = gpu.alloc::<u32>(4).unwrap();
     let mut b = gpu.batch().unwrap();
     bad!(m, "foreign kernel", b.run(&foreign_add, &[&x, &x, &z], 64),
-        Error::ForeignKernel { kernel } if kernel == "main");
+        Error::ForeignKernel { kernel } if kernel == foreign_add.label());
     bad!(
         m,
         "foreign kernel, foreign buffers",
@@ -212,7 +212,7 @@ pub(super) fn foreign(m: &mut Matrix, gpu: &Device, other: &Device, k: &Kernels)
         ([&x as &dyn GpuBuf, &x, &fx], 2),
     ] {
         bad!(m, format!("foreign buffer at {binding}"), b.run(&k.add, &bufs, 64),
-            Error::ForeignBuffer { kernel, binding: got } if kernel == "main" && got == binding);
+            Error::ForeignBuffer { kernel, binding: got } if kernel == k.add.label() && got == binding);
         good(&mut b, k, &c);
     }
     let fs = fx.slice(16..32).unwrap();
