@@ -59,7 +59,10 @@ mod poison;
 mod split;
 mod transfer_cmds;
 
-use bind::{bind_descriptors, call_error, check_binding, push_constants, push_constants_padded};
+use bind::{
+    bind_descriptors, call_error, check_binding, check_element, push_constants,
+    push_constants_padded,
+};
 
 /// Queries per timestamp pool.
 pub(crate) const QUERIES_PER_POOL: u32 = 1024;
@@ -311,6 +314,18 @@ impl Batch {
     /// past 2^32. Kernels that recover a linear index from a grid spread
     /// into y and z launch with [`Batch::run_spread`] instead. Launches
     /// within one row cost what they always did (one cached comparison).
+    ///
+    /// **Element types.** Where a binding's block is a single scalar or
+    /// vector, or an array of them (`float x[]`, `uvec4 w[]`), and the
+    /// buffer's element type is one the crate names (`f32`, `f64`,
+    /// [`F16`](crate::ops::F16), `u8` to `u64`, `i8` to `i64`, and arrays
+    /// of 2 to 4 of them), the two must have the same scalar kind (float16,
+    /// float32, float64, signed or unsigned integer) and one element size
+    /// must divide the other, else the dispatch is an
+    /// [`Error::ElementMismatch`]: `Buffer<u32>` on `float[]` is refused;
+    /// `Buffer<f32>` on `vec4[]` and `Buffer<u8>` on `uint[]` (packed
+    /// reads) pass. Structs on either side are not checked, nor are kernels
+    /// built with [`KernelBuilder::raw_elements`](crate::KernelBuilder::raw_elements).
     #[inline]
     pub fn run(
         &mut self,
@@ -576,9 +591,19 @@ impl Batch {
                 && old.offset == v.offset
                 && old.range == v.size
             {
+                // Another kernel of the same layout over the same buffer:
+                // the descriptor serves, but its element type may not.
+                if change == Change::Kernel {
+                    if let Err(e) = check_element(kernel, i, info, &v) {
+                        self.bound = 0;
+                        return Err(e);
+                    }
+                }
                 continue;
             }
-            if let Err(e) = check_binding(d, kernel, info, &v) {
+            if let Err(e) =
+                check_binding(d, kernel, info, &v).and_then(|()| check_element(kernel, i, info, &v))
+            {
                 // Entries before `i` may have been overwritten.
                 self.bound = 0;
                 return Err(e);

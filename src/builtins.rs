@@ -34,6 +34,16 @@ pub(crate) fn spirv(name: &str) -> Option<&'static [u32]> {
 /// specialization constants (id, value), sorted by id.
 type Key = (&'static str, Vec<(u32, u32)>);
 
+/// Whether built-in `name` reads its buffers as raw words whatever their
+/// element type, so that its bindings are not checked against buffers'
+/// element types ([`crate::element`]): the copy kernel binds `uvec4` for
+/// any element type, the f16 widening kernel reads the `u16` buffers
+/// `matmul_f16` takes as `float16_t`, and the coopmat matmul kernels read
+/// those `u16` buffers as `uvec4`.
+fn reads_raw_words(name: &str) -> bool {
+    matches!(name, "copy" | "convert_f16_f32") || name.starts_with("matmul_f16_coopmat")
+}
+
 /// A built-in's pipeline and its label.
 type Entry = (Arc<KernelCore>, Arc<str>);
 
@@ -73,6 +83,9 @@ impl Registry {
         let mut b = Kernel::builder(&gpu)
             .spirv(words)
             .label(&format!("vkcompute {name}"));
+        if reads_raw_words(name) {
+            b = b.raw_elements();
+        }
         for &(id, v) in &key.1 {
             b = b.spec_u32(id, v);
         }
@@ -156,6 +169,26 @@ mod tests {
             crate::reflect::reflect(words, None).unwrap_or_else(|e| panic!("{name}: {e}"));
         }
         assert!(spirv("no such kernel").is_none());
+    }
+
+    #[test]
+    fn only_kernels_that_read_raw_words_skip_the_element_check() {
+        use crate::element::ScalarKind;
+        for (name, words) in BUILTIN_SPIRV {
+            let (_, elements) = crate::reflect::reflect_with_elements(words, None).unwrap();
+            let kinds: Vec<ScalarKind> = elements.iter().flatten().map(|e| e.kind).collect();
+            if reads_raw_words(name) {
+                // Each declares elements that the buffers it is given
+                // (any type; f16 bits in u16) would not always match.
+                assert!(!kinds.is_empty(), "{name}");
+            } else {
+                // The rest read the f32 or F16 buffers the ops take.
+                assert!(
+                    kinds.iter().all(|k| matches!(k, ScalarKind::Float(_))),
+                    "{name}: {kinds:?}"
+                );
+            }
+        }
     }
 
     #[test]

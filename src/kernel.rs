@@ -117,6 +117,7 @@ impl Kernel {
             spec: BTreeMap::new(),
             local_size: [None; 3],
             label: None,
+            raw_elements: false,
         }
     }
 
@@ -180,6 +181,7 @@ pub struct KernelBuilder {
     spec: BTreeMap<u32, Vec<u8>>,
     local_size: [Option<u32>; 3],
     label: Option<String>,
+    raw_elements: bool,
 }
 
 impl std::fmt::Debug for KernelBuilder {
@@ -190,6 +192,7 @@ impl std::fmt::Debug for KernelBuilder {
             .field("local_size", &self.local_size)
             .field("label", &self.label)
             .field("site", &self.site)
+            .field("raw_elements", &self.raw_elements)
             .finish()
     }
 }
@@ -229,6 +232,16 @@ impl KernelBuilder {
     /// [`Device::kernel_glsl`] or [`Device::kernel_spirv`]).
     pub fn label(mut self, label: &str) -> Self {
         self.label = Some(label.to_string());
+        self
+    }
+
+    /// Marks the kernel as reading raw words on purpose (a copy kernel that
+    /// binds `uvec4` for any element type): its bindings take buffers of
+    /// any element type. Without it, a buffer whose element type differs
+    /// from what a binding declares is an [`Error::ElementMismatch`] when a
+    /// dispatch is recorded (the rule is in [`Batch::run`](crate::Batch::run)).
+    pub fn raw_elements(mut self) -> Self {
+        self.raw_elements = true;
         self
     }
 
@@ -296,6 +309,7 @@ impl KernelBuilder {
             entry: self.entry.clone(),
             spec: self.spec.iter().map(|(k, v)| (*k, v.clone())).collect(),
             local_size: self.local_size,
+            raw_elements: self.raw_elements,
         };
         if let Some(core) = d.kernels.get_request(&request) {
             let label = self
@@ -307,7 +321,11 @@ impl KernelBuilder {
                 label: label.into(),
             });
         }
-        let reflection = reflect::reflect(&words, self.entry.as_deref())?;
+        let (reflection, mut elements) =
+            reflect::reflect_with_elements(&words, self.entry.as_deref())?;
+        if self.raw_elements {
+            elements.clear();
+        }
         crate::spirv_caps::check(&words, &d.shader_features, &d.info.name)?;
         let label = self
             .label
@@ -410,11 +428,12 @@ impl KernelBuilder {
             entry: reflection.entry_point.clone(),
             spec: spec.into_iter().collect(),
             push_descriptors: d.push_descriptor.is_some(),
+            raw_elements: self.raw_elements,
         };
         let core = match d.kernels.get(&key) {
             Some(core) => core,
             None => {
-                let core = create_core(&d, &key, reflection, size, label.clone())?;
+                let core = create_core(&d, &key, (reflection, elements), size, label.clone())?;
                 let (core, lost_race) = d.kernels.insert(key, core);
                 if let Some(extra) = lost_race {
                     // SAFETY: never used: another thread's identical pipeline won.
@@ -452,7 +471,7 @@ fn descriptor_type(kind: BindingKind) -> vk::DescriptorType {
 fn create_core(
     d: &DeviceInner,
     key: &KernelKey,
-    reflection: Reflection,
+    (reflection, elements): (Reflection, Vec<Option<crate::element::ElementType>>),
     workgroup_size: [u32; 3],
     label: String,
 ) -> Result<KernelCore> {
@@ -595,6 +614,7 @@ fn create_core(
         pipeline: made.pipeline,
         template: made.template,
         reflection,
+        elements,
         x_split: crate::x_split::XSplit::new(
             key.words.clone(),
             key.entry.clone(),

@@ -155,6 +155,7 @@ mod builtins;
 mod copy;
 mod device;
 mod disk_cache;
+mod element;
 mod error;
 #[cfg(feature = "glsl")]
 mod glsl;

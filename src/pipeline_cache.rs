@@ -36,6 +36,8 @@ pub(crate) struct KernelKey {
     pub entry: String,
     pub spec: Vec<(u32, Vec<u8>)>,
     pub push_descriptors: bool,
+    /// Built with [`crate::KernelBuilder::raw_elements`]: element types unchecked.
+    pub raw_elements: bool,
 }
 
 /// A compute pipeline and everything needed to record a dispatch of it.
@@ -45,6 +47,9 @@ pub(crate) struct KernelCore {
     pub label: String,
     /// What reflection found.
     pub reflection: Reflection,
+    /// The element each binding declares, where the element-type rule
+    /// applies ([`crate::element`]); empty for a raw kernel.
+    pub elements: Vec<Option<crate::element::ElementType>>,
     /// Workgroup size after specialization.
     pub workgroup_size: [u32; 3],
     /// Push-constant bytes the kernel declares.
@@ -144,6 +149,7 @@ pub(crate) struct RequestKey {
     pub entry: Option<String>,
     pub spec: Vec<(u32, Vec<u8>)>,
     pub local_size: [Option<u32>; 3],
+    pub raw_elements: bool,
 }
 
 /// The per-device kernel cache.

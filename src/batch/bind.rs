@@ -9,6 +9,7 @@ use ash::vk;
 
 use crate::buffer::{BufView, BufferInner};
 use crate::device::DeviceInner;
+use crate::element::ElementType;
 use crate::error::{Error, Result};
 use crate::kernel::Kernel;
 use crate::pipeline_cache::KernelCore;
@@ -226,6 +227,42 @@ pub(super) fn check_binding(
         return Err(binding_error(d, kernel, info, v, limit, align));
     }
     Ok(())
+}
+
+/// Checks binding `i`'s element type against what the kernel declares
+/// there (the rule is in [`crate::element`]).
+#[inline]
+pub(super) fn check_element(
+    kernel: &Kernel,
+    i: usize,
+    info: &crate::reflect::BindingInfo,
+    v: &BufView<'_>,
+) -> Result<()> {
+    let Some(Some(declared)) = kernel.core.elements.get(i) else {
+        return Ok(());
+    };
+    match (v.elem)() {
+        Some(have) if declared.accepts(have).is_err() => {
+            Err(element_error(kernel, info, *declared, have))
+        }
+        _ => Ok(()),
+    }
+}
+
+#[cold]
+fn element_error(
+    kernel: &Kernel,
+    info: &crate::reflect::BindingInfo,
+    declared: ElementType,
+    have: ElementType,
+) -> Error {
+    Error::ElementMismatch {
+        kernel: kernel.label.to_string(),
+        binding: info.binding,
+        declared: declared.glsl_name(),
+        buffer: have.rust_name(),
+        detail: declared.accepts(have).err().unwrap_or_default(),
+    }
 }
 
 #[cold]

@@ -124,12 +124,14 @@ pub(super) fn dispatches(m: &mut Matrix, gpu: &Device, k: &Kernels) {
     let largest = info.max_memory_allocation_size.min(info.max_buffer_size);
     let ulimit = info.max_uniform_buffer_range;
     if ulimit.saturating_add(4) <= largest && ulimit <= 1 << 30 {
-        let too_big = gpu.alloc::<u8>(ulimit as usize + 4).unwrap();
+        // f32 elements: the binding declares vec4 (a u8 buffer would be an
+        // element-type error).
+        let too_big = gpu.alloc::<f32>(ulimit as usize / 4 + 1).unwrap();
         bad!(m, "uniform over maxUniformBufferRange", b.run(&k.uniform, &[&too_big, &z], 1),
             Error::BindingMismatch { binding: 0, detail, .. }
                 if detail.contains("maxUniformBufferRange"));
         // Within the limit through a slice, it binds.
-        let head = too_big.slice(..ulimit as usize).unwrap();
+        let head = too_big.slice(..ulimit as usize / 4).unwrap();
         b.barrier();
         b.run(&k.uniform, &[&head, &z], 1).unwrap();
     } else {
