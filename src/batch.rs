@@ -61,7 +61,10 @@ mod poison;
 mod split;
 mod transfer_cmds;
 
-use bind::{bind_descriptors, call_error, check_binding, push_constants, push_constants_padded};
+use bind::{
+    bind_descriptors, call_error, check_binding, check_element, push_constants,
+    push_constants_padded,
+};
 
 /// The buffers a batch keeps alive, each with whether the batch writes it.
 type KeepList = Vec<(Arc<BufferInner>, bool)>;
@@ -292,14 +295,14 @@ enum Change {
     Descriptors,
 }
 
-fn grid_error(k: &KernelCore, e: GridError, limit: [u32; 3], asked: [u32; 3]) -> Error {
+fn grid_error(k: &Kernel, e: GridError, limit: [u32; 3], asked: [u32; 3]) -> Error {
     match e {
         GridError::Empty => Error::EmptyDispatch {
-            kernel: k.label.clone(),
+            kernel: k.label.to_string(),
             workgroups: asked,
         },
         GridError::TooLarge(requested) => Error::WorkgroupLimit {
-            kernel: k.label.clone(),
+            kernel: k.label.to_string(),
             requested,
             limit,
         },
@@ -334,6 +337,18 @@ impl Batch {
     /// past 2^32. Kernels that recover a linear index from a grid spread
     /// into y and z launch with [`Batch::run_spread`] instead. Launches
     /// within one row cost what they always did (one cached comparison).
+    ///
+    /// **Element types.** Where a binding's block is a single scalar or
+    /// vector, or an array of them (`float x[]`, `uvec4 w[]`), and the
+    /// buffer's element type is one the crate names (`f32`, `f64`,
+    /// [`F16`](crate::ops::F16), `u8` to `u64`, `i8` to `i64`, and arrays
+    /// of 2 to 4 of them), the two must have the same scalar kind (float16,
+    /// float32, float64, signed or unsigned integer) and one element size
+    /// must divide the other, else the dispatch is an
+    /// [`Error::ElementMismatch`]: `Buffer<u32>` on `float[]` is refused;
+    /// `Buffer<f32>` on `vec4[]` and `Buffer<u8>` on `uint[]` (packed
+    /// reads) pass. Structs on either side are not checked, nor are kernels
+    /// built with [`KernelBuilder::raw_elements`](crate::KernelBuilder::raw_elements).
     #[inline]
     pub fn run(
         &mut self,
@@ -359,7 +374,7 @@ impl Batch {
         let grid = if self.last_grid.0 == invocations && self.last_grid.1 == local_x {
             self.last_grid.2
         } else {
-            match self.x_grid(k, invocations)? {
+            match self.x_grid(kernel, invocations)? {
                 Some(grid) => {
                     self.last_grid = (invocations, local_x, grid);
                     grid
@@ -374,13 +389,13 @@ impl Batch {
     /// `None` past one row.
     #[cold]
     #[inline(never)]
-    fn x_grid(&self, k: &KernelCore, invocations: u32) -> Result<Option<[u32; 3]>> {
+    fn x_grid(&self, kernel: &Kernel, invocations: u32) -> Result<Option<[u32; 3]>> {
         let limit = self.dev.info.max_workgroup_count;
-        let local_x = k.workgroup_size[0];
+        let local_x = kernel.core.workgroup_size[0];
         match workgroups::x_groups(u64::from(invocations), local_x, limit[0]) {
             Ok(x) => Ok(Some([x, 1, 1])),
             Err(GridError::TooLarge(_)) => Ok(None),
-            Err(e) => Err(grid_error(k, e, limit, [0, 0, 0])),
+            Err(e) => Err(grid_error(kernel, e, limit, [0, 0, 0])),
         }
     }
 
@@ -396,7 +411,7 @@ impl Batch {
         let k = &*kernel.core;
         let limit = self.dev.info.max_workgroup_count;
         workgroups::check_grid(workgroups, limit)
-            .map_err(|e| grid_error(k, e, limit, workgroups))?;
+            .map_err(|e| grid_error(kernel, e, limit, workgroups))?;
         self.dispatch(
             kernel,
             buffers,
@@ -603,9 +618,19 @@ impl Batch {
                 && old.offset == v.offset
                 && old.range == v.size
             {
+                // Another kernel of the same layout over the same buffer:
+                // the descriptor serves, but its element type may not.
+                if change == Change::Kernel {
+                    if let Err(e) = check_element(kernel, i, info, &v) {
+                        self.bound = 0;
+                        return Err(e);
+                    }
+                }
                 continue;
             }
-            if let Err(e) = check_binding(d, k, info, &v) {
+            if let Err(e) =
+                check_binding(d, kernel, info, &v).and_then(|()| check_element(kernel, i, info, &v))
+            {
                 // Entries before `i` may have been overwritten.
                 self.bound = 0;
                 return Err(e);
@@ -669,7 +694,7 @@ impl Batch {
         // SAFETY: `cb` is recording with a compute pipeline bound and every
         // binding and push constant it declares set; the grid is within limits.
         unsafe { d.raw.cmd_dispatch(cb, grid[0], grid[1], grid[2]) };
-        self.end_command(&k.label)
+        self.end_command(&kernel.label)
     }
 }
 

@@ -433,6 +433,9 @@ pub struct BufView<'a> {
     pub(crate) inner: &'a Arc<BufferInner>,
     pub(crate) offset: u64,
     pub(crate) size: u64,
+    /// The element type, when the crate names it ([`crate::element`]):
+    /// called only when a binding is checked.
+    pub(crate) elem: fn() -> Option<crate::element::ElementType>,
 }
 
 impl<T: Pod> sealed::Sealed for Buffer<T> {}
@@ -450,6 +453,7 @@ impl<T: Pod> GpuBuf for Buffer<T> {
             inner: &self.inner,
             offset: 0,
             size: self.inner.size,
+            elem: crate::element::of::<T>,
         }
     }
 }
@@ -466,6 +470,7 @@ impl<T: Pod> GpuBuf for BufferSlice<'_, T> {
             inner: &self.buf.inner,
             offset: self.byte_offset(),
             size: self.byte_size(),
+            elem: crate::element::of::<T>,
         }
     }
 }

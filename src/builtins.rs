@@ -33,6 +33,16 @@ pub(crate) fn spirv(name: &str) -> Option<&'static [u32]> {
 /// with the building on top.
 struct Registry<'a>(&'a BuiltinStore);
 
+/// Whether built-in `name` reads its buffers as raw words whatever their
+/// element type, so that its bindings are not checked against buffers'
+/// element types ([`crate::element`]): the copy kernel binds `uvec4` for
+/// any element type, the f16 widening kernel reads the `u16` buffers
+/// `matmul_f16` takes as `float16_t`, and the coopmat matmul kernels read
+/// those `u16` buffers as `uvec4`.
+fn reads_raw_words(name: &str) -> bool {
+    matches!(name, "copy" | "convert_f16_f32") || name.starts_with("matmul_f16_coopmat")
+}
+
 impl Registry<'_> {
     /// The pipeline of built-in `name` with `spec` applied, built on first use.
     fn get(
@@ -43,10 +53,11 @@ impl Registry<'_> {
     ) -> Result<Kernel> {
         let mut spec = spec.to_vec();
         spec.sort_unstable();
-        if let Some(core) = self.0.get(name, &spec) {
+        if let Some((core, label)) = self.0.get(name, &spec) {
             return Ok(Kernel {
                 dev: dev.clone(),
                 core,
+                label,
             });
         }
         let words = spirv(name).ok_or_else(|| Error::InvalidSpirv {
@@ -56,11 +67,14 @@ impl Registry<'_> {
         let mut b = Kernel::builder(&gpu)
             .spirv(words)
             .label(&format!("vkcompute {name}"));
+        if reads_raw_words(name) {
+            b = b.raw_elements();
+        }
         for &(id, v) in &spec {
             b = b.spec_u32(id, v);
         }
         let k = b.build()?;
-        self.0.insert(name, spec, k.core.clone());
+        self.0.insert(name, spec, k.core.clone(), k.label.clone());
         Ok(k)
     }
 }
@@ -167,6 +181,26 @@ mod tests {
             }
         }
         assert_eq!(outputs, names.len(), "embedded outputs no shader asks for");
+    }
+
+    #[test]
+    fn only_kernels_that_read_raw_words_skip_the_element_check() {
+        use crate::element::ScalarKind;
+        for (name, words) in BUILTIN_SPIRV {
+            let (_, elements) = crate::reflect::reflect_with_elements(words, None).unwrap();
+            let kinds: Vec<ScalarKind> = elements.iter().flatten().map(|e| e.kind).collect();
+            if reads_raw_words(name) {
+                // Each declares elements that the buffers it is given
+                // (any type; f16 bits in u16) would not always match.
+                assert!(!kinds.is_empty(), "{name}");
+            } else {
+                // The rest read the f32 or F16 buffers the ops take.
+                assert!(
+                    kinds.iter().all(|k| matches!(k, ScalarKind::Float(_))),
+                    "{name}: {kinds:?}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -230,6 +230,28 @@ pub enum Error {
         detail: String,
     },
 
+    /// A buffer's element type does not fit what the kernel's binding
+    /// declares: a different scalar kind (float16, float32, float64, signed
+    /// or unsigned integer), or element sizes of which neither divides the
+    /// other. Checked where reflection knows the binding's element and the
+    /// buffer's element type is one the crate names; the rule is in
+    /// [`Batch::run`](crate::Batch::run). Kernels that read raw words on
+    /// purpose are built with
+    /// [`KernelBuilder::raw_elements`](crate::KernelBuilder::raw_elements).
+    #[error("kernel {kernel:?} binding {binding}: the kernel reads {declared} elements, the buffer holds {buffer}: {detail}; bind a buffer of matching elements, or build the kernel with KernelBuilder::raw_elements if it reads raw words on purpose")]
+    ElementMismatch {
+        /// The kernel's label.
+        kernel: String,
+        /// Binding number.
+        binding: u32,
+        /// The element the kernel declares, in GLSL (`float`, `uvec4`).
+        declared: String,
+        /// The buffer's element type, in Rust (`u32`, `[f32; 3]`, `F16`).
+        buffer: String,
+        /// What differs (the scalar kinds, or the sizes).
+        detail: String,
+    },
+
     /// A kernel created on another `Device` was passed.
     #[error("kernel {kernel:?} belongs to another Device")]
     ForeignKernel {

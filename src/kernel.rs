@@ -7,6 +7,7 @@
 //! specialization is compiled once per device ([`crate::pipeline_cache`]).
 
 use std::collections::BTreeMap;
+use std::panic::Location;
 use std::sync::Arc;
 
 use ash::vk;
@@ -67,16 +68,24 @@ pub fn reflect_spirv<S: SpirvInput + ?Sized>(spirv: &S, entry: Option<&str>) -> 
 }
 
 /// A compute kernel ready to dispatch. Cheap to clone.
+///
+/// Its label names it in every error, debug name and profile row: the
+/// label given to [`KernelBuilder::label`], else the file and line that
+/// built it (`src/model.rs:42`, followed by the entry point in
+/// parentheses when that is not `main`). Kernels built from the same
+/// module share one pipeline but keep their own labels; the pipeline's
+/// debug name is the label of the first.
 #[derive(Clone)]
 pub struct Kernel {
     pub(crate) dev: Arc<DeviceInner>,
     pub(crate) core: Arc<KernelCore>,
+    pub(crate) label: Arc<str>,
 }
 
 impl std::fmt::Debug for Kernel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Kernel")
-            .field("label", &self.core.label)
+            .field("label", &self.label)
             .field("workgroup_size", &self.core.workgroup_size)
             .field("bindings", &self.core.reflection.bindings.len())
             .field("push_constant_size", &self.core.push_constant_size)
@@ -86,14 +95,19 @@ impl std::fmt::Debug for Kernel {
 
 impl Kernel {
     /// A kernel from a SPIR-V module (words or bytes), entry point `main`
-    /// (or its only compute entry point), no specialization.
+    /// (or its only compute entry point), no specialization, labelled with
+    /// the caller's file and line.
+    #[track_caller]
     pub fn from_spirv<S: SpirvInput + ?Sized>(gpu: &Device, spirv: &S) -> Result<Kernel> {
         Kernel::builder(gpu).spirv(spirv).build()
     }
 
-    /// A builder for entry point, specialization constants and workgroup size.
+    /// A builder for entry point, specialization constants and workgroup
+    /// size. The kernel's default label is the caller's file and line.
+    #[track_caller]
     pub fn builder(gpu: &Device) -> KernelBuilder {
         KernelBuilder {
+            site: Location::caller(),
             dev: gpu.clone(),
             source: Err(Error::InvalidSpirv {
                 reason: "no SPIR-V or GLSL was given to the builder".into(),
@@ -102,12 +116,15 @@ impl Kernel {
             spec: BTreeMap::new(),
             local_size: [None; 3],
             label: None,
+            raw_elements: false,
         }
     }
 
-    /// The label used in errors and debug names (entry point unless set).
+    /// The label used in errors, debug names and profile rows: the one
+    /// given to [`KernelBuilder::label`], else the file and line that built
+    /// the kernel.
     pub fn label(&self) -> &str {
-        &self.core.label
+        &self.label
     }
 
     /// What reflection found: bindings, push-constant size, declared workgroup size.
@@ -132,13 +149,17 @@ impl Kernel {
 }
 
 impl Device {
-    /// Compiles GLSL compute source (entry `main`) into a kernel.
+    /// Compiles GLSL compute source (entry `main`) into a kernel labelled
+    /// with the caller's file and line.
     #[cfg(feature = "glsl")]
+    #[track_caller]
     pub fn kernel_glsl(&self, source: &str) -> Result<Kernel> {
         Kernel::builder(self).glsl(source).build()
     }
 
-    /// A kernel from SPIR-V words or bytes.
+    /// A kernel from SPIR-V words or bytes, labelled with the caller's file
+    /// and line.
+    #[track_caller]
     pub fn kernel_spirv<S: SpirvInput + ?Sized>(&self, spirv: &S) -> Result<Kernel> {
         Kernel::from_spirv(self, spirv)
     }
@@ -152,11 +173,14 @@ impl Device {
 /// Builds a [`Kernel`]: source, entry point, specialization, workgroup size.
 pub struct KernelBuilder {
     dev: Device,
+    /// Where the builder was made: the default label.
+    site: &'static Location<'static>,
     source: Result<Vec<u32>>,
     entry: Option<String>,
     spec: BTreeMap<u32, Vec<u8>>,
     local_size: [Option<u32>; 3],
     label: Option<String>,
+    raw_elements: bool,
 }
 
 impl std::fmt::Debug for KernelBuilder {
@@ -165,6 +189,9 @@ impl std::fmt::Debug for KernelBuilder {
             .field("entry", &self.entry)
             .field("spec", &self.spec.keys().collect::<Vec<_>>())
             .field("local_size", &self.local_size)
+            .field("label", &self.label)
+            .field("site", &self.site)
+            .field("raw_elements", &self.raw_elements)
             .finish()
     }
 }
@@ -199,9 +226,21 @@ impl KernelBuilder {
         self
     }
 
-    /// A label for errors and debug names (default: the entry point).
+    /// A label for errors, debug names and profile rows (default: the file
+    /// and line that called [`Kernel::builder`], [`Kernel::from_spirv`],
+    /// [`Device::kernel_glsl`] or [`Device::kernel_spirv`]).
     pub fn label(mut self, label: &str) -> Self {
         self.label = Some(label.to_string());
+        self
+    }
+
+    /// Marks the kernel as reading raw words on purpose (a copy kernel that
+    /// binds `uvec4` for any element type): its bindings take buffers of
+    /// any element type. Without it, a buffer whose element type differs
+    /// from what a binding declares is an [`Error::ElementMismatch`] when a
+    /// dispatch is recorded (the rule is in [`Batch::run`](crate::Batch::run)).
+    pub fn raw_elements(mut self) -> Self {
+        self.raw_elements = true;
         self
     }
 
@@ -269,13 +308,27 @@ impl KernelBuilder {
             entry: self.entry.clone(),
             spec: self.spec.iter().map(|(k, v)| (*k, v.clone())).collect(),
             local_size: self.local_size,
+            raw_elements: self.raw_elements,
         };
         if let Some(core) = d.kernels().get_request(&request) {
-            return Ok(Kernel { dev: d, core });
+            let label = self
+                .label
+                .unwrap_or_else(|| default_label(self.site, &core.reflection.entry_point));
+            return Ok(Kernel {
+                dev: d,
+                core,
+                label: label.into(),
+            });
         }
-        let reflection = reflect::reflect(&words, self.entry.as_deref())?;
+        let (reflection, mut elements) =
+            reflect::reflect_with_elements(&words, self.entry.as_deref())?;
+        if self.raw_elements {
+            elements.clear();
+        }
         crate::spirv_caps::check(&words, &d.shader_features, &d.info.name)?;
-        let label = self.label.unwrap_or_else(|| reflection.entry_point.clone());
+        let label = self
+            .label
+            .unwrap_or_else(|| default_label(self.site, &reflection.entry_point));
         let mut spec = self.spec;
 
         // Workgroup size: declared, then specialized.
@@ -374,11 +427,12 @@ impl KernelBuilder {
             entry: reflection.entry_point.clone(),
             spec: spec.into_iter().collect(),
             push_descriptors: d.push_descriptor.is_some(),
+            raw_elements: self.raw_elements,
         };
         let core = match d.kernels().get(&key) {
             Some(core) => core,
             None => {
-                let core = create_core(&d, &key, reflection, size, label)?;
+                let core = create_core(&d, &key, (reflection, elements), size, label.clone())?;
                 let (core, lost_race) = d.kernels().insert(key, core);
                 if let Some(extra) = lost_race {
                     // SAFETY: never used: another thread's identical pipeline won.
@@ -388,7 +442,21 @@ impl KernelBuilder {
             }
         };
         d.kernels().put_request(request, core.clone());
-        Ok(Kernel { dev: d, core })
+        Ok(Kernel {
+            dev: d,
+            core,
+            label: label.into(),
+        })
+    }
+}
+
+/// The label of a kernel built without one: where it was built, and its
+/// entry point when that is not `main`.
+fn default_label(site: &Location<'_>, entry: &str) -> String {
+    if entry == "main" {
+        format!("{}:{}", site.file(), site.line())
+    } else {
+        format!("{}:{} ({entry})", site.file(), site.line())
     }
 }
 
@@ -402,7 +470,7 @@ fn descriptor_type(kind: BindingKind) -> vk::DescriptorType {
 fn create_core(
     d: &DeviceInner,
     key: &KernelKey,
-    reflection: Reflection,
+    (reflection, elements): (Reflection, Vec<Option<crate::element::ElementType>>),
     workgroup_size: [u32; 3],
     label: String,
 ) -> Result<KernelCore> {
@@ -516,6 +584,7 @@ fn create_core(
         pipeline: made.pipeline,
         template: made.template,
         reflection,
+        elements,
         x_split: crate::x_split::XSplit::new(
             key.words.clone(),
             key.entry.clone(),
@@ -545,5 +614,18 @@ impl Made {
             device.destroy_descriptor_set_layout(self.set_layout, None);
         }
         *self = Made::default();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_labels_name_the_place_and_any_other_entry_point() {
+        let here = Location::caller();
+        let place = format!("{}:{}", here.file(), here.line());
+        assert_eq!(default_label(here, "main"), place);
+        assert_eq!(default_label(here, "scan"), format!("{place} (scan)"));
     }
 }

@@ -157,6 +157,7 @@ mod adapter;
 mod barrier;
 mod coopmat;
 mod disk_cache;
+mod element;
 mod error;
 #[cfg(feature = "glsl")]
 mod glsl;

@@ -35,6 +35,8 @@ pub(crate) struct KernelKey {
     pub entry: String,
     pub spec: Vec<(u32, Vec<u8>)>,
     pub push_descriptors: bool,
+    /// Built with [`crate::KernelBuilder::raw_elements`]: element types unchecked.
+    pub raw_elements: bool,
 }
 
 /// A compute pipeline and everything needed to record a dispatch of it.
@@ -44,6 +46,9 @@ pub(crate) struct KernelCore {
     pub label: String,
     /// What reflection found.
     pub reflection: Reflection,
+    /// The element each binding declares, where the element-type rule
+    /// applies ([`crate::element`]); empty for a raw kernel.
+    pub elements: Vec<Option<crate::element::ElementType>>,
     /// Workgroup size after specialization.
     pub workgroup_size: [u32; 3],
     /// Push-constant bytes the kernel declares.
@@ -86,11 +91,14 @@ impl KernelCore {
 /// specialization constants (id, value), sorted by id.
 type BuiltinKey = (&'static str, Vec<(u32, u32)>);
 
+/// A built-in's pipeline and the label its kernels carry.
+type BuiltinEntry = (Arc<KernelCore>, Arc<str>);
+
 /// The device's built-in pipelines (`crate::builtins` builds them on first
 /// use and keeps them here), with how often they were built and reused.
 #[derive(Default)]
 pub(crate) struct BuiltinStore {
-    map: Mutex<HashMap<BuiltinKey, Arc<KernelCore>>>,
+    map: Mutex<HashMap<BuiltinKey, BuiltinEntry>>,
     /// Pipelines built (requests that missed).
     built: AtomicU64,
     /// Requests served from the store.
@@ -98,18 +106,25 @@ pub(crate) struct BuiltinStore {
 }
 
 impl BuiltinStore {
-    /// The pipeline of `name` with sorted `spec`, counted as a hit.
-    pub(crate) fn get(&self, name: &'static str, spec: &[(u32, u32)]) -> Option<Arc<KernelCore>> {
-        let core = self.lock().get(&(name, spec.to_vec())).cloned()?;
+    /// The pipeline and label of `name` with sorted `spec`, counted as a
+    /// hit.
+    pub(crate) fn get(&self, name: &'static str, spec: &[(u32, u32)]) -> Option<BuiltinEntry> {
+        let entry = self.lock().get(&(name, spec.to_vec())).cloned()?;
         self.hits.fetch_add(1, Ordering::Relaxed);
-        Some(core)
+        Some(entry)
     }
 
-    /// Keeps `core` for `name` with sorted `spec`. Another thread may have
+    /// Keeps `core` and its `label` for `name` with sorted `spec`. Another thread may have
     /// built it meanwhile: both got the same pipeline from the kernel cache,
     /// and the build is counted once.
-    pub(crate) fn insert(&self, name: &'static str, spec: Vec<(u32, u32)>, core: Arc<KernelCore>) {
-        if self.lock().insert((name, spec), core).is_none() {
+    pub(crate) fn insert(
+        &self,
+        name: &'static str,
+        spec: Vec<(u32, u32)>,
+        core: Arc<KernelCore>,
+        label: Arc<str>,
+    ) {
+        if self.lock().insert((name, spec), (core, label)).is_none() {
             self.built.fetch_add(1, Ordering::Relaxed);
         }
     }
@@ -123,7 +138,7 @@ impl BuiltinStore {
         )
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<BuiltinKey, Arc<KernelCore>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<BuiltinKey, BuiltinEntry>> {
         self.map.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
@@ -145,6 +160,7 @@ pub(crate) struct RequestKey {
     pub entry: Option<String>,
     pub spec: Vec<(u32, Vec<u8>)>,
     pub local_size: [Option<u32>; 3],
+    pub raw_elements: bool,
 }
 
 /// The per-device kernel cache.

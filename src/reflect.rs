@@ -17,6 +17,7 @@ use std::collections::HashMap;
 use spirq::prelude::{ConstantValue, DescriptorType, ExecutionModel, Variable};
 use spirq::ty::{AccessType, ScalarType, Type};
 
+use crate::element::ElementType;
 use crate::error::{Error, Result};
 
 /// Most buffer bindings one kernel may declare.
@@ -221,6 +222,15 @@ fn parse(words: &[u32]) -> Result<Vec<spirq::prelude::EntryPoint>> {
 
 /// Reflects the compute entry point `entry` (or the only / `main` one).
 pub(crate) fn reflect(words: &[u32], entry: Option<&str>) -> Result<Reflection> {
+    reflect_with_elements(words, entry).map(|(r, _)| r)
+}
+
+/// [`reflect`], and the element each binding declares where the
+/// element-type rule applies ([`crate::element`]), in binding order.
+pub(crate) fn reflect_with_elements(
+    words: &[u32],
+    entry: Option<&str>,
+) -> Result<(Reflection, Vec<Option<ElementType>>)> {
     check_header(words)?;
     check_structure(words)?;
     // The checks above catch truncation; the validator catches the rest
@@ -275,6 +285,7 @@ pub(crate) fn reflect(words: &[u32], entry: Option<&str>) -> Result<Reflection> 
     };
 
     let mut bindings = Vec::new();
+    let mut elements = Vec::new();
     let mut push_constant_size = 0u32;
     let mut spec_constants = Vec::new();
     for var in &ep.vars {
@@ -284,6 +295,7 @@ pub(crate) fn reflect(words: &[u32], entry: Option<&str>) -> Result<Reflection> 
                 desc_bind,
                 desc_ty,
                 nbind,
+                ty,
                 ..
             } => {
                 if desc_bind.set() != 0 {
@@ -311,6 +323,7 @@ pub(crate) fn reflect(words: &[u32], entry: Option<&str>) -> Result<Reflection> 
                     )))
                     }
                 };
+                elements.push((desc_bind.bind(), ElementType::declared(ty)));
                 bindings.push(BindingInfo {
                     binding: desc_bind.bind(),
                     kind,
@@ -349,6 +362,7 @@ pub(crate) fn reflect(words: &[u32], entry: Option<&str>) -> Result<Reflection> 
         }
     }
     bindings.sort_by_key(|b| b.binding);
+    elements.sort_by_key(|e| e.0);
     if let Some(w) = bindings.windows(2).find(|w| w[0].binding == w[1].binding) {
         return Err(unsupported(format!(
             "binding {} is declared twice",
@@ -378,14 +392,15 @@ pub(crate) fn reflect(words: &[u32], entry: Option<&str>) -> Result<Reflection> 
             "workgroup size {workgroup_size:?} has a zero dimension"
         )));
     }
-    Ok(Reflection {
+    let reflection = Reflection {
         entry_point: label,
         bindings,
         push_constant_size,
         workgroup_size,
         workgroup_size_ids,
         spec_constants,
-    })
+    };
+    Ok((reflection, elements.into_iter().map(|e| e.1).collect()))
 }
 
 /// The size in bytes of a push-constant block: the end of its last member.

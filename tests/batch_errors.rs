@@ -521,7 +521,7 @@ fn foreign_buffers_and_kernels() {
     let mut b = gpu.batch().unwrap();
 
     match b.run(&foreign_add, &[&x, &x, &z], 64) {
-        Err(Error::ForeignKernel { kernel }) => assert_eq!(kernel, "main"),
+        Err(Error::ForeignKernel { kernel }) => assert_eq!(kernel, foreign_add.label()),
         other => panic!("expected ForeignKernel, got {other:?}"),
     }
     good(&mut b, &inc, &counter);

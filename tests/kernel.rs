@@ -98,7 +98,13 @@ fn from_spirv_words_and_both_byte_orders() {
 
     // All four are the same module: one pipeline.
     assert_eq!(gpu.cached_kernels(), 1);
-    assert_eq!(from_words.label(), "main");
+    // Each keeps the label of the line that built it.
+    assert!(
+        from_words.label().starts_with("tests/kernel.rs:"),
+        "{}",
+        from_words.label()
+    );
+    assert_ne!(from_words.label(), from_le.label());
     assert_clean(&gpu);
 }
 

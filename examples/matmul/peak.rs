@@ -49,7 +49,8 @@ pub fn coopmat_peak(
     let groups = gpu.info().compute_units.max(16) * 8;
     let subgroups = groups * (256 / sub);
     let iters: u32 = if quick { 256 } else { 8192 };
-    let src = gpu.upload(&vec![f16_bits(0.5); 512])?;
+    // F16 elements: the kernel declares float16_t (u16 would be refused).
+    let src = gpu.upload(&vec![vkcompute::ops::F16(f16_bits(0.5)); 512])?;
     let dst = gpu.alloc::<f32>((subgroups * acc * 256) as usize)?;
     let ns = time_ns(gpu, reps, |batch| {
         batch.run_configured(

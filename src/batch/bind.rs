@@ -9,6 +9,7 @@ use ash::vk;
 
 use crate::buffer::{BufView, BufferInner};
 use crate::device::DeviceInner;
+use crate::element::ElementType;
 use crate::error::{Error, Result};
 use crate::kernel::Kernel;
 use crate::pipeline_cache::KernelCore;
@@ -120,19 +121,18 @@ pub(super) fn call_error(
     pc: usize,
 ) -> Error {
     let k = &*kernel.core;
+    let label = kernel.label.to_string();
     if !Arc::ptr_eq(&kernel.dev, dev) {
-        Error::ForeignKernel {
-            kernel: k.label.clone(),
-        }
+        Error::ForeignKernel { kernel: label }
     } else if buffers != k.reflection.bindings.len() {
         Error::BindingCount {
-            kernel: k.label.clone(),
+            kernel: label,
             expected: k.reflection.bindings.len(),
             got: buffers,
         }
     } else {
         Error::PushConstantSize {
-            kernel: k.label.clone(),
+            kernel: label,
             expected: k.push_constant_size,
             got: pc,
         }
@@ -202,7 +202,7 @@ fn pad_to_words<'a>(
 #[inline]
 pub(super) fn check_binding(
     d: &DeviceInner,
-    k: &KernelCore,
+    kernel: &Kernel,
     info: &crate::reflect::BindingInfo,
     v: &BufView<'_>,
 ) -> Result<()> {
@@ -224,15 +224,51 @@ pub(super) fn check_binding(
         v.offset % align.max(1) != 0
     };
     if v.inner.dev.id != d.id || v.size > limit || misaligned {
-        return Err(binding_error(d, k, info, v, limit, align));
+        return Err(binding_error(d, kernel, info, v, limit, align));
     }
     Ok(())
+}
+
+/// Checks binding `i`'s element type against what the kernel declares
+/// there (the rule is in [`crate::element`]).
+#[inline]
+pub(super) fn check_element(
+    kernel: &Kernel,
+    i: usize,
+    info: &crate::reflect::BindingInfo,
+    v: &BufView<'_>,
+) -> Result<()> {
+    let Some(Some(declared)) = kernel.core.elements.get(i) else {
+        return Ok(());
+    };
+    match (v.elem)() {
+        Some(have) if declared.accepts(have).is_err() => {
+            Err(element_error(kernel, info, *declared, have))
+        }
+        _ => Ok(()),
+    }
+}
+
+#[cold]
+fn element_error(
+    kernel: &Kernel,
+    info: &crate::reflect::BindingInfo,
+    declared: ElementType,
+    have: ElementType,
+) -> Error {
+    Error::ElementMismatch {
+        kernel: kernel.label.to_string(),
+        binding: info.binding,
+        declared: declared.glsl_name(),
+        buffer: have.rust_name(),
+        detail: declared.accepts(have).err().unwrap_or_default(),
+    }
 }
 
 #[cold]
 fn binding_error(
     d: &DeviceInner,
-    k: &KernelCore,
+    kernel: &Kernel,
     info: &crate::reflect::BindingInfo,
     v: &BufView<'_>,
     limit: u64,
@@ -244,12 +280,12 @@ fn binding_error(
     };
     if v.inner.dev.id != d.id {
         Error::ForeignBuffer {
-            kernel: k.label.clone(),
+            kernel: kernel.label.to_string(),
             binding: info.binding,
         }
     } else if v.size > limit {
         Error::BindingMismatch {
-            kernel: k.label.clone(),
+            kernel: kernel.label.to_string(),
             binding: info.binding,
             detail: format!(
                 "binds {} bytes, over {limit_name} ({limit} bytes); bind slices of at most that size",
@@ -258,7 +294,7 @@ fn binding_error(
         }
     } else {
         Error::BindingMismatch {
-            kernel: k.label.clone(),
+            kernel: kernel.label.to_string(),
             binding: info.binding,
             detail: format!(
                 "slice starts at byte {}, not a multiple of the offset alignment {align}",

@@ -83,7 +83,7 @@ impl Batch {
         let limit = self.dev.info.max_workgroup_count;
         let grid =
             workgroups::grid_for_invocations(u64::from(invocations), k.workgroup_size[0], limit)
-                .map_err(|e| grid_error(k, e, limit, [0, 0, 0]))?;
+                .map_err(|e| grid_error(kernel, e, limit, [0, 0, 0]))?;
         self.dispatch(kernel, buffers, grid, push_constants, k.pipeline)
     }
 }

@@ -32,7 +32,7 @@ impl Batch {
         let max_x = self.dev.info.max_workgroup_count[0];
         let local_x = k.workgroup_size[0];
         let too_large = |reason: String| Error::LaunchTooLarge {
-            kernel: k.label.clone(),
+            kernel: kernel.label.to_string(),
             invocations: u64::from(invocations),
             local_size_x: local_x,
             limit: max_x,

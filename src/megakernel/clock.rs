@@ -157,7 +157,10 @@ fn best_of_three(
 /// mostly submission time, that happens under load) is measured again, up
 /// to three times in all.
 fn measure(gpu: &Device, clock: ClockKind) -> Result<ClockCalibration> {
-    let k = gpu.kernel_glsl(&source(clock))?;
+    let k = Kernel::builder(gpu)
+        .glsl(&source(clock))
+        .label("megakernel-clock")
+        .build()?;
     let buf = gpu.upload(&[0u32; 5])?;
     run_once(gpu, &k, &buf, 1024)?; // warm-up
     let cannot = |detail: String| Error::MegakernelConfig {

@@ -1,6 +1,6 @@
 //! Element types of the built-in ops: `f32`, and [`F16`] storage.
 
-use bytemuck::{Pod, Zeroable};
+use bytemuck::Pod;
 
 use crate::device::Device;
 use crate::error::{Error, Result};
@@ -58,10 +58,9 @@ impl DType {
     }
 }
 
-/// A 16-bit IEEE float, as stored on the GPU (bits in a `u16`).
-#[repr(transparent)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Pod, Zeroable)]
-pub struct F16(pub u16);
+// Defined beside the other element types the crate names (the binding
+// check recognises it); its conversions live here.
+pub use crate::element::F16;
 
 impl F16 {
     /// The nearest half to `x` (round to nearest even; overflow to

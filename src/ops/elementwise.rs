@@ -51,7 +51,7 @@ impl Unary {
     }
 
     /// Name used in errors.
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Unary::Copy => "ops::copy",
             Unary::Scale(_) => "ops::scale",
@@ -89,7 +89,8 @@ impl Binary {
         }
     }
 
-    fn name(self) -> &'static str {
+    /// Name used in errors.
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Binary::Add => "ops::add",
             Binary::Sub => "ops::sub",

@@ -28,7 +28,7 @@ pub(super) fn dispatches(m: &mut Matrix, gpu: &Device, k: &Kernels) {
     ] {
         let got = bufs.len();
         bad!(m, format!("add with {got} buffers"), b.run(&k.add, &bufs, 64),
-            Error::BindingCount { kernel, expected: 3, got: g } if kernel == "main" && g == got);
+            Error::BindingCount { kernel, expected: 3, got: g } if kernel == k.add.label() && g == got);
         good(&mut b, k, &c);
         goods += 1;
     }
@@ -124,12 +124,14 @@ pub(super) fn dispatches(m: &mut Matrix, gpu: &Device, k: &Kernels) {
     let largest = info.max_memory_allocation_size.min(info.max_buffer_size);
     let ulimit = info.max_uniform_buffer_range;
     if ulimit.saturating_add(4) <= largest && ulimit <= 1 << 30 {
-        let too_big = gpu.alloc::<u8>(ulimit as usize + 4).unwrap();
+        // f32 elements: the binding declares vec4 (a u8 buffer would be an
+        // element-type error).
+        let too_big = gpu.alloc::<f32>(ulimit as usize / 4 + 1).unwrap();
         bad!(m, "uniform over maxUniformBufferRange", b.run(&k.uniform, &[&too_big, &z], 1),
             Error::BindingMismatch { binding: 0, detail, .. }
                 if detail.contains("maxUniformBufferRange"));
         // Within the limit through a slice, it binds.
-        let head = too_big.slice(..ulimit as usize).unwrap();
+        let head = too_big.slice(..ulimit as usize / 4).unwrap();
         b.barrier();
         b.run(&k.uniform, &[&head, &z], 1).unwrap();
     } else {
@@ -193,7 +195,7 @@ pub(super) fn foreign(m: &mut Matrix, gpu: &Device, other: &Device, k: &Kernels)
     let c = gpu.alloc::<u32>(4).unwrap();
     let mut b = gpu.batch().unwrap();
     bad!(m, "foreign kernel", b.run(&foreign_add, &[&x, &x, &z], 64),
-        Error::ForeignKernel { kernel } if kernel == "main");
+        Error::ForeignKernel { kernel } if kernel == foreign_add.label());
     bad!(
         m,
         "foreign kernel, foreign buffers",
@@ -212,7 +214,7 @@ pub(super) fn foreign(m: &mut Matrix, gpu: &Device, other: &Device, k: &Kernels)
         ([&x as &dyn GpuBuf, &x, &fx], 2),
     ] {
         bad!(m, format!("foreign buffer at {binding}"), b.run(&k.add, &bufs, 64),
-            Error::ForeignBuffer { kernel, binding: got } if kernel == "main" && got == binding);
+            Error::ForeignBuffer { kernel, binding: got } if kernel == k.add.label() && got == binding);
         good(&mut b, k, &c);
     }
     let fs = fx.slice(16..32).unwrap();

@@ -61,6 +61,24 @@ impl Op {
         matches!(self, Op::Unary(..) | Op::Binary(..) | Op::AddRow(..))
     }
 
+    /// The op's short name (`add`, `gelu`, `matmul`), as a fused kernel's
+    /// label lists it.
+    pub fn name(&self) -> &'static str {
+        let short = |n: &'static str| n.strip_prefix("ops::").unwrap_or(n);
+        match self {
+            Op::Unary(f, _) => short(f.name()),
+            Op::Binary(g, _, _) => short(g.name()),
+            Op::AddRow(..) => "add_row",
+            Op::Matmul(..) => "matmul",
+            Op::Sum(_) => "sum",
+            Op::Max(_) => "max",
+            Op::Dot(..) => "dot",
+            Op::Softmax(_) => "softmax",
+            Op::Transpose(_) => "transpose",
+            Op::Fill(_) => "fill",
+        }
+    }
+
     /// Scalars the op passes to a fused kernel.
     pub fn scalars(&self) -> Vec<f32> {
         match *self {

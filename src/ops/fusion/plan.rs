@@ -25,6 +25,21 @@ pub(crate) struct Group {
     pub tail: Option<usize>,
 }
 
+impl Group {
+    /// The label of the group's generated kernel: `vkcompute fused `
+    /// followed by its ops in order (head, run, tail), joined by `+`.
+    pub fn label(&self, g: &crate::ops::fusion::graph::Graph) -> String {
+        let ops: Vec<&str> = self
+            .head
+            .iter()
+            .chain(&self.nodes)
+            .chain(&self.tail)
+            .map(|&n| g.nodes[n].op.name())
+            .collect();
+        format!("vkcompute fused {}", ops.join("+"))
+    }
+}
+
 /// One dispatch of the plan.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Step {
@@ -391,6 +406,28 @@ mod tests {
         // Write after read.
         let acc = vec![(set(&[0]), set(&[1])), (set(&[]), set(&[0]))];
         assert_eq!(barriers(&acc), vec![false, true]);
+    }
+
+    #[test]
+    fn fused_labels_list_the_op_chain() {
+        let (g, _, _) = chain_graph();
+        let run = Group {
+            head: None,
+            nodes: vec![0, 1, 2, 3],
+            tail: None,
+        };
+        assert_eq!(run.label(&g), "vkcompute fused scale+add+gelu+mul");
+        let mut g = Graph::default();
+        let a = g.leaf(Shape::Matrix(2, 2));
+        let m = g.op(Op::Matmul(a, a), Shape::Matrix(2, 2));
+        let r = g.op(Op::Unary(Unary::Relu, m), Shape::Matrix(2, 2));
+        g.op(Op::Sum(r), Shape::Vector(1));
+        let gr = Group {
+            head: Some(0),
+            nodes: vec![1],
+            tail: Some(2),
+        };
+        assert_eq!(gr.label(&g), "vkcompute fused matmul+relu+sum");
     }
 
     fn chain_graph() -> (Graph, V, V) {

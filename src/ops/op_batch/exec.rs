@@ -198,7 +198,7 @@ fn fused_kernel(
             None => {
                 let mut b = Kernel::builder(&ob.gpu)
                     .glsl(&gen.source)
-                    .label("vkcompute fused matmul epilogue")
+                    .label(&gr.label(g))
                     .local_size_x(spec[0]);
                 for (id, &v) in spec.iter().enumerate().skip(1) {
                     b = b.spec_u32(id as u32, v);
@@ -231,7 +231,7 @@ fn fused_kernel(
             None => {
                 let k = Kernel::builder(&ob.gpu)
                     .glsl(&gen.source)
-                    .label("vkcompute fused reduction prologue")
+                    .label(&gr.label(g))
                     .spec_u32(0, op)
                     .build()?;
                 memo.insert(key, k.clone());
@@ -265,7 +265,7 @@ fn fused_kernel(
         None => {
             let k = Kernel::builder(&ob.gpu)
                 .glsl(&gen.source)
-                .label("vkcompute fused element-wise chain")
+                .label(&gr.label(g))
                 .build()?;
             memo.insert(key, k.clone());
             k
