@@ -18,7 +18,7 @@
 //! tickets and events it names, and after other queues' conflicting use of
 //! its buffers (the crate guide's "Ordering").
 //!
-//! A long batch is submitted in chunks as it grows ([`crate::policy`]), so
+//! A long batch is submitted in chunks as it grows ([`crate::chunking`]), so
 //! the GPU starts while the CPU records; [`Batch::submit_async`] submits the
 //! rest. Dropping a batch without submitting discards what was not yet
 //! submitted; chunks already submitted run to completion, and the buffers
@@ -36,13 +36,13 @@ use ash::vk;
 
 use crate::barrier::{Stage, Tracker};
 use crate::buffer::{BufView, BufferInner, GpuBuf};
+use crate::chunking::ChunkPolicy;
 use crate::device::{Device, DeviceInner, Garbage};
 use crate::error::{Error, Result};
 use crate::event::EventInner;
 use crate::kernel::Kernel;
 use crate::memory::HostPath;
 use crate::pipeline_cache::KernelCore;
-use crate::policy::ChunkPolicy;
 use crate::profile::Profiling;
 use crate::queue::StreamState;
 use crate::reclaim::UseMark;
@@ -54,12 +54,13 @@ use crate::workgroups::{self, GridError};
 
 mod bind;
 mod chunks;
+mod copy_cmds;
+mod copy_kernel;
 mod graph_mode;
 pub(crate) mod host_io;
 mod launch;
 mod poison;
 mod split;
-mod transfer_cmds;
 
 use bind::{
     bind_descriptors, call_error, check_binding, check_element, push_constants,

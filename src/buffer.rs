@@ -25,6 +25,8 @@ use crate::host_lock::HostLock;
 use crate::memory::{host_paths, HostPath, Memory};
 use crate::reclaim::LastUse;
 
+pub(crate) mod async_transfer;
+pub(crate) mod host_words;
 pub(crate) mod transfer;
 
 /// The shared part of a buffer: the Vulkan handle, its memory, its last use.

@@ -155,6 +155,7 @@
 // Layer 0, pure leaves: GPU-free logic, unit-tested without a device.
 mod adapter;
 mod barrier;
+mod chunking;
 mod coopmat;
 mod disk_cache;
 mod element;
@@ -165,7 +166,6 @@ mod host_lock;
 mod layout_class;
 mod memory;
 mod options;
-mod policy;
 mod profile;
 mod reclaim;
 mod reflect;
@@ -191,10 +191,8 @@ mod x_split;
 mod device;
 
 // Layer 3, handles that hold the device alive.
-mod async_transfer;
 mod buffer;
 mod event;
-mod host_words;
 mod interop;
 mod kernel;
 mod ticket;
@@ -203,7 +201,6 @@ mod ticket_future;
 // Layer 4, recording and submission.
 mod batch;
 mod builtins;
-mod copy;
 mod graph;
 mod stream;
 
@@ -212,8 +209,8 @@ pub mod megakernel;
 pub mod ops;
 
 pub use adapter::{AdapterInfo, AdapterType};
-pub use async_transfer::Download;
 pub use batch::{Batch, BatchOptions};
+pub use buffer::async_transfer::Download;
 pub use buffer::{BufView, Buffer, BufferSlice, GpuBuf};
 pub use coopmat::{CoopComponent, CoopMatShape};
 pub use device::{
@@ -237,7 +234,7 @@ pub use ticket_future::TicketWait;
 pub use validation_log::ValidationLog;
 
 pub use batch::host_io::Readback;
-pub use host_words::HostWords;
+pub use buffer::host_words::HostWords;
 pub use interop::{RawBuffer, RawDevice, RawKernel};
 
 /// Re-exported so users can name the `ash` version in use.

@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
-use super::fusion::graph::{Graph, Op, V};
+use super::fusion::program::{Op, Program, V};
 use super::tensor::{Shape, Tensor, TensorId};
 use super::{Binary, Unary};
 use crate::{Buffer, Device, Error, Result, Ticket};
@@ -108,7 +108,7 @@ pub struct OpBatch {
     gpu: Device,
     id: u64,
     options: OpBatchOptions,
-    graph: Graph,
+    graph: Program,
     /// Per tensor slot: who holds it, and the value it names now.
     tensors: Vec<(Weak<TensorId>, V)>,
     /// Per storage: its buffer, once there is one.
@@ -147,7 +147,7 @@ impl Device {
             gpu: self.clone(),
             id: NEXT_BATCH.fetch_add(1, Ordering::Relaxed),
             options,
-            graph: Graph::default(),
+            graph: Program::default(),
             tensors: Vec::new(),
             buffers: Vec::new(),
             imported: Vec::new(),

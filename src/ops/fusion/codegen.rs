@@ -7,8 +7,8 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::graph::{Graph, Op, S, V};
 use super::plan::{group_inputs, Group};
+use super::program::{Op, Program, S, V};
 use crate::ops::{Binary, Unary};
 
 /// Workgroup size of the generated element-wise kernels.
@@ -78,7 +78,7 @@ fn expr(op: &Op, name: &dyn Fn(V) -> String, scalar: &mut usize, zero: &str) -> 
 /// local per value, stores of stored values. `head`: the matmul output,
 /// already in local `t0`. Returns (body, bindings in order, scalars).
 fn body(
-    g: &Graph,
+    g: &Program,
     gr: &Group,
     stored: &[bool],
     ty: &str,
@@ -178,7 +178,7 @@ fn buffers(first: usize, count: usize, ty: &str) -> String {
 
 /// An element-wise group (no head) as one kernel. Push constants: items
 /// (invocations with work), cols (row length, for broadcasts), scalars.
-pub(crate) fn elementwise(g: &Graph, gr: &Group, stored: &[bool], numel: u64) -> Generated {
+pub(crate) fn elementwise(g: &Program, gr: &Group, stored: &[bool], numel: u64) -> Generated {
     let bcast = gr
         .nodes
         .iter()
@@ -217,7 +217,7 @@ pub(crate) fn elementwise(g: &Graph, gr: &Group, stored: &[bool], numel: u64) ->
 /// A and B stay at bindings 0 and 1; the epilogue's storages follow from
 /// binding 2 (C among them only where it is stored). `None` if the matmul
 /// source no longer has the shape this rewrite expects.
-pub(crate) fn matmul_epilogue(g: &Graph, gr: &Group, stored: &[bool]) -> Option<Generated> {
+pub(crate) fn matmul_epilogue(g: &Program, gr: &Group, stored: &[bool]) -> Option<Generated> {
     let head = g.nodes[gr.head?].out;
     let (b, bindings, scalars, _) = body(g, gr, stored, "float", Some(head), "d");
     let c_decl = "layout(std430, set = 0, binding = 2) writeonly buffer MatC { float c[]; };\n";
@@ -271,7 +271,7 @@ const COMMON: &str = include_str!("../../../shaders/common.glsl");
 /// result. `None` if the reduction source no longer has the shape this
 /// rewrite expects.
 pub(crate) fn reduction_prologue(
-    g: &Graph,
+    g: &Program,
     gr: &Group,
     stored: &[bool],
     subgroups: bool,
@@ -359,7 +359,7 @@ mod tests {
     #[test]
     fn chain_source_is_independent_of_value_numbering() {
         let build = |pad: usize| {
-            let mut g = Graph::default();
+            let mut g = Program::default();
             for _ in 0..pad {
                 g.leaf(Shape::Vector(3));
             }
@@ -388,7 +388,7 @@ mod tests {
 
     #[test]
     fn reduction_source_takes_a_prologue() {
-        let mut g = Graph::default();
+        let mut g = Program::default();
         let x = g.leaf(Shape::Vector(8));
         let r = g.op(Op::Unary(Unary::Relu, x), Shape::Vector(8));
         g.op(Op::Sum(r), Shape::Vector(1));
@@ -408,7 +408,7 @@ mod tests {
 
     #[test]
     fn matmul_source_takes_an_epilogue() {
-        let mut g = Graph::default();
+        let mut g = Program::default();
         let a = g.leaf(Shape::Matrix(4, 4));
         let w = g.leaf(Shape::Matrix(4, 4));
         let bias = g.leaf(Shape::Vector(4));

@@ -5,5 +5,5 @@
 
 #[cfg(feature = "glsl")]
 pub(crate) mod codegen;
-pub(crate) mod graph;
 pub(crate) mod plan;
+pub(crate) mod program;

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use super::graph::{Graph, Op, S, V};
+use super::program::{Op, Program, S, V};
 
 /// Most scalars (scale factors) one fused kernel takes as push constants.
 pub(crate) const MAX_SCALARS: usize = 16;
@@ -28,7 +28,7 @@ pub(crate) struct Group {
 impl Group {
     /// The label of the group's generated kernel: `vkcompute fused `
     /// followed by its ops in order (head, run, tail), joined by `+`.
-    pub fn label(&self, g: &crate::ops::fusion::graph::Graph) -> String {
+    pub fn label(&self, g: &crate::ops::fusion::program::Program) -> String {
         let ops: Vec<&str> = self
             .head
             .iter()
@@ -81,7 +81,7 @@ impl Step {
 /// can take a fused epilogue. `tail_ok`: sums and maxima may take a run as
 /// their prologue.
 pub(crate) fn plan(
-    g: &Graph,
+    g: &Program,
     live: &[bool],
     fuse: bool,
     epilogue_ok: &dyn Fn(usize) -> bool,
@@ -105,7 +105,7 @@ pub(crate) fn plan(
 
 /// Storages a node reads at index `col` (broadcast) rather than at its own
 /// element index.
-fn broadcast_reads(g: &Graph, node: usize) -> Option<S> {
+fn broadcast_reads(g: &Program, node: usize) -> Option<S> {
     match g.nodes[node].op {
         Op::AddRow(_, bias) => Some(g.values[bias].storage),
         _ => None,
@@ -113,7 +113,7 @@ fn broadcast_reads(g: &Graph, node: usize) -> Option<S> {
 }
 
 /// Groups maximal runs of element-wise nodes over the same shape.
-fn group(g: &Graph, epilogue_ok: &dyn Fn(usize) -> bool, tail_ok: bool) -> Vec<Step> {
+fn group(g: &Program, epilogue_ok: &dyn Fn(usize) -> bool, tail_ok: bool) -> Vec<Step> {
     let mut steps: Vec<Step> = Vec::new();
     let mut cur: Option<Group> = None;
     let flush = |steps: &mut Vec<Step>, cur: &mut Option<Group>| {
@@ -200,7 +200,7 @@ fn group(g: &Graph, epilogue_ok: &dyn Fn(usize) -> bool, tail_ok: bool) -> Vec<S
 }
 
 /// Whether node `i` may join group `gr`.
-fn fits_group(g: &Graph, gr: &Group, i: usize) -> bool {
+fn fits_group(g: &Program, gr: &Group, i: usize) -> bool {
     let node = &g.nodes[i];
     let shape = g.values[node.out].shape;
     let first = gr.head.or(gr.nodes.first().copied());
@@ -278,7 +278,7 @@ fn fits_group(g: &Graph, gr: &Group, i: usize) -> bool {
 
 /// Which values are written to memory: leaves (they are there already),
 /// live values, and values read by another step.
-fn stored_values(g: &Graph, steps: &[Step], live: &[bool]) -> Vec<bool> {
+fn stored_values(g: &Program, steps: &[Step], live: &[bool]) -> Vec<bool> {
     let mut step_of = vec![usize::MAX; g.nodes.len()];
     for (si, s) in steps.iter().enumerate() {
         for n in s.nodes() {
@@ -310,7 +310,7 @@ fn stored_values(g: &Graph, steps: &[Step], live: &[bool]) -> Vec<bool> {
 }
 
 /// External values a group reads (produced outside it), in first-use order.
-pub(crate) fn group_inputs(g: &Graph, gr: &Group) -> Vec<V> {
+pub(crate) fn group_inputs(g: &Program, gr: &Group) -> Vec<V> {
     let inside: BTreeSet<V> = gr
         .head
         .iter()
@@ -329,7 +329,7 @@ pub(crate) fn group_inputs(g: &Graph, gr: &Group) -> Vec<V> {
 }
 
 /// (storages read, storages written) by a step.
-fn step_access(g: &Graph, s: &Step, stored: &[bool]) -> (BTreeSet<S>, BTreeSet<S>) {
+fn step_access(g: &Program, s: &Step, stored: &[bool]) -> (BTreeSet<S>, BTreeSet<S>) {
     let mut r = BTreeSet::new();
     let mut w = BTreeSet::new();
     match s {
@@ -417,7 +417,7 @@ mod tests {
             tail: None,
         };
         assert_eq!(run.label(&g), "vkcompute fused scale+add+gelu+mul");
-        let mut g = Graph::default();
+        let mut g = Program::default();
         let a = g.leaf(Shape::Matrix(2, 2));
         let m = g.op(Op::Matmul(a, a), Shape::Matrix(2, 2));
         let r = g.op(Op::Unary(Unary::Relu, m), Shape::Matrix(2, 2));
@@ -430,8 +430,8 @@ mod tests {
         assert_eq!(gr.label(&g), "vkcompute fused matmul+relu+sum");
     }
 
-    fn chain_graph() -> (Graph, V, V) {
-        let mut g = Graph::default();
+    fn chain_graph() -> (Program, V, V) {
+        let mut g = Program::default();
         let x = g.leaf(Shape::Vector(8));
         let b = g.leaf(Shape::Vector(8));
         let s = g.op(Op::Unary(Unary::Scale(2.0), x), Shape::Vector(8));
@@ -466,7 +466,7 @@ mod tests {
 
     #[test]
     fn matmul_takes_epilogue_unless_it_would_overwrite_an_input() {
-        let mut g = Graph::default();
+        let mut g = Program::default();
         let a = g.leaf(Shape::Matrix(4, 4));
         let w = g.leaf(Shape::Matrix(4, 4));
         let bias = g.leaf(Shape::Vector(4));
@@ -517,7 +517,7 @@ mod tests {
 
     #[test]
     fn a_group_binds_a_bounded_number_of_buffers() {
-        let mut g = Graph::default();
+        let mut g = Program::default();
         let mut acc = g.leaf(Shape::Vector(8));
         for _ in 0..2 * MAX_STORAGES {
             let other = g.leaf(Shape::Vector(8));
@@ -530,7 +530,7 @@ mod tests {
 
     #[test]
     fn different_shapes_and_reductions_split_groups() {
-        let mut g = Graph::default();
+        let mut g = Program::default();
         let x = g.leaf(Shape::Vector(8));
         let y = g.leaf(Shape::Vector(4));
         let a = g.op(Op::Unary(Unary::Relu, x), Shape::Vector(8));

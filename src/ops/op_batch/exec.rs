@@ -3,8 +3,8 @@
 
 use super::OpBatch;
 use crate::batch::BatchOptions;
-use crate::ops::fusion::graph::{Op, V};
 use crate::ops::fusion::plan::{plan, Plan, Step};
+use crate::ops::fusion::program::{Op, V};
 use crate::ops::matmul::{choose_matmul, MatmulCaps, MatmulDtype, MatmulKernel};
 use crate::ops::reduce::{self, Kind};
 use crate::ops::{self as o};

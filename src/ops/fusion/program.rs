@@ -1,5 +1,6 @@
-//! The recorded graph of an op batch: values, the storage they live in, and
-//! the ops that produce them. Pure data; planning and execution read it.
+//! The recorded program of an op batch (a dataflow graph of ops; not a
+//! [`crate::Graph`]): values, the storage they live in, and the ops that
+//! produce them. Pure data; planning and execution read it.
 
 use crate::ops::tensor::Shape;
 use crate::ops::{Binary, Unary};
@@ -97,7 +98,7 @@ pub(crate) struct Node {
 
 /// The whole recording.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Graph {
+pub(crate) struct Program {
     pub values: Vec<Value>,
     pub nodes: Vec<Node>,
     /// Producer node of each value (`None`: an upload or import).
@@ -106,7 +107,7 @@ pub(crate) struct Graph {
     pub storages: usize,
 }
 
-impl Graph {
+impl Program {
     /// A new value in a new storage, with no producer.
     pub fn leaf(&mut self, shape: Shape) -> V {
         let s = self.storages;

@@ -1,15 +1,15 @@
 //! Copies and fills inside a batch: `vkCmdCopyBuffer` / `vkCmdFillBuffer`,
 //! or, for large device copies, dispatches of the built-in copy kernel
-//! ([`crate::copy`]).
+//! ([`super::copy_kernel`]).
 
 use std::sync::Arc;
 
 use ash::vk;
 
+use super::copy_kernel as copy;
 use super::{bind_descriptors, push_constants, Batch};
 use crate::barrier::Stage;
 use crate::buffer::{BufView, GpuBuf};
-use crate::copy;
 use crate::error::{Error, Result};
 use crate::pipeline_cache::KernelCore;
 
@@ -65,7 +65,7 @@ impl Batch {
     }
 
     /// A large copy as dispatches of the built-in copy kernel (see
-    /// [`crate::copy`]); the caller checked eligibility.
+    /// [`super::copy_kernel`]); the caller checked eligibility.
     fn copy_by_kernel(
         &mut self,
         k: &KernelCore,
