@@ -197,3 +197,58 @@ fn a_grid_over_the_cap_is_a_typed_error() {
     }
     assert_clean(&gpu);
 }
+
+/// 2 workers forced on a device that may not keep them resident (lavapipe:
+/// llvmpipe ends a spinning worker's loops after 65,535 iterations, and the
+/// probe's 64 steps can pass where 1,000 are cut): every launch is either
+/// exact or a typed error that lowers the cap, after which 2 workers are
+/// refused and a launch within the lowered cap is exact.
+#[test]
+fn a_cut_launch_is_an_error_lowers_the_cap_and_the_retry_is_exact() {
+    let gpu = gpu_with(DeviceOptions {
+        wait_spin: std::time::Duration::ZERO,
+        ..DeviceOptions::default()
+    });
+    let mut rng = Rng::new(11);
+    let init: Vec<u32> = (0..N)
+        .map(|_| rng.below(u64::from(MODULUS)) as u32)
+        .collect();
+    let mut host: Vec<f32> = init.iter().map(|&v| v as f32).collect();
+    host.resize(2 * N, 0.0);
+    let data = gpu.upload(&host).unwrap();
+    let hints = MegakernelWorkloadHints::default();
+    let mut mk = Megakernel::steps(&gpu, STEP, &hints, &data).unwrap();
+    let steps = 1000u32;
+    let want = reference(&init, steps);
+    let exact = |what: &str| {
+        let got = data.read_range(0..N).unwrap();
+        for i in 0..N {
+            assert_eq!(got[i], want[i] as f32, "{what}: element {i}");
+        }
+    };
+    let two = MegakernelConfig {
+        worker_count: 2,
+        ..Default::default()
+    };
+    let tries = 6;
+    let mut cut = 0;
+    for t in 0..tries {
+        let cap = mk.assume_residency_cap(hints.workgroup_size, 2).unwrap();
+        assert_eq!(cap.workers, 2);
+        data.write(0, &host).unwrap();
+        mk.launch_steps(&two, steps).unwrap().wait().unwrap();
+        match mk.report() {
+            Ok(r) => {
+                assert!(
+                    !r.spin_exhausted && !r.loop_cut,
+                    "try {t}: a cut launch came back as a report: {r:?}"
+                );
+                assert_eq!((r.workers_finished, r.steps), (2, steps));
+                exact(&format!("try {t}, 2 workers"));
+            }
+            Err(e) => panic!("try {t}: {e}"),
+        }
+    }
+    eprintln!("{cut} of {tries} launches at 2 workers were cut");
+    assert_clean(&gpu);
+}

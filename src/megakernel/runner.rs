@@ -235,17 +235,53 @@ impl Megakernel {
     }
 
     /// The forward-progress cap for `workgroup_size` invocations per worker
-    /// on this device (from the adapter, or probed once and cached).
+    /// on this device and atomics flavour: one set or lowered earlier, else
+    /// the adapter's rule, else probed once and cached.
     ///
     /// # Errors
     /// As a launch, or [`Error::Unsupported`] when even one worker's step
     /// barrier gave wrong results.
     pub fn residency_cap(&self, workgroup_size: u32) -> Result<ResidencyCap> {
+        let key = self.cap_key(workgroup_size);
+        if let Some(c) = progress::cached(key)? {
+            return Ok(c);
+        }
         if let Some(c) = progress::residency_rule(self.gpu.info(), workgroup_size) {
             return Ok(c);
         }
-        let key = (self.gpu.id(), workgroup_size, self.memory_model);
         progress::cached_cap(key, || probe(&self.gpu, workgroup_size))
+    }
+
+    /// Sets the forward-progress cap for `workgroup_size` invocations per
+    /// worker on this device and atomics flavour to `workers`, in place of
+    /// the adapter's rule or the probe: the caller vouches that many
+    /// workers stay resident. A step launch the device then cuts short
+    /// still fails and lowers it again (see [`Megakernel::report`]).
+    ///
+    /// # Errors
+    /// [`Error::MegakernelConfig`] for 0 workers or a 0 workgroup size.
+    pub fn assume_residency_cap(&self, workgroup_size: u32, workers: u32) -> Result<ResidencyCap> {
+        for (field, v) in [("workers", workers), ("workgroup_size", workgroup_size)] {
+            if v == 0 {
+                return Err(Error::MegakernelConfig {
+                    field,
+                    detail: "is 0: a residency cap needs at least 1 worker of at least 1 \
+                             invocation"
+                        .into(),
+                });
+            }
+        }
+        let cap = ResidencyCap {
+            workers,
+            source: ResidencySource::Assumed,
+        };
+        progress::set_cap(self.cap_key(workgroup_size), cap)?;
+        Ok(cap)
+    }
+
+    /// Where this kernel's cap for `workgroup_size` is cached.
+    fn cap_key(&self, workgroup_size: u32) -> progress::CapKey {
+        (self.gpu.id(), workgroup_size, self.memory_model)
     }
 
     pub(super) fn check_residency(&self, config: &MegakernelConfig) -> Result<ResidencyCap> {
