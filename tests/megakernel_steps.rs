@@ -7,7 +7,8 @@ mod common;
 use common::*;
 
 use vkcompute::megakernel::{
-    Megakernel, MegakernelConfig, MegakernelWorkloadHints, ResidencySource, StepBarrier,
+    Megakernel, MegakernelConfig, MegakernelError, MegakernelWorkloadHints, ResidencySource,
+    StepBarrier,
 };
 use vkcompute::{DeviceOptions, Error};
 
@@ -106,10 +107,11 @@ fn dependent_steps_exact_at_every_worker_count_within_the_cap() {
             // as exact). A reported exhaustion there is retried after a
             // pause, at most five times; on a GPU the first launch must be
             // clean.
-            // An exhausted launch also lowers the device's cached cap: a
-            // launch the lowered cap refuses (a typed error; this one's
-            // retry or a later flavour's first) means this count is no
-            // longer within the cap, and is said so.
+            // A cut launch is an error (MegakernelError::LaunchCut) that
+            // lowers the device's cached cap: a launch the lowered cap
+            // refuses (a typed error; this one's retry or a later flavour's
+            // first) means this count is no longer within the cap, and is
+            // said so.
             let tries = if is_lavapipe(&gpu) { 6 } else { 1 };
             let mut r = None;
             for t in 0..tries {
@@ -126,18 +128,19 @@ fn dependent_steps_exact_at_every_worker_count_within_the_cap() {
                     }
                     Err(e) => panic!("{workers} workers: {e}"),
                 }
-                let rep = mk.report().unwrap();
-                let clean = !rep.spin_exhausted && !rep.loop_cut;
-                if !clean && t + 1 < tries {
-                    eprintln!(
-                        "{workers} workers, memory model {memory_model}, {barrier:?}: spin \
-                         budget ran out (lavapipe under load); retrying"
-                    );
-                    std::thread::sleep(std::time::Duration::from_millis(200));
-                }
-                r = Some(rep);
-                if clean {
-                    break;
+                match mk.report() {
+                    Ok(rep) => {
+                        r = Some(rep);
+                        break;
+                    }
+                    Err(Error::Megakernel(MegakernelError::LaunchCut { .. })) if t + 1 < tries => {
+                        eprintln!(
+                            "{workers} workers, memory model {memory_model}, {barrier:?}: \
+                             launch cut short (lavapipe under load); retrying"
+                        );
+                        std::thread::sleep(std::time::Duration::from_millis(200));
+                    }
+                    Err(e) => panic!("{workers} workers: {e}"),
                 }
             }
             let Some(r) = r else {
@@ -246,9 +249,56 @@ fn a_cut_launch_is_an_error_lowers_the_cap_and_the_retry_is_exact() {
                 assert_eq!((r.workers_finished, r.steps), (2, steps));
                 exact(&format!("try {t}, 2 workers"));
             }
+            Err(Error::Megakernel(MegakernelError::LaunchCut {
+                workers,
+                steps: asked,
+                spin_exhausted,
+                loop_cut,
+                cap,
+                ..
+            })) => {
+                cut += 1;
+                assert_eq!((workers, asked, cap), (2, steps, 1), "try {t}");
+                assert!(spin_exhausted || loop_cut, "try {t}: cut for no reason");
+                // The cap was lowered: the device says so, and 2 workers are
+                // now refused before anything is recorded.
+                let now = mk.residency_cap(hints.workgroup_size).unwrap();
+                assert_eq!(
+                    (now.workers, now.source),
+                    (1, ResidencySource::Lowered { cut_at: 2 })
+                );
+                match mk.launch_steps(&two, steps) {
+                    Err(Error::MegakernelResidency {
+                        requested: 2,
+                        cap: 1,
+                        ..
+                    }) => {}
+                    other => panic!("try {t}: 2 workers after the cut: {other:?}"),
+                }
+                // The retry within the lowered cap is exact.
+                let one = MegakernelConfig {
+                    worker_count: now.workers,
+                    ..Default::default()
+                };
+                data.write(0, &host).unwrap();
+                mk.launch_steps(&one, steps).unwrap().wait().unwrap();
+                let r = mk.report().unwrap();
+                assert_eq!((r.workers_finished, r.steps), (1, steps));
+                exact(&format!("try {t}, retry at 1 worker"));
+            }
             Err(e) => panic!("try {t}: {e}"),
         }
     }
     eprintln!("{cut} of {tries} launches at 2 workers were cut");
+    if cut == 0 {
+        if is_lavapipe(&gpu) {
+            not_exercised(format!(
+                "no launch at 2 workers was cut in {tries} tries: the error, lowering and retry \
+                 went unchecked (each try was exact)"
+            ));
+        } else {
+            skipped("the device keeps 2 workers resident: no launch is cut to check");
+        }
+    }
     assert_clean(&gpu);
 }

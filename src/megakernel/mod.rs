@@ -53,6 +53,7 @@ mod runner;
 mod source;
 mod task;
 
+pub use crate::error::MegakernelError;
 pub use clock::ClockCalibration;
 pub use config::{DeadlineSource, MegakernelConfig, MegakernelWorkloadHints, MAX_WALL_TIME};
 pub use policy::{

@@ -24,7 +24,7 @@ use super::task::{claim_order, fault, states_of, TaskState, TaskWorkItem};
 use crate::batch::Batch;
 use crate::buffer::Buffer;
 use crate::device::Device;
-use crate::error::{Error, Result};
+use crate::error::{Error, MegakernelError, Result};
 use crate::kernel::Kernel;
 use crate::ticket::Ticket;
 
@@ -55,6 +55,9 @@ pub(super) struct LastLaunch {
     pub steps: u32,
     pub clock: ClockKind,
     pub calibration: Option<ClockCalibration>,
+    /// Where a step launch's residency cap is cached (`None`: a task
+    /// launch, whose cut claims leave tasks schedulable, not wrong).
+    pub cap_key: Option<progress::CapKey>,
 }
 
 /// A persistent kernel: workers pull tasks from a device-side queue (task
@@ -223,13 +226,14 @@ impl Megakernel {
         if let Some(k) = self.kernels.get(&v) {
             return Ok(k.clone());
         }
-        let k = Kernel::builder(&self.gpu)
-            .glsl(&assemble(&self.user, v))
-            .label(match v.mode {
+        let k = compile_glsl(
+            &self.gpu,
+            &assemble(&self.user, v),
+            match v.mode {
                 MegakernelMode::Tasks => "megakernel-tasks",
                 MegakernelMode::Steps => "megakernel-steps",
-            })
-            .build()?;
+            },
+        )?;
         self.kernels.insert(v, k.clone());
         Ok(k)
     }
@@ -392,6 +396,7 @@ impl Megakernel {
             steps: 0,
             clock: v.clock,
             calibration: Some(cal),
+            cap_key: None,
         });
         let mut batch = self.gpu.batch()?;
         if rec.workers > 0 {
@@ -468,6 +473,11 @@ impl Megakernel {
             steps,
             clock: v.clock,
             calibration: cal,
+            cap_key: Some((
+                self.gpu.id(),
+                config.workload.workgroup_size,
+                v.memory_model,
+            )),
         });
         let mut batch = self.gpu.batch()?;
         batch.run_configured(
@@ -487,9 +497,45 @@ impl Megakernel {
 
     /// Counters of the last launch (waits for it).
     ///
+    /// A step launch that was cut short (a wait ran out of its spin budget,
+    /// or the driver ended a device loop: its data is no result) is an
+    /// error, never a report: it lowers the device's cached residency cap
+    /// below the launch's workers (see [`Megakernel::residency_cap`]), so a
+    /// retry at that count is refused and one within the new cap runs.
+    /// Step results are results only once this returned `Ok`.
+    ///
     /// # Errors
-    /// What a download returns ([`Error::DeviceLost`] among them).
+    /// [`MegakernelError::LaunchCut`](crate::error::MegakernelError::LaunchCut)
+    /// (in [`Error::Megakernel`]) for a cut step launch, or what a download
+    /// returns ([`Error::DeviceLost`] among them).
     pub fn report(&self) -> Result<MegakernelReport> {
+        let r = self.raw_report()?;
+        let Some(key) = self.last.and_then(|l| l.cap_key) else {
+            return Ok(r);
+        };
+        if !r.spin_exhausted && !r.loop_cut {
+            return Ok(r);
+        }
+        let current = self.residency_cap(key.1)?;
+        let cap = progress::lower_cap(key, current, r.workers)?;
+        log::warn!(
+            "megakernel: a step launch of {} workers was cut short; residency cap now {} ({cap})",
+            r.workers,
+            cap.workers
+        );
+        Err(MegakernelError::LaunchCut {
+            workers: r.workers,
+            steps: r.steps,
+            spin_exhausted: r.spin_exhausted,
+            loop_cut: r.loop_cut,
+            cap: cap.workers,
+            source_of_cap: cap.to_string(),
+        }
+        .into())
+    }
+
+    /// The last launch's counters as they are, cut or not.
+    fn raw_report(&self) -> Result<MegakernelReport> {
         let words = self.control.download()?;
         let (mut r, ticks) = MegakernelReport::from_words(&words[..CONTROL_WORDS.min(words.len())]);
         if let Some(l) = self.last {
@@ -551,6 +597,23 @@ impl Megakernel {
     }
 }
 
+/// Builds one of the template's kernels from GLSL (runtime GLSL is the
+/// `glsl` feature's).
+pub(super) fn compile_glsl(gpu: &Device, glsl: &str, label: &str) -> Result<Kernel> {
+    #[cfg(feature = "glsl")]
+    {
+        Kernel::builder(gpu).glsl(glsl).label(label).build()
+    }
+    #[cfg(not(feature = "glsl"))]
+    {
+        let _ = (gpu, glsl, label);
+        Err(MegakernelError::NeedsGlsl {
+            what: "the megakernel (its template and the user's code)",
+        }
+        .into())
+    }
+}
+
 /// Runs the step-barrier probe at 1, 2, 3, … workers (see
 /// [`progress`](super::progress)).
 fn probe(gpu: &Device, workgroup_size: u32) -> Result<ResidencyCap> {
@@ -574,7 +637,9 @@ fn probe(gpu: &Device, workgroup_size: u32) -> Result<ResidencyCap> {
                 ..MegakernelConfig::default()
             };
             mk.launch_steps_unchecked(&config, PROBE_STEPS)?.wait()?;
-            let r = mk.report()?;
+            // Raw: a cut probe run counts as not exact below, and lowers
+            // nothing (the probe is what sets the cap).
+            let r = mk.raw_report()?;
             let parity = (PROBE_STEPS & 1) as usize * workers as usize;
             let finals = data.read_range(parity..parity + workers as usize)?;
             exact &= progress::probe_run_exact(
