@@ -430,3 +430,66 @@ fn bad_configuration_and_device_loss_are_typed() {
     assert!(matches!(ticket.wait(), Err(Error::DeviceLost { .. })));
     assert!(matches!(mk.launch(&c), Err(Error::DeviceLost { .. })));
 }
+
+/// Tasks long enough that llvmpipe's loop limit (65,535 iterations per
+/// invocation, over all its loops) lands inside one: such a task must not
+/// end Done with part of its output written. Launches go on while one
+/// reports a cut loop; every Done task's output is checked.
+#[test]
+fn a_task_whose_loops_were_cut_never_ends_done() {
+    const USER: &str = r#"
+        #define MK_OP_COUNT 1
+        uint run_task(inout MkTask t, uint lane, uint lanes) {
+            for (uint i = lane; i < t.output_len; i += lanes)
+                mk_data[t.output_offset + i] = mk_data[t.input_offset + i] + float(t.task_id);
+            return MK_DONE;
+        }
+    "#;
+    const LEN: u32 = 256;
+    let n_tasks = 30_000u32;
+    let gpu = gpu();
+    let mut host: Vec<f32> = (0..LEN).map(|i| i as f32).collect();
+    host.resize((LEN + n_tasks * LEN) as usize, -1.0);
+    let data = gpu.upload(&host).unwrap();
+    let tasks: Vec<TaskWorkItem> = (0..n_tasks)
+        .map(|i| {
+            let o = LEN + i * LEN;
+            TaskWorkItem::ready(i, 0, 0..LEN, o..o + LEN)
+        })
+        .collect();
+    let c = config(1);
+    let mut mk = Megakernel::tasks(&gpu, USER, &c.workload, &tasks, &data).unwrap();
+    let (mut done, mut cuts, mut launches) = (0, 0, 0);
+    while done < n_tasks {
+        mk.launch(&c).unwrap().wait().unwrap();
+        launches += 1;
+        let r = mk.report().unwrap();
+        assert_eq!((r.claimed, r.faulted), (r.done, 0), "{r:?}");
+        assert!(r.done > 0, "{r:?}");
+        done += r.done;
+        if r.loop_cut {
+            assert!(is_lavapipe(&gpu), "a loop was cut short: {r:?}");
+            cuts += 1;
+        } else {
+            assert_eq!(done, n_tasks, "{r:?}");
+        }
+        assert!(launches <= 8, "{r:?}");
+    }
+    eprintln!("{launches} launches, {cuts} cut");
+    let got = data.read_range(LEN as usize..).unwrap();
+    let items = mk.task_items().unwrap();
+    for (t, task) in tasks.iter().enumerate() {
+        assert_eq!(state(&items[t]), TaskState::Done);
+        for i in 0..LEN as usize {
+            assert_eq!(
+                got[t * LEN as usize + i],
+                i as f32 + task.task_id as f32,
+                "task {t} element {i} ({cuts} launches cut)"
+            );
+        }
+    }
+    if cuts == 0 {
+        skipped("no loop limit cut a launch: the cut path went unchecked");
+    }
+    assert_clean(&gpu);
+}
