@@ -19,7 +19,7 @@ use super::progress::{
     self, ResidencyCap, ResidencySource, PROBE_MAX_WORKERS, PROBE_REPEATS, PROBE_STEPS,
 };
 use super::report::{initial_control, MegakernelReport, CONTROL_WORDS};
-use super::source::{assemble, ClockKind, MegakernelMode, Variant};
+use super::source::{self, assemble, ClockKind, MegakernelMode, Variant};
 use super::task::{claim_order, fault, states_of, TaskState, TaskWorkItem};
 use crate::batch::Batch;
 use crate::buffer::Buffer;
@@ -46,6 +46,9 @@ pub(super) struct Params {
     pub iter_budget: u32,
     pub budget_lo: u32,
     pub budget_hi: u32,
+    /// 2, the trip count of the template's loop-cut probe (a push
+    /// constant, so the compiler cannot unroll it away).
+    pub two: u32,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -219,6 +222,7 @@ impl Megakernel {
             clock,
             memory_model: self.memory_model,
             barrier: w.step_barrier,
+            loop_check: source::loop_limit(&self.gpu.info().driver_name),
         })
     }
 
@@ -313,6 +317,7 @@ impl Megakernel {
                 iter_budget: cal.budget_iterations(config.max_wall_time),
                 budget_lo: lo,
                 budget_hi: hi,
+                two: 2,
                 ..Params::default()
             },
             cal,
@@ -464,6 +469,7 @@ impl Megakernel {
         let params = Params {
             steps,
             spin_budget: config.workload.spin_budget,
+            two: 2,
             ..Params::default()
         };
         self.control.write(0, &initial_control(0))?;
