@@ -174,7 +174,10 @@ fn main() -> vkcompute::Result<()> {
         ..Default::default()
     };
     let mut mk = Megakernel::steps(&gpu, STEP, &hints, &data)?;
-    let cap = mk.residency_cap(256)?;
+    // The launches below use the default hints' workgroup size (64), so
+    // the cap that bounds them is that size's.
+    let launch_ws = MegakernelWorkloadHints::default().workgroup_size;
+    let cap = mk.residency_cap(launch_ws)?;
     println!(
         "\n(a) {steps} dependent steps, 1,024 f32; residency cap {} ({cap}); memory model: {}",
         cap.workers,
@@ -199,7 +202,6 @@ fn main() -> vkcompute::Result<()> {
         // A launch cut short (a spin budget spent, or llvmpipe's loop
         // limit) is an error that lowers the cap for the launch's workgroup
         // size: counts over it are skipped, and said so.
-        let launch_ws = MegakernelWorkloadHints::default().workgroup_size;
         let cap_now = mk.residency_cap(launch_ws)?;
         if w > cap_now.workers {
             println!(
