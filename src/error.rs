@@ -9,6 +9,9 @@ use std::time::Duration;
 
 use ash::vk;
 
+mod megakernel;
+pub use megakernel::MegakernelError;
+
 /// Result alias used throughout the crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -559,6 +562,12 @@ pub enum Error {
         /// The adapter's name.
         adapter: String,
     },
+
+    /// A megakernel failure (new megakernel failures are variants of
+    /// [`MegakernelError`], defined beside this enum so the core imports
+    /// no capability).
+    #[error("megakernel: {0}")]
+    Megakernel(#[from] MegakernelError),
 }
 
 /// The start of [`Error::Validation`]'s text: the first messages listed.

@@ -78,6 +78,36 @@
 //!   corrupt or foreign file is ignored. [`Device::cache_stats`] says what
 //!   it did.
 //!
+//! ## Without the `glsl` feature
+//!
+//! The default `glsl` feature compiles GLSL at run time through shaderc
+//! (linked statically with glslang and SPIRV-Tools). Built with
+//! `default-features = false` the crate needs no shaderc; the built-in
+//! kernels ([`ops`], the copy kernel) keep working (their SPIR-V is
+//! compiled when the crate is built). What is unavailable:
+//!
+//! - `Device::kernel_glsl`, `KernelBuilder::glsl` / `glsl_with`,
+//!   `compile_glsl` / `compile_glsl_with` and `GlslOptions`,
+//!   `GlslOptimization`, `GlslTarget` do not exist: build kernels from
+//!   SPIR-V ([`Kernel::from_spirv`], [`Device::kernel_spirv`],
+//!   [`KernelBuilder::spirv`]).
+//! - The op batch does not fuse (`ops::OpBatchOptions::fusion` has no
+//!   effect): every op runs as its built-in kernel, with the same results.
+//! - SPIR-V is not run through the SPIRV-Tools validator: the header and
+//!   structure checks remain, so a module with, say, an id past its bound
+//!   reaches the driver.
+//! - The megakernel, task, step and resident modes alike, compiles its GLSL
+//!   template with the user's GLSL: `Megakernel::tasks` / `steps` and
+//!   `ResidentMegakernel::start` return
+//!   [`Error::Megakernel`]`(`[`megakernel::MegakernelError::NeedsGlsl`]`)`.
+//!   Its plain parts (configuration, validation, launch policy, task slots)
+//!   remain.
+//! - The on-disk cache keeps the driver's pipeline cache only (its compiled
+//!   GLSL half has nothing to hold).
+//!
+//! `scripts/test.sh` builds the library this way and runs the tests that
+//! need no runtime GLSL (the others name `glsl` in `required-features`).
+//!
 //! ## Ordering
 //!
 //! - **Within a batch**, commands may overlap unless separated by

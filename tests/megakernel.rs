@@ -92,22 +92,34 @@ fn ten_thousand_heterogeneous_tasks_all_done_and_right() {
     let mut mk = Megakernel::tasks(&gpu, OPS, &c.workload, &tasks, &data).unwrap();
     let c = config(workers(&mk, 64));
     // lavapipe ends a shader invocation's loops after 65,535 iterations in
-    // all: one worker gets through ~9,000 tasks, says so (loop_cut), and
-    // the next launch continues with what is left.
+    // all: one worker gets through several thousand tasks, says so
+    // (loop_cut; the task the cut landed in ends Faulted with
+    // fault::LOOP_CUT, made Ready again here), and the next launch
+    // continues with what is left.
     let (mut done, mut launches) = (0, 0);
+    let mut cut_tasks = std::collections::HashSet::new();
     while done < n_tasks {
         mk.launch(&c).unwrap().wait().unwrap();
         launches += 1;
         let r = mk.report().unwrap();
         assert_eq!(r.scheduled, n_tasks - done);
-        assert_eq!((r.claimed, r.faulted), (r.done, 0), "{r:?}");
+        assert_eq!(r.claimed, r.done + r.faulted, "{r:?}");
         assert!(!r.deadline_hit && !r.spin_exhausted, "{r:?}");
         assert_eq!(r.workers_finished, r.workers);
         assert!(r.done > 0);
         done += r.done;
         if r.loop_cut {
             assert!(is_lavapipe(&gpu), "a loop was cut short: {r:?}");
+            assert!(r.faulted <= r.workers, "{r:?}");
+            let mut items = mk.task_items().unwrap();
+            for t in items.iter_mut().filter(|t| state(t) == TaskState::Faulted) {
+                assert_eq!(t.fault, fault::LOOP_CUT, "task {}", t.task_id);
+                t.transition(TaskState::Ready).unwrap();
+                cut_tasks.insert(t.task_id);
+            }
+            mk.set_tasks(&items).unwrap();
         } else {
+            assert_eq!(r.faulted, 0, "{r:?}");
             assert_eq!(done, n_tasks, "{r:?}");
         }
         assert!(launches <= 4);
@@ -139,7 +151,8 @@ fn ten_thousand_heterogeneous_tasks_all_done_and_right() {
     }
     for t in mk.task_items().unwrap() {
         assert_eq!(state(&t), TaskState::Done);
-        assert_eq!(t.runs, 1);
+        // A task a cut landed in ran again.
+        assert_eq!(t.runs, 1 + u32::from(cut_tasks.contains(&t.task_id)));
     }
     assert_clean(&gpu);
 }
@@ -429,4 +442,80 @@ fn bad_configuration_and_device_loss_are_typed() {
     gpu.simulate_device_loss();
     assert!(matches!(ticket.wait(), Err(Error::DeviceLost { .. })));
     assert!(matches!(mk.launch(&c), Err(Error::DeviceLost { .. })));
+}
+
+/// Tasks long enough that llvmpipe's loop limit (65,535 iterations per
+/// invocation, over all its loops) lands inside one: such a task ends
+/// Faulted with `fault::LOOP_CUT`, never Done with part of its output
+/// written. Its run can be repeated, so it is made Ready and launched again
+/// (with what the cut launch left) until all are Done; every output is
+/// checked.
+#[test]
+fn a_task_whose_loops_were_cut_never_ends_done() {
+    const USER: &str = r#"
+        #define MK_OP_COUNT 1
+        uint run_task(inout MkTask t, uint lane, uint lanes) {
+            for (uint i = lane; i < t.output_len; i += lanes)
+                mk_data[t.output_offset + i] = mk_data[t.input_offset + i] + float(t.task_id);
+            return MK_DONE;
+        }
+    "#;
+    const LEN: u32 = 256;
+    let n_tasks = 30_000u32;
+    let gpu = gpu();
+    let mut host: Vec<f32> = (0..LEN).map(|i| i as f32).collect();
+    host.resize((LEN + n_tasks * LEN) as usize, -1.0);
+    let data = gpu.upload(&host).unwrap();
+    let tasks: Vec<TaskWorkItem> = (0..n_tasks)
+        .map(|i| {
+            let o = LEN + i * LEN;
+            TaskWorkItem::ready(i, 0, 0..LEN, o..o + LEN)
+        })
+        .collect();
+    let c = config(1);
+    let mut mk = Megakernel::tasks(&gpu, USER, &c.workload, &tasks, &data).unwrap();
+    let (mut done, mut cuts, mut launches) = (0, 0, 0);
+    while done < n_tasks {
+        mk.launch(&c).unwrap().wait().unwrap();
+        launches += 1;
+        let r = mk.report().unwrap();
+        assert_eq!(r.claimed, r.done + r.faulted, "{r:?}");
+        assert!(r.done > 0, "{r:?}");
+        done += r.done;
+        if r.loop_cut {
+            assert!(is_lavapipe(&gpu), "a loop was cut short: {r:?}");
+            cuts += 1;
+            // At most the one task the cut landed in faulted, and for that
+            // reason; it goes back to Ready for the next launch.
+            assert!(r.faulted <= 1, "{r:?}");
+            let mut items = mk.task_items().unwrap();
+            for t in items.iter_mut() {
+                if state(t) == TaskState::Faulted {
+                    assert_eq!(t.fault, fault::LOOP_CUT, "task {}", t.task_id);
+                    t.transition(TaskState::Ready).unwrap();
+                }
+            }
+            mk.set_tasks(&items).unwrap();
+        } else {
+            assert_eq!((done, r.faulted), (n_tasks, 0), "{r:?}");
+        }
+        assert!(launches <= 16, "{r:?}");
+    }
+    eprintln!("{launches} launches, {cuts} cut");
+    let got = data.read_range(LEN as usize..).unwrap();
+    let items = mk.task_items().unwrap();
+    for (t, task) in tasks.iter().enumerate() {
+        assert_eq!(state(&items[t]), TaskState::Done);
+        for i in 0..LEN as usize {
+            assert_eq!(
+                got[t * LEN as usize + i],
+                i as f32 + task.task_id as f32,
+                "task {t} element {i} ({cuts} launches cut)"
+            );
+        }
+    }
+    if cuts == 0 {
+        skipped("no loop limit cut a launch: the cut path went unchecked");
+    }
+    assert_clean(&gpu);
 }

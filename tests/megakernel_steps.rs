@@ -1,13 +1,16 @@
 //! Megakernel step mode: 1,000 dependent steps (each element of 1,024
 //! updated from its neighbours' previous values) with exact results at
-//! every worker count the forward-progress cap allows, and a grid over the
-//! cap refused with a typed error.
+//! every worker count the forward-progress cap allows, a grid over the
+//! cap refused with a typed error, and a launch cut short (2 workers forced
+//! on lavapipe) an error that lowers the cap, after which a retry within it
+//! is exact.
 
 mod common;
 use common::*;
 
 use vkcompute::megakernel::{
-    Megakernel, MegakernelConfig, MegakernelWorkloadHints, ResidencySource, StepBarrier,
+    Megakernel, MegakernelConfig, MegakernelError, MegakernelWorkloadHints, ResidencySource,
+    StepBarrier,
 };
 use vkcompute::{DeviceOptions, Error};
 
@@ -106,10 +109,11 @@ fn dependent_steps_exact_at_every_worker_count_within_the_cap() {
             // as exact). A reported exhaustion there is retried after a
             // pause, at most five times; on a GPU the first launch must be
             // clean.
-            // An exhausted launch also lowers the device's cached cap: a
-            // launch the lowered cap refuses (a typed error; this one's
-            // retry or a later flavour's first) means this count is no
-            // longer within the cap, and is said so.
+            // A cut launch is an error (MegakernelError::LaunchCut) that
+            // lowers the device's cached cap: a launch the lowered cap
+            // refuses (a typed error; this one's retry or a later flavour's
+            // first) means this count is no longer within the cap, and is
+            // said so.
             let tries = if is_lavapipe(&gpu) { 6 } else { 1 };
             let mut r = None;
             for t in 0..tries {
@@ -118,26 +122,27 @@ fn dependent_steps_exact_at_every_worker_count_within_the_cap() {
                     Ok(ticket) => ticket.wait().unwrap(),
                     Err(Error::MegakernelResidency { cap, .. }) if tries > 1 && cap < workers => {
                         skipped(format!(
-                            "{workers} workers: the cap fell to {cap} after a launch whose \
-                             spin budget ran out (lavapipe under load)"
+                            "{workers} workers: the cap fell to {cap} after a launch was cut \
+                             short (lavapipe under load)"
                         ));
                         r = None;
                         break;
                     }
                     Err(e) => panic!("{workers} workers: {e}"),
                 }
-                let rep = mk.report().unwrap();
-                let clean = !rep.spin_exhausted && !rep.loop_cut;
-                if !clean && t + 1 < tries {
-                    eprintln!(
-                        "{workers} workers, memory model {memory_model}, {barrier:?}: spin \
-                         budget ran out (lavapipe under load); retrying"
-                    );
-                    std::thread::sleep(std::time::Duration::from_millis(200));
-                }
-                r = Some(rep);
-                if clean {
-                    break;
+                match mk.report() {
+                    Ok(rep) => {
+                        r = Some(rep);
+                        break;
+                    }
+                    Err(Error::Megakernel(MegakernelError::LaunchCut { .. })) if t + 1 < tries => {
+                        eprintln!(
+                            "{workers} workers, memory model {memory_model}, {barrier:?}: \
+                             launch cut short (lavapipe under load); retrying"
+                        );
+                        std::thread::sleep(std::time::Duration::from_millis(200));
+                    }
+                    Err(e) => panic!("{workers} workers: {e}"),
                 }
             }
             let Some(r) = r else {
@@ -194,6 +199,108 @@ fn a_grid_over_the_cap_is_a_typed_error() {
         ));
     } else {
         skipped("cap of 1 worker: no steps count overflows the barrier counter");
+    }
+    assert_clean(&gpu);
+}
+
+/// 2 workers forced on a device that may not keep them resident (lavapipe:
+/// llvmpipe ends a spinning worker's loops after 65,535 iterations, and the
+/// probe's 64 steps can pass where 1,000 are cut): every launch is either
+/// exact or a typed error that lowers the cap, after which 2 workers are
+/// refused and a launch within the lowered cap is exact.
+#[test]
+fn a_cut_launch_is_an_error_lowers_the_cap_and_the_retry_is_exact() {
+    let gpu = gpu_with(DeviceOptions {
+        wait_spin: std::time::Duration::ZERO,
+        ..DeviceOptions::default()
+    });
+    let mut rng = Rng::new(11);
+    let init: Vec<u32> = (0..N)
+        .map(|_| rng.below(u64::from(MODULUS)) as u32)
+        .collect();
+    let mut host: Vec<f32> = init.iter().map(|&v| v as f32).collect();
+    host.resize(2 * N, 0.0);
+    let data = gpu.upload(&host).unwrap();
+    let hints = MegakernelWorkloadHints::default();
+    let mut mk = Megakernel::steps(&gpu, STEP, &hints, &data).unwrap();
+    let steps = 1000u32;
+    let want = reference(&init, steps);
+    let exact = |what: &str| {
+        let got = data.read_range(0..N).unwrap();
+        for i in 0..N {
+            assert_eq!(got[i], want[i] as f32, "{what}: element {i}");
+        }
+    };
+    let two = MegakernelConfig {
+        worker_count: 2,
+        ..Default::default()
+    };
+    let tries = 6;
+    let mut cut = 0;
+    for t in 0..tries {
+        let cap = mk.assume_residency_cap(hints.workgroup_size, 2).unwrap();
+        assert_eq!(cap.workers, 2);
+        data.write(0, &host).unwrap();
+        mk.launch_steps(&two, steps).unwrap().wait().unwrap();
+        match mk.report() {
+            Ok(r) => {
+                assert!(
+                    !r.spin_exhausted && !r.loop_cut,
+                    "try {t}: a cut launch came back as a report: {r:?}"
+                );
+                assert_eq!((r.workers_finished, r.steps), (2, steps));
+                exact(&format!("try {t}, 2 workers"));
+            }
+            Err(Error::Megakernel(MegakernelError::LaunchCut {
+                workers,
+                steps: asked,
+                spin_exhausted,
+                loop_cut,
+                cap,
+                ..
+            })) => {
+                cut += 1;
+                assert_eq!((workers, asked, cap), (2, steps, 1), "try {t}");
+                assert!(spin_exhausted || loop_cut, "try {t}: cut for no reason");
+                // The cap was lowered: the device says so, and 2 workers are
+                // now refused before anything is recorded.
+                let now = mk.residency_cap(hints.workgroup_size).unwrap();
+                assert_eq!(
+                    (now.workers, now.source),
+                    (1, ResidencySource::Lowered { cut_at: 2 })
+                );
+                match mk.launch_steps(&two, steps) {
+                    Err(Error::MegakernelResidency {
+                        requested: 2,
+                        cap: 1,
+                        ..
+                    }) => {}
+                    other => panic!("try {t}: 2 workers after the cut: {other:?}"),
+                }
+                // The retry within the lowered cap is exact.
+                let one = MegakernelConfig {
+                    worker_count: now.workers,
+                    ..Default::default()
+                };
+                data.write(0, &host).unwrap();
+                mk.launch_steps(&one, steps).unwrap().wait().unwrap();
+                let r = mk.report().unwrap();
+                assert_eq!((r.workers_finished, r.steps), (1, steps));
+                exact(&format!("try {t}, retry at 1 worker"));
+            }
+            Err(e) => panic!("try {t}: {e}"),
+        }
+    }
+    eprintln!("{cut} of {tries} launches at 2 workers were cut");
+    if cut == 0 {
+        if is_lavapipe(&gpu) {
+            not_exercised(format!(
+                "no launch at 2 workers was cut in {tries} tries: the error, lowering and retry \
+                 went unchecked (each try was exact)"
+            ));
+        } else {
+            skipped("the device keeps 2 workers resident: no launch is cut to check");
+        }
     }
     assert_clean(&gpu);
 }

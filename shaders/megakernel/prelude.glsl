@@ -45,6 +45,7 @@ layout(local_size_x = MK_LOCAL_SIZE) in;
 #define MK_FAULT_OUTPUT_OOB 3u
 #define MK_FAULT_TASK 4u
 #define MK_FAULT_BAD_RETURN 5u
+#define MK_FAULT_LOOP_CUT 6u
 
 // Control words: each hot counter on its own 128-byte line (32 words).
 #define MK_HEAD 0u
@@ -98,6 +99,7 @@ layout(push_constant) uniform MkParams {
     uint iter_budget;    // iteration-budget mode: loop iterations per worker
     uint budget_lo;      // clock mode: wall-time budget in clock ticks
     uint budget_hi;
+    uint two;            // 2: the trip count of the loop-cut probe
 } mk;
 
 // ---- atomics: acquire loads, release stores, acq_rel read-modify-writes ----

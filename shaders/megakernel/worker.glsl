@@ -21,6 +21,24 @@
 shared uint mk_s_task;   // claimed task index, or 0xffffffff: stop
 shared uint mk_s_ok;
 
+#if MK_LOOP_CHECK
+// Task mode where the driver cuts loops (MK_LOOP_CHECK 1, llvmpipe): a cut
+// inside a task's loops would leave its output part-written, so after
+// every task each lane checks in and probes its loops; a task that a lane
+// missed or whose loops were cut ends Faulted (MK_FAULT_LOOP_CUT), never
+// Done, and the worker stops (its loops no longer run).
+shared uint mk_s_arrived;  // lanes that finished this task
+shared uint mk_s_cut;      // sticky: some lane's loops were cut
+
+// Whether the driver has started cutting this invocation's loops short: a
+// loop of `two` iterations (unknown to the compiler) then runs once.
+bool mk_loops_cut() {
+    uint k = 0u;
+    for (uint j = 0u; j < mk.two; j++) k += 1u;
+    return k != mk.two;
+}
+#endif
+
 // ---- wall-time budget, lane 0 only ----
 // Time is accumulated from forward steps of the clock only: a clock read
 // on a CPU core's cycle counter (lavapipe) can step back when the thread
@@ -257,10 +275,18 @@ void main() {
         mk_acc = uvec2(0u);
     }
     bool stopped = false;
+#if MK_LOOP_CHECK
+    if (lane == 0u) mk_s_cut = 0u;
+#endif
     for (uint o = 0u; o < 0xffffu && !stopped; o++) {
         for (uint k = 0u; k < MK_CHUNK; k++) {
             if (lane == 0u) {
+#if MK_LOOP_CHECK
+                mk_s_arrived = 0u;
+                mk_s_task = mk_s_cut != 0u ? 0xffffffffu : mk_claim();
+#else
                 mk_s_task = mk_claim();
+#endif
             }
             mk_workgroup_sync();
             uint ti = mk_s_task;
@@ -274,8 +300,19 @@ void main() {
             if (fault == 0u) {
                 result = run_task(t, lane, uint(MK_LOCAL_SIZE));
             }
+#if MK_LOOP_CHECK
+            atomicAdd(mk_s_arrived, 1u);
+            if (mk_loops_cut()) atomicOr(mk_s_cut, 1u);
+#endif
             mk_workgroup_sync();
             if (lane == 0u) {
+#if MK_LOOP_CHECK
+                if (mk_s_cut != 0u || mk_s_arrived != uint(MK_LOCAL_SIZE)) {
+                    mk_s_cut = 1u;
+                    fault = MK_FAULT_LOOP_CUT;
+                    mk_ctl_max(MK_LOOP_CUT, 1u);
+                }
+#endif
                 mk_finish(ti, t, fault, result);
             }
         }

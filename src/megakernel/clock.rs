@@ -157,10 +157,7 @@ fn best_of_three(
 /// mostly submission time, that happens under load) is measured again, up
 /// to three times in all.
 fn measure(gpu: &Device, clock: ClockKind) -> Result<ClockCalibration> {
-    let k = Kernel::builder(gpu)
-        .glsl(&source(clock))
-        .label("megakernel-clock")
-        .build()?;
+    let k = super::runner::compile_glsl(gpu, &source(clock), "megakernel-clock")?;
     let buf = gpu.upload(&[0u32; 5])?;
     run_once(gpu, &k, &buf, 1024)?; // warm-up
     let cannot = |detail: String| Error::MegakernelConfig {

@@ -10,7 +10,12 @@
 //! - [`TaskWorkItem`] / [`TaskState`]: 64-byte task slots and their life
 //!   cycle, enforced on the host.
 //! - Forward progress ([`ResidencyCap`]): never more workers than the
-//!   adapter keeps resident at once; every device-side spin is bounded.
+//!   adapter keeps resident at once; every device-side spin is bounded. A
+//!   step launch cut short anyway is an error, never a result
+//!   ([`MegakernelError::LaunchCut`], from [`Megakernel::report`]), and
+//!   lowers the cap; [`Megakernel::assume_residency_cap`] sets it. Where
+//!   the driver cuts loops (llvmpipe), a task cut mid-run ends Faulted
+//!   ([`fault::LOOP_CUT`]), never Done.
 //! - [`Megakernel`]: the GLSL template (`shaders/megakernel/`) plus the
 //!   user's code in one kernel; [`Megakernel::launch`] returns a
 //!   [`Ticket`](crate::Ticket); [`Megakernel::report`] says what it did.
@@ -53,6 +58,7 @@ mod runner;
 mod source;
 mod task;
 
+pub use crate::error::MegakernelError;
 pub use clock::ClockCalibration;
 pub use config::{DeadlineSource, MegakernelConfig, MegakernelWorkloadHints, MAX_WALL_TIME};
 pub use policy::{

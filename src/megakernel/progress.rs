@@ -33,6 +33,14 @@
 //! therefore re-checks every wait's condition after its loop and flags a
 //! loop cut short ([`MegakernelReport::loop_cut`](super::MegakernelReport));
 //! the probe counts such a run as not exact.
+//!
+//! A probe decides from a few short runs; a longer launch can still be cut
+//! (on lavapipe the probe passes 2 workers in some processes, and 1,000-step
+//! launches at 2 workers were then cut in most tries). So a step launch that
+//! reports an exhausted spin or a cut loop is an error, never a result
+//! ([`MegakernelError::LaunchCut`](crate::megakernel::MegakernelError)), and
+//! lowers the cached cap below its worker count ([`lower_cap`]): the next
+//! launch at that count is refused, and one within the lowered cap runs.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -50,6 +58,7 @@ pub(crate) const PROBE_REPEATS: u32 = 3;
 
 /// Where a residency cap came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ResidencySource {
     /// NVIDIA SM count (VK_NV_shader_sm_builtins) × workers per SM.
     SmBuiltins {
@@ -65,6 +74,15 @@ pub enum ResidencySource {
     },
     /// Measured on this device by the barrier probe.
     Probed,
+    /// Set by the caller
+    /// ([`Megakernel::assume_residency_cap`](crate::megakernel::Megakernel::assume_residency_cap)).
+    Assumed,
+    /// Lowered after a step launch of `cut_at` workers was cut short (a
+    /// spin budget ran out or the driver ended a loop).
+    Lowered {
+        /// Workers of the launch that was cut.
+        cut_at: u32,
+    },
 }
 
 /// How many persistent workers may run at once, and why.
@@ -87,6 +105,13 @@ impl std::fmt::Display for ResidencyCap {
                 f,
                 "measured by the step-barrier probe on this device (up to {PROBE_MAX_WORKERS})"
             ),
+            ResidencySource::Assumed => write!(f, "set by the caller"),
+            ResidencySource::Lowered { cut_at } => {
+                write!(
+                    f,
+                    "lowered after a launch of {cut_at} workers was cut short"
+                )
+            }
         }
     }
 }
@@ -151,7 +176,9 @@ pub(crate) fn probe_run_exact(
         && finals.iter().all(|&v| v == steps as f32)
 }
 
-type CapKey = (u64, u32, bool);
+/// What a cached cap is kept under: (device id, workgroup size, whether
+/// the atomics use the Vulkan memory model).
+pub(crate) type CapKey = (u64, u32, bool);
 
 fn cache() -> &'static Mutex<HashMap<CapKey, ResidencyCap>> {
     static CACHE: std::sync::OnceLock<Mutex<HashMap<CapKey, ResidencyCap>>> =
@@ -159,18 +186,52 @@ fn cache() -> &'static Mutex<HashMap<CapKey, ResidencyCap>> {
     CACHE.get_or_init(|| Mutex::new(HashMap::new()))
 }
 
-/// The cached cap for (device id, workgroup size, memory-model flavour),
-/// computed by `probe` the first time.
+/// The cap cached under `key`, if any (a probed, assumed or lowered one).
+pub(crate) fn cached(key: CapKey) -> Result<Option<ResidencyCap>> {
+    Ok(cache().lock().map_err(|_| poisoned())?.get(&key).copied())
+}
+
+/// The cached cap for `key`, computed by `probe` the first time.
 pub(crate) fn cached_cap(
-    key: (u64, u32, bool),
+    key: CapKey,
     probe: impl FnOnce() -> Result<ResidencyCap>,
 ) -> Result<ResidencyCap> {
-    if let Some(c) = cache().lock().map_err(|_| poisoned())?.get(&key) {
-        return Ok(*c);
+    if let Some(c) = cached(key)? {
+        return Ok(c);
     }
     let cap = probe()?;
     cache().lock().map_err(|_| poisoned())?.insert(key, cap);
     Ok(cap)
+}
+
+/// Replaces the cap cached under `key`.
+pub(crate) fn set_cap(key: CapKey, cap: ResidencyCap) -> Result<()> {
+    cache().lock().map_err(|_| poisoned())?.insert(key, cap);
+    Ok(())
+}
+
+/// The cap after a launch of `cut_at` workers was cut short, from `current`
+/// (pure): below `cut_at`, never above `current`, never under 1 (a cut at
+/// one worker leaves 1: no fewer workers can run a step launch).
+pub(crate) fn lowered(current: ResidencyCap, cut_at: u32) -> ResidencyCap {
+    let workers = current.workers.min(cut_at.saturating_sub(1)).max(1);
+    if workers == current.workers {
+        current
+    } else {
+        ResidencyCap {
+            workers,
+            source: ResidencySource::Lowered { cut_at },
+        }
+    }
+}
+
+/// Lowers the cap cached under `key` (or `current`, where none is cached)
+/// after a launch of `cut_at` workers was cut short, and returns it.
+pub(crate) fn lower_cap(key: CapKey, current: ResidencyCap, cut_at: u32) -> Result<ResidencyCap> {
+    let mut map = cache().lock().map_err(|_| poisoned())?;
+    let now = lowered(map.get(&key).copied().unwrap_or(current), cut_at);
+    map.insert(key, now);
+    Ok(now)
 }
 
 fn poisoned() -> Error {
@@ -254,6 +315,56 @@ mod tests {
         assert_eq!(cap_from_runs(&[false, true]), None);
         assert_eq!(cap_from_runs(&[]), None);
         assert_eq!(cap_from_runs(&[true; 64]), Some(64));
+    }
+
+    #[test]
+    fn a_cut_lowers_the_cap_below_its_workers() {
+        let cap = |workers, source| ResidencyCap { workers, source };
+        let probed = cap(2, ResidencySource::Probed);
+        // (current, cut at) -> workers after
+        for (current, cut_at, want) in [(2, 2, 1), (8, 5, 4), (8, 9, 8), (1, 1, 1), (4, 0, 1)] {
+            let got = lowered(cap(current, ResidencySource::Probed), cut_at);
+            assert_eq!(got.workers, want, "cap {current}, cut at {cut_at}");
+        }
+        assert_eq!(
+            lowered(probed, 2).source,
+            ResidencySource::Lowered { cut_at: 2 }
+        );
+        // A cut at or over what the cap already refuses changes nothing.
+        assert_eq!(lowered(probed, 3), probed);
+        assert_eq!(
+            lowered(cap(1, ResidencySource::Assumed), 1).source,
+            ResidencySource::Assumed
+        );
+    }
+
+    #[test]
+    fn lowering_keeps_to_its_key() {
+        let id = u64::MAX - 7; // no device gets this id in a unit test
+        let a = (id, 64, false);
+        let b = (id, 64, true);
+        set_cap(
+            a,
+            ResidencyCap {
+                workers: 2,
+                source: ResidencySource::Assumed,
+            },
+        )
+        .unwrap();
+        let probed = ResidencyCap {
+            workers: 6,
+            source: ResidencySource::Probed,
+        };
+        assert_eq!(lower_cap(a, probed, 2).unwrap().workers, 1);
+        assert_eq!(cached(a).unwrap().map(|c| c.workers), Some(1));
+        assert_eq!(cached(b).unwrap(), None);
+        assert_eq!(lower_cap(b, probed, 4).unwrap().workers, 3);
+        assert_eq!(
+            cached_cap(b, || panic!("cached: no probe"))
+                .unwrap()
+                .workers,
+            3
+        );
     }
 
     #[test]

@@ -19,12 +19,12 @@ use super::progress::{
     self, ResidencyCap, ResidencySource, PROBE_MAX_WORKERS, PROBE_REPEATS, PROBE_STEPS,
 };
 use super::report::{initial_control, MegakernelReport, CONTROL_WORDS};
-use super::source::{assemble, ClockKind, MegakernelMode, Variant};
+use super::source::{self, assemble, ClockKind, MegakernelMode, Variant};
 use super::task::{claim_order, fault, states_of, TaskState, TaskWorkItem};
 use crate::batch::Batch;
 use crate::buffer::Buffer;
 use crate::device::Device;
-use crate::error::{Error, Result};
+use crate::error::{Error, MegakernelError, Result};
 use crate::kernel::Kernel;
 use crate::ticket::Ticket;
 
@@ -46,6 +46,9 @@ pub(super) struct Params {
     pub iter_budget: u32,
     pub budget_lo: u32,
     pub budget_hi: u32,
+    /// 2, the trip count of the template's loop-cut probe (a push
+    /// constant, so the compiler cannot unroll it away).
+    pub two: u32,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -55,6 +58,9 @@ pub(super) struct LastLaunch {
     pub steps: u32,
     pub clock: ClockKind,
     pub calibration: Option<ClockCalibration>,
+    /// Where a step launch's residency cap is cached (`None`: a task
+    /// launch, whose cut claims leave tasks schedulable, not wrong).
+    pub cap_key: Option<progress::CapKey>,
 }
 
 /// A persistent kernel: workers pull tasks from a device-side queue (task
@@ -216,6 +222,7 @@ impl Megakernel {
             clock,
             memory_model: self.memory_model,
             barrier: w.step_barrier,
+            loop_check: source::loop_limit(&self.gpu.info().driver_name),
         })
     }
 
@@ -223,29 +230,66 @@ impl Megakernel {
         if let Some(k) = self.kernels.get(&v) {
             return Ok(k.clone());
         }
-        let k = Kernel::builder(&self.gpu)
-            .glsl(&assemble(&self.user, v))
-            .label(match v.mode {
+        let k = compile_glsl(
+            &self.gpu,
+            &assemble(&self.user, v),
+            match v.mode {
                 MegakernelMode::Tasks => "megakernel-tasks",
                 MegakernelMode::Steps => "megakernel-steps",
-            })
-            .build()?;
+            },
+        )?;
         self.kernels.insert(v, k.clone());
         Ok(k)
     }
 
     /// The forward-progress cap for `workgroup_size` invocations per worker
-    /// on this device (from the adapter, or probed once and cached).
+    /// on this device and atomics flavour: one set or lowered earlier, else
+    /// the adapter's rule, else probed once and cached.
     ///
     /// # Errors
     /// As a launch, or [`Error::Unsupported`] when even one worker's step
     /// barrier gave wrong results.
     pub fn residency_cap(&self, workgroup_size: u32) -> Result<ResidencyCap> {
+        let key = self.cap_key(workgroup_size);
+        if let Some(c) = progress::cached(key)? {
+            return Ok(c);
+        }
         if let Some(c) = progress::residency_rule(self.gpu.info(), workgroup_size) {
             return Ok(c);
         }
-        let key = (self.gpu.id(), workgroup_size, self.memory_model);
         progress::cached_cap(key, || probe(&self.gpu, workgroup_size))
+    }
+
+    /// Sets the forward-progress cap for `workgroup_size` invocations per
+    /// worker on this device and atomics flavour to `workers`, in place of
+    /// the adapter's rule or the probe: the caller vouches that many
+    /// workers stay resident. A step launch the device then cuts short
+    /// still fails and lowers it again (see [`Megakernel::report`]).
+    ///
+    /// # Errors
+    /// [`Error::MegakernelConfig`] for 0 workers or a 0 workgroup size.
+    pub fn assume_residency_cap(&self, workgroup_size: u32, workers: u32) -> Result<ResidencyCap> {
+        for (field, v) in [("workers", workers), ("workgroup_size", workgroup_size)] {
+            if v == 0 {
+                return Err(Error::MegakernelConfig {
+                    field,
+                    detail: "is 0: a residency cap needs at least 1 worker of at least 1 \
+                             invocation"
+                        .into(),
+                });
+            }
+        }
+        let cap = ResidencyCap {
+            workers,
+            source: ResidencySource::Assumed,
+        };
+        progress::set_cap(self.cap_key(workgroup_size), cap)?;
+        Ok(cap)
+    }
+
+    /// Where this kernel's cap for `workgroup_size` is cached.
+    fn cap_key(&self, workgroup_size: u32) -> progress::CapKey {
+        (self.gpu.id(), workgroup_size, self.memory_model)
     }
 
     pub(super) fn check_residency(&self, config: &MegakernelConfig) -> Result<ResidencyCap> {
@@ -273,6 +317,7 @@ impl Megakernel {
                 iter_budget: cal.budget_iterations(config.max_wall_time),
                 budget_lo: lo,
                 budget_hi: hi,
+                two: 2,
                 ..Params::default()
             },
             cal,
@@ -356,6 +401,7 @@ impl Megakernel {
             steps: 0,
             clock: v.clock,
             calibration: Some(cal),
+            cap_key: None,
         });
         let mut batch = self.gpu.batch()?;
         if rec.workers > 0 {
@@ -423,6 +469,7 @@ impl Megakernel {
         let params = Params {
             steps,
             spin_budget: config.workload.spin_budget,
+            two: 2,
             ..Params::default()
         };
         self.control.write(0, &initial_control(0))?;
@@ -432,6 +479,11 @@ impl Megakernel {
             steps,
             clock: v.clock,
             calibration: cal,
+            cap_key: Some((
+                self.gpu.id(),
+                config.workload.workgroup_size,
+                v.memory_model,
+            )),
         });
         let mut batch = self.gpu.batch()?;
         batch.run_configured(
@@ -451,9 +503,45 @@ impl Megakernel {
 
     /// Counters of the last launch (waits for it).
     ///
+    /// A step launch that was cut short (a wait ran out of its spin budget,
+    /// or the driver ended a device loop: its data is no result) is an
+    /// error, never a report: it lowers the device's cached residency cap
+    /// below the launch's workers (see [`Megakernel::residency_cap`]), so a
+    /// retry at that count is refused and one within the new cap runs.
+    /// Step results are results only once this returned `Ok`.
+    ///
     /// # Errors
-    /// What a download returns ([`Error::DeviceLost`] among them).
+    /// [`MegakernelError::LaunchCut`](crate::error::MegakernelError::LaunchCut)
+    /// (in [`Error::Megakernel`]) for a cut step launch, or what a download
+    /// returns ([`Error::DeviceLost`] among them).
     pub fn report(&self) -> Result<MegakernelReport> {
+        let r = self.raw_report()?;
+        let Some(key) = self.last.and_then(|l| l.cap_key) else {
+            return Ok(r);
+        };
+        if !r.spin_exhausted && !r.loop_cut {
+            return Ok(r);
+        }
+        let current = self.residency_cap(key.1)?;
+        let cap = progress::lower_cap(key, current, r.workers)?;
+        log::warn!(
+            "megakernel: a step launch of {} workers was cut short; residency cap now {} ({cap})",
+            r.workers,
+            cap.workers
+        );
+        Err(MegakernelError::LaunchCut {
+            workers: r.workers,
+            steps: r.steps,
+            spin_exhausted: r.spin_exhausted,
+            loop_cut: r.loop_cut,
+            cap: cap.workers,
+            source_of_cap: cap.to_string(),
+        }
+        .into())
+    }
+
+    /// The last launch's counters as they are, cut or not.
+    fn raw_report(&self) -> Result<MegakernelReport> {
         let words = self.control.download()?;
         let (mut r, ticks) = MegakernelReport::from_words(&words[..CONTROL_WORDS.min(words.len())]);
         if let Some(l) = self.last {
@@ -515,6 +603,23 @@ impl Megakernel {
     }
 }
 
+/// Builds one of the template's kernels from GLSL (runtime GLSL is the
+/// `glsl` feature's).
+pub(super) fn compile_glsl(gpu: &Device, glsl: &str, label: &str) -> Result<Kernel> {
+    #[cfg(feature = "glsl")]
+    {
+        Kernel::builder(gpu).glsl(glsl).label(label).build()
+    }
+    #[cfg(not(feature = "glsl"))]
+    {
+        let _ = (gpu, glsl, label);
+        Err(MegakernelError::NeedsGlsl {
+            what: "the megakernel (its template and the user's code)",
+        }
+        .into())
+    }
+}
+
 /// Runs the step-barrier probe at 1, 2, 3, … workers (see
 /// [`progress`](super::progress)).
 fn probe(gpu: &Device, workgroup_size: u32) -> Result<ResidencyCap> {
@@ -538,7 +643,9 @@ fn probe(gpu: &Device, workgroup_size: u32) -> Result<ResidencyCap> {
                 ..MegakernelConfig::default()
             };
             mk.launch_steps_unchecked(&config, PROBE_STEPS)?.wait()?;
-            let r = mk.report()?;
+            // Raw: a cut probe run counts as not exact below, and lowers
+            // nothing (the probe is what sets the cap).
+            let r = mk.raw_report()?;
             let parity = (PROBE_STEPS & 1) as usize * workers as usize;
             let finals = data.read_range(parity..parity + workers as usize)?;
             exact &= progress::probe_run_exact(

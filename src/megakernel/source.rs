@@ -47,6 +47,15 @@ pub(crate) struct Variant {
     pub clock: ClockKind,
     pub memory_model: bool,
     pub barrier: StepBarrier,
+    /// Task mode: check after every task that no lane's loops were cut
+    /// (where the driver cuts them: [`loop_limit`]).
+    pub loop_check: bool,
+}
+
+/// Whether the driver ends an invocation's loops after a fixed count of
+/// iterations (llvmpipe: 65,535 over all its loops, silently).
+pub(crate) fn loop_limit(driver_name: &str) -> bool {
+    driver_name == "llvmpipe"
 }
 
 /// How the device-wide step barrier tells waiters that all have arrived.
@@ -79,6 +88,10 @@ pub(crate) fn assemble(user: &str, v: Variant) -> String {
         "#define MK_BARRIER_FLAG {}\n",
         u32::from(v.barrier == StepBarrier::CounterAndFlag)
     ));
+    s.push_str(&format!(
+        "#define MK_LOOP_CHECK {}\n",
+        u32::from(v.loop_check)
+    ));
     s.push_str("#line 1\n");
     s.push_str(PRELUDE);
     s.push_str("\n#line 1\n");
@@ -100,6 +113,7 @@ mod tests {
             clock: ClockKind::SubgroupClock,
             memory_model: true,
             barrier: StepBarrier::CounterAndFlag,
+            loop_check: true,
         };
         let s = assemble("// USER CODE", v);
         assert!(s.starts_with("#version 450\n"));
@@ -109,6 +123,7 @@ mod tests {
             "#define MK_CLOCK 2",
             "#define MK_MEMORY_MODEL 1",
             "#define MK_BARRIER_FLAG 1",
+            "#define MK_LOOP_CHECK 1",
         ] {
             assert!(s.contains(d), "{d}");
         }
@@ -136,5 +151,6 @@ mod tests {
         // No unbounded loop: lavapipe silently ends loops at 65,535 iterations.
         assert!(!code(WORKER).contains("while"));
         assert!(WORKER.contains("#define MK_CHUNK 1024u"));
+        assert!(loop_limit("llvmpipe") && !loop_limit("NVIDIA"));
     }
 }

@@ -126,6 +126,13 @@ pub mod fault {
     pub const TASK_REPORTED: u32 = 4;
     /// The task's code returned a word that is not an end state.
     pub const BAD_RETURN: u32 = 5;
+    /// The driver cut a loop of the task's lanes short (llvmpipe ends an
+    /// invocation's loops after 65,535 iterations in all), so its output
+    /// may be incomplete; its worker stopped there. A task whose run can be
+    /// repeated (it does not read what it writes) may be made Ready and
+    /// launched again. The same code as resident mode's
+    /// [`FAULT_LOOP_CUT`](crate::megakernel::resident::FAULT_LOOP_CUT).
+    pub const LOOP_CUT: u32 = 6;
 }
 
 /// Number of parameter words in a [`TaskWorkItem`].

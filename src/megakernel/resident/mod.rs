@@ -428,10 +428,7 @@ impl ResidentMegakernel {
                 ordered_data: config.ordered_data,
             },
         );
-        let kernel = Kernel::builder(gpu)
-            .glsl(&src)
-            .label("megakernel-resident")
-            .build()?;
+        let kernel = super::runner::compile_glsl(gpu, &src, "megakernel-resident")?;
         let (ring_len, done_len) = ring_words(config.ring_slots);
         let ring_buf = match gpu.alloc_with::<u32>(ring_len, Memory::DeviceHostVisible) {
             Err(Error::Unsupported { .. }) => {
