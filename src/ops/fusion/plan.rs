@@ -28,6 +28,8 @@ pub(crate) struct Group {
 impl Group {
     /// The label of the group's generated kernel: `vkcompute fused `
     /// followed by its ops in order (head, run, tail), joined by `+`.
+    /// (Generated kernels need runtime GLSL.)
+    #[cfg_attr(not(feature = "glsl"), allow(dead_code))]
     pub fn label(&self, g: &crate::ops::fusion::program::Program) -> String {
         let ops: Vec<&str> = self
             .head

@@ -64,6 +64,7 @@ impl Op {
 
     /// The op's short name (`add`, `gelu`, `matmul`), as a fused kernel's
     /// label lists it.
+    #[cfg_attr(not(feature = "glsl"), allow(dead_code))]
     pub fn name(&self) -> &'static str {
         let short = |n: &'static str| n.strip_prefix("ops::").unwrap_or(n);
         match self {
