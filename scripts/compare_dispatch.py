@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""Compares the rows of `gpu_report --json` runs of two builds, as ratios to
+the floor measured in the same process.
+
+    python3 scripts/compare_dispatch.py --base b1.json b2.json b3.json \
+        --new n1.json n2.json n3.json [--limit 0.03]
+
+For each row that has a floor, the ratio ours / floor is taken within each
+process; the figure of a build is the median of its processes' ratios. A row
+whose new median ratio exceeds the base's by more than --limit is reported
+as a regression and the script exits 1. Rows present in one build only are
+listed (new rows have no base to compare with). Prints a Markdown table.
+"""
+import argparse
+import json
+import statistics
+import sys
+
+
+def ratios(paths):
+    """Row name -> list of ours/floor ratios (one per process), and units."""
+    out, units = {}, {}
+    for p in paths:
+        with open(p) as f:
+            doc = json.load(f)
+        for r in doc.get("rows", []):
+            if r.get("floor") in (None, 0) or r.get("ours") is None:
+                continue
+            out.setdefault(r["name"], []).append(r["ours"] / r["floor"])
+            units[r["name"]] = r.get("unit", "")
+    return out, units
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--base", nargs="+", required=True)
+    ap.add_argument("--new", nargs="+", required=True)
+    ap.add_argument("--limit", type=float, default=0.03)
+    a = ap.parse_args()
+    base, units = ratios(a.base)
+    new, units_new = ratios(a.new)
+    units.update(units_new)
+    worse = []
+    print("| row | unit | base ratio (median of %d) | new ratio (median of %d) | new − base | within %.2f |"
+          % (len(a.base), len(a.new), a.limit))
+    print("| --- | --- | --- | --- | --- | --- |")
+    for name in list(base) + [n for n in new if n not in base]:
+        b = statistics.median(base[name]) if name in base else None
+        n = statistics.median(new[name]) if name in new else None
+        fmt = lambda v: "—" if v is None else "%.3f" % v
+        if b is not None and n is not None:
+            d = n - b
+            ok = d <= a.limit
+            if not ok:
+                worse.append(name)
+            print(f"| {name} | {units[name]} | {fmt(b)} | {fmt(n)} | {d:+.3f} | {'yes' if ok else 'NO'} |")
+        else:
+            print(f"| {name} | {units[name]} | {fmt(b)} | {fmt(n)} | — | {'new row' if b is None else 'row gone'} |")
+    if worse:
+        print(f"\n{len(worse)} row(s) worse than the base by more than {a.limit}: {', '.join(worse)}")
+        sys.exit(1)
+    print(f"\nevery row within {a.limit} of the base")
+
+
+if __name__ == "__main__":
+    main()
