@@ -161,13 +161,16 @@ mod error;
 #[cfg(feature = "glsl")]
 mod glsl;
 mod host_lock;
+mod install_hint;
 mod layout_class;
 mod memory;
 mod options;
 mod policy;
+mod portability;
 mod profile;
 mod reclaim;
 mod reflect;
+mod requirements;
 mod spirv_caps;
 mod spirv_offset;
 mod stats;
@@ -229,6 +232,7 @@ pub use kernel::{reflect_spirv, Kernel, KernelBuilder, SpirvInput, MAX_BINDINGS}
 pub use memory::Memory;
 pub use profile::{CommandTiming, Profile, Profiling};
 pub use reflect::{BindingInfo, BindingKind, Reflection, SpecConstantInfo};
+pub use requirements::Capability;
 pub use stats::{StartupTimes, Stats};
 pub use stream::Stream;
 pub use ticket::Ticket;
