@@ -134,6 +134,7 @@ impl Kernel {
 impl Device {
     /// Compiles GLSL compute source (entry `main`) into a kernel.
     #[cfg(feature = "glsl")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "glsl")))]
     pub fn kernel_glsl(&self, source: &str) -> Result<Kernel> {
         Kernel::builder(self).glsl(source).build()
     }
@@ -179,6 +180,7 @@ impl KernelBuilder {
     /// Compiles GLSL compute source (through the device's on-disk cache,
     /// see [`DeviceOptions::cache_dir`](crate::DeviceOptions::cache_dir)).
     #[cfg(feature = "glsl")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "glsl")))]
     pub fn glsl(self, source: &str) -> Self {
         self.glsl_with(source, &crate::glsl::GlslOptions::default())
     }
@@ -186,6 +188,7 @@ impl KernelBuilder {
     /// Compiles GLSL compute source with `options` (defines, optimisation),
     /// through the device's on-disk cache.
     #[cfg(feature = "glsl")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "glsl")))]
     pub fn glsl_with(mut self, source: &str, options: &crate::glsl::GlslOptions) -> Self {
         let k = &self.dev.inner.kernels();
         self.source =
