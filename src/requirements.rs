@@ -231,7 +231,8 @@ mod tests {
     #[test]
     fn each_need_is_checked_on_its_own() {
         // Turning off one feature fails exactly the capabilities that list it.
-        let off: [(fn(&mut ShaderFeatures), &str); 5] = [
+        type TurnOff = fn(&mut ShaderFeatures);
+        let off: [(TurnOff, &str); 5] = [
             (|f| f.int64 = false, "shaderInt64"),
             (|f| f.float16 = false, "shaderFloat16"),
             (|f| f.storage16 = false, "storageBuffer16BitAccess"),
