@@ -43,6 +43,12 @@ fn main() {
     if env::var("CARGO_CFG_TARGET_OS").as_deref() != Ok("linux") {
         return;
     }
+    // docs.rs documents the crate without linking it: no archives to look
+    // for, and no warning that they are missing.
+    println!("cargo:rerun-if-env-changed=DOCS_RS");
+    if env::var_os("DOCS_RS").is_some() {
+        return;
+    }
     let dir = env::var("VKCOMPUTE_SHADERC_LIB_DIR").unwrap_or_else(|_| {
         let arch = env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
         format!("/usr/lib/{arch}-linux-gnu")

@@ -42,6 +42,17 @@ step "cargo test (unit, integration, doc)"
 # once in eight parallel runs). Tests that use threads still do so within
 # themselves; the serial run takes no longer here (about 30 s either way).
 cargo test -- --test-threads=1
+step "the published crate builds on its own (cargo package, verify build)"
+# tests/package.rs (in the run above) checks the file list and its size;
+# this builds the packaged copy in target/package, reusing the
+# dependencies built above, so only vkcompute itself compiles (about 25 s
+# on two cores). Offline: every dependency is in the local cache by now.
+# The lines filtered out are one per test, bench and example left out of
+# the package on purpose.
+cargo package --allow-dirty --offline 2>&1 |
+  { grep -v "is not included in the published package" || true; }
+step "docs as docs.rs builds them (DOCS_RS=1, every feature, no shader compiler needed)"
+DOCS_RS=1 cargo doc --all-features --no-deps
 step "recording suites again with pooled descriptor sets (NVIDIA's default path)"
 # lavapipe defaults to push descriptors; NVIDIA records through pooled
 # sets and the set cache, so the suites that exercise binding run on both.

@@ -116,6 +116,10 @@ pub struct AdapterInfo {
     pub subgroup_arithmetic: bool,
     /// storageBuffer16BitAccess: 16-bit values in storage buffers.
     pub storage_buffer16: bool,
+    /// The adapter lists `VK_KHR_portability_subset`: a portability
+    /// implementation (MoltenVK over Metal) that leaves parts of Vulkan
+    /// out; the device is created with the extension enabled.
+    pub portability_subset: bool,
     /// Shapes from vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR, on a
     /// created [`Device`](crate::Device) where VK_KHR_cooperative_matrix and
     /// its feature were enabled; empty otherwise (and in
@@ -217,6 +221,7 @@ pub(crate) fn fake(index: usize, name: &str, ty: AdapterType, mem: u64) -> Adapt
         max_threads_per_compute_unit: 0,
         subgroup_arithmetic: true,
         storage_buffer16: false,
+        portability_subset: false,
         cooperative_matrix_shapes: Vec::new(),
         cooperative_matrix_nv_shapes: Vec::new(),
     }

@@ -29,6 +29,7 @@ use crate::reclaim::{
     Deferred, UseMark, MAX_QUEUES, SLOT_COMPUTE, SLOT_FIRST_EXTRA, SLOT_TRANSFER,
 };
 use crate::recorder::RecorderPool;
+use crate::requirements::Capability;
 use crate::set_cache::SetCache;
 use crate::staging::StagingPool;
 use crate::stats::{Counter, Counters, StartupTimes, Stats};
@@ -41,6 +42,7 @@ pub use crate::options::{
 };
 
 mod cache;
+mod capabilities;
 mod memory_ops;
 mod queues;
 
@@ -397,12 +399,12 @@ impl DeviceInner {
                     .get_physical_device_features2(p.physical, &mut chain);
                 core.features = chain.features;
             }
-            if q12.timeline_semaphore != vk::TRUE {
-                return Err(Error::Unsupported {
-                    what: "timeline semaphores",
-                    adapter: p.info.name.clone(),
-                });
-            }
+            let timeline = q12.timeline_semaphore == vk::TRUE;
+            let have = crate::spirv_caps::ShaderFeatures {
+                timeline_semaphore: timeline,
+                ..Default::default()
+            };
+            crate::requirements::check(Capability::TimelineSemaphores, &have, &p.info.name)?;
             let f = core.features;
             let features = vk::PhysicalDeviceFeatures::default()
                 .shader_int64(f.shader_int64 == vk::TRUE)
@@ -418,6 +420,7 @@ impl DeviceInner {
                 .timeline_semaphore(true)
                 .shader_float16(q12.shader_float16 == vk::TRUE)
                 .shader_int8(q12.shader_int8 == vk::TRUE)
+                .shader_buffer_int64_atomics(q12.shader_buffer_int64_atomics == vk::TRUE)
                 .storage_buffer8_bit_access(q12.storage_buffer8_bit_access == vk::TRUE)
                 .uniform_and_storage_buffer8_bit_access(
                     q12.uniform_and_storage_buffer8_bit_access == vk::TRUE,
@@ -460,6 +463,9 @@ impl DeviceInner {
             if use_push {
                 extensions.push(probe::PUSH_DESCRIPTOR.as_ptr());
             }
+            if p.info.portability_subset {
+                extensions.push(crate::portability::PORTABILITY_SUBSET.as_ptr());
+            }
             let mut eclock = vk::PhysicalDeviceShaderClockFeaturesKHR::default()
                 .shader_device_clock(qclock.shader_device_clock == vk::TRUE)
                 .shader_subgroup_clock(qclock.shader_subgroup_clock == vk::TRUE);
@@ -478,6 +484,7 @@ impl DeviceInner {
                 &features,
                 &e11,
                 &e12,
+                api13.then_some(&e13),
                 use_clock.then_some(&eclock),
                 coop.nv,
                 coop.khr,

@@ -12,6 +12,8 @@ use ash::vk;
 mod megakernel;
 pub use megakernel::MegakernelError;
 
+use crate::install_hint::{self, Missing};
+
 /// Result alias used throughout the crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -21,8 +23,9 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// The Vulkan loader library could not be found or opened.
-    #[error("could not load the Vulkan loader (libvulkan): {0}; install libvulkan1")]
+    /// The Vulkan loader library could not be found or opened; the text
+    /// ends with what to install on this platform.
+    #[error("could not load the Vulkan loader ({0}); {advice}", advice = install_hint::advice(Missing::Loader))]
     Loader(String),
 
     /// A Vulkan call failed.
@@ -49,8 +52,11 @@ pub enum Error {
         waited: Duration,
     },
 
-    /// No Vulkan adapter with a compute queue exists.
-    #[error("no Vulkan adapter with a compute queue was found; install a driver (mesa-vulkan-drivers provides lavapipe)")]
+    /// No Vulkan adapter with a compute queue exists: no driver is
+    /// installed, none loaded (a driver manifest naming a missing
+    /// library), or none offers compute. The text ends with what to
+    /// install on this platform.
+    #[error("no Vulkan adapter with a compute queue was found (no driver loaded, or none offers compute); {}", install_hint::advice(Missing::Driver))]
     NoAdapter,
 
     /// The adapter asked for (by index or name) does not exist.
@@ -62,8 +68,9 @@ pub enum Error {
         available: Vec<String>,
     },
 
-    /// Validation was asked for but the Khronos validation layer is missing.
-    #[error("validation requested but VK_LAYER_KHRONOS_validation is not installed; install vulkan-validationlayers")]
+    /// Validation was asked for but the loader finds no Khronos validation
+    /// layer. The text ends with what to install on this platform.
+    #[error("validation was asked for (DeviceOptions::validation or VKCOMPUTE_VALIDATION=1) but the loader finds no VK_LAYER_KHRONOS_validation; {}", install_hint::advice(Missing::ValidationLayer))]
     ValidationLayerMissing,
 
     /// The validation layer reported messages between a batch's creation
@@ -553,9 +560,14 @@ pub enum Error {
 
     /// A kernel's SPIR-V declares a capability whose device feature is not
     /// enabled (the adapter lacks it): refused before the driver sees it.
-    #[error("the kernel needs the SPIR-V capability {capability}, which needs {feature}; {adapter} does not have it enabled")]
+    /// Also a capability of vkcompute's own
+    /// ([`Capability`](crate::Capability)) used where the adapter lacks
+    /// what it needs.
+    #[error("{}", missing_feature(capability, feature, adapter))]
     MissingFeature {
-        /// The SPIR-V capability, e.g. `Float16`.
+        /// The SPIR-V capability, e.g. `Float16`, or vkcompute's
+        /// capability as [`Capability::describe`](crate::Capability::describe)
+        /// puts it (with what to use instead).
         capability: &'static str,
         /// The device feature or extension it needs, e.g. `shaderFloat16`.
         feature: &'static str,
@@ -568,6 +580,22 @@ pub enum Error {
     /// no capability).
     #[error("megakernel: {0}")]
     Megakernel(#[from] MegakernelError),
+}
+
+/// [`Error::MissingFeature`]'s text: what needs what, and what to do.
+fn missing_feature(capability: &str, feature: &str, adapter: &str) -> String {
+    // SPIR-V capability names are single identifiers; vkcompute's own are
+    // phrases.
+    let spirv = capability.bytes().all(|b| b.is_ascii_alphanumeric());
+    let what = if spirv {
+        format!("the kernel needs the SPIR-V capability {capability}, which")
+    } else {
+        capability.to_string()
+    };
+    format!(
+        "{what} needs {feature}; {adapter} does not have it enabled: choose an adapter that \
+         has it (Device::adapters lists them, VKCOMPUTE_DEVICE picks one) or update its driver"
+    )
 }
 
 /// The start of [`Error::Validation`]'s text: the first messages listed.
@@ -692,6 +720,38 @@ mod tests {
             messages: vec!["only".into()],
         };
         assert!(!one.to_string().contains("more"), "{one}");
+    }
+
+    #[test]
+    fn set_up_errors_end_with_what_to_install() {
+        let loader = Error::Loader("libvulkan.so.1: cannot open".into()).to_string();
+        assert!(loader.contains("libvulkan.so.1: cannot open"), "{loader}");
+        for text in [
+            loader,
+            Error::NoAdapter.to_string(),
+            Error::ValidationLayerMissing.to_string(),
+        ] {
+            assert!(text.contains("install"), "{text}");
+        }
+    }
+
+    #[test]
+    fn a_missing_feature_reads_for_kernels_and_for_capabilities() {
+        let spirv = missing_feature("Float16", "shaderFloat16", "llvmpipe");
+        assert!(
+            spirv.starts_with("the kernel needs the SPIR-V capability Float16, which needs shaderFloat16; llvmpipe"),
+            "{spirv}"
+        );
+        let own = missing_feature(
+            "subgroup size control (a fallback)",
+            "subgroupSizeControl",
+            "gpu",
+        );
+        assert!(
+            own.starts_with("subgroup size control (a fallback) needs subgroupSizeControl; gpu"),
+            "{own}"
+        );
+        assert!(own.contains("VKCOMPUTE_DEVICE"), "{own}");
     }
 
     #[test]

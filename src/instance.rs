@@ -10,6 +10,12 @@
 //! the batches that turn them into errors. The messenger's
 //! create-info is chained into instance creation so that messages emitted
 //! while the instance itself is created or destroyed are caught too.
+//!
+//! Where the loader offers `VK_KHR_portability_enumeration`, the instance
+//! enables it, so portability drivers (MoltenVK) are listed too
+//! ([`crate::portability`]). A loader that finds no driver it can load
+//! makes instance creation fail with `VK_ERROR_INCOMPATIBLE_DRIVER`: that
+//! is [`Error::NoAdapter`], whose text says what to install.
 
 use std::ffi::{c_void, CStr};
 use std::sync::Arc;
@@ -17,6 +23,7 @@ use std::sync::Arc;
 use ash::vk;
 
 use crate::error::{vk_error, Error, Result};
+use crate::portability;
 use crate::validation_log::{ValidationLog, LOG_TARGET};
 
 const VALIDATION_LAYER: &CStr = c"VK_LAYER_KHRONOS_validation";
@@ -96,7 +103,15 @@ impl Instance {
             .engine_name(c"vkcompute")
             .api_version(vk::API_VERSION_1_3);
         let layers = [VALIDATION_LAYER.as_ptr()];
-        let extensions = [ash::ext::debug_utils::NAME.as_ptr()];
+        // SAFETY: plain query through a valid entry.
+        let offered = unsafe { entry.enumerate_instance_extension_properties(None) }
+            .map_err(|r| vk_error("vkEnumerateInstanceExtensionProperties", r))?;
+        let offered: Vec<&CStr> = offered
+            .iter()
+            .filter_map(|e| e.extension_name_as_c_str().ok())
+            .collect();
+        let setup = portability::instance_setup(&offered, validation);
+        let extensions: Vec<_> = setup.extensions.iter().map(|e| e.as_ptr()).collect();
         let enabled = [vk::ValidationFeatureEnableEXT::SYNCHRONIZATION_VALIDATION];
         let mut features =
             vk::ValidationFeaturesEXT::default().enabled_validation_features(&enabled);
@@ -116,17 +131,21 @@ impl Instance {
                 .user_data(log_ptr)
         };
         let mut chained_messenger = messenger_info();
-        let mut info = vk::InstanceCreateInfo::default().application_info(&app);
+        let mut info = vk::InstanceCreateInfo::default()
+            .application_info(&app)
+            .flags(setup.flags)
+            .enabled_extension_names(&extensions);
         if validation {
             info = info
                 .enabled_layer_names(&layers)
-                .enabled_extension_names(&extensions)
                 .push_next(&mut features)
                 .push_next(&mut chained_messenger);
         }
         // SAFETY: every pointer in `info` refers to locals alive across the call.
-        let raw = unsafe { entry.create_instance(&info, None) }
-            .map_err(|r| vk_error("vkCreateInstance", r))?;
+        let raw = unsafe { entry.create_instance(&info, None) }.map_err(|r| match r {
+            vk::Result::ERROR_INCOMPATIBLE_DRIVER => Error::NoAdapter,
+            r => vk_error("vkCreateInstance", r),
+        })?;
         let mut inst = Instance {
             entry,
             raw,

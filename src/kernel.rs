@@ -153,6 +153,7 @@ impl Device {
     /// with the caller's file and line.
     #[cfg(feature = "glsl")]
     #[track_caller]
+    #[cfg_attr(docsrs, doc(cfg(feature = "glsl")))]
     pub fn kernel_glsl(&self, source: &str) -> Result<Kernel> {
         Kernel::builder(self).glsl(source).build()
     }
@@ -206,6 +207,7 @@ impl KernelBuilder {
     /// Compiles GLSL compute source (through the device's on-disk cache,
     /// see [`DeviceOptions::cache_dir`](crate::DeviceOptions::cache_dir)).
     #[cfg(feature = "glsl")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "glsl")))]
     pub fn glsl(self, source: &str) -> Self {
         self.glsl_with(source, &crate::glsl::GlslOptions::default())
     }
@@ -213,6 +215,7 @@ impl KernelBuilder {
     /// Compiles GLSL compute source with `options` (defines, optimisation),
     /// through the device's on-disk cache.
     #[cfg(feature = "glsl")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "glsl")))]
     pub fn glsl_with(mut self, source: &str, options: &crate::glsl::GlslOptions) -> Self {
         let k = &self.dev.inner.kernels();
         self.source =

@@ -171,12 +171,45 @@
 //! nothing more is submitted. Raw Vulkan handles for interop, with the
 //! rules for using them: [`Device::raw`], [`Buffer::raw`], [`Kernel::raw`].
 //!
+//! ## Cargo features
+//!
+//! - `glsl` (default): GLSL compiled at run time through shaderc
+//!   ([`Device::kernel_glsl`], [`KernelBuilder::glsl`], `compile_glsl`), the
+//!   SPIRV-Tools validator run on every module, and the op batch's fusion
+//!   (generated kernels). shaderc is linked statically from the system's
+//!   archives (`libshaderc-dev`, `glslang-dev`, `spirv-tools` on Debian and
+//!   Ubuntu; `VKCOMPUTE_SHADERC_LIB_DIR` names another folder). Without it
+//!   kernels come from SPIR-V ([`Kernel::from_spirv`]) and every built-in
+//!   op still runs: their SPIR-V ships with the crate.
+//!
+//! ## Portability and set-up errors
+//!
+//! The instance lists portability drivers (MoltenVK on macOS) where the
+//! loader offers `VK_KHR_portability_enumeration`, and a device that lists
+//! `VK_KHR_portability_subset` is created with it enabled
+//! ([`AdapterInfo::portability_subset`]). What vkcompute's optional
+//! capabilities need is a table ([`Capability`]), checked where each is
+//! first used and by [`Device::require`]: a device without it gives
+//! [`Error::MissingFeature`] naming the feature and what to use instead.
+//! A missing loader, no driver (or one that fails to load) and a missing
+//! validation layer are [`Error::Loader`], [`Error::NoAdapter`] and
+//! [`Error::ValidationLayerMissing`], whose text says what to install on
+//! the platform the program runs on.
+//!
 //! ## Safety
 //!
 //! `unsafe` appears only where Vulkan is called, each block with a
 //! `// SAFETY:` note. Bad input gets a typed [`Error`], never a panic.
 
 #![warn(missing_docs)]
+// docs.rs builds with `--cfg docsrs` (Cargo.toml's metadata) and marks
+// feature-gated items.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+/// The README's first program, run as a doc test so that it keeps working.
+#[cfg(all(doctest, feature = "glsl"))]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeProgram;
 
 // Modules by layer (src/ARCHITECTURE.md has the table, the rules and a
 // dispatch walked through them; tests/layers.rs enforces it). Each layer
@@ -193,12 +226,15 @@ mod error;
 #[cfg(feature = "glsl")]
 mod glsl;
 mod host_lock;
+mod install_hint;
 mod layout_class;
 mod memory;
 mod options;
+mod portability;
 mod profile;
 mod reclaim;
 mod reflect;
+mod requirements;
 mod spirv_caps;
 mod spirv_offset;
 mod stats;
@@ -251,12 +287,14 @@ pub use disk_cache::{CacheStats, ENV_CACHE_DIR};
 pub use error::{Error, Result};
 pub use event::{Event, EventWait, MAX_EVENT_STEP};
 #[cfg(feature = "glsl")]
+#[cfg_attr(docsrs, doc(cfg(feature = "glsl")))]
 pub use glsl::{compile_glsl, compile_glsl_with, GlslOptimization, GlslOptions, GlslTarget};
 pub use graph::{CapturePool, Graph, GraphRecorder, Params, DEFAULT_PARAM_SLOTS, MAX_PARAM_SLOTS};
 pub use kernel::{reflect_spirv, Kernel, KernelBuilder, SpirvInput, MAX_BINDINGS};
 pub use memory::Memory;
 pub use profile::{CommandTiming, Profile, Profiling};
 pub use reflect::{BindingInfo, BindingKind, Reflection, SpecConstantInfo};
+pub use requirements::Capability;
 pub use stats::{StartupTimes, Stats};
 pub use stream::Stream;
 pub use ticket::Ticket;

@@ -234,6 +234,12 @@ fn probe_one(
                     vk::SubgroupFeatureFlags::BASIC | vk::SubgroupFeatureFlags::ARITHMETIC,
                 ),
             storage_buffer16: f11.storage_buffer16_bit_access == vk::TRUE,
+            portability_subset: crate::portability::needs_subset(
+                &exts
+                    .iter()
+                    .filter_map(|e| e.extension_name_as_c_str().ok())
+                    .collect::<Vec<_>>(),
+            ),
             cooperative_matrix_shapes: Vec::new(),
             cooperative_matrix_nv_shapes: Vec::new(),
         };

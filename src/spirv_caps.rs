@@ -37,17 +37,26 @@ pub(crate) struct ShaderFeatures {
     pub subgroup_clock: bool,
     pub coopmat_nv: bool,
     pub coopmat_khr: bool,
+    /// `shaderBufferInt64Atomics`: 64-bit atomics on storage buffers.
+    pub int64_atomics: bool,
+    /// `subgroupSizeControl` (Vulkan 1.3).
+    pub subgroup_size_control: bool,
+    /// `computeFullSubgroups` (Vulkan 1.3).
+    pub compute_full_subgroups: bool,
+    /// `timelineSemaphore` (Vulkan 1.2): every ticket waits on one.
+    pub timeline_semaphore: bool,
 }
 
 impl ShaderFeatures {
     /// What a device created with these feature structures has enabled
-    /// (`clock`: VK_KHR_shader_clock's structure when the extension is
-    /// enabled; `coop_*`: the cooperative-matrix extensions with their
-    /// feature).
+    /// (`f13`: the Vulkan 1.3 structure when the device is 1.3; `clock`:
+    /// VK_KHR_shader_clock's structure when the extension is enabled;
+    /// `coop_*`: the cooperative-matrix extensions with their feature).
     pub(crate) fn enabled(
         core: &vk::PhysicalDeviceFeatures,
         f11: &vk::PhysicalDeviceVulkan11Features<'_>,
         f12: &vk::PhysicalDeviceVulkan12Features<'_>,
+        f13: Option<&vk::PhysicalDeviceVulkan13Features<'_>>,
         clock: Option<&vk::PhysicalDeviceShaderClockFeaturesKHR<'_>>,
         coop_nv: bool,
         coop_khr: bool,
@@ -73,6 +82,10 @@ impl ShaderFeatures {
             subgroup_clock,
             coopmat_nv: coop_nv,
             coopmat_khr: coop_khr,
+            int64_atomics: on(f12.shader_buffer_int64_atomics),
+            subgroup_size_control: f13.is_some_and(|f| on(f.subgroup_size_control)),
+            compute_full_subgroups: f13.is_some_and(|f| on(f.compute_full_subgroups)),
+            timeline_semaphore: on(f12.timeline_semaphore),
         }
     }
 
@@ -89,6 +102,11 @@ impl ShaderFeatures {
             9 => ("Float16", "shaderFloat16", self.float16),
             10 => ("Float64", "shaderFloat64", self.float64),
             11 => ("Int64", "shaderInt64", self.int64),
+            12 => (
+                "Int64Atomics",
+                "shaderBufferInt64Atomics",
+                self.int64_atomics,
+            ),
             22 => ("Int16", "shaderInt16", self.int16),
             39 => ("Int8", "shaderInt8", self.int8),
             4433 => (

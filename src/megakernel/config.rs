@@ -17,8 +17,8 @@ pub enum DeadlineSource {
     #[default]
     Auto,
     /// VK_KHR_shader_clock (device clock, else subgroup clock), calibrated
-    /// against host time once per device. Unsupported adapters get
-    /// [`Error::Unsupported`].
+    /// against host time once per device. Adapters without it get
+    /// [`Error::MissingFeature`] ([`Capability::MegakernelShaderClock`](crate::Capability::MegakernelShaderClock)).
     ShaderClock,
     /// A budget of worker-loop iterations derived from the wall time and a
     /// once-per-device calibration (coarse: a long task counts as one).

@@ -208,13 +208,11 @@ impl Megakernel {
         let clock = match w.deadline {
             DeadlineSource::Auto => best,
             DeadlineSource::IterationBudget => ClockKind::IterationBudget,
-            DeadlineSource::ShaderClock if best == ClockKind::IterationBudget => {
-                return Err(Error::Unsupported {
-                    what: "VK_KHR_shader_clock (DeadlineSource::ShaderClock)",
-                    adapter: self.gpu.info().name.clone(),
-                })
+            DeadlineSource::ShaderClock => {
+                let name = &self.gpu.info().name;
+                crate::requirements::check(crate::Capability::MegakernelShaderClock, &f, name)?;
+                best
             }
-            DeadlineSource::ShaderClock => best,
         };
         Ok(Variant {
             mode: self.mode,

@@ -140,6 +140,16 @@ pub fn matmul_f16_with_plan(
     check_distinct(m, k, n, same(a, c) || same(b, c))?;
     if let MatmulKernel::CoopMatF16(tile) = plan.kernel {
         let caps = MatmulCaps::of(gpu.info());
+        // A shape the kernel takes on an adapter lacking what it needs.
+        let coop = MatmulCaps {
+            coopmat_f16: true,
+            ..caps
+        };
+        let kernel = choose_matmul(m, k, n, MatmulDtype::F16, &coop).kernel;
+        if matches!(kernel, MatmulKernel::CoopMatF16(_)) {
+            let (features, name) = (&gpu.inner.shader_features, &gpu.info().name);
+            crate::requirements::check(crate::Capability::CooperativeMatrix, features, name)?;
+        }
         let usable = choose_matmul(m, k, n, MatmulDtype::F16, &caps).kernel
             == MatmulKernel::CoopMatF16(CoopTile::DEFAULT);
         if !usable || !tile.is_valid() || tile.shared_bytes() > caps.max_shared_memory {

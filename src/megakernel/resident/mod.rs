@@ -273,13 +273,14 @@ fn clock_kind(gpu: &Device, deadline: DeadlineSource) -> Result<ClockKind> {
     match deadline {
         DeadlineSource::Auto => Ok(best),
         DeadlineSource::IterationBudget => Ok(ClockKind::IterationBudget),
-        DeadlineSource::ShaderClock if best == ClockKind::IterationBudget => {
-            Err(Error::Unsupported {
-                what: "VK_KHR_shader_clock (DeadlineSource::ShaderClock)",
-                adapter: gpu.info().name.clone(),
-            })
+        DeadlineSource::ShaderClock => {
+            crate::requirements::check(
+                crate::Capability::MegakernelShaderClock,
+                &f,
+                &gpu.info().name,
+            )?;
+            Ok(best)
         }
-        DeadlineSource::ShaderClock => Ok(best),
     }
 }
 
