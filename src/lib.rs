@@ -161,6 +161,8 @@ mod element;
 mod error;
 #[cfg(feature = "glsl")]
 mod glsl;
+#[cfg(feature = "wgsl")]
+mod wgsl;
 mod host_lock;
 mod layout_class;
 mod memory;
@@ -225,6 +227,8 @@ pub use error::{Error, Result};
 pub use event::{Event, EventWait, MAX_EVENT_STEP};
 #[cfg(feature = "glsl")]
 pub use glsl::{compile_glsl, compile_glsl_with, GlslOptimization, GlslOptions, GlslTarget};
+#[cfg(feature = "wgsl")]
+pub use wgsl::compile_wgsl;
 pub use graph::{CapturePool, Graph, GraphRecorder, Params, DEFAULT_PARAM_SLOTS, MAX_PARAM_SLOTS};
 pub use kernel::{reflect_spirv, Kernel, KernelBuilder, SpirvInput, MAX_BINDINGS};
 pub use memory::Memory;
