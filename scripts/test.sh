@@ -42,6 +42,9 @@ step "cargo test (unit, integration, doc)"
 # once in eight parallel runs). Tests that use threads still do so within
 # themselves; the serial run takes no longer here (about 30 s either way).
 cargo test -- --test-threads=1
+step "WGSL kernels (feature wgsl, off by default: naga's front end)"
+cargo test --features wgsl --lib wgsl -- --test-threads=1
+cargo test --features wgsl --test wgsl -- --test-threads=1
 step "recording suites again with pooled descriptor sets (NVIDIA's default path)"
 # lavapipe defaults to push descriptors; NVIDIA records through pooled
 # sets and the set cache, so the suites that exercise binding run on both.

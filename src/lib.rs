@@ -161,8 +161,6 @@ mod element;
 mod error;
 #[cfg(feature = "glsl")]
 mod glsl;
-#[cfg(feature = "wgsl")]
-mod wgsl;
 mod host_lock;
 mod layout_class;
 mod memory;
@@ -175,6 +173,8 @@ mod spirv_caps;
 mod spirv_offset;
 mod stats;
 mod validation_log;
+#[cfg(feature = "wgsl")]
+mod wgsl;
 mod workgroups;
 
 // Layer 1, Vulkan objects made from an `ash::Device`, with no reference
@@ -227,8 +227,6 @@ pub use error::{Error, Result};
 pub use event::{Event, EventWait, MAX_EVENT_STEP};
 #[cfg(feature = "glsl")]
 pub use glsl::{compile_glsl, compile_glsl_with, GlslOptimization, GlslOptions, GlslTarget};
-#[cfg(feature = "wgsl")]
-pub use wgsl::compile_wgsl;
 pub use graph::{CapturePool, Graph, GraphRecorder, Params, DEFAULT_PARAM_SLOTS, MAX_PARAM_SLOTS};
 pub use kernel::{reflect_spirv, Kernel, KernelBuilder, SpirvInput, MAX_BINDINGS};
 pub use memory::Memory;
@@ -239,6 +237,8 @@ pub use stream::Stream;
 pub use ticket::Ticket;
 pub use ticket_future::TicketWait;
 pub use validation_log::ValidationLog;
+#[cfg(feature = "wgsl")]
+pub use wgsl::compile_wgsl;
 
 pub use batch::host_io::Readback;
 pub use host_words::HostWords;

@@ -7,15 +7,16 @@
 //! naga's diagnostics verbatim: the file name, line and column, the line
 //! itself and what is wrong with it, as [`Error::Wgsl`].
 //!
-//! Out-of-bounds accesses behave as WGSL promises and as wgpu users expect
-//! where the hardware gives no robustness: an index past a fixed-size array
-//! or vector is clamped to its last element ([`BoundsCheckPolicy::Restrict`]),
-//! and an access past the end of a buffer binding's runtime-sized array
-//! reads zero and skips the write ([`BoundsCheckPolicy::ReadZeroSkipWrite`]),
-//! so a kernel launched over more invocations than it has elements neither
-//! corrupts memory nor clobbers the last element. The cost is one compare
-//! per buffer access; kernels that need none write their guard themselves
-//! in GLSL or SPIR-V.
+//! Out-of-bounds accesses stay inside their binding, as WGSL promises: an
+//! index past the end of an array, vector, matrix or a buffer binding's
+//! runtime-sized array is clamped to its last element
+//! ([`BoundsCheckPolicy::Restrict`]). That is what wgpu writes on Vulkan
+//! devices without robust buffer access, so kernels behave as their authors
+//! saw them behave under wgpu; naga's other policy (reads of zero, writes
+//! skipped) cannot be written for atomics. A launch larger than the data
+//! therefore needs its guard (`if i < arrayLength(&y)`), as under wgpu: an
+//! unguarded write past the end lands on the last element. The cost is one
+//! `min` per dynamically indexed access.
 //!
 //! Only a compute entry point's own globals are written, so a module with
 //! several entry points gives each kernel just the bindings its entry point
@@ -35,9 +36,9 @@ const FILE_NAME: &str = "kernel.wgsl";
 /// module documentation).
 const BOUNDS_CHECKS: BoundsCheckPolicies = BoundsCheckPolicies {
     index: BoundsCheckPolicy::Restrict,
-    buffer: BoundsCheckPolicy::ReadZeroSkipWrite,
-    image_load: BoundsCheckPolicy::ReadZeroSkipWrite,
-    binding_array: BoundsCheckPolicy::ReadZeroSkipWrite,
+    buffer: BoundsCheckPolicy::Restrict,
+    image_load: BoundsCheckPolicy::Restrict,
+    binding_array: BoundsCheckPolicy::Restrict,
 };
 
 fn wgsl_error(message: String) -> Error {
