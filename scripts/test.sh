@@ -29,6 +29,8 @@ step "cargo fmt --check"
 cargo fmt --all --check
 step "built-in kernels' checked-in SPIR-V matches its sources (scripts/shaders.py --check)"
 python3 scripts/shaders.py --check
+step "test SPIR-V of other toolchains matches its assembly (scripts/test_spirv.sh --check)"
+bash scripts/test_spirv.sh --check
 step "the crate builds with no shader compiler (glslc and glslangValidator shadowed)"
 # Default features on; the build with default features off is its own step.
 bash scripts/build_no_shader_compiler.sh

@@ -21,6 +21,13 @@ use crate::stats::Counter;
 pub use crate::reflect::MAX_BINDINGS;
 
 /// Something that holds a SPIR-V module: words, or bytes in either byte order.
+///
+/// Modules from any toolchain load: glslang, shaderc, naga, DXC, Slang,
+/// rust-gpu. What some of them write for reflection tools only (DXC's
+/// `-fspv-reflect` decorations and their `SPV_GOOGLE_*` extensions, which
+/// need device extensions many drivers lack) is dropped, and an `OpSource`
+/// language newer than WGSL (Slang's) reads as Unknown, which older
+/// validators require; nothing a kernel means changes.
 pub trait SpirvInput {
     /// The module's words, checked for length and magic number.
     fn spirv_words(&self) -> Result<Vec<u32>>;

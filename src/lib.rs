@@ -170,6 +170,7 @@ mod profile;
 mod reclaim;
 mod reflect;
 mod spirv_caps;
+mod spirv_compat;
 mod spirv_offset;
 mod stats;
 mod validation_log;

@@ -88,8 +88,8 @@ fn other_set(set: u32, binding: u32) -> String {
     )
 }
 
-/// Turns bytes into SPIR-V words, checking length, magic and header.
-/// Accepts either byte order.
+/// Turns bytes into SPIR-V words, checking length, magic and header, and
+/// drops what [`crate::spirv_compat`] lists. Accepts either byte order.
 pub(crate) fn words_from_bytes(bytes: &[u8]) -> Result<Vec<u32>> {
     if bytes.len() % 4 != 0 {
         return Err(Error::InvalidSpirv {
@@ -106,6 +106,11 @@ pub(crate) fn words_from_bytes(bytes: &[u8]) -> Result<Vec<u32>> {
         }
     }
     check_header(&words)?;
+    // Reflection-only decorations and late source languages that drivers
+    // or validators of some ages refuse (other toolchains' output).
+    if let Some(portable) = crate::spirv_compat::portable(&words) {
+        words = portable;
+    }
     Ok(words)
 }
 
