@@ -1,7 +1,7 @@
 //! # vkcompute
 //!
-//! GPU compute on Vulkan: upload buffers, build kernels from SPIR-V or GLSL,
-//! record many dispatches into a [`Batch`], submit once, and wait on a
+//! GPU compute on Vulkan: upload buffers, build kernels from SPIR-V (any
+//! toolchain's), GLSL or WGSL (feature `wgsl`), record many dispatches into a [`Batch`], submit once, and wait on a
 //! [`Ticket`], with nothing allocated per dispatch and every dispatch checked
 //! against the kernel's reflection and the adapter's limits.
 //!
