@@ -1,9 +1,10 @@
 //! # vkcompute
 //!
 //! GPU compute on Vulkan: upload buffers, build kernels from SPIR-V (any
-//! toolchain's), GLSL or WGSL (feature `wgsl`), record many dispatches into a [`Batch`], submit once, and wait on a
-//! [`Ticket`], with nothing allocated per dispatch and every dispatch checked
-//! against the kernel's reflection and the adapter's limits.
+//! toolchain's), GLSL or WGSL (feature `wgsl`), record many dispatches into
+//! a [`Batch`], submit once, and wait on a [`Ticket`], with nothing
+//! allocated per dispatch and every dispatch checked against the kernel's
+//! reflection and the adapter's limits.
 //!
 //! ```
 //! use vkcompute::{Device, DeviceOptions};
