@@ -99,9 +99,8 @@ pub(crate) fn portable(words: &[u32]) -> Option<Vec<u32>> {
     let mut i = 5;
     while i < words.len() {
         let count = ((words[i] >> 16) as usize).max(1);
-        let Some(inst) = words.get(i..i + count) else {
-            return None;
-        };
+        // A truncated module comes back unchanged.
+        let inst = words.get(i..i + count)?;
         match action(inst) {
             Action::Keep => {
                 if let Some(out) = &mut out {
