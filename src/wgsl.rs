@@ -18,7 +18,8 @@
 //! unguarded write past the end lands on the last element. The cost is one
 //! `min` per dynamically indexed access.
 //!
-//! Only a compute entry point's own globals are written, so a module with
+//! `var<push_constant>` (naga's extension, as in wgpu) becomes the kernel's
+//! push-constant block. Only a compute entry point's own globals are written, so a module with
 //! several entry points gives each kernel just the bindings its entry point
 //! uses. WGSL `override` declarations have no SPIR-V specialization
 //! constants in naga's writer and are refused; use a `const` or a uniform.
@@ -175,6 +176,21 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
             Err(Error::EntryPointNotFound { available, .. }) if available == ["a", "b"]
         ));
         assert!(compile_wgsl(two, Some("b")).is_ok());
+    }
+
+    #[test]
+    fn a_second_group_is_refused_by_reflection_naming_it() {
+        let src = "@group(0) @binding(0) var<storage, read> a: array<f32>;\n\
+                   @group(2) @binding(5) var<storage, read_write> b: array<f32>;\n\
+                   @compute @workgroup_size(64) fn main() { b[0] = a[0]; }\n";
+        let words = compile_wgsl(src, None).unwrap();
+        let Err(Error::UnsupportedShader { detail, .. }) = crate::reflect::reflect(&words, None)
+        else {
+            panic!("expected UnsupportedShader");
+        };
+        assert!(detail.contains("binding 5"), "{detail}");
+        assert!(detail.contains("descriptor set 2"), "{detail}");
+        assert!(detail.contains("@group(2)"), "{detail}");
     }
 
     #[test]

@@ -144,6 +144,40 @@ fn a_wgsl_kernel_runs_in_a_graph_with_a_uniform_parameter() {
 }
 
 #[test]
+fn push_constants_reflect_and_reach_the_kernel() {
+    let gpu = gpu();
+    let src = r#"
+struct Push {
+    scale: f32,
+    count: u32,
+}
+var<push_constant> pc: Push;
+@group(0) @binding(0) var<storage, read_write> y: array<f32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    if gid.x < pc.count && gid.x < arrayLength(&y) {
+        y[gid.x] = pc.scale * f32(gid.x);
+    }
+}
+"#;
+    let k = gpu.kernel_wgsl(src).unwrap();
+    assert_eq!(k.push_constant_size(), 8);
+    let y = gpu.upload(&[-1.0f32; 100]).unwrap();
+    let mut pc = 0.5f32.to_le_bytes().to_vec();
+    pc.extend_from_slice(&60u32.to_le_bytes());
+    let mut b = gpu.batch().unwrap();
+    b.run_with_push_constants(&k, &[&y], 100, &pc).unwrap();
+    b.submit().unwrap();
+    let out = y.download().unwrap();
+    for (i, v) in out.iter().enumerate() {
+        let want = if i < 60 { 0.5 * i as f32 } else { -1.0 };
+        assert_eq!(*v, want, "y[{i}]");
+    }
+    assert_clean(&gpu);
+}
+
+#[test]
 fn each_entry_point_binds_only_what_it_uses() {
     let gpu = gpu();
     let fill_b = Kernel::builder(&gpu)
