@@ -29,6 +29,8 @@ step "cargo fmt --check"
 cargo fmt --all --check
 step "built-in kernels' checked-in SPIR-V matches its sources (scripts/shaders.py --check)"
 python3 scripts/shaders.py --check
+step "test SPIR-V of other toolchains matches its assembly (scripts/test_spirv.sh --check)"
+bash scripts/test_spirv.sh --check
 step "the crate builds with no shader compiler (glslc and glslangValidator shadowed)"
 # Default features on; the build with default features off is its own step.
 bash scripts/build_no_shader_compiler.sh
@@ -53,6 +55,9 @@ cargo package --allow-dirty --offline 2>&1 |
   { grep -v "is not included in the published package" || true; }
 step "docs as docs.rs builds them (DOCS_RS=1, every feature, no shader compiler needed)"
 DOCS_RS=1 cargo doc --all-features --no-deps
+step "WGSL kernels (feature wgsl, off by default: naga's front end)"
+cargo test --features wgsl --lib wgsl -- --test-threads=1
+cargo test --features wgsl --test wgsl -- --test-threads=1
 step "recording suites again with pooled descriptor sets (NVIDIA's default path)"
 # lavapipe defaults to push descriptors; NVIDIA records through pooled
 # sets and the set cache, so the suites that exercise binding run on both.

@@ -181,6 +181,14 @@ pub enum Error {
         message: String,
     },
 
+    /// WGSL failed to compile; the message holds naga's diagnostics: the
+    /// file, line and column, the source line and what is wrong with it.
+    #[error("WGSL compilation failed:\n{message}")]
+    Wgsl {
+        /// naga's error output.
+        message: String,
+    },
+
     /// A specialization constant was given a bad id or a value of the wrong size.
     #[error("kernel {kernel:?}: specialization constant {id}: {detail}")]
     SpecConstant {

@@ -1,4 +1,4 @@
-//! Kernels: compute pipelines built from SPIR-V or GLSL, with reflection.
+//! Kernels: compute pipelines built from SPIR-V, GLSL or WGSL, with reflection.
 //!
 //! A kernel's bindings, push-constant size and workgroup size come from its
 //! SPIR-V ([`crate::reflect`]); every dispatch is checked against them. The
@@ -21,6 +21,13 @@ use crate::stats::Counter;
 pub use crate::reflect::MAX_BINDINGS;
 
 /// Something that holds a SPIR-V module: words, or bytes in either byte order.
+///
+/// Modules from any toolchain load: glslang, shaderc, naga, DXC, Slang,
+/// rust-gpu. What some of them write for reflection tools only (DXC's
+/// `-fspv-reflect` decorations and their `SPV_GOOGLE_*` extensions, which
+/// need device extensions many drivers lack) is dropped, and an `OpSource`
+/// language newer than WGSL (Slang's) reads as Unknown, which older
+/// validators require; nothing a kernel means changes.
 pub trait SpirvInput {
     /// The module's words, checked for length and magic number.
     fn spirv_words(&self) -> Result<Vec<u32>>;
@@ -102,6 +109,17 @@ impl Kernel {
         Kernel::builder(gpu).spirv(spirv).build()
     }
 
+    /// A kernel from WGSL source (feature `wgsl`): its compute entry point
+    /// `main`, or its only one, labelled with the caller's file and line.
+    /// Pick another entry point with `Kernel::builder(gpu).wgsl(source)
+    /// .entry(name)`. Bindings must be in `@group(0)`; a dispatch passes one
+    /// buffer per binding, in binding order.
+    #[cfg(feature = "wgsl")]
+    #[track_caller]
+    pub fn from_wgsl(gpu: &Device, source: &str) -> Result<Kernel> {
+        Kernel::builder(gpu).wgsl(source).build()
+    }
+
     /// A builder for entry point, specialization constants and workgroup
     /// size. The kernel's default label is the caller's file and line.
     #[track_caller]
@@ -110,8 +128,10 @@ impl Kernel {
             site: Location::caller(),
             dev: gpu.clone(),
             source: Err(Error::InvalidSpirv {
-                reason: "no SPIR-V or GLSL was given to the builder".into(),
+                reason: "no SPIR-V, GLSL or WGSL was given to the builder".into(),
             }),
+            #[cfg(feature = "wgsl")]
+            wgsl: None,
             entry: None,
             spec: BTreeMap::new(),
             local_size: [None; 3],
@@ -158,6 +178,15 @@ impl Device {
         Kernel::builder(self).glsl(source).build()
     }
 
+    /// Compiles WGSL compute source (feature `wgsl`; entry point `main` or
+    /// the module's only compute entry point) into a kernel labelled with
+    /// the caller's file and line. See [`Kernel::from_wgsl`].
+    #[cfg(feature = "wgsl")]
+    #[track_caller]
+    pub fn kernel_wgsl(&self, source: &str) -> Result<Kernel> {
+        Kernel::builder(self).wgsl(source).build()
+    }
+
     /// A kernel from SPIR-V words or bytes, labelled with the caller's file
     /// and line.
     #[track_caller]
@@ -177,6 +206,10 @@ pub struct KernelBuilder {
     /// Where the builder was made: the default label.
     site: &'static Location<'static>,
     source: Result<Vec<u32>>,
+    /// WGSL source, compiled at [`KernelBuilder::build`] for the entry
+    /// point chosen by then.
+    #[cfg(feature = "wgsl")]
+    wgsl: Option<String>,
     entry: Option<String>,
     spec: BTreeMap<u32, Vec<u8>>,
     local_size: [Option<u32>; 3],
@@ -201,7 +234,37 @@ impl KernelBuilder {
     /// Uses a SPIR-V module (words or bytes).
     pub fn spirv<S: SpirvInput + ?Sized>(mut self, spirv: &S) -> Self {
         self.source = spirv.spirv_words();
+        self.clear_wgsl();
         self
+    }
+
+    /// Uses WGSL source (feature `wgsl`), compiled through naga when the
+    /// kernel is built, for the entry point given to
+    /// [`KernelBuilder::entry`] (default `main`, or the module's only
+    /// compute entry point); only that entry point's bindings are
+    /// reflected. Compile errors are [`Error::Wgsl`] naming the line.
+    #[cfg(feature = "wgsl")]
+    pub fn wgsl(mut self, source: &str) -> Self {
+        self.wgsl = Some(source.to_string());
+        self
+    }
+
+    /// Forgets WGSL given earlier: the last source given wins.
+    fn clear_wgsl(&mut self) {
+        #[cfg(feature = "wgsl")]
+        {
+            self.wgsl = None;
+        }
+    }
+
+    /// The module's words: WGSL compiled for the chosen entry point, or
+    /// the SPIR-V or GLSL given.
+    fn take_words(&mut self) -> Result<Vec<u32>> {
+        #[cfg(feature = "wgsl")]
+        if let Some(source) = self.wgsl.take() {
+            return crate::wgsl::compile_wgsl(&source, self.entry.as_deref());
+        }
+        std::mem::replace(&mut self.source, Ok(Vec::new()))
     }
 
     /// Compiles GLSL compute source (through the device's on-disk cache,
@@ -220,6 +283,7 @@ impl KernelBuilder {
         let k = &self.dev.inner.kernels();
         self.source =
             crate::glsl::compile_cached(source, options, k.dir.as_deref(), &k.disk_counters);
+        self.clear_wgsl();
         self
     }
 
@@ -300,10 +364,10 @@ impl KernelBuilder {
 
     /// Creates the kernel, or returns the cached one with the same SPIR-V
     /// and specialization.
-    pub fn build(self) -> Result<Kernel> {
+    pub fn build(mut self) -> Result<Kernel> {
         let d = self.dev.inner.clone();
         d.sticky.check()?;
-        let words = self.source?;
+        let words = self.take_words()?;
         // A request seen before on this device gets its pipeline back
         // without reflecting or validating the SPIR-V again.
         let request = RequestKey {

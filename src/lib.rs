@@ -1,9 +1,10 @@
 //! # vkcompute
 //!
-//! GPU compute on Vulkan: upload buffers, build kernels from SPIR-V or GLSL,
-//! record many dispatches into a [`Batch`], submit once, and wait on a
-//! [`Ticket`], with nothing allocated per dispatch and every dispatch checked
-//! against the kernel's reflection and the adapter's limits.
+//! GPU compute on Vulkan: upload buffers, build kernels from SPIR-V (any
+//! toolchain's), GLSL or WGSL (feature `wgsl`), record many dispatches into
+//! a [`Batch`], submit once, and wait on a [`Ticket`], with nothing
+//! allocated per dispatch and every dispatch checked against the kernel's
+//! reflection and the adapter's limits.
 //!
 //! ```
 //! use vkcompute::{Device, DeviceOptions};
@@ -236,9 +237,12 @@ mod reclaim;
 mod reflect;
 mod requirements;
 mod spirv_caps;
+mod spirv_compat;
 mod spirv_offset;
 mod stats;
 mod validation_log;
+#[cfg(feature = "wgsl")]
+mod wgsl;
 mod workgroups;
 
 // Layer 1, Vulkan objects made from an `ash::Device`, with no reference
@@ -300,6 +304,8 @@ pub use stream::Stream;
 pub use ticket::Ticket;
 pub use ticket_future::TicketWait;
 pub use validation_log::ValidationLog;
+#[cfg(feature = "wgsl")]
+pub use wgsl::compile_wgsl;
 
 pub use batch::host_io::Readback;
 pub use buffer::host_words::HostWords;

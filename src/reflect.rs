@@ -77,8 +77,19 @@ pub struct Reflection {
     pub spec_constants: Vec<SpecConstantInfo>,
 }
 
-/// Turns bytes into SPIR-V words, checking length, magic and header.
-/// Accepts either byte order.
+/// Why a binding outside descriptor set 0 is refused, in each source
+/// language's terms. A dispatch passes one flat buffer list, bound to set 0;
+/// the set is named so the author can move the binding.
+fn other_set(set: u32, binding: u32) -> String {
+    format!(
+        "binding {binding} is in descriptor set {set} (GLSL set = {set}, WGSL @group({set}), \
+         HLSL space{set}); kernels bind descriptor set 0 only: declare every buffer in set 0 \
+         (@group(0), space0) with its own binding number"
+    )
+}
+
+/// Turns bytes into SPIR-V words, checking length, magic and header, and
+/// drops what [`crate::spirv_compat`] lists. Accepts either byte order.
 pub(crate) fn words_from_bytes(bytes: &[u8]) -> Result<Vec<u32>> {
     if bytes.len() % 4 != 0 {
         return Err(Error::InvalidSpirv {
@@ -95,6 +106,11 @@ pub(crate) fn words_from_bytes(bytes: &[u8]) -> Result<Vec<u32>> {
         }
     }
     check_header(&words)?;
+    // Reflection-only decorations and late source languages that drivers
+    // or validators of some ages refuse (other toolchains' output).
+    if let Some(portable) = crate::spirv_compat::portable(&words) {
+        words = portable;
+    }
     Ok(words)
 }
 
@@ -299,11 +315,7 @@ pub(crate) fn reflect_with_elements(
                 ..
             } => {
                 if desc_bind.set() != 0 {
-                    return Err(unsupported(format!(
-                        "binding {} is in descriptor set {}; only set 0 is supported",
-                        desc_bind.bind(),
-                        desc_bind.set()
-                    )));
+                    return Err(unsupported(other_set(desc_bind.set(), desc_bind.bind())));
                 }
                 if *nbind != 1 {
                     return Err(unsupported(format!(
