@@ -41,7 +41,7 @@ step "recording suites again with pooled descriptor sets (NVIDIA's default path)
 # lavapipe defaults to push descriptors; NVIDIA records through pooled
 # sets and the set cache, so the suites that exercise binding run on both.
 VKCOMPUTE_PUSH_DESCRIPTORS=0 cargo test --test batch --test batch_errors --test set_cache \
-  --test concurrency --test graph -- --test-threads=1
+  --test concurrency --test graph --test stream_order -- --test-threads=1
 step "fuzz target builds and runs its seeds (scripts/fuzz.sh fuzzes)"
 # Plain stable cargo: libfuzzer-sys builds without cargo-fuzz or nightly
 # (only `cargo fuzz run` needs those); the shared target dir reuses the
