@@ -22,7 +22,10 @@
 //! the GPU starts while the CPU records; [`Batch::submit_async`] submits the
 //! rest. Dropping a batch without submitting discards what was not yet
 //! submitted; chunks already submitted run to completion, and the buffers
-//! they use stay alive (parked) until they do.
+//! they use stay alive (parked) until they do. Chunking never lets another
+//! batch of the stream in between: a batch that submits while an earlier
+//! one of its stream is open is held back until that one ends
+//! (`batch/held.rs`; the crate guide's "Ordering").
 //!
 //! A command that fails after recording began (a descriptor set that could
 //! not be allocated, a copy whose second piece fails, a chunk that failed to

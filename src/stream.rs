@@ -7,6 +7,15 @@
 //! except tickets and events it names ([`Batch::wait_for`],
 //! [`Batch::wait_event`]) and the buffer rule ([`crate#ordering`]).
 //!
+//! A batch is one unit of the stream's order whatever its chunking: every
+//! submission on the stream holds the stream's order lock, and while an
+//! earlier batch is open (it submitted chunks as it grew), a later batch's
+//! submissions are held back and reach the queue when that batch ends
+//! (`queue/stream_state/order.rs` has the rule, `batch/held.rs` the held
+//! batch). A graph launch waits on the host for the open batch instead.
+//! A stream with no open batch submits as it always did, plus one
+//! uncontended lock.
+//!
 //! Vulkan signals a submission's semaphore only after every earlier
 //! submission on the same queue, so streams that must overlap need
 //! different `VkQueue`s. [`Device::stream`] hands out distinct queues while

@@ -184,6 +184,8 @@ fn a_batch_dropped_in_the_middle_keeps_its_submitted_chunks_in_place() {
     let mut d = doubles(&s, &k, 6, early_chunks());
     d.barrier();
     drop(d);
+    // A batch dropped before it submitted anything takes no place.
+    drop(doubles(&s, &k, 3, BatchOptions::default()));
     let tb = doubles(&s, &k, 1, BatchOptions::default())
         .submit_async()
         .unwrap();
@@ -288,4 +290,55 @@ fn block_on<F: Future>(f: F) -> F::Output {
         }
         std::thread::park();
     }
+}
+
+#[test]
+fn an_op_batch_execute_is_a_batch_of_the_default_stream() {
+    let gpu = gpu();
+    let k = kit(&gpu);
+    let s = gpu.default_stream();
+    let mut ops = gpu.ops();
+    let y = ops.upload(&[1.0f32, 2.0, 3.0]).unwrap();
+    let z = ops.add(&y, &y).unwrap();
+    let a = open_incs(&s, &k, 40);
+    // The execute's batch goes to the default stream behind A.
+    let t = ops.execute().unwrap();
+    assert!(!t.is_ready().unwrap());
+    let e = t.wait().unwrap_err();
+    assert!(matches!(e, Error::BatchHeldOpen { .. }), "{e}");
+    assert!(t.timeline_value() == 0);
+    let ta = a.submit_async().unwrap();
+    t.wait().unwrap();
+    assert!(t.timeline_value() > ta.timeline_value());
+    assert_eq!(ops.read(&z).unwrap(), [2.0, 4.0, 6.0]);
+    assert_eq!(all(&k.x), 40);
+    assert_clean(&gpu);
+}
+
+#[test]
+fn another_thread_waits_for_a_held_back_batch_with_futures_and_deadlines() {
+    let gpu = gpu();
+    let k = kit(&gpu);
+    let s = gpu.stream().unwrap();
+    let a = open_incs(&s, &k, 40);
+    let tb = doubles(&s, &k, 1, BatchOptions::default())
+        .submit_async()
+        .unwrap();
+    let (sent, got) = mpsc::channel();
+    let waiter = std::thread::spawn(move || {
+        let e = tb.wait_timeout(Duration::from_millis(20)).unwrap_err();
+        assert!(matches!(e, Error::Timeout { .. }), "{e}");
+        let e = block_on(tb.with_deadline(Duration::ZERO)).unwrap_err();
+        assert!(matches!(e, Error::Timeout { .. }), "{e}");
+        sent.send(()).unwrap();
+        // Woken when A ends and B reaches the queue, then by the GPU.
+        block_on(tb.wait_async()).unwrap();
+        tb
+    });
+    got.recv().unwrap();
+    let ta = a.submit_async().unwrap();
+    let tb = waiter.join().unwrap();
+    assert!(tb.is_ready().unwrap() && ta.is_ready().unwrap());
+    assert_eq!(all(&k.x), 80);
+    assert_clean(&gpu);
 }
