@@ -216,10 +216,11 @@ fn waiting_on_a_batch_held_back_by_this_threads_open_batch_is_an_error() {
     let k = kit(&gpu);
     let s = gpu.stream().unwrap();
     let a = open_incs(&s, &k, 40);
-    let tb = doubles(&s, &k, 1, BatchOptions::default())
-        .submit_async()
-        .unwrap();
+    let mut b = doubles(&s, &k, 1, BatchOptions::default());
+    let rb = b.read(&k.x).unwrap();
+    let tb = b.submit_async().unwrap();
     assert!(!tb.is_ready().unwrap());
+    assert!(rb.is_submitted());
     let held = |e: Error| matches!(e, Error::BatchHeldOpen { .. });
     let e = tb.wait().unwrap_err();
     assert!(held(e.clone()), "{e}");
@@ -241,6 +242,7 @@ fn waiting_on_a_batch_held_back_by_this_threads_open_batch_is_an_error() {
     let tsame = same.submit_async().unwrap();
     let ta = a.submit_async().unwrap();
     tb.wait().unwrap();
+    assert_eq!(rb.wait().unwrap(), vec![80u32; N]);
     assert!(tb.timeline_value() > ta.timeline_value());
     tsame.wait().unwrap();
     block_on(tb.wait_async()).unwrap();

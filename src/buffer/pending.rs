@@ -45,6 +45,11 @@ impl HeldUses {
         self.count.store(on.len(), Ordering::Release);
     }
 
+    /// Whether a held-back batch uses the buffer.
+    pub(crate) fn any(&self) -> bool {
+        self.count.load(Ordering::Acquire) > 0
+    }
+
     /// Waits until no held-back batch uses the buffer (one atomic read
     /// when none does); [`crate::Error::BatchHeldOpen`] when one never
     /// could reach its queue while this thread waits.
