@@ -504,6 +504,10 @@ impl Batch {
     /// [`DeviceOptions::validation_errors`](crate::DeviceOptions::validation_errors)
     /// on: [`Error::Validation`] when validation messages arrived between
     /// the batch's creation and the end of the wait ([`Ticket::wait`]).
+    /// [`Error::BatchHeldOpen`] when the batch is held back behind an open
+    /// batch of its stream that this thread holds (see
+    /// [`Batch::submit_async`]): it is submitted all the same and reaches
+    /// the queue when that batch ends.
     pub fn submit(self) -> Result<()> {
         self.submit_async()?.wait()
     }
