@@ -180,8 +180,9 @@ impl BatchOrder {
     /// Whether a batch that holds back `place` (the open one, or one held
     /// back before it and not ended; every one for `u64::MAX`) belongs to
     /// the calling thread: waiting for `place` there would never end.
+    /// False once `place` is no longer held back.
     pub(crate) fn held_by_caller(&self, place: u64) -> bool {
-        if self.open == 0 {
+        if self.open == 0 || (place != u64::MAX && !self.is_held(place)) {
             return false;
         }
         let me = std::thread::current().id();
@@ -374,6 +375,12 @@ mod tests {
             s.spawn(|| assert_eq!(o.turn(&mut a2, false), Turn::Now));
         });
         assert!(!o.held_by_caller(b));
+        // Released: nothing holds it back any more, whoever is open.
+        let mut c = 0;
+        o.turn(&mut c, false);
+        o.end(b, None);
+        o.end(a, None);
+        assert!(o.is_open(c) && !o.held_by_caller(b) && o.held_by_caller(u64::MAX));
     }
 
     #[test]
