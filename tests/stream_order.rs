@@ -189,7 +189,7 @@ fn a_batch_dropped_in_the_middle_keeps_its_submitted_chunks_in_place() {
     let tb = doubles(&s, &k, 1, BatchOptions::default())
         .submit_async()
         .unwrap();
-    let _ = a.submit_async().unwrap();
+    drop(a.submit_async().unwrap());
     tb.wait().unwrap();
     assert_eq!(all(&k.x), 40 * 16 * 2);
 
@@ -267,7 +267,7 @@ fn a_graph_launch_is_a_batch_of_its_stream() {
     let g2 = g.clone();
     let other = std::thread::spawn(move || g2.launch().unwrap().wait().unwrap());
     std::thread::sleep(Duration::from_millis(50));
-    let _ = a.submit_async().unwrap();
+    drop(a.submit_async().unwrap());
     other.join().unwrap();
     assert_eq!(all(&k.x), 80);
     drop(g);
