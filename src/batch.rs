@@ -22,7 +22,10 @@
 //! the GPU starts while the CPU records; [`Batch::submit_async`] submits the
 //! rest. Dropping a batch without submitting discards what was not yet
 //! submitted; chunks already submitted run to completion, and the buffers
-//! they use stay alive (parked) until they do.
+//! they use stay alive (parked) until they do. Chunking never lets another
+//! batch of the stream in between: a batch that submits while an earlier
+//! one of its stream is open is held back until that one ends
+//! (`batch/held.rs`; the crate guide's "Ordering").
 //!
 //! A command that fails after recording began (a descriptor set that could
 //! not be allocated, a copy whose second piece fails, a chunk that failed to
@@ -57,6 +60,7 @@ mod chunks;
 mod copy_cmds;
 mod copy_kernel;
 mod graph_mode;
+mod held;
 pub(crate) mod host_io;
 mod launch;
 mod poison;
@@ -139,6 +143,14 @@ pub struct Batch {
     events: Vec<(Arc<EventInner>, u64)>,
     /// Value of the batch's first submission (0: none yet).
     first_value: u64,
+    /// The batch's place in its stream's order (0: none yet; see
+    /// `batch/held.rs`).
+    place: u64,
+    /// Set by `submit_async`: the next submission is the batch's last.
+    ending: bool,
+    /// Values of the chunks submitted while the batch was held back
+    /// behind an open batch of its stream (none: never held back).
+    held: Option<Arc<std::sync::Mutex<held::Progress>>>,
     /// The pipeline bound in the open chunk (null: none).
     last_pipeline: vk::Pipeline,
     /// Address of the kernel (`KernelCore`) whose pipeline is bound with
@@ -258,6 +270,9 @@ impl Batch {
             wait_marks: UseMark::default(),
             events: Vec::new(),
             first_value: 0,
+            place: 0,
+            ending: false,
+            held: None,
             last_pipeline: vk::Pipeline::null(),
             bound: 0,
             bound_class: 0,
@@ -452,6 +467,12 @@ impl Batch {
     /// wait: commands recorded from now on (when called before the first
     /// command: the whole batch) start after it completes, whatever queue
     /// or stream it ran on. Waiting never blocks a stream on another queue.
+    /// A ticket of a batch held back behind an open batch of its stream
+    /// (the crate guide's "Ordering") has no value yet: on that stream,
+    /// a batch placed after it needs none (the stream orders the two);
+    /// otherwise this waits on the host until the held-back batch reaches
+    /// its queue, or returns [`Error::BatchHeldOpen`] when the open batch
+    /// holding it back belongs to the calling thread.
     /// [`Error::BadTicket`] for a ticket of another device.
     /// In a graph recording: [`Error::WaitInGraph`] (use
     /// [`crate::Graph::launch_after`]).
@@ -462,7 +483,8 @@ impl Batch {
                 what: "Batch::wait_for with a ticket of another device",
             });
         }
-        self.wait_marks = self.wait_marks.join(ticket.mark());
+        let mark = ticket.mark_for(&self.stream, self.place, "Batch::wait_for")?;
+        self.wait_marks = self.wait_marks.join(mark);
         Ok(self)
     }
 
@@ -498,16 +520,26 @@ impl Batch {
     /// [`DeviceOptions::validation_errors`](crate::DeviceOptions::validation_errors)
     /// on: [`Error::Validation`] when validation messages arrived between
     /// the batch's creation and the end of the wait ([`Ticket::wait`]).
+    /// [`Error::BatchHeldOpen`] when the batch is held back behind an open
+    /// batch of its stream that this thread holds (see
+    /// [`Batch::submit_async`]): it is submitted all the same and reaches
+    /// the queue when that batch ends.
     pub fn submit(self) -> Result<()> {
         self.submit_async()?.wait()
     }
 
     /// Submits what remains and returns a [`Ticket`] for the whole batch.
+    ///
+    /// While an earlier batch of the same stream is open (it submitted
+    /// chunks as it grew and is neither submitted nor dropped), this
+    /// batch is held back and reaches the queue when that batch ends: the
+    /// ticket's value is known from then on (see [`Ticket::wait`]).
     pub fn submit_async(mut self) -> Result<Ticket> {
         // Checked here too: a batch with nothing left to submit would
         // otherwise return a ticket from a lost device. A poisoned batch
         // submits nothing more (dropping it discards the open chunk).
         self.usable()?;
+        self.ending = true;
         if self.profiling == Profiling::Batch && self.queries.as_ref().is_some_and(|q| q.used > 0) {
             if self.cb == vk::CommandBuffer::null() {
                 self.open_chunk()?;
@@ -517,20 +549,35 @@ impl Batch {
         if let Err(e) = self.flush() {
             return Err(self.poison(e));
         }
-        if self.last_value == 0 && (!self.wait_marks.is_empty() || !self.events.is_empty()) {
+        if self.last_value == 0
+            && self.place == 0
+            && (!self.wait_marks.is_empty() || !self.events.is_empty())
+        {
             // Nothing recorded, but waits named: an empty submission carries
             // them, so the ticket completes after what they wait for.
             if let Err(e) = self.submit_chunk(&[]) {
                 return Err(self.poison(e));
             }
         }
+        let queries = |b: &mut Batch| {
+            b.queries.take().map(|q| QueryReadout {
+                pools: q.pools,
+                count: q.used,
+                labels: q.labels,
+            })
+        };
+        if let Some(pending) = self.end_held(true) {
+            let queries = queries(&mut self);
+            return Ok(
+                Ticket::held(self.dev.clone(), self.stream.clone(), pending, queries)
+                    .with_validation_from(self.validation_from),
+            );
+        }
+        let ended = self.end_open();
         let mark = UseMark::at(self.slot(), self.last_value);
         self.retire(mark);
-        let queries = self.queries.take().map(|q| QueryReadout {
-            pools: q.pools,
-            count: q.used,
-            labels: q.labels,
-        });
+        ended?;
+        let queries = queries(&mut self);
         Ok(Ticket::new(self.dev.clone(), self.slot(), mark, queries)
             .with_validation_from(self.validation_from))
     }
@@ -702,6 +749,14 @@ impl Batch {
 impl Drop for Batch {
     fn drop(&mut self) {
         // Unsubmitted commands are discarded: the pool reset drops them.
+        // A batch held back behind an open one hands its recorder and
+        // query pools to its last held-back work; an open one ends, so the
+        // batches held back behind it go to the queue.
+        if self.end_held(false).is_some() {
+            return;
+        }
+        // A chunk that failed while held back already poisoned what follows.
+        let _ = self.end_open();
         let mark = UseMark::at(self.stream.slot, self.last_value);
         self.retire(mark);
         if let Some(q) = self.queries.take() {

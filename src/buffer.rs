@@ -27,7 +27,9 @@ use crate::reclaim::LastUse;
 
 pub(crate) mod async_transfer;
 pub(crate) mod host_words;
+mod pending;
 pub(crate) mod transfer;
+use pending::HeldUses;
 
 /// The shared part of a buffer: the Vulkan handle, its memory, its last use.
 pub(crate) struct BufferInner {
@@ -46,6 +48,8 @@ pub(crate) struct BufferInner {
     pub last_use: LastUse,
     /// Taken by every host copy and atomic view ([`crate::host_lock`]).
     pub host: HostLock,
+    /// Batches held back behind an open batch of their stream that use it.
+    pub held: HeldUses,
 }
 
 // SAFETY: the only thread-affine state is the mapping pointer. The host
@@ -247,6 +251,7 @@ impl<T: Pod> Buffer<T> {
             alloc: Some(alloc),
             last_use: LastUse::default(),
             host: HostLock::default(),
+            held: HeldUses::default(),
         });
         Ok(Buffer {
             inner,

@@ -317,6 +317,8 @@ impl Device {
     }
 
     /// Waits until all submitted work is done, then releases parked objects.
+    /// Batches held back behind an open batch of their stream (the crate
+    /// guide's "Ordering") are not on a queue yet and are not waited for.
     pub fn wait_idle(&self) -> Result<()> {
         self.inner.wait_idle()?;
         self.inner.maintain()

@@ -372,6 +372,21 @@ pub enum Error {
         what: &'static str,
     },
 
+    /// A wait (or a launch, or host access to a buffer) that could never
+    /// end: it needs a batch of stream `stream` that is held back behind an
+    /// earlier batch of that stream which the calling thread still holds
+    /// open (it submitted chunks as it grew and was neither submitted nor
+    /// dropped). The held-back batch reaches the queue when that batch ends.
+    #[error("{what}: it needs work on stream {stream} (queue {queue}) that waits behind a batch this thread holds open on that stream; submit or drop that open batch first")]
+    BatchHeldOpen {
+        /// The operation.
+        what: &'static str,
+        /// The stream's number ([`Stream::id`](crate::Stream::id)).
+        stream: u64,
+        /// The stream's queue ([`Stream::queue_id`](crate::Stream::queue_id)).
+        queue: usize,
+    },
+
     /// [`Batch::run`](crate::Batch::run) was asked for more invocations
     /// than one row of workgroups holds and the launch cannot be split
     /// along x into several dispatches, or the grid's spare invocations

@@ -319,6 +319,14 @@ impl Graph {
     /// host access and other streams order after the launch), whatever the
     /// number of commands or buffers; with [`Params`], a slot write per
     /// bound value.
+    ///
+    /// A launch is a whole batch of its stream: while a batch of that
+    /// stream is open (it submitted chunks as it grew), the launch waits on
+    /// the host for it to end; [`Error::BatchHeldOpen`] (nothing
+    /// submitted) when the calling thread holds that batch. A ticket given
+    /// to [`Graph::launch_after`] of a batch held back behind an open
+    /// batch is waited for on the host until it reaches its queue, with
+    /// the same error.
     #[inline]
     pub fn launch(&self) -> Result<Ticket> {
         self.launch_inner(&self.stream, None)
@@ -412,7 +420,9 @@ impl Graph {
         for p in &self.params {
             p.touch();
         }
+        let turn = self.stream.whole_turn("Graph::prewarm")?;
         let v = submit(d, &self.stream, &[], UseMark::default())?;
+        drop(turn);
         d.wait_mark(UseMark::at(self.stream.slot, v), None)?;
         self.prewarmed.store(true, Ordering::Release);
         Ok(())
@@ -433,8 +443,13 @@ impl Graph {
                     what: "the ticket passed to launch_after",
                 });
             }
-            need = t.mark();
+            need = t.resolved("Graph::launch_after")?;
         }
+        // The launch is a whole batch of `stream`: it waits (on the host)
+        // for the stream's open batch to end, and holds the stream's order
+        // until it is submitted. Taken before the graph's own locks, as
+        // every submission takes the order first.
+        let _turn = stream.whole_turn("Graph::launch")?;
         // Held until the launch is submitted and its uses recorded: launches
         // of this graph (and, under the Params locks, of every graph sharing
         // a Params) see each other's marks.

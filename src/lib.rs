@@ -123,6 +123,31 @@
 //!   [`DeviceOptions::compute_queues`]: each costs device-creation time),
 //!   the least used first (streams sharing a queue stay correct but may
 //!   not overlap; lavapipe has one queue, so all its streams share it).
+//! - **A batch is one unit of its stream, whatever its chunking.** A
+//!   batch takes its place in the stream when it first submits: its first
+//!   chunk (a long batch submits chunks as it grows, [`BatchOptions`]) or
+//!   its whole self. While a batch that took its place earlier is still
+//!   open (it submitted chunks and was neither submitted nor dropped), a
+//!   later batch of the same stream is *held back*: what it submits is
+//!   queued, in order, and reaches the queue when the open batch ends (its
+//!   submit, or its drop: a dropped batch's submitted chunks stay
+//!   submitted), submitted by the thread that ends it. No semaphore wait
+//!   is involved, so this holds on one queue (lavapipe) as on many, and no
+//!   other stream waits. A held-back batch's [`Ticket`] gets its value
+//!   when the batch reaches the queue: [`Ticket::wait`] (and
+//!   [`Stream::synchronize`], futures, [`Batch::wait_for`] from another
+//!   stream) waits on the host until then, and returns
+//!   [`Error::BatchHeldOpen`] at once when the open batch holding it back
+//!   belongs to the calling thread (the wait could never end);
+//!   [`Ticket::is_ready`] is false meanwhile. Host access to a buffer a
+//!   held-back batch uses ([`Buffer::download`], [`Buffer::write`]) waits
+//!   or fails the same way, then waits for the GPU as usual. Internal work
+//!   on a stream counts as batches: [`Batch::write`], [`Batch::upload`] and
+//!   op-batch executes record into a batch; a graph launch (with its
+//!   [`Params`] copies) is a whole batch that waits on the host for the
+//!   stream's open batch to end ([`Error::BatchHeldOpen`] on that batch's
+//!   thread). ("Belongs to" means: the thread that last submitted a chunk
+//!   of it.) Uploads of new buffers ([`Device::upload`]) use no stream.
 //! - **Tickets and events.** [`Batch::wait_for`] orders a batch after a
 //!   [`Ticket`] from any stream or queue, on the GPU, without blocking the
 //!   host or any other stream; [`Ticket::join`] and [`Ticket::join_all`]
@@ -152,7 +177,8 @@
 //!   queue still uses it is released only once that work completes.
 //!
 //! The rule for host access: **`Buffer::write` and `Buffer::download` act
-//! when they are called, on the work submitted so far; they are not
+//! when they are called, on the work submitted so far (held-back batches
+//! included, see above); they are not
 //! commands of a batch being recorded.** A long batch submits in chunks as
 //! it grows ([`BatchOptions`]), so a `Buffer::write` between two `run`
 //! calls of one unsubmitted batch may land before or after commands

@@ -16,7 +16,7 @@ use ash::vk;
 use crate::error::{Error, Result, Sticky};
 
 mod stream_state;
-pub(crate) use stream_state::{pick_queue, plan_waits, StreamState};
+pub(crate) use stream_state::{pick_queue, plan_waits, BatchOrder, PendingMark, StreamState, Turn};
 
 /// A semaphore wait attached to a submission.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

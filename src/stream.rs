@@ -7,6 +7,15 @@
 //! except tickets and events it names ([`Batch::wait_for`],
 //! [`Batch::wait_event`]) and the buffer rule ([`crate#ordering`]).
 //!
+//! A batch is one unit of the stream's order whatever its chunking: every
+//! submission on the stream holds the stream's order lock, and while an
+//! earlier batch is open (it submitted chunks as it grew), a later batch's
+//! submissions are held back and reach the queue when that batch ends
+//! (`queue/stream_state/order.rs` has the rule, `batch/held.rs` the held
+//! batch). A graph launch waits on the host for the open batch instead.
+//! A stream with no open batch submits as it always did, plus one
+//! uncontended lock.
+//!
 //! Vulkan signals a submission's semaphore only after every earlier
 //! submission on the same queue, so streams that must overlap need
 //! different `VkQueue`s. [`Device::stream`] hands out distinct queues while
@@ -114,6 +123,7 @@ pub struct Stream {
 impl std::fmt::Debug for Stream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Stream")
+            .field("id", &self.state.id)
             .field("queue", &self.state.slot)
             .field("last", &self.state.last.load(Ordering::Relaxed))
             .finish()
@@ -178,18 +188,30 @@ impl Stream {
     }
 
     /// A ticket for everything submitted on this stream so far (ready at
-    /// once when nothing was).
+    /// once when nothing was), batches held back behind an open batch
+    /// included once they ended (were submitted or dropped).
     pub fn ticket(&self) -> Ticket {
+        let order = self.state.order();
         let last = self.state.last.load(Ordering::Acquire);
-        Ticket::new(
+        let held = order.pending();
+        drop(order);
+        Ticket::on_stream(
             self.dev.clone(),
-            self.state.slot,
+            &self.state,
             UseMark::at(self.state.slot, last),
-            None,
+            held,
         )
     }
 
-    /// Blocks until everything submitted on this stream so far completed.
+    /// The stream's number, unique in the process (error messages name
+    /// streams by it, e.g. [`crate::Error::BatchHeldOpen`]).
+    pub fn id(&self) -> u64 {
+        self.state.id
+    }
+
+    /// Blocks until everything submitted on this stream so far completed
+    /// ([`crate::Error::BatchHeldOpen`] when a batch held back behind an
+    /// open batch this thread holds is part of it).
     pub fn synchronize(&self) -> Result<()> {
         self.ticket().wait()
     }

@@ -11,6 +11,12 @@
 //! also reports the validation messages of the batch's span
 //! ([`Error::Validation`]; the rule is in [`crate::ValidationLog`]).
 //!
+//! A batch held back behind an open batch of its stream (the crate guide's
+//! "Ordering") gets a ticket whose value is not known yet: waiting on it
+//! blocks until the batch reaches the queue, then waits for the GPU; when
+//! the open batch that holds it back belongs to the waiting thread, the
+//! wait could never end and returns [`Error::BatchHeldOpen`] at once.
+//!
 //! [`DeviceOptions::wait_spin`]: crate::DeviceOptions::wait_spin
 //! [`DeviceOptions::validation_errors`]: crate::DeviceOptions::validation_errors
 
@@ -22,6 +28,7 @@ use ash::vk;
 use crate::device::{DeviceInner, Garbage};
 use crate::error::{Error, Result};
 use crate::profile::Profile;
+use crate::queue::{PendingMark, StreamState};
 use crate::reclaim::UseMark;
 
 /// Timestamp queries a profiled batch wrote.
@@ -36,16 +43,30 @@ pub(crate) struct QueryReadout {
 struct Queries {
     dev: Arc<DeviceInner>,
     mark: UseMark,
+    /// The batch's completion while it is held back (its mark unknown).
+    pending: Option<Arc<PendingMark>>,
     readout: QueryReadout,
 }
 
 impl Drop for Queries {
     fn drop(&mut self) {
-        for p in self.readout.pools.drain(..) {
-            self.dev.release(self.mark, Garbage::QueryPool(p));
+        let pools = std::mem::take(&mut self.readout.pools);
+        let mark = match &self.pending {
+            // Not known yet: the batch's last work releases them.
+            Some(p) => match p.orphan(pools.clone()) {
+                Some(m) => m,
+                None => return,
+            },
+            None => self.mark,
+        };
+        for p in pools {
+            self.dev.release(mark, Garbage::QueryPool(p));
         }
     }
 }
+
+/// A held-back batch's completion, with its stream.
+type Held = (Arc<StreamState>, Arc<PendingMark>);
 
 /// The completion of submitted work: a batch, or several joined
 /// ([`Ticket::join`]). Cheap to clone (clones are the same completion);
@@ -61,6 +82,9 @@ pub struct Ticket {
     /// Where the validation span of the ticket's batch starts in the
     /// device's log (`None`: waits report no validation messages).
     validation_from: Option<usize>,
+    /// Completions of batches held back when they were submitted, joined
+    /// with `mark` (empty for nearly every ticket).
+    held: Vec<Held>,
 }
 
 impl std::fmt::Debug for Ticket {
@@ -84,6 +108,7 @@ impl Ticket {
             Arc::new(Queries {
                 dev: dev.clone(),
                 mark,
+                pending: None,
                 readout,
             })
         });
@@ -93,7 +118,122 @@ impl Ticket {
             mark,
             queries,
             validation_from: None,
+            held: Vec::new(),
         }
+    }
+
+    /// A ticket for a batch of `stream` held back behind an open batch:
+    /// complete once `pending` is filled and its value passes.
+    pub(crate) fn held(
+        dev: Arc<DeviceInner>,
+        stream: Arc<StreamState>,
+        pending: Arc<PendingMark>,
+        queries: Option<QueryReadout>,
+    ) -> Ticket {
+        let mut t = Ticket::new(dev, stream.slot, UseMark::default(), None);
+        t.queries = queries.map(|readout| {
+            Arc::new(Queries {
+                dev: t.dev.clone(),
+                mark: UseMark::default(),
+                pending: Some(pending.clone()),
+                readout,
+            })
+        });
+        t.held.push((stream, pending));
+        t
+    }
+
+    /// A ticket for `mark` that also waits for the batches held back
+    /// behind an open batch of `stream` that have ended
+    /// ([`crate::Stream::ticket`]).
+    pub(crate) fn on_stream(
+        dev: Arc<DeviceInner>,
+        stream: &Arc<StreamState>,
+        mark: UseMark,
+        pending: Vec<Arc<PendingMark>>,
+    ) -> Ticket {
+        let mut t = Ticket::new(dev, stream.slot, mark, None);
+        t.held = pending.into_iter().map(|p| (stream.clone(), p)).collect();
+        t
+    }
+
+    /// The ticket's values, waiting (up to `timeout` from `start`) for
+    /// those of held-back batches; [`Error::BatchHeldOpen`] when one could
+    /// never come.
+    fn settled(
+        &self,
+        timeout: Option<Duration>,
+        start: std::time::Instant,
+        what: &'static str,
+    ) -> Result<UseMark> {
+        let mut mark = self.mark;
+        for (s, p) in &self.held {
+            let left = timeout.map(|t| t.saturating_sub(start.elapsed()));
+            mark = mark.join(s.resolve(p, left, what)?);
+        }
+        Ok(mark)
+    }
+
+    /// The ticket's values, waiting on the host for those of held-back
+    /// batches ([`Error::BatchHeldOpen`] when one could never come).
+    pub(crate) fn resolved(&self, what: &'static str) -> Result<UseMark> {
+        self.settled(None, std::time::Instant::now(), what)
+    }
+
+    /// The values known so far: `None` while a held-back batch has none.
+    fn known(&self) -> Option<Result<UseMark>> {
+        let mut mark = self.mark;
+        for (_, p) in &self.held {
+            match p.get()? {
+                Ok(m) => mark = mark.join(m),
+                Err(e) => return Some(Err(e)),
+            }
+        }
+        Some(Ok(mark))
+    }
+
+    /// The values a batch of `stream` placed at `place` (0: not placed
+    /// yet) must wait for to run after this ticket's work. A held-back
+    /// batch of the same stream placed before it needs no wait (the stream
+    /// orders them); any other held-back batch is waited for on the host
+    /// until it reaches its queue ([`Error::BatchHeldOpen`] when it never
+    /// could).
+    pub(crate) fn mark_for(
+        &self,
+        stream: &Arc<StreamState>,
+        place: u64,
+        what: &'static str,
+    ) -> Result<UseMark> {
+        let mut mark = self.mark;
+        for (s, p) in &self.held {
+            if let Some(r) = p.get() {
+                mark = mark.join(r?);
+                continue;
+            }
+            let ordered = Arc::ptr_eq(s, stream) && (place == 0 || place > p.place);
+            if !ordered {
+                mark = mark.join(s.resolve(p, None, what)?);
+            }
+        }
+        Ok(mark)
+    }
+
+    /// The values to wait for, or `Pending` with `cx`'s waker registered
+    /// while a held-back batch has none yet (futures).
+    pub(crate) fn poll_mark(
+        &self,
+        cx: &std::task::Context<'_>,
+    ) -> std::task::Poll<Result<UseMark>> {
+        use std::task::Poll;
+        let mut mark = self.mark;
+        for (s, p) in &self.held {
+            match s.poll_resolve(p, cx.waker(), "a ticket's future") {
+                Some(Ok(m)) => mark = mark.join(m),
+                Some(Err(e)) => return Poll::Ready(Err(e)),
+                None => return Poll::Pending,
+            }
+        }
+        Poll::Ready(Ok(mark))
     }
 
     /// This ticket, its waits reporting the validation messages received
@@ -106,8 +246,17 @@ impl Ticket {
     /// The timeline value that marks completion on the ticket's queue (the
     /// queue of the batch it was made for; for a joined ticket, the first
     /// ticket's queue, and the latest value on it among those joined).
+    /// For a batch held back behind an open batch of its stream, the value
+    /// is known once the batch reached the queue; before that, the value
+    /// of the rest of the ticket (0 when nothing else is joined).
     pub fn timeline_value(&self) -> u64 {
-        self.mark.get(self.slot)
+        let mut mark = self.mark;
+        for (_, p) in &self.held {
+            if let Some(Ok(m)) = p.get() {
+                mark = mark.join(m);
+            }
+        }
+        mark.get(self.slot)
     }
 
     /// Which queue of the device the ticket's batch ran on (as
@@ -145,6 +294,7 @@ impl Ticket {
             dev: self.dev.clone(),
             slot: self.slot,
             mark: self.mark.join(other.mark),
+            held: self.held.iter().chain(&other.held).cloned().collect(),
             queries: None,
             // The earlier span covers both.
             validation_from: match (self.validation_from, other.validation_from) {
@@ -154,34 +304,30 @@ impl Ticket {
         })
     }
 
-    /// The (timeline semaphore, value) pairs that mark completion, one per
-    /// queue the ticket covers: what a host wait (futures) or a submission
-    /// waiting on the ticket (graph launches) waits for.
-    #[allow(dead_code)] // the crate-internal hook for futures and graphs
-    pub(crate) fn sync_points(&self) -> impl Iterator<Item = (vk::Semaphore, u64)> + '_ {
-        self.mark
-            .points()
-            .filter_map(|(slot, v)| self.dev.queue(slot).map(|q| (q.timeline, v)))
-    }
-
-    /// The ticket's values, one per queue slot.
-    pub(crate) fn mark(&self) -> UseMark {
-        self.mark
-    }
-
     /// Whether the ticket belongs to `dev`.
     pub(crate) fn is_of(&self, dev: &Arc<DeviceInner>) -> bool {
         Arc::ptr_eq(&self.dev, dev)
     }
 
     /// The device and the (timeline semaphore, value) pairs that must all be
-    /// reached for the work to be complete (for the futures' waiter).
-    pub(crate) fn wait_points(&self) -> (&Arc<DeviceInner>, Vec<(vk::Semaphore, u64)>) {
-        (&self.dev, self.sync_points().collect())
+    /// reached for `mark` to be complete (for the futures' waiter).
+    pub(crate) fn wait_points(
+        &self,
+        mark: UseMark,
+    ) -> (&Arc<DeviceInner>, Vec<(vk::Semaphore, u64)>) {
+        let points = mark
+            .points()
+            .filter_map(|(slot, v)| self.dev.queue(slot).map(|q| (q.timeline, v)))
+            .collect();
+        (&self.dev, points)
     }
 
     /// Blocks until the work has completed. After a device loss:
-    /// [`Error::DeviceLost`], even for work that had completed.
+    /// [`Error::DeviceLost`], even for work that had completed. For a
+    /// batch held back behind an open batch of its stream, this first
+    /// waits for that batch to end; [`Error::BatchHeldOpen`] at once when
+    /// that open batch belongs to the calling thread (it could never end
+    /// while the thread waits).
     ///
     /// With [`DeviceOptions::validation_errors`](crate::DeviceOptions::validation_errors)
     /// on, a batch's ticket returns [`Error::Validation`] once the work
@@ -208,9 +354,14 @@ impl Ticket {
         // reports it (its results can no longer be read back anyway).
         d.sticky.check()?;
         let start = std::time::Instant::now();
+        let mark = if self.held.is_empty() {
+            self.mark
+        } else {
+            self.settled(timeout, start, "Ticket::wait")?
+        };
         let spin = d.options.wait_spin;
         let idled = std::cell::Cell::new(false);
-        for (slot, value) in self.mark.points() {
+        for (slot, value) in mark.points() {
             let Some(q) = d.queue(slot) else { continue };
             let left = timeout.map(|t| t.saturating_sub(start.elapsed()));
             if slot != 0 {
@@ -245,11 +396,16 @@ impl Ticket {
     }
 
     /// Whether the work has completed (never blocks); after a device loss,
-    /// [`Error::DeviceLost`].
+    /// [`Error::DeviceLost`]. False while a batch of the ticket is held
+    /// back behind an open batch of its stream.
     pub fn is_ready(&self) -> Result<bool> {
         let d = &self.dev;
         d.sticky.check()?;
-        for (slot, value) in self.mark.points() {
+        let mark = match self.known() {
+            None => return Ok(false),
+            Some(m) => m?,
+        };
+        for (slot, value) in mark.points() {
             if let Some(q) = d.queue(slot) {
                 if !q.is_done(&d.raw, &d.sticky, value)? {
                     return Ok(false);

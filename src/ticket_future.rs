@@ -7,7 +7,11 @@
 //! GPU signals the value, when the deadline passes, or when the device is
 //! lost. The poll path does nothing else: the housekeeping that
 //! [`Ticket::wait`] does inline (releasing finished objects, readying a
-//! recorder) is left to the device's next blocking wait or batch.
+//! recorder) is left to the device's next blocking wait or batch. A ticket
+//! of a batch held back behind an open batch of its stream is woken when
+//! the batch reaches the queue (a deadline is checked each time it is
+//! polled meanwhile), or resolves to [`Error::BatchHeldOpen`] when
+//! polled on the thread that holds that open batch.
 
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
@@ -114,7 +118,19 @@ impl Future for TicketWait<'_> {
     type Output = Result<()>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
-        let (d, points) = self.ticket.wait_points();
+        let mark = match self.ticket.poll_mark(cx) {
+            Poll::Ready(Ok(m)) => m,
+            Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+            Poll::Pending => {
+                if self.deadline.is_some_and(|t| Instant::now() >= t) {
+                    return Poll::Ready(Err(Error::Timeout {
+                        waited: self.started.elapsed(),
+                    }));
+                }
+                return Poll::Pending;
+            }
+        };
+        let (d, points) = self.ticket.wait_points(mark);
         poll_points(d, &points, self.deadline, self.started, cx)
     }
 }
@@ -126,7 +142,12 @@ impl Future for Ticket {
     type Output = Result<()>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
-        let (d, points) = self.wait_points();
+        let mark = match self.poll_mark(cx) {
+            Poll::Ready(Ok(m)) => m,
+            Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+            Poll::Pending => return Poll::Pending,
+        };
+        let (d, points) = self.wait_points(mark);
         poll_points(d, &points, None, Instant::now(), cx)
     }
 }

@@ -4,14 +4,19 @@
 //! policy says so, or at the end).
 
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use ash::vk;
 
-use super::Batch;
+use super::{Batch, KeepList};
 use crate::barrier::Stage;
+use crate::device::DeviceInner;
 use crate::error::{Error, Result};
+use crate::event::EventInner;
 use crate::profile::Profiling;
 use crate::profile::QUERIES_PER_POOL;
+use crate::queue::{StreamState, Turn};
+use crate::reclaim::UseMark;
 use crate::recorder::cmd_barrier;
 use crate::stats::Counter;
 
@@ -159,34 +164,63 @@ impl Batch {
     /// the previous one, and for the other queues' (and other streams')
     /// conflicting use of the chunk's buffers: a write waits for every
     /// earlier use, a read for earlier writes.
+    ///
+    /// The stream's order is held meanwhile: while an earlier batch of the
+    /// stream is open, the chunk is held back instead (`batch/held.rs`).
     pub(super) fn submit_chunk(&mut self, cmds: &[vk::CommandBuffer]) -> Result<()> {
-        let d = &*self.dev;
-        let slot = self.stream.slot;
-        let mut need = std::mem::take(&mut self.wait_marks);
-        for (b, writes) in &self.keep {
-            b.last_use.hazards(*writes, &mut need);
+        let stream = self.stream.clone();
+        let mut order = stream.order();
+        if order.turn(&mut self.place, self.ending) == Turn::Later {
+            self.defer_chunk(&mut order, cmds);
+            return Ok(());
         }
-        let events = self.events.iter().map(|(e, v)| (e.semaphore(), *v));
-        let value = crate::stream::submit_on(
-            d,
-            &self.stream,
+        if self.held.is_some() {
+            self.catch_up()?;
+        }
+        let value = submit_work(
+            &self.dev,
+            &stream,
             cmds,
-            need,
-            events,
-            self.events.len(),
+            std::mem::take(&mut self.wait_marks),
+            &mut self.keep,
+            &mut self.events,
             self.first_value,
         )?;
-        d.counters.submissions.fetch_add(1, Ordering::Relaxed);
-        for (b, writes) in self.keep.drain(..) {
-            b.last_use.used_on(slot, value, writes);
-        }
-        for (e, v) in self.events.drain(..) {
-            e.waited(slot, value, v);
-        }
+        drop(order);
         if self.first_value == 0 {
             self.first_value = value;
         }
         self.last_value = value;
         Ok(())
     }
+}
+
+/// Submits `cmds` on `stream` after `need` and `events` and the conflicting
+/// earlier use of the buffers in `keep` (see [`Batch::submit_chunk`]), and
+/// records the submission as their last use (draining both lists).
+/// `first_value`: the batch's first value (0: this is its first
+/// submission).
+pub(super) fn submit_work(
+    d: &DeviceInner,
+    stream: &StreamState,
+    cmds: &[vk::CommandBuffer],
+    mut need: UseMark,
+    keep: &mut KeepList,
+    events: &mut Vec<(Arc<EventInner>, u64)>,
+    first_value: u64,
+) -> Result<u64> {
+    let slot = stream.slot;
+    for (b, writes) in keep.iter() {
+        b.last_use.hazards(*writes, &mut need);
+    }
+    let sems = events.iter().map(|(e, v)| (e.semaphore(), *v));
+    let value = crate::stream::submit_on(d, stream, cmds, need, sems, events.len(), first_value)?;
+    d.counters.submissions.fetch_add(1, Ordering::Relaxed);
+    for (b, writes) in keep.drain(..) {
+        b.last_use.used_on(slot, value, writes);
+    }
+    for (e, v) in events.drain(..) {
+        e.waited(slot, value, v);
+    }
+    Ok(value)
 }

@@ -196,9 +196,12 @@ impl<T: Pod> Readback<T> {
         self.buf.is_empty()
     }
 
-    /// Whether the command that fills it was submitted (it may still run).
+    /// Whether the command that fills it was submitted (it may still run,
+    /// or be held back behind an open batch of its stream: then
+    /// [`Readback::wait`] waits for that batch as [`crate::Ticket::wait`]
+    /// does).
     pub fn is_submitted(&self) -> bool {
-        !self.buf.inner.last_use.mark().is_empty()
+        self.buf.inner.held.any() || !self.buf.inner.last_use.mark().is_empty()
     }
 
     /// Waits for the read to complete and returns the elements.

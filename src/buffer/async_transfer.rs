@@ -285,6 +285,7 @@ impl<T: Pod> Buffer<T> {
         let inner = &self.inner;
         let d = &inner.dev;
         d.sticky.check()?;
+        inner.held.settle("Buffer::download_async")?;
         let n = self.len();
         // Always a GPU copy, even where the buffer is mapped: it snapshots
         // the data in queue order, so work submitted after this call (which

@@ -33,6 +33,7 @@ use crate::staging::StagingBuffer;
 pub(crate) fn write_bytes(buf: &BufferInner, offset: u64, data: &[u8]) -> Result<()> {
     let d = &*buf.dev;
     d.sticky.check()?;
+    buf.held.settle("Buffer::write")?;
     let _host = buf.host.acquire(Access::Write, "write")?;
     match (buf.write_path, buf.mapped()) {
         (HostPath::Mapped, Some(ptr)) => {
@@ -58,6 +59,7 @@ pub(crate) fn write_bytes(buf: &BufferInner, offset: u64, data: &[u8]) -> Result
 pub(crate) fn read_bytes(buf: &BufferInner, offset: u64, out: &mut [u8]) -> Result<()> {
     let d = &*buf.dev;
     d.sticky.check()?;
+    buf.held.settle("Buffer::download")?;
     let _host = buf.host.acquire(Access::Read, "download")?;
     match (buf.read_path, buf.mapped()) {
         (HostPath::Mapped, Some(ptr)) => {
@@ -83,6 +85,7 @@ pub(crate) fn read_bytes(buf: &BufferInner, offset: u64, out: &mut [u8]) -> Resu
 pub(crate) fn zero(buf: &BufferInner) -> Result<()> {
     let d = &*buf.dev;
     d.sticky.check()?;
+    buf.held.settle("Buffer::zero")?;
     let _host = buf.host.acquire(Access::Write, "zero")?;
     match (buf.write_path, buf.mapped()) {
         (HostPath::Mapped, Some(ptr)) => {

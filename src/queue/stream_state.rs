@@ -1,20 +1,40 @@
 //! A stream's queue-level state: which queue slot it records on, its last
-//! submitted value, and the rules for what a submission on it waits for.
-//! The stream handle ([`crate::Stream`]) and its submission live in the
-//! recording layer; this is what the device holds for its default stream.
+//! submitted value, the order of its batches ([`BatchOrder`]), and the rules
+//! for what a submission on it waits for. The stream handle
+//! ([`crate::Stream`]) and its submission live in the recording layer;
+//! this is what the device holds for its default stream.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
+use crate::error::{Error, Result};
 use crate::reclaim::UseMark;
 
-/// What batches of one stream share: its queue and its last submission.
+mod order;
+pub(crate) use order::{BatchOrder, Deferred, PendingMark, Turn};
+
+/// Numbers streams in creation order (for error messages).
+static NEXT_STREAM: AtomicU64 = AtomicU64::new(0);
+
+/// How long a blocked wait sleeps before it checks again whether the
+/// batch holding it back has moved to the waiting thread.
+const RECHECK: Duration = Duration::from_millis(50);
+
+/// What batches of one stream share: its queue, its last submission and
+/// the order of its batches.
 #[derive(Debug)]
 pub(crate) struct StreamState {
     /// Mark slot of the stream's queue.
     pub slot: usize,
+    /// The stream's number, unique in the process (error messages).
+    pub id: u64,
     /// The last value submitted on the stream (on its queue's timeline).
     pub last: AtomicU64,
+    /// The open batch and the batches held back behind it.
+    order: Mutex<BatchOrder>,
+    /// Signalled when a batch of the stream ends.
+    ended: Condvar,
     /// The queue's user count, released when the stream drops.
     lease: Option<(Arc<[AtomicUsize]>, usize)>,
 }
@@ -25,9 +45,147 @@ impl StreamState {
     pub(crate) fn new(slot: usize, lease: Option<(Arc<[AtomicUsize]>, usize)>) -> StreamState {
         StreamState {
             slot,
+            id: NEXT_STREAM.fetch_add(1, Ordering::Relaxed),
             last: AtomicU64::new(0),
+            order: Mutex::new(BatchOrder::default()),
+            ended: Condvar::new(),
             lease,
         }
+    }
+
+    /// The stream's order, locked: every submission on the stream holds it
+    /// (uncontended unless two threads submit on one stream at once).
+    pub(crate) fn order(&self) -> MutexGuard<'_, BatchOrder> {
+        self.order.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Ends batch `place` (0: a batch never placed, nothing to do): see
+    /// [`BatchOrder::end`]; `work` (for a batch still held back) runs after its
+    /// chunks, `pending` is filled by it.
+    pub(crate) fn end(
+        &self,
+        place: u64,
+        work: Option<Deferred>,
+        pending: Option<Arc<PendingMark>>,
+    ) {
+        if place == 0 {
+            return;
+        }
+        let mut o = self.order();
+        if let Some(w) = work {
+            o.defer(place, w);
+        }
+        o.end(place, pending);
+        drop(o);
+        self.ended.notify_all();
+    }
+
+    /// Wakes the threads waiting for a batch of the stream to end (call
+    /// after ending one through [`StreamState::order`]).
+    pub(crate) fn notify_ended(&self) {
+        self.ended.notify_all();
+    }
+
+    /// The error of a wait for `what` that could never end.
+    pub(crate) fn held_open(&self, what: &'static str) -> Error {
+        Error::BatchHeldOpen {
+            what,
+            stream: self.id,
+            queue: self.slot,
+        }
+    }
+
+    /// Blocks until the chunks batch `place` submitted while held back
+    /// have reached the queue; [`Error::BatchHeldOpen`] when a batch
+    /// holding them back belongs to the calling thread.
+    pub(crate) fn wait_released(&self, place: u64, what: &'static str) -> Result<()> {
+        let mut o = self.order();
+        loop {
+            if !o.is_held(place) {
+                return Ok(());
+            }
+            if o.held_by_caller(place) {
+                return Err(self.held_open(what));
+            }
+            o = self
+                .ended
+                .wait_timeout(o, RECHECK)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+
+    /// Blocks until no batch of the stream is open and returns the order,
+    /// locked: the caller submits a whole batch in the stream's order while
+    /// it holds it. [`Error::BatchHeldOpen`] when the open batch (or one
+    /// held back) belongs to the calling thread.
+    pub(crate) fn whole_turn(&self, what: &'static str) -> Result<MutexGuard<'_, BatchOrder>> {
+        let mut o = self.order();
+        loop {
+            if o.is_clear() {
+                return Ok(o);
+            }
+            if o.held_by_caller(u64::MAX) {
+                return Err(self.held_open(what));
+            }
+            o = self
+                .ended
+                .wait_timeout(o, RECHECK)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+
+    /// The value of `pending` (a batch of this stream held back when it was
+    /// submitted), waiting up to `timeout` for it (`None`: no limit).
+    /// [`Error::BatchHeldOpen`] when a batch holding it back belongs to the
+    /// calling thread; [`Error::Timeout`] when the limit passes first.
+    pub(crate) fn resolve(
+        &self,
+        pending: &PendingMark,
+        timeout: Option<Duration>,
+        what: &'static str,
+    ) -> Result<UseMark> {
+        let start = Instant::now();
+        loop {
+            if let Some(r) = pending.get() {
+                return r;
+            }
+            if self.order().held_by_caller(pending.place) {
+                return Err(self.held_open(what));
+            }
+            let step = match timeout {
+                Some(t) => {
+                    let left = t.saturating_sub(start.elapsed());
+                    if left.is_zero() {
+                        return Err(Error::Timeout {
+                            waited: start.elapsed(),
+                        });
+                    }
+                    left.min(RECHECK)
+                }
+                None => RECHECK,
+            };
+            pending.wait(step);
+        }
+    }
+
+    /// [`StreamState::resolve`] without blocking: the value once known,
+    /// the error when it could never come, else `None` with `waker`
+    /// registered to be woken when it comes.
+    pub(crate) fn poll_resolve(
+        &self,
+        pending: &PendingMark,
+        waker: &std::task::Waker,
+        what: &'static str,
+    ) -> Option<Result<UseMark>> {
+        if let Some(r) = pending.get() {
+            return Some(r);
+        }
+        if self.order().held_by_caller(pending.place) {
+            return Some(Err(self.held_open(what)));
+        }
+        pending.register(waker)
     }
 }
 
