@@ -54,18 +54,23 @@ fn main() {
         format!("/usr/lib/{arch}-linux-gnu")
     });
     let present = |lib: &str| Path::new(&dir).join(format!("lib{lib}.a")).exists();
-    for required in ["glslang", "SPIRV-Tools", "SPIRV-Tools-opt"] {
-        if !present(required) {
-            println!(
-                "cargo:warning=vkcompute: lib{required}.a not found in {dir}; install \
-                 libshaderc-dev, glslang-dev and spirv-tools (apt), or set \
-                 VKCOMPUTE_SHADERC_LIB_DIR, or build without the `glsl` feature"
-            );
+    // Debian's and Ubuntu's layout: `libshaderc_combined.a` holds shaderc
+    // alone, and glslang and SPIRV-Tools sit beside it as static archives.
+    // Only that layout needs the archives added here; anywhere else (the
+    // Vulkan SDK, Fedora's or Arch's shared libshaderc, SHADERC_LIB_DIR,
+    // or shaderc-sys building shaderc from source) the `shaderc` crate's
+    // own discovery links a complete shaderc and nothing is added.
+    let debian_layout = present("shaderc_combined") && present("glslang");
+    if debian_layout && env::var_os("SHADERC_LIB_DIR").is_none() {
+        println!("cargo:rustc-link-search=native={dir}");
+        for lib in STATIC_LIBS.iter().filter(|l| present(l)) {
+            println!("cargo:rustc-link-lib=static={lib}");
         }
-    }
-    println!("cargo:rustc-link-search=native={dir}");
-    for lib in STATIC_LIBS.iter().filter(|l| present(l)) {
-        println!("cargo:rustc-link-lib=static={lib}");
+    } else if present("shaderc_combined") {
+        println!(
+            "cargo:warning=vkcompute: {dir} has libshaderc_combined.a but not libglslang.a; on \
+             Debian/Ubuntu install glslang-dev and spirv-tools beside libshaderc-dev"
+        );
     }
     shaderc_fingerprint(&dir);
 }

@@ -71,6 +71,10 @@ step "without the glsl feature: the library builds, and the tests that need no r
 # two cores).
 cargo build --no-default-features --lib
 cargo test --no-default-features --lib --tests -- --test-threads=1
+# The examples that need no runtime GLSL (the others name `glsl` in
+# required-features): built-in ops and the op batch, checked.
+cargo run --quiet --no-default-features --example ops
+cargo run --quiet --no-default-features --example op_batch
 step "fuzz target builds and runs its seeds (scripts/fuzz.sh fuzzes)"
 # Plain stable cargo: libfuzzer-sys builds without cargo-fuzz or nightly
 # (only `cargo fuzz run` needs those); the shared target dir reuses the
