@@ -28,7 +28,6 @@
 //!     [--reps 30] [--check-layers 2] [--json out.json] [--torch torch.json]
 //! ```
 
-#[allow(dead_code)]
 #[path = "../benches/common/bandwidth.rs"]
 mod bandwidth;
 #[allow(dead_code)]
