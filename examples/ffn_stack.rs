@@ -26,7 +26,11 @@
 //! cargo run --release --example ffn_stack -- [--hidden 2560] [--inter 9728]
 //!     [--layers 36] [--tokens 1,4,64] [--dtypes f32,bf16] [--warm 5]
 //!     [--reps 30] [--check-layers 2] [--json out.json] [--torch torch.json]
+//!     [--rows-per-pass R] [--splits S]
 //! ```
+//!
+//! `--rows-per-pass` and `--splits` replace those of [`ops::choose_linear`]'s
+//! plan for every layer (for tuning: [`ops::linear_with_plan`]).
 
 #[path = "../benches/common/bandwidth.rs"]
 mod bandwidth;
@@ -36,7 +40,7 @@ mod cuda_ref;
 
 use std::time::Instant;
 
-use vkcompute::ops::{self, Bf16, Epilogue};
+use vkcompute::ops::{self, Bf16, Epilogue, LinearPlan, MatmulCaps};
 use vkcompute::{Buffer, Device, Graph, Result};
 
 /// Command-line settings.
@@ -51,6 +55,8 @@ struct Args {
     check_layers: usize,
     json: Option<String>,
     torch: Option<String>,
+    rows_per_pass: Option<u32>,
+    splits: Option<u32>,
 }
 
 fn args() -> Args {
@@ -82,6 +88,8 @@ fn args() -> Args {
         check_layers: num("--check-layers", 2),
         json: flag("--json"),
         torch: flag("--torch"),
+        rows_per_pass: flag("--rows-per-pass").map(|v| v.parse().expect("--rows-per-pass")),
+        splits: flag("--splits").map(|v| v.parse().expect("--splits")),
     };
     assert!(
         args.layers >= 1 && args.reps >= 1,
@@ -108,6 +116,8 @@ impl Weight {
         }
     }
 
+    /// Records one layer: the plan [`ops::choose_linear`] picks, with
+    /// `force`'s rows per pass and splits where given.
     fn linear(
         &self,
         b: &mut vkcompute::Batch,
@@ -115,11 +125,19 @@ impl Weight {
         y: &Buffer<f32>,
         (m, k, n): (u32, u32, u32),
         e: Epilogue<'_>,
+        force: (Option<u32>, Option<u32>),
     ) -> Result<()> {
-        match self {
-            Weight::F32(w) => ops::linear(b, x, w, y, m, k, n, e),
-            Weight::Bf16(w) => ops::linear(b, x, w, y, m, k, n, e),
-        }
+        let (dtype, w): (_, ops::Weights<'_>) = match self {
+            Weight::F32(w) => (ops::DType::F32, w.into()),
+            Weight::Bf16(w) => (ops::DType::Bf16, w.into()),
+        };
+        let silu = matches!(e, Epilogue::SiluMul);
+        let auto = ops::choose_linear(m, k, n, dtype, silu, &MatmulCaps::of(x.device().info()));
+        let plan = LinearPlan {
+            rows_per_pass: force.0.unwrap_or(auto.rows_per_pass),
+            splits: force.1.unwrap_or(auto.splits),
+        };
+        ops::linear_with_plan(b, x, w, y, m, k, n, e, plan)
     }
 }
 
@@ -179,17 +197,30 @@ fn record(
     gpu: &Device,
     layers: &[(Weight, Weight)],
     a: &Acts,
-    t: u32,
-    h: u32,
-    i: u32,
+    (t, h, i): (u32, u32, u32),
+    force: (Option<u32>, Option<u32>),
 ) -> Result<Graph> {
     let mut rec = gpu.graph_recorder()?;
     rec.copy(&a.x, &a.y)?;
     for (gu, d) in layers {
         rec.barrier();
-        gu.linear(&mut rec, &a.y, &a.h, (t, h, 2 * i), Epilogue::SiluMul)?;
+        gu.linear(
+            &mut rec,
+            &a.y,
+            &a.h,
+            (t, h, 2 * i),
+            Epilogue::SiluMul,
+            force,
+        )?;
         rec.barrier();
-        d.linear(&mut rec, &a.h, &a.y, (t, i, h), Epilogue::Residual(&a.y))?;
+        d.linear(
+            &mut rec,
+            &a.h,
+            &a.y,
+            (t, i, h),
+            Epilogue::Residual(&a.y),
+            force,
+        )?;
     }
     rec.finish()
 }
@@ -263,6 +294,7 @@ fn main() -> Result<()> {
     let info = gpu.info();
     let (h, i) = (a.hidden, a.inter);
     let (hu, iu) = (h as usize, i as usize);
+    let force = (a.rows_per_pass, a.splits);
     println!(
         "ffn_stack on {} ({}): hidden {h}, intermediate {i}, {} layers, tokens {:?}",
         info.name, info.driver_name, a.layers, a.tokens
@@ -302,7 +334,7 @@ fn main() -> Result<()> {
             // Correctness on the first layers, at the full width.
             let nc = a.check_layers.min(a.layers);
             if nc > 0 {
-                let g = record(&gpu, &layers[..nc], &acts, t, h, i)?;
+                let g = record(&gpu, &layers[..nc], &acts, (t, h, i), force)?;
                 g.launch()?.wait()?;
                 let got = acts.y.download()?;
                 let want = reference(&x, &sets, nc, tu, hu, iu);
@@ -319,7 +351,7 @@ fn main() -> Result<()> {
                 );
                 println!("{dt} T={t}: {nc} layers match the f64 reference (max error {err:.1e} of the largest output)");
             }
-            let graph = record(&gpu, &layers, &acts, t, h, i)?;
+            let graph = record(&gpu, &layers, &acts, (t, h, i), force)?;
             for _ in 0..a.warm {
                 graph.launch()?.wait()?;
             }
