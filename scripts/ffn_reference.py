@@ -15,7 +15,9 @@ side times a graph launch and its wait. Also measured: copy bandwidth
 (y.copy_(x) of 1 GiB, CUDA events, read + write bytes). Before timing,
 the graph's output is compared once with the same stack computed in f64 on
 the GPU; the largest error relative to the largest output is reported
-(`*_max_rel_err`) and must stay under 1e-3 (f32) or 5e-2 (bf16).
+(`*_max_rel_err`) and must stay under 1e-3 (f32) or 1e-1 (bf16: the
+activations round to 8 bits at every layer; the bound only catches a wrong
+result).
 
     python3 scripts/ffn_reference.py [--hidden 2560] [--inter 9728]
         [--layers 36] [--tokens 1,4,64] [--dtypes f32,bf16] [--reps 20]
@@ -136,7 +138,7 @@ def main():
                 y = torch.addmm(y, F.silu(g) * u, d.double().t())
             err = ((out.double() - y).abs().max() / y.abs().max()).item()
             res[f"{key}_max_rel_err"] = err
-            limit = 1e-3 if name == "f32" else 5e-2
+            limit = 1e-3 if name == "f32" else 1e-1
             assert err < limit, f"{key}: graph output differs from f64 by {err:.2e}"
             del y
             for _ in range(a.warm):
