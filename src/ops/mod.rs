@@ -1,5 +1,5 @@
-//! Built-in kernels: element-wise ops, reductions, softmax, transpose and
-//! GEMV, recorded into an ordinary [`Batch`](crate::Batch) next to your own kernels.
+//! Built-in kernels: element-wise ops, reductions, softmax, transpose,
+//! GEMV, matmul and skinny linear layers ([`linear`]), recorded into an ordinary [`Batch`](crate::Batch) next to your own kernels.
 //!
 //! ```
 //! # fn main() -> vkcompute::Result<()> {

@@ -72,7 +72,7 @@ const OP: &str = "ops::linear";
 /// is output i's weights, as `nn.Linear` stores them) of f32, [`F16`] or
 /// [`Bf16`]. Made from a buffer reference with `.into()`, or implicitly by
 /// [`linear`].
-#[derive(Clone, Copy)]
+#[derive(Debug, Clone, Copy)]
 pub enum Weights<'a> {
     /// f32 weights.
     F32(&'a Buffer<f32>),
@@ -142,7 +142,7 @@ impl Weights<'_> {
 }
 
 /// What a [`linear`] layer does with `x·Wᵀ` before it stores it.
-#[derive(Clone, Copy)]
+#[derive(Debug, Clone, Copy)]
 pub enum Epilogue<'a> {
     /// `y = x·Wᵀ` (`y` is `[m, n]`).
     None,
