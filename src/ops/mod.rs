@@ -1,5 +1,6 @@
 //! Built-in kernels: element-wise ops, reductions, softmax, transpose,
-//! GEMV, matmul and skinny linear layers ([`linear`]), recorded into an ordinary [`Batch`](crate::Batch) next to your own kernels.
+//! GEMV, matmul and skinny linear layers ([`linear`]), recorded into an
+//! ordinary [`Batch`](crate::Batch) next to your own kernels.
 //!
 //! ```
 //! # fn main() -> vkcompute::Result<()> {

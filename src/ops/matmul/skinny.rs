@@ -33,7 +33,9 @@
 //! pure; [`linear_with_plan`] takes an explicit [`LinearPlan`].
 //!
 //! [`super::matmul`] (B stored `[K, N]`) keeps its own kernels for every M:
-//! this path reads W as `[N, K]`, the layout of model weights.
+//! this path reads W as `[N, K]`, the layout of model weights. For M ≤ 64
+//! its tiled kernel also reads B once (one row of 64- or 128-row blocks),
+//! but without split-K.
 //!
 //! Like any command in a batch, a linear layer may overlap the commands
 //! recorded before it: put a [`Batch::barrier`] between a command that
