@@ -63,7 +63,7 @@ impl DType {
 }
 
 // Defined beside the other element types the crate names (the binding
-// check recognises it); its conversions live here.
+// check recognises them); F16's conversions live here, Bf16's with it.
 pub use crate::element::{Bf16, F16};
 
 impl F16 {
