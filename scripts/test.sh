@@ -89,6 +89,10 @@ for ex in saxpy batch async; do
 done
 # Two devices on the one adapter: exercises the sharding, threads and checks.
 cargo run --quiet --example multi_gpu -- --per-adapter 2
+# The FFN stack at a small width (the GPU machine runs Qwen3-4B's shape):
+# each forward checked against the f64 reference, then timed in a graph.
+cargo run --quiet --example ffn_stack -- --hidden 64 --inter 96 --layers 3 \
+  --tokens 1,3,17 --warm 1 --reps 3
 step "gpu_report at small sizes (the GPU machine runs it at full size)"
 cargo run --quiet --example gpu_report -- --json target/gpu_report_quick.json
 echo

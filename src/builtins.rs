@@ -38,9 +38,14 @@ struct Registry<'a>(&'a BuiltinStore);
 /// element types ([`crate::element`]): the copy kernel binds `uvec4` for
 /// any element type, the f16 widening kernel reads the `u16` buffers
 /// `matmul_f16` takes as `float16_t`, and the coopmat matmul kernels read
-/// those `u16` buffers as `uvec4`.
+/// those `u16` buffers as `uvec4`; the 16-bit-weight linear kernels
+/// read [`F16`](crate::element::F16) and [`Bf16`](crate::element::Bf16)
+/// weights as `uvec4` and `uint16_t` words.
 fn reads_raw_words(name: &str) -> bool {
-    matches!(name, "copy" | "convert_f16_f32") || name.starts_with("matmul_f16_coopmat")
+    matches!(name, "copy" | "convert_f16_f32")
+        || name.starts_with("matmul_f16_coopmat")
+        || name.starts_with("linear_f16")
+        || name.starts_with("linear_bf16")
 }
 
 impl Registry<'_> {

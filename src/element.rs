@@ -11,10 +11,11 @@
 //!   array stride (16 for a `vec3` under std430). Blocks of several members,
 //!   structs and matrices are not checked.
 //! - The buffer side is known for the element types this crate names:
-//!   `f32`, `f64`, [`F16`], `u8`, `u16`, `u32`, `u64`, `i8`, `i16`, `i32`,
+//!   `f32`, `f64`, [`F16`], [`Bf16`], `u8`, `u16`, `u32`, `u64`, `i8`, `i16`, `i32`,
 //!   `i64`, and arrays of 2, 3 or 4 of them. A user's struct is not checked.
-//! - Scalar kinds are float16, float32, float64, signed integer and
-//!   unsigned integer: `Buffer<u32>` on `float[]`, `Buffer<i32>` on
+//! - Scalar kinds are float16, bfloat16, float32, float64, signed integer
+//!   and unsigned integer (no compiler here declares bfloat16, so a kernel
+//!   reading [`Bf16`] buffers binds raw words and is built raw, below): `Buffer<u32>` on `float[]`, `Buffer<i32>` on
 //!   `uint[]` or `Buffer<F16>` on `float[]` is refused. Integers of other
 //!   widths pack: `Buffer<u8>` read as `uint` words passes, as does
 //!   `Buffer<f32>` read as `vec4` (4 divides 16); `Buffer<[f32; 3]>` on
@@ -35,11 +36,53 @@ use spirq::ty::{ScalarType, Type};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Pod, Zeroable)]
 pub struct F16(pub u16);
 
+/// A bfloat16 (the top 16 bits of an f32: 8 exponent bits, 7 mantissa
+/// bits), as stored on the GPU. Kernels read it as raw 16-bit words and
+/// widen it with `uintBitsToFloat(uint(h) << 16)`.
+#[repr(transparent)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Pod, Zeroable)]
+pub struct Bf16(pub u16);
+
+impl Bf16 {
+    /// The nearest bfloat16 to `x` (round to nearest even; overflow to
+    /// infinity; NaN stays NaN, quiet).
+    pub fn from_f32(x: f32) -> Bf16 {
+        let b = x.to_bits();
+        if x.is_nan() {
+            return Bf16(((b >> 16) as u16) | 0x0040);
+        }
+        // Adding 0x7fff plus the kept part's lowest bit rounds to nearest
+        // even; a carry into the exponent is the correct rounding (up to
+        // infinity at the top).
+        let round = 0x7fff + ((b >> 16) & 1);
+        Bf16((b.wrapping_add(round) >> 16) as u16)
+    }
+
+    /// The exact f32 value of this bfloat16.
+    pub fn to_f32(self) -> f32 {
+        f32::from_bits(u32::from(self.0) << 16)
+    }
+}
+
+impl From<f32> for Bf16 {
+    fn from(x: f32) -> Bf16 {
+        Bf16::from_f32(x)
+    }
+}
+
+impl From<Bf16> for f32 {
+    fn from(x: Bf16) -> f32 {
+        x.to_f32()
+    }
+}
+
 /// The kind of an element's scalars, as the rule compares them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum ScalarKind {
     /// IEEE float of the given width in bytes (2, 4 or 8).
     Float(u8),
+    /// bfloat16 (2 bytes; not an IEEE width, so its own kind).
+    BFloat16,
     /// Two's-complement signed integer.
     Signed,
     /// Unsigned integer.
@@ -50,6 +93,7 @@ impl fmt::Display for ScalarKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ScalarKind::Float(b) => write!(f, "float{}", u32::from(*b) * 8),
+            ScalarKind::BFloat16 => f.write_str("bfloat16"),
             ScalarKind::Signed => f.write_str("signed integer"),
             ScalarKind::Unsigned => f.write_str("unsigned integer"),
         }
@@ -98,6 +142,7 @@ impl ElementType {
     pub(crate) fn glsl_name(self) -> String {
         let (scalar, prefix) = match (self.kind, self.scalar_bytes) {
             (ScalarKind::Float(4), _) => ("float".to_string(), String::new()),
+            (ScalarKind::BFloat16, _) => ("bfloat16_t".to_string(), "bf16".to_string()),
             (ScalarKind::Float(8), _) => ("double".to_string(), "d".to_string()),
             (ScalarKind::Float(b), _) => (
                 format!("float{}_t", u32::from(b) * 8),
@@ -126,6 +171,7 @@ impl ElementType {
         let bits = u32::from(self.scalar_bytes) * 8;
         let scalar = match self.kind {
             ScalarKind::Float(2) => "F16".to_string(),
+            ScalarKind::BFloat16 => "Bf16".to_string(),
             ScalarKind::Float(_) => format!("f{bits}"),
             ScalarKind::Signed => format!("i{bits}"),
             ScalarKind::Unsigned => format!("u{bits}"),
@@ -188,7 +234,7 @@ fn of_spirv(ty: &Type) -> Option<ElementType> {
 /// module's rule), else `None`. Compiles to a constant per `T` in
 /// optimised builds.
 pub(crate) fn of<T: 'static>() -> Option<ElementType> {
-    use ScalarKind::{Float, Signed, Unsigned};
+    use ScalarKind::{BFloat16, Float, Signed, Unsigned};
     let id = TypeId::of::<T>();
     macro_rules! named {
         ($($t:ty => $kind:expr),* $(,)?) => {
@@ -209,7 +255,7 @@ pub(crate) fn of<T: 'static>() -> Option<ElementType> {
         };
     }
     named!(
-        f32 => Float(4), F16 => Float(2), f64 => Float(8),
+        f32 => Float(4), F16 => Float(2), Bf16 => BFloat16, f64 => Float(8),
         u32 => Unsigned, i32 => Signed, u16 => Unsigned, i16 => Signed,
         u8 => Unsigned, i8 => Signed, u64 => Unsigned, i64 => Signed,
     );
@@ -295,6 +341,50 @@ void main() { a[0] = b[0].x + c[n] + d[0].p.x + float(u.x) + m[0][0].x; }
         assert_eq!(e[3], None, "a struct");
         assert_eq!(e[4], of::<[i32; 2]>());
         assert_eq!(e[5], None, "a matrix");
+    }
+
+    #[test]
+    fn bfloat16_is_its_own_kind() {
+        let bf = of::<Bf16>().unwrap();
+        assert_eq!((bf.kind, bf.size), (ScalarKind::BFloat16, 2));
+        assert_eq!(bf.rust_name(), "Bf16");
+        assert_eq!(of::<[Bf16; 2]>().unwrap().rust_name(), "[Bf16; 2]");
+        let e = of::<F16>().unwrap().accepts(bf).unwrap_err();
+        assert!(e.contains("float16") && e.contains("bfloat16"), "{e}");
+        assert!(of::<u16>().unwrap().accepts(bf).is_err());
+        assert!(of::<f32>().unwrap().accepts(bf).is_err());
+        assert!(bf.accepts(bf).is_ok());
+    }
+
+    #[test]
+    fn bfloat16_rounds_to_nearest_even() {
+        // Every bfloat16 survives the round trip (NaNs stay NaN).
+        for bits in 0..=u16::MAX {
+            let f = Bf16(bits).to_f32();
+            if f.is_nan() {
+                assert!(Bf16::from_f32(f).to_f32().is_nan(), "{bits:#x}");
+            } else {
+                assert_eq!(Bf16::from_f32(f), Bf16(bits), "{bits:#x}");
+            }
+        }
+        assert_eq!(Bf16::from_f32(1.0).0, 0x3f80);
+        assert_eq!(Bf16::from_f32(-2.0).0, 0xc000);
+        // 1 + 2^-8 is halfway between 1 and 1 + 2^-7: ties to even (1).
+        assert_eq!(Bf16::from_f32(1.0 + 2f32.powi(-8)).0, 0x3f80);
+        // 1 + 3·2^-8 is halfway between 1 + 2^-7 and 1 + 2^-6: even is up.
+        assert_eq!(Bf16::from_f32(1.0 + 3.0 * 2f32.powi(-8)).0, 0x3f82);
+        // Just above the halfway point rounds up.
+        assert_eq!(
+            Bf16::from_f32(1.0 + 2f32.powi(-8) + 2f32.powi(-20)).0,
+            0x3f81
+        );
+        assert_eq!(Bf16::from_f32(f32::MAX).0, 0x7f80, "overflow to infinity");
+        assert_eq!(Bf16::from_f32(f32::NEG_INFINITY).0, 0xff80);
+        assert!(Bf16::from_f32(f32::NAN).to_f32().is_nan());
+        // The smallest subnormal f32 rounds to zero (a tie, to even).
+        assert_eq!(Bf16::from_f32(f32::from_bits(0x8000)).0, 0);
+        assert_eq!(Bf16::from_f32(f32::from_bits(0x8001)).0, 1);
+        assert_eq!(f32::from(Bf16(0x4049)), 3.140625);
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! Element types at record time: where a kernel's binding is a runtime
 //! array of scalars or vectors and the buffer's element type is one the
-//! crate can name (f32, F16, f64, u8..u64, i8..i64 and arrays of 2 to 4 of
-//! them), a different scalar kind (float32, float16, float64, signed or
-//! unsigned integer), or element sizes of which neither divides the other,
+//! crate can name (f32, F16, Bf16, f64, u8..u64, i8..i64 and arrays of 2
+//! to 4 of them), a different scalar kind (float32, float16, bfloat16,
+//! float64, signed or unsigned integer), or element sizes of which neither divides the other,
 //! is a typed error naming the kernel, the binding and both types. Packed
 //! reads (u8 data read as `uint` words, f32 data as `vec4`), user structs
 //! on either side, and kernels marked raw pass.
@@ -11,7 +11,7 @@ mod common;
 use common::*;
 
 use vkcompute::bytemuck::{Pod, Zeroable};
-use vkcompute::ops::F16;
+use vkcompute::ops::{Bf16, F16};
 use vkcompute::{Batch, Device, Error, GpuBuf, Kernel};
 
 /// Declares one buffer of `ty` elements and touches it.
@@ -86,6 +86,12 @@ fn a_different_scalar_kind_is_a_typed_error() {
     assert!(e.to_string().contains("i32"), "{e}");
     let e = refused(run(&gpu, &float, &h), "F16 on float[]");
     assert!(e.to_string().contains("F16"), "{e}");
+    // bfloat16 is its own kind: not float, not raw 16-bit words.
+    let bf = gpu.alloc::<Bf16>(8).unwrap();
+    for (k, what) in [(&float, "Bf16 on float[]"), (&uint, "Bf16 on uint[]")] {
+        let e = refused(run(&gpu, k, &bf), what).to_string();
+        assert!(e.contains("Bf16") && e.contains("bfloat16"), "{e}");
+    }
     // Through a slice too.
     let s = u.slice(4..).unwrap();
     refused(run(&gpu, &float, &s), "u32 slice on float[]");

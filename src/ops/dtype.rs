@@ -1,4 +1,5 @@
-//! Element types of the built-in ops: `f32`, and [`F16`] storage.
+//! Element types of the built-in ops: `f32`, and [`F16`] storage; [`Bf16`]
+//! storage for the weights of [`linear`](super::linear).
 
 use bytemuck::Pod;
 
@@ -13,6 +14,9 @@ pub enum DType {
     F32,
     /// 16-bit IEEE float (storage only; ops compute in f32).
     F16,
+    /// bfloat16 (storage only, the weights of [`linear`](super::linear);
+    /// no element-wise op takes it).
+    Bf16,
 }
 
 mod sealed {
@@ -40,7 +44,7 @@ impl DType {
     pub fn size(self) -> u64 {
         match self {
             DType::F32 => 4,
-            DType::F16 => 2,
+            DType::F16 | DType::Bf16 => 2,
         }
     }
 
@@ -59,8 +63,8 @@ impl DType {
 }
 
 // Defined beside the other element types the crate names (the binding
-// check recognises it); its conversions live here.
-pub use crate::element::F16;
+// check recognises them); F16's conversions live here, Bf16's with it.
+pub use crate::element::{Bf16, F16};
 
 impl F16 {
     /// The nearest half to `x` (round to nearest even; overflow to

@@ -37,9 +37,14 @@
 use crate::{Batch, Buffer, Device, Error, Kernel, Result};
 
 mod plan;
+mod skinny;
 
 pub use plan::{
     choose_matmul, CoopTile, MatmulCaps, MatmulDtype, MatmulKernel, MatmulPlan, TileConfig,
+};
+pub use skinny::{
+    choose_linear, linear, linear_with_plan, Epilogue, LinearPlan, Weights, LINEAR_MAX_M,
+    LINEAR_MAX_SPLITS,
 };
 
 /// Columns per workgroup of the M = 1 kernel (`vecmat_f32.comp`'s COLS).

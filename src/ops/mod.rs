@@ -1,5 +1,6 @@
-//! Built-in kernels: element-wise ops, reductions, softmax, transpose and
-//! GEMV, recorded into an ordinary [`Batch`](crate::Batch) next to your own kernels.
+//! Built-in kernels: element-wise ops, reductions, softmax, transpose,
+//! GEMV, matmul and skinny linear layers ([`linear`]), recorded into an
+//! ordinary [`Batch`](crate::Batch) next to your own kernels.
 //!
 //! ```
 //! # fn main() -> vkcompute::Result<()> {
@@ -50,7 +51,7 @@ mod softmax;
 mod transpose;
 
 pub use crate::builtins::{builtin_kernel, builtin_names, registry_stats, RegistryStats};
-pub use dtype::{DType, Element, F16};
+pub use dtype::{Bf16, DType, Element, F16};
 pub use elementwise::{
     add, binary, copy, fill, gelu, gelu_tanh, mul, relu, saxpy, scale, sigmoid, sub, swish, tanh,
     unary, Binary, Unary,
@@ -149,6 +150,7 @@ pub(crate) fn reduction_variant(gpu: &Device, sg: &'static str, wg: &'static str
 
 pub mod matmul;
 pub use matmul::{
-    choose_matmul, matmul, matmul_f16, CoopTile, MatmulCaps, MatmulDtype, MatmulKernel, MatmulPlan,
-    TileConfig,
+    choose_linear, choose_matmul, linear, linear_with_plan, matmul, matmul_f16, CoopTile, Epilogue,
+    LinearPlan, MatmulCaps, MatmulDtype, MatmulKernel, MatmulPlan, TileConfig, Weights,
+    LINEAR_MAX_M, LINEAR_MAX_SPLITS,
 };

@@ -1,0 +1,188 @@
+// Skinny linear layer: y = x·Wᵀ for M ≤ 64 rows of x (f32, [M, K]) and W
+// stored [N, K] row-major (nn.Linear's [out, in]) in f32, f16 or bf16
+// (WTYPE_F32 / WTYPE_F16 / WTYPE_BF16), with a fused epilogue. Built for
+// memory bandwidth: W is streamed once per chunk of MT rows of x.
+//
+// Work split: a workgroup of 256 owns `upw` units; a unit is R = 4 rows of
+// W (R consecutive outputs), or with `pairs` (SiLU·mul of a merged
+// [2·I, K] gate|up weight) R/2 outputs j and their gate rows j and up rows
+// I + j. Each subgroup takes units in turn (any subgroup size is correct).
+// Its lanes split K: lane l reads element chunks l, l + width, ... of the
+// unit's R rows (16-byte loads, 4 f32 or 8 16-bit values, when `vec` = 1:
+// K a multiple of 4 for f32 and of 8 for 16-bit weights; one element
+// otherwise) and of the MT rows of x (from L1: every subgroup reads the
+// same x), keeping R × MT f32 sums; subgroupAdd finishes each.
+// Grid: x = column groups × `mchunks` (the row chunks of one column group
+// adjacent, so a repeated read of W hits L2), y = K slices (split-K): slice
+// s covers chunks [s·kchunk, (s+1)·kchunk) of every row.
+//
+// Stores (`mode`): 0 y = acc; 1 y = acc + res (res may be y itself);
+// 2 y[m, j] = silu(gate) · up (y is [M, I]); 3 a split-K partial:
+// y[(s·M + m)·N + row] = acc, finished by linear_reduce.comp.
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_EXT_control_flow_attributes : require
+#if !defined(WTYPE_F32)
+#extension GL_EXT_shader_16bit_storage : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int16 : require
+#endif
+#include "activations.glsl"
+
+layout(local_size_x = 256) in;
+#ifndef MT
+#define MT 4
+#endif
+#define R 4u
+
+layout(set = 0, binding = 0) readonly buffer X4 { vec4 x4[]; };
+layout(set = 0, binding = 1) readonly buffer X1 { float x1[]; };
+#if defined(WTYPE_F32)
+layout(set = 0, binding = 2) readonly buffer W4 { vec4 w4[]; };
+layout(set = 0, binding = 3) readonly buffer W1 { float w1[]; };
+#define WVEC 4u
+#else
+layout(set = 0, binding = 2) readonly buffer W4 { uvec4 w4[]; };
+layout(set = 0, binding = 3) readonly buffer W1 { uint16_t w1[]; };
+#define WVEC 8u
+#endif
+layout(set = 0, binding = 4) readonly buffer Res { float res[]; };
+layout(set = 0, binding = 5) writeonly buffer Y { float y[]; };
+layout(push_constant) uniform P {
+    uint M; uint K; uint N; uint mode; uint vec; uint kchunk; uint upw; uint mchunks; uint pairs;
+};
+
+// One stored weight as f32.
+float wscalar(uint i) {
+#if defined(WTYPE_F32)
+    return w1[i];
+#elif defined(WTYPE_F16)
+    return unpackHalf2x16(uint(w1[i])).x;
+#else
+    return uintBitsToFloat(uint(w1[i]) << 16);
+#endif
+}
+
+#if !defined(WTYPE_F32)
+// Eight 16-bit weights (little-endian: the low half of each word first).
+void wdecode(uvec4 w, out vec4 lo, out vec4 hi) {
+#if defined(WTYPE_F16)
+    lo = vec4(unpackHalf2x16(w.x), unpackHalf2x16(w.y));
+    hi = vec4(unpackHalf2x16(w.z), unpackHalf2x16(w.w));
+#else
+    lo = uintBitsToFloat(uvec4(w.x << 16, w.x & 0xffff0000u, w.y << 16, w.y & 0xffff0000u));
+    hi = uintBitsToFloat(uvec4(w.z << 16, w.z & 0xffff0000u, w.w << 16, w.w & 0xffff0000u));
+#endif
+}
+#endif
+
+// The W row of slot i of unit u; N when the slot is past the end.
+uint wrow(uint u, uint i) {
+    if (pairs != 0u) {
+        uint half_n = N / 2u;
+        uint j = u * (R / 2u) + i % (R / 2u);
+        if (j >= half_n) return N;
+        return i < R / 2u ? j : half_n + j;
+    }
+    uint r = u * R + i;
+    return r < N ? r : N;
+}
+
+void main() {
+    uint mch = gl_WorkGroupID.x % mchunks;
+    uint group = gl_WorkGroupID.x / mchunks;
+    uint s = gl_WorkGroupID.y;
+    uint m0 = mch * uint(MT);
+    uint lane = gl_SubgroupInvocationID;
+    uint width = gl_SubgroupSize;
+    // Rows of x past M read the last row again and are never stored.
+    uint xr[MT];
+    [[unroll]] for (uint m = 0u; m < uint(MT); ++m) xr[m] = min(m0 + m, M - 1u);
+
+    for (uint lu = gl_SubgroupID; lu < upw; lu += gl_NumSubgroups) {
+        uint u = group * upw + lu;
+        if (wrow(u, 0u) >= N) break;  // uniform: this unit and later ones are past the end
+        uint rows[R];
+        [[unroll]] for (uint i = 0u; i < R; ++i) rows[i] = min(wrow(u, i), N - 1u);
+        float acc[R][MT];
+        [[unroll]] for (uint i = 0u; i < R; ++i)
+            [[unroll]] for (uint m = 0u; m < uint(MT); ++m) acc[i][m] = 0.0;
+
+        if (vec != 0u) {
+            uint kv = K / WVEC;   // 16-byte chunks per row of W
+            uint k4 = K / 4u;     // vec4s per row of x
+            uint b = s * kchunk, e = min(b + kchunk, kv);
+            for (uint k = b + lane; k < e; k += width) {
+#if defined(WTYPE_F32)
+                vec4 wv[R];
+                [[unroll]] for (uint i = 0u; i < R; ++i) wv[i] = w4[rows[i] * kv + k];
+                [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
+                    vec4 xv = x4[xr[m] * k4 + k];
+                    [[unroll]] for (uint i = 0u; i < R; ++i)
+                        acc[i][m] = fma(xv.x, wv[i].x, fma(xv.y, wv[i].y,
+                                    fma(xv.z, wv[i].z, fma(xv.w, wv[i].w, acc[i][m]))));
+                }
+#else
+                uvec4 wraw[R];
+                [[unroll]] for (uint i = 0u; i < R; ++i) wraw[i] = w4[rows[i] * kv + k];
+                vec4 wlo[R], whi[R];
+                [[unroll]] for (uint i = 0u; i < R; ++i) wdecode(wraw[i], wlo[i], whi[i]);
+                [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
+                    vec4 xa = x4[xr[m] * k4 + 2u * k];
+                    vec4 xb = x4[xr[m] * k4 + 2u * k + 1u];
+                    [[unroll]] for (uint i = 0u; i < R; ++i) {
+                        float a = fma(xa.x, wlo[i].x, fma(xa.y, wlo[i].y,
+                                  fma(xa.z, wlo[i].z, fma(xa.w, wlo[i].w, acc[i][m]))));
+                        acc[i][m] = fma(xb.x, whi[i].x, fma(xb.y, whi[i].y,
+                                    fma(xb.z, whi[i].z, fma(xb.w, whi[i].w, a))));
+                    }
+                }
+#endif
+            }
+        } else {
+            uint b = s * kchunk, e = min(b + kchunk, K);
+            for (uint k = b + lane; k < e; k += width) {
+                float wv[R];
+                [[unroll]] for (uint i = 0u; i < R; ++i) wv[i] = wscalar(rows[i] * K + k);
+                [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
+                    float xv = x1[xr[m] * K + k];
+                    [[unroll]] for (uint i = 0u; i < R; ++i) acc[i][m] = fma(xv, wv[i], acc[i][m]);
+                }
+            }
+        }
+
+        [[unroll]] for (uint i = 0u; i < R; ++i)
+            [[unroll]] for (uint m = 0u; m < uint(MT); ++m) acc[i][m] = subgroupAdd(acc[i][m]);
+
+        // Every lane holds every sum; lane t % width stores sum t.
+        if (mode == 2u) {
+            uint half_n = N / 2u;
+            [[unroll]] for (uint i = 0u; i < R / 2u; ++i) {
+                uint j = u * (R / 2u) + i;
+                [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
+                    uint t = i * uint(MT) + m;
+                    if (t % width == lane && j < half_n && m0 + m < M) {
+                        float g = acc[i][m];
+                        y[(m0 + m) * half_n + j] = g * vkc_sigmoid(g) * acc[i + R / 2u][m];
+                    }
+                }
+            }
+        } else {
+            [[unroll]] for (uint i = 0u; i < R; ++i) {
+                uint row = wrow(u, i);
+                [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
+                    uint t = i * uint(MT) + m;
+                    if (t % width == lane && row < N && m0 + m < M) {
+                        uint at = (m0 + m) * N + row;
+                        if (mode == 3u) {
+                            y[s * M * N + at] = acc[i][m];
+                        } else if (mode == 1u) {
+                            y[at] = acc[i][m] + res[at];
+                        } else {
+                            y[at] = acc[i][m];
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,640 @@
+//! Skinny linear layers: `y = x·Wᵀ` for a few rows of x (M from 1 to
+//! [`LINEAR_MAX_M`]: decode of several sequences, small prefills) with W
+//! stored as Hugging Face stores `nn.Linear` weights, `[out, in]` row-major,
+//! in f32, [`F16`] or [`Bf16`], used as stored (no transposed copy), and
+//! the layer's epilogue fused ([`Epilogue`]).
+//!
+//! ```
+//! # fn main() -> vkcompute::Result<()> {
+//! use vkcompute::{ops, Device};
+//! use vkcompute::ops::{Bf16, Epilogue};
+//! let gpu = Device::new()?;
+//! let x = gpu.upload(&[1.0f32, 2.0])?;                          // 1×2
+//! let w: Vec<Bf16> = [1.0f32, 0.0, 1.0, 1.0, 0.5, -1.0].map(Bf16::from_f32).to_vec();
+//! let w = gpu.upload(&w)?;                                      // 3×2, [out, in]
+//! let y = gpu.alloc::<f32>(3)?;                                 // 1×3
+//! let mut batch = gpu.batch()?;
+//! ops::linear(&mut batch, &x, &w, &y, 1, 2, 3, Epilogue::None)?;
+//! batch.submit()?;
+//! assert_eq!(y.download()?, [1.0, 3.0, -1.5]);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! The kernel (`shaders/linear.glsl`) streams W once per chunk of up to 16
+//! rows of x at memory bandwidth: each workgroup owns a slice of W's rows
+//! (outputs), each subgroup reads 4 of them with 16-byte loads spread over
+//! its lanes along K, multiplies them with the chunk's rows of x (read
+//! through the cache: every subgroup reads the same x) and finishes each
+//! sum with a subgroup reduction. When that gives fewer workgroups than
+//! twice the compute units, K is split over workgroups (split-K): each
+//! slice writes its partial sums and a second pass adds them in slice
+//! order and applies the epilogue. [`choose_linear`] is that decision,
+//! pure; [`linear_with_plan`] takes an explicit [`LinearPlan`].
+//!
+//! [`super::matmul`] (B stored `[K, N]`) keeps its own kernels for every M:
+//! this path reads W as `[N, K]`, the layout of model weights. For M ≤ 64
+//! its tiled kernel also reads B once (one row of 64- or 128-row blocks),
+//! but without split-K.
+//!
+//! Like any command in a batch, a linear layer may overlap the commands
+//! recorded before it: put a [`Batch::barrier`] between a command that
+//! writes x, W or the residual and the layer that reads them.
+//!
+//! Needs subgroup arithmetic, and 16-bit storage
+//! (`storageBuffer16BitAccess`) for 16-bit weights ([`Error::Unsupported`]
+//! otherwise). Shapes that do not fit are an [`Error::OpShape`] naming the
+//! limit; nothing is recorded then.
+
+use crate::batch::Batch;
+use crate::buffer::Buffer;
+use crate::device::Device;
+use crate::error::{Error, Result};
+
+use super::super::dtype::{Bf16, DType, F16};
+use super::super::grid::elementwise_groups;
+use super::super::words;
+use super::same;
+use super::MatmulCaps;
+
+/// The most rows of x one [`linear`] takes.
+pub const LINEAR_MAX_M: u32 = 64;
+/// The most K slices a [`LinearPlan`] may ask for.
+pub const LINEAR_MAX_SPLITS: u32 = 64;
+/// Rows of W a subgroup reads together (`R` in `shaders/linear.glsl`).
+const ROWS_PER_UNIT: u32 = 4;
+/// Invocations per workgroup of the linear kernels.
+const THREADS: u32 = 256;
+/// Each lane reads at least this many 16-byte chunks per K slice.
+const MIN_CHUNKS_PER_LANE: u32 = 4;
+
+const OP: &str = "ops::linear";
+
+/// The weights of a [`linear`] layer: an `[n, k]` row-major matrix (row i
+/// is output i's weights, as `nn.Linear` stores them) of f32, [`F16`] or
+/// [`Bf16`]. Made from a buffer reference with `.into()`, or implicitly by
+/// [`linear`].
+#[derive(Debug, Clone, Copy)]
+pub enum Weights<'a> {
+    /// f32 weights.
+    F32(&'a Buffer<f32>),
+    /// IEEE half weights, widened in the kernel.
+    F16(&'a Buffer<F16>),
+    /// bfloat16 weights, widened in the kernel.
+    Bf16(&'a Buffer<Bf16>),
+}
+
+impl<'a> From<&'a Buffer<f32>> for Weights<'a> {
+    fn from(b: &'a Buffer<f32>) -> Self {
+        Weights::F32(b)
+    }
+}
+
+impl<'a> From<&'a Buffer<F16>> for Weights<'a> {
+    fn from(b: &'a Buffer<F16>) -> Self {
+        Weights::F16(b)
+    }
+}
+
+impl<'a> From<&'a Buffer<Bf16>> for Weights<'a> {
+    fn from(b: &'a Buffer<Bf16>) -> Self {
+        Weights::Bf16(b)
+    }
+}
+
+impl Weights<'_> {
+    /// The stored element type.
+    pub fn dtype(&self) -> DType {
+        match self {
+            Weights::F32(_) => DType::F32,
+            Weights::F16(_) => DType::F16,
+            Weights::Bf16(_) => DType::Bf16,
+        }
+    }
+
+    /// Elements held.
+    pub fn len(&self) -> usize {
+        match self {
+            Weights::F32(b) => b.len(),
+            Weights::F16(b) => b.len(),
+            Weights::Bf16(b) => b.len(),
+        }
+    }
+
+    /// Whether no element is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn aliases(&self, y: &Buffer<f32>) -> bool {
+        match self {
+            Weights::F32(b) => same(*b, y),
+            Weights::F16(b) => same(*b, y),
+            Weights::Bf16(b) => same(*b, y),
+        }
+    }
+
+    fn bind(&self) -> &dyn crate::buffer::GpuBuf {
+        match self {
+            Weights::F32(b) => *b,
+            Weights::F16(b) => *b,
+            Weights::Bf16(b) => *b,
+        }
+    }
+}
+
+/// What a [`linear`] layer does with `x·Wᵀ` before it stores it.
+#[derive(Debug, Clone, Copy)]
+pub enum Epilogue<'a> {
+    /// `y = x·Wᵀ` (`y` is `[m, n]`).
+    None,
+    /// `y = x·Wᵀ + r` for `r` of `y`'s shape; `r` may be `y` itself (an
+    /// in-place residual add).
+    Residual(&'a Buffer<f32>),
+    /// W is a merged `[2·I, k]` gate|up weight (gate rows first, `n` = 2·I):
+    /// `y = silu(x·W_gateᵀ) * (x·W_upᵀ)`, `y` is `[m, I]`.
+    SiluMul,
+}
+
+impl Epilogue<'_> {
+    /// The kernels' `mode` (`shaders/linear.glsl`).
+    fn mode(&self) -> u32 {
+        match self {
+            Epilogue::None => 0,
+            Epilogue::Residual(_) => 1,
+            Epilogue::SiluMul => 2,
+        }
+    }
+}
+
+/// How a [`linear`] layer runs: [`choose_linear`]'s decision, or one given
+/// to [`linear_with_plan`] (for tests and tuning).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct LinearPlan {
+    /// Rows of x each pass holds (1, 2, 4, 8 or 16): W is read once per
+    /// chunk of this many rows.
+    pub rows_per_pass: u32,
+    /// K slices (1 to [`LINEAR_MAX_SPLITS`]); above 1, each slice writes
+    /// partial sums to a scratch buffer and a second pass adds them.
+    pub splits: u32,
+}
+
+impl LinearPlan {
+    /// Whether the kernels have this plan.
+    pub fn is_valid(&self) -> bool {
+        [1, 2, 4, 8, 16].contains(&self.rows_per_pass)
+            && (1..=LINEAR_MAX_SPLITS).contains(&self.splits)
+    }
+}
+
+/// The launch shape a plan gives for a layer: what the kernel's push
+/// constants and grid need. Pure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Launch {
+    /// Units (a subgroup's rows of W) per workgroup.
+    upw: u32,
+    /// Workgroups along the columns.
+    groups: u32,
+    /// Row chunks of x.
+    mchunks: u32,
+    /// 16-byte loads (K fits them).
+    vec: bool,
+    /// Chunks (16-byte, or elements without `vec`) of each K slice.
+    kchunk: u32,
+}
+
+/// Elements of W per 16-byte load.
+fn per_load(dtype: DType) -> u32 {
+    if dtype == DType::F32 {
+        4
+    } else {
+        8
+    }
+}
+
+fn launch(
+    m: u32,
+    k: u32,
+    n: u32,
+    dtype: DType,
+    silu: bool,
+    subgroup: u32,
+    p: LinearPlan,
+) -> Launch {
+    let upw = (THREADS / subgroup.clamp(1, THREADS)).max(1);
+    let units = if silu {
+        (n / 2).div_ceil(ROWS_PER_UNIT / 2)
+    } else {
+        n.div_ceil(ROWS_PER_UNIT)
+    };
+    let vec = k % per_load(dtype) == 0;
+    let chunks = if vec { k / per_load(dtype) } else { k };
+    Launch {
+        upw,
+        groups: units.div_ceil(upw),
+        mchunks: m.div_ceil(p.rows_per_pass),
+        vec,
+        kchunk: chunks.div_ceil(p.splits),
+    }
+}
+
+/// Picks the plan for `y[m×·] = x[m×k]·Wᵀ` with W `[n, k]` of `dtype`
+/// (`silu`: a merged gate|up weight, [`Epilogue::SiluMul`]):
+///
+/// - Rows per pass: the smallest of 1, 2, 4, 8, 16 that holds `m`, else 16
+///   (W is then read once per 16 rows, the passes of one slice of W run
+///   next to each other so the later ones read it from L2).
+/// - Split-K when the workgroups number fewer than twice the compute
+///   units (128 when the adapter does not say): enough slices to reach
+///   that, while each lane still reads at least 4 chunks of 16 bytes per
+///   slice, at most [`LINEAR_MAX_SPLITS`].
+pub fn choose_linear(
+    m: u32,
+    k: u32,
+    n: u32,
+    dtype: DType,
+    silu: bool,
+    caps: &MatmulCaps,
+) -> LinearPlan {
+    let rows_per_pass = [1, 2, 4, 8, 16].into_iter().find(|&r| r >= m).unwrap_or(16);
+    let single = LinearPlan {
+        rows_per_pass,
+        splits: 1,
+    };
+    let l = launch(m, k, n, dtype, silu, caps.subgroup_size, single);
+    let groups = u64::from(l.groups) * u64::from(l.mchunks);
+    let want = if caps.compute_units > 0 {
+        2 * u64::from(caps.compute_units)
+    } else {
+        128
+    };
+    if groups >= want {
+        return single;
+    }
+    let chunks = if l.vec { k / per_load(dtype) } else { k };
+    let per_slice = caps.subgroup_size.max(1) * MIN_CHUNKS_PER_LANE;
+    let most = (chunks / per_slice).clamp(1, LINEAR_MAX_SPLITS);
+    let splits = (want.div_ceil(groups.max(1)) as u32).min(most);
+    LinearPlan {
+        rows_per_pass,
+        splits,
+    }
+}
+
+/// Records a linear layer: `x` is `[m, k]` f32 (1 ≤ m ≤ [`LINEAR_MAX_M`]),
+/// `w` is `[n, k]` row-major (`nn.Linear`'s `[out, in]`) in f32, [`F16`]
+/// or [`Bf16`], and `y` is `[m, n]` f32 — `[m, n/2]` with
+/// [`Epilogue::SiluMul`], where `n` is even. Each buffer holds exactly its
+/// shape. `y` may not be `x` or `w`. f32 accumulation.
+#[allow(clippy::too_many_arguments)]
+pub fn linear<'w>(
+    batch: &mut Batch,
+    x: &Buffer<f32>,
+    w: impl Into<Weights<'w>>,
+    y: &Buffer<f32>,
+    m: u32,
+    k: u32,
+    n: u32,
+    epilogue: Epilogue<'_>,
+) -> Result<()> {
+    let w = w.into();
+    let caps = MatmulCaps::of(x.device().info());
+    let plan = choose_linear(
+        m,
+        k,
+        n,
+        w.dtype(),
+        matches!(epilogue, Epilogue::SiluMul),
+        &caps,
+    );
+    linear_with_plan(batch, x, w, y, m, k, n, epilogue, plan)
+}
+
+/// [`linear`] with an explicit plan ([`LinearPlan::is_valid`]), e.g. to
+/// force split-K on or off.
+#[allow(clippy::too_many_arguments)]
+pub fn linear_with_plan<'w>(
+    batch: &mut Batch,
+    x: &Buffer<f32>,
+    w: impl Into<Weights<'w>>,
+    y: &Buffer<f32>,
+    m: u32,
+    k: u32,
+    n: u32,
+    epilogue: Epilogue<'_>,
+    plan: LinearPlan,
+) -> Result<()> {
+    let w = w.into();
+    let gpu = x.device();
+    let silu = matches!(epilogue, Epilogue::SiluMul);
+    check(&gpu, x, &w, y, m, k, n, &epilogue, plan)?;
+    let info = gpu.info();
+    let l = launch(m, k, n, w.dtype(), silu, info.subgroup_size, plan);
+    let grid = [l.groups * l.mchunks, plan.splits, 1];
+    let limit = info.max_workgroup_count;
+    if u64::from(l.groups) * u64::from(l.mchunks) > u64::from(limit[0]) || plan.splits > limit[1] {
+        return Err(shape(format!(
+            "needs {} × {} workgroups, over maxComputeWorkGroupCount {limit:?}",
+            u64::from(l.groups) * u64::from(l.mchunks),
+            plan.splits
+        )));
+    }
+    let kernel = crate::builtins::get(&gpu.inner, kernel_name(w.dtype(), plan.rows_per_pass), &[])?;
+    let push = |mode: u32| {
+        words(&[
+            m,
+            k,
+            n,
+            mode,
+            u32::from(l.vec),
+            l.kchunk,
+            l.upw,
+            l.mchunks,
+            u32::from(silu),
+        ])
+    };
+    let res = match epilogue {
+        Epilogue::Residual(r) => r,
+        _ => y,
+    };
+    let wb = w.bind();
+    if plan.splits == 1 {
+        let pc = push(epilogue.mode());
+        batch.run_configured(&kernel, &[x, x, wb, wb, res, y], grid, Some(&pc))?;
+        return Ok(());
+    }
+    // Split-K: partial sums of every row of W, then the reduction pass.
+    let parts = u64::from(plan.splits) * u64::from(m) * u64::from(n);
+    if parts * 4 > info.max_storage_buffer_range || parts > u64::from(u32::MAX) {
+        return Err(shape(format!(
+            "{} K slices need {parts} partial sums, over the adapter's \
+             maxStorageBufferRange ({} bytes) or the kernels' 32-bit index",
+            plan.splits, info.max_storage_buffer_range
+        )));
+    }
+    // The scratch buffer stays alive until the batch's work completes (the
+    // batch holds it).
+    let part = gpu.alloc::<f32>(parts as usize)?;
+    let pc = push(3);
+    batch.run_configured(&kernel, &[x, x, wb, wb, x, &part], grid, Some(&pc))?;
+    batch.barrier();
+    let reduce = crate::builtins::get(&gpu.inner, "linear_reduce", &[])?;
+    let outputs = y.len() as u64;
+    let groups = elementwise_groups(outputs, limit[0]);
+    let pc = words(&[m, n, epilogue.mode(), plan.splits]);
+    batch.run_configured(&reduce, &[&part, res, y], [groups, 1, 1], Some(&pc))?;
+    Ok(())
+}
+
+/// The built-in kernel for `dtype` weights and `rows` rows per pass.
+fn kernel_name(dtype: DType, rows: u32) -> &'static str {
+    const F32: [&str; 5] = [
+        "linear_f32_m1",
+        "linear_f32_m2",
+        "linear_f32",
+        "linear_f32_m8",
+        "linear_f32_m16",
+    ];
+    const F16: [&str; 5] = [
+        "linear_f16_m1",
+        "linear_f16_m2",
+        "linear_f16",
+        "linear_f16_m8",
+        "linear_f16_m16",
+    ];
+    const BF16: [&str; 5] = [
+        "linear_bf16_m1",
+        "linear_bf16_m2",
+        "linear_bf16",
+        "linear_bf16_m8",
+        "linear_bf16_m16",
+    ];
+    let i = rows.max(1).trailing_zeros().min(4) as usize;
+    match dtype {
+        DType::F16 => F16[i],
+        DType::Bf16 => BF16[i],
+        _ => F32[i],
+    }
+}
+
+fn shape(detail: String) -> Error {
+    Error::OpShape { op: OP, detail }
+}
+
+/// Every check before recording: the plan, the shape, the buffers'
+/// lengths and aliasing, the adapter's features and limits.
+#[allow(clippy::too_many_arguments)]
+fn check(
+    gpu: &Device,
+    x: &Buffer<f32>,
+    w: &Weights<'_>,
+    y: &Buffer<f32>,
+    m: u32,
+    k: u32,
+    n: u32,
+    epilogue: &Epilogue<'_>,
+    plan: LinearPlan,
+) -> Result<()> {
+    if !plan.is_valid() {
+        return Err(shape(format!(
+            "plan {plan:?}: rows per pass must be 1, 2, 4, 8 or 16 and splits 1 to \
+             {LINEAR_MAX_SPLITS}"
+        )));
+    }
+    if m == 0 || k == 0 || n == 0 {
+        return Err(shape(format!(
+            "m = {m}, k = {k}, n = {n}: every dimension must be at least 1"
+        )));
+    }
+    if m > LINEAR_MAX_M {
+        return Err(shape(format!(
+            "m = {m} rows of x, over the skinny kernels' limit of {LINEAR_MAX_M}"
+        )));
+    }
+    let silu = matches!(epilogue, Epilogue::SiluMul);
+    if silu && n % 2 != 0 {
+        return Err(shape(format!(
+            "SiluMul needs a merged gate|up weight of 2·I rows; n = {n} is odd"
+        )));
+    }
+    let outs = if silu { n / 2 } else { n };
+    let range = gpu.info().max_storage_buffer_range;
+    let (m64, k64, n64, o64) = (u64::from(m), u64::from(k), u64::from(n), u64::from(outs));
+    let wsize = w.dtype().size();
+    let mut want = vec![
+        ("x", "m·k", x.len(), m64 * k64, 4),
+        ("W", "n·k", w.len(), n64 * k64, wsize),
+        (
+            "y",
+            if silu { "m·n/2" } else { "m·n" },
+            y.len(),
+            m64 * o64,
+            4,
+        ),
+    ];
+    if let Epilogue::Residual(r) = epilogue {
+        want.push(("the residual", "m·n", r.len(), m64 * o64, 4));
+    }
+    for (name, product, len, elems, size) in want {
+        if elems > u64::from(u32::MAX) {
+            return Err(shape(format!(
+                "{name} would hold {product} = {elems} elements, over the kernels' 32-bit \
+                 index limit of {}",
+                u32::MAX
+            )));
+        }
+        if len as u64 != elems {
+            return Err(shape(format!(
+                "{name} holds {len} elements; {product} = {elems}"
+            )));
+        }
+        if elems * size > range {
+            return Err(shape(format!(
+                "{name} is {} bytes, over maxStorageBufferRange ({range} bytes)",
+                elems * size
+            )));
+        }
+    }
+    if same(x, y) || w.aliases(y) {
+        return Err(shape(
+            "y is the same buffer as x or W; the kernels read them while they write y".into(),
+        ));
+    }
+    if let Epilogue::Residual(r) = epilogue {
+        if same(*r, x) {
+            return Err(shape(
+                "the residual is x; pass a separate buffer (only y may be the residual)".into(),
+            ));
+        }
+    }
+    let info = gpu.info();
+    if !info.subgroup_arithmetic {
+        return Err(Error::Unsupported {
+            what: "skinny linear layers (subgroup arithmetic)",
+            adapter: info.name.clone(),
+        });
+    }
+    if w.dtype() != DType::F32 && !info.storage_buffer16 {
+        return Err(Error::Unsupported {
+            what: "16-bit linear weights (storageBuffer16BitAccess)",
+            adapter: info.name.clone(),
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn h100() -> MatmulCaps {
+        MatmulCaps {
+            subgroup_size: 32,
+            max_shared_memory: 49152,
+            max_workgroup_invocations: 1024,
+            compute_units: 132,
+            coopmat_f16: true,
+        }
+    }
+
+    #[test]
+    fn rows_per_pass_hold_m() {
+        let c = h100();
+        for (m, want) in [
+            (1, 1),
+            (2, 2),
+            (3, 4),
+            (8, 8),
+            (15, 16),
+            (16, 16),
+            (17, 16),
+            (64, 16),
+        ] {
+            let p = choose_linear(m, 2560, 19456, DType::F32, true, &c);
+            assert_eq!(p.rows_per_pass, want, "m = {m}");
+            assert!(p.is_valid());
+        }
+    }
+
+    #[test]
+    fn qwen3_4b_ffn_shapes() {
+        let c = h100();
+        // gate|up: 9728 outputs, 2 per subgroup, 8 subgroups per
+        // workgroup: 608 workgroups, over 2 × 132: no split.
+        let gu = choose_linear(1, 2560, 2 * 9728, DType::F32, true, &c);
+        assert_eq!(gu.splits, 1);
+        let l = launch(1, 2560, 2 * 9728, DType::F32, true, 32, gu);
+        assert_eq!((l.upw, l.groups, l.mchunks, l.vec), (8, 608, 1, true));
+        // down: 2560 outputs, 80 workgroups: 4 slices reach 264.
+        let down = choose_linear(1, 9728, 2560, DType::F32, false, &c);
+        assert_eq!(down.splits, 4);
+        let l = launch(1, 9728, 2560, DType::F32, false, 32, down);
+        assert_eq!((l.groups, l.kchunk), (80, 608));
+        // 64 rows: 4 passes of 16, 320 workgroups: no split.
+        assert_eq!(
+            choose_linear(64, 9728, 2560, DType::Bf16, false, &c).splits,
+            1
+        );
+        let l = launch(4, 9728, 2560, DType::Bf16, false, 32, down);
+        assert_eq!(l.kchunk, 304, "9728 bf16 = 1216 loads of 8, in 4 slices");
+    }
+
+    #[test]
+    fn split_k_needs_enough_k() {
+        let c = h100();
+        // One workgroup of output but K = 127: too short to split.
+        let p = choose_linear(1, 127, 4, DType::F32, false, &c);
+        assert_eq!(p.splits, 1);
+        // 4096 vec4 loads: at most 4096 / 128 = 32 slices.
+        let p = choose_linear(1, 16384, 4, DType::F32, false, &c);
+        assert_eq!(p.splits, 32);
+        // Unknown unit count: 128 workgroups wanted.
+        let lava = MatmulCaps {
+            subgroup_size: 8,
+            compute_units: 0,
+            ..c
+        };
+        let p = choose_linear(1, 1 << 20, 4, DType::F32, false, &lava);
+        assert_eq!(p.splits, LINEAR_MAX_SPLITS);
+    }
+
+    #[test]
+    fn odd_k_loads_single_elements() {
+        let p = LinearPlan {
+            rows_per_pass: 4,
+            splits: 3,
+        };
+        let l = launch(3, 513, 17, DType::F16, false, 32, p);
+        assert!(!l.vec);
+        assert_eq!(l.kchunk, 171);
+        // f16 needs K a multiple of 8 for its 16-byte loads; f32 of 4.
+        assert!(!launch(3, 12, 17, DType::F16, false, 32, p).vec);
+        assert!(launch(3, 12, 17, DType::F32, false, 32, p).vec);
+        assert!(launch(3, 16, 17, DType::Bf16, false, 32, p).vec);
+        // A 64-lane subgroup: 4 units per workgroup.
+        assert_eq!(launch(3, 16, 17, DType::F32, false, 64, p).upw, 4);
+    }
+
+    #[test]
+    fn kernel_names_exist_for_every_plan() {
+        for dtype in [DType::F32, DType::F16, DType::Bf16] {
+            for rows in [1, 2, 4, 8, 16] {
+                let name = kernel_name(dtype, rows);
+                assert!(crate::builtins::builtin_names().contains(&name), "{name}");
+            }
+        }
+        assert_eq!(kernel_name(DType::Bf16, 4), "linear_bf16");
+        assert_eq!(kernel_name(DType::F32, 16), "linear_f32_m16");
+    }
+
+    #[test]
+    fn plans_out_of_range_are_invalid() {
+        for (rows, splits) in [(3, 1), (32, 1), (0, 1), (4, 0), (4, LINEAR_MAX_SPLITS + 1)] {
+            let p = LinearPlan {
+                rows_per_pass: rows,
+                splits,
+            };
+            assert!(!p.is_valid(), "{p:?}");
+        }
+    }
+}

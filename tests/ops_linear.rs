@@ -1,0 +1,468 @@
+//! `ops::linear` (skinny linear layers, W stored `[out, in]`) against a CPU
+//! f64 reference: M in {1, 2, 3, 15, 17, 64}, odd K and N (and K that
+//! take the 16-byte loads), f32 / F16 / Bf16 weights, every epilogue, the
+//! residual in place, split-K forced off and on; every bad input as a
+//! typed error; a graph launched twice.
+//!
+//! Error bound, per output, against the f32 weights before they were
+//! rounded to the stored type: the kernel widens the stored weight exactly
+//! and sums K products in f32 in some order (lane chunks, a subgroup tree,
+//! split-K partials), so against the stored weights |ŝ − s| ≤ γ_K·Σ|x||ŵ|
+//! with u = 2⁻²⁴; storing rounds each weight by at most u_w relative
+//! (u_w = 0 for f32, 2⁻¹¹ for f16, 2⁻⁸ for bf16), which moves the exact
+//! sum by at most u_w·Σ|x||w|, and |ŵ| ≤ (1 + u_w)|w|. So the bound on a
+//! sum is δ = 1.01·(K·u·(1 + u_w) + u_w)·Σ|x||w|. The residual add rounds
+//! once more (u·|y|). SiLU·mul: silu' lies in [−0.1, 1.1], so
+//! |Δ(silu(g)·v)| ≤ 1.1·δ_g·(|v| + δ_v) + |silu(g)|·δ_v, plus 8u·|y| for
+//! the exponential, the division and the product.
+
+mod common;
+
+use vkcompute::ops::{self, Bf16, Epilogue, LinearPlan, F16};
+use vkcompute::{Buffer, Device, Error};
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Dt {
+    F32,
+    F16,
+    Bf16,
+}
+
+impl Dt {
+    /// Relative rounding of a weight stored in this type.
+    fn unit(self) -> f64 {
+        match self {
+            Dt::F32 => 0.0,
+            Dt::F16 => f64::powi(2.0, -11),
+            Dt::Bf16 => f64::powi(2.0, -8),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Epi {
+    None,
+    Residual,
+    ResidualInPlace,
+    SiluMul,
+}
+
+/// Uploaded weights of any stored type.
+enum GpuW {
+    F32(Buffer<f32>),
+    F16(Buffer<F16>),
+    Bf16(Buffer<Bf16>),
+}
+
+fn upload_w(gpu: &Device, dt: Dt, w: &[f32]) -> GpuW {
+    match dt {
+        Dt::F32 => GpuW::F32(gpu.upload(w).unwrap()),
+        Dt::F16 => GpuW::F16(
+            gpu.upload(&w.iter().map(|&v| F16::from_f32(v)).collect::<Vec<_>>())
+                .unwrap(),
+        ),
+        Dt::Bf16 => GpuW::Bf16(
+            gpu.upload(&w.iter().map(|&v| Bf16::from_f32(v)).collect::<Vec<_>>())
+                .unwrap(),
+        ),
+    }
+}
+
+/// One layer recorded: its inputs kept for the reference.
+struct Case {
+    m: usize,
+    k: usize,
+    n: usize,
+    epi: Epi,
+    splits: u32,
+    x: Vec<f32>,
+    w: Vec<f32>,
+    r: Vec<f32>,
+    y: Buffer<f32>,
+}
+
+/// Σ x·w and Σ |x·w| over k, in f64.
+fn dot(x: &[f32], w: &[f32]) -> (f64, f64) {
+    x.iter().zip(w).fold((0.0, 0.0), |(s, a), (&p, &q)| {
+        let t = f64::from(p) * f64::from(q);
+        (s + t, a + t.abs())
+    })
+}
+
+fn silu(g: f64) -> f64 {
+    g / (1.0 + (-g).exp())
+}
+
+/// Checks every output of `c` (downloaded as `got`); panics with the worst.
+fn check(c: &Case, got: &[f32], dt: Dt) {
+    let u = f64::powi(2.0, -24);
+    let uw = dt.unit();
+    let delta = |abs: f64| 1.01 * (c.k as f64 * u * (1.0 + uw) + uw) * abs;
+    let outs = if c.epi == Epi::SiluMul { c.n / 2 } else { c.n };
+    assert_eq!(got.len(), c.m * outs);
+    let mut worst = (0.0f64, 0usize, 0.0f64);
+    for i in 0..c.m {
+        let xr = &c.x[i * c.k..(i + 1) * c.k];
+        for j in 0..outs {
+            let row = |r: usize| &c.w[r * c.k..(r + 1) * c.k];
+            let (want, bound) = match c.epi {
+                Epi::None => {
+                    let (s, a) = dot(xr, row(j));
+                    (s, delta(a))
+                }
+                Epi::Residual | Epi::ResidualInPlace => {
+                    let (s, a) = dot(xr, row(j));
+                    let y = s + f64::from(c.r[i * outs + j]);
+                    (y, delta(a) + 1.01 * u * y.abs())
+                }
+                Epi::SiluMul => {
+                    let (g, ga) = dot(xr, row(j));
+                    let (v, va) = dot(xr, row(outs + j));
+                    let (dg, dv) = (delta(ga), delta(va));
+                    let y = silu(g) * v;
+                    let b = 1.1 * dg * (v.abs() + dv) + silu(g).abs() * dv + 8.0 * u * y.abs();
+                    (y, b)
+                }
+            };
+            let idx = i * outs + j;
+            let err = (f64::from(got[idx]) - want).abs();
+            let ratio = err / (bound + 1e-30);
+            if ratio > worst.0 || ratio.is_nan() {
+                worst = (ratio, idx, want);
+            }
+        }
+    }
+    let (r, idx, want) = worst;
+    assert!(
+        r <= 1.0,
+        "{dt:?} {:?} m={} k={} n={} splits={}: y[{}][{}] = {} but f64 says {want} \
+         (error {r:.3}× the bound)",
+        c.epi,
+        c.m,
+        c.k,
+        c.n,
+        c.splits,
+        idx / outs,
+        idx % outs,
+        got[idx],
+    );
+}
+
+/// (K, N) pairs: odd ones (one element per load), and K multiples of 4
+/// and 8 (16-byte loads of f32, and of 16-bit weights).
+const SHAPES: [(usize, usize); 8] = [
+    (1, 1),
+    (17, 127),
+    (127, 17),
+    (255, 513),
+    (513, 255),
+    (12, 33),
+    (256, 129),
+    (520, 63),
+];
+
+fn every_case(dt: Dt) {
+    let gpu = common::gpu();
+    for m in [1usize, 2, 3, 15, 17, 64] {
+        let mut batch = gpu.batch().unwrap();
+        let mut cases = Vec::new();
+        let mut keep = Vec::new();
+        for (si, &(k, n_odd)) in SHAPES.iter().enumerate() {
+            for epi in [Epi::None, Epi::Residual, Epi::ResidualInPlace, Epi::SiluMul] {
+                // SiLU·mul needs gate and up rows: N = 2·(odd).
+                let n = if epi == Epi::SiluMul {
+                    2 * n_odd
+                } else {
+                    n_odd
+                };
+                let outs = if epi == Epi::SiluMul { n / 2 } else { n };
+                let mut rng = common::Rng::new((m * 1000 + si * 10) as u64 + epi as u64);
+                let x = rng.vec_f32(m * k);
+                let w = rng.vec_f32(n * k);
+                let r = rng.vec_f32(m * outs);
+                let gw = upload_w(&gpu, dt, &w);
+                for splits in [1u32, 3] {
+                    let y = if epi == Epi::ResidualInPlace {
+                        gpu.upload(&r).unwrap()
+                    } else {
+                        gpu.alloc::<f32>(m * outs).unwrap()
+                    };
+                    let gr = gpu.upload(&r).unwrap();
+                    let e = match epi {
+                        Epi::None => Epilogue::None,
+                        Epi::Residual => Epilogue::Residual(&gr),
+                        Epi::ResidualInPlace => Epilogue::Residual(&y),
+                        Epi::SiluMul => Epilogue::SiluMul,
+                    };
+                    let rows_per_pass = [1, 2, 4, 8, 16]
+                        .into_iter()
+                        .find(|&p| p >= m as u32)
+                        .unwrap_or(16);
+                    let plan = LinearPlan {
+                        rows_per_pass,
+                        splits,
+                    };
+                    let gx = gpu.upload(&x).unwrap();
+                    let (mu, ku, nu) = (m as u32, k as u32, n as u32);
+                    match &gw {
+                        GpuW::F32(b) => {
+                            ops::linear_with_plan(&mut batch, &gx, b, &y, mu, ku, nu, e, plan)
+                        }
+                        GpuW::F16(b) => {
+                            ops::linear_with_plan(&mut batch, &gx, b, &y, mu, ku, nu, e, plan)
+                        }
+                        GpuW::Bf16(b) => {
+                            ops::linear_with_plan(&mut batch, &gx, b, &y, mu, ku, nu, e, plan)
+                        }
+                    }
+                    .unwrap();
+                    keep.push((gx, gr));
+                    cases.push(Case {
+                        m,
+                        k,
+                        n,
+                        epi,
+                        splits,
+                        x: x.clone(),
+                        w: w.clone(),
+                        r: r.clone(),
+                        y,
+                    });
+                }
+                // The batch holds the weights until its work completes.
+                drop(gw);
+            }
+        }
+        batch.submit().unwrap();
+        for c in &cases {
+            check(c, &c.y.download().unwrap(), dt);
+        }
+    }
+    common::assert_clean(&gpu);
+}
+
+#[test]
+fn f32_weights_match_the_cpu() {
+    every_case(Dt::F32);
+}
+
+#[test]
+fn f16_weights_match_the_cpu() {
+    every_case(Dt::F16);
+}
+
+#[test]
+fn bf16_weights_match_the_cpu() {
+    every_case(Dt::Bf16);
+}
+
+#[test]
+fn the_chosen_plan_matches_the_cpu() {
+    // ops::linear's own plan (on lavapipe, with no unit count: split-K
+    // wherever fewer than 128 workgroups), at a larger K.
+    let gpu = common::gpu();
+    let (m, k, n) = (5usize, 4096usize, 96usize);
+    let mut rng = common::Rng::new(7);
+    let (x, w, r) = (
+        rng.vec_f32(m * k),
+        rng.vec_f32(n * k),
+        rng.vec_f32(m * n / 2),
+    );
+    let plan = ops::choose_linear(
+        5,
+        4096,
+        96,
+        ops::DType::Bf16,
+        true,
+        &ops::MatmulCaps::of(gpu.info()),
+    );
+    assert!(plan.splits > 1, "{plan:?}");
+    let gw = gpu
+        .upload(&w.iter().map(|&v| Bf16::from_f32(v)).collect::<Vec<_>>())
+        .unwrap();
+    let (gx, y) = (
+        gpu.upload(&x).unwrap(),
+        gpu.alloc::<f32>(m * n / 2).unwrap(),
+    );
+    let mut batch = gpu.batch().unwrap();
+    ops::linear(&mut batch, &gx, &gw, &y, 5, 4096, 96, Epilogue::SiluMul).unwrap();
+    batch.submit().unwrap();
+    let c = Case {
+        m,
+        k,
+        n,
+        epi: Epi::SiluMul,
+        splits: plan.splits,
+        x,
+        w,
+        r,
+        y,
+    };
+    check(&c, &c.y.download().unwrap(), Dt::Bf16);
+    common::assert_clean(&gpu);
+}
+
+#[test]
+fn a_graph_runs_split_k_layers_again_and_again() {
+    // Two layers in a graph, the second reading the first's output through
+    // a barrier; its split-K scratch lives as long as the graph.
+    let gpu = common::gpu();
+    let (m, k, i) = (3usize, 264usize, 40usize);
+    let mut rng = common::Rng::new(11);
+    let (x, wgu, wd) = (
+        rng.vec_f32(m * k),
+        rng.vec_f32(2 * i * k),
+        rng.vec_f32(k * i),
+    );
+    let (gx, gwgu, gwd) = (
+        gpu.upload(&x).unwrap(),
+        gpu.upload(&wgu).unwrap(),
+        gpu.upload(&wd).unwrap(),
+    );
+    let h = gpu.alloc::<f32>(m * i).unwrap();
+    let y = gpu.upload(&x).unwrap();
+    let split = LinearPlan {
+        rows_per_pass: 4,
+        splits: 2,
+    };
+    let (mu, ku, iu) = (m as u32, k as u32, i as u32);
+    let mut rec = gpu.graph_recorder().unwrap();
+    ops::linear_with_plan(
+        &mut rec,
+        &gx,
+        &gwgu,
+        &h,
+        mu,
+        ku,
+        2 * iu,
+        Epilogue::SiluMul,
+        split,
+    )
+    .unwrap();
+    rec.barrier();
+    ops::linear_with_plan(
+        &mut rec,
+        &h,
+        &gwd,
+        &y,
+        mu,
+        iu,
+        ku,
+        Epilogue::Residual(&y),
+        split,
+    )
+    .unwrap();
+    let graph = rec.finish().unwrap();
+    // y starts as x; each launch adds the FFN of x.
+    let _first = graph.launch().unwrap();
+    graph.launch().unwrap().wait().unwrap();
+    let hid = Case {
+        m,
+        k,
+        n: 2 * i,
+        epi: Epi::SiluMul,
+        splits: 2,
+        x: x.clone(),
+        w: wgu,
+        r: Vec::new(),
+        y: h,
+    };
+    let hv = hid.y.download().unwrap();
+    check(&hid, &hv, Dt::F32);
+    // Two launches: y = (x + f) + f with f = h·Wdᵀ, two sums of I products
+    // and two roundings of the residual add each.
+    let yv = y.download().unwrap();
+    let u = f64::powi(2.0, -24);
+    for row in 0..m {
+        for c in 0..k {
+            let (f, a) = dot(&hv[row * i..(row + 1) * i], &wd[c * i..(c + 1) * i]);
+            let want = f64::from(x[row * k + c]) + 2.0 * f;
+            let bound = 2.0 * 1.01 * (i as f64 * u * a + u * (want.abs() + a));
+            let got = f64::from(yv[row * k + c]);
+            assert!(
+                (got - want).abs() <= bound,
+                "y[{row}][{c}] = {got}, f64 says {want} (bound {bound})"
+            );
+        }
+    }
+    assert_eq!(graph.num_replays(), 2);
+    common::assert_clean(&gpu);
+}
+
+#[test]
+fn bad_inputs_are_typed_errors() {
+    let gpu = common::gpu();
+    let x = gpu.alloc::<f32>(2 * 8).unwrap();
+    let w = gpu.alloc::<f32>(6 * 8).unwrap();
+    let y = gpu.alloc::<f32>(2 * 6).unwrap();
+    let mut b = gpu.batch().unwrap();
+    let shape_err = |r: vkcompute::Result<()>, want: &str| match r {
+        Err(Error::OpShape { op, detail }) => {
+            assert_eq!(op, "ops::linear");
+            assert!(detail.contains(want), "{detail:?} lacks {want:?}");
+        }
+        other => panic!("expected an OpShape error about {want:?}, got {other:?}"),
+    };
+    shape_err(
+        ops::linear(&mut b, &x, &w, &y, 0, 8, 6, Epilogue::None),
+        "at least 1",
+    );
+    let big = gpu.alloc::<f32>(65 * 8).unwrap();
+    let bigy = gpu.alloc::<f32>(65 * 6).unwrap();
+    shape_err(
+        ops::linear(&mut b, &big, &w, &bigy, 65, 8, 6, Epilogue::None),
+        "limit of 64",
+    );
+    shape_err(
+        ops::linear(&mut b, &x, &w, &y, 2, 8, 5, Epilogue::None),
+        "W holds 48 elements; n·k = 40",
+    );
+    shape_err(
+        ops::linear(&mut b, &x, &w, &y, 2, 8, 6, Epilogue::SiluMul),
+        "y holds 12 elements; m·n/2 = 6",
+    );
+    let w5 = gpu.alloc::<f32>(5 * 8).unwrap();
+    let y5 = gpu.alloc::<f32>(2 * 5).unwrap();
+    shape_err(
+        ops::linear(&mut b, &x, &w5, &y5, 2, 8, 5, Epilogue::SiluMul),
+        "n = 5 is odd",
+    );
+    let short = gpu.alloc::<f32>(3).unwrap();
+    shape_err(
+        ops::linear(&mut b, &x, &w, &y, 2, 8, 6, Epilogue::Residual(&short)),
+        "the residual holds 3 elements",
+    );
+    let sq = gpu.alloc::<f32>(2 * 2).unwrap();
+    let wsq = gpu.alloc::<f32>(2 * 2).unwrap();
+    shape_err(
+        ops::linear(&mut b, &sq, &wsq, &sq, 2, 2, 2, Epilogue::None),
+        "same buffer as x or W",
+    );
+    shape_err(
+        ops::linear(&mut b, &sq, &wsq, &wsq, 2, 2, 2, Epilogue::None),
+        "same buffer as x or W",
+    );
+    let ysq = gpu.alloc::<f32>(2 * 2).unwrap();
+    shape_err(
+        ops::linear(&mut b, &sq, &wsq, &ysq, 2, 2, 2, Epilogue::Residual(&sq)),
+        "the residual is x",
+    );
+    for plan in [
+        LinearPlan {
+            rows_per_pass: 3,
+            splits: 1,
+        },
+        LinearPlan {
+            rows_per_pass: 4,
+            splits: 0,
+        },
+    ] {
+        shape_err(
+            ops::linear_with_plan(&mut b, &x, &w, &y, 2, 8, 6, Epilogue::None, plan),
+            "rows per pass must be",
+        );
+    }
+    // Nothing was recorded: the batch submits empty and clean.
+    b.submit().unwrap();
+    common::assert_clean(&gpu);
+}
