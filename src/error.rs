@@ -9,6 +9,9 @@ use std::time::Duration;
 
 use ash::vk;
 
+mod ops;
+pub use ops::OpsError;
+
 /// Result alias used throughout the crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -559,6 +562,11 @@ pub enum Error {
         /// The adapter's name.
         adapter: String,
     },
+
+    /// A transformer op ([`crate::ops::nn`]) refused its operands or
+    /// parameters at record time (nothing was recorded).
+    #[error(transparent)]
+    Ops(#[from] OpsError),
 }
 
 /// The start of [`Error::Validation`]'s text: the first messages listed.

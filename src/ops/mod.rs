@@ -38,6 +38,7 @@
 
 use crate::buffer::{BufView, Buffer, BufferSlice, GpuBuf};
 use crate::device::Device;
+pub use crate::error::OpsError;
 use crate::error::{Error, Result};
 
 mod dtype;
@@ -45,6 +46,7 @@ mod elementwise;
 pub(crate) mod fusion;
 mod gemv;
 pub(crate) mod grid;
+pub mod nn;
 pub(crate) mod reduce;
 mod softmax;
 mod transpose;

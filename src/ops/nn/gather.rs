@@ -1,0 +1,51 @@
+//! Embedding gather (`shaders/nn_embed.comp`): a row of the table per
+//! token id.
+
+use crate::batch::Batch;
+use crate::error::Result;
+
+use super::{
+    check_at_least, check_elems, check_nonzero, device_for, kernel_name, launch, product,
+    rows_grid, NnElement, NnOperand,
+};
+
+/// Records `out[t] = table[ids[t]]` for each token `t`: `table` is
+/// `vocab` × `dim` (row-major), `ids` one `u32` per token, `out`
+/// `ids.len()` × `dim`.
+///
+/// Ids are only known on the GPU, so they are guarded there: an id at or
+/// past `vocab` writes a row of zeros and adds 1 to `flag[0]`, a `u32` the
+/// caller owns (zero it before, read it after: nonzero means that many
+/// tokens were out of range). `flag` holds at least one word.
+#[allow(clippy::too_many_arguments)]
+pub fn embedding<T: NnElement>(
+    batch: &mut Batch,
+    table: &impl NnOperand<T>,
+    ids: &impl NnOperand<u32>,
+    out: &impl NnOperand<T>,
+    flag: &impl NnOperand<u32>,
+    vocab: u32,
+    dim: u32,
+) -> Result<()> {
+    const OP: &str = "ops::nn::embedding";
+    check_nonzero(OP, "vocab", vocab)?;
+    check_nonzero(OP, "dim", dim)?;
+    let tokens = u32::try_from(ids.elems()).unwrap_or(u32::MAX);
+    check_nonzero(OP, "ids", tokens)?;
+    let n_table = product(OP, "table", &[vocab, dim])?;
+    let n_out = product(OP, "out", &[tokens, dim])?;
+    check_elems(OP, "table", table.elems(), n_table)?;
+    check_elems(OP, "out", out.elems(), n_out)?;
+    check_at_least(OP, "flag", flag.elems(), 1)?;
+    let gpu = device_for::<T>(OP, table)?;
+    let grid = rows_grid(OP, &gpu, tokens)?;
+    let name = kernel_name::<T>(["nn_embed", "nn_embed_f16", "nn_embed_bf16"]);
+    launch(
+        batch,
+        &gpu,
+        name,
+        &[table, ids, out, flag],
+        grid,
+        &[tokens, dim, vocab],
+    )
+}
