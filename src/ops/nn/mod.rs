@@ -6,7 +6,9 @@
 //! | --- | --- |
 //! | normalisation | [`rms_norm`] (per row, or per head for q/k norms), [`layer_norm`] |
 //! | activation | [`silu_mul`], [`silu_mul_halves`] |
+//! | positions | [`rotary`] with [`rope_inv_freq`] (Llama 3 [`RopeScaling`]) |
 //! | tokens | [`embedding`], [`argmax`] |
+//! | attention | [`kv_append`], [`attention_decode`] |
 //!
 //! **Element types.** Activations, weights and caches are `f32`, [`F16`]
 //! or bf16 ([`NnElement`]); one op's tensors share one type, so a
@@ -37,13 +39,19 @@ use super::F16;
 
 mod act;
 mod argmax;
+mod attention;
 mod gather;
+mod kv;
 mod norm;
+mod rope;
 
 pub use act::{silu_mul, silu_mul_halves};
 pub use argmax::argmax;
+pub use attention::{attention_decode, DecodeShape, DECODE_CHUNK};
 pub use gather::embedding;
+pub use kv::{kv_append, KvShape};
 pub use norm::{layer_norm, rms_norm};
+pub use rope::{rope_inv_freq, rotary, RopeScaling, MAX_ROTARY_HEAD_DIM};
 
 /// The storage type of a transformer op's tensors.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
