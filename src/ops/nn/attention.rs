@@ -96,13 +96,7 @@ pub fn attention_decode<T: NnElement>(
             format!("{head_dim} exceeds the limit {MAX_HEAD_DIM}"),
         ));
     }
-    if !scale.is_finite() {
-        return Err(crate::Error::Ops(crate::error::OpsError::Param {
-            op: OP,
-            param: "scale",
-            detail: format!("{scale} is not finite"),
-        }));
-    }
+    super::check_scale(OP, scale)?;
     let n_q = product(OP, "q", &[b, q_heads, head_dim])?;
     let n_cache = product(OP, "k_cache", &[b, kv_heads, max_seq, head_dim])?;
     check_elems(OP, "q", q.elems(), n_q)?;

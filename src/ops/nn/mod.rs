@@ -8,7 +8,7 @@
 //! | activation | [`silu_mul`], [`silu_mul_halves`] |
 //! | positions | [`rotary`] with [`rope_inv_freq`] (Llama 3 [`RopeScaling`]) |
 //! | tokens | [`embedding`], [`argmax`] |
-//! | attention | [`kv_append`], [`attention_decode`] |
+//! | attention | [`kv_append`], [`attention_decode`], [`attention_prefill`], [`causal_softmax`] |
 //!
 //! **Element types.** Activations, weights and caches are `f32`, [`F16`]
 //! or bf16 ([`NnElement`]); one op's tensors share one type, so a
@@ -43,7 +43,9 @@ mod attention;
 mod gather;
 mod kv;
 mod norm;
+mod prefill;
 mod rope;
+mod softmax;
 
 pub use act::{silu_mul, silu_mul_halves};
 pub use argmax::argmax;
@@ -51,7 +53,9 @@ pub use attention::{attention_decode, DecodeShape, DECODE_CHUNK};
 pub use gather::embedding;
 pub use kv::{kv_append, KvShape};
 pub use norm::{layer_norm, rms_norm};
+pub use prefill::{attention_prefill, PrefillShape};
 pub use rope::{rope_inv_freq, rotary, RopeScaling, MAX_ROTARY_HEAD_DIM};
+pub use softmax::causal_softmax;
 
 /// The storage type of a transformer op's tensors.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -225,6 +229,19 @@ fn check_eps(op: &'static str, eps: f32) -> Result<()> {
             op,
             param: "eps",
             detail: format!("{eps} is not a finite number >= 0"),
+        }))
+    }
+}
+
+/// A finite attention scale.
+fn check_scale(op: &'static str, scale: f32) -> Result<()> {
+    if scale.is_finite() {
+        Ok(())
+    } else {
+        Err(Error::Ops(OpsError::Param {
+            op,
+            param: "scale",
+            detail: format!("{scale} is not finite"),
         }))
     }
 }
