@@ -7,7 +7,7 @@
 //! | normalisation | [`rms_norm`] (per row, or per head for q/k norms), [`layer_norm`] |
 //! | activation | [`silu_mul`], [`silu_mul_halves`] |
 //! | positions | [`rotary`] with [`rope_inv_freq`] (Llama 3 [`RopeScaling`]) |
-//! | tokens | [`embedding`], [`argmax`] |
+//! | tokens | [`embedding`], [`argmax`], [`sample`] |
 //! | attention | [`kv_append`], [`attention_decode`], [`attention_prefill`], [`causal_softmax`] |
 //!
 //! **Element types.** Activations, weights and caches are `f32`, [`F16`]
@@ -45,6 +45,7 @@ mod kv;
 mod norm;
 mod prefill;
 mod rope;
+mod sample;
 mod softmax;
 
 pub use act::{silu_mul, silu_mul_halves};
@@ -55,6 +56,7 @@ pub use kv::{kv_append, KvShape};
 pub use norm::{layer_norm, rms_norm};
 pub use prefill::{attention_prefill, PrefillShape};
 pub use rope::{rope_inv_freq, rotary, RopeScaling, MAX_ROTARY_HEAD_DIM};
+pub use sample::{sample, sample_uniform, SampleParams};
 pub use softmax::causal_softmax;
 
 /// The storage type of a transformer op's tensors.
