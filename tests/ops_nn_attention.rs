@@ -35,8 +35,8 @@ fn rope_ref(
     let mut out = vec![0.0; x.len()];
     for (row, chunk) in x.chunks(dim).enumerate() {
         let p = pos[row / heads];
-        for i in 0..h {
-            let a = f64::from(p as f32 * inv[i]) * sign;
+        for (i, &f) in inv.iter().enumerate() {
+            let a = f64::from(p as f32 * f) * sign;
             let (lo, hi) = if interleaved {
                 (2 * i, 2 * i + 1)
             } else {
@@ -155,13 +155,15 @@ fn a_graph_replays_rotary_with_new_positions() {
     common::assert_clean(&gpu);
 }
 
+/// (batch, steps, kv_heads, head_dim, max_seq, positions)
+type KvCase = (usize, usize, usize, usize, usize, &'static [u32]);
+
 fn kv_at<T: TestElem>(gpu: &Device) {
     if !takes::<T>(gpu) {
         return;
     }
     let mut rng = common::Rng::new(33);
-    // (batch, steps, kv_heads, head_dim, max_seq, positions)
-    let cases: [(usize, usize, usize, usize, usize, &[u32]); 3] = [
+    let cases: [KvCase; 3] = [
         (1, 1, 1, 64, 1, &[0]),
         (3, 1, 2, 72, 33, &[0, 32, 33]),
         (3, 7, 4, 128, 40, &[5, 30, 39]),
@@ -188,10 +190,10 @@ fn kv_at<T: TestElem>(gpu: &Device) {
         b.submit().unwrap();
         let (mut kw, mut vw) = (k0.clone(), v0.clone());
         let mut dropped = 0;
-        for b in 0..bsz {
+        for (b, &p0) in pos.iter().enumerate() {
             for s in 0..steps {
                 for h in 0..heads {
-                    let p = pos[b] as usize + s;
+                    let p = p0 as usize + s;
                     if p >= max_seq {
                         dropped += 1;
                         continue;
@@ -267,19 +269,21 @@ fn decode_ref(
                 }
                 out.push(if n == 0 { 0.0 } else { a / total });
             }
-            vmax.extend(std::iter::repeat_n(vm, d));
+            vmax.extend(std::iter::repeat(vm).take(d));
         }
     }
     (out, vmax)
 }
+
+/// (batch, q_heads, kv_heads, head_dim, max_seq, lens)
+type DecodeCase = (u32, u32, u32, u32, u32, &'static [u32]);
 
 fn decode_at<T: TestElem>(gpu: &Device) {
     if !takes::<T>(gpu) {
         return;
     }
     let mut rng = common::Rng::new(34);
-    // (batch, q_heads, kv_heads, head_dim, max_seq, lens)
-    let cases: [(u32, u32, u32, u32, u32, &[u32]); 6] = [
+    let cases: [DecodeCase; 6] = [
         (1, 1, 1, 64, 1, &[1]),
         (3, 4, 4, 72, 40, &[7, 1, 33]),
         (1, 8, 4, 80, 300, &[257]),

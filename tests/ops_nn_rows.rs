@@ -91,7 +91,7 @@ fn layer_at<T: TestElem>(gpu: &Device) {
     for (rows, cols) in [(1, 1), (3, 7), (5, 72), (2, 768), (3, 4099)] {
         let n = rows * cols;
         // An offset so the mean matters.
-        let (x, xf) = inputs::<T>(&mut rng, n, 3.0);
+        let (_, xf) = inputs::<T>(&mut rng, n, 3.0);
         let x: Vec<T> = xf.iter().map(|&v| T::enc(v + 5.0)).collect();
         let xf: Vec<f32> = x.iter().map(|&v| v.dec()).collect();
         let (w, wf) = inputs::<T>(&mut rng, cols, 2.0);
