@@ -20,7 +20,7 @@
 //!
 //! **Bad input** (a shape that does not fit, a zero dimension, head counts
 //! that do not divide, a parameter out of range) is an
-//! [`Error::Ops`](crate::Error::Ops) naming the op, the tensor and the limit;
+//! [`Error::Ops`] naming the op, the tensor and the limit;
 //! nothing is recorded then. What only the GPU sees (a token id past the
 //! vocabulary, a cache position past its end) is guarded in the kernel and
 //! counted in a caller-owned flag word; see each op.
