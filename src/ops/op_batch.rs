@@ -10,6 +10,7 @@ use super::{Binary, Unary};
 use crate::{Buffer, Device, Error, Result, Ticket};
 
 mod exec;
+mod transformer;
 
 /// Generated kernels by (source, specialization), kept across replans.
 type KernelMemo = std::collections::HashMap<(String, Vec<u32>), crate::Kernel>;

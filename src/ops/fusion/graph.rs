@@ -40,6 +40,21 @@ pub(crate) enum Op {
     Transpose(V),
     /// Every element `value`.
     Fill(f32),
+    /// A transformer op ([`crate::ops::nn`]) on f32 tensors.
+    Nn(NnOp),
+}
+
+/// The transformer ops an op batch records (each one built-in dispatch).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum NnOp {
+    /// RMSNorm of each row of `x` with weight `w`.
+    RmsNorm { x: V, w: V, eps: f32 },
+    /// LayerNorm of each row of `x` with weight `w` and bias `b`.
+    LayerNorm { x: V, w: V, b: V, eps: f32 },
+    /// `silu(gate) * up`.
+    SiluMul { gate: V, up: V },
+    /// Causal softmax of rows in blocks of `q_len` queries.
+    CausalSoftmax { x: V, q_len: u32 },
 }
 
 impl Op {
@@ -53,6 +68,10 @@ impl Op {
                 vec![a, b]
             }
             Op::Fill(_) => Vec::new(),
+            Op::Nn(NnOp::RmsNorm { x, w, .. }) => vec![x, w],
+            Op::Nn(NnOp::LayerNorm { x, w, b, .. }) => vec![x, w, b],
+            Op::Nn(NnOp::SiluMul { gate, up }) => vec![gate, up],
+            Op::Nn(NnOp::CausalSoftmax { x, .. }) => vec![x],
         }
     }
 
@@ -76,6 +95,10 @@ impl Op {
             Op::Softmax(_) => "softmax",
             Op::Transpose(_) => "transpose",
             Op::Fill(_) => "fill",
+            Op::Nn(NnOp::RmsNorm { .. }) => "rms_norm",
+            Op::Nn(NnOp::LayerNorm { .. }) => "layer_norm",
+            Op::Nn(NnOp::SiluMul { .. }) => "silu_mul",
+            Op::Nn(NnOp::CausalSoftmax { .. }) => "causal_softmax",
         }
     }
 

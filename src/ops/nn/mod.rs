@@ -223,7 +223,7 @@ fn check_disjoint(
 }
 
 /// A finite, non-negative epsilon.
-fn check_eps(op: &'static str, eps: f32) -> Result<()> {
+pub(in crate::ops) fn check_eps(op: &'static str, eps: f32) -> Result<()> {
     if eps.is_finite() && eps >= 0.0 {
         Ok(())
     } else {
