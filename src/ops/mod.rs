@@ -1,5 +1,6 @@
-//! Built-in kernels: element-wise ops, reductions, softmax, transpose and
-//! GEMV, recorded into an ordinary [`Batch`](crate::Batch) next to your own kernels.
+//! Built-in kernels: element-wise ops, reductions, softmax, transpose,
+//! GEMV and the transformer ops of [`nn`], recorded into an ordinary
+//! [`Batch`](crate::Batch) next to your own kernels.
 //!
 //! ```
 //! # fn main() -> vkcompute::Result<()> {
@@ -34,7 +35,8 @@
 //! `f32`, or of [`F16`] for the element-wise ops where the adapter has
 //! `shaderFloat16` and 16-bit storage (arithmetic is f32 either way).
 //! Lengths and shapes that do not fit together are an
-//! [`Error::OpShape`]; nothing is recorded then.
+//! [`Error::OpShape`] (for the transformer ops of [`nn`], an
+//! [`Error::Ops`]); nothing is recorded then.
 
 use crate::buffer::{BufView, Buffer, BufferSlice, GpuBuf};
 use crate::device::Device;

@@ -10,6 +10,25 @@
 //! | tokens | [`embedding`], [`argmax`], [`sample`] |
 //! | attention | [`kv_append`], [`attention_decode`], [`attention_prefill`], [`causal_softmax`] |
 //!
+//! ```
+//! # fn main() -> vkcompute::Result<()> {
+//! use vkcompute::{ops::nn, Device};
+//! let gpu = Device::new()?;
+//! // Two tokens of width 4: RMSNorm, then greedy choice of the largest.
+//! let x = gpu.upload(&[1.0f32, -2.0, 3.0, 0.5, 4.0, 4.0, -1.0, 0.0])?;
+//! let w = gpu.upload(&[1.0f32; 4])?;
+//! let y = gpu.alloc::<f32>(8)?;
+//! let best = gpu.alloc::<u32>(2)?;
+//! let mut batch = gpu.batch()?;
+//! nn::rms_norm(&mut batch, &x, &w, &y, 2, 4, 1e-6)?;
+//! batch.barrier(); // argmax reads y
+//! nn::argmax(&mut batch, &y, &best, 2, 4)?;
+//! batch.submit()?;
+//! assert_eq!(best.download()?, [2, 0]); // ties: the lowest index
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! **Element types.** Activations, weights and caches are `f32`, [`F16`]
 //! or bf16 ([`NnElement`]); one op's tensors share one type, so a
 //! mismatch does not compile. bf16 is taken, for now, as its bits in a
