@@ -1,5 +1,5 @@
 //! The transformer ops of an op batch (RMSNorm, LayerNorm, SiLU·mul,
-//! causal softmax) mixed with fused element-wise ops, against f64
+//! causal softmax, rotary, prefill attention, embedding) mixed with fused element-wise ops, against f64
 //! references, with fusion on and off; and their typed errors at record
 //! time.
 //!
@@ -11,7 +11,7 @@ mod common;
 mod nn_support;
 
 use nn_support::*;
-use vkcompute::ops::{OpBatchOptions, OpsError};
+use vkcompute::ops::{nn, OpBatchOptions, OpsError};
 use vkcompute::Error;
 
 /// f64 reference of the chain the test records.
@@ -122,5 +122,140 @@ fn bad_shapes_are_refused_at_record_time() {
     assert_eq!(shape_error(e), ("ops::nn::causal_softmax", "x"));
     assert_eq!(ops.num_operations(), 0, "nothing recorded");
     drop(ops);
+    common::assert_clean(&gpu);
+}
+
+/// The same inputs through the free ops in one batch: the reference for
+/// the op batch's rotary, prefill attention and embedding (the free ops
+/// are checked against f64 in ops_nn_attention.rs, ops_nn_prefill.rs and
+/// ops_nn_rows.rs; the op batch must give the same bits).
+#[allow(clippy::too_many_arguments)]
+fn free_ops(
+    gpu: &vkcompute::Device,
+    table: &[f32],
+    ids: &[u32],
+    inv: &[f32],
+    pos: &[u32],
+    k: &[f32],
+    v: &[f32],
+    s: nn::PrefillShape,
+) -> (Vec<f32>, Vec<f32>, u32) {
+    let dim = (table.len() / 11) as u32;
+    let tokens = ids.len();
+    let (ts, is, fs) = (
+        gpu.upload(table).unwrap(),
+        gpu.upload(ids).unwrap(),
+        gpu.upload(&[0u32]).unwrap(),
+    );
+    let x = gpu.alloc::<f32>(tokens * dim as usize).unwrap();
+    let q = gpu.alloc::<f32>(x.len()).unwrap();
+    let (invs, ps) = (gpu.upload(inv).unwrap(), gpu.upload(pos).unwrap());
+    let (ks, vs) = (gpu.upload(k).unwrap(), gpu.upload(v).unwrap());
+    let out = gpu.alloc::<f32>(x.len()).unwrap();
+    let mut b = gpu.batch().unwrap();
+    nn::embedding(&mut b, &ts, &is, &x, &fs, 11, dim).unwrap();
+    b.barrier();
+    nn::rotary(
+        &mut b,
+        &x,
+        &q,
+        &invs,
+        &ps,
+        tokens as u32,
+        s.q_heads,
+        s.head_dim,
+    )
+    .unwrap();
+    b.barrier();
+    nn::attention_prefill(&mut b, &q, &ks, &vs, &out, s, 0.25).unwrap();
+    b.submit().unwrap();
+    (
+        q.download().unwrap(),
+        out.download().unwrap(),
+        fs.download().unwrap()[0],
+    )
+}
+
+#[test]
+fn rotary_prefill_and_embedding_replay_with_new_words() {
+    let gpu = common::gpu();
+    let mut rng = common::Rng::new(62);
+    // 6 tokens of 2 query heads x 16: embedded, rotated, attended.
+    let s = nn::PrefillShape {
+        batch: 1,
+        tokens: 6,
+        q_heads: 2,
+        kv_heads: 1,
+        head_dim: 16,
+    };
+    let dim = 32u32;
+    let table = rng.vec_f32(11 * dim as usize);
+    let inv = nn::rope_inv_freq(16, 10_000.0, None).unwrap();
+    let (k, v) = (rng.vec_f32(6 * 16), rng.vec_f32(6 * 16));
+    let ids_buf = gpu.upload(&[0u32; 6]).unwrap();
+    let pos_buf = gpu.upload(&[0u32; 6]).unwrap();
+    let flag = gpu.upload(&[0u32]).unwrap();
+    let mut ops = gpu.ops();
+    let tab = ops.upload_matrix(&table, 11, dim).unwrap();
+    let invt = ops.upload(&inv).unwrap();
+    let (kt, vt) = (ops.upload(&k).unwrap(), ops.upload(&v).unwrap());
+    let x = ops.embedding(&tab, &ids_buf, &flag).unwrap();
+    let q = ops.rotary(&x, &invt, &pos_buf, 2, 16).unwrap();
+    let out = ops.attention_prefill(&q, &kt, &vt, s, 0.25).unwrap();
+    for (ids, pos) in [
+        ([1u32, 2, 3, 4, 5, 6], [0u32, 1, 2, 3, 4, 5]),
+        ([10, 0, 99, 7, 7, 3], [40, 41, 42, 43, 44, 45]),
+    ] {
+        ids_buf.write(0, &ids).unwrap();
+        pos_buf.write(0, &pos).unwrap();
+        flag.write(0, &[0]).unwrap();
+        ops.execute_blocking().unwrap();
+        let (want_q, want_out, want_flag) = free_ops(&gpu, &table, &ids, &inv, &pos, &k, &v, s);
+        assert_eq!(ops.read(&q).unwrap(), want_q, "rotary at {pos:?}");
+        assert_eq!(ops.read(&out).unwrap(), want_out, "prefill after {ids:?}");
+        assert_eq!(
+            flag.download().unwrap()[0],
+            want_flag,
+            "ids past the vocabulary"
+        );
+    }
+    assert_eq!(flag.download().unwrap()[0], 1, "99 is past the 11 rows");
+    drop(ops);
+    common::assert_clean(&gpu);
+}
+
+#[test]
+fn word_buffers_and_attention_shapes_are_checked_at_record_time() {
+    let gpu = common::gpu();
+    let mut ops = gpu.ops();
+    let x = ops.upload(&[0.5f32; 64]).unwrap();
+    let inv = ops.upload(&[1.0f32; 8]).unwrap();
+    let pos3 = gpu.upload(&[0u32; 3]).unwrap();
+    let pos4 = gpu.upload(&[0u32; 4]).unwrap();
+    let e = ops.rotary(&x, &inv, &pos3, 1, 16).unwrap_err();
+    assert_eq!(shape_error(e), ("ops::nn::rotary", "positions"));
+    let e = ops.rotary(&x, &inv, &pos4, 1, 15).unwrap_err();
+    assert_eq!(shape_error(e), ("ops::nn::rotary", "head_dim"));
+    let e = ops.embedding(&x, &pos3, &pos4).unwrap_err();
+    assert_eq!(shape_error(e), ("ops::nn::embedding", "table"));
+    let s = nn::PrefillShape {
+        batch: 1,
+        tokens: 4,
+        q_heads: 2,
+        kv_heads: 2,
+        head_dim: 8,
+    };
+    let e = ops.attention_prefill(&x, &x, &inv, s, 1.0).unwrap_err();
+    assert_eq!(shape_error(e), ("ops::nn::attention_prefill", "v"));
+    let e = ops
+        .attention_prefill(&x, &x, &x, nn::PrefillShape { kv_heads: 3, ..s }, 1.0)
+        .unwrap_err();
+    assert_eq!(shape_error(e), ("ops::nn::attention_prefill", "q_heads"));
+    let other = vkcompute::Device::new().unwrap();
+    let foreign = other.upload(&[0u32; 4]).unwrap();
+    let e = ops.rotary(&x, &inv, &foreign, 1, 16).unwrap_err();
+    assert_eq!(shape_error(e), ("ops::nn::rotary", "positions"));
+    assert_eq!(ops.num_operations(), 0, "nothing recorded");
+    drop((ops, foreign, other));
     common::assert_clean(&gpu);
 }

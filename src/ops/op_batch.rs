@@ -122,6 +122,9 @@ pub struct OpBatch {
     kernel_memo: KernelMemo,
     /// Scratch of each reduction node (counter and partials), made once.
     scratch: std::collections::HashMap<usize, Buffer<u32>>,
+    /// The `u32` buffers transformer ops read or count into (positions,
+    /// token ids, flag words), by the index their op names.
+    words: Vec<Buffer<u32>>,
     /// Nodes covered by the last successful execute.
     executed_nodes: Option<usize>,
 }
@@ -156,6 +159,7 @@ impl Device {
             prepared: None,
             kernel_memo: KernelMemo::new(),
             scratch: std::collections::HashMap::new(),
+            words: Vec::new(),
             executed_nodes: None,
         }
     }

@@ -55,6 +55,26 @@ pub(crate) enum NnOp {
     SiluMul { gate: V, up: V },
     /// Causal softmax of rows in blocks of `q_len` queries.
     CausalSoftmax { x: V, q_len: u32 },
+    /// Rotary embedding of `x` with inverse frequencies `inv` and the
+    /// positions in the op batch's word buffer `pos`.
+    Rotary {
+        x: V,
+        inv: V,
+        pos: usize,
+        heads: u32,
+        head_dim: u32,
+    },
+    /// Causal prefill attention.
+    Prefill {
+        q: V,
+        k: V,
+        v: V,
+        shape: crate::ops::nn::PrefillShape,
+        scale: f32,
+    },
+    /// Rows of `table` by the token ids in word buffer `ids`, out-of-range
+    /// ids counted in word buffer `flag`.
+    Embedding { table: V, ids: usize, flag: usize },
 }
 
 impl Op {
@@ -72,6 +92,9 @@ impl Op {
             Op::Nn(NnOp::LayerNorm { x, w, b, .. }) => vec![x, w, b],
             Op::Nn(NnOp::SiluMul { gate, up }) => vec![gate, up],
             Op::Nn(NnOp::CausalSoftmax { x, .. }) => vec![x],
+            Op::Nn(NnOp::Rotary { x, inv, .. }) => vec![x, inv],
+            Op::Nn(NnOp::Prefill { q, k, v, .. }) => vec![q, k, v],
+            Op::Nn(NnOp::Embedding { table, .. }) => vec![table],
         }
     }
 
@@ -99,6 +122,9 @@ impl Op {
             Op::Nn(NnOp::LayerNorm { .. }) => "layer_norm",
             Op::Nn(NnOp::SiluMul { .. }) => "silu_mul",
             Op::Nn(NnOp::CausalSoftmax { .. }) => "causal_softmax",
+            Op::Nn(NnOp::Rotary { .. }) => "rotary",
+            Op::Nn(NnOp::Prefill { .. }) => "attention_prefill",
+            Op::Nn(NnOp::Embedding { .. }) => "embedding",
         }
     }
 

@@ -9,6 +9,24 @@ use super::{
     rows_grid, NnElement, NnOperand,
 };
 
+/// The checks of [`embedding`] on `[vocab, dim]` and the element counts
+/// of table, ids, out and flag (shared with the op batch's recording); the
+/// number of tokens.
+pub(in crate::ops) fn check_args(dims: [u32; 2], elems: [u64; 4]) -> Result<u32> {
+    const OP: &str = "ops::nn::embedding";
+    let [vocab, dim] = dims;
+    check_nonzero(OP, "vocab", vocab)?;
+    check_nonzero(OP, "dim", dim)?;
+    let tokens = u32::try_from(elems[1]).unwrap_or(u32::MAX);
+    check_nonzero(OP, "ids", tokens)?;
+    let n_table = product(OP, "table", &[vocab, dim])?;
+    let n_out = product(OP, "out", &[tokens, dim])?;
+    check_elems(OP, "table", elems[0], n_table)?;
+    check_elems(OP, "out", elems[2], n_out)?;
+    check_at_least(OP, "flag", elems[3], 1)?;
+    Ok(tokens)
+}
+
 /// Records `out[t] = table[ids[t]]` for each token `t`: `table` is
 /// `vocab` × `dim` (row-major), `ids` one `u32` per token, `out`
 /// `ids.len()` × `dim`.
@@ -28,15 +46,10 @@ pub fn embedding<T: NnElement>(
     dim: u32,
 ) -> Result<()> {
     const OP: &str = "ops::nn::embedding";
-    check_nonzero(OP, "vocab", vocab)?;
-    check_nonzero(OP, "dim", dim)?;
-    let tokens = u32::try_from(ids.elems()).unwrap_or(u32::MAX);
-    check_nonzero(OP, "ids", tokens)?;
-    let n_table = product(OP, "table", &[vocab, dim])?;
-    let n_out = product(OP, "out", &[tokens, dim])?;
-    check_elems(OP, "table", table.elems(), n_table)?;
-    check_elems(OP, "out", out.elems(), n_out)?;
-    check_at_least(OP, "flag", flag.elems(), 1)?;
+    let tokens = check_args(
+        [vocab, dim],
+        [table.elems(), ids.elems(), out.elems(), flag.elems()],
+    )?;
     let gpu = device_for::<T>(OP, table)?;
     let grid = rows_grid(OP, &gpu, tokens)?;
     let name = kernel_name::<T>(["nn_embed", "nn_embed_f16", "nn_embed_bf16"]);

@@ -59,11 +59,11 @@ use super::F16;
 mod act;
 mod argmax;
 mod attention;
-mod gather;
+pub(in crate::ops) mod gather;
 mod kv;
 mod norm;
-mod prefill;
-mod rope;
+pub(in crate::ops) mod prefill;
+pub(in crate::ops) mod rope;
 mod sample;
 mod softmax;
 

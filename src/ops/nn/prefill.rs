@@ -55,6 +55,7 @@ pub fn attention_prefill<T: NnElement>(
     scale: f32,
 ) -> Result<()> {
     const OP: &str = "ops::nn::attention_prefill";
+    check_args(shape, scale, [q.elems(), k.elems(), v.elems(), out.elems()])?;
     let PrefillShape {
         batch: b,
         tokens,
@@ -62,32 +63,6 @@ pub fn attention_prefill<T: NnElement>(
         kv_heads,
         head_dim,
     } = shape;
-    check_nonzero(OP, "batch", b)?;
-    check_nonzero(OP, "tokens", tokens)?;
-    check_nonzero(OP, "q_heads", q_heads)?;
-    check_nonzero(OP, "kv_heads", kv_heads)?;
-    check_nonzero(OP, "head_dim", head_dim)?;
-    if q_heads % kv_heads != 0 {
-        return Err(shape_err(
-            OP,
-            "q_heads",
-            format!("{q_heads} is not a multiple of kv_heads ({kv_heads})"),
-        ));
-    }
-    if head_dim > MAX_HEAD_DIM {
-        return Err(shape_err(
-            OP,
-            "head_dim",
-            format!("{head_dim} exceeds the limit {MAX_HEAD_DIM}"),
-        ));
-    }
-    super::check_scale(OP, scale)?;
-    let n_q = product(OP, "q", &[b, tokens, q_heads, head_dim])?;
-    let n_kv = product(OP, "k", &[b, tokens, kv_heads, head_dim])?;
-    check_elems(OP, "q", q.elems(), n_q)?;
-    check_elems(OP, "k", k.elems(), n_kv)?;
-    check_elems(OP, "v", v.elems(), n_kv)?;
-    check_elems(OP, "out", out.elems(), n_q)?;
     check_disjoint(OP, "out", out, "q", q)?;
     check_disjoint(OP, "out", out, "k", k)?;
     check_disjoint(OP, "out", out, "v", v)?;
@@ -122,6 +97,45 @@ pub fn attention_prefill<T: NnElement>(
             scale.to_bits(),
         ],
     )
+}
+
+/// The checks of [`attention_prefill`] on its shape, scale and the element
+/// counts of q, k, v and out (shared with the op batch's recording).
+pub(in crate::ops) fn check_args(shape: PrefillShape, scale: f32, elems: [u64; 4]) -> Result<()> {
+    const OP: &str = "ops::nn::attention_prefill";
+    let PrefillShape {
+        batch: b,
+        tokens,
+        q_heads,
+        kv_heads,
+        head_dim,
+    } = shape;
+    check_nonzero(OP, "batch", b)?;
+    check_nonzero(OP, "tokens", tokens)?;
+    check_nonzero(OP, "q_heads", q_heads)?;
+    check_nonzero(OP, "kv_heads", kv_heads)?;
+    check_nonzero(OP, "head_dim", head_dim)?;
+    if q_heads % kv_heads != 0 {
+        return Err(shape_err(
+            OP,
+            "q_heads",
+            format!("{q_heads} is not a multiple of kv_heads ({kv_heads})"),
+        ));
+    }
+    if head_dim > MAX_HEAD_DIM {
+        return Err(shape_err(
+            OP,
+            "head_dim",
+            format!("{head_dim} exceeds the limit {MAX_HEAD_DIM}"),
+        ));
+    }
+    super::check_scale(OP, scale)?;
+    let n_q = product(OP, "q", &[b, tokens, q_heads, head_dim])?;
+    let n_kv = product(OP, "k", &[b, tokens, kv_heads, head_dim])?;
+    check_elems(OP, "q", elems[0], n_q)?;
+    check_elems(OP, "k", elems[1], n_kv)?;
+    check_elems(OP, "v", elems[2], n_kv)?;
+    check_elems(OP, "out", elems[3], n_q)
 }
 
 /// Keys per tile: as many as fit the shared tile, at most 16.

@@ -166,6 +166,23 @@ pub fn rope_inv_freq(head_dim: u32, theta: f64, scaling: Option<&RopeScaling>) -
         .collect())
 }
 
+/// The checks of [`rotary`] on `[tokens, heads, head_dim]` and the
+/// element counts of x, out, inv_freq and positions (shared with the op
+/// batch's recording); the elements of x.
+pub(in crate::ops) fn check_args(dims: [u32; 3], elems: [u64; 4]) -> Result<u64> {
+    const OP: &str = "ops::nn::rotary";
+    let [tokens, heads, head_dim] = dims;
+    check_nonzero(OP, "tokens", tokens)?;
+    check_nonzero(OP, "heads", heads)?;
+    check_head_dim(OP, head_dim)?;
+    let n = product(OP, "x", &[tokens, heads, head_dim])?;
+    check_elems(OP, "x", elems[0], n)?;
+    check_elems(OP, "out", elems[1], n)?;
+    check_elems(OP, "inv_freq", elems[2], u64::from(head_dim / 2))?;
+    check_elems(OP, "positions", elems[3], u64::from(tokens))?;
+    Ok(n)
+}
+
 fn check_head_dim(op: &'static str, head_dim: u32) -> Result<()> {
     if head_dim == 0 || head_dim % 2 != 0 || head_dim > MAX_ROTARY_HEAD_DIM {
         return Err(shape_err(
@@ -197,14 +214,10 @@ pub fn rotary<T: NnElement>(
     head_dim: u32,
 ) -> Result<()> {
     const OP: &str = "ops::nn::rotary";
-    check_nonzero(OP, "tokens", tokens)?;
-    check_nonzero(OP, "heads", heads)?;
-    check_head_dim(OP, head_dim)?;
-    let n = product(OP, "x", &[tokens, heads, head_dim])?;
-    check_elems(OP, "x", x.elems(), n)?;
-    check_elems(OP, "out", out.elems(), n)?;
-    check_elems(OP, "inv_freq", inv_freq.elems(), u64::from(head_dim / 2))?;
-    check_elems(OP, "positions", positions.elems(), u64::from(tokens))?;
+    let n = check_args(
+        [tokens, heads, head_dim],
+        [x.elems(), out.elems(), inv_freq.elems(), positions.elems()],
+    )?;
     let gpu = device_for::<T>(OP, x)?;
     let name = kernel_name::<T>(["nn_rope", "nn_rope_f16", "nn_rope_bf16"]);
     launch(

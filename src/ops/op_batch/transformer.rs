@@ -6,7 +6,7 @@ use super::exec::sbuf;
 use super::OpBatch;
 use crate::error::OpsError;
 use crate::ops::fusion::graph::{NnOp, Op};
-use crate::ops::nn;
+use crate::ops::nn::{self, PrefillShape};
 use crate::ops::tensor::{Shape, Tensor};
 use crate::{Batch, Buffer, Error, Result};
 
@@ -99,6 +99,123 @@ impl OpBatch {
         let v = self.value(x)?;
         Ok(self.push(Op::Nn(NnOp::CausalSoftmax { x: v, q_len }), x.shape))
     }
+
+    /// Rotary embedding of `x` (`tokens × heads × head_dim` elements, in
+    /// that order) with `inv_freq` (`head_dim / 2` elements, see
+    /// [`nn::rope_inv_freq`]) at the positions in `positions` (one per
+    /// token), which the op batch keeps and reads at each execute (write
+    /// new positions between executes). See [`nn::rotary`].
+    pub fn rotary(
+        &mut self,
+        x: &Tensor,
+        inv_freq: &Tensor,
+        positions: &Buffer<u32>,
+        heads: u32,
+        head_dim: u32,
+    ) -> Result<Tensor> {
+        let per_token = u64::from(heads) * u64::from(head_dim);
+        let tokens = x.numel().checked_div(per_token).unwrap_or(0);
+        let tokens = u32::try_from(tokens).unwrap_or(u32::MAX);
+        let elems = [
+            x.numel(),
+            x.numel(),
+            inv_freq.numel(),
+            positions.len() as u64,
+        ];
+        nn::rope::check_args([tokens, heads, head_dim], elems)?;
+        self.same_device("ops::nn::rotary", "positions", positions)?;
+        let (x_v, inv) = (self.value(x)?, self.value(inv_freq)?);
+        let pos = self.keep_words(positions);
+        let op = Op::Nn(NnOp::Rotary {
+            x: x_v,
+            inv,
+            pos,
+            heads,
+            head_dim,
+        });
+        Ok(self.push(op, x.shape))
+    }
+
+    /// Causal prefill attention (see [`nn::attention_prefill`]): `q` of
+    /// `batch × tokens × q_heads × head_dim` elements, `k` and `v` of
+    /// `batch × tokens × kv_heads × head_dim`; the result has `q`'s shape.
+    pub fn attention_prefill(
+        &mut self,
+        q: &Tensor,
+        k: &Tensor,
+        v: &Tensor,
+        shape: PrefillShape,
+        scale: f32,
+    ) -> Result<Tensor> {
+        nn::prefill::check_args(shape, scale, [q.numel(), k.numel(), v.numel(), q.numel()])?;
+        let (qv, kv, vv) = (self.value(q)?, self.value(k)?, self.value(v)?);
+        let op = Op::Nn(NnOp::Prefill {
+            q: qv,
+            k: kv,
+            v: vv,
+            shape,
+            scale,
+        });
+        Ok(self.push(op, q.shape))
+    }
+
+    /// Rows of `table` (a `vocab × dim` matrix) for the token ids in `ids`:
+    /// a `tokens × dim` matrix (see [`nn::embedding`]). The op batch keeps
+    /// `ids` and `flag` and reads them at each execute; ids past the
+    /// vocabulary give zero rows and are counted in `flag[0]`.
+    pub fn embedding(
+        &mut self,
+        table: &Tensor,
+        ids: &Buffer<u32>,
+        flag: &Buffer<u32>,
+    ) -> Result<Tensor> {
+        const OP: &str = "ops::nn::embedding";
+        let Shape::Matrix(vocab, dim) = table.shape else {
+            return Err(shape_err(
+                OP,
+                "table",
+                format!("is {}; it must be a vocab x dim matrix", table.shape),
+            ));
+        };
+        let tokens = ids.len() as u64;
+        let out_elems = tokens * u64::from(dim);
+        let elems = [table.numel(), tokens, out_elems, flag.len() as u64];
+        let tokens = nn::gather::check_args([vocab, dim], elems)?;
+        self.same_device(OP, "ids", ids)?;
+        self.same_device(OP, "flag", flag)?;
+        let t = self.value(table)?;
+        let (ids, flag) = (self.keep_words(ids), self.keep_words(flag));
+        let op = Op::Nn(NnOp::Embedding {
+            table: t,
+            ids,
+            flag,
+        });
+        Ok(self.push(op, Shape::Matrix(tokens, dim)))
+    }
+
+    /// Keeps a `u32` buffer for the ops; its index.
+    fn keep_words(&mut self, b: &Buffer<u32>) -> usize {
+        self.words.push(b.clone());
+        self.words.len() - 1
+    }
+
+    /// A buffer of another device is refused.
+    fn same_device(&self, op: &'static str, name: &'static str, b: &Buffer<u32>) -> Result<()> {
+        if b.device().id() != self.gpu.id() {
+            return Err(shape_err(
+                op,
+                name,
+                "belongs to another device than the op batch".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn words(ob: &OpBatch, i: usize) -> Result<&Buffer<u32>> {
+    ob.words.get(i).ok_or_else(|| Error::TensorUnavailable {
+        detail: "op batch internal error: a transformer op names no word buffer".into(),
+    })
 }
 
 /// Records transformer op `op` writing `out` (of `shape`).
@@ -129,6 +246,40 @@ pub(super) fn record(
         }
         NnOp::CausalSoftmax { x, q_len } => {
             nn::causal_softmax(batch, sbuf(ob, x)?, out, rows, cols, q_len)
+        }
+        NnOp::Rotary {
+            x,
+            inv,
+            pos,
+            heads,
+            head_dim,
+        } => {
+            let pos = words(ob, pos)?;
+            let tokens = pos.len() as u32;
+            let (xb, ib) = (sbuf(ob, x)?, sbuf(ob, inv)?);
+            nn::rotary(batch, xb, out, ib, pos, tokens, heads, head_dim)
+        }
+        NnOp::Prefill {
+            q,
+            k,
+            v,
+            shape,
+            scale,
+        } => {
+            let (qb, kb, vb) = (sbuf(ob, q)?, sbuf(ob, k)?, sbuf(ob, v)?);
+            nn::attention_prefill(batch, qb, kb, vb, out, shape, scale)
+        }
+        NnOp::Embedding { table, ids, flag } => {
+            let Shape::Matrix(vocab, dim) = ob.graph.values[table].shape else {
+                return Err(Error::TensorUnavailable {
+                    detail: "op batch internal error: an embedding table is not a matrix".into(),
+                });
+            };
+            // The flag word may be shared with earlier embeddings, whose
+            // counts must land first.
+            batch.barrier();
+            let (tb, ib, fb) = (sbuf(ob, table)?, words(ob, ids)?, words(ob, flag)?);
+            nn::embedding(batch, tb, ib, out, fb, vocab, dim)
         }
     }
 }
