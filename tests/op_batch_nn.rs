@@ -259,3 +259,106 @@ fn word_buffers_and_attention_shapes_are_checked_at_record_time() {
     drop((ops, foreign, other));
     common::assert_clean(&gpu);
 }
+
+#[test]
+fn a_decode_step_appends_and_attends_in_an_op_batch() {
+    let gpu = common::gpu();
+    let mut rng = common::Rng::new(63);
+    let (b, hq, hkv, d, smax) = (2usize, 4usize, 2usize, 64usize, 40usize);
+    let kv = nn::KvShape {
+        batch: b as u32,
+        steps: 1,
+        kv_heads: hkv as u32,
+        head_dim: d as u32,
+        max_seq: smax as u32,
+    };
+    let ds = nn::DecodeShape {
+        batch: b as u32,
+        q_heads: hq as u32,
+        kv_heads: hkv as u32,
+        head_dim: d as u32,
+        max_seq: smax as u32,
+    };
+    let n_cache = b * hkv * smax * d;
+    let (mut k_host, mut v_host) = (rng.vec_f32(n_cache), rng.vec_f32(n_cache));
+    let (kc, vc) = (gpu.upload(&k_host).unwrap(), gpu.upload(&v_host).unwrap());
+    let (kn, vn) = (
+        gpu.alloc::<f32>(b * hkv * d).unwrap(),
+        gpu.alloc::<f32>(b * hkv * d).unwrap(),
+    );
+    let q = gpu.alloc::<f32>(b * hq * d).unwrap();
+    let (pos, lens, flag) = (
+        gpu.upload(&[0u32; 2]).unwrap(),
+        gpu.upload(&[0u32; 2]).unwrap(),
+        gpu.upload(&[0u32]).unwrap(),
+    );
+    let mut ops = gpu.ops();
+    let (kct, vct) = (ops.import(&kc).unwrap(), ops.import(&vc).unwrap());
+    let (knt, vnt, qt) = (
+        ops.import(&kn).unwrap(),
+        ops.import(&vn).unwrap(),
+        ops.import(&q).unwrap(),
+    );
+    ops.kv_append_(&kct, &knt, &pos, &flag, kv).unwrap();
+    ops.kv_append_(&vct, &vnt, &pos, &flag, kv).unwrap();
+    let out = ops
+        .attention_decode(&qt, &kct, &vct, &lens, ds, 0.125)
+        .unwrap();
+    for step in [[3u32, 0], [4, 39], [5, 40]] {
+        let (k_new, v_new, q_new) = (
+            rng.vec_f32(b * hkv * d),
+            rng.vec_f32(b * hkv * d),
+            rng.vec_f32(b * hq * d),
+        );
+        kn.write(0, &k_new).unwrap();
+        vn.write(0, &v_new).unwrap();
+        q.write(0, &q_new).unwrap();
+        pos.write(0, &step).unwrap();
+        lens.write(0, &[step[0] + 1, step[1] + 1]).unwrap();
+        flag.write(0, &[0]).unwrap();
+        ops.execute_blocking().unwrap();
+        // The append on the host.
+        let mut dropped = 0;
+        for (s, &p) in step.iter().enumerate() {
+            for h in 0..hkv {
+                let src = (s * hkv + h) * d;
+                if p as usize >= smax {
+                    dropped += 2; // keys and values
+                    continue;
+                }
+                let dst = ((s * hkv + h) * smax + p as usize) * d;
+                k_host[dst..dst + d].copy_from_slice(&k_new[src..src + d]);
+                v_host[dst..dst + d].copy_from_slice(&v_new[src..src + d]);
+            }
+        }
+        assert!(kc.download().unwrap() == k_host, "keys after step {step:?}");
+        assert!(
+            vc.download().unwrap() == v_host,
+            "values after step {step:?}"
+        );
+        assert_eq!(
+            flag.download().unwrap(),
+            [dropped],
+            "positions past the end"
+        );
+        // The free op on the same caches gives the same bits.
+        let (kr, vr) = (gpu.upload(&k_host).unwrap(), gpu.upload(&v_host).unwrap());
+        let want = gpu.alloc::<f32>(q_new.len()).unwrap();
+        let mut bt = gpu.batch().unwrap();
+        nn::attention_decode(&mut bt, &q, &kr, &vr, &lens, &want, ds, 0.125).unwrap();
+        bt.submit().unwrap();
+        assert_eq!(
+            ops.read(&out).unwrap(),
+            want.download().unwrap(),
+            "attention at step {step:?}"
+        );
+    }
+    let e = ops
+        .attention_decode(&qt, &kct, &qt, &lens, ds, 0.125)
+        .unwrap_err();
+    assert_eq!(shape_error(e), ("ops::nn::attention_decode", "v_cache"));
+    let e = ops.kv_append_(&kct, &qt, &pos, &flag, kv).unwrap_err();
+    assert_eq!(shape_error(e), ("ops::nn::kv_append", "k_new"));
+    drop(ops);
+    common::assert_clean(&gpu);
+}

@@ -125,6 +125,8 @@ pub struct OpBatch {
     /// The `u32` buffers transformer ops read or count into (positions,
     /// token ids, flag words), by the index their op names.
     words: Vec<Buffer<u32>>,
+    /// Scratch of each decode attention op, made when it is recorded.
+    nn_scratch: Vec<Buffer<f32>>,
     /// Nodes covered by the last successful execute.
     executed_nodes: Option<usize>,
 }
@@ -160,6 +162,7 @@ impl Device {
             kernel_memo: KernelMemo::new(),
             scratch: std::collections::HashMap::new(),
             words: Vec::new(),
+            nn_scratch: Vec::new(),
             executed_nodes: None,
         }
     }

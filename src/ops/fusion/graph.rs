@@ -75,6 +75,26 @@ pub(crate) enum NnOp {
     /// Rows of `table` by the token ids in word buffer `ids`, out-of-range
     /// ids counted in word buffer `flag`.
     Embedding { table: V, ids: usize, flag: usize },
+    /// Decode attention of `q` against caches `k` and `v` with the lengths
+    /// in word buffer `lens` and the op batch's scratch buffer `scratch`.
+    Decode {
+        q: V,
+        k: V,
+        v: V,
+        lens: usize,
+        scratch: usize,
+        shape: crate::ops::nn::DecodeShape,
+        scale: f32,
+    },
+    /// `cache` (one of a KV pair) with `new` appended at the positions in
+    /// word buffer `pos`, positions past the end counted in `flag`.
+    KvAppend {
+        new: V,
+        cache: V,
+        pos: usize,
+        flag: usize,
+        shape: crate::ops::nn::KvShape,
+    },
 }
 
 impl Op {
@@ -95,6 +115,8 @@ impl Op {
             Op::Nn(NnOp::Rotary { x, inv, .. }) => vec![x, inv],
             Op::Nn(NnOp::Prefill { q, k, v, .. }) => vec![q, k, v],
             Op::Nn(NnOp::Embedding { table, .. }) => vec![table],
+            Op::Nn(NnOp::Decode { q, k, v, .. }) => vec![q, k, v],
+            Op::Nn(NnOp::KvAppend { new, cache, .. }) => vec![new, cache],
         }
     }
 
@@ -125,6 +147,8 @@ impl Op {
             Op::Nn(NnOp::Rotary { .. }) => "rotary",
             Op::Nn(NnOp::Prefill { .. }) => "attention_prefill",
             Op::Nn(NnOp::Embedding { .. }) => "embedding",
+            Op::Nn(NnOp::Decode { .. }) => "attention_decode",
+            Op::Nn(NnOp::KvAppend { .. }) => "kv_append",
         }
     }
 

@@ -13,6 +13,7 @@
 //! rescaling of online softmax.
 
 use crate::batch::Batch;
+use crate::buffer::Buffer;
 use crate::error::Result;
 
 use super::{
@@ -70,6 +71,24 @@ pub fn attention_decode<T: NnElement>(
     scale: f32,
 ) -> Result<()> {
     const OP: &str = "ops::nn::attention_decode";
+    let elems = [
+        q.elems(),
+        k_cache.elems(),
+        v_cache.elems(),
+        lens.elems(),
+        out.elems(),
+    ];
+    check_args(shape, scale, elems)?;
+    let gpu = device_for::<T>(OP, q)?;
+    let part = gpu.alloc::<f32>(scratch_len(shape)? as usize)?;
+    record(batch, q, k_cache, v_cache, lens, out, &part, shape, scale)
+}
+
+/// The checks of [`attention_decode`] on its shape, scale and the element
+/// counts of q, k_cache, v_cache, lens and out (shared with the op batch's
+/// recording).
+pub(in crate::ops) fn check_args(shape: DecodeShape, scale: f32, elems: [u64; 5]) -> Result<()> {
+    const OP: &str = "ops::nn::attention_decode";
     let DecodeShape {
         batch: b,
         q_heads,
@@ -99,11 +118,53 @@ pub fn attention_decode<T: NnElement>(
     super::check_scale(OP, scale)?;
     let n_q = product(OP, "q", &[b, q_heads, head_dim])?;
     let n_cache = product(OP, "k_cache", &[b, kv_heads, max_seq, head_dim])?;
-    check_elems(OP, "q", q.elems(), n_q)?;
-    check_elems(OP, "out", out.elems(), n_q)?;
-    check_elems(OP, "k_cache", k_cache.elems(), n_cache)?;
-    check_elems(OP, "v_cache", v_cache.elems(), n_cache)?;
-    check_elems(OP, "lens", lens.elems(), u64::from(b))?;
+    check_elems(OP, "q", elems[0], n_q)?;
+    check_elems(OP, "k_cache", elems[1], n_cache)?;
+    check_elems(OP, "v_cache", elems[2], n_cache)?;
+    check_elems(OP, "lens", elems[3], u64::from(b))?;
+    check_elems(OP, "out", elems[4], n_q)?;
+    let n = scratch_len(shape)?;
+    usize::try_from(n)
+        .map_err(|_| shape_err(OP, "scratch", format!("{n} floats exceed the host's usize")))?;
+    Ok(())
+}
+
+/// Floats of the scratch buffer [`record`] needs (after [`check_args`]).
+pub(in crate::ops) fn scratch_len(shape: DecodeShape) -> Result<u64> {
+    let p = plan(
+        shape.q_heads / shape.kv_heads,
+        shape.head_dim,
+        shape.max_seq,
+    );
+    product(
+        "ops::nn::attention_decode",
+        "scratch",
+        &[shape.batch * shape.q_heads, p.chunks, shape.head_dim + 2],
+    )
+}
+
+/// Records both passes of decode attention with scratch `part` of
+/// [`scratch_len`] floats (after [`check_args`]).
+#[allow(clippy::too_many_arguments)]
+pub(in crate::ops) fn record<T: NnElement>(
+    batch: &mut Batch,
+    q: &impl NnOperand<T>,
+    k_cache: &impl NnOperand<T>,
+    v_cache: &impl NnOperand<T>,
+    lens: &impl NnOperand<u32>,
+    out: &impl NnOperand<T>,
+    part: &Buffer<f32>,
+    shape: DecodeShape,
+    scale: f32,
+) -> Result<()> {
+    const OP: &str = "ops::nn::attention_decode";
+    let DecodeShape {
+        batch: b,
+        q_heads,
+        kv_heads,
+        head_dim,
+        max_seq,
+    } = shape;
     let gpu = device_for::<T>(OP, q)?;
     let plan = plan(q_heads / kv_heads, head_dim, max_seq);
     let rows = b * q_heads; // <= n_q, so it fits
@@ -119,8 +180,6 @@ pub fn attention_decode<T: NnElement>(
             ),
         ));
     }
-    let scratch_len = product(OP, "scratch", &[rows, plan.chunks, head_dim + 2])?;
-    let part = gpu.alloc::<f32>(scratch_len as usize)?;
     let pass1 = kernel_name::<T>([
         "nn_attn_decode",
         "nn_attn_decode_f16",
@@ -130,7 +189,7 @@ pub fn attention_decode<T: NnElement>(
         batch,
         &gpu,
         pass1,
-        &[q, k_cache, v_cache, lens, &part],
+        &[q, k_cache, v_cache, lens, part],
         [plan.chunks, ys as u32, 1],
         &[
             q_heads,
@@ -153,7 +212,7 @@ pub fn attention_decode<T: NnElement>(
         batch,
         &gpu,
         pass2,
-        &[&part, lens, out],
+        &[part, lens, out],
         grid,
         &[rows, q_heads, head_dim, max_seq, plan.chunks],
     )

@@ -26,6 +26,34 @@ pub struct KvShape {
     pub max_seq: u32,
 }
 
+/// The checks of [`kv_append`] on its shape and the element counts of
+/// k_new, v_new, k_cache, v_cache, positions and flag (shared with the op
+/// batch's recording); the elements of k_new.
+pub(in crate::ops) fn check_args(shape: KvShape, elems: [u64; 6]) -> Result<u64> {
+    const OP: &str = "ops::nn::kv_append";
+    let KvShape {
+        batch: b,
+        steps,
+        kv_heads,
+        head_dim,
+        max_seq,
+    } = shape;
+    check_nonzero(OP, "batch", b)?;
+    check_nonzero(OP, "steps", steps)?;
+    check_nonzero(OP, "kv_heads", kv_heads)?;
+    check_nonzero(OP, "head_dim", head_dim)?;
+    check_nonzero(OP, "max_seq", max_seq)?;
+    let n_new = product(OP, "k_new", &[b, steps, kv_heads, head_dim])?;
+    let n_cache = product(OP, "k_cache", &[b, kv_heads, max_seq, head_dim])?;
+    check_elems(OP, "k_new", elems[0], n_new)?;
+    check_elems(OP, "v_new", elems[1], n_new)?;
+    check_elems(OP, "k_cache", elems[2], n_cache)?;
+    check_elems(OP, "v_cache", elems[3], n_cache)?;
+    check_elems(OP, "positions", elems[4], u64::from(b))?;
+    check_at_least(OP, "flag", elems[5], 1)?;
+    Ok(n_new)
+}
+
 /// Records the append of `k_new` and `v_new` (`[batch, steps, kv_heads,
 /// head_dim]`) to `k_cache` and `v_cache` (`[batch, kv_heads, max_seq,
 /// head_dim]`): token `s` of sequence `b` goes to position
@@ -47,6 +75,15 @@ pub fn kv_append<T: NnElement>(
     shape: KvShape,
 ) -> Result<()> {
     const OP: &str = "ops::nn::kv_append";
+    let elems = [
+        k_new.elems(),
+        v_new.elems(),
+        k_cache.elems(),
+        v_cache.elems(),
+        positions.elems(),
+        flag.elems(),
+    ];
+    let n_new = check_args(shape, elems)?;
     let KvShape {
         batch: b,
         steps,
@@ -54,19 +91,6 @@ pub fn kv_append<T: NnElement>(
         head_dim,
         max_seq,
     } = shape;
-    check_nonzero(OP, "batch", b)?;
-    check_nonzero(OP, "steps", steps)?;
-    check_nonzero(OP, "kv_heads", kv_heads)?;
-    check_nonzero(OP, "head_dim", head_dim)?;
-    check_nonzero(OP, "max_seq", max_seq)?;
-    let n_new = product(OP, "k_new", &[b, steps, kv_heads, head_dim])?;
-    let n_cache = product(OP, "k_cache", &[b, kv_heads, max_seq, head_dim])?;
-    check_elems(OP, "k_new", k_new.elems(), n_new)?;
-    check_elems(OP, "v_new", v_new.elems(), n_new)?;
-    check_elems(OP, "k_cache", k_cache.elems(), n_cache)?;
-    check_elems(OP, "v_cache", v_cache.elems(), n_cache)?;
-    check_elems(OP, "positions", positions.elems(), u64::from(b))?;
-    check_at_least(OP, "flag", flag.elems(), 1)?;
     let gpu = device_for::<T>(OP, k_new)?;
     let name = kernel_name::<T>(["nn_kv_append", "nn_kv_append_f16", "nn_kv_append_bf16"]);
     launch(

@@ -58,9 +58,9 @@ use super::F16;
 
 mod act;
 mod argmax;
-mod attention;
+pub(in crate::ops) mod attention;
 pub(in crate::ops) mod gather;
-mod kv;
+pub(in crate::ops) mod kv;
 mod norm;
 pub(in crate::ops) mod prefill;
 pub(in crate::ops) mod rope;

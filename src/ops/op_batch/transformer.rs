@@ -6,7 +6,7 @@ use super::exec::sbuf;
 use super::OpBatch;
 use crate::error::OpsError;
 use crate::ops::fusion::graph::{NnOp, Op};
-use crate::ops::nn::{self, PrefillShape};
+use crate::ops::nn::{self, DecodeShape, KvShape, PrefillShape};
 use crate::ops::tensor::{Shape, Tensor};
 use crate::{Batch, Buffer, Error, Result};
 
@@ -193,6 +193,79 @@ impl OpBatch {
         Ok(self.push(op, Shape::Matrix(tokens, dim)))
     }
 
+    /// Decode attention (see [`nn::attention_decode`]): `q` of `batch ×
+    /// q_heads × head_dim` elements against caches `k_cache` and `v_cache`
+    /// of `batch × kv_heads × max_seq × head_dim`, with the lengths in
+    /// `lens` (one per sequence), which the op batch keeps and reads at each
+    /// execute. The result has `q`'s shape. Its scratch buffer is made here,
+    /// once.
+    pub fn attention_decode(
+        &mut self,
+        q: &Tensor,
+        k_cache: &Tensor,
+        v_cache: &Tensor,
+        lens: &Buffer<u32>,
+        shape: DecodeShape,
+        scale: f32,
+    ) -> Result<Tensor> {
+        const OP: &str = "ops::nn::attention_decode";
+        let elems = [
+            q.numel(),
+            k_cache.numel(),
+            v_cache.numel(),
+            lens.len() as u64,
+            q.numel(),
+        ];
+        nn::attention::check_args(shape, scale, elems)?;
+        self.same_device(OP, "lens", lens)?;
+        let (qv, kv, vv) = (self.value(q)?, self.value(k_cache)?, self.value(v_cache)?);
+        let len = nn::attention::scratch_len(shape)? as usize;
+        self.nn_scratch.push(self.gpu.alloc::<f32>(len)?);
+        let lens = self.keep_words(lens);
+        let op = Op::Nn(NnOp::Decode {
+            q: qv,
+            k: kv,
+            v: vv,
+            lens,
+            scratch: self.nn_scratch.len() - 1,
+            shape,
+            scale,
+        });
+        Ok(self.push(op, q.shape))
+    }
+
+    /// Appends `new` (`batch × steps × kv_heads × head_dim` elements) to
+    /// `cache` (`batch × kv_heads × max_seq × head_dim`) in place, at the
+    /// positions in `positions` (one per sequence), which the op batch
+    /// keeps and reads at each execute; see [`nn::kv_append`]. Call once for
+    /// the keys and once for the values: a position past `max_seq` writes
+    /// nothing and adds 1 to `flag[0]` per token and head in each call.
+    pub fn kv_append_(
+        &mut self,
+        cache: &Tensor,
+        new: &Tensor,
+        positions: &Buffer<u32>,
+        flag: &Buffer<u32>,
+        shape: KvShape,
+    ) -> Result<()> {
+        const OP: &str = "ops::nn::kv_append";
+        let (n, c) = (new.numel(), cache.numel());
+        let elems = [n, n, c, c, positions.len() as u64, flag.len() as u64];
+        nn::kv::check_args(shape, elems)?;
+        self.same_device(OP, "positions", positions)?;
+        self.same_device(OP, "flag", flag)?;
+        let (nv, cv) = (self.value(new)?, self.value(cache)?);
+        let (pos, flag) = (self.keep_words(positions), self.keep_words(flag));
+        let op = Op::Nn(NnOp::KvAppend {
+            new: nv,
+            cache: cv,
+            pos,
+            flag,
+            shape,
+        });
+        self.push_into(op, cache)
+    }
+
     /// Keeps a `u32` buffer for the ops; its index.
     fn keep_words(&mut self, b: &Buffer<u32>) -> usize {
         self.words.push(b.clone());
@@ -280,6 +353,41 @@ pub(super) fn record(
             batch.barrier();
             let (tb, ib, fb) = (sbuf(ob, table)?, words(ob, ids)?, words(ob, flag)?);
             nn::embedding(batch, tb, ib, out, fb, vocab, dim)
+        }
+        NnOp::Decode {
+            q,
+            k,
+            v,
+            lens,
+            scratch,
+            shape,
+            scale,
+        } => {
+            let part = ob
+                .nn_scratch
+                .get(scratch)
+                .ok_or_else(|| Error::TensorUnavailable {
+                    detail: "op batch internal error: a decode attention has no scratch".into(),
+                })?;
+            let (qb, kb, vb) = (sbuf(ob, q)?, sbuf(ob, k)?, sbuf(ob, v)?);
+            let lb = words(ob, lens)?;
+            nn::attention::record(batch, qb, kb, vb, lb, out, part, shape, scale)
+        }
+        NnOp::KvAppend {
+            new,
+            cache: _,
+            pos,
+            flag,
+            shape,
+        } => {
+            // As for embeddings: counts into a shared flag word in order.
+            batch.barrier();
+            let nb = sbuf(ob, new)?;
+            let (pb, fb) = (words(ob, pos)?, words(ob, flag)?);
+            // One cache: the kernel's key and value operands are the same
+            // buffers, so each element is written twice with one value by
+            // one invocation.
+            nn::kv_append(batch, nb, nb, out, out, pb, fb, shape)
         }
     }
 }
