@@ -103,6 +103,16 @@ static NEXT_BATCH: AtomicU64 = AtomicU64::new(1);
 /// recorded or changed in place after the last `execute` (a tensor dropped
 /// before `execute` cannot be asked for).
 ///
+/// **Transformer ops** ([`OpBatch::rms_norm`], [`OpBatch::layer_norm`],
+/// [`OpBatch::silu_mul`], [`OpBatch::causal_softmax`], [`OpBatch::rotary`],
+/// [`OpBatch::embedding`], [`OpBatch::kv_append_`],
+/// [`OpBatch::attention_decode`], [`OpBatch::attention_prefill`]) run the
+/// kernels of [`crate::ops::nn`] on f32 tensors, one step each; the `u32`
+/// buffers they take (positions, token ids, lengths, flag words) are kept
+/// and read at every execute, so writing them between executes replays
+/// the recording with new values. Argmax and sampling (`u32` results) are
+/// free ops only.
+///
 /// Not yet: importing a [`BufferSlice`](crate::BufferSlice) (import whole
 /// buffers), dot products with a prologue, f16 tensors.
 pub struct OpBatch {
