@@ -342,6 +342,17 @@ fn bad_input_is_a_typed_error() {
     };
     let e = nn::sample(&mut b, &x, &c3, &c3, 3, 4, p).unwrap_err();
     assert!(e.to_string().contains("temperature"), "{e}");
+    let e = nn::sample(
+        &mut b,
+        &x,
+        &c3,
+        &c3,
+        1,
+        nn::MAX_VOCAB + 1,
+        SampleParams::default(),
+    )
+    .unwrap_err();
+    assert_eq!(shape_error(e), ("ops::nn::sample", "vocab"));
     assert!(b.is_empty());
     b.submit().unwrap();
     common::assert_clean(&gpu);

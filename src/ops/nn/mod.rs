@@ -75,7 +75,7 @@ pub use kv::{kv_append, KvShape};
 pub use norm::{layer_norm, rms_norm};
 pub use prefill::{attention_prefill, PrefillShape};
 pub use rope::{rope_inv_freq, rotary, RopeScaling, MAX_ROTARY_HEAD_DIM};
-pub use sample::{sample, sample_uniform, SampleParams};
+pub use sample::{sample, sample_uniform, SampleParams, MAX_VOCAB};
 pub use softmax::causal_softmax;
 
 /// The storage type of a transformer op's tensors.

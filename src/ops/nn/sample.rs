@@ -15,6 +15,10 @@ use super::{
     NnOperand,
 };
 
+/// Largest vocabulary [`sample`] takes: the kernel counts kept tokens in
+/// f32, exact up to 2^24.
+pub const MAX_VOCAB: u32 = 1 << 24;
+
 /// How [`sample`] picks a token.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SampleParams {
@@ -107,6 +111,13 @@ pub fn sample<T: NnElement>(
     check_nonzero(OP, "rows", rows)?;
     check_nonzero(OP, "vocab", vocab)?;
     let n = product(OP, "logits", &[rows, vocab])?;
+    if vocab > MAX_VOCAB {
+        return Err(super::shape_err(
+            OP,
+            "vocab",
+            format!("{vocab} exceeds {MAX_VOCAB} (the kernel counts in f32)"),
+        ));
+    }
     check_elems(OP, "logits", logits.elems(), n)?;
     check_elems(OP, "counters", counters.elems(), u64::from(rows))?;
     check_elems(OP, "out", out.elems(), u64::from(rows))?;
