@@ -46,6 +46,9 @@
 //!
 //! As with every op, put a [`Batch::barrier`] between an op and a later
 //! command that reads what it writes.
+//!
+//! An [`OpBatch`](crate::ops::OpBatch) records the f32 forms of all but
+//! argmax and sampling on its tensors, with the same checks.
 
 use bytemuck::Pod;
 
