@@ -14,6 +14,9 @@ pub use megakernel::MegakernelError;
 
 use crate::install_hint::{self, Missing};
 
+mod ops;
+pub use ops::OpsError;
+
 /// Result alias used throughout the crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -603,6 +606,11 @@ pub enum Error {
     /// no capability).
     #[error("megakernel: {0}")]
     Megakernel(#[from] MegakernelError),
+
+    /// A transformer op ([`crate::ops::nn`]) refused its operands or
+    /// parameters at record time (nothing was recorded).
+    #[error(transparent)]
+    Ops(#[from] OpsError),
 }
 
 /// [`Error::MissingFeature`]'s text: what needs what, and what to do.

@@ -1,6 +1,7 @@
 //! Built-in kernels: element-wise ops, reductions, softmax, transpose,
-//! GEMV, matmul and skinny linear layers ([`linear`]), recorded into an
-//! ordinary [`Batch`](crate::Batch) next to your own kernels.
+//! GEMV, matmul, skinny linear layers ([`linear`]) and the transformer ops
+//! of [`nn`], recorded into an ordinary [`Batch`](crate::Batch) next to your
+//! own kernels.
 //!
 //! ```
 //! # fn main() -> vkcompute::Result<()> {
@@ -35,10 +36,12 @@
 //! `f32`, or of [`F16`] for the element-wise ops where the adapter has
 //! `shaderFloat16` and 16-bit storage (arithmetic is f32 either way).
 //! Lengths and shapes that do not fit together are an
-//! [`Error::OpShape`]; nothing is recorded then.
+//! [`Error::OpShape`] (for the transformer ops of [`nn`], an
+//! [`Error::Ops`]); nothing is recorded then.
 
 use crate::buffer::{BufView, Buffer, BufferSlice, GpuBuf};
 use crate::device::Device;
+pub use crate::error::OpsError;
 use crate::error::{Error, Result};
 
 mod dtype;
@@ -46,6 +49,7 @@ mod elementwise;
 pub(crate) mod fusion;
 mod gemv;
 pub(crate) mod grid;
+pub mod nn;
 pub(crate) mod reduce;
 mod softmax;
 mod transpose;

@@ -10,6 +10,7 @@ use super::{Binary, Unary};
 use crate::{Buffer, Device, Error, Result, Ticket};
 
 mod exec;
+mod transformer;
 
 /// Generated kernels by (source, specialization), kept across replans.
 type KernelMemo = std::collections::HashMap<(String, Vec<u32>), crate::Kernel>;
@@ -102,6 +103,16 @@ static NEXT_BATCH: AtomicU64 = AtomicU64::new(1);
 /// recorded or changed in place after the last `execute` (a tensor dropped
 /// before `execute` cannot be asked for).
 ///
+/// **Transformer ops** ([`OpBatch::rms_norm`], [`OpBatch::layer_norm`],
+/// [`OpBatch::silu_mul`], [`OpBatch::causal_softmax`], [`OpBatch::rotary`],
+/// [`OpBatch::embedding`], [`OpBatch::kv_append_`],
+/// [`OpBatch::attention_decode`], [`OpBatch::attention_prefill`]) run the
+/// kernels of [`crate::ops::nn`] on f32 tensors, one step each; the `u32`
+/// buffers they take (positions, token ids, lengths, flag words) are kept
+/// and read at every execute, so writing them between executes replays
+/// the recording with new values. Argmax and sampling (`u32` results) are
+/// free ops only.
+///
 /// Not yet: importing a [`BufferSlice`](crate::BufferSlice) (import whole
 /// buffers), dot products with a prologue, f16 tensors.
 pub struct OpBatch {
@@ -121,6 +132,11 @@ pub struct OpBatch {
     kernel_memo: KernelMemo,
     /// Scratch of each reduction node (counter and partials), made once.
     scratch: std::collections::HashMap<usize, Buffer<u32>>,
+    /// The `u32` buffers transformer ops read or count into (positions,
+    /// token ids, flag words), by the index their op names.
+    words: Vec<Buffer<u32>>,
+    /// Scratch of each decode attention op, made when it is recorded.
+    nn_scratch: Vec<Buffer<f32>>,
     /// Nodes covered by the last successful execute.
     executed_nodes: Option<usize>,
 }
@@ -155,6 +171,8 @@ impl Device {
             prepared: None,
             kernel_memo: KernelMemo::new(),
             scratch: std::collections::HashMap::new(),
+            words: Vec::new(),
+            nn_scratch: Vec::new(),
             executed_nodes: None,
         }
     }

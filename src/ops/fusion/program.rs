@@ -41,6 +41,61 @@ pub(crate) enum Op {
     Transpose(V),
     /// Every element `value`.
     Fill(f32),
+    /// A transformer op ([`crate::ops::nn`]) on f32 tensors.
+    Nn(NnOp),
+}
+
+/// The transformer ops an op batch records (each one built-in dispatch).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum NnOp {
+    /// RMSNorm of each row of `x` with weight `w`.
+    RmsNorm { x: V, w: V, eps: f32 },
+    /// LayerNorm of each row of `x` with weight `w` and bias `b`.
+    LayerNorm { x: V, w: V, b: V, eps: f32 },
+    /// `silu(gate) * up`.
+    SiluMul { gate: V, up: V },
+    /// Causal softmax of rows in blocks of `q_len` queries.
+    CausalSoftmax { x: V, q_len: u32 },
+    /// Rotary embedding of `x` with inverse frequencies `inv` and the
+    /// positions in the op batch's word buffer `pos`.
+    Rotary {
+        x: V,
+        inv: V,
+        pos: usize,
+        heads: u32,
+        head_dim: u32,
+    },
+    /// Causal prefill attention.
+    Prefill {
+        q: V,
+        k: V,
+        v: V,
+        shape: crate::ops::nn::PrefillShape,
+        scale: f32,
+    },
+    /// Rows of `table` by the token ids in word buffer `ids`, out-of-range
+    /// ids counted in word buffer `flag`.
+    Embedding { table: V, ids: usize, flag: usize },
+    /// Decode attention of `q` against caches `k` and `v` with the lengths
+    /// in word buffer `lens` and the op batch's scratch buffer `scratch`.
+    Decode {
+        q: V,
+        k: V,
+        v: V,
+        lens: usize,
+        scratch: usize,
+        shape: crate::ops::nn::DecodeShape,
+        scale: f32,
+    },
+    /// `cache` (one of a KV pair) with `new` appended at the positions in
+    /// word buffer `pos`, positions past the end counted in `flag`.
+    KvAppend {
+        new: V,
+        cache: V,
+        pos: usize,
+        flag: usize,
+        shape: crate::ops::nn::KvShape,
+    },
 }
 
 impl Op {
@@ -54,6 +109,15 @@ impl Op {
                 vec![a, b]
             }
             Op::Fill(_) => Vec::new(),
+            Op::Nn(NnOp::RmsNorm { x, w, .. }) => vec![x, w],
+            Op::Nn(NnOp::LayerNorm { x, w, b, .. }) => vec![x, w, b],
+            Op::Nn(NnOp::SiluMul { gate, up }) => vec![gate, up],
+            Op::Nn(NnOp::CausalSoftmax { x, .. }) => vec![x],
+            Op::Nn(NnOp::Rotary { x, inv, .. }) => vec![x, inv],
+            Op::Nn(NnOp::Prefill { q, k, v, .. }) => vec![q, k, v],
+            Op::Nn(NnOp::Embedding { table, .. }) => vec![table],
+            Op::Nn(NnOp::Decode { q, k, v, .. }) => vec![q, k, v],
+            Op::Nn(NnOp::KvAppend { new, cache, .. }) => vec![new, cache],
         }
     }
 
@@ -78,6 +142,15 @@ impl Op {
             Op::Softmax(_) => "softmax",
             Op::Transpose(_) => "transpose",
             Op::Fill(_) => "fill",
+            Op::Nn(NnOp::RmsNorm { .. }) => "rms_norm",
+            Op::Nn(NnOp::LayerNorm { .. }) => "layer_norm",
+            Op::Nn(NnOp::SiluMul { .. }) => "silu_mul",
+            Op::Nn(NnOp::CausalSoftmax { .. }) => "causal_softmax",
+            Op::Nn(NnOp::Rotary { .. }) => "rotary",
+            Op::Nn(NnOp::Prefill { .. }) => "attention_prefill",
+            Op::Nn(NnOp::Embedding { .. }) => "embedding",
+            Op::Nn(NnOp::Decode { .. }) => "attention_decode",
+            Op::Nn(NnOp::KvAppend { .. }) => "kv_append",
         }
     }
 

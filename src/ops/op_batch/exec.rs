@@ -357,7 +357,7 @@ fn buf(ob: &OpBatch, s: usize) -> Result<&Buffer<f32>> {
         .ok_or_else(|| internal("a bound storage has no buffer"))
 }
 
-fn sbuf(ob: &OpBatch, v: V) -> Result<&Buffer<f32>> {
+pub(super) fn sbuf(ob: &OpBatch, v: V) -> Result<&Buffer<f32>> {
     buf(ob, ob.graph.values[v].storage)
 }
 
@@ -393,6 +393,7 @@ fn single(ob: &OpBatch, batch: &mut Batch, n: usize) -> Result<()> {
             o::transpose(batch, sbuf(ob, x)?, out, s.rows(), s.cols())
         }
         Op::Fill(value) => o::fill::<f32>(batch, value, out),
+        Op::Nn(op) => super::transformer::record(ob, batch, op, out, shape),
     }
 }
 

@@ -1,0 +1,264 @@
+//! Grouped-query attention for decode (`shaders/nn_attn_decode.comp`, then
+//! `shaders/nn_attn_combine.comp`): one query per head against a KV cache,
+//! split over the sequence so that few heads still fill the GPU.
+//!
+//! Pass 1 launches one workgroup per (sequence chunk of [`DECODE_CHUNK`]
+//! positions, sequence, kv head, slice of the query heads sharing it); a
+//! workgroup whose chunk starts at or past the sequence's current length
+//! (read on the GPU) returns at once, so the work grows with the length,
+//! not with the cache's capacity. Each active workgroup reads its keys and
+//! values once for all its query heads and writes, per head, the chunk's
+//! max score, its sum of exponentials and its weighted sum of values
+//! (f32). Pass 2 merges the chunks of each (sequence, head) with the usual
+//! rescaling of online softmax.
+
+use crate::batch::Batch;
+use crate::buffer::Buffer;
+use crate::error::Result;
+
+use super::{
+    check_elems, check_nonzero, device_for, kernel_name, launch, product, rows_grid, shape_err,
+    NnElement, NnOperand,
+};
+
+/// Positions per chunk of decode attention's first pass (`CHUNK` in
+/// `shaders/nn_attn_decode.comp`).
+pub const DECODE_CHUNK: u32 = 64;
+
+/// Largest head dimension of [`attention_decode`] (one invocation per
+/// element in the merge).
+const MAX_HEAD_DIM: u32 = 256;
+/// Query heads one workgroup takes (`MAX_GROUP` in the shader) and the
+/// floats of their queries it keeps (`MAX_QS`).
+const MAX_GROUP: u32 = 16;
+const MAX_QS: u32 = 2048;
+
+/// The shapes of an [`attention_decode`]: queries `[batch, q_heads,
+/// head_dim]`, caches `[batch, kv_heads, max_seq, head_dim]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DecodeShape {
+    /// Sequences.
+    pub batch: u32,
+    /// Query heads (a multiple of `kv_heads`).
+    pub q_heads: u32,
+    /// Key/value heads.
+    pub kv_heads: u32,
+    /// Elements per head, at most 256.
+    pub head_dim: u32,
+    /// Positions each cache holds.
+    pub max_seq: u32,
+}
+
+/// Records decode attention: for each sequence `b` and query head `h`
+/// (kv head `h / (q_heads / kv_heads)`), with `n = min(lens[b], max_seq)`,
+/// `out[b, h] = softmax(scale * q[b, h] · k[b, kvh, ..n]) · v[b, kvh, ..n]`.
+/// `lens` holds one `u32` per sequence, read on the GPU (a graph replays
+/// with new lengths); a length of 0 gives zeros. `scale` is usually
+/// `1 / sqrt(head_dim)`.
+///
+/// Allocates an f32 scratch buffer of `batch × q_heads × ceil(max_seq /
+/// 64) × (head_dim + 2)` elements per call; records two dispatches with a
+/// barrier between them.
+#[allow(clippy::too_many_arguments)]
+pub fn attention_decode<T: NnElement>(
+    batch: &mut Batch,
+    q: &impl NnOperand<T>,
+    k_cache: &impl NnOperand<T>,
+    v_cache: &impl NnOperand<T>,
+    lens: &impl NnOperand<u32>,
+    out: &impl NnOperand<T>,
+    shape: DecodeShape,
+    scale: f32,
+) -> Result<()> {
+    const OP: &str = "ops::nn::attention_decode";
+    let elems = [
+        q.elems(),
+        k_cache.elems(),
+        v_cache.elems(),
+        lens.elems(),
+        out.elems(),
+    ];
+    check_args(shape, scale, elems)?;
+    let gpu = device_for::<T>(OP, q)?;
+    let part = gpu.alloc::<f32>(scratch_len(shape)? as usize)?;
+    record(batch, q, k_cache, v_cache, lens, out, &part, shape, scale)
+}
+
+/// The checks of [`attention_decode`] on its shape, scale and the element
+/// counts of q, k_cache, v_cache, lens and out (shared with the op batch's
+/// recording).
+pub(in crate::ops) fn check_args(shape: DecodeShape, scale: f32, elems: [u64; 5]) -> Result<()> {
+    const OP: &str = "ops::nn::attention_decode";
+    let DecodeShape {
+        batch: b,
+        q_heads,
+        kv_heads,
+        head_dim,
+        max_seq,
+    } = shape;
+    check_nonzero(OP, "batch", b)?;
+    check_nonzero(OP, "q_heads", q_heads)?;
+    check_nonzero(OP, "kv_heads", kv_heads)?;
+    check_nonzero(OP, "head_dim", head_dim)?;
+    check_nonzero(OP, "max_seq", max_seq)?;
+    if q_heads % kv_heads != 0 {
+        return Err(shape_err(
+            OP,
+            "q_heads",
+            format!("{q_heads} is not a multiple of kv_heads ({kv_heads})"),
+        ));
+    }
+    if head_dim > MAX_HEAD_DIM {
+        return Err(shape_err(
+            OP,
+            "head_dim",
+            format!("{head_dim} exceeds the limit {MAX_HEAD_DIM}"),
+        ));
+    }
+    super::check_scale(OP, scale)?;
+    let n_q = product(OP, "q", &[b, q_heads, head_dim])?;
+    let n_cache = product(OP, "k_cache", &[b, kv_heads, max_seq, head_dim])?;
+    check_elems(OP, "q", elems[0], n_q)?;
+    check_elems(OP, "k_cache", elems[1], n_cache)?;
+    check_elems(OP, "v_cache", elems[2], n_cache)?;
+    check_elems(OP, "lens", elems[3], u64::from(b))?;
+    check_elems(OP, "out", elems[4], n_q)?;
+    let n = scratch_len(shape)?;
+    usize::try_from(n)
+        .map_err(|_| shape_err(OP, "scratch", format!("{n} floats exceed the host's usize")))?;
+    Ok(())
+}
+
+/// Floats of the scratch buffer [`record`] needs (after [`check_args`]).
+pub(in crate::ops) fn scratch_len(shape: DecodeShape) -> Result<u64> {
+    let p = plan(
+        shape.q_heads / shape.kv_heads,
+        shape.head_dim,
+        shape.max_seq,
+    );
+    product(
+        "ops::nn::attention_decode",
+        "scratch",
+        &[shape.batch * shape.q_heads, p.chunks, shape.head_dim + 2],
+    )
+}
+
+/// Records both passes of decode attention with scratch `part` of
+/// [`scratch_len`] floats (after [`check_args`]).
+#[allow(clippy::too_many_arguments)]
+pub(in crate::ops) fn record<T: NnElement>(
+    batch: &mut Batch,
+    q: &impl NnOperand<T>,
+    k_cache: &impl NnOperand<T>,
+    v_cache: &impl NnOperand<T>,
+    lens: &impl NnOperand<u32>,
+    out: &impl NnOperand<T>,
+    part: &Buffer<f32>,
+    shape: DecodeShape,
+    scale: f32,
+) -> Result<()> {
+    const OP: &str = "ops::nn::attention_decode";
+    let DecodeShape {
+        batch: b,
+        q_heads,
+        kv_heads,
+        head_dim,
+        max_seq,
+    } = shape;
+    let gpu = device_for::<T>(OP, q)?;
+    let plan = plan(q_heads / kv_heads, head_dim, max_seq);
+    let rows = b * q_heads; // <= n_q, so it fits
+    let ys = u64::from(b) * u64::from(kv_heads) * u64::from(plan.slices);
+    let max = gpu.info().max_workgroup_count;
+    if plan.chunks > max[0] || ys > u64::from(max[1]) {
+        return Err(shape_err(
+            OP,
+            "k_cache",
+            format!(
+                "{} chunks x {ys} head groups exceed the adapter's workgroup grid {max:?}",
+                plan.chunks
+            ),
+        ));
+    }
+    let pass1 = kernel_name::<T>([
+        "nn_attn_decode",
+        "nn_attn_decode_f16",
+        "nn_attn_decode_bf16",
+    ]);
+    launch(
+        batch,
+        &gpu,
+        pass1,
+        &[q, k_cache, v_cache, lens, part],
+        [plan.chunks, ys as u32, 1],
+        &[
+            q_heads,
+            kv_heads,
+            head_dim,
+            max_seq,
+            plan.chunks,
+            plan.group,
+            scale.to_bits(),
+        ],
+    )?;
+    batch.barrier();
+    let pass2 = kernel_name::<T>([
+        "nn_attn_combine",
+        "nn_attn_combine_f16",
+        "nn_attn_combine_bf16",
+    ]);
+    let grid = rows_grid(OP, &gpu, rows)?;
+    launch(
+        batch,
+        &gpu,
+        pass2,
+        &[part, lens, out],
+        grid,
+        &[rows, q_heads, head_dim, max_seq, plan.chunks],
+    )
+}
+
+/// How decode attention splits its work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Plan {
+    /// Query heads per workgroup.
+    group: u32,
+    /// Workgroups per kv head (slices of its query heads).
+    slices: u32,
+    /// Sequence chunks.
+    chunks: u32,
+}
+
+fn plan(ratio: u32, head_dim: u32, max_seq: u32) -> Plan {
+    let group = ratio.min(MAX_GROUP).min(MAX_QS / head_dim).max(1);
+    Plan {
+        group,
+        slices: ratio.div_ceil(group),
+        chunks: max_seq.div_ceil(DECODE_CHUNK),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_heads_are_grouped_within_shared_memory() {
+        // Llama 3 8B: 32 q heads over 8 kv heads, head_dim 128.
+        assert_eq!(
+            plan(4, 128, 8192),
+            Plan {
+                group: 4,
+                slices: 1,
+                chunks: 128
+            }
+        );
+        // 16 queries of 256 floats exceed 2048: two slices of 8.
+        assert_eq!(plan(16, 256, 64).group, 8);
+        assert_eq!(plan(16, 256, 64).slices, 2);
+        // A ratio past 16 is sliced; the last slice is partial.
+        let p = plan(20, 64, 1);
+        assert_eq!((p.group, p.slices, p.chunks), (16, 2, 1));
+        assert_eq!(plan(1, 72, 65).chunks, 2);
+    }
+}
