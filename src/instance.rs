@@ -111,7 +111,27 @@ impl Instance {
             .filter_map(|e| e.extension_name_as_c_str().ok())
             .collect();
         let setup = portability::instance_setup(&offered, validation);
-        let extensions: Vec<_> = setup.extensions.iter().map(|e| e.as_ptr()).collect();
+        let mut extensions: Vec<_> = setup.extensions.iter().map(|e| e.as_ptr()).collect();
+        // Synchronization validation of shader accesses: since the layer's
+        // 1.3.290 release, the descriptors a dispatch binds are tracked only
+        // under `syncval_shader_accesses_heuristic`, set through
+        // VK_EXT_layer_settings (which the layer itself offers). Without it
+        // a dispatch's writes are invisible to synchronization validation
+        // and a missing barrier after one is never reported. Older layers
+        // track them always and offer no such extension: nothing to set.
+        let layer_settings = validation && layer_offers_settings(&entry);
+        if layer_settings {
+            extensions.push(ash::ext::layer_settings::NAME.as_ptr());
+        }
+        let bool_true: vk::Bool32 = vk::TRUE;
+        let mut setting = vk::LayerSettingEXT::default()
+            .layer_name(VALIDATION_LAYER)
+            .setting_name(c"syncval_shader_accesses_heuristic")
+            .ty(vk::LayerSettingTypeEXT::BOOL32)
+            .values(bytemuck::bytes_of(&bool_true));
+        setting.value_count = 1;
+        let settings = [setting];
+        let mut settings_info = vk::LayerSettingsCreateInfoEXT::default().settings(&settings);
         let enabled = [vk::ValidationFeatureEnableEXT::SYNCHRONIZATION_VALIDATION];
         let mut features =
             vk::ValidationFeaturesEXT::default().enabled_validation_features(&enabled);
@@ -140,6 +160,9 @@ impl Instance {
                 .enabled_layer_names(&layers)
                 .push_next(&mut features)
                 .push_next(&mut chained_messenger);
+            if layer_settings {
+                info = info.push_next(&mut settings_info);
+            }
         }
         // SAFETY: every pointer in `info` refers to locals alive across the call.
         let raw = unsafe { entry.create_instance(&info, None) }.map_err(|r| match r {
@@ -163,6 +186,19 @@ impl Instance {
         }
         Ok(inst)
     }
+}
+
+/// Whether the validation layer offers VK_EXT_layer_settings (layers from
+/// 1.3.268 on).
+fn layer_offers_settings(entry: &ash::Entry) -> bool {
+    // SAFETY: plain query through a valid entry, naming an installed layer.
+    let Ok(exts) =
+        (unsafe { entry.enumerate_instance_extension_properties(Some(VALIDATION_LAYER)) })
+    else {
+        return false;
+    };
+    exts.iter()
+        .any(|e| e.extension_name_as_c_str().ok() == Some(ash::ext::layer_settings::NAME))
 }
 
 impl Drop for Instance {
