@@ -352,7 +352,7 @@ fn element_types_are_fixed_by_the_signature() {
         T::NN
     }
     let gpu = common::gpu();
-    let h = gpu.alloc::<u16>(1).unwrap();
+    let h = gpu.alloc::<vkcompute::ops::Bf16>(1).unwrap();
     assert_eq!(dtype_of(&h), nn::NnDtype::Bf16);
     assert_eq!(dtype_of(&gpu.alloc::<f32>(1).unwrap()), nn::NnDtype::F32);
 }

@@ -5,7 +5,7 @@
 #![allow(dead_code)]
 
 use vkcompute::ops::nn::NnElement;
-use vkcompute::ops::F16;
+use vkcompute::ops::{Bf16, F16};
 use vkcompute::{Buffer, Device};
 
 /// An element type the tests run every op at.
@@ -47,16 +47,15 @@ impl TestElem for F16 {
     }
 }
 
-/// bf16 bits.
-impl TestElem for u16 {
+impl TestElem for Bf16 {
     const NAME: &'static str = "bf16";
     const U: f64 = 1.0 / 256.0;
     const TINY: f64 = 1e-40;
     fn enc(x: f32) -> Self {
-        bf16_from_f32(x)
+        Bf16(bf16_from_f32(x))
     }
     fn dec(self) -> f32 {
-        f32::from_bits(u32::from(self) << 16)
+        f32::from_bits(u32::from(self.0) << 16)
     }
 }
 
@@ -120,13 +119,13 @@ pub fn max_err(got: &[f32], want: &[f64]) -> f64 {
         .fold(0.0, f64::max)
 }
 
-/// Runs `$f::<T>(&gpu)` for f32, F16 and bf16 (u16 bits).
+/// Runs `$f::<T>(&gpu)` for f32, F16 and Bf16.
 #[macro_export]
 macro_rules! each_dtype {
     ($gpu:expr, $f:ident) => {{
         $f::<f32>($gpu);
         $f::<vkcompute::ops::F16>($gpu);
-        $f::<u16>($gpu);
+        $f::<vkcompute::ops::Bf16>($gpu);
     }};
 }
 

@@ -30,10 +30,8 @@
 //! ```
 //!
 //! **Element types.** Activations, weights and caches are `f32`, [`F16`]
-//! or bf16 ([`NnElement`]); one op's tensors share one type, so a
-//! mismatch does not compile. bf16 is taken, for now, as its bits in a
-//! `Buffer<u16>` (the top half of an f32); a dedicated bf16 element type
-//! will replace it. 16-bit types need the adapter's 16-bit storage
+//! or [`Bf16`] ([`NnElement`]); one op's tensors share one type, so a
+//! mismatch does not compile. 16-bit types need the adapter's 16-bit storage
 //! (`storageBuffer16BitAccess`). Arithmetic is f32 throughout; a 16-bit
 //! result is rounded once, to nearest even.
 //!
@@ -57,7 +55,7 @@ use crate::buffer::{Buffer, BufferSlice, GpuBuf};
 use crate::device::Device;
 use crate::error::{Error, OpsError, Result};
 
-use super::F16;
+use super::{Bf16, F16};
 
 mod act;
 mod argmax;
@@ -89,7 +87,7 @@ pub enum NnDtype {
     F32,
     /// 16-bit IEEE float ([`F16`]).
     F16,
-    /// bfloat16, as its 16 bits in a `u16` (the top half of an f32).
+    /// bfloat16 ([`Bf16`]: the top half of an f32).
     Bf16,
 }
 
@@ -97,11 +95,11 @@ mod sealed {
     pub trait Sealed {}
     impl Sealed for f32 {}
     impl Sealed for super::F16 {}
-    impl Sealed for u16 {}
+    impl Sealed for super::Bf16 {}
 }
 
-/// An element type the transformer ops take: `f32`, [`F16`], or `u16`
-/// holding bf16 bits (until a bf16 element type replaces it). Sealed.
+/// An element type the transformer ops take: `f32`, [`F16`] or [`Bf16`].
+/// Sealed.
 pub trait NnElement: Pod + sealed::Sealed {
     /// The storage type.
     const NN: NnDtype;
@@ -115,8 +113,7 @@ impl NnElement for F16 {
     const NN: NnDtype = NnDtype::F16;
 }
 
-/// bf16 bits (see [`NnDtype::Bf16`]).
-impl NnElement for u16 {
+impl NnElement for Bf16 {
     const NN: NnDtype = NnDtype::Bf16;
 }
 
@@ -330,6 +327,6 @@ mod tests {
         let n = ["a", "a_f16", "a_bf16"];
         assert_eq!(kernel_name::<f32>(n), "a");
         assert_eq!(kernel_name::<F16>(n), "a_f16");
-        assert_eq!(kernel_name::<u16>(n), "a_bf16");
+        assert_eq!(kernel_name::<Bf16>(n), "a_bf16");
     }
 }
