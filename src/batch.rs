@@ -11,9 +11,16 @@
 //! kernel of the same layout class, skips the checks too (they passed then,
 //! for the same binding kinds). Nothing is allocated
 //! per dispatch, except the cache's entry the first time a binding set is
-//! seen. Commands not separated by [`Batch::barrier`] may run
-//! concurrently; a barrier orders everything before it against everything
-//! after it ([`crate::barrier`] picks its masks). Each batch is ordered after
+//! seen. Commands not separated by a barrier may run concurrently; a
+//! barrier orders everything before it against everything after it
+//! ([`crate::barrier`] picks its masks). Barriers are found, not guessed:
+//! with [`BatchOptions::auto_barriers`] (on by default) the batch tracks the
+//! byte ranges each command reads and writes ([`crate::hazard`]) and records
+//! a barrier exactly before a command that reads what an earlier command
+//! wrote, or writes what one read or wrote, with no barrier yet between
+//! them; [`Batch::barrier`] still works and is never doubled. What was
+//! recorded is inspectable ([`BatchOptions::record_plan`],
+//! [`Batch::barrier_log`]). Each batch is ordered after
 //! the work submitted before it on its stream ([`crate::stream`]), after
 //! tickets and events it names, and after other queues' conflicting use of
 //! its buffers (the crate guide's "Ordering").
@@ -30,6 +37,7 @@
 //! nothing more is recorded or submitted ([`Batch::poisoned`]). A command
 //! refused by its checks before recording leaves the batch usable.
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use ash::vk;
@@ -39,6 +47,7 @@ use crate::buffer::{BufView, BufferInner, GpuBuf};
 use crate::device::{Device, DeviceInner, Garbage};
 use crate::error::{Error, Result};
 use crate::event::EventInner;
+use crate::hazard::{Access, BarrierCause, Conflict, Hazards, PlannedBarrier};
 use crate::kernel::Kernel;
 use crate::memory::HostPath;
 use crate::pipeline_cache::KernelCore;
@@ -76,6 +85,22 @@ pub struct BatchOptions {
     pub max_chunk: u32,
     /// GPU timestamps to record.
     pub profiling: Profiling,
+    /// Find the barriers the commands need (on by default): each command's
+    /// reads and writes (a kernel's bindings by its reflection, read-only
+    /// or written; a copy's source and destination; a fill's or host
+    /// write's destination) are tracked by the byte ranges of the views
+    /// bound, and a barrier is recorded before a command that reads bytes
+    /// an earlier command wrote, or writes bytes an earlier command read or
+    /// wrote, with no barrier between them; independent commands get none,
+    /// and one buffer bound twice in one dispatch is not a hazard.
+    /// [`Batch::barrier`] keeps working (a barrier it makes is never
+    /// doubled). Off: only [`Batch::barrier`] orders commands (and
+    /// [`Batch::write`] / [`Batch::read`] are ordered as if it stood on
+    /// both sides of them), as a batch did before tracking existed.
+    pub auto_barriers: bool,
+    /// Keep a log of the barriers recorded and why
+    /// ([`Batch::barrier_log`]); off by default (the log allocates).
+    pub record_plan: bool,
 }
 
 impl Default for BatchOptions {
@@ -84,6 +109,8 @@ impl Default for BatchOptions {
             first_chunk: 16,
             max_chunk: 128,
             profiling: Profiling::Off,
+            auto_barriers: true,
+            record_plan: false,
         }
     }
 }
@@ -100,6 +127,18 @@ impl BatchOptions {
     /// These options with `profiling` set.
     pub fn with_profiling(mut self, profiling: Profiling) -> Self {
         self.profiling = profiling;
+        self
+    }
+
+    /// These options with [`BatchOptions::auto_barriers`] set.
+    pub fn with_auto_barriers(mut self, on: bool) -> Self {
+        self.auto_barriers = on;
+        self
+    }
+
+    /// These options with [`BatchOptions::record_plan`] set.
+    pub fn with_record_plan(mut self, on: bool) -> Self {
+        self.record_plan = on;
         self
     }
 }
@@ -124,6 +163,17 @@ pub struct Batch {
     rec: Option<Recorder>,
     cb: vk::CommandBuffer,
     tracker: Tracker,
+    /// Automatic barriers ([`BatchOptions::auto_barriers`]).
+    auto: bool,
+    /// What commands touched since barriers ordered them ([`crate::hazard`]).
+    hazards: Hazards,
+    /// Set while the pieces of a split launch after its first are
+    /// recorded: one launch, checked once.
+    in_launch: bool,
+    /// Barriers recorded.
+    barriers: u64,
+    /// The barrier log ([`BatchOptions::record_plan`]).
+    plan: Option<Vec<PlannedBarrier>>,
     /// Buffers used by the open chunk (kept alive until it is submitted),
     /// with whether a command writes them.
     keep: KeepList,
@@ -249,6 +299,11 @@ impl Batch {
             rec: Some(rec),
             cb: vk::CommandBuffer::null(),
             tracker: Tracker::new_batch(),
+            auto: options.auto_barriers,
+            hazards: Hazards::new(),
+            in_launch: false,
+            barriers: 0,
+            plan: options.record_plan.then(Vec::new),
             keep,
             stream,
             wait_marks: UseMark::default(),
@@ -407,10 +462,58 @@ impl Batch {
     }
 
     /// Orders every command recorded before against every command recorded
-    /// after. Costs nothing until a command follows it.
+    /// after. Costs nothing until a command follows it. With automatic
+    /// barriers on ([`BatchOptions::auto_barriers`]) it is never needed for
+    /// memory the batch's commands touch, and never doubled: the tracking
+    /// starts afresh after it.
     pub fn barrier(&mut self) -> &mut Self {
         self.tracker.barrier();
+        self.hazards.clear();
         self
+    }
+
+    /// Whether the batch finds its barriers ([`BatchOptions::auto_barriers`]).
+    pub fn auto_barriers(&self) -> bool {
+        self.auto
+    }
+
+    /// Turns automatic barriers on or off for the commands recorded from
+    /// now on (a graph recorder's way to choose, as it has no
+    /// [`BatchOptions`]). Commands recorded while it was off are not
+    /// tracked: order them against later ones with [`Batch::barrier`].
+    pub fn set_auto_barriers(&mut self, on: bool) -> &mut Self {
+        if on != self.auto {
+            self.hazards.clear();
+            self.auto = on;
+        }
+        self
+    }
+
+    /// Starts (or stops) logging the barriers recorded from now on
+    /// ([`BatchOptions::record_plan`]); stopping keeps what was logged.
+    pub fn set_record_plan(&mut self, on: bool) -> &mut Self {
+        match (on, self.plan.is_some()) {
+            (true, false) => self.plan = Some(Vec::new()),
+            (false, true) if self.plan.as_ref().is_some_and(|p| p.is_empty()) => self.plan = None,
+            _ => {}
+        }
+        self
+    }
+
+    /// The barriers recorded so far, in order, each with the command it
+    /// precedes, why it was recorded (requested, or the hazard found: the
+    /// earlier command, the buffer and bytes) and its stages and accesses.
+    /// Empty unless [`BatchOptions::record_plan`] (or
+    /// [`Batch::set_record_plan`]) is on; the closing host barrier of a
+    /// chunk the host reads through a mapping is not listed.
+    pub fn barrier_log(&self) -> &[PlannedBarrier] {
+        self.plan.as_deref().unwrap_or(&[])
+    }
+
+    /// Barriers recorded so far between the batch's commands (logged or
+    /// not; the closing host barriers of chunks are not counted).
+    pub fn barrier_count(&self) -> u64 {
+        self.barriers
     }
 
     /// Names the next command in the profile (profiled batches only; a
@@ -619,6 +722,9 @@ impl Batch {
             self.last_owner[i] = owner;
             change = Change::Descriptors;
         }
+        if self.auto && !self.in_launch {
+            self.track_dispatch(buffers, bindings)?;
+        }
         self.begin_command(Stage::Compute, k.writes)?;
         let cb = self.cb;
         if change != Change::Nothing {
@@ -670,6 +776,107 @@ impl Batch {
         // binding and push constant it declares set; the grid is within limits.
         unsafe { d.raw.cmd_dispatch(cb, grid[0], grid[1], grid[2]) };
         self.end_command(&k.label)
+    }
+}
+
+impl Batch {
+    /// Checks a dispatch's bindings against what earlier commands touched
+    /// (recording the barrier a hazard needs), then notes them: all are
+    /// checked before any is noted, so bindings of one dispatch never
+    /// conflict with each other.
+    #[inline(always)]
+    fn track_dispatch(
+        &mut self,
+        buffers: &[&dyn GpuBuf],
+        bindings: &[crate::reflect::BindingInfo],
+    ) -> Result<()> {
+        let access = |b: &&dyn GpuBuf, info: &crate::reflect::BindingInfo| {
+            let v = b.view();
+            Access {
+                owner: Arc::as_ptr(v.inner) as usize,
+                start: v.offset,
+                end: v.offset + v.size,
+                write: !info.read_only,
+            }
+        };
+        for (b, info) in buffers.iter().zip(bindings) {
+            if let Some(c) = self.hazards.check(Stage::Compute, &access(b, info)) {
+                self.hazard_barrier(Stage::Compute, c, b.view().inner.raw)?;
+                break;
+            }
+        }
+        let cmd = self.commands;
+        for (b, info) in buffers.iter().zip(bindings) {
+            self.hazards.note(&access(b, info), cmd);
+        }
+        Ok(())
+    }
+
+    /// As [`Batch::track_dispatch`], for a transfer's bytes of its views'
+    /// buffers (each with whether it is written) at `stage`. Does nothing
+    /// with automatic barriers off.
+    fn track_views(
+        &mut self,
+        stage: Stage,
+        views: &[(&BufView<'_>, Range<u64>, bool)],
+    ) -> Result<()> {
+        if !self.auto {
+            return Ok(());
+        }
+        let access = |(v, r, write): &(&BufView<'_>, Range<u64>, bool)| Access {
+            owner: Arc::as_ptr(v.inner) as usize,
+            start: r.start,
+            end: r.end,
+            write: *write,
+        };
+        for x in views {
+            if let Some(c) = self.hazards.check(stage, &access(x)) {
+                self.hazard_barrier(stage, c, x.0.inner.raw)?;
+                break;
+            }
+        }
+        let cmd = self.commands;
+        for x in views {
+            self.hazards.note(&access(x), cmd);
+        }
+        Ok(())
+    }
+
+    /// Records the barrier hazard `c` (on `buffer`) needs before a command
+    /// of `stage`, opening a chunk first if none is open.
+    #[cold]
+    #[inline(never)]
+    fn hazard_barrier(&mut self, stage: Stage, c: Conflict, buffer: vk::Buffer) -> Result<()> {
+        if self.cb == vk::CommandBuffer::null() {
+            self.open_chunk()?;
+        }
+        if let Some(m) = self.tracker.force(stage) {
+            let cause = BarrierCause::Hazard {
+                kind: c.kind,
+                earlier_command: c.earlier_command,
+                buffer,
+                bytes: c.start..c.end,
+            };
+            self.log_barrier(m, cause);
+            crate::recorder::cmd_barrier(&self.dev.raw, self.cb, m);
+        }
+        self.hazards.resolve(stage);
+        Ok(())
+    }
+
+    /// Counts a barrier about to be recorded, and logs it when asked to.
+    fn log_barrier(&mut self, m: crate::barrier::Masks, cause: BarrierCause) {
+        self.barriers += 1;
+        if let Some(plan) = &mut self.plan {
+            plan.push(PlannedBarrier {
+                before_command: self.commands,
+                cause,
+                src_stages: m.src_stage,
+                dst_stages: m.dst_stage,
+                src_access: m.src_access,
+                dst_access: m.dst_access,
+            });
+        }
     }
 }
 

@@ -159,6 +159,7 @@ mod error;
 #[cfg(feature = "glsl")]
 mod glsl;
 mod graph;
+mod hazard;
 mod instance;
 mod kernel;
 mod layout_class;
@@ -218,6 +219,7 @@ pub use error::{Error, Result};
 #[cfg(feature = "glsl")]
 pub use glsl::{compile_glsl, compile_glsl_with, GlslOptimization, GlslOptions, GlslTarget};
 pub use graph::{CapturePool, Graph, GraphRecorder, Params, DEFAULT_PARAM_SLOTS, MAX_PARAM_SLOTS};
+pub use hazard::{BarrierCause, HazardKind, PlannedBarrier};
 pub use kernel::{reflect_spirv, Kernel, KernelBuilder, SpirvInput, MAX_BINDINGS};
 pub use memory::Memory;
 pub use profile::{CommandTiming, Profile, Profiling};
