@@ -790,26 +790,32 @@ impl Batch {
         buffers: &[&dyn GpuBuf],
         bindings: &[crate::reflect::BindingInfo],
     ) -> Result<()> {
-        let access = |b: &&dyn GpuBuf, info: &crate::reflect::BindingInfo| {
+        if let ([b], [info]) = (buffers, bindings) {
+            // One binding (the common case): one probe, no list.
             let v = b.view();
-            Access {
+            let a = Access {
                 owner: Arc::as_ptr(v.inner) as usize,
                 start: v.offset,
                 end: v.offset + v.size,
                 write: !info.read_only,
+            };
+            if let Some((c, key)) = self.hazards.track_one(Stage::Compute, &a, self.commands) {
+                self.hazard_barrier(Stage::Compute, c, v.inner.raw)?;
+                self.hazards.note_one(key, &a, self.commands);
             }
-        };
-        for (b, info) in buffers.iter().zip(bindings) {
-            if let Some(c) = self.hazards.check(Stage::Compute, &access(b, info)) {
-                self.hazard_barrier(Stage::Compute, c, b.view().inner.raw)?;
-                break;
-            }
+            return Ok(());
         }
-        let cmd = self.commands;
+        self.hazards.start();
         for (b, info) in buffers.iter().zip(bindings) {
-            self.hazards.note(&access(b, info), cmd);
+            let v = b.view();
+            self.hazards.list(Access {
+                owner: Arc::as_ptr(v.inner) as usize,
+                start: v.offset,
+                end: v.offset + v.size,
+                write: !info.read_only,
+            });
         }
-        Ok(())
+        self.track_listed(Stage::Compute, |j| buffers[j].view().inner.raw)
     }
 
     /// As [`Batch::track_dispatch`], for a transfer's bytes of its views'
@@ -823,22 +829,27 @@ impl Batch {
         if !self.auto {
             return Ok(());
         }
-        let access = |(v, r, write): &(&BufView<'_>, Range<u64>, bool)| Access {
-            owner: Arc::as_ptr(v.inner) as usize,
-            start: r.start,
-            end: r.end,
-            write: *write,
-        };
-        for x in views {
-            if let Some(c) = self.hazards.check(stage, &access(x)) {
-                self.hazard_barrier(stage, c, x.0.inner.raw)?;
-                break;
-            }
+        self.hazards.start();
+        for (v, r, write) in views {
+            self.hazards.list(Access {
+                owner: Arc::as_ptr(v.inner) as usize,
+                start: r.start,
+                end: r.end,
+                write: *write,
+            });
         }
-        let cmd = self.commands;
-        for x in views {
-            self.hazards.note(&access(x), cmd);
+        self.track_listed(stage, |j| views[j].0.inner.raw)
+    }
+
+    /// Checks the listed accesses of a command of `stage`, records the
+    /// barrier a hazard needs (naming the buffer `raw` gives for the
+    /// access), and notes them.
+    #[inline(always)]
+    fn track_listed(&mut self, stage: Stage, raw: impl Fn(usize) -> vk::Buffer) -> Result<()> {
+        if let Some((c, j)) = self.hazards.check_listed(stage) {
+            self.hazard_barrier(stage, c, raw(j))?;
         }
+        self.hazards.note_listed(self.commands);
         Ok(())
     }
 
@@ -851,13 +862,16 @@ impl Batch {
             self.open_chunk()?;
         }
         if let Some(m) = self.tracker.force(stage) {
-            let cause = BarrierCause::Hazard {
-                kind: c.kind,
-                earlier_command: c.earlier_command,
-                buffer,
-                bytes: c.start..c.end,
-            };
-            self.log_barrier(m, cause);
+            self.barriers += 1;
+            if self.plan.is_some() {
+                let cause = BarrierCause::Hazard {
+                    kind: c.kind,
+                    earlier_command: crate::hazard::command_index(self.commands, c.earlier_command),
+                    buffer,
+                    bytes: c.start..c.end,
+                };
+                self.log_plan(m, cause);
+            }
             crate::recorder::cmd_barrier(&self.dev.raw, self.cb, m);
         }
         self.hazards.resolve(stage);
@@ -867,6 +881,13 @@ impl Batch {
     /// Counts a barrier about to be recorded, and logs it when asked to.
     fn log_barrier(&mut self, m: crate::barrier::Masks, cause: BarrierCause) {
         self.barriers += 1;
+        if self.plan.is_some() {
+            self.log_plan(m, cause);
+        }
+    }
+
+    #[cold]
+    fn log_plan(&mut self, m: crate::barrier::Masks, cause: BarrierCause) {
         if let Some(plan) = &mut self.plan {
             plan.push(PlannedBarrier {
                 before_command: self.commands,
