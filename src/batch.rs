@@ -723,7 +723,7 @@ impl Batch {
             change = Change::Descriptors;
         }
         if self.auto && !self.in_launch {
-            self.track_dispatch(buffers, bindings)?;
+            self.track_dispatch(bindings)?;
         }
         self.begin_command(Stage::Compute, k.writes)?;
         let cb = self.cb;
@@ -783,39 +783,35 @@ impl Batch {
     /// Checks a dispatch's bindings against what earlier commands touched
     /// (recording the barrier a hazard needs), then notes them: all are
     /// checked before any is noted, so bindings of one dispatch never
-    /// conflict with each other.
+    /// conflict with each other. The bindings are read from what the
+    /// dispatch just bound (`last_owner`, `last_infos`: the views of
+    /// `bindings`, in order).
     #[inline(always)]
-    fn track_dispatch(
-        &mut self,
-        buffers: &[&dyn GpuBuf],
-        bindings: &[crate::reflect::BindingInfo],
-    ) -> Result<()> {
-        if let ([b], [info]) = (buffers, bindings) {
-            // One binding (the common case): one probe, no list.
-            let v = b.view();
-            let a = Access {
-                owner: Arc::as_ptr(v.inner) as usize,
-                start: v.offset,
-                end: v.offset + v.size,
+    fn track_dispatch(&mut self, bindings: &[crate::reflect::BindingInfo]) -> Result<()> {
+        let access = |this: &Self, i: usize, info: &crate::reflect::BindingInfo| {
+            let d = &this.last_infos[i];
+            Access {
+                owner: this.last_owner[i],
+                start: d.offset,
+                end: d.offset + d.range,
                 write: !info.read_only,
-            };
+            }
+        };
+        if let [info] = bindings {
+            // One binding (the common case): one probe, no list.
+            let a = access(self, 0, info);
             if let Some((c, key)) = self.hazards.track_one(Stage::Compute, &a, self.commands) {
-                self.hazard_barrier(Stage::Compute, c, v.inner.raw)?;
+                self.hazard_barrier(Stage::Compute, c, self.last_infos[0].buffer)?;
                 self.hazards.note_one(key, &a, self.commands);
             }
             return Ok(());
         }
         self.hazards.start();
-        for (b, info) in buffers.iter().zip(bindings) {
-            let v = b.view();
-            self.hazards.list(Access {
-                owner: Arc::as_ptr(v.inner) as usize,
-                start: v.offset,
-                end: v.offset + v.size,
-                write: !info.read_only,
-            });
+        for (i, info) in bindings.iter().enumerate() {
+            let a = access(self, i, info);
+            self.hazards.list(a);
         }
-        self.track_listed(Stage::Compute, |j| buffers[j].view().inner.raw)
+        self.track_listed(Stage::Compute, |b, j| b.last_infos[j].buffer)
     }
 
     /// As [`Batch::track_dispatch`], for a transfer's bytes of its views'
@@ -838,16 +834,21 @@ impl Batch {
                 write: *write,
             });
         }
-        self.track_listed(stage, |j| views[j].0.inner.raw)
+        self.track_listed(stage, |_, j| views[j].0.inner.raw)
     }
 
     /// Checks the listed accesses of a command of `stage`, records the
     /// barrier a hazard needs (naming the buffer `raw` gives for the
     /// access), and notes them.
     #[inline(always)]
-    fn track_listed(&mut self, stage: Stage, raw: impl Fn(usize) -> vk::Buffer) -> Result<()> {
+    fn track_listed(
+        &mut self,
+        stage: Stage,
+        raw: impl Fn(&Self, usize) -> vk::Buffer,
+    ) -> Result<()> {
         if let Some((c, j)) = self.hazards.check_listed(stage) {
-            self.hazard_barrier(stage, c, raw(j))?;
+            let buffer = raw(self, j);
+            self.hazard_barrier(stage, c, buffer)?;
         }
         self.hazards.note_listed(self.commands);
         Ok(())
