@@ -688,3 +688,27 @@ fn switching_off_mid_batch_stops_tracking() {
     b.submit().unwrap();
     assert_eq!(a.download().unwrap(), vec![3; N]);
 }
+
+#[test]
+fn a_split_launch_is_one_command_for_hazards() {
+    let gpu = common::gpu();
+    let inc = gpu.kernel_glsl(INC).unwrap();
+    let max_x = gpu.info().max_workgroup_count[0] as usize;
+    // One workgroup of 64 past the adapter's row: two pieces.
+    let n = (max_x + 1) * 64;
+    let a = gpu.upload(&vec![0u32; n]).unwrap();
+    let mut b = gpu.batch_with(opts(true)).unwrap();
+    b.run(&inc, &[&a], n as u32).unwrap();
+    assert_eq!(b.len(), 2, "the launch was split");
+    assert_eq!(b.barrier_count(), 0, "{:#?}", b.barrier_log());
+    b.run(&inc, &[&a], n as u32).unwrap();
+    assert_eq!(b.barrier_count(), 1, "{:#?}", b.barrier_log());
+    assert_eq!(b.barrier_log()[0].before_command, 2);
+    b.submit().unwrap();
+    let got = a.download().unwrap();
+    assert!(
+        got.iter().all(|&v| v == 2),
+        "first wrong: {:?}",
+        got.iter().position(|&v| v != 2)
+    );
+}
