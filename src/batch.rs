@@ -37,7 +37,6 @@
 //! nothing more is recorded or submitted ([`Batch::poisoned`]). A command
 //! refused by its checks before recording leaves the batch usable.
 
-use std::ops::Range;
 use std::sync::Arc;
 
 use ash::vk;
@@ -47,7 +46,7 @@ use crate::buffer::{BufView, BufferInner, GpuBuf};
 use crate::device::{Device, DeviceInner, Garbage};
 use crate::error::{Error, Result};
 use crate::event::EventInner;
-use crate::hazard::{Access, BarrierCause, Conflict, Hazards, PlannedBarrier};
+use crate::hazard::{Hazards, PlannedBarrier};
 use crate::kernel::Kernel;
 use crate::memory::HostPath;
 use crate::pipeline_cache::KernelCore;
@@ -64,6 +63,7 @@ use crate::workgroups::{self, GridError};
 mod bind;
 mod chunks;
 mod graph_mode;
+mod hazards;
 pub(crate) mod host_io;
 mod launch;
 mod poison;
@@ -173,7 +173,9 @@ pub struct Batch {
     /// Barriers recorded.
     barriers: u64,
     /// The barrier log ([`BatchOptions::record_plan`]).
-    plan: Option<Vec<PlannedBarrier>>,
+    plan: Vec<PlannedBarrier>,
+    /// Barriers are logged into `plan` ([`BatchOptions::record_plan`]).
+    logging: bool,
     /// Buffers used by the open chunk (kept alive until it is submitted),
     /// with whether a command writes them.
     keep: KeepList,
@@ -303,7 +305,8 @@ impl Batch {
             hazards: Hazards::new(),
             in_launch: false,
             barriers: 0,
-            plan: options.record_plan.then(Vec::new),
+            plan: Vec::new(),
+            logging: options.record_plan,
             keep,
             stream,
             wait_marks: UseMark::default(),
@@ -470,50 +473,6 @@ impl Batch {
         self.tracker.barrier();
         self.hazards.clear();
         self
-    }
-
-    /// Whether the batch finds its barriers ([`BatchOptions::auto_barriers`]).
-    pub fn auto_barriers(&self) -> bool {
-        self.auto
-    }
-
-    /// Turns automatic barriers on or off for the commands recorded from
-    /// now on (a graph recorder's way to choose, as it has no
-    /// [`BatchOptions`]). Commands recorded while it was off are not
-    /// tracked: order them against later ones with [`Batch::barrier`].
-    pub fn set_auto_barriers(&mut self, on: bool) -> &mut Self {
-        if on != self.auto {
-            self.hazards.clear();
-            self.auto = on;
-        }
-        self
-    }
-
-    /// Starts (or stops) logging the barriers recorded from now on
-    /// ([`BatchOptions::record_plan`]); stopping keeps what was logged.
-    pub fn set_record_plan(&mut self, on: bool) -> &mut Self {
-        match (on, self.plan.is_some()) {
-            (true, false) => self.plan = Some(Vec::new()),
-            (false, true) if self.plan.as_ref().is_some_and(|p| p.is_empty()) => self.plan = None,
-            _ => {}
-        }
-        self
-    }
-
-    /// The barriers recorded so far, in order, each with the command it
-    /// precedes, why it was recorded (requested, or the hazard found: the
-    /// earlier command, the buffer and bytes) and its stages and accesses.
-    /// Empty unless [`BatchOptions::record_plan`] (or
-    /// [`Batch::set_record_plan`]) is on; the closing host barrier of a
-    /// chunk the host reads through a mapping is not listed.
-    pub fn barrier_log(&self) -> &[PlannedBarrier] {
-        self.plan.as_deref().unwrap_or(&[])
-    }
-
-    /// Barriers recorded so far between the batch's commands (logged or
-    /// not; the closing host barriers of chunks are not counted).
-    pub fn barrier_count(&self) -> u64 {
-        self.barriers
     }
 
     /// Names the next command in the profile (profiled batches only; a
@@ -776,129 +735,6 @@ impl Batch {
         // binding and push constant it declares set; the grid is within limits.
         unsafe { d.raw.cmd_dispatch(cb, grid[0], grid[1], grid[2]) };
         self.end_command(&k.label)
-    }
-}
-
-impl Batch {
-    /// Checks a dispatch's bindings against what earlier commands touched
-    /// (recording the barrier a hazard needs), then notes them: all are
-    /// checked before any is noted, so bindings of one dispatch never
-    /// conflict with each other. The bindings are read from what the
-    /// dispatch just bound (`last_owner`, `last_infos`: the views of
-    /// `bindings`, in order).
-    #[inline(always)]
-    fn track_dispatch(&mut self, bindings: &[crate::reflect::BindingInfo]) -> Result<()> {
-        let access = |this: &Self, i: usize, info: &crate::reflect::BindingInfo| {
-            let d = &this.last_infos[i];
-            Access {
-                owner: this.last_owner[i],
-                start: d.offset,
-                end: d.offset + d.range,
-                write: !info.read_only,
-            }
-        };
-        if let [info] = bindings {
-            // One binding (the common case): one probe, no list.
-            let a = access(self, 0, info);
-            if let Some((c, key)) = self.hazards.track_one(Stage::Compute, &a, self.commands) {
-                self.hazard_barrier(Stage::Compute, c, self.last_infos[0].buffer)?;
-                self.hazards.note_one(key, &a, self.commands);
-            }
-            return Ok(());
-        }
-        self.hazards.start();
-        for (i, info) in bindings.iter().enumerate() {
-            let a = access(self, i, info);
-            self.hazards.list(a);
-        }
-        self.track_listed(Stage::Compute, |b, j| b.last_infos[j].buffer)
-    }
-
-    /// As [`Batch::track_dispatch`], for a transfer's bytes of its views'
-    /// buffers (each with whether it is written) at `stage`. Does nothing
-    /// with automatic barriers off.
-    fn track_views(
-        &mut self,
-        stage: Stage,
-        views: &[(&BufView<'_>, Range<u64>, bool)],
-    ) -> Result<()> {
-        if !self.auto {
-            return Ok(());
-        }
-        self.hazards.start();
-        for (v, r, write) in views {
-            self.hazards.list(Access {
-                owner: Arc::as_ptr(v.inner) as usize,
-                start: r.start,
-                end: r.end,
-                write: *write,
-            });
-        }
-        self.track_listed(stage, |_, j| views[j].0.inner.raw)
-    }
-
-    /// Checks the listed accesses of a command of `stage`, records the
-    /// barrier a hazard needs (naming the buffer `raw` gives for the
-    /// access), and notes them.
-    #[inline(always)]
-    fn track_listed(
-        &mut self,
-        stage: Stage,
-        raw: impl Fn(&Self, usize) -> vk::Buffer,
-    ) -> Result<()> {
-        if let Some((c, j)) = self.hazards.check_listed(stage) {
-            let buffer = raw(self, j);
-            self.hazard_barrier(stage, c, buffer)?;
-        }
-        self.hazards.note_listed(self.commands);
-        Ok(())
-    }
-
-    /// Records the barrier hazard `c` (on `buffer`) needs before a command
-    /// of `stage`, opening a chunk first if none is open.
-    #[cold]
-    #[inline(never)]
-    fn hazard_barrier(&mut self, stage: Stage, c: Conflict, buffer: vk::Buffer) -> Result<()> {
-        if self.cb == vk::CommandBuffer::null() {
-            self.open_chunk()?;
-        }
-        if let Some(m) = self.tracker.force(stage) {
-            self.barriers += 1;
-            if self.plan.is_some() {
-                let cause = BarrierCause::Hazard {
-                    kind: c.kind,
-                    earlier_command: crate::hazard::command_index(self.commands, c.earlier_command),
-                    buffer,
-                    bytes: c.start..c.end,
-                };
-                self.log_plan(m, cause);
-            }
-            crate::recorder::cmd_barrier(&self.dev.raw, self.cb, m);
-        }
-        self.hazards.resolve(stage);
-        Ok(())
-    }
-
-    /// Counts a barrier about to be recorded, and logs it when asked to.
-    fn log_barrier(&mut self, m: crate::barrier::Masks, cause: BarrierCause) {
-        self.barriers += 1;
-        if self.plan.is_some() {
-            self.log_plan(m, cause);
-        }
-    }
-
-    #[cold]
-    fn log_plan(&mut self, m: crate::barrier::Masks, cause: BarrierCause) {
-        if let Some(plan) = &mut self.plan {
-            plan.push(PlannedBarrier {
-                before_command: self.commands,
-                cause,
-                src_stages: m.src_stage,
-                dst_stages: m.dst_stage,
-                src_access: m.src_access,
-                dst_access: m.dst_access,
-            });
-        }
     }
 }
 

@@ -712,3 +712,22 @@ fn a_split_launch_is_one_command_for_hazards() {
         got.iter().position(|&v| v != 2)
     );
 }
+
+#[test]
+fn the_log_follows_set_record_plan() {
+    let gpu = common::gpu();
+    let inc = gpu.kernel_glsl(INC).unwrap();
+    let a = gpu.upload(&vec![0u32; N]).unwrap();
+    let mut b = gpu.batch().unwrap();
+    b.run(&inc, &[&a], N as u32).unwrap();
+    b.run(&inc, &[&a], N as u32).unwrap(); // counted, not logged
+    b.set_record_plan(true);
+    b.run(&inc, &[&a], N as u32).unwrap(); // logged
+    b.set_record_plan(false);
+    b.run(&inc, &[&a], N as u32).unwrap(); // counted, not logged
+    assert_eq!(b.barrier_count(), 3);
+    let log: Vec<u64> = b.barrier_log().iter().map(|p| p.before_command).collect();
+    assert_eq!(log, [2], "stopping keeps what was logged, and logs no more");
+    b.submit().unwrap();
+    assert_eq!(a.download().unwrap(), vec![4; N]);
+}
