@@ -205,12 +205,6 @@ fn hash(owner: usize, mask: usize) -> usize {
     ((owner as u64 >> 4).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize & mask
 }
 
-impl Default for Hazards {
-    fn default() -> Self {
-        Hazards::new()
-    }
-}
-
 impl Hazards {
     /// An empty table (allocates nothing).
     pub(crate) fn new() -> Self {
