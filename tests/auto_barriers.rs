@@ -731,3 +731,19 @@ fn the_log_follows_set_record_plan() {
     b.submit().unwrap();
     assert_eq!(a.download().unwrap(), vec![4; N]);
 }
+
+#[test]
+fn a_uniform_written_in_the_batch_is_visible_to_the_next_dispatch() {
+    let gpu = common::gpu();
+    let add = gpu.kernel_glsl(ADD_PARAM).unwrap();
+    let p = gpu.upload(&[0u32; 4]).unwrap();
+    let c = gpu.upload(&vec![0u32; N]).unwrap();
+    let mut b = gpu.batch_with(opts(true)).unwrap();
+    b.write(&p, 0, &[5u32]).unwrap();
+    b.run(&add, &[&p, &c], N as u32).unwrap(); // reads the uniform
+    b.fill(&p, 7).unwrap(); // overwrites what it read
+    b.run(&add, &[&p, &c], N as u32).unwrap();
+    assert_eq!(b.barrier_count(), 3, "{:#?}", b.barrier_log());
+    b.submit().unwrap();
+    assert_eq!(c.download().unwrap(), vec![12; N]);
+}
