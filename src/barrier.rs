@@ -1,20 +1,26 @@
 //! Barrier choice: which stage and access masks a batch's barriers carry.
 //!
-//! A batch never emits a barrier the user did not ask for, except at the end
-//! of a submitted chunk that used memory the host reads through a mapping
-//! (a HOST barrier, making its writes visible there). Ordering against
-//! earlier submissions comes from a timeline-semaphore wait, not a barrier.
-//! When the user
-//! calls [`Batch::barrier`](crate::Batch::barrier), nothing is recorded yet:
-//! the barrier is resolved when the next command arrives, so that its masks
-//! name exactly the stages that ran since the previous barrier (source) and
-//! the stage of the command that follows (destination). A chain of dispatches
-//! therefore gets the narrow compute→compute, shader-write → shader-read|write
-//! barrier; a copy after a dispatch gets compute→transfer. If a later command
-//! before the next barrier runs in a stage the barrier did not cover, a second
-//! barrier with the same source covers it. Repeated `barrier()` calls with
-//! nothing in between collapse into one. All of this is plain logic, tested
-//! here without a GPU.
+//! A batch records a barrier where the user asked for one
+//! ([`Batch::barrier`](crate::Batch::barrier)), where hazard tracking found
+//! one due ([`crate::hazard`], on unless
+//! [`BatchOptions::auto_barriers`](crate::BatchOptions::auto_barriers) is
+//! off), and at the end of a submitted chunk that used memory the host reads
+//! through a mapping (a HOST barrier, making its writes visible there).
+//! Ordering against earlier submissions comes from a timeline-semaphore
+//! wait, not a barrier.
+//!
+//! What ran since the last barrier is kept per destination stage (compute,
+//! transfer). A requested barrier records nothing yet: it is resolved when
+//! the next command of a stage arrives, so that its masks name exactly the
+//! stages that ran before the request (source) and the stage of the command
+//! that follows (destination). A chain of dispatches therefore gets the
+//! narrow compute→compute, shader-write → shader-read|write barrier; a copy
+//! after a dispatch gets compute→transfer. A later command of another stage
+//! gets its own barrier from the same request. Repeated `barrier()` calls
+//! with nothing in between collapse into one. A barrier hazard tracking
+//! needs is forced towards the one stage of the command that needs it, with
+//! everything that stage was not yet ordered after as its source. All of
+//! this is plain logic, tested here without a GPU.
 
 use ash::vk;
 
@@ -43,9 +49,6 @@ struct StageSet(u8);
 impl StageSet {
     const ALL: StageSet = StageSet(3);
 
-    fn insert(&mut self, s: Stage) {
-        self.0 |= s.bit();
-    }
     fn contains(self, s: Stage) -> bool {
         self.0 & s.bit() != 0
     }
@@ -95,21 +98,38 @@ fn dst_access(stage: Stage) -> vk::AccessFlags {
 }
 
 /// The barrier state of one batch.
+///
+/// Kept per destination stage (compute, transfer), each a nibble of one
+/// byte: the stages that ran since the last barrier towards it (bits 0-1,
+/// [`Stage::bit`]) and those of them that wrote (bits 2-3). A requested
+/// barrier moves what is open into what is owed; the next command of a
+/// stage gets a barrier with what that stage is owed as its source.
 #[derive(Debug, Clone)]
 pub(crate) struct Tracker {
-    /// Stages that ran since the last barrier (source of the next one).
-    since_barrier: StageSet,
-    /// Stages that wrote since the last barrier.
-    written_since_barrier: StageSet,
-    /// Source of the barrier currently in force, kept to cover further stages.
-    active_src: Option<(StageSet, StageSet)>,
-    /// Destination stages the barrier in force already covers.
-    covered: StageSet,
-    /// A barrier was asked for and not yet emitted.
-    pending: bool,
+    /// Per destination stage: run (and written) since its last barrier.
+    open: u8,
+    /// Per destination stage: what a requested barrier still owes it.
+    owed: u8,
     /// Stages and writes in the current chunk, for its closing host barrier.
     chunk_stages: StageSet,
     chunk_writes: StageSet,
+}
+
+/// The nibble's shift of destination `stage`.
+#[inline]
+fn shift(stage: Stage) -> u32 {
+    match stage {
+        Stage::Compute => 0,
+        Stage::Transfer => 4,
+    }
+}
+
+/// A command of `stage` (writing or not), noted in both destinations.
+#[inline]
+fn spread(stage: Stage, writes: bool) -> u8 {
+    let bit = stage.bit();
+    let nibble = bit | if writes { bit << 2 } else { 0 };
+    nibble | nibble << 4
 }
 
 impl Tracker {
@@ -118,11 +138,8 @@ impl Tracker {
     /// queue's timeline for them (`Queue::submit`).
     pub(crate) fn new_batch() -> Self {
         Tracker {
-            since_barrier: StageSet::default(),
-            written_since_barrier: StageSet::default(),
-            active_src: None,
-            covered: StageSet::default(),
-            pending: false,
+            open: 0,
+            owed: 0,
             chunk_stages: StageSet::default(),
             chunk_writes: StageSet::default(),
         }
@@ -130,60 +147,66 @@ impl Tracker {
 
     /// The user asked for a barrier.
     pub(crate) fn barrier(&mut self) {
-        if !self.since_barrier.is_empty() {
-            self.pending = true;
-        }
+        self.owed |= self.open;
+        self.open = 0;
     }
 
     /// A command of `stage` is about to be recorded; `writes` says whether it
     /// may write memory. Returns the barrier to record before it, if any.
     #[inline]
     pub(crate) fn command(&mut self, stage: Stage, writes: bool) -> Option<Masks> {
-        // The common case, kept to a few bit operations: no barrier asked
-        // for, and none in force that this stage is not yet covered by.
-        let bit = stage.bit();
-        if !self.pending && (self.active_src.is_none() || self.covered.0 & bit != 0) {
-            let w = if writes { bit } else { 0 };
-            self.since_barrier.0 |= bit;
-            self.chunk_stages.0 |= bit;
-            self.written_since_barrier.0 |= w;
-            self.chunk_writes.0 |= w;
+        // The common case, kept to a few bit operations: no barrier owed
+        // to this stage.
+        if self.owed & (0xF << shift(stage)) == 0 {
+            self.note(stage, writes);
             return None;
         }
         self.command_slow(stage, writes)
     }
 
-    fn command_slow(&mut self, stage: Stage, writes: bool) -> Option<Masks> {
-        let mut out = None;
-        if self.pending {
-            self.pending = false;
-            let src = (self.since_barrier, self.written_since_barrier);
-            self.active_src = Some(src);
-            self.covered = StageSet::default();
-            self.since_barrier = StageSet::default();
-            self.written_since_barrier = StageSet::default();
-            out = Some(src);
-        } else if let Some(src) = self.active_src {
-            if !self.covered.contains(stage) {
-                out = Some(src);
-            }
-        }
-        let masks = out.map(|(stages, writes_set)| {
-            self.covered.insert(stage);
-            Masks {
-                src_stage: stages.stage_mask(),
-                dst_stage: StageSet(stage.bit()).stage_mask(),
-                src_access: writes_set.write_mask(),
-                dst_access: dst_access(stage),
-            }
-        });
-        self.since_barrier.insert(stage);
-        self.chunk_stages.insert(stage);
+    #[inline]
+    fn note(&mut self, stage: Stage, writes: bool) {
+        self.open |= spread(stage, writes);
+        let bit = stage.bit();
+        self.chunk_stages.0 |= bit;
         if writes {
-            self.written_since_barrier.insert(stage);
-            self.chunk_writes.insert(stage);
+            self.chunk_writes.0 |= bit;
         }
+    }
+
+    /// Takes destination `stage`'s nibble out of `set`, as masks.
+    fn take(set: &mut u8, stage: Stage) -> Option<Masks> {
+        let sh = shift(stage);
+        let nibble = (*set >> sh) & 0xF;
+        *set &= !(0xF << sh);
+        let stages = StageSet(nibble & 3);
+        if stages.is_empty() {
+            return None;
+        }
+        Some(Masks {
+            src_stage: stages.stage_mask(),
+            dst_stage: StageSet(stage.bit()).stage_mask(),
+            src_access: StageSet(nibble >> 2).write_mask(),
+            dst_access: dst_access(stage),
+        })
+    }
+
+    fn command_slow(&mut self, stage: Stage, writes: bool) -> Option<Masks> {
+        let masks = Tracker::take(&mut self.owed, stage);
+        self.note(stage, writes);
         masks
+    }
+
+    /// A hazard needs a barrier before a command of `stage`: the barrier
+    /// towards it, covering everything since its last one (what it is owed
+    /// and what ran since). Called before [`Tracker::command`], which then
+    /// finds nothing owed to `stage`.
+    pub(crate) fn force(&mut self, stage: Stage) -> Option<Masks> {
+        let sh = shift(stage);
+        let mut both = (self.owed | self.open) & (0xF << sh);
+        self.owed &= !(0xF << sh);
+        self.open &= !(0xF << sh);
+        Tracker::take(&mut both, stage)
     }
 
     /// Closes a chunk: the barrier that makes its writes visible to the host,
@@ -331,6 +354,41 @@ mod tests {
         let m = t.command(Stage::Compute, true).unwrap();
         assert_eq!(m.src_stage, S::COMPUTE_SHADER | S::TRANSFER);
         assert_eq!(m.src_access, A::SHADER_WRITE);
+    }
+
+    #[test]
+    fn a_second_request_before_a_stage_runs_adds_to_what_it_is_owed() {
+        let mut t = Tracker::new_batch();
+        t.command(Stage::Transfer, true);
+        t.barrier();
+        t.command(Stage::Compute, true);
+        t.barrier();
+        // The transfer after both requests waits for the fill and the dispatch.
+        let m = t.command(Stage::Transfer, false).unwrap();
+        assert_eq!(m.src_stage, S::COMPUTE_SHADER | S::TRANSFER);
+        assert_eq!(m.src_access, A::SHADER_WRITE | A::TRANSFER_WRITE);
+    }
+
+    #[test]
+    fn forced_barriers_cover_one_stage_only() {
+        let mut t = Tracker::new_batch();
+        assert_eq!(t.force(Stage::Compute), None);
+        t.command(Stage::Compute, true);
+        assert_eq!(t.force(Stage::Compute), Some(compute_to_compute()));
+        assert_eq!(t.command(Stage::Compute, true), None);
+        // The transfer stage was not ordered: forcing it covers both
+        // dispatches, with nothing further owed.
+        let m = t.force(Stage::Transfer).unwrap();
+        assert_eq!(m.src_stage, S::COMPUTE_SHADER);
+        assert_eq!(m.dst_stage, S::TRANSFER);
+        assert_eq!(t.command(Stage::Transfer, false), None);
+        // A forced barrier settles what a request owed that stage.
+        t.command(Stage::Compute, false);
+        t.barrier();
+        let m = t.force(Stage::Compute).unwrap();
+        assert_eq!(m.src_stage, S::COMPUTE_SHADER | S::TRANSFER);
+        assert_eq!(t.command(Stage::Compute, true), None);
+        assert!(t.command(Stage::Transfer, true).is_some());
     }
 
     #[test]

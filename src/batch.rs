@@ -11,9 +11,16 @@
 //! kernel of the same layout class, skips the checks too (they passed then,
 //! for the same binding kinds). Nothing is allocated
 //! per dispatch, except the cache's entry the first time a binding set is
-//! seen. Commands not separated by [`Batch::barrier`] may run
-//! concurrently; a barrier orders everything before it against everything
-//! after it ([`crate::barrier`] picks its masks). Each batch is ordered after
+//! seen. Commands not separated by a barrier may run concurrently; a
+//! barrier orders everything before it against everything after it
+//! ([`crate::barrier`] picks its masks). Barriers are found, not guessed:
+//! with [`BatchOptions::auto_barriers`] (on by default) the batch tracks the
+//! byte ranges each command reads and writes ([`crate::hazard`]) and records
+//! a barrier exactly before a command that reads what an earlier command
+//! wrote, or writes what one read or wrote, with no barrier yet between
+//! them; [`Batch::barrier`] still works and is never doubled. What was
+//! recorded is inspectable ([`BatchOptions::record_plan`],
+//! [`Batch::barrier_log`]). Each batch is ordered after
 //! the work submitted before it on its stream ([`crate::stream`]), after
 //! tickets and events it names, and after other queues' conflicting use of
 //! its buffers (the crate guide's "Ordering").
@@ -43,6 +50,7 @@ use crate::chunking::ChunkPolicy;
 use crate::device::{Device, DeviceInner, Garbage};
 use crate::error::{Error, Result};
 use crate::event::EventInner;
+use crate::hazard::{Hazards, PlannedBarrier};
 use crate::kernel::Kernel;
 use crate::memory::HostPath;
 use crate::pipeline_cache::KernelCore;
@@ -60,6 +68,7 @@ mod chunks;
 mod copy_cmds;
 mod copy_kernel;
 mod graph_mode;
+mod hazards;
 mod held;
 pub(crate) mod host_io;
 mod launch;
@@ -84,6 +93,22 @@ pub struct BatchOptions {
     pub max_chunk: u32,
     /// GPU timestamps to record.
     pub profiling: Profiling,
+    /// Find the barriers the commands need (on by default): each command's
+    /// reads and writes (a kernel's bindings by its reflection, read-only
+    /// or written; a copy's source and destination; a fill's or host
+    /// write's destination) are tracked by the byte ranges of the views
+    /// bound, and a barrier is recorded before a command that reads bytes
+    /// an earlier command wrote, or writes bytes an earlier command read or
+    /// wrote, with no barrier between them; independent commands get none,
+    /// and one buffer bound twice in one dispatch is not a hazard.
+    /// [`Batch::barrier`] keeps working (a barrier it makes is never
+    /// doubled). Off: only [`Batch::barrier`] orders commands (and
+    /// [`Batch::write`] / [`Batch::read`] are ordered as if it stood on
+    /// both sides of them), as a batch did before tracking existed.
+    pub auto_barriers: bool,
+    /// Keep a log of the barriers recorded and why
+    /// ([`Batch::barrier_log`]); off by default (the log allocates).
+    pub record_plan: bool,
 }
 
 impl Default for BatchOptions {
@@ -92,6 +117,8 @@ impl Default for BatchOptions {
             first_chunk: 16,
             max_chunk: 128,
             profiling: Profiling::Off,
+            auto_barriers: true,
+            record_plan: false,
         }
     }
 }
@@ -108,6 +135,18 @@ impl BatchOptions {
     /// These options with `profiling` set.
     pub fn with_profiling(mut self, profiling: Profiling) -> Self {
         self.profiling = profiling;
+        self
+    }
+
+    /// These options with [`BatchOptions::auto_barriers`] set.
+    pub fn with_auto_barriers(mut self, on: bool) -> Self {
+        self.auto_barriers = on;
+        self
+    }
+
+    /// These options with [`BatchOptions::record_plan`] set.
+    pub fn with_record_plan(mut self, on: bool) -> Self {
+        self.record_plan = on;
         self
     }
 }
@@ -132,6 +171,19 @@ pub struct Batch {
     rec: Option<Recorder>,
     cb: vk::CommandBuffer,
     tracker: Tracker,
+    /// Automatic barriers ([`BatchOptions::auto_barriers`]).
+    auto: bool,
+    /// What commands touched since barriers ordered them ([`crate::hazard`]).
+    hazards: Hazards,
+    /// Set while the pieces of a split launch after its first are
+    /// recorded: one launch, checked once.
+    in_launch: bool,
+    /// Barriers recorded.
+    barriers: u64,
+    /// The barrier log ([`BatchOptions::record_plan`]).
+    plan: Vec<PlannedBarrier>,
+    /// Barriers are logged into `plan` ([`BatchOptions::record_plan`]).
+    logging: bool,
     /// Buffers used by the open chunk (kept alive until it is submitted),
     /// with whether a command writes them.
     keep: KeepList,
@@ -265,6 +317,12 @@ impl Batch {
             rec: Some(rec),
             cb: vk::CommandBuffer::null(),
             tracker: Tracker::new_batch(),
+            auto: options.auto_barriers,
+            hazards: Hazards::new(),
+            in_launch: false,
+            barriers: 0,
+            plan: Vec::new(),
+            logging: options.record_plan,
             keep,
             stream,
             wait_marks: UseMark::default(),
@@ -438,9 +496,13 @@ impl Batch {
     }
 
     /// Orders every command recorded before against every command recorded
-    /// after. Costs nothing until a command follows it.
+    /// after. Costs nothing until a command follows it. With automatic
+    /// barriers on ([`BatchOptions::auto_barriers`]) it is never needed for
+    /// memory the batch's commands touch, and never doubled: the tracking
+    /// starts afresh after it.
     pub fn barrier(&mut self) -> &mut Self {
         self.tracker.barrier();
+        self.hazards.clear();
         self
     }
 
@@ -691,6 +753,9 @@ impl Batch {
             slot.range = v.size;
             self.last_owner[i] = owner;
             change = Change::Descriptors;
+        }
+        if self.auto && !self.in_launch {
+            self.track_dispatch(bindings)?;
         }
         self.begin_command(Stage::Compute, k.writes)?;
         let cb = self.cb;

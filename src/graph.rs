@@ -6,7 +6,12 @@
 //! with its descriptor sets (on the pooled-descriptor path) from the graph's
 //! own pools rather than the device's set cache, which may free a cached
 //! set once its buffers are dropped. [`GraphRecorder::finish`] ends it and
-//! hands it to a [`Graph`].
+//! hands it to a [`Graph`]. Its barriers are found as a batch's are
+//! ([`BatchOptions::auto_barriers`](crate::BatchOptions::auto_barriers), on;
+//! [`Batch::set_auto_barriers`] turns it off), within the recording: a
+//! launch is ordered after the graph's previous launch and each
+//! [`Params`] copy ahead of it by the launch itself, so no barrier is
+//! recorded for those.
 //!
 //! [`Graph::launch`] re-submits the recorded command buffer: nothing is
 //! re-recorded or re-validated, and no Vulkan object is created. The

@@ -111,7 +111,19 @@
 //!
 //! ## Ordering
 //!
-//! - **Within a batch**, commands may overlap unless separated by
+//! - **Within a batch**, barriers are found, not guessed: with
+//!   [`BatchOptions::auto_barriers`] (on by default) the batch tracks the
+//!   byte ranges each command reads and writes (a kernel's bindings by its
+//!   reflection, a copy's source and destination, a fill's and a host
+//!   write's destination) and records the narrowest barrier before a
+//!   command that reads what an earlier command wrote, or writes what one
+//!   read or wrote, with no barrier between them; independent commands
+//!   overlap. [`Batch::barrier`] still orders everything before it against
+//!   everything after it, and is never doubled; with automatic barriers
+//!   off it is the only ordering. [`Batch::barrier_log`] (with
+//!   [`BatchOptions::record_plan`]) lists the barriers recorded and why.
+//!   Memory the commands reach other than through their bindings (a
+//!   buffer device address) is not tracked: order it with
 //!   [`Batch::barrier`].
 //! - **Streams.** A [`Stream`] ([`Device::stream`]) is an ordered queue of
 //!   batches: each batch starts after the stream's previous batch (a
@@ -185,7 +197,9 @@
 //! recorded earlier, depending on where a chunk was cut. Host data that
 //! belongs between two commands goes through the batch: [`Batch::write`]
 //! and [`Batch::read`] are recorded commands, ordered exactly as recorded
-//! (as if a barrier stood on each side) whatever the chunking.
+//! (against the commands that touch the same bytes; with automatic
+//! barriers off, as if a barrier stood on each side) whatever the
+//! chunking.
 //!
 //! Host copies of one buffer from several threads (through clones) are
 //! sound: each takes the buffer's host lock, reads shared and writes
@@ -252,6 +266,7 @@ mod element;
 mod error;
 #[cfg(feature = "glsl")]
 mod glsl;
+mod hazard;
 mod host_lock;
 mod install_hint;
 mod layout_class;
@@ -320,6 +335,7 @@ pub use event::{Event, EventWait, MAX_EVENT_STEP};
 #[cfg_attr(docsrs, doc(cfg(feature = "glsl")))]
 pub use glsl::{compile_glsl, compile_glsl_with, GlslOptimization, GlslOptions, GlslTarget};
 pub use graph::{CapturePool, Graph, GraphRecorder, Params, DEFAULT_PARAM_SLOTS, MAX_PARAM_SLOTS};
+pub use hazard::{BarrierCause, HazardKind, PlannedBarrier};
 pub use kernel::{reflect_spirv, Kernel, KernelBuilder, SpirvInput, MAX_BINDINGS};
 pub use memory::Memory;
 pub use profile::{CommandTiming, Profile, Profiling};

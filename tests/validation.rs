@@ -3,9 +3,9 @@
 //! `DeviceOptions::validation_errors`, as `Error::Validation` from the
 //! wait of the batch they arrived during.
 //!
-//! The tests here plant a hazard on purpose (two dispatches writing one
-//! buffer with no barrier between them: synchronization validation's
-//! WRITE_AFTER_WRITE), so they make their own devices and check the log
+//! The tests here plant a hazard on purpose (a dispatch and a fill writing
+//! one buffer with no barrier between them, automatic barriers off:
+//! synchronization validation's WRITE_AFTER_WRITE), so they make their own devices and check the log
 //! themselves instead of using the clean-teardown guard.
 
 mod common;
@@ -13,7 +13,7 @@ use common::glsl::INC;
 
 use std::process::Command;
 
-use vkcompute::{Batch, Buffer, Device, DeviceOptions, Error, Kernel};
+use vkcompute::{Batch, BatchOptions, Buffer, Device, DeviceOptions, Error, Kernel};
 
 /// Set (to `1`) in the child process the stderr test starts.
 const ENV_CHILD: &str = "VKCOMPUTE_VALIDATION_STDERR_CHILD";
@@ -35,11 +35,14 @@ fn validated(options: DeviceOptions) -> Device {
 }
 
 /// A batch with the hazard planted: a dispatch writing `buf`, then a fill
-/// of `buf` with no barrier between them. (Two dispatches writing one
-/// buffer are a hazard too, but the Khronos layer on CI, 1.3.239, reports
-/// none between dispatches; a fill after a dispatch it does.)
+/// of `buf` with no barrier between them, automatic barriers off (they
+/// would record the barrier). (Two dispatches writing one buffer are a
+/// hazard too, but the Khronos layer on CI, 1.3.239, reports none between
+/// dispatches; a fill after a dispatch it does.)
 fn hazard_batch(gpu: &Device, kernel: &Kernel, buf: &Buffer<u32>) -> Batch {
-    let mut b = gpu.batch().unwrap();
+    let mut b = gpu
+        .batch_with(BatchOptions::default().with_auto_barriers(false))
+        .unwrap();
     b.run(kernel, &[buf], 64).unwrap();
     b.fill(buf, 7).unwrap();
     b

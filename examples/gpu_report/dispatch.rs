@@ -97,6 +97,32 @@ pub fn dispatch_section(
             cold / f
         ));
     }
+    // Automatic barriers, dependent chain: the twin of "record dispatch +
+    // barrier" with no barrier written (each one found by hazard tracking),
+    // alternating run by run with that manual twin in this process; its
+    // barriers and result checked once first.
+    ours.check_chain_auto(steps)
+        .expect("automatic chain results");
+    for _ in 0..warm * 5 {
+        ours.record_chain_auto_warm(steps).expect("record");
+        ours.record_cost_warm(steps, true).expect("record");
+    }
+    let (o, m) = measure_blocks(
+        alternations,
+        0,
+        alternations,
+        || ours.record_chain_auto_warm(steps).expect("record"),
+        || ours.record_cost_warm(steps, true).expect("record"),
+    );
+    row(
+        "record dispatch, dependent chain, auto barriers".into(),
+        "µs",
+        "cpu",
+        o,
+        Some(m),
+        None,
+        "≤ 1.05× manual twin (floor column: record dispatch + barrier, same process)".into(),
+    );
     // Diagnostic: the same recording with the other descriptor strategy
     // than the adapter's default (push descriptors vs pooled sets).
     {
@@ -235,6 +261,29 @@ pub fn dispatch_section(
             Some(f),
             None,
             "≤ 1.1× floor (set write per dispatch)".into(),
+        );
+        // Its twin with automatic barriers: every binding tracked, none due
+        // (checked in `nb.check`), alternating run by run with the manual
+        // recording in this process.
+        for _ in 0..warm * 5 {
+            nb.record_new_bindings_auto(n).expect("record");
+            nb.record_new_bindings(n).expect("record");
+        }
+        let (o, m) = measure_blocks(
+            alternations,
+            0,
+            alternations,
+            || nb.record_new_bindings_auto(n).expect("record"),
+            || nb.record_new_bindings(n).expect("record"),
+        );
+        row(
+            format!("record dispatch, new buffer each ({BUFFERS} buffers), auto barriers"),
+            "µs",
+            "cpu",
+            o,
+            Some(m),
+            None,
+            "≤ 1.05× manual twin (floor column: the row above, same process)".into(),
         );
         let (o, f) = measure_blocks(
             alternations,

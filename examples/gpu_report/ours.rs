@@ -1,11 +1,22 @@
 //! `Ours`: vkcompute's side of the dispatch workloads (one device, the
 //! `axpb` kernel on a 1024-f32 buffer), shared by the dispatch and diag parts.
+//!
+//! The rows dispatch into one buffer on purpose (a race when unbarriered,
+//! a chain when barriered), so their batches stay on hand-written barriers
+//! (`manual`); the automatic-barrier rows are their twins
+//! ([`Ours::record_chain_auto_warm`]).
 
 use std::time::Instant;
 
 use vkcompute::{BatchOptions, Buffer, Device, DeviceOptions, Kernel, Profiling};
 
 use crate::us;
+
+/// `options` with automatic barriers off: the rows' barriers are the ones
+/// they write.
+pub fn manual(options: BatchOptions) -> BatchOptions {
+    options.with_auto_barriers(false)
+}
 
 const AXPB: &str = include_str!("../../shaders/axpb.comp");
 /// Elements per tiny dispatch (the floor's `ELEMENTS`).
@@ -63,7 +74,7 @@ impl Ours {
     /// dispatches). The batch is dropped unsubmitted: without barriers the
     /// dispatches would race.
     pub fn record_cost(&self, n: usize, barrier: bool) -> vkcompute::Result<f64> {
-        self.record_timed(0, n, barrier)
+        self.record_timed(0, n, barrier, false)
     }
 
     /// As [`Ours::record_cost`], but one dispatch (and the barrier, if
@@ -72,13 +83,49 @@ impl Ours {
     /// as they are in the floor's `record_cost`; then `n` dispatches are
     /// timed. The batch is dropped unsubmitted.
     pub fn record_cost_warm(&self, n: usize, barrier: bool) -> vkcompute::Result<f64> {
-        self.record_timed(1, n, barrier)
+        self.record_timed(1, n, barrier, false)
+    }
+
+    /// The twin of `record_cost_warm(n, true)` with automatic barriers: the
+    /// same dependent chain on `x`, no barrier written, each found.
+    pub fn record_chain_auto_warm(&self, n: usize) -> vkcompute::Result<f64> {
+        self.record_timed(1, n, false, true)
+    }
+
+    /// Checks the automatic chain: `n` steps add `n` to every element, with
+    /// `n - 1` barriers found.
+    pub fn check_chain_auto(&self, n: usize) -> Result<(), String> {
+        let e = |e: vkcompute::Error| e.to_string();
+        self.x.write(0, &vec![0.0f32; N as usize]).map_err(e)?;
+        let mut b = self.gpu.batch().map_err(e)?;
+        for _ in 0..n {
+            b.run_with_push_constants(&self.k, &[&self.x], N, &self.pc)
+                .map_err(e)?;
+        }
+        let barriers = b.barrier_count();
+        b.submit().map_err(e)?;
+        let x = self.x.download().map_err(e)?;
+        if barriers != n as u64 - 1 || x.iter().any(|&v| v != n as f32) {
+            return Err(format!(
+                "automatic chain: {barriers} barriers, x[0] = {}",
+                x[0]
+            ));
+        }
+        Ok(())
     }
 
     /// Records `untimed` then `n` timed dispatches (each followed by a
-    /// barrier if asked) into one batch: µs per timed dispatch.
-    fn record_timed(&self, untimed: usize, n: usize, barrier: bool) -> vkcompute::Result<f64> {
-        let mut b = self.gpu.batch_with(BatchOptions::single_submit())?;
+    /// barrier if asked; with automatic barriers if `auto`) into one batch:
+    /// µs per timed dispatch.
+    fn record_timed(
+        &self,
+        untimed: usize,
+        n: usize,
+        barrier: bool,
+        auto: bool,
+    ) -> vkcompute::Result<f64> {
+        let options = BatchOptions::single_submit().with_auto_barriers(auto);
+        let mut b = self.gpu.batch_with(options)?;
         let mut t = Instant::now();
         for i in 0..untimed + n {
             if i == untimed {
@@ -98,7 +145,7 @@ impl Ours {
     /// recorded, submitted in one submission, and waited for.
     pub fn wall_single_submit(&self, n: usize, chain: bool) -> vkcompute::Result<f64> {
         let start = Instant::now();
-        let mut b = self.gpu.batch_with(BatchOptions::single_submit())?;
+        let mut b = self.gpu.batch_with(manual(BatchOptions::single_submit()))?;
         self.record(&mut b, n, chain)?;
         b.submit()?;
         Ok(us(start.elapsed()) / n as f64)
@@ -109,15 +156,15 @@ impl Ours {
     /// wall time of record + chunked submission + wait.
     pub fn run(&self, n: usize, chain: bool, profile: bool) -> vkcompute::Result<f64> {
         if profile {
-            let mut b = self
-                .gpu
-                .batch_with(BatchOptions::single_submit().with_profiling(Profiling::Batch))?;
+            let mut b = self.gpu.batch_with(manual(
+                BatchOptions::single_submit().with_profiling(Profiling::Batch),
+            ))?;
             self.record(&mut b, n, chain)?;
             let t = b.submit_async()?;
             Ok(t.profile()?.total_ns / 1e3 / n as f64)
         } else {
             let start = Instant::now();
-            let mut b = self.gpu.batch()?;
+            let mut b = self.gpu.batch_with(manual(BatchOptions::default()))?;
             self.record(&mut b, n, chain)?;
             b.submit()?;
             Ok(us(start.elapsed()) / n as f64)
@@ -141,11 +188,11 @@ impl Ours {
     /// Wall µs per dispatch of a chain recorded with chunking `first..max`.
     pub fn chain_wall_chunked(&self, n: usize, first: u32, max: u32) -> vkcompute::Result<f64> {
         let start = Instant::now();
-        let mut b = self.gpu.batch_with(BatchOptions {
+        let mut b = self.gpu.batch_with(manual(BatchOptions {
             first_chunk: first,
             max_chunk: max,
             ..Default::default()
-        })?;
+        }))?;
         self.record(&mut b, n, true)?;
         b.submit()?;
         Ok(us(start.elapsed()) / n as f64)

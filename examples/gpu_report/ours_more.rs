@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use vkcompute::{BatchOptions, Buffer, Kernel};
 
-use crate::ours::{Ours, N};
+use crate::ours::{manual, Ours, N};
 use crate::us;
 
 /// The second kernel: `x = x * a + 2b` (the floor's kernel B).
@@ -57,22 +57,37 @@ impl<'a> NewBindings<'a> {
         Ok(())
     }
 
-    /// Runs both workloads once, submitted, and checks every element: each
-    /// buffer went from 0 to 1; `x` went from 0 to 1.5 × `n` (even `n`).
+    /// Runs both workloads once, submitted, and the first again with
+    /// automatic barriers (none due), and checks every element: each buffer
+    /// went from 0 to 2; `x` went from 0 to 1.5 × `n` (even `n`).
     pub fn check(&self, n: usize) -> Result<(), String> {
         let e = |e: vkcompute::Error| e.to_string();
         for buf in &self.bufs {
             buf.write(0, &vec![0.0; N as usize]).map_err(e)?;
         }
         self.ours.x.write(0, &vec![0.0; N as usize]).map_err(e)?;
-        let mut b = self.ours.gpu.batch().map_err(e)?;
+        let mut b = self
+            .ours
+            .gpu
+            .batch_with(manual(BatchOptions::default()))
+            .map_err(e)?;
         self.record_each(&mut b, self.bufs.len()).map_err(e)?;
         self.record_alternating(&mut b, n).map_err(e)?;
         b.submit().map_err(e)?;
+        // The same buffers again with automatic barriers: none is due.
+        let mut b = self.ours.gpu.batch().map_err(e)?;
+        self.record_each(&mut b, self.bufs.len()).map_err(e)?;
+        if b.barrier_count() != 0 {
+            return Err(format!(
+                "distinct buffers with automatic barriers: {} barriers",
+                b.barrier_count()
+            ));
+        }
+        b.submit().map_err(e)?;
         for (i, buf) in self.bufs.iter().enumerate() {
             let got = buf.download().map_err(e)?;
-            if let Some(j) = got.iter().position(|&v| v != 1.0) {
-                return Err(format!("buffer {i}: x[{j}] = {}, expected 1", got[j]));
+            if let Some(j) = got.iter().position(|&v| v != 2.0) {
+                return Err(format!("buffer {i}: x[{j}] = {}, expected 2", got[j]));
             }
         }
         let want = (n / 2) as f32 * 3.0 + (n % 2) as f32;
@@ -88,8 +103,19 @@ impl<'a> NewBindings<'a> {
     /// (begin, pipeline bind), as the floor begins before its timer. The
     /// batch is dropped unsubmitted.
     pub fn record_new_bindings(&self, n: usize) -> vkcompute::Result<f64> {
+        self.record_new_bindings_with(n, false)
+    }
+
+    /// The twin of [`NewBindings::record_new_bindings`] with automatic
+    /// barriers: every access tracked, no barrier due.
+    pub fn record_new_bindings_auto(&self, n: usize) -> vkcompute::Result<f64> {
+        self.record_new_bindings_with(n, true)
+    }
+
+    fn record_new_bindings_with(&self, n: usize, auto: bool) -> vkcompute::Result<f64> {
         let o = self.ours;
-        let mut b = o.gpu.batch_with(BatchOptions::single_submit())?;
+        let options = BatchOptions::single_submit().with_auto_barriers(auto);
+        let mut b = o.gpu.batch_with(options)?;
         b.run_with_push_constants(&o.k, &[&o.x], N, &o.pc)?;
         let t = Instant::now();
         self.record_each(&mut b, n)?;
@@ -103,7 +129,7 @@ impl<'a> NewBindings<'a> {
     /// and dropped unsubmitted.
     pub fn record_alternating_cost(&self, n: usize) -> vkcompute::Result<f64> {
         let o = self.ours;
-        let mut b = o.gpu.batch_with(BatchOptions::single_submit())?;
+        let mut b = o.gpu.batch_with(manual(BatchOptions::single_submit()))?;
         b.run_with_push_constants(&o.k, &[&o.x], N, &o.pc)?;
         b.barrier();
         let t = Instant::now();

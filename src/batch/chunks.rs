@@ -46,8 +46,10 @@ impl Batch {
         Ok(())
     }
 
+    /// Records a barrier a [`Batch::barrier`] request owed.
     #[inline(never)]
-    pub(super) fn record_barrier(&self, m: crate::barrier::Masks) {
+    pub(super) fn record_barrier(&mut self, m: crate::barrier::Masks) {
+        self.log_barrier(m, crate::hazard::BarrierCause::Requested);
         cmd_barrier(&self.dev.raw, self.cb, m);
     }
 

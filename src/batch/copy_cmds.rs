@@ -46,6 +46,13 @@ impl Batch {
                 return self.copy_by_kernel(&core, &s, &t);
             }
         }
+        self.track_views(
+            Stage::Transfer,
+            &[
+                (&s, s.offset..s.offset + s.size, false),
+                (&t, t.offset..t.offset + t.size, true),
+            ],
+        )?;
         self.begin_command(Stage::Transfer, true)?;
         self.keep_view(&s, false);
         self.keep_view(&t, true);
@@ -87,6 +94,13 @@ impl Batch {
                 detail: "the adapter's binding limits leave no room for a copy piece".into(),
             });
         };
+        self.track_views(
+            Stage::Compute,
+            &[
+                (s, s.offset..s.offset + s.size, false),
+                (t, t.offset..t.offset + t.size, true),
+            ],
+        )?;
         self.begin_command(Stage::Compute, true)?;
         self.keep_view(s, false);
         self.keep_view(t, true);
@@ -150,6 +164,7 @@ impl Batch {
                 ),
             });
         }
+        self.track_views(Stage::Transfer, &[(&t, t.offset..t.offset + size, true)])?;
         self.begin_command(Stage::Transfer, true)?;
         self.keep_view(&t, true);
         // SAFETY: `cb` is recording; the range lies inside the live buffer

@@ -8,8 +8,10 @@
 //! host-visible staging buffer made for it and kept alive by the batch until
 //! the chunk holding the copy completes. A read copies into a host-visible
 //! buffer that the returned [`Readback`] owns. Each is ordered against the
-//! commands recorded before and after it, as if [`Batch::barrier`] stood on
-//! both sides.
+//! commands recorded before and after it that touch the bytes it writes or
+//! reads: by hazard tracking, as a copy is, with
+//! [`BatchOptions::auto_barriers`](crate::BatchOptions::auto_barriers) on
+//! (the default); otherwise as if [`Batch::barrier`] stood on both sides.
 
 use std::ops::RangeBounds;
 
@@ -71,7 +73,8 @@ impl Batch {
             transfer::write_bytes(&s.inner, 0, bytes)?;
             Some(s)
         };
-        self.tracker.barrier();
+        let bytes_at = t.offset + at..t.offset + at + bytes.len() as u64;
+        self.ordered_around(|b| b.track_views(Stage::Transfer, &[(&t, bytes_at, true)]))?;
         self.begin_command(Stage::Transfer, true)?;
         self.keep_view(&t, true);
         let cb = self.cb;
@@ -99,7 +102,7 @@ impl Batch {
             self.keep_view(&s.view(), false);
         }
         self.end_command("write")?;
-        self.tracker.barrier();
+        self.ordered_after();
         Ok(self)
     }
 
@@ -146,7 +149,9 @@ impl Batch {
         };
         let out = Buffer::<T>::create(&dev, view.len() as u64, Memory::HostVisible, "batch read")?;
         let o = out.view();
-        self.tracker.barrier();
+        self.ordered_around(|b| {
+            b.track_views(Stage::Transfer, &[(&s, s.offset..s.offset + s.size, false)])
+        })?;
         self.begin_command(Stage::Transfer, true)?;
         self.keep_view(&s, false);
         self.keep_view(&o, true);
@@ -163,8 +168,27 @@ impl Batch {
                 .cmd_copy_buffer(self.cb, s.inner.raw, o.inner.raw, &[region])
         };
         self.end_command("read")?;
-        self.tracker.barrier();
+        self.ordered_after();
         Ok(Readback { buf: out })
+    }
+
+    /// Orders a host write or read before it is recorded: by tracking its
+    /// bytes (`track`) with automatic barriers, else by a barrier request.
+    fn ordered_around(&mut self, track: impl FnOnce(&mut Self) -> Result<()>) -> Result<()> {
+        if self.auto {
+            track(self)
+        } else {
+            self.tracker.barrier();
+            Ok(())
+        }
+    }
+
+    /// Orders a host write or read against what follows: a barrier
+    /// request, with automatic barriers off (tracking orders it otherwise).
+    fn ordered_after(&mut self) {
+        if !self.auto {
+            self.tracker.barrier();
+        }
     }
 }
 

@@ -57,9 +57,12 @@ impl Batch {
             let grid = [workgroups::piece_groups(groups, p, max_x), 1, 1];
             // Each piece binds its pipeline (and the descriptors again).
             self.bound = 0;
+            // The pieces are one launch: its accesses are checked once.
+            self.in_launch = p > 0;
             let recorded = self
                 .dispatch(kernel, buffers, grid, push_constants, pipeline)
                 .map(|_| ());
+            self.in_launch = false;
             if let Err(e) = recorded {
                 // A refusal of the first piece leaves the batch as it was;
                 // later pieces would leave the launch half recorded.

@@ -295,9 +295,15 @@ fn record(ob: &OpBatch) -> Result<Ticket> {
         .prepared
         .as_ref()
         .ok_or_else(|| internal("recorded before it was prepared"))?;
-    let mut batch = ob
-        .gpu
-        .batch_with(BatchOptions::single_submit().with_profiling(ob.options.profiling))?;
+    // The plan's barriers come from the graph, which knows what each step
+    // reads and writes; reflection would not (a fused kernel declares every
+    // buffer it binds read-write, and the plan knows which it only reads),
+    // so automatic barriers would add barriers between steps the plan
+    // knows to be independent. The plan is the batch's only ordering.
+    let options = BatchOptions::single_submit()
+        .with_profiling(ob.options.profiling)
+        .with_auto_barriers(false);
+    let mut batch = ob.gpu.batch_with(options)?;
     for (i, step) in p.plan.steps.iter().enumerate() {
         if p.plan.barriers[i] {
             batch.barrier();
