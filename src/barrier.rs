@@ -90,9 +90,16 @@ pub(crate) struct Masks {
     pub dst_access: vk::AccessFlags,
 }
 
+/// What a command of `stage` may access: a dispatch reads storage buffers
+/// (`SHADER_READ`) and uniform buffers (`UNIFORM_READ`, a separate access
+/// type that `SHADER_READ` does not cover) and writes storage buffers.
 fn dst_access(stage: Stage) -> vk::AccessFlags {
     match stage {
-        Stage::Compute => vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE,
+        Stage::Compute => {
+            vk::AccessFlags::SHADER_READ
+                | vk::AccessFlags::UNIFORM_READ
+                | vk::AccessFlags::SHADER_WRITE
+        }
         Stage::Transfer => vk::AccessFlags::TRANSFER_READ | vk::AccessFlags::TRANSFER_WRITE,
     }
 }
@@ -274,7 +281,7 @@ mod tests {
             src_stage: S::COMPUTE_SHADER,
             dst_stage: S::COMPUTE_SHADER,
             src_access: A::SHADER_WRITE,
-            dst_access: A::SHADER_READ | A::SHADER_WRITE,
+            dst_access: A::SHADER_READ | A::UNIFORM_READ | A::SHADER_WRITE,
         }
     }
 

@@ -45,7 +45,15 @@ unsafe extern "system" fn messenger_callback(
                 .to_string_lossy()
                 .into_owned()
         };
-        (msg, (user as *const ValidationLog).as_ref())
+        let id = if data.is_null() || (*data).p_message_id_name.is_null() {
+            None
+        } else {
+            Some(CStr::from_ptr((*data).p_message_id_name).to_string_lossy())
+        };
+        (
+            with_id(id.as_deref(), msg),
+            (user as *const ValidationLog).as_ref(),
+        )
     };
     let counted = severity.intersects(
         vk::DebugUtilsMessageSeverityFlagsEXT::WARNING
@@ -65,6 +73,16 @@ unsafe extern "system" fn messenger_callback(
         log::debug!(target: LOG_TARGET, "{text}");
     }
     vk::FALSE
+}
+
+/// The message with the layer's message name (`SYNC-HAZARD-WRITE-AFTER-WRITE`,
+/// a VUID) in front, unless the text already holds it: newer layers leave
+/// the name out of the text, and a message is matched by it.
+fn with_id(id: Option<&str>, msg: String) -> String {
+    match id {
+        Some(id) if !id.is_empty() && !msg.contains(id) => format!("[ {id} ] {msg}"),
+        _ => msg,
+    }
 }
 
 /// An instance, with its messenger when validation is on.
@@ -212,5 +230,23 @@ impl Drop for Instance {
             }
             self.raw.destroy_instance(None);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_id;
+
+    #[test]
+    fn messages_carry_their_name() {
+        let id = Some("SYNC-HAZARD-WRITE-AFTER-WRITE");
+        let m = with_id(id, "vkCmdFillBuffer(): hazard".into());
+        assert_eq!(
+            m,
+            "[ SYNC-HAZARD-WRITE-AFTER-WRITE ] vkCmdFillBuffer(): hazard"
+        );
+        let old = "Validation Error: [ SYNC-HAZARD-WRITE-AFTER-WRITE ] ...".to_string();
+        assert_eq!(with_id(id, old.clone()), old);
+        assert_eq!(with_id(None, "x".into()), "x");
     }
 }
