@@ -74,6 +74,8 @@ struct Case {
     k: usize,
     n: usize,
     epi: Epi,
+    /// The plan's rows per pass (0: chosen by ops::linear).
+    rows: u32,
     splits: u32,
     x: Vec<f32>,
     w: Vec<f32>,
@@ -135,12 +137,13 @@ fn check(c: &Case, got: &[f32], dt: Dt) {
     let (r, idx, want) = worst;
     assert!(
         r <= 1.0,
-        "{dt:?} {:?} m={} k={} n={} splits={}: y[{}][{}] = {} but f64 says {want} \
-         (error {r:.3}× the bound)",
+        "{dt:?} {:?} m={} k={} n={} rows per pass={} splits={}: y[{}][{}] = {} but f64 \
+         says {want} (error {r:.3}× the bound)",
         c.epi,
         c.m,
         c.k,
         c.n,
+        c.rows,
         c.splits,
         idx / outs,
         idx % outs,
@@ -163,7 +166,7 @@ const SHAPES: [(usize, usize); 8] = [
 
 fn every_case(dt: Dt) {
     let gpu = common::gpu();
-    for m in [1usize, 2, 3, 15, 17, 64] {
+    for m in [1usize, 2, 3, 15, 17, 33, 64] {
         let mut batch = gpu.batch().unwrap();
         let mut cases = Vec::new();
         let mut keep = Vec::new();
@@ -181,7 +184,9 @@ fn every_case(dt: Dt) {
                 let w = rng.vec_f32(n * k);
                 let r = rng.vec_f32(m * outs);
                 let gw = upload_w(&gpu, dt, &w);
-                for splits in [1u32, 3] {
+                // Past 16 rows: the 16-row passes and the tiled kernel (64).
+                let passes: &[u32] = if m > 16 { &[16, 64] } else { &[0] };
+                for (&rows, splits) in passes.iter().flat_map(|r| [(r, 1u32), (r, 3)]) {
                     let y = if epi == Epi::ResidualInPlace {
                         gpu.upload(&r).unwrap()
                     } else {
@@ -197,7 +202,7 @@ fn every_case(dt: Dt) {
                     let rows_per_pass = [1, 2, 4, 8, 16]
                         .into_iter()
                         .find(|&p| p >= m as u32)
-                        .unwrap_or(16);
+                        .unwrap_or(rows);
                     let plan = LinearPlan {
                         rows_per_pass,
                         splits,
@@ -222,6 +227,7 @@ fn every_case(dt: Dt) {
                         k,
                         n,
                         epi,
+                        rows: rows_per_pass,
                         splits,
                         x: x.clone(),
                         w: w.clone(),
@@ -292,6 +298,7 @@ fn the_chosen_plan_matches_the_cpu() {
         k,
         n,
         epi: Epi::SiluMul,
+        rows: plan.rows_per_pass,
         splits: plan.splits,
         x,
         w,
@@ -361,6 +368,7 @@ fn a_graph_runs_split_k_layers_again_and_again() {
         k,
         n: 2 * i,
         epi: Epi::SiluMul,
+        rows: 4,
         splits: 2,
         x: x.clone(),
         w: wgu,
