@@ -33,7 +33,10 @@
 //! ```
 //!
 //! `--rows-per-pass` and `--splits` replace those of [`ops::choose_linear`]'s
-//! plan for every layer (for tuning: [`ops::linear_with_plan`]).
+//! plan for every layer (for tuning: [`ops::linear_with_plan`]): rows per
+//! pass 1 to 16 run the streaming kernel, 64 the register-tiled one that
+//! the plan picks past 16 tokens (`--rows-per-pass 16 --splits 1` at 64
+//! tokens is the streaming kernel's plan for them).
 
 #[path = "../benches/common/bandwidth.rs"]
 mod bandwidth;
