@@ -84,6 +84,9 @@ const TILE_N: u32 = 64;
 const TILE_K: u32 = 16;
 /// The tiled kernel's K slices are at least this deep when split.
 const MIN_TILED_SLICE: u32 = 256;
+/// Shared memory the tiled kernel declares: two 16-deep slices each of x
+/// and W, rows padded to 68 floats.
+const TILED_SHARED_BYTES: u32 = 2 * 2 * TILE_K * (TILE_N + 4) * 4;
 
 const OP: &str = "ops::linear";
 
@@ -271,12 +274,14 @@ fn tiled_launch(k: u32, n: u32, silu: bool, splits: u32) -> (u32, u32) {
 /// Picks the plan for `y[m×·] = x[m×k]·Wᵀ` with W `[n, k]` of `dtype`
 /// (`silu`: a merged gate|up weight, [`Epilogue::SiluMul`]):
 ///
-/// - Past 16 rows, the register-tiled kernel (rows per pass 64), with
+/// - Past 16 rows, where the adapter has the tiled kernel's 17 KiB of
+///   shared memory, the register-tiled kernel (rows per pass 64), with
 ///   split-K when its tiles number fewer than four times the compute units
 ///   (256 when the adapter does not say): enough slices to reach that,
 ///   each at least 256 deep, at most [`LINEAR_MAX_SPLITS`].
 /// - Otherwise rows per pass: the smallest of 1, 2, 4, 8, 16 that holds
-///   `m`.
+///   `m`, else 16 (W is then read once per 16 rows, the passes of one
+///   slice of W next to each other so the later ones read it from L2).
 /// - Split-K when the workgroups number fewer than twice the compute
 ///   units (128 when the adapter does not say): enough slices to reach
 ///   that, while each lane still reads at least 4 chunks of 16 bytes per
@@ -289,7 +294,7 @@ pub fn choose_linear(
     silu: bool,
     caps: &MatmulCaps,
 ) -> LinearPlan {
-    if m > 16 {
+    if m > 16 && caps.max_shared_memory >= TILED_SHARED_BYTES {
         let (tiles, _) = tiled_launch(k, n, silu, 1);
         let want = if caps.compute_units > 0 {
             4 * caps.compute_units
@@ -471,9 +476,17 @@ fn tiled(
     splits: u32,
 ) -> Result<()> {
     let gpu = x.device();
+    let info = gpu.info();
+    if info.max_shared_memory < TILED_SHARED_BYTES {
+        return Err(Error::Unsupported {
+            what: "the tiled linear kernel (17 KiB of shared memory; rows per pass 1 to 16 \
+                   run without it)",
+            adapter: info.name.clone(),
+        });
+    }
     let silu = matches!(epilogue, Epilogue::SiluMul);
     let (tiles, kslice) = tiled_launch(k, n, silu, splits);
-    let limit = gpu.info().max_workgroup_count;
+    let limit = info.max_workgroup_count;
     if tiles > limit[0] || splits > limit[1] {
         return Err(shape(format!(
             "needs {tiles} × {splits} workgroups, over maxComputeWorkGroupCount {limit:?}"
@@ -742,6 +755,14 @@ mod tests {
             splits: 3
         }
         .is_valid());
+        // 16 KiB of shared memory (Vulkan's least): the streaming kernel.
+        let small = MatmulCaps {
+            max_shared_memory: 16384,
+            ..c
+        };
+        assert_eq!(TILED_SHARED_BYTES, 17408);
+        let p = choose_linear(64, 2560, 2 * 9728, DType::F32, true, &small);
+        assert_eq!(p.rows_per_pass, 16);
     }
 
     #[test]
