@@ -1,13 +1,14 @@
-// Register-tiled linear layer: y = x·Wᵀ for up to 64 rows of x (f32,
-// [M, K]) and W stored [N, K] row-major (nn.Linear's [out, in]) in f32,
-// f16 or bf16 (WTYPE_F32 / WTYPE_F16 / WTYPE_BF16), with the epilogues of
-// linear.glsl. Built for arithmetic: where linear.glsl re-reads x from L1
-// for every row of W, here a workgroup of 128 computes a 64 × 64 (rows of
-// x × rows of W) tile of the product from BK = 16-deep slices of x and W
-// staged in shared memory (16-bit weights widened to f32 on the way in),
-// double-buffered: slice t + 1 is in registers while slice t is multiplied,
-// one barrier per slice. Both slices are stored k-major with rows padded to
-// 68 floats, so the inner loop reads x and W as vec4s along M and N.
+// Register-tiled linear layer: y = x·Wᵀ for up to BM = 64 (TILE_M: 64,
+// or 32) rows of x (f32, [M, K]) and W stored [N, K] row-major
+// (nn.Linear's [out, in]) in f32, f16 or bf16 (WTYPE_F32 / WTYPE_F16 /
+// WTYPE_BF16), with the epilogues of linear.glsl. Built for arithmetic:
+// where linear.glsl re-reads x from L1 for every row of W, here a
+// workgroup of 2·BM computes a BM × 64 (rows of x × rows of W) tile of the
+// product from BK = 16-deep slices of x and W staged in shared memory
+// (16-bit weights widened to f32 on the way in), double-buffered: slice
+// t + 1 is in registers while slice t is multiplied, one barrier per
+// slice. Both slices are stored k-major with rows padded by 4 floats, so
+// the inner loop reads x and W as vec4s along M and N.
 //
 // Thread t owns rows 4·(t / 8) .. + 3 and two column pieces of 4, at tile
 // columns 4·(t % 8) and 32 + 4·(t % 8). A tile's 64 columns are W rows
@@ -31,11 +32,18 @@
 #endif
 #include "activations.glsl"
 
-layout(local_size_x = 128) in;
-#define BM 64u
+#ifndef TILE_M
+#define TILE_M 64
+#endif
+layout(local_size_x = 2 * TILE_M) in;
+#define BM uint(TILE_M)
+#define THREADS (2u * BM)
 #define BK 16u
-#define AS 68u     // padded row stride (floats) of the k-major slices
-#define AS4 17u    // AS / 4
+#define AS 68u            // padded row stride (floats) of the k-major W slices
+#define AS4 17u           // AS / 4
+#define XS (BM + 4u)      // the same for the x slices
+#define XS4 (XS / 4u)
+#define EW (256u / THREADS)  // f32 quads (16-bit: EW / 2 octets) of W per thread
 
 layout(set = 0, binding = 0) readonly buffer X4 { vec4 x4[]; };
 layout(set = 0, binding = 1) readonly buffer X1 { float x1[]; };
@@ -52,7 +60,7 @@ layout(push_constant) uniform P {
     uint M; uint K; uint N; uint mode; uint vec; uint kslice; uint pairs;
 };
 
-shared vec4 Xs[2u * BK * AS4];
+shared vec4 Xs[2u * BK * XS4];
 shared vec4 Ws[2u * BK * AS4];
 
 // One stored weight as f32.
@@ -97,19 +105,20 @@ vec4 wquad_scalar(uint row, uint k, uint kend) {
 }
 
 vec4 rx[2];
-vec4 rw[2];
+vec4 rw[EW];
 
-// Slice [k0, k0 + BK) into registers. x: quads q = tid, tid + 128 of the
-// 64 × 4 quads (row q / 4, k 4·(q % 4)). W: f32 the same quads of the
-// tile's columns; 16-bit octet tid (column tid / 2, k 8·(tid % 2)).
+// Slice [k0, k0 + BK) into registers. x: quads q = tid, tid + THREADS of
+// the BM × 4 quads (row q / 4, k 4·(q % 4)). W: f32 quads q = tid + e ·
+// THREADS of the tile's 64 × 4 (column q / 4); 16-bit octets o = tid +
+// e · THREADS of its 64 × 2 (column o / 2, k 8·(o % 2)).
 void load_slice(uint tid, uint tile, uint k0, uint kend) {
     [[unroll]] for (uint e = 0u; e < 2u; ++e) {
-        uint q = tid + e * 128u;
+        uint q = tid + e * THREADS;
         rx[e] = xquad(q / 4u, k0 + 4u * (q % 4u), kend);
     }
 #if defined(WTYPE_F32)
-    [[unroll]] for (uint e = 0u; e < 2u; ++e) {
-        uint q = tid + e * 128u;
+    [[unroll]] for (uint e = 0u; e < EW; ++e) {
+        uint q = tid + e * THREADS;
         uint row = wrow(tile, q / 4u);
         uint k = k0 + 4u * (q % 4u);
         if (vec != 0u) {
@@ -119,38 +128,44 @@ void load_slice(uint tid, uint tile, uint k0, uint kend) {
         }
     }
 #else
-    uint row = wrow(tile, tid / 2u);
-    uint k = k0 + 8u * (tid % 2u);
-    if (vec != 0u) {
-        uvec4 w = (row < N && k < kend) ? w4[(row * K + k) / 8u] : uvec4(0u);
+    [[unroll]] for (uint e = 0u; e < EW / 2u; ++e) {
+        uint o = tid + e * THREADS;
+        uint row = wrow(tile, o / 2u);
+        uint k = k0 + 8u * (o % 2u);
+        if (vec != 0u) {
+            uvec4 w = (row < N && k < kend) ? w4[(row * K + k) / 8u] : uvec4(0u);
 #if defined(WTYPE_F16)
-        rw[0] = vec4(unpackHalf2x16(w.x), unpackHalf2x16(w.y));
-        rw[1] = vec4(unpackHalf2x16(w.z), unpackHalf2x16(w.w));
+            rw[2u * e] = vec4(unpackHalf2x16(w.x), unpackHalf2x16(w.y));
+            rw[2u * e + 1u] = vec4(unpackHalf2x16(w.z), unpackHalf2x16(w.w));
 #else
-        rw[0] = uintBitsToFloat(uvec4(w.x << 16, w.x & 0xffff0000u, w.y << 16, w.y & 0xffff0000u));
-        rw[1] = uintBitsToFloat(uvec4(w.z << 16, w.z & 0xffff0000u, w.w << 16, w.w & 0xffff0000u));
+            rw[2u * e] = uintBitsToFloat(
+                uvec4(w.x << 16, w.x & 0xffff0000u, w.y << 16, w.y & 0xffff0000u));
+            rw[2u * e + 1u] = uintBitsToFloat(
+                uvec4(w.z << 16, w.z & 0xffff0000u, w.w << 16, w.w & 0xffff0000u));
 #endif
-    } else {
-        rw[0] = wquad_scalar(row, k, kend);
-        rw[1] = wquad_scalar(row, k + 4u, kend);
+        } else {
+            rw[2u * e] = wquad_scalar(row, k, kend);
+            rw[2u * e + 1u] = wquad_scalar(row, k + 4u, kend);
+        }
     }
 #endif
 }
 
 // Registers into shared buffer `buf`, k-major.
 void store_slice(uint tid, uint buf) {
-    uint base = buf * BK * AS;
+    uint xbase = buf * BK * XS;
     [[unroll]] for (uint e = 0u; e < 2u; ++e) {
-        uint q = tid + e * 128u;
+        uint q = tid + e * THREADS;
         uint r = q / 4u, k = 4u * (q % 4u);
         [[unroll]] for (uint i = 0u; i < 4u; ++i) {
-            uint a = base + (k + i) * AS + r;
+            uint a = xbase + (k + i) * XS + r;
             Xs[a >> 2][a & 3u] = rx[e][i];
         }
     }
+    uint base = buf * BK * AS;
 #if defined(WTYPE_F32)
-    [[unroll]] for (uint e = 0u; e < 2u; ++e) {
-        uint q = tid + e * 128u;
+    [[unroll]] for (uint e = 0u; e < EW; ++e) {
+        uint q = tid + e * THREADS;
         uint c = q / 4u, k = 4u * (q % 4u);
         [[unroll]] for (uint i = 0u; i < 4u; ++i) {
             uint a = base + (k + i) * AS + c;
@@ -158,12 +173,15 @@ void store_slice(uint tid, uint buf) {
         }
     }
 #else
-    uint c = tid / 2u, k = 8u * (tid % 2u);
-    [[unroll]] for (uint e = 0u; e < 2u; ++e)
-        [[unroll]] for (uint i = 0u; i < 4u; ++i) {
-            uint a = base + (k + 4u * e + i) * AS + c;
-            Ws[a >> 2][a & 3u] = rw[e][i];
-        }
+    [[unroll]] for (uint e = 0u; e < EW / 2u; ++e) {
+        uint o = tid + e * THREADS;
+        uint c = o / 2u, k = 8u * (o % 2u);
+        [[unroll]] for (uint h = 0u; h < 2u; ++h)
+            [[unroll]] for (uint i = 0u; i < 4u; ++i) {
+                uint a = base + (k + 4u * h + i) * AS + c;
+                Ws[a >> 2][a & 3u] = rw[2u * e + h][i];
+            }
+    }
 #endif
 }
 
@@ -191,9 +209,9 @@ void main() {
         uint cur = t & 1u;
         bool more = t + 1u < slices;
         if (more) load_slice(tid, tile, kbeg + (t + 1u) * BK, kend);
-        uint base = cur * BK * AS4;
+        uint base = cur * BK * AS4, xbase = cur * BK * XS4;
         [[unroll]] for (uint k = 0u; k < BK; ++k) {
-            vec4 a = Xs[base + k * AS4 + ty];
+            vec4 a = Xs[xbase + k * XS4 + ty];
             vec4 b0 = Ws[base + k * AS4 + tx];
             vec4 b1 = Ws[base + k * AS4 + 8u + tx];
             [[unroll]] for (uint i = 0u; i < 4u; ++i) {

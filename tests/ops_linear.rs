@@ -184,8 +184,13 @@ fn every_case(dt: Dt) {
                 let w = rng.vec_f32(n * k);
                 let r = rng.vec_f32(m * outs);
                 let gw = upload_w(&gpu, dt, &w);
-                // Past 16 rows: the 16-row passes and the tiled kernel (64).
-                let passes: &[u32] = if m > 16 { &[16, 64] } else { &[0] };
+                // Past 16 rows: the 16-row passes and the tiled kernel's
+                // 64-row tiles, and its 32-row ones where they hold m.
+                let passes: &[u32] = match m {
+                    0..=16 => &[0],
+                    17..=32 => &[16, 32, 64],
+                    _ => &[16, 64],
+                };
                 for (&rows, splits) in passes.iter().flat_map(|r| [(r, 1u32), (r, 3)]) {
                     let y = if epi == Epi::ResidualInPlace {
                         gpu.upload(&r).unwrap()
@@ -470,6 +475,19 @@ fn bad_inputs_are_typed_errors() {
             "rows per pass must be",
         );
     }
+    // The tiled kernel's 32-row tiles take at most 32 rows.
+    let (x33, y33) = (
+        gpu.alloc::<f32>(33 * 8).unwrap(),
+        gpu.alloc::<f32>(33 * 6).unwrap(),
+    );
+    let p32 = LinearPlan {
+        rows_per_pass: 32,
+        splits: 1,
+    };
+    shape_err(
+        ops::linear_with_plan(&mut b, &x33, &w, &y33, 33, 8, 6, Epilogue::None, p32),
+        "32-row tiles",
+    );
     // Nothing was recorded: the batch submits empty and clean.
     b.submit().unwrap();
     common::assert_clean(&gpu);

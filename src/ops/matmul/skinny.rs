@@ -84,9 +84,11 @@ const TILE_N: u32 = 64;
 const TILE_K: u32 = 16;
 /// The tiled kernel's K slices are at least this deep when split.
 const MIN_TILED_SLICE: u32 = 256;
-/// Shared memory the tiled kernel declares: two 16-deep slices each of x
-/// and W, rows padded to 68 floats.
-const TILED_SHARED_BYTES: u32 = 2 * 2 * TILE_K * (TILE_N + 4) * 4;
+/// Shared memory the tiled kernel with `rows`-row tiles declares: two
+/// 16-deep slices each of x and W, rows padded by 4 floats.
+const fn tiled_shared_bytes(rows: u32) -> u32 {
+    2 * TILE_K * ((rows + 4) + (TILE_N + 4)) * 4
+}
 
 const OP: &str = "ops::linear";
 
@@ -192,8 +194,9 @@ impl Epilogue<'_> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct LinearPlan {
     /// Rows of x each pass holds (1, 2, 4, 8 or 16), W read once per
-    /// chunk of this many rows; or 64: the register-tiled kernel
-    /// (`shaders/linear_tiled.glsl`), all rows in one pass.
+    /// chunk of this many rows; or 32 or 64: the register-tiled kernel
+    /// (`shaders/linear_tiled.glsl`) with tiles of that many rows, all
+    /// rows in one pass (32 takes at most 32 rows).
     pub rows_per_pass: u32,
     /// K slices (1 to [`LINEAR_MAX_SPLITS`]); above 1, each slice writes
     /// partial sums to a scratch buffer and a second pass adds them.
@@ -203,7 +206,7 @@ pub struct LinearPlan {
 impl LinearPlan {
     /// Whether the kernels have this plan.
     pub fn is_valid(&self) -> bool {
-        [1, 2, 4, 8, 16, LINEAR_TILED_ROWS].contains(&self.rows_per_pass)
+        [1, 2, 4, 8, 16, 32, LINEAR_TILED_ROWS].contains(&self.rows_per_pass)
             && (1..=LINEAR_MAX_SPLITS).contains(&self.splits)
     }
 }
@@ -274,8 +277,9 @@ fn tiled_launch(k: u32, n: u32, silu: bool, splits: u32) -> (u32, u32) {
 /// Picks the plan for `y[m×·] = x[m×k]·Wᵀ` with W `[n, k]` of `dtype`
 /// (`silu`: a merged gate|up weight, [`Epilogue::SiluMul`]):
 ///
-/// - Past 16 rows, where the adapter has the tiled kernel's 17 KiB of
-///   shared memory, the register-tiled kernel (rows per pass 64), with
+/// - Past 16 rows, where the adapter has the tiled kernel's shared memory
+///   (13 KiB for 32-row tiles, 17 KiB for 64), the register-tiled kernel
+///   with the smaller of its 32- and 64-row tiles that holds `m`, with
 ///   split-K when its tiles number fewer than four times the compute units
 ///   (256 when the adapter does not say): enough slices to reach that,
 ///   each at least 256 deep, at most [`LINEAR_MAX_SPLITS`].
@@ -294,7 +298,8 @@ pub fn choose_linear(
     silu: bool,
     caps: &MatmulCaps,
 ) -> LinearPlan {
-    if m > 16 && caps.max_shared_memory >= TILED_SHARED_BYTES {
+    let tile_rows = if m <= 32 { 32 } else { LINEAR_TILED_ROWS };
+    if m > 16 && caps.max_shared_memory >= tiled_shared_bytes(tile_rows) {
         let (tiles, _) = tiled_launch(k, n, silu, 1);
         let want = if caps.compute_units > 0 {
             4 * caps.compute_units
@@ -308,7 +313,7 @@ pub fn choose_linear(
             want.div_ceil(tiles.max(1)).min(most)
         };
         return LinearPlan {
-            rows_per_pass: LINEAR_TILED_ROWS,
+            rows_per_pass: tile_rows,
             splits,
         };
     }
@@ -386,8 +391,8 @@ pub fn linear_with_plan<'w>(
     check(&gpu, x, &w, y, m, k, n, &epilogue, plan)?;
     let info = gpu.info();
     let limit = info.max_workgroup_count;
-    if plan.rows_per_pass == LINEAR_TILED_ROWS {
-        return tiled(batch, x, w, y, (m, k, n), epilogue, plan.splits);
+    if plan.rows_per_pass >= 32 {
+        return tiled(batch, x, w, y, (m, k, n), epilogue, plan);
     }
     let l = launch(m, k, n, w.dtype(), silu, info.subgroup_size, plan);
     let grid = [l.groups * l.mchunks, plan.splits, 1];
@@ -465,7 +470,7 @@ fn reduce(
 }
 
 /// Records the register-tiled kernel (`shaders/linear_tiled.glsl`) for a
-/// checked layer, with `splits` K slices.
+/// checked layer and a plan of rows per pass 32 or 64.
 fn tiled(
     batch: &mut Batch,
     x: &Buffer<f32>,
@@ -473,14 +478,15 @@ fn tiled(
     y: &Buffer<f32>,
     (m, k, n): (u32, u32, u32),
     epilogue: Epilogue<'_>,
-    splits: u32,
+    plan: LinearPlan,
 ) -> Result<()> {
     let gpu = x.device();
     let info = gpu.info();
-    if info.max_shared_memory < TILED_SHARED_BYTES {
+    let splits = plan.splits;
+    if info.max_shared_memory < tiled_shared_bytes(plan.rows_per_pass) {
         return Err(Error::Unsupported {
-            what: "the tiled linear kernel (17 KiB of shared memory; rows per pass 1 to 16 \
-                   run without it)",
+            what: "the tiled linear kernel's shared memory (13 KiB for 32-row tiles, 17 KiB \
+                   for 64; rows per pass 1 to 16 run without it)",
             adapter: info.name.clone(),
         });
     }
@@ -492,11 +498,7 @@ fn tiled(
             "needs {tiles} × {splits} workgroups, over maxComputeWorkGroupCount {limit:?}"
         )));
     }
-    let name = match w.dtype() {
-        DType::F16 => "linear_f16_tiled",
-        DType::Bf16 => "linear_bf16_tiled",
-        _ => "linear_f32_tiled",
-    };
+    let name = tiled_kernel_name(w.dtype(), plan.rows_per_pass);
     let kernel = crate::builtins::get(&gpu.inner, name, &[])?;
     let vec = k % per_load(w.dtype()) == 0;
     let push = |mode: u32| words(&[m, k, n, mode, u32::from(vec), kslice, u32::from(silu)]);
@@ -515,6 +517,19 @@ fn tiled(
     let pc = push(3);
     batch.run_configured(&kernel, &[x, x, wb, wb, x, &part], grid, Some(&pc))?;
     reduce(batch, &part, res, y, (m, n), epilogue, splits)
+}
+
+/// The built-in tiled kernel for `dtype` weights and `rows`-row tiles
+/// (32, else 64).
+fn tiled_kernel_name(dtype: DType, rows: u32) -> &'static str {
+    match (dtype, rows == 32) {
+        (DType::F16, false) => "linear_f16_tiled",
+        (DType::F16, true) => "linear_f16_tiled_m32",
+        (DType::Bf16, false) => "linear_bf16_tiled",
+        (DType::Bf16, true) => "linear_bf16_tiled_m32",
+        (_, false) => "linear_f32_tiled",
+        (_, true) => "linear_f32_tiled_m32",
+    }
 }
 
 /// The built-in kernel for `dtype` weights and `rows` rows per pass.
@@ -568,7 +583,7 @@ fn check(
 ) -> Result<()> {
     if !plan.is_valid() {
         return Err(shape(format!(
-            "plan {plan:?}: rows per pass must be 1, 2, 4, 8, 16 or \
+            "plan {plan:?}: rows per pass must be 1, 2, 4, 8, 16, 32 or \
              {LINEAR_TILED_ROWS} and splits 1 to {LINEAR_MAX_SPLITS}"
         )));
     }
@@ -580,6 +595,12 @@ fn check(
     if m > LINEAR_MAX_M {
         return Err(shape(format!(
             "m = {m} rows of x, over the skinny kernels' limit of {LINEAR_MAX_M}"
+        )));
+    }
+    if plan.rows_per_pass == 32 && m > 32 {
+        return Err(shape(format!(
+            "m = {m} rows of x, over the 32 that the tiled kernel's 32-row tiles \
+             (rows per pass 32) hold"
         )));
     }
     let silu = matches!(epilogue, Epilogue::SiluMul);
@@ -678,7 +699,8 @@ mod tests {
             (8, 8),
             (15, 16),
             (16, 16),
-            (17, 64),
+            (17, 32),
+            (32, 32),
             (33, 64),
             (64, 64),
         ] {
@@ -760,9 +782,12 @@ mod tests {
             max_shared_memory: 16384,
             ..c
         };
-        assert_eq!(TILED_SHARED_BYTES, 17408);
+        assert_eq!(tiled_shared_bytes(64), 17408);
+        assert_eq!(tiled_shared_bytes(32), 13312);
         let p = choose_linear(64, 2560, 2 * 9728, DType::F32, true, &small);
         assert_eq!(p.rows_per_pass, 16);
+        let p = choose_linear(32, 2560, 2 * 9728, DType::F32, true, &small);
+        assert_eq!(p.rows_per_pass, 32);
     }
 
     #[test]
@@ -809,16 +834,27 @@ mod tests {
                 assert!(crate::builtins::builtin_names().contains(&name), "{name}");
             }
         }
-        for name in ["linear_f32_tiled", "linear_f16_tiled", "linear_bf16_tiled"] {
-            assert!(crate::builtins::builtin_names().contains(&name), "{name}");
+        for dtype in [DType::F32, DType::F16, DType::Bf16] {
+            for rows in [32, 64] {
+                let name = tiled_kernel_name(dtype, rows);
+                assert!(crate::builtins::builtin_names().contains(&name), "{name}");
+            }
         }
+        assert_eq!(tiled_kernel_name(DType::Bf16, 32), "linear_bf16_tiled_m32");
         assert_eq!(kernel_name(DType::Bf16, 4), "linear_bf16");
         assert_eq!(kernel_name(DType::F32, 16), "linear_f32_m16");
     }
 
     #[test]
     fn plans_out_of_range_are_invalid() {
-        for (rows, splits) in [(3, 1), (32, 1), (0, 1), (4, 0), (4, LINEAR_MAX_SPLITS + 1)] {
+        for (rows, splits) in [
+            (3, 1),
+            (48, 1),
+            (128, 1),
+            (0, 1),
+            (4, 0),
+            (4, LINEAR_MAX_SPLITS + 1),
+        ] {
             let p = LinearPlan {
                 rows_per_pass: rows,
                 splits,
