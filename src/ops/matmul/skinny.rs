@@ -33,8 +33,8 @@
 //!
 //! Past 16 rows that kernel is bound by its re-reads of x, not by memory:
 //! there a register-tiled kernel (`shaders/linear_tiled.glsl`) takes over,
-//! each workgroup computing a 64 × 64 tile of the product (all rows of x
-//! by 64 rows of W, or 32 gate and the matching 32 up rows for
+//! each workgroup computing a 32 × 64 or 64 × 64 tile of the product (all
+//! rows of x by 64 rows of W, or 32 gate and the matching 32 up rows for
 //! [`Epilogue::SiluMul`]) from 16-deep slices of x and W staged in shared
 //! memory, with split-K when its tiles are too few to fill the GPU.
 //! [`choose_linear`] is those decisions, pure; [`linear_with_plan`] takes
