@@ -8,9 +8,12 @@
 //! weight with [`Epilogue::SiluMul`], then the `[H, I]` down weight with an
 //! in-place [`Epilogue::Residual`]. A forward for T tokens (x is `[T, H]`)
 //! is recorded once as a [`Graph`] (a copy of x into the residual stream,
-//! then the layers, barriers between) and launched `--reps` times after
-//! `--warm` untimed launches; each launch is timed on the wall clock from
-//! launch to the end of its wait. Printed per (weights, T): median, min and
+//! then the layers, barriers between) and launched `--reps` times (default
+//! 30) after untimed launches of the same graph for at least `--warm-ms`
+//! milliseconds (default 500) and at least `--warm` launches, so that the
+//! GPU's clocks have ramped before the first timed one and nothing else
+//! runs between the warm-up and the timing; each launch is timed on the
+//! wall clock from launch to the end of its wait. Printed per (weights, T): median, min and
 //! max ms per forward, the weight bandwidth (weight bytes / median time),
 //! the copy bandwidth measured in the same process (a `Batch::copy` of a
 //! large buffer, GPU time, read + write bytes, as `gpu_report` measures
@@ -25,12 +28,15 @@
 //! ```text
 //! cargo run --release --example ffn_stack -- [--hidden 2560] [--inter 9728]
 //!     [--layers 36] [--tokens 1,4,64] [--dtypes f32,bf16] [--warm 5]
-//!     [--reps 30] [--check-layers 2] [--json out.json] [--torch torch.json]
+//!     [--warm-ms 500] [--reps 30] [--check-layers 2] [--json out.json] [--torch torch.json]
 //!     [--rows-per-pass R] [--splits S]
 //! ```
 //!
 //! `--rows-per-pass` and `--splits` replace those of [`ops::choose_linear`]'s
-//! plan for every layer (for tuning: [`ops::linear_with_plan`]).
+//! plan for every layer (for tuning: [`ops::linear_with_plan`]): rows per
+//! pass 1 to 16 run the streaming kernel, 64 the register-tiled one that
+//! the plan picks past 16 tokens (`--rows-per-pass 16 --splits 1` at 64
+//! tokens is the streaming kernel's plan for them).
 
 #[path = "../benches/common/bandwidth.rs"]
 mod bandwidth;
@@ -51,6 +57,7 @@ struct Args {
     tokens: Vec<u32>,
     dtypes: Vec<String>,
     warm: usize,
+    warm_ms: u64,
     reps: usize,
     check_layers: usize,
     json: Option<String>,
@@ -84,6 +91,7 @@ fn args() -> Args {
             .collect(),
         dtypes: list("--dtypes", "f32,bf16"),
         warm: num("--warm", 5),
+        warm_ms: num("--warm-ms", 500) as u64,
         reps: num("--reps", 30),
         check_layers: num("--check-layers", 2),
         json: flag("--json"),
@@ -352,8 +360,13 @@ fn main() -> Result<()> {
                 println!("{dt} T={t}: {nc} layers match the f64 reference (max error {err:.1e} of the largest output)");
             }
             let graph = record(&gpu, &layers, &acts, (t, h, i), force)?;
-            for _ in 0..a.warm {
+            // Warm-up: the same graph, back to back, until the clocks have
+            // ramped (at least --warm-ms and --warm launches).
+            let warm_for = std::time::Duration::from_millis(a.warm_ms);
+            let (w0, mut warm_n) = (Instant::now(), 0usize);
+            while warm_n < a.warm || w0.elapsed() < warm_for {
                 graph.launch()?.wait()?;
+                warm_n += 1;
             }
             let mut times: Vec<f64> = (0..a.reps)
                 .map(|_| {

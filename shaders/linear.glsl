@@ -8,9 +8,9 @@
 // [2·I, K] gate|up weight) R/2 outputs j and their gate rows j and up rows
 // I + j. Each subgroup takes units in turn (any subgroup size is correct).
 // Its lanes split K: lane l reads element chunks l, l + width, ... of the
-// unit's R rows (16-byte loads, 4 f32 or 8 16-bit values, when `vec` = 1:
-// K a multiple of 4 for f32 and of 8 for 16-bit weights; one element
-// otherwise) and of the MT rows of x (from L1: every subgroup reads the
+// unit's R rows (16-byte loads, 4 f32 or 8 16-bit values, two per step,
+// when `vec` = 1: K a multiple of 4 for f32 and of 8 for 16-bit weights;
+// one element otherwise) and of the MT rows of x (from L1: every subgroup reads the
 // same x), keeping R × MT f32 sums; subgroupAdd finishes each.
 // Grid: x = column groups × `mchunks` (the row chunks of one column group
 // adjacent, so a repeated read of W hits L2), y = K slices (split-K): slice
@@ -111,29 +111,48 @@ void main() {
             uint kv = K / WVEC;   // 16-byte chunks per row of W
             uint k4 = K / 4u;     // vec4s per row of x
             uint b = s * kchunk, e = min(b + kchunk, kv);
-            for (uint k = b + lane; k < e; k += width) {
+            // Two chunks per lane and step (k and k + width), all 2·R loads
+            // of W issued before the FMAs: twice the bytes in flight. Past
+            // e the second chunk's W and x read as 0 (and add nothing).
+            for (uint k = b + lane; k < e; k += 2u * width) {
+                uint k2 = k + width;
+                bool two = k2 < e;
 #if defined(WTYPE_F32)
-                vec4 wv[R];
-                [[unroll]] for (uint i = 0u; i < R; ++i) wv[i] = w4[rows[i] * kv + k];
+                vec4 wv[2][R];
+                [[unroll]] for (uint i = 0u; i < R; ++i) {
+                    wv[0][i] = w4[rows[i] * kv + k];
+                    wv[1][i] = two ? w4[rows[i] * kv + k2] : vec4(0.0);
+                }
                 [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
                     vec4 xv = x4[xr[m] * k4 + k];
-                    [[unroll]] for (uint i = 0u; i < R; ++i)
-                        acc[i][m] = fma(xv.x, wv[i].x, fma(xv.y, wv[i].y,
-                                    fma(xv.z, wv[i].z, fma(xv.w, wv[i].w, acc[i][m]))));
+                    vec4 xw = two ? x4[xr[m] * k4 + k2] : vec4(0.0);
+                    [[unroll]] for (uint i = 0u; i < R; ++i) {
+                        float a = fma(xv.x, wv[0][i].x, fma(xv.y, wv[0][i].y,
+                                  fma(xv.z, wv[0][i].z, fma(xv.w, wv[0][i].w, acc[i][m]))));
+                        acc[i][m] = fma(xw.x, wv[1][i].x, fma(xw.y, wv[1][i].y,
+                                    fma(xw.z, wv[1][i].z, fma(xw.w, wv[1][i].w, a))));
+                    }
                 }
 #else
-                uvec4 wraw[R];
-                [[unroll]] for (uint i = 0u; i < R; ++i) wraw[i] = w4[rows[i] * kv + k];
-                vec4 wlo[R], whi[R];
-                [[unroll]] for (uint i = 0u; i < R; ++i) wdecode(wraw[i], wlo[i], whi[i]);
-                [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
-                    vec4 xa = x4[xr[m] * k4 + 2u * k];
-                    vec4 xb = x4[xr[m] * k4 + 2u * k + 1u];
-                    [[unroll]] for (uint i = 0u; i < R; ++i) {
-                        float a = fma(xa.x, wlo[i].x, fma(xa.y, wlo[i].y,
-                                  fma(xa.z, wlo[i].z, fma(xa.w, wlo[i].w, acc[i][m]))));
-                        acc[i][m] = fma(xb.x, whi[i].x, fma(xb.y, whi[i].y,
-                                    fma(xb.z, whi[i].z, fma(xb.w, whi[i].w, a))));
+                uvec4 wraw[2][R];
+                [[unroll]] for (uint i = 0u; i < R; ++i) {
+                    wraw[0][i] = w4[rows[i] * kv + k];
+                    wraw[1][i] = two ? w4[rows[i] * kv + k2] : uvec4(0u);
+                }
+                [[unroll]] for (uint h = 0u; h < 2u; ++h) {
+                    uint kk = h == 0u ? k : k2;
+                    vec4 wlo[R], whi[R];
+                    [[unroll]] for (uint i = 0u; i < R; ++i) wdecode(wraw[h][i], wlo[i], whi[i]);
+                    [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
+                        bool ok = h == 0u || two;
+                        vec4 xa = ok ? x4[xr[m] * k4 + 2u * kk] : vec4(0.0);
+                        vec4 xb = ok ? x4[xr[m] * k4 + 2u * kk + 1u] : vec4(0.0);
+                        [[unroll]] for (uint i = 0u; i < R; ++i) {
+                            float a = fma(xa.x, wlo[i].x, fma(xa.y, wlo[i].y,
+                                      fma(xa.z, wlo[i].z, fma(xa.w, wlo[i].w, acc[i][m]))));
+                            acc[i][m] = fma(xb.x, whi[i].x, fma(xb.y, whi[i].y,
+                                        fma(xb.z, whi[i].z, fma(xb.w, whi[i].w, a))));
+                        }
                     }
                 }
 #endif

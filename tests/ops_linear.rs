@@ -74,6 +74,8 @@ struct Case {
     k: usize,
     n: usize,
     epi: Epi,
+    /// The plan's rows per pass (0: chosen by ops::linear).
+    rows: u32,
     splits: u32,
     x: Vec<f32>,
     w: Vec<f32>,
@@ -135,12 +137,13 @@ fn check(c: &Case, got: &[f32], dt: Dt) {
     let (r, idx, want) = worst;
     assert!(
         r <= 1.0,
-        "{dt:?} {:?} m={} k={} n={} splits={}: y[{}][{}] = {} but f64 says {want} \
-         (error {r:.3}× the bound)",
+        "{dt:?} {:?} m={} k={} n={} rows per pass={} splits={}: y[{}][{}] = {} but f64 \
+         says {want} (error {r:.3}× the bound)",
         c.epi,
         c.m,
         c.k,
         c.n,
+        c.rows,
         c.splits,
         idx / outs,
         idx % outs,
@@ -163,7 +166,7 @@ const SHAPES: [(usize, usize); 8] = [
 
 fn every_case(dt: Dt) {
     let gpu = common::gpu();
-    for m in [1usize, 2, 3, 15, 17, 64] {
+    for m in [1usize, 2, 3, 15, 17, 33, 64] {
         let mut batch = gpu.batch().unwrap();
         let mut cases = Vec::new();
         let mut keep = Vec::new();
@@ -181,7 +184,14 @@ fn every_case(dt: Dt) {
                 let w = rng.vec_f32(n * k);
                 let r = rng.vec_f32(m * outs);
                 let gw = upload_w(&gpu, dt, &w);
-                for splits in [1u32, 3] {
+                // Past 16 rows: the 16-row passes and the tiled kernel's
+                // 64-row tiles, and its 32-row ones where they hold m.
+                let passes: &[u32] = match m {
+                    0..=16 => &[0],
+                    17..=32 => &[16, 32, 64],
+                    _ => &[16, 64],
+                };
+                for (&rows, splits) in passes.iter().flat_map(|r| [(r, 1u32), (r, 3)]) {
                     let y = if epi == Epi::ResidualInPlace {
                         gpu.upload(&r).unwrap()
                     } else {
@@ -197,7 +207,7 @@ fn every_case(dt: Dt) {
                     let rows_per_pass = [1, 2, 4, 8, 16]
                         .into_iter()
                         .find(|&p| p >= m as u32)
-                        .unwrap_or(16);
+                        .unwrap_or(rows);
                     let plan = LinearPlan {
                         rows_per_pass,
                         splits,
@@ -222,6 +232,7 @@ fn every_case(dt: Dt) {
                         k,
                         n,
                         epi,
+                        rows: rows_per_pass,
                         splits,
                         x: x.clone(),
                         w: w.clone(),
@@ -292,6 +303,7 @@ fn the_chosen_plan_matches_the_cpu() {
         k,
         n,
         epi: Epi::SiluMul,
+        rows: plan.rows_per_pass,
         splits: plan.splits,
         x,
         w,
@@ -361,6 +373,7 @@ fn a_graph_runs_split_k_layers_again_and_again() {
         k,
         n: 2 * i,
         epi: Epi::SiluMul,
+        rows: 4,
         splits: 2,
         x: x.clone(),
         w: wgu,
@@ -462,6 +475,19 @@ fn bad_inputs_are_typed_errors() {
             "rows per pass must be",
         );
     }
+    // The tiled kernel's 32-row tiles take at most 32 rows.
+    let (x33, y33) = (
+        gpu.alloc::<f32>(33 * 8).unwrap(),
+        gpu.alloc::<f32>(33 * 6).unwrap(),
+    );
+    let p32 = LinearPlan {
+        rows_per_pass: 32,
+        splits: 1,
+    };
+    shape_err(
+        ops::linear_with_plan(&mut b, &x33, &w, &y33, 33, 8, 6, Epilogue::None, p32),
+        "32-row tiles",
+    );
     // Nothing was recorded: the batch submits empty and clean.
     b.submit().unwrap();
     common::assert_clean(&gpu);

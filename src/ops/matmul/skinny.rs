@@ -29,8 +29,16 @@
 //! sum with a subgroup reduction. When that gives fewer workgroups than
 //! twice the compute units, K is split over workgroups (split-K): each
 //! slice writes its partial sums and a second pass adds them in slice
-//! order and applies the epilogue. [`choose_linear`] is that decision,
-//! pure; [`linear_with_plan`] takes an explicit [`LinearPlan`].
+//! order and applies the epilogue.
+//!
+//! Past 16 rows that kernel is bound by its re-reads of x, not by memory:
+//! there a register-tiled kernel (`shaders/linear_tiled.glsl`) takes over,
+//! each workgroup computing a 32 × 64 or 64 × 64 tile of the product (all
+//! rows of x by 64 rows of W, or 32 gate and the matching 32 up rows for
+//! [`Epilogue::SiluMul`]) from 16-deep slices of x and W staged in shared
+//! memory, with split-K when its tiles are too few to fill the GPU.
+//! [`choose_linear`] is those decisions, pure; [`linear_with_plan`] takes
+//! an explicit [`LinearPlan`].
 //!
 //! [`super::matmul`] (B stored `[K, N]`) keeps its own kernels for every M:
 //! this path reads W as `[N, K]`, the layout of model weights. For M ≤ 64
@@ -67,6 +75,20 @@ const ROWS_PER_UNIT: u32 = 4;
 const THREADS: u32 = 256;
 /// Each lane reads at least this many 16-byte chunks per K slice.
 const MIN_CHUNKS_PER_LANE: u32 = 4;
+/// [`LinearPlan::rows_per_pass`] of the register-tiled kernel: all rows
+/// of x (up to 64) in one pass.
+const LINEAR_TILED_ROWS: u32 = 64;
+/// Columns (rows of W) of one tile of the tiled kernel.
+const TILE_N: u32 = 64;
+/// K depth of the tiled kernel's shared-memory slices (`BK`).
+const TILE_K: u32 = 16;
+/// The tiled kernel's K slices are at least this deep when split.
+const MIN_TILED_SLICE: u32 = 256;
+/// Shared memory the tiled kernel with `rows`-row tiles declares: two
+/// 16-deep slices each of x and W, rows padded by 4 floats.
+const fn tiled_shared_bytes(rows: u32) -> u32 {
+    2 * TILE_K * ((rows + 4) + (TILE_N + 4)) * 4
+}
 
 const OP: &str = "ops::linear";
 
@@ -171,8 +193,10 @@ impl Epilogue<'_> {
 /// to [`linear_with_plan`] (for tests and tuning).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct LinearPlan {
-    /// Rows of x each pass holds (1, 2, 4, 8 or 16): W is read once per
-    /// chunk of this many rows.
+    /// Rows of x each pass holds (1, 2, 4, 8 or 16), W read once per
+    /// chunk of this many rows; or 32 or 64: the register-tiled kernel
+    /// (`shaders/linear_tiled.glsl`) with tiles of that many rows, all
+    /// rows in one pass (32 takes at most 32 rows).
     pub rows_per_pass: u32,
     /// K slices (1 to [`LINEAR_MAX_SPLITS`]); above 1, each slice writes
     /// partial sums to a scratch buffer and a second pass adds them.
@@ -182,7 +206,7 @@ pub struct LinearPlan {
 impl LinearPlan {
     /// Whether the kernels have this plan.
     pub fn is_valid(&self) -> bool {
-        [1, 2, 4, 8, 16].contains(&self.rows_per_pass)
+        [1, 2, 4, 8, 16, 32, LINEAR_TILED_ROWS].contains(&self.rows_per_pass)
             && (1..=LINEAR_MAX_SPLITS).contains(&self.splits)
     }
 }
@@ -238,12 +262,30 @@ fn launch(
     }
 }
 
+/// The tiled kernel's launch: column tiles and the K depth of a slice (a
+/// multiple of its 16-deep steps). Pure.
+fn tiled_launch(k: u32, n: u32, silu: bool, splits: u32) -> (u32, u32) {
+    let tiles = if silu {
+        (n / 2).div_ceil(TILE_N / 2)
+    } else {
+        n.div_ceil(TILE_N)
+    };
+    let kslice = k.div_ceil(splits.max(1)).div_ceil(TILE_K) * TILE_K;
+    (tiles, kslice)
+}
+
 /// Picks the plan for `y[m×·] = x[m×k]·Wᵀ` with W `[n, k]` of `dtype`
 /// (`silu`: a merged gate|up weight, [`Epilogue::SiluMul`]):
 ///
-/// - Rows per pass: the smallest of 1, 2, 4, 8, 16 that holds `m`, else 16
-///   (W is then read once per 16 rows, the passes of one slice of W run
-///   next to each other so the later ones read it from L2).
+/// - Past 16 rows, where the adapter has the tiled kernel's shared memory
+///   (13 KiB for 32-row tiles, 17 KiB for 64), the register-tiled kernel
+///   with the smaller of its 32- and 64-row tiles that holds `m`, with
+///   split-K when its tiles number fewer than four times the compute units
+///   (256 when the adapter does not say): enough slices to reach that,
+///   each at least 256 deep, at most [`LINEAR_MAX_SPLITS`].
+/// - Otherwise rows per pass: the smallest of 1, 2, 4, 8, 16 that holds
+///   `m`, else 16 (W is then read once per 16 rows, the passes of one
+///   slice of W next to each other so the later ones read it from L2).
 /// - Split-K when the workgroups number fewer than twice the compute
 ///   units (128 when the adapter does not say): enough slices to reach
 ///   that, while each lane still reads at least 4 chunks of 16 bytes per
@@ -256,6 +298,25 @@ pub fn choose_linear(
     silu: bool,
     caps: &MatmulCaps,
 ) -> LinearPlan {
+    let tile_rows = if m <= 32 { 32 } else { LINEAR_TILED_ROWS };
+    if m > 16 && caps.max_shared_memory >= tiled_shared_bytes(tile_rows) {
+        let (tiles, _) = tiled_launch(k, n, silu, 1);
+        let want = if caps.compute_units > 0 {
+            4 * caps.compute_units
+        } else {
+            256
+        };
+        let most = (k / MIN_TILED_SLICE).clamp(1, LINEAR_MAX_SPLITS);
+        let splits = if tiles >= want {
+            1
+        } else {
+            want.div_ceil(tiles.max(1)).min(most)
+        };
+        return LinearPlan {
+            rows_per_pass: tile_rows,
+            splits,
+        };
+    }
     let rows_per_pass = [1, 2, 4, 8, 16].into_iter().find(|&r| r >= m).unwrap_or(16);
     let single = LinearPlan {
         rows_per_pass,
@@ -329,9 +390,12 @@ pub fn linear_with_plan<'w>(
     let silu = matches!(epilogue, Epilogue::SiluMul);
     check(&gpu, x, &w, y, m, k, n, &epilogue, plan)?;
     let info = gpu.info();
+    let limit = info.max_workgroup_count;
+    if plan.rows_per_pass >= 32 {
+        return tiled(batch, x, w, y, (m, k, n), epilogue, plan);
+    }
     let l = launch(m, k, n, w.dtype(), silu, info.subgroup_size, plan);
     let grid = [l.groups * l.mchunks, plan.splits, 1];
-    let limit = info.max_workgroup_count;
     if u64::from(l.groups) * u64::from(l.mchunks) > u64::from(limit[0]) || plan.splits > limit[1] {
         return Err(shape(format!(
             "needs {} × {} workgroups, over maxComputeWorkGroupCount {limit:?}",
@@ -364,26 +428,108 @@ pub fn linear_with_plan<'w>(
         return Ok(());
     }
     // Split-K: partial sums of every row of W, then the reduction pass.
-    let parts = u64::from(plan.splits) * u64::from(m) * u64::from(n);
-    if parts * 4 > info.max_storage_buffer_range || parts > u64::from(u32::MAX) {
-        return Err(shape(format!(
-            "{} K slices need {parts} partial sums, over the adapter's \
-             maxStorageBufferRange ({} bytes) or the kernels' 32-bit index",
-            plan.splits, info.max_storage_buffer_range
-        )));
-    }
-    // The scratch buffer stays alive until the batch's work completes (the
-    // batch holds it).
-    let part = gpu.alloc::<f32>(parts as usize)?;
+    let part = scratch(&gpu, plan.splits, m, n)?;
     let pc = push(3);
     batch.run_configured(&kernel, &[x, x, wb, wb, x, &part], grid, Some(&pc))?;
+    reduce(batch, &part, res, y, (m, n), epilogue, plan.splits)
+}
+
+/// The split-K scratch buffer of `splits` partial sums of every output
+/// (the batch holds it until its work completes).
+fn scratch(gpu: &Device, splits: u32, m: u32, n: u32) -> Result<Buffer<f32>> {
+    let info = gpu.info();
+    let parts = u64::from(splits) * u64::from(m) * u64::from(n);
+    if parts * 4 > info.max_storage_buffer_range || parts > u64::from(u32::MAX) {
+        return Err(shape(format!(
+            "{splits} K slices need {parts} partial sums, over the adapter's \
+             maxStorageBufferRange ({} bytes) or the kernels' 32-bit index",
+            info.max_storage_buffer_range
+        )));
+    }
+    gpu.alloc::<f32>(parts as usize)
+}
+
+/// Records the split-K reduction pass (`shaders/linear_reduce.comp`) after
+/// a barrier: adds the partials in slice order and applies the epilogue.
+fn reduce(
+    batch: &mut Batch,
+    part: &Buffer<f32>,
+    res: &Buffer<f32>,
+    y: &Buffer<f32>,
+    (m, n): (u32, u32),
+    epilogue: Epilogue<'_>,
+    splits: u32,
+) -> Result<()> {
+    let gpu = y.device();
     batch.barrier();
-    let reduce = crate::builtins::get(&gpu.inner, "linear_reduce", &[])?;
-    let outputs = y.len() as u64;
-    let groups = elementwise_groups(outputs, limit[0]);
-    let pc = words(&[m, n, epilogue.mode(), plan.splits]);
-    batch.run_configured(&reduce, &[&part, res, y], [groups, 1, 1], Some(&pc))?;
+    let kernel = crate::builtins::get(&gpu.inner, "linear_reduce", &[])?;
+    let groups = elementwise_groups(y.len() as u64, gpu.info().max_workgroup_count[0]);
+    let pc = words(&[m, n, epilogue.mode(), splits]);
+    batch.run_configured(&kernel, &[part, res, y], [groups, 1, 1], Some(&pc))?;
     Ok(())
+}
+
+/// Records the register-tiled kernel (`shaders/linear_tiled.glsl`) for a
+/// checked layer and a plan of rows per pass 32 or 64.
+fn tiled(
+    batch: &mut Batch,
+    x: &Buffer<f32>,
+    w: Weights<'_>,
+    y: &Buffer<f32>,
+    (m, k, n): (u32, u32, u32),
+    epilogue: Epilogue<'_>,
+    plan: LinearPlan,
+) -> Result<()> {
+    let gpu = x.device();
+    let info = gpu.info();
+    let splits = plan.splits;
+    if info.max_shared_memory < tiled_shared_bytes(plan.rows_per_pass) {
+        return Err(Error::Unsupported {
+            what: "the tiled linear kernel's shared memory (13 KiB for 32-row tiles, 17 KiB \
+                   for 64; rows per pass 1 to 16 run without it)",
+            adapter: info.name.clone(),
+        });
+    }
+    let silu = matches!(epilogue, Epilogue::SiluMul);
+    let (tiles, kslice) = tiled_launch(k, n, silu, splits);
+    let limit = info.max_workgroup_count;
+    if tiles > limit[0] || splits > limit[1] {
+        return Err(shape(format!(
+            "needs {tiles} × {splits} workgroups, over maxComputeWorkGroupCount {limit:?}"
+        )));
+    }
+    let name = tiled_kernel_name(w.dtype(), plan.rows_per_pass);
+    let kernel = crate::builtins::get(&gpu.inner, name, &[])?;
+    let vec = k % per_load(w.dtype()) == 0;
+    let push = |mode: u32| words(&[m, k, n, mode, u32::from(vec), kslice, u32::from(silu)]);
+    let res = match epilogue {
+        Epilogue::Residual(r) => r,
+        _ => y,
+    };
+    let wb = w.bind();
+    let grid = [tiles, splits, 1];
+    if splits == 1 {
+        let pc = push(epilogue.mode());
+        batch.run_configured(&kernel, &[x, x, wb, wb, res, y], grid, Some(&pc))?;
+        return Ok(());
+    }
+    let part = scratch(&gpu, splits, m, n)?;
+    let pc = push(3);
+    batch.run_configured(&kernel, &[x, x, wb, wb, x, &part], grid, Some(&pc))?;
+    reduce(batch, &part, res, y, (m, n), epilogue, splits)
+}
+
+/// The built-in tiled kernel for `dtype` weights and `rows`-row tiles
+/// (32, else 64).
+fn tiled_kernel_name(dtype: DType, rows: u32) -> &'static str {
+    match (dtype, rows == 32) {
+        (DType::F16, false) => "linear_f16_tiled",
+        (DType::F16, true) => "linear_f16_tiled_m32",
+        (DType::Bf16, false) => "linear_bf16_tiled",
+        (DType::Bf16, true) => "linear_bf16_tiled_m32",
+        (_, false) => "linear_f32_tiled",
+        (_, true) => "linear_f32_tiled_m32",
+    }
 }
 
 /// The built-in kernel for `dtype` weights and `rows` rows per pass.
@@ -437,8 +583,8 @@ fn check(
 ) -> Result<()> {
     if !plan.is_valid() {
         return Err(shape(format!(
-            "plan {plan:?}: rows per pass must be 1, 2, 4, 8 or 16 and splits 1 to \
-             {LINEAR_MAX_SPLITS}"
+            "plan {plan:?}: rows per pass must be 1, 2, 4, 8, 16, 32 or \
+             {LINEAR_TILED_ROWS} and splits 1 to {LINEAR_MAX_SPLITS}"
         )));
     }
     if m == 0 || k == 0 || n == 0 {
@@ -449,6 +595,12 @@ fn check(
     if m > LINEAR_MAX_M {
         return Err(shape(format!(
             "m = {m} rows of x, over the skinny kernels' limit of {LINEAR_MAX_M}"
+        )));
+    }
+    if plan.rows_per_pass == 32 && m > 32 {
+        return Err(shape(format!(
+            "m = {m} rows of x, over the 32 that the tiled kernel's 32-row tiles \
+             (rows per pass 32) hold"
         )));
     }
     let silu = matches!(epilogue, Epilogue::SiluMul);
@@ -547,8 +699,10 @@ mod tests {
             (8, 8),
             (15, 16),
             (16, 16),
-            (17, 16),
-            (64, 16),
+            (17, 32),
+            (32, 32),
+            (33, 64),
+            (64, 64),
         ] {
             let p = choose_linear(m, 2560, 19456, DType::F32, true, &c);
             assert_eq!(p.rows_per_pass, want, "m = {m}");
@@ -570,13 +724,70 @@ mod tests {
         assert_eq!(down.splits, 4);
         let l = launch(1, 9728, 2560, DType::F32, false, 32, down);
         assert_eq!((l.groups, l.kchunk), (80, 608));
-        // 64 rows: 4 passes of 16, 320 workgroups: no split.
-        assert_eq!(
-            choose_linear(64, 9728, 2560, DType::Bf16, false, &c).splits,
-            1
-        );
         let l = launch(4, 9728, 2560, DType::Bf16, false, 32, down);
         assert_eq!(l.kchunk, 304, "9728 bf16 = 1216 loads of 8, in 4 slices");
+    }
+
+    #[test]
+    fn past_16_rows_the_tiled_kernel_runs() {
+        let c = h100();
+        // gate|up at 64 rows: 9728 / 32 = 304 tiles, under 4 × 132 = 528:
+        // 2 slices of 1280.
+        let gu = choose_linear(64, 2560, 2 * 9728, DType::F32, true, &c);
+        assert_eq!(
+            gu,
+            LinearPlan {
+                rows_per_pass: 64,
+                splits: 2
+            }
+        );
+        assert_eq!(tiled_launch(2560, 2 * 9728, true, 2), (304, 1280));
+        // down: 2560 / 64 = 40 tiles: 14 slices, 695 deep rounded up to
+        // the 16-deep steps.
+        let down = choose_linear(33, 9728, 2560, DType::Bf16, false, &c);
+        assert_eq!(
+            down,
+            LinearPlan {
+                rows_per_pass: 64,
+                splits: 14
+            }
+        );
+        assert_eq!(tiled_launch(9728, 2560, false, 14), (40, 704));
+        // Enough tiles: no split. Short K: slices of at least 256.
+        assert_eq!(
+            choose_linear(17, 4096, 64 * 600, DType::F16, false, &c).splits,
+            1
+        );
+        assert_eq!(choose_linear(64, 600, 64, DType::F32, false, &c).splits, 2);
+        assert_eq!(choose_linear(64, 255, 64, DType::F32, false, &c).splits, 1);
+        // Without a unit count: 256 tiles wanted.
+        let lava = MatmulCaps {
+            compute_units: 0,
+            ..c
+        };
+        assert_eq!(
+            choose_linear(20, 1 << 20, 64 * 32, DType::F32, false, &lava).splits,
+            8
+        );
+        // Odd shapes: a partial tile, K slices rounded to 16.
+        assert_eq!(tiled_launch(17, 65, false, 3), (2, 16));
+        assert_eq!(tiled_launch(17, 66, true, 1), (2, 32));
+        assert!(LinearPlan {
+            rows_per_pass: 64,
+            splits: 3
+        }
+        .is_valid());
+        // 16 KiB of shared memory (Vulkan's least): the streaming kernel.
+        let small = MatmulCaps {
+            max_shared_memory: 16384,
+            ..c
+        };
+        assert_eq!(tiled_shared_bytes(64), 17408);
+        assert_eq!(tiled_shared_bytes(32), 13312);
+        let p = choose_linear(64, 2560, 2 * 9728, DType::F32, true, &small);
+        assert_eq!(p.rows_per_pass, 16);
+        let p = choose_linear(32, 2560, 2 * 9728, DType::F32, true, &small);
+        assert_eq!(p.rows_per_pass, 32);
     }
 
     #[test]
@@ -623,13 +834,27 @@ mod tests {
                 assert!(crate::builtins::builtin_names().contains(&name), "{name}");
             }
         }
+        for dtype in [DType::F32, DType::F16, DType::Bf16] {
+            for rows in [32, 64] {
+                let name = tiled_kernel_name(dtype, rows);
+                assert!(crate::builtins::builtin_names().contains(&name), "{name}");
+            }
+        }
+        assert_eq!(tiled_kernel_name(DType::Bf16, 32), "linear_bf16_tiled_m32");
         assert_eq!(kernel_name(DType::Bf16, 4), "linear_bf16");
         assert_eq!(kernel_name(DType::F32, 16), "linear_f32_m16");
     }
 
     #[test]
     fn plans_out_of_range_are_invalid() {
-        for (rows, splits) in [(3, 1), (32, 1), (0, 1), (4, 0), (4, LINEAR_MAX_SPLITS + 1)] {
+        for (rows, splits) in [
+            (3, 1),
+            (48, 1),
+            (128, 1),
+            (0, 1),
+            (4, 0),
+            (4, LINEAR_MAX_SPLITS + 1),
+        ] {
             let p = LinearPlan {
                 rows_per_pass: rows,
                 splits,
