@@ -6,7 +6,8 @@
 //! `BARRIER=1` adds a barrier after each dispatch; `NEW_BUFFERS=<k>` binds
 //! a different one of `k` buffers to each dispatch in turn (the binding
 //! path: pushed descriptors, or the set cache with
-//! `VKCOMPUTE_PUSH_DESCRIPTORS=0`).
+//! `VKCOMPUTE_PUSH_DESCRIPTORS=0`); `AUTO_BARRIERS=0` records without
+//! automatic hazard tracking.
 
 use vkcompute::{BatchOptions, Device};
 
@@ -31,7 +32,8 @@ fn main() -> vkcompute::Result<()> {
     pc[8..].copy_from_slice(&1024u32.to_le_bytes());
     let barrier = std::env::var_os("BARRIER").is_some();
     let t = std::time::Instant::now();
-    let mut b = gpu.batch_with(BatchOptions::single_submit())?;
+    let auto = std::env::var_os("AUTO_BARRIERS").is_none_or(|v| v != "0");
+    let mut b = gpu.batch_with(BatchOptions::single_submit().with_auto_barriers(auto))?;
     for i in 0..n {
         let buf = if bufs.is_empty() {
             &x

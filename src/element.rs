@@ -120,6 +120,21 @@ impl ElementType {
         }
     }
 
+    /// Whether a buffer of `have` elements may be bound where `self` is
+    /// declared: [`ElementType::accepts`] without the reason, cheap enough
+    /// for every binding a dispatch changes (equal sizes need no division).
+    #[inline]
+    pub(crate) fn fits(self, have: ElementType) -> bool {
+        self.kind == have.kind && (self.size == have.size || self.sizes_divide(have))
+    }
+
+    /// Whether one element size divides the other (sizes that differ).
+    #[cold]
+    fn sizes_divide(self, have: ElementType) -> bool {
+        let (a, b) = (self.size.max(1), have.size.max(1));
+        a % b == 0 || b % a == 0
+    }
+
     /// `Ok` when a buffer of `have` elements may be bound where `self` is
     /// declared; else why not.
     pub(crate) fn accepts(self, have: ElementType) -> Result<(), String> {

@@ -242,9 +242,7 @@ pub(super) fn check_element(
         return Ok(());
     };
     match (v.elem)() {
-        Some(have) if declared.accepts(have).is_err() => {
-            Err(element_error(kernel, info, *declared, have))
-        }
+        Some(have) if !declared.fits(have) => Err(element_error(kernel, info, *declared, have)),
         _ => Ok(()),
     }
 }
