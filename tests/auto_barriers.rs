@@ -741,9 +741,24 @@ fn switching_off_mid_batch_stops_tracking() {
 fn a_split_launch_is_one_command_for_hazards() {
     let gpu = common::gpu();
     let inc = gpu.kernel_glsl(INC).unwrap();
-    let max_x = gpu.info().max_workgroup_count[0] as usize;
+    let info = gpu.info();
     // One workgroup of 64 past the adapter's row: two pieces.
-    let n = (max_x + 1) * 64;
+    let n = (u64::from(info.max_workgroup_count[0]) + 1) * 64;
+    let bytes = n * 4;
+    let largest = info
+        .max_storage_buffer_range
+        .min(info.max_memory_allocation_size)
+        .min(info.max_buffer_size);
+    if n > u64::from(u32::MAX) || bytes > largest {
+        common::skipped(format!(
+            "a launch past maxComputeWorkGroupCount[0] = {} workgroups of 64 needs {n} \
+             invocations over a {bytes}-byte binding (at most {} invocations, {largest} bytes)",
+            info.max_workgroup_count[0],
+            u32::MAX
+        ));
+        return;
+    }
+    let n = n as usize;
     let a = gpu.upload(&vec![0u32; n]).unwrap();
     let mut b = gpu.batch_with(opts(true)).unwrap();
     b.run(&inc, &[&a], n as u32).unwrap();
