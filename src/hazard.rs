@@ -315,7 +315,13 @@ impl Hazards {
             if !spare.keys.is_empty() {
                 self.keys = spare.keys;
                 self.ranges = spare.ranges;
-                self.listed = spare.listed;
+                // The command being checked may have listed its accesses
+                // already (`check_listed` grows the table): they move into
+                // the spare list, whose old entries are the finished batch's.
+                let mut listed = spare.listed;
+                listed.clear();
+                listed.append(&mut self.listed);
+                self.listed = listed;
                 self.epoch = spare.epoch;
                 // Live keys of the earlier batch go with a bump.
                 self.live = 1;
@@ -796,6 +802,36 @@ mod tests {
         let big = (5u64 << 31) + 3;
         assert_eq!(command_index(big, 1), big - 2);
         assert_eq!(command_index(big, CMD), big - 4);
+    }
+
+    #[test]
+    fn a_reused_table_keeps_the_accesses_listed_before_it_grew() {
+        // A finished batch leaves its table (and its last command's list)
+        // to the thread's next batch.
+        let mut h = Hazards::new();
+        h.start();
+        h.list(acc(0x9000, 0..64, false));
+        h.list(acc(0xA000, 0..64, true));
+        assert_eq!(h.check_listed(C), None);
+        h.note_listed(0);
+        drop(h);
+        // The next batch lists its first command's accesses before the
+        // table grows (taking the spare) in the check.
+        let mut h = Hazards::new();
+        h.start();
+        h.list(acc(0x1000, 0..64, false));
+        h.list(acc(0x2000, 0..64, true));
+        assert_eq!(h.check_listed(C), None);
+        h.note_listed(0);
+        h.start();
+        h.list(acc(0x2000, 0..64, false));
+        h.list(acc(0x1000, 0..64, true));
+        let (c, j) = h
+            .check_listed(C)
+            .expect("the second command depends on the first");
+        assert_eq!((c.kind, j), (HazardKind::ReadAfterWrite, 0));
+        // Nothing of the earlier batch's list was noted.
+        assert_eq!(h.check(C, &acc(0xA000, 0..64, true)), None);
     }
 
     #[test]
