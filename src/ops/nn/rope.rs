@@ -202,6 +202,9 @@ fn check_head_dim(op: &'static str, head_dim: u32) -> Result<()> {
 /// `out[i + h] = x[i + h] cos a + x[i] sin a` with `h = head_dim / 2`.
 /// `inv_freq` holds `head_dim / 2` values ([`rope_inv_freq`]); `positions`
 /// one `u32` per token. Call once for the queries and once for the keys.
+/// The kernel reduces each angle by 2π before cos and sin (exactly but for
+/// one rounding, for angles below 2^20), so drivers whose fast sin and cos
+/// are accurate only near [-π, π] stay within about 2^-20 of the result.
 #[allow(clippy::too_many_arguments)]
 pub fn rotary<T: NnElement>(
     batch: &mut Batch,
@@ -336,6 +339,59 @@ mod tests {
             e.to_string().contains("original_max_position_embeddings"),
             "{e}"
         );
+    }
+
+    /// `shaders/nn_rope.comp`'s split of 2 pi (C1, C2, C3) and 1 / 2 pi.
+    const TWO_PI_PARTS: [f32; 3] = [6.25, 0.033203125, -1.781782e-5];
+    const INV_TWO_PI: f32 = 0.159_154_94;
+
+    /// The kernel's angle reduction, step by step in f32, with the f64
+    /// values of its two subtractions (exact when they equal the f32 ones).
+    fn reduce(a: f32) -> (f32, f32, [f64; 2], [f32; 2]) {
+        let [c1, c2, c3] = TWO_PI_PARTS;
+        let k = (a * INV_TWO_PI).round();
+        let r1 = a - k * c1;
+        let r2 = r1 - k * c2;
+        let r = r2 - k * c3;
+        let (a64, k64) = (f64::from(a), f64::from(k));
+        let exact = [
+            a64 - k64 * f64::from(c1),
+            f64::from(r1) - k64 * f64::from(c2),
+        ];
+        (k, r, exact, [r1, r2])
+    }
+
+    #[test]
+    fn the_kernels_angle_reduction_is_exact_but_for_its_last_step() {
+        let shader = include_str!("../../../shaders/nn_rope.comp");
+        for (name, c) in ["C1", "C2", "C3"].iter().zip(TWO_PI_PARTS) {
+            assert!(
+                shader.contains(&format!("const float {name} = {c:?};")),
+                "{name} = {c:?} is not the kernel's"
+            );
+        }
+        let parts: f64 = TWO_PI_PARTS.iter().map(|&c| f64::from(c)).sum();
+        assert!((parts - std::f64::consts::TAU).abs() < 2f64.powi(-40));
+        // a - k 2pi in f64: a, k C1 and k C2 are exact there, and the
+        // remaining product is off by far less than 2^-30.
+        let tail = std::f64::consts::TAU - 6.25 - 0.033203125;
+        let check = |a: f32| {
+            let (k, r, exact, got) = reduce(a);
+            assert_eq!(exact, got.map(f64::from), "a = {a}: a subtraction rounds");
+            let want = ((f64::from(a) - f64::from(k) * 6.25) - f64::from(k) * 0.033203125)
+                - f64::from(k) * tail;
+            let err = (f64::from(r) - want).abs();
+            assert!(err <= 2f64.powi(-21), "a = {a}: error {err:e}");
+            let over = f64::from(r.abs()) - std::f64::consts::PI;
+            assert!(over <= 2f64.powi(-22) * f64::from(a), "a = {a}: r = {r}");
+        };
+        // Every 61st f32 from 0 to 2^20.6, and the products of positions
+        // with the largest inverse frequencies (where the angles are largest).
+        let top = 2f32.powf(20.6).to_bits();
+        (0..top).step_by(61).for_each(|b| check(f32::from_bits(b)));
+        for f in rope_inv_freq(128, 500_000.0, None).unwrap().iter().take(4) {
+            (0..1u32 << 20).step_by(7).for_each(|p| check(p as f32 * f));
+        }
     }
 
     #[test]
