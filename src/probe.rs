@@ -236,6 +236,7 @@ fn probe_one(
             storage_buffer16: f11.storage_buffer16_bit_access == vk::TRUE,
             cooperative_matrix_shapes: Vec::new(),
             cooperative_matrix_nv_shapes: Vec::new(),
+            cooperative_matrix_features: Default::default(),
         };
         Ok(Some(Probed {
             physical: pd,

@@ -37,6 +37,12 @@ pub(crate) struct ShaderFeatures {
     pub subgroup_clock: bool,
     pub coopmat_nv: bool,
     pub coopmat_khr: bool,
+    /// VK_NV_cooperative_matrix2's features, as enabled.
+    pub coopmat2_reductions: bool,
+    pub coopmat2_conversions: bool,
+    pub coopmat2_per_element: bool,
+    pub coopmat2_tensor_addressing: bool,
+    pub coopmat2_block_loads: bool,
 }
 
 impl ShaderFeatures {
@@ -73,6 +79,25 @@ impl ShaderFeatures {
             subgroup_clock,
             coopmat_nv: coop_nv,
             coopmat_khr: coop_khr,
+            ..ShaderFeatures::default()
+        }
+    }
+
+    /// The same with VK_NV_cooperative_matrix2 enabled with `nv2` (its
+    /// feature structure as passed to device creation), when `Some`.
+    pub(crate) fn with_coopmat2(
+        self,
+        nv2: Option<&crate::coopmat::nv2::Features2Nv>,
+    ) -> ShaderFeatures {
+        let Some(f) = nv2 else { return self };
+        let on = |b: vk::Bool32| b == vk::TRUE;
+        ShaderFeatures {
+            coopmat2_reductions: on(f.reductions),
+            coopmat2_conversions: on(f.conversions),
+            coopmat2_per_element: on(f.per_element_operations),
+            coopmat2_tensor_addressing: on(f.tensor_addressing),
+            coopmat2_block_loads: on(f.block_loads),
+            ..self
         }
     }
 
@@ -122,6 +147,38 @@ impl ShaderFeatures {
                 "CooperativeMatrixNV",
                 "VK_NV_cooperative_matrix",
                 self.coopmat_nv,
+            ),
+            5430 => (
+                "CooperativeMatrixReductionsNV",
+                "cooperativeMatrixReductions (VK_NV_cooperative_matrix2)",
+                self.coopmat2_reductions,
+            ),
+            5431 => (
+                "CooperativeMatrixConversionsNV",
+                "cooperativeMatrixConversions (VK_NV_cooperative_matrix2)",
+                self.coopmat2_conversions,
+            ),
+            5432 => (
+                "CooperativeMatrixPerElementOperationsNV",
+                "cooperativeMatrixPerElementOperations (VK_NV_cooperative_matrix2)",
+                self.coopmat2_per_element,
+            ),
+            5433 => (
+                "CooperativeMatrixTensorAddressingNV",
+                "cooperativeMatrixTensorAddressing (VK_NV_cooperative_matrix2)",
+                self.coopmat2_tensor_addressing,
+            ),
+            5434 => (
+                "CooperativeMatrixBlockLoadsNV",
+                "cooperativeMatrixBlockLoads (VK_NV_cooperative_matrix2)",
+                self.coopmat2_block_loads,
+            ),
+            // SPV_NV_tensor_addressing's tensor layouts and views: Vulkan
+            // allows them with cooperativeMatrixTensorAddressing.
+            5439 => (
+                "TensorAddressingNV",
+                "cooperativeMatrixTensorAddressing (VK_NV_cooperative_matrix2)",
+                self.coopmat2_tensor_addressing,
             ),
             6022 => (
                 "CooperativeMatrixKHR",
@@ -224,6 +281,30 @@ mod tests {
             ..ShaderFeatures::default()
         };
         assert!(check(&module(&[1, 9, 5357]), &have, "gpu").is_ok());
+        // The coopmat2 capabilities need the extension's features.
+        let e = check(&module(&[6022, 5433, 5439]), &have, "gpu").unwrap_err();
+        assert!(e.to_string().contains("CooperativeMatrixKHR"), "{e}");
+        let khr = ShaderFeatures {
+            coopmat_khr: true,
+            ..have
+        };
+        let e = check(&module(&[6022, 5433, 5439]), &khr, "gpu").unwrap_err();
+        assert!(
+            e.to_string().contains("cooperativeMatrixTensorAddressing"),
+            "{e}"
+        );
+        let nv2 = crate::coopmat::nv2::Features2Nv {
+            tensor_addressing: vk::TRUE,
+            ..Default::default()
+        };
+        let cm2 = khr.with_coopmat2(Some(&nv2));
+        assert!(check(&module(&[6022, 5433, 5439]), &cm2, "gpu").is_ok());
+        let e = check(&module(&[6022, 5430]), &cm2, "gpu").unwrap_err();
+        assert!(
+            e.to_string().contains("CooperativeMatrixReductionsNV"),
+            "{e}"
+        );
+        assert_eq!(khr.with_coopmat2(None), khr);
         // Float64 after OpMemoryModel in `module` is not a declaration.
         assert!(check(&module(&[]), &none, "gpu").is_ok());
     }
