@@ -10,6 +10,13 @@
 //! interleaved, min / median / max, the default-over-best rule) and the
 //! cooperative-matrix ceilings, and skips the f32 rows. The process exits
 //! with status 1 when a check fails and 2 when only the rule is broken.
+//! On the GPU machine, with the CUDA reference in the same call (about
+//! three minutes together):
+//!
+//! ```text
+//! cargo build --release --example matmul     # here; carry the binary
+//! matmul --f16-only; python3 cuda_reference.py --matmul
+//! ```
 //!
 //! Rows: f32 at 4096³, 8192³ and 4097³ (and a few tiles at 4096³ for
 //! tuning, `_v4` ones with 16-byte loads and stores), the anchor's odd shapes, GEMV 8192² (N = 1, as `torch.mv`), f16 on
