@@ -484,7 +484,7 @@ impl DeviceInner {
                 coop.nv,
                 coop.khr,
             )
-            .with_coopmat2(coop.nv2.as_ref());
+            .with_coopmat2(coop.nv2.map(|f| f.enabled()));
             let mut info = vk::DeviceCreateInfo::default()
                 .queue_create_infos(&queue_infos)
                 .enabled_extension_names(&extensions)

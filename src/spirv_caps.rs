@@ -12,6 +12,17 @@ use ash::vk;
 
 use crate::error::{Error, Result};
 
+/// VK_NV_cooperative_matrix2's features that SPIR-V capabilities depend
+/// on, as enabled.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Coopmat2Enabled {
+    pub reductions: bool,
+    pub conversions: bool,
+    pub per_element_operations: bool,
+    pub tensor_addressing: bool,
+    pub block_loads: bool,
+}
+
 /// Device features that SPIR-V capabilities depend on, as enabled.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct ShaderFeatures {
@@ -83,20 +94,16 @@ impl ShaderFeatures {
         }
     }
 
-    /// The same with VK_NV_cooperative_matrix2 enabled with `nv2` (its
-    /// feature structure as passed to device creation), when `Some`.
-    pub(crate) fn with_coopmat2(
-        self,
-        nv2: Option<&crate::coopmat::nv2::Features2Nv>,
-    ) -> ShaderFeatures {
+    /// The same with VK_NV_cooperative_matrix2 enabled with these
+    /// features, when `Some`.
+    pub(crate) fn with_coopmat2(self, nv2: Option<Coopmat2Enabled>) -> ShaderFeatures {
         let Some(f) = nv2 else { return self };
-        let on = |b: vk::Bool32| b == vk::TRUE;
         ShaderFeatures {
-            coopmat2_reductions: on(f.reductions),
-            coopmat2_conversions: on(f.conversions),
-            coopmat2_per_element: on(f.per_element_operations),
-            coopmat2_tensor_addressing: on(f.tensor_addressing),
-            coopmat2_block_loads: on(f.block_loads),
+            coopmat2_reductions: f.reductions,
+            coopmat2_conversions: f.conversions,
+            coopmat2_per_element: f.per_element_operations,
+            coopmat2_tensor_addressing: f.tensor_addressing,
+            coopmat2_block_loads: f.block_loads,
             ..self
         }
     }
@@ -293,11 +300,11 @@ mod tests {
             e.to_string().contains("cooperativeMatrixTensorAddressing"),
             "{e}"
         );
-        let nv2 = crate::coopmat::nv2::Features2Nv {
-            tensor_addressing: vk::TRUE,
+        let nv2 = Coopmat2Enabled {
+            tensor_addressing: true,
             ..Default::default()
         };
-        let cm2 = khr.with_coopmat2(Some(&nv2));
+        let cm2 = khr.with_coopmat2(Some(nv2));
         assert!(check(&module(&[6022, 5433, 5439]), &cm2, "gpu").is_ok());
         let e = check(&module(&[6022, 5430]), &cm2, "gpu").unwrap_err();
         assert!(

@@ -54,6 +54,20 @@ impl Default for Features2Nv {
     }
 }
 
+impl Features2Nv {
+    /// The features that SPIR-V capabilities depend on.
+    pub(crate) fn enabled(&self) -> crate::spirv_caps::Coopmat2Enabled {
+        let on = |b: vk::Bool32| b == vk::TRUE;
+        crate::spirv_caps::Coopmat2Enabled {
+            reductions: on(self.reductions),
+            conversions: on(self.conversions),
+            per_element_operations: on(self.per_element_operations),
+            tensor_addressing: on(self.tensor_addressing),
+            block_loads: on(self.block_loads),
+        }
+    }
+}
+
 // SAFETY: `Features2Nv` starts with sType and pNext like every Vulkan
 // structure, and the registry lists VkPhysicalDeviceFeatures2 and
 // VkDeviceCreateInfo among the structures it extends.
