@@ -123,19 +123,15 @@ pub struct CoopMatFlexibleShape {
 }
 
 impl CoopMatFlexibleShape {
-    /// Whether this is a workgroup-scope f16 · f16 + f32 → f32 family at
-    /// `invocations` invocations whose granularities divide `m`, `n`, `k`.
-    pub fn fits_f16_f32_workgroup(&self, invocations: u32, m: u32, n: u32, k: u32) -> bool {
-        let divides = |g: u32, x: u32| g > 0 && x % g == 0;
+    /// Whether this is a workgroup-scope f16 · f16 + f32 → f32 family for
+    /// workgroups of `invocations` invocations.
+    pub fn is_f16_f32_workgroup(&self, invocations: u32) -> bool {
         self.a == CoopComponent::F16
             && self.b == CoopComponent::F16
             && self.c == CoopComponent::F32
             && self.result == CoopComponent::F32
             && self.workgroup_scope
             && self.workgroup_invocations == invocations
-            && divides(self.m_granularity, m)
-            && divides(self.n_granularity, n)
-            && divides(self.k_granularity, k)
     }
 }
 

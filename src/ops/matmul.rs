@@ -21,8 +21,10 @@
 //! kernel in two tile sizes (a tile may ask for 16-byte loads and stores,
 //! [`TileConfig::vec4`], used where K and N are multiples of 4), GEMV
 //! kernels for M = 1 or N = 1, and for f16 inputs a cooperative-matrix
-//! kernel (tensor cores) where the adapter has the shape, else the f16
-//! inputs are widened to f32 first.
+//! kernel (tensor cores) where the adapter has the shape: the
+//! workgroup-scope one (`VK_NV_cooperative_matrix2`, any shape) where it
+//! applies, else the subgroup-scope one; else the f16 inputs are widened
+//! to f32 first.
 //!
 //! Like any command in a batch, a matmul may overlap the commands recorded
 //! before it: put a [`Batch::barrier`] between a command that writes A or B
@@ -39,7 +41,7 @@ use crate::{Batch, Buffer, Device, Error, Kernel, Result};
 mod plan;
 
 pub use plan::{
-    choose_matmul, CoopTile, MatmulCaps, MatmulDtype, MatmulKernel, MatmulPlan, TileConfig,
+    choose_matmul, Cm2Tile, CoopTile, MatmulCaps, MatmulDtype, MatmulKernel, MatmulPlan, TileConfig,
 };
 
 /// Columns per workgroup of the M = 1 kernel (`vecmat_f32.comp`'s COLS).
@@ -82,7 +84,12 @@ pub fn matmul_with_plan(
     let gpu = a.device();
     check_shape(&gpu, m, k, n, [a.len(), b.len(), c.len()], [4, 4, 4])?;
     check_distinct(m, k, n, same(a, c) || same(b, c))?;
-    if plan.widen_f16 || matches!(plan.kernel, MatmulKernel::CoopMatF16(_)) {
+    if plan.widen_f16
+        || matches!(
+            plan.kernel,
+            MatmulKernel::CoopMatF16(_) | MatmulKernel::CoopMat2F16(_)
+        )
+    {
         return Err(shape_error(
             m,
             k,
@@ -122,8 +129,9 @@ pub fn matmul_f16(
 /// Records C = A·B for f16 inputs with an explicit plan (for tuning);
 /// [`matmul_f16`] uses [`choose_matmul`]'s. A [`MatmulKernel::CoopMatF16`]
 /// plan needs what [`choose_matmul`] checks for it (a usable shape, K and N
-/// multiples of 8) and a valid tile that fits the adapter; any other plan
-/// must widen.
+/// multiples of 8) and a valid tile that fits the adapter; a
+/// [`MatmulKernel::CoopMat2F16`] plan needs a tile that
+/// [`Cm2Tile::fits`] the adapter (any shape); any other plan must widen.
 #[allow(clippy::too_many_arguments)]
 pub fn matmul_f16_with_plan(
     batch: &mut Batch,
@@ -138,6 +146,32 @@ pub fn matmul_f16_with_plan(
     let gpu = a.device();
     check_shape(&gpu, m, k, n, [a.len(), b.len(), c.len()], [2, 2, 4])?;
     check_distinct(m, k, n, same(a, c) || same(b, c))?;
+    if let MatmulKernel::CoopMat2F16(tile) = plan.kernel {
+        let caps = MatmulCaps::of(gpu.info());
+        let name = tile.kernel_name().filter(|_| tile.fits(&caps));
+        let Some(name) = name else {
+            return Err(shape_error(
+                m,
+                k,
+                n,
+                format!(
+                    "workgroup-scope cooperative-matrix tile {tile:?} does not apply: it needs \
+                     VK_NV_cooperative_matrix2 with workgroup scope, flexible dimensions and \
+                     tensor addressing, a 256-invocation f16 shape whose granularity \
+                     ({:?}) divides the tile, sides up to {} and one of the compiled tiles \
+                     {:?}",
+                    caps.coopmat2_granularity,
+                    caps.coopmat2_max_dimension,
+                    Cm2Tile::ALL
+                ),
+            ));
+        };
+        let kernel = crate::builtins::get(&gpu.inner, name, &[])?;
+        let grid = [n.div_ceil(tile.bn), m.div_ceil(tile.bm), 1];
+        check_grid(&gpu, m, k, n, grid)?;
+        batch.run_configured(&kernel, &[a, b, c], grid, Some(&push3(m, k, n)))?;
+        return Ok(());
+    }
     if let MatmulKernel::CoopMatF16(tile) = plan.kernel {
         let caps = MatmulCaps::of(gpu.info());
         let usable = choose_matmul(m, k, n, MatmulDtype::F16, &caps).kernel
@@ -268,12 +302,12 @@ fn record_f32(
             check_grid(gpu, m, k, n, grid)?;
             batch.run_configured(&kernel, &[a, b, c], grid, Some(&push2(k, n)))?;
         }
-        MatmulKernel::CoopMatF16(_) => {
+        MatmulKernel::CoopMatF16(_) | MatmulKernel::CoopMat2F16(_) => {
             return Err(shape_error(
                 m,
                 k,
                 n,
-                "the cooperative-matrix kernel takes f16 inputs".into(),
+                "the cooperative-matrix kernels take f16 inputs".into(),
             ))
         }
     }

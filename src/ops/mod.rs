@@ -149,6 +149,6 @@ pub(crate) fn reduction_variant(gpu: &Device, sg: &'static str, wg: &'static str
 
 pub mod matmul;
 pub use matmul::{
-    choose_matmul, matmul, matmul_f16, CoopTile, MatmulCaps, MatmulDtype, MatmulKernel, MatmulPlan,
-    TileConfig,
+    choose_matmul, matmul, matmul_f16, Cm2Tile, CoopTile, MatmulCaps, MatmulDtype, MatmulKernel,
+    MatmulPlan, TileConfig,
 };
