@@ -14,6 +14,11 @@
 #   scripts/glslang_trixie.sh            fetch (once) and print the path of
 #                                        an executable shim that runs it
 #   scripts/glslang_trixie.sh -- ARGS    run glslangValidator ARGS through it
+#   scripts/glslang_trixie.sh --val FILE.spv ...
+#                                        check SPIR-V with Debian 13's
+#                                        spirv-val (SPIRV-Tools 2025.1, which
+#                                        knows the NV2 and KHR coopmat
+#                                        instructions) for vulkan1.3
 # The shim is what scripts/shaders.py takes:
 #   scripts/shaders.py --glslang "$(scripts/glslang_trixie.sh)" NAME ...
 # and its --version prints glslang's own version lines ("Glslang Version:
@@ -35,10 +40,11 @@ if [ ! -x "$shim" ] || [ ! -x "$root/usr/bin/glslangValidator" ]; then
   # glslang-tools and what its binary links: the glslang and SPIRV-Tools
   # libraries (statically linked in Debian 13's build, fetched when listed),
   # libstdc++, libgcc, libm and libc.
-  pkgs="glslang-tools libc6 libstdc++6 libgcc-s1"
+  pkgs="glslang-tools spirv-tools libc6 libstdc++6 libgcc-s1"
   for extra in libglslang15 libspirv-tools; do
     if apt-cache "${o[@]}" show "$extra" >/dev/null 2>&1; then pkgs="$pkgs $extra"; fi
   done
+  # spirv-tools: spirv-val (SPIRV-Tools linked in), for --val.
   # shellcheck disable=SC2086
   (cd "$d/debs" && apt-get "${o[@]}" download $pkgs >>"$d/apt.log" 2>&1) \
     || { echo "glslang_trixie: downloading $pkgs failed (see $d/apt.log)" >&2; exit 1; }
@@ -53,6 +59,12 @@ if [ ! -x "$shim" ] || [ ! -x "$root/usr/bin/glslangValidator" ]; then
 # glslangValidator from Debian 13, run through Debian 13's dynamic loader.
 exec "$loader" --library-path "$root/lib/x86_64-linux-gnu:$root/usr/lib/x86_64-linux-gnu" "$root/usr/bin/glslangValidator" "\$@"
 SHIM
+  cat > "$d/spirv-val" <<VAL
+#!/bin/sh
+# spirv-val from Debian 13, run through Debian 13's dynamic loader.
+exec "$loader" --library-path "$root/lib/x86_64-linux-gnu:$root/usr/lib/x86_64-linux-gnu" "$root/usr/bin/spirv-val" "\$@"
+VAL
+  chmod +x "$d/spirv-val"
   chmod +x "$shim.new"
   if ! "$shim.new" --version >/dev/null 2>&1; then
     echo "glslang_trixie: the unpacked glslangValidator does not run; libraries it needs:" >&2
@@ -60,6 +72,14 @@ SHIM
     exit 1
   fi
   mv "$shim.new" "$shim"
+fi
+if [ "${1:-}" = "--val" ]; then
+  shift
+  for f in "$@"; do
+    "$d/spirv-val" --target-env vulkan1.3 "$f" || { echo "glslang_trixie: $f is not valid SPIR-V for vulkan1.3" >&2; exit 1; }
+  done
+  echo "glslang_trixie: $# module(s) valid for vulkan1.3"
+  exit 0
 fi
 if [ "${1:-}" = "--" ]; then
   shift

@@ -36,14 +36,17 @@
 use std::time::Instant;
 
 use vkcompute::ops::{
-    self, CoopTile, MatmulCaps, MatmulDtype, MatmulKernel, MatmulPlan, TileConfig,
+    self, Cm2Tile, CoopTile, MatmulCaps, MatmulDtype, MatmulKernel, MatmulPlan, TileConfig,
 };
 use vkcompute::{Batch, BatchOptions, Buffer, Device, Profiling, Result};
 
 mod f16_bench;
 mod peak;
 
-use peak::{coopmat_peak, peak_in_child, PEAK_CHILD};
+use peak::{
+    cm2_peak, cm2_peak_in_child, coopmat_peak, peak_in_child, CM2_PEAK_CHILD, CM2_PEAK_KERNELS,
+    PEAK_CHILD,
+};
 
 /// Deterministic inputs in [-1, 1) with full 24-bit significands (so
 /// products and sums round, and the error figures mean something).
@@ -563,12 +566,48 @@ fn f32_rows(gpu: &Device, rep: &mut Report, quick: bool) -> Result<()> {
     Ok(())
 }
 
+/// The workgroup-scope ceiling rows: each loop variant in a child process
+/// of its own; the row is the fastest that ran.
+fn cm2_peak_rows(rep: &mut Report, quick: bool) {
+    let mut peak = f64::NAN;
+    for (name, _) in CM2_PEAK_KERNELS {
+        match cm2_peak_in_child(name) {
+            Ok(t) => {
+                println!("coopmat2 workgroup-scope peak loop {name}: {t:.1} TFLOP/s");
+                if t.is_nan() {
+                    rep.failed = true;
+                } else if peak.is_nan() || t > peak {
+                    peak = t;
+                }
+            }
+            Err(e) => println!("coopmat2 workgroup-scope peak loop {name}: no figure ({e})"),
+        }
+    }
+    rep.push(
+        "coopmat2_peak",
+        peak,
+        "TFLOPs",
+        None,
+        0.0,
+        format!(
+            " workgroup-scope {} loop (operands in registers), fastest variant that ran{}",
+            CM2_PEAK_KERNELS
+                .iter()
+                .map(|(n, _)| *n)
+                .collect::<Vec<_>>()
+                .join(" / "),
+            if quick { " (quick)" } else { "" }
+        ),
+    );
+}
+
 /// A row name for an f16 plan.
 fn plan_name(plan: &MatmulPlan) -> String {
     match plan.kernel {
         MatmulKernel::CoopMatF16(t) => {
             format!("cm1_{}x{}_w{}x{}_k{}", t.bm(), t.bn(), t.wm, t.wn, t.bk)
         }
+        MatmulKernel::CoopMat2F16(t) => format!("cm2_{}x{}x{}", t.bm, t.bn, t.bk),
         MatmulKernel::Tiled(t) if plan.widen_f16 => {
             format!("widened_f32_{}x{}x{}", t.bm, t.bn, t.bk)
         }
@@ -576,13 +615,26 @@ fn plan_name(plan: &MatmulPlan) -> String {
     }
 }
 
-/// The f16 candidates at m×k×n: the default plan and every cooperative-
-/// matrix tile that applies (each named by [`plan_name`]).
+/// The f16 candidates at m×k×n: the default plan, every workgroup-scope
+/// tile that fits the adapter, and every subgroup-scope tile where that
+/// kernel applies (each named by [`plan_name`]).
 fn f16_candidates(gpu: &Device, shape: (u32, u32, u32)) -> (Vec<f16_bench::Candidate>, String) {
+    let (m, k, n) = shape;
     let caps = MatmulCaps::of(gpu.info());
     let default = f16_bench::default_plan(gpu, shape);
     let mut plans = vec![default];
-    if matches!(default.kernel, MatmulKernel::CoopMatF16(_)) {
+    for t in Cm2Tile::ALL {
+        if t.fits(&caps) {
+            plans.push(MatmulPlan {
+                kernel: MatmulKernel::CoopMat2F16(t),
+                widen_f16: false,
+            });
+        }
+    }
+    // The subgroup-scope kernel's tiles where its own rule allows the
+    // shape (the caps without the workgroup-scope kernel).
+    let v1 = ops::choose_matmul(m, k, n, MatmulDtype::F16, &caps.with_coopmat2(None, 0));
+    if matches!(v1.kernel, MatmulKernel::CoopMatF16(_)) {
         for t in [CoopTile::DEFAULT, CoopTile::WIDE, CoopTile::TALL] {
             if t.shared_bytes() <= caps.max_shared_memory {
                 plans.push(MatmulPlan {
@@ -610,6 +662,19 @@ fn main() -> Result<()> {
         .and_then(|i| args.get(i + 1));
     let quick = std::env::var_os("VKCOMPUTE_QUICK").is_some();
     let f16_only = args.iter().any(|a| a == "--f16-only");
+    if args.get(1).map(String::as_str) == Some(CM2_PEAK_CHILD) {
+        let name = args.get(2).cloned().unwrap_or_default();
+        let gpu = Device::new()?;
+        let t = cm2_peak(&gpu, &name, quick)?;
+        if gpu.validation_enabled() && gpu.validation_message_count() > 0 {
+            for m in gpu.validation_messages() {
+                eprintln!("{m}");
+            }
+            std::process::exit(1);
+        }
+        println!("peak {t}");
+        return Ok(());
+    }
     if args.get(1).map(String::as_str) == Some(PEAK_CHILD) {
         let acc: u32 = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(8);
         let optimize = args.get(3).map(String::as_str) != Some("O0");
@@ -654,9 +719,9 @@ fn main() -> Result<()> {
             true,
         )?;
         let sizes: &[u32] = if quick {
-            &[64, 128]
+            &[64, 128, 129]
         } else {
-            &[1024, 2048, 4096, 8192]
+            &[1024, 2048, 4096, 8192, 4097]
         };
         let (rounds, warm) = if quick {
             (15, std::time::Duration::from_millis(20))
@@ -676,10 +741,16 @@ fn main() -> Result<()> {
             info.name
         );
     }
-    if matches!(
-        ops::choose_matmul(4096, 4096, 4096, MatmulDtype::F16, &caps).kernel,
-        MatmulKernel::CoopMatF16(_)
-    ) {
+    if Cm2Tile::ALL.iter().any(|t| t.fits(&caps)) {
+        cm2_peak_rows(&mut rep, quick);
+    } else {
+        println!(
+            "skipped: workgroup-scope coopmat2 ceiling: no usable VK_NV_cooperative_matrix2 \
+             f16 shape on {}",
+            info.name
+        );
+    }
+    if caps.coopmat_f16 && caps.subgroup_size == 32 {
         // The ceiling: a few accumulator counts, optimised by shaderc or
         // not, each in a process of its own (the driver crashed on every
         // variant of an earlier form of the loop on the H200, 2026-11-23);
