@@ -38,12 +38,14 @@ struct Registry<'a>(&'a BuiltinStore);
 /// element types ([`crate::element`]): the copy kernel binds `uvec4` for
 /// any element type, the f16 widening kernel reads the `u16` buffers
 /// `matmul_f16` takes as `float16_t`, the coopmat matmul kernels read
-/// those `u16` buffers as `uvec4`, and the workgroup-scope ones as
+/// those `u16` buffers as `uvec4` (NV and KHR alike), and the
+/// workgroup-scope ones as
 /// `float16_t` (tensor-layout loads take the matrices' element type).
 fn reads_raw_words(name: &str) -> bool {
     matches!(name, "copy" | "convert_f16_f32")
         || name.starts_with("matmul_f16_coopmat")
         || name.starts_with("matmul_f16_cm2")
+        || name.starts_with("matmul_f16_khr")
 }
 
 impl Registry<'_> {

@@ -479,9 +479,11 @@ fn f16_inputs_widened_to_f32() {
 #[test]
 fn f16_on_cooperative_matrices() {
     let gpu = common::gpu();
-    // The subgroup-scope kernel's own rule: the caps without the
-    // workgroup-scope kernel, which comes first where it exists.
-    let caps = MatmulCaps::of(gpu.info()).with_coopmat2(None, 0);
+    // The NV kernel's own rule: the caps without the workgroup-scope and
+    // KHR kernels, which come first where they exist.
+    let caps = MatmulCaps::of(gpu.info())
+        .with_coopmat2(None, 0)
+        .with_coopmat_khr_f16(false);
     let plan = ops::choose_matmul(256, 128, 256, MatmulDtype::F16, &caps);
     if !matches!(plan.kernel, MatmulKernel::CoopMatF16(_)) {
         common::skipped(format!(
@@ -507,6 +509,43 @@ fn f16_on_cooperative_matrices() {
             widen_f16: false,
         };
         for (m, k, n) in [(256, 64, 256), (300, 40, 264)] {
+            f16_matmul(&gpu, m, k, n, 2.0, Some(plan));
+        }
+    }
+    common::assert_clean(&gpu);
+}
+
+#[test]
+fn f16_on_khr_cooperative_matrices() {
+    let gpu = common::gpu();
+    let caps = MatmulCaps::of(gpu.info());
+    if !caps.coopmat_khr_f16 || !ops::matmul::subgroup_coop_fits(256, 128, 256, &caps) {
+        common::skipped(format!(
+            "KHR cooperative-matrix matmul: {} lists no usable 16×16×16 f16 shape under \
+             VK_KHR_cooperative_matrix (KHR shapes: {:?}; subgroup size {})",
+            gpu.info().name,
+            gpu.info().cooperative_matrix_shapes,
+            caps.subgroup_size
+        ));
+        return;
+    }
+    // Every compiled tile by name: whole blocks, edges in M and N (K and N
+    // multiples of 8), a K of one slice and of many.
+    for tile in [
+        ops::CoopTile::DEFAULT,
+        ops::CoopTile::WIDE,
+        ops::CoopTile::TALL,
+    ] {
+        let plan = MatmulPlan {
+            kernel: MatmulKernel::CoopMatKhrF16(tile),
+            widen_f16: false,
+        };
+        for (m, k, n) in [
+            (256, 128, 256),
+            (200, 72, 136),
+            (17, 8, 24),
+            (300, 1032, 264),
+        ] {
             f16_matmul(&gpu, m, k, n, 2.0, Some(plan));
         }
     }

@@ -607,6 +607,9 @@ fn plan_name(plan: &MatmulPlan) -> String {
         MatmulKernel::CoopMatF16(t) => {
             format!("cm1_{}x{}_w{}x{}_k{}", t.bm(), t.bn(), t.wm, t.wn, t.bk)
         }
+        MatmulKernel::CoopMatKhrF16(t) => {
+            format!("khr_{}x{}_w{}x{}_k{}", t.bm(), t.bn(), t.wm, t.wn, t.bk)
+        }
         MatmulKernel::CoopMat2F16(t) => format!("cm2_{}x{}x{}", t.bm, t.bn, t.bk),
         MatmulKernel::Tiled(t) if plan.widen_f16 => {
             format!("widened_f32_{}x{}x{}", t.bm, t.bn, t.bk)
@@ -616,8 +619,8 @@ fn plan_name(plan: &MatmulPlan) -> String {
 }
 
 /// The f16 candidates at m×k×n: the default plan, every workgroup-scope
-/// tile that fits the adapter, and every subgroup-scope tile where that
-/// kernel applies (each named by [`plan_name`]).
+/// tile that fits the adapter, and every subgroup-scope tile (KHR and NV)
+/// where those kernels apply (each named by [`plan_name`]).
 fn f16_candidates(gpu: &Device, shape: (u32, u32, u32)) -> (Vec<f16_bench::Candidate>, String) {
     let (m, k, n) = shape;
     let caps = MatmulCaps::of(gpu.info());
@@ -631,12 +634,20 @@ fn f16_candidates(gpu: &Device, shape: (u32, u32, u32)) -> (Vec<f16_bench::Candi
             });
         }
     }
-    // The subgroup-scope kernel's tiles where its own rule allows the
-    // shape (the caps without the workgroup-scope kernel).
-    let v1 = ops::choose_matmul(m, k, n, MatmulDtype::F16, &caps.with_coopmat2(None, 0));
-    if matches!(v1.kernel, MatmulKernel::CoopMatF16(_)) {
+    // The subgroup-scope kernels' tiles (KHR and NV) where their rule
+    // allows the shape.
+    if ops::matmul::subgroup_coop_fits(m, k, n, &caps) {
         for t in [CoopTile::DEFAULT, CoopTile::WIDE, CoopTile::TALL] {
-            if t.shared_bytes() <= caps.max_shared_memory {
+            if t.shared_bytes() > caps.max_shared_memory {
+                continue;
+            }
+            if caps.coopmat_khr_f16 && t.khr_kernel().is_some() {
+                plans.push(MatmulPlan {
+                    kernel: MatmulKernel::CoopMatKhrF16(t),
+                    widen_f16: false,
+                });
+            }
+            if caps.coopmat_f16 {
                 plans.push(MatmulPlan {
                     kernel: MatmulKernel::CoopMatF16(t),
                     widen_f16: false,

@@ -41,7 +41,8 @@ use crate::{Batch, Buffer, Device, Error, Kernel, Result};
 mod plan;
 
 pub use plan::{
-    choose_matmul, Cm2Tile, CoopTile, MatmulCaps, MatmulDtype, MatmulKernel, MatmulPlan, TileConfig,
+    choose_matmul, subgroup_coop_fits, Cm2Tile, CoopTile, MatmulCaps, MatmulDtype, MatmulKernel,
+    MatmulPlan, TileConfig,
 };
 
 /// Columns per workgroup of the M = 1 kernel (`vecmat_f32.comp`'s COLS).
@@ -87,7 +88,9 @@ pub fn matmul_with_plan(
     if plan.widen_f16
         || matches!(
             plan.kernel,
-            MatmulKernel::CoopMatF16(_) | MatmulKernel::CoopMat2F16(_)
+            MatmulKernel::CoopMatF16(_)
+                | MatmulKernel::CoopMatKhrF16(_)
+                | MatmulKernel::CoopMat2F16(_)
         )
     {
         return Err(shape_error(
@@ -129,7 +132,9 @@ pub fn matmul_f16(
 /// Records C = A·B for f16 inputs with an explicit plan (for tuning);
 /// [`matmul_f16`] uses [`choose_matmul`]'s. A [`MatmulKernel::CoopMatF16`]
 /// plan needs what [`choose_matmul`] checks for it (a usable shape, K and N
-/// multiples of 8) and a valid tile that fits the adapter; a
+/// multiples of 8) and a valid tile that fits the adapter (a
+/// [`MatmulKernel::CoopMatKhrF16`] plan the same, with the shape in the KHR
+/// list and a tile of [`CoopTile::khr_kernel`]); a
 /// [`MatmulKernel::CoopMat2F16`] plan needs a tile that
 /// [`Cm2Tile::fits`] the adapter (any shape); any other plan must widen.
 #[allow(clippy::too_many_arguments)]
@@ -172,10 +177,15 @@ pub fn matmul_f16_with_plan(
         batch.run_configured(&kernel, &[a, b, c], grid, Some(&push3(m, k, n)))?;
         return Ok(());
     }
-    if let MatmulKernel::CoopMatF16(tile) = plan.kernel {
+    if let MatmulKernel::CoopMatF16(tile) | MatmulKernel::CoopMatKhrF16(tile) = plan.kernel {
         let caps = MatmulCaps::of(gpu.info());
-        let usable = choose_matmul(m, k, n, MatmulDtype::F16, &caps).kernel
-            == MatmulKernel::CoopMatF16(CoopTile::DEFAULT);
+        let khr = matches!(plan.kernel, MatmulKernel::CoopMatKhrF16(_));
+        let listed = if khr {
+            caps.coopmat_khr_f16 && tile.khr_kernel().is_some()
+        } else {
+            caps.coopmat_f16
+        };
+        let usable = listed && plan::subgroup_coop_fits(m, k, n, &caps);
         if !usable || !tile.is_valid() || tile.shared_bytes() > caps.max_shared_memory {
             return Err(shape_error(
                 m,
@@ -183,13 +193,26 @@ pub fn matmul_f16_with_plan(
                 n,
                 format!(
                     "cooperative-matrix tile {tile:?} does not apply: it needs a usable \
-                     16×16×16 f16 shape, a 32-lane subgroup, K and N multiples of 8, \
-                     M and N ≥ 16, and at most {} bytes of shared memory",
-                    caps.max_shared_memory
+                     16×16×16 f16 shape ({}), a 32-lane subgroup, K and N multiples of 8, \
+                     M and N ≥ 16, and at most {} bytes of shared memory{}",
+                    if khr {
+                        "VK_KHR_cooperative_matrix"
+                    } else {
+                        "VK_NV_cooperative_matrix"
+                    },
+                    caps.max_shared_memory,
+                    if khr {
+                        ", and one of the compiled KHR tiles (DEFAULT, WIDE, TALL)"
+                    } else {
+                        ""
+                    }
                 ),
             ));
         }
-        let kernel = matmul_kernel(&gpu, Variant::CoopMatF16(tile))?;
+        let kernel = match tile.khr_kernel().filter(|_| khr) {
+            Some(name) => crate::builtins::get(&gpu.inner, name, &[])?,
+            None => matmul_kernel(&gpu, Variant::CoopMatF16(tile))?,
+        };
         let grid = [n.div_ceil(tile.bn()), m.div_ceil(tile.bm()), 1];
         check_grid(&gpu, m, k, n, grid)?;
         let pc = push3(m, k, n);
@@ -302,7 +325,9 @@ fn record_f32(
             check_grid(gpu, m, k, n, grid)?;
             batch.run_configured(&kernel, &[a, b, c], grid, Some(&push2(k, n)))?;
         }
-        MatmulKernel::CoopMatF16(_) | MatmulKernel::CoopMat2F16(_) => {
+        MatmulKernel::CoopMatF16(_)
+        | MatmulKernel::CoopMatKhrF16(_)
+        | MatmulKernel::CoopMat2F16(_) => {
             return Err(shape_error(
                 m,
                 k,

@@ -198,6 +198,19 @@ impl CoopTile {
         }
     }
 
+    /// The built-in of the `VK_KHR_cooperative_matrix` kernel compiled for
+    /// this tile (`shaders/matmul_f16_khr.comp` and its `variant:` lines:
+    /// [`CoopTile::DEFAULT`], [`CoopTile::WIDE`], [`CoopTile::TALL`]), or
+    /// `None`: that kernel has no specialized form. Pure.
+    pub fn khr_kernel(&self) -> Option<&'static str> {
+        match (self.wm, self.wn, self.warps_n, self.bk) {
+            (64, 32, 4, 32) => Some("matmul_f16_khr"),
+            (64, 64, 4, 16) => Some("matmul_f16_khr_w64x64_n4_k16"),
+            (64, 64, 2, 16) => Some("matmul_f16_khr_w64x64_n2_k16"),
+            _ => None,
+        }
+    }
+
     /// Block rows.
     pub fn bm(&self) -> u32 {
         self.wm * (8 / self.warps_n.max(1))
@@ -320,8 +333,12 @@ pub enum MatmulKernel {
     /// M = 1: columns of B walked in K slices (`shaders/vecmat_f32.comp`).
     VecMat,
     /// f16 inputs on cooperative matrices with this tile
-    /// (`shaders/matmul_f16_coopmat.comp`).
+    /// (`shaders/matmul_f16_coopmat.comp`, `VK_NV_cooperative_matrix`).
     CoopMatF16(CoopTile),
+    /// f16 inputs on `VK_KHR_cooperative_matrix`'s subgroup-scope matrices
+    /// with this tile (`shaders/matmul_f16_khr.comp`; the tiles of
+    /// [`CoopTile::khr_kernel`]).
+    CoopMatKhrF16(CoopTile),
     /// f16 inputs on workgroup-scope cooperative matrices with tensor-layout
     /// loads (`shaders/matmul_f16_cm2.comp`, `VK_NV_cooperative_matrix2`),
     /// any M, K, N.
@@ -355,6 +372,9 @@ pub struct MatmulCaps {
     /// The 16×16×16 f16 → f32 subgroup shape is usable by the built-in
     /// cooperative-matrix kernel (VK_NV_cooperative_matrix lists it).
     pub coopmat_f16: bool,
+    /// The same shape is listed by VK_KHR_cooperative_matrix (the Khronos
+    /// kernel, `shaders/matmul_f16_khr.comp`, applies).
+    pub coopmat_khr_f16: bool,
     /// `VK_NV_cooperative_matrix2` is enabled with workgroup scope,
     /// flexible dimensions and tensor addressing, beside f16 arithmetic and
     /// 16-bit storage, and lists a workgroup-scope f16 · f16 + f32 → f32
@@ -380,6 +400,7 @@ impl MatmulCaps {
             max_workgroup_invocations,
             compute_units,
             coopmat_f16: false,
+            coopmat_khr_f16: false,
             coopmat2_granularity: None,
             coopmat2_max_dimension: 0,
         }
@@ -389,6 +410,14 @@ impl MatmulCaps {
     pub fn with_coopmat_f16(self, usable: bool) -> MatmulCaps {
         MatmulCaps {
             coopmat_f16: usable,
+            ..self
+        }
+    }
+
+    /// The same with [`MatmulCaps::coopmat_khr_f16`] set.
+    pub fn with_coopmat_khr_f16(self, usable: bool) -> MatmulCaps {
+        MatmulCaps {
+            coopmat_khr_f16: usable,
             ..self
         }
     }
@@ -430,10 +459,29 @@ impl MatmulCaps {
                 .iter()
                 .any(|s| s.is_f16_f32_16x16x16())
                 && info.float16,
+            coopmat_khr_f16: info
+                .cooperative_matrix_shapes
+                .iter()
+                .any(|s| s.is_f16_f32_16x16x16())
+                && info.float16,
             coopmat2_granularity: granularity,
             coopmat2_max_dimension: coopmat2.map_or(0, |v| v.flexible_dimensions_max_dimension),
         }
     }
+}
+
+/// Whether the subgroup-scope cooperative-matrix kernels (NV or KHR, tile
+/// [`CoopTile::DEFAULT`]) apply to m×k×n on `caps`, the extension aside:
+/// a 32-lane subgroup, 256 invocations, the tile's shared memory, K and N
+/// multiples of 8 (16-byte rows) and M, N ≥ 16. Pure.
+pub fn subgroup_coop_fits(m: u32, k: u32, n: u32, caps: &MatmulCaps) -> bool {
+    caps.subgroup_size == 32
+        && caps.max_workgroup_invocations >= 256
+        && caps.max_shared_memory >= CoopTile::DEFAULT.shared_bytes()
+        && k % 8 == 0
+        && n % 8 == 0
+        && m >= 16
+        && n >= 16
 }
 
 /// Picks the kernel for C[m×n] = A[m×k]·B[k×n] with `dtype` inputs.
@@ -446,9 +494,11 @@ impl MatmulCaps {
 ///   [`Cm2Tile::SQUARE`], [`Cm2Tile::SMALL`] that fits and gives every
 ///   compute unit a block (64 blocks when the count is unknown), else the
 ///   smallest that fits.
-/// - f16 with a usable cooperative-matrix shape, a 32-lane subgroup,
-///   K and N multiples of 8 (16-byte rows) and M, N ≥ 16: the
-///   cooperative-matrix kernel; other f16 shapes widen to f32.
+/// - f16 with a usable 16×16×16 subgroup-scope shape, a 32-lane subgroup,
+///   K and N multiples of 8 (16-byte rows) and M, N ≥ 16
+///   ([`subgroup_coop_fits`]): the Khronos extension's kernel where
+///   `VK_KHR_cooperative_matrix` lists the shape, else NVIDIA's older
+///   extension's; other f16 shapes widen to f32.
 /// - f32: 128×128 blocks when they give every compute unit at least one
 ///   block (or, with the count unknown, at least 64 blocks), else 64×64;
 ///   64×32 where the adapter allows fewer than 256 invocations.
@@ -483,17 +533,16 @@ pub fn choose_matmul(m: u32, k: u32, n: u32, dtype: MatmulDtype, caps: &MatmulCa
             };
         }
     }
-    if dtype == MatmulDtype::F16 {
-        let coop = gemv.is_none()
-            && caps.coopmat_f16
-            && caps.subgroup_size == 32
-            && caps.max_workgroup_invocations >= 256
-            && caps.max_shared_memory >= CoopTile::DEFAULT.shared_bytes()
-            && k % 8 == 0
-            && n % 8 == 0
-            && m >= 16
-            && n >= 16;
-        if coop {
+    if dtype == MatmulDtype::F16 && gemv.is_none() && subgroup_coop_fits(m, k, n, caps) {
+        // The Khronos extension's kernel where the adapter lists the shape
+        // there (16-byte shared stores), else NVIDIA's older extension's.
+        if caps.coopmat_khr_f16 {
+            return MatmulPlan {
+                kernel: MatmulKernel::CoopMatKhrF16(CoopTile::DEFAULT),
+                widen_f16: false,
+            };
+        }
+        if caps.coopmat_f16 {
             return MatmulPlan {
                 kernel: MatmulKernel::CoopMatF16(CoopTile::DEFAULT),
                 widen_f16: false,
@@ -806,6 +855,49 @@ mod tests {
         assert_eq!(
             choose_matmul(4096, 4096, 4096, MatmulDtype::F16, &coarse).kernel,
             MatmulKernel::CoopMatF16(CoopTile::DEFAULT)
+        );
+    }
+
+    #[test]
+    fn khr_comes_before_nv_and_after_coopmat2() {
+        let both = h200().with_coopmat_khr_f16(true);
+        assert_eq!(
+            choose_matmul(4096, 4096, 4096, MatmulDtype::F16, &both).kernel,
+            MatmulKernel::CoopMatKhrF16(CoopTile::DEFAULT)
+        );
+        let khr_only = both.with_coopmat_f16(false);
+        assert_eq!(
+            choose_matmul(200, 72, 136, MatmulDtype::F16, &khr_only).kernel,
+            MatmulKernel::CoopMatKhrF16(CoopTile::DEFAULT)
+        );
+        // Its shape rules are the NV kernel's.
+        assert!(choose_matmul(4096, 4097, 4096, MatmulDtype::F16, &khr_only).widen_f16);
+        assert!(choose_matmul(8, 64, 64, MatmulDtype::F16, &khr_only).widen_f16);
+        assert!(!subgroup_coop_fits(
+            4096,
+            4096,
+            4104,
+            &MatmulCaps {
+                subgroup_size: 64,
+                ..khr_only
+            }
+        ));
+        // Workgroup scope first where it exists.
+        let all = h100_cm2().with_coopmat_khr_f16(true);
+        assert!(matches!(
+            choose_matmul(4096, 4096, 4096, MatmulDtype::F16, &all).kernel,
+            MatmulKernel::CoopMat2F16(_)
+        ));
+        for t in [CoopTile::DEFAULT, CoopTile::WIDE, CoopTile::TALL] {
+            assert!(t.khr_kernel().is_some(), "{t:?}");
+        }
+        assert_eq!(
+            CoopTile {
+                bk: 64,
+                ..CoopTile::DEFAULT
+            }
+            .khr_kernel(),
+            None
         );
     }
 }
