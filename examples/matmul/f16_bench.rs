@@ -142,11 +142,27 @@ pub fn bench_shape(
     let bound = error_bound(&a, &b, k);
     let mut outs = Vec::new();
     let mut errors = Vec::new();
+    let mut kept: Vec<&Candidate> = Vec::new();
     for c in candidates {
         let gc = gpu.alloc::<f32>((m as usize) * (n as usize))?;
-        let mut batch = gpu.batch()?;
-        record(&mut batch, (&ga, &gb, &gc), (m, k, n), c.plan)?;
-        batch.submit()?;
+        // A candidate the driver refuses (pipeline creation, recording) is
+        // a failed row, not the end of the run.
+        let ran = (|| -> Result<()> {
+            let mut batch = gpu.batch()?;
+            record(&mut batch, (&ga, &gb, &gc), (m, k, n), c.plan)?;
+            batch.submit()
+        })();
+        if let Err(e) = ran {
+            rep.push(
+                &format!("hgemm{shape}_{}", c.name),
+                f64::NAN,
+                "TFLOPs",
+                Some(f64::INFINITY),
+                1.0,
+                format!(" did not run: {e}"),
+            );
+            continue;
+        }
         let got = gc.download()?;
         errors.push(abs_error(
             &a,
@@ -156,7 +172,12 @@ pub fn bench_shape(
             full_check,
         ));
         outs.push(gc);
+        kept.push(c);
     }
+    if kept.is_empty() {
+        return Ok(true);
+    }
+    let candidates = kept;
     // Warm-up: each candidate back to back for `warm_for`.
     for (c, gc) in candidates.iter().zip(&outs) {
         let start = Instant::now();
@@ -172,9 +193,9 @@ pub fn bench_shape(
         }
     }
     let timings = if gpu.info().timestamps {
-        timed_rounds(gpu, (&ga, &gb), &outs, (m, k, n), candidates, rounds)?
+        timed_rounds(gpu, (&ga, &gb), &outs, (m, k, n), &candidates, rounds)?
     } else {
-        wall_rounds(gpu, (&ga, &gb), &outs, (m, k, n), candidates, rounds)?
+        wall_rounds(gpu, (&ga, &gb), &outs, (m, k, n), &candidates, rounds)?
     };
     let flops = 2.0 * f64::from(m) * f64::from(k) * f64::from(n);
     let mut medians = Vec::new();
@@ -217,10 +238,10 @@ pub fn bench_shape(
         .min_by(|x, y| x.1.total_cmp(y.1))
         .map(|(i, _)| i)
         .unwrap_or(0);
-    let default = candidates
-        .iter()
-        .position(|c| c.name == default_name)
-        .unwrap_or(0);
+    let Some(default) = candidates.iter().position(|c| c.name == default_name) else {
+        // Its row above says why it did not run.
+        return Ok(false);
+    };
     let ratio = medians[default] / medians[best];
     let ok = ratio <= RULE_LIMIT;
     rep.push(
@@ -246,7 +267,7 @@ fn timed_rounds(
     (ga, gb): (&Buffer<u16>, &Buffer<u16>),
     outs: &[Buffer<f32>],
     shape: (u32, u32, u32),
-    candidates: &[Candidate],
+    candidates: &[&Candidate],
     rounds: usize,
 ) -> Result<Vec<Timing>> {
     let opts = BatchOptions::single_submit().with_profiling(Profiling::Commands);
@@ -293,7 +314,7 @@ fn wall_rounds(
     (ga, gb): (&Buffer<u16>, &Buffer<u16>),
     outs: &[Buffer<f32>],
     shape: (u32, u32, u32),
-    candidates: &[Candidate],
+    candidates: &[&Candidate],
     rounds: usize,
 ) -> Result<Vec<Timing>> {
     let mut out: Vec<Timing> = candidates
