@@ -434,3 +434,113 @@ pub fn dump_coopmat(gpu: &Device) {
         }
     }
 }
+
+/// `batch` independent f16 products of m×k×n, recorded into one batch
+/// without barriers between them (as `torch.bmm` runs them), the default
+/// plan for each: warmed for `warm_for`, then `rounds` rounds (a barrier
+/// before each), every round's GPU time the sum of its commands' (their
+/// timestamps follow one another). Each product is checked once.
+#[allow(clippy::too_many_arguments)]
+pub fn bench_bmm(
+    gpu: &Device,
+    rep: &mut Report,
+    batch_count: u32,
+    (m, k, n): (u32, u32, u32),
+    rounds: usize,
+    warm_for: Duration,
+) -> Result<()> {
+    let key = format!("hbmm{batch_count}x{m}x{k}x{n}");
+    let plan = default_plan(gpu, (m, k, n));
+    let mut mats = Vec::new();
+    let mut worst = 0f64;
+    let mut bound = 0f64;
+    for i in 0..batch_count {
+        let (abits, a) = f16_inputs(u64::from(i) * 7 + 11, (m * k) as usize);
+        let (bbits, b) = f16_inputs(u64::from(i) * 7 + 12, (k * n) as usize);
+        let (ga, gb) = (gpu.upload(&abits)?, gpu.upload(&bbits)?);
+        let gc = gpu.alloc::<f32>((m * n) as usize)?;
+        let mut batch = gpu.batch()?;
+        record(&mut batch, (&ga, &gb, &gc), (m, k, n), plan)?;
+        batch.submit()?;
+        let got = gc.download()?;
+        worst = worst.max(abs_error(
+            &a,
+            &b,
+            &got,
+            (m as usize, k as usize, n as usize),
+            false,
+        ));
+        bound = bound.max(error_bound(&a, &b, k));
+        mats.push((ga, gb, gc));
+    }
+    let record_all = |batch: &mut Batch| -> Result<()> {
+        for (ga, gb, gc) in &mats {
+            record(batch, (ga, gb, gc), (m, k, n), plan)?;
+        }
+        Ok(())
+    };
+    let start = Instant::now();
+    while start.elapsed() < warm_for {
+        let mut batch = gpu.batch_with(BatchOptions::single_submit())?;
+        record_all(&mut batch)?;
+        batch.submit()?;
+    }
+    let mut ns = Vec::new();
+    let mut labels: Vec<String> = Vec::new();
+    if gpu.info().timestamps {
+        let opts = BatchOptions::single_submit().with_profiling(Profiling::Commands);
+        let mut batch = gpu.batch_with(opts)?;
+        let mut spans = Vec::new();
+        for r in 0..=rounds {
+            batch.barrier();
+            let first = batch.len() as usize;
+            record_all(&mut batch)?;
+            spans.push((r, first, batch.len() as usize));
+        }
+        let ticket = batch.submit_async()?;
+        ticket.wait()?;
+        let profile = ticket.profile()?;
+        let len = profile.commands.len();
+        for (r, first, end) in spans {
+            let cmds = &profile.commands[first.min(len)..end.min(len)];
+            for c in cmds {
+                if !labels.contains(&c.label) {
+                    labels.push(c.label.clone());
+                }
+            }
+            if r > 0 {
+                ns.push(cmds.iter().map(|c| c.gpu_ns).sum::<f64>());
+            }
+        }
+    } else {
+        labels.push("(no timestamps: labels unknown)".into());
+        for _ in 0..rounds {
+            let mut batch = gpu.batch_with(BatchOptions::single_submit())?;
+            record_all(&mut batch)?;
+            let t = Instant::now();
+            batch.submit()?;
+            ns.push(t.elapsed().as_secs_f64() * 1e9);
+        }
+    }
+    ns.sort_by(f64::total_cmp);
+    let flops = 2.0 * f64::from(batch_count) * f64::from(m) * f64::from(k) * f64::from(n);
+    let tf = |x: f64| flops / x / 1e3;
+    let (lo, med, hi) = (ns[0], ns[ns.len() / 2], ns[ns.len() - 1]);
+    rep.push(
+        &key,
+        tf(med),
+        "TFLOPs",
+        Some(worst / bound),
+        1.0,
+        format!(
+            " {batch_count} products in one batch, no barriers; min/med/max {:.3}/{:.3}/{:.3} \
+             TFLOP/s over {} rounds; ran {}; |err| {worst:.2e} (bound {bound:.2e})",
+            tf(hi),
+            tf(med),
+            tf(lo),
+            ns.len(),
+            labels.join(" + ")
+        ),
+    );
+    Ok(())
+}

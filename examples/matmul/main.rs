@@ -749,6 +749,16 @@ fn main() -> Result<()> {
                 }
             }
         }
+        // torch.bmm's shape of the CUDA reference: 32 × (512 × 128 × 512).
+        let (count, bmm) = if quick {
+            (4, (64, 32, 64))
+        } else {
+            (32, (512, 128, 512))
+        };
+        if let Err(e) = f16_bench::bench_bmm(&gpu, &mut rep, count, bmm, rounds, warm) {
+            println!("hbmm: the benchmark stopped: {e}");
+            rep.failed = true;
+        }
     } else {
         println!(
             "skipped: f16 rows: no storageBuffer16BitAccess on {}",
