@@ -900,4 +900,52 @@ mod tests {
             None
         );
     }
+
+    #[test]
+    fn caps_read_the_finest_256_invocation_f16_workgroup_shape() {
+        use crate::adapter::{fake, AdapterType};
+        use crate::coopmat::{CoopComponent, CoopMat2Info, CoopMatFlexibleShape};
+        let shape = |g: u32, invocations: u32, c: CoopComponent| CoopMatFlexibleShape {
+            m_granularity: g,
+            n_granularity: g,
+            k_granularity: 16,
+            a: CoopComponent::F16,
+            b: CoopComponent::F16,
+            c,
+            result: c,
+            saturating_accumulation: false,
+            workgroup_scope: true,
+            workgroup_invocations: invocations,
+        };
+        let mut info = fake(0, "gpu", AdapterType::Discrete, 1 << 30);
+        info.float16 = true;
+        info.storage_buffer16 = true;
+        let nv2 = CoopMat2Info {
+            workgroup_scope: true,
+            flexible_dimensions: true,
+            tensor_addressing: true,
+            workgroup_scope_max_workgroup_size: 256,
+            flexible_dimensions_max_dimension: 65535,
+            flexible_shapes: vec![
+                shape(64, 256, CoopComponent::F32),
+                shape(32, 256, CoopComponent::F32),
+                shape(16, 128, CoopComponent::F32),
+                shape(16, 256, CoopComponent::F16),
+            ],
+            ..CoopMat2Info::default()
+        };
+        info.cooperative_matrix_features.nv2 = Some(nv2.clone());
+        let caps = MatmulCaps::of(&info);
+        assert_eq!(caps.coopmat2_granularity, Some([32, 32, 16]));
+        assert_eq!(caps.coopmat2_max_dimension, 65535);
+        // Without tensor addressing, or 16-bit storage: no workgroup-scope kernel.
+        info.cooperative_matrix_features.nv2 = Some(CoopMat2Info {
+            tensor_addressing: false,
+            ..nv2.clone()
+        });
+        assert_eq!(MatmulCaps::of(&info).coopmat2_granularity, None);
+        info.cooperative_matrix_features.nv2 = Some(nv2);
+        info.storage_buffer16 = false;
+        assert_eq!(MatmulCaps::of(&info).coopmat2_granularity, None);
+    }
 }
