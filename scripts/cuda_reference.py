@@ -7,6 +7,15 @@ comma-free strings), and writes it to --out when given.
     python3 scripts/cuda_reference.py [--quick] [--out cuda.json]
         [--persist PATH]   # a built scripts/cuda_reference_persist.cu binary,
                            # or the .cu file itself (built with nvcc when present)
+        [--matmul]         # only the matmul references (below), as JSON
+
+`--matmul` measures what the f16 benchmark of examples/matmul compares
+with, and only that: cuBLAS f16 and bf16 (f32 accumulation, as torch.matmul
+runs them) and fp32 with TF32 off at 1024^2 ... 8192^2 (square), torch.bmm
+32 x (512 x 128 x 512) in f16 and bf16, each warmed for 500 ms and timed
+as min / median / max over 15 repetitions (keys `*_TFLOPs_min/_med/_max`).
+Inputs are random normal values; each product is checked once against an
+f64 product of its first rows.
 
 Every figure is a median. GPU figures (`*_GBps`, `*_TFLOPs_*`, `*_gpu_us`)
 are timed with CUDA events around the work on the current stream; wall
@@ -193,6 +202,61 @@ def rows_ops(res, quick):
         res[f"sgemm_{mm}x{kk}x{nn}_gpu_us"] = gpu_time(lambda: a @ b, iters=10) * 1e6
 
 
+def stats_time(fn, reps=15, warm_s=0.5):
+    """(min, median, max) seconds of fn() between CUDA events, after
+    running it back to back for warm_s seconds."""
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < warm_s:
+        for _ in range(4):
+            fn()
+        torch.cuda.synchronize()
+    ts = []
+    for _ in range(reps):
+        a = torch.cuda.Event(enable_timing=True)
+        b = torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        ts.append(a.elapsed_time(b) / 1e3)
+    return min(ts), statistics.median(ts), max(ts)
+
+
+def put_stats(res, key, flops, fn, quick):
+    lo, med, hi = stats_time(fn, reps=15, warm_s=0.05 if quick else 0.5)
+    res[f"{key}_TFLOPs_max"] = flops / lo / 1e12
+    res[f"{key}_TFLOPs_med"] = flops / med / 1e12
+    res[f"{key}_TFLOPs_min"] = flops / hi / 1e12
+
+
+def matmul_refs(res, quick):
+    """cuBLAS f16 / bf16 / fp32 (TF32 off) at square sizes and a bmm."""
+    d = torch.device("cuda")
+    g = torch.Generator(device=d).manual_seed(7)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    for k in (1024, 2048) if quick else (1024, 2048, 4096, 8192):
+        a = torch.randn(k, k, device=d, generator=g)
+        b = torch.randn(k, k, device=d, generator=g)
+        flops = 2 * k**3
+        for name, dt, tol in (("hgemm", torch.float16, 1e-2), ("bf16gemm", torch.bfloat16, 2e-2)):
+            ah, bh = a.to(dt), b.to(dt)
+            ref = ah[:64].double() @ bh.double()
+            check(f"{name}{k}", (ah @ bh)[:64], ref, tol)
+            put_stats(res, f"{name}{k}", flops, lambda: ah @ bh, quick)
+            del ah, bh, ref
+        check(f"sgemm{k}", (a @ b)[:64], a[:64].double() @ b.double(), 1e-4)
+        put_stats(res, f"sgemm{k}_fp32_notf32", flops, lambda: a @ b, quick)
+        del a, b
+    bt, m, k, n = 32, 512, 128, 512
+    for name, dt, tol in (("bmm_f16", torch.float16, 1e-2), ("bmm_bf16", torch.bfloat16, 2e-2)):
+        a = torch.randn(bt, m, k, device=d, generator=g).to(dt)
+        b = torch.randn(bt, k, n, device=d, generator=g).to(dt)
+        check(name, torch.bmm(a, b)[0], a[0].double() @ b[0].double(), tol)
+        put_stats(res, f"{name}_32x512x128x512", 2 * bt * m * k * n, lambda: torch.bmm(a, b), quick)
+        del a, b
+
+
 def transfers(res, quick):
     d = torch.device("cuda")
     nb = (64 if quick else 256) * MIB
@@ -308,6 +372,7 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out")
     ap.add_argument("--persist")
+    ap.add_argument("--matmul", action="store_true", help="only the matmul references")
     a = ap.parse_args()
     torch.manual_seed(0)
     res = {
@@ -316,6 +381,15 @@ def main():
         "cuda": clean(torch.version.cuda),
     }
     t0 = time.time()
+    if a.matmul:
+        matmul_refs(res, a.quick)
+        res["seconds"] = round(time.time() - t0, 1)
+        text = json.dumps(res, indent=1)
+        print(text)
+        if a.out:
+            with open(a.out, "w") as f:
+                f.write(text + "\n")
+        return 0
     elementwise(res, (16 if a.quick else 64) * MIB, a.quick)
     torch.cuda.empty_cache()
     rows_ops(res, a.quick)

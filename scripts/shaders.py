@@ -6,7 +6,9 @@ The crate embeds shaders/spv/*.spv (build.rs reads shaders/spv/MANIFEST.tsv
 and runs no compiler), so building vkcompute needs no shader compiler. This
 script is the only place a compiler runs. Each `.comp` file gives one output
 named after its stem, plus one per `// variant: <stem> NAME=VALUE ...` line
-(the same source compiled with those preprocessor definitions).
+(the same source compiled with those preprocessor definitions). A source
+with a `// target-env: vulkanX.Y` line is compiled for that environment
+(default vulkan1.1, SPIR-V 1.3); GL_NV_cooperative_matrix2 needs vulkan1.3.
 
 shaders/spv/MANIFEST.tsv records, per output: its name, its source, its
 definitions, every input file with its SHA-256 (the `.comp` and each
@@ -59,6 +61,14 @@ HEADER = (
 # Vulkan 1.1 (SPIR-V 1.3) is the first with subgroup operations.
 TARGET_ENV = "vulkan1.1"
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+TARGET_RE = re.compile(r"^\s*//\s*target-env:\s*(vulkan1\.[0-4])\s*$", re.M)
+
+
+def target_of(source_path):
+    """The source's `// target-env:` line, else TARGET_ENV."""
+    with open(os.path.join(ROOT, source_path), encoding="utf-8") as f:
+        found = TARGET_RE.findall(f.read())
+    return found[0] if found else TARGET_ENV
 
 
 def sha256_file(path):
@@ -122,11 +132,11 @@ def expected_outputs():
     return out
 
 
-def args_for(kind):
+def args_for(kind, target=TARGET_ENV):
     """A compiler's arguments besides definitions, include folder and files."""
     if kind == "glslc":
-        return [f"--target-env={TARGET_ENV}", "-fshader-stage=compute", "-O"]
-    return ["-V", "--target-env", TARGET_ENV, "-S", "comp"]
+        return [f"--target-env={target}", "-fshader-stage=compute", "-O"]
+    return ["-V", "--target-env", target, "-S", "comp"]
 
 
 class Compiler:
@@ -151,8 +161,8 @@ class Compiler:
             sys.exit(f"shaders: {path} {flag} printed no version")
         self.identity = f"{kind} ({version})"
 
-    def args(self):
-        return args_for(self.kind)
+    def args(self, source):
+        return args_for(self.kind, target_of(source))
 
     def compile(self, source, defines, out_path):
         """Compiles `source` (relative to the repository) into `out_path`;
@@ -160,7 +170,7 @@ class Compiler:
         in the repository root with relative paths, so the words do not
         depend on where the repository lives."""
         inc = f"-I{SHADERS}"
-        cmd = [self.path] + self.args() + [inc] + [f"-D{d}" for d in defines]
+        cmd = [self.path] + self.args(source) + [inc] + [f"-D{d}" for d in defines]
         cmd += ["-o", out_path, source]
         r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
         if r.returncode != 0:
@@ -219,8 +229,9 @@ def stale_reasons(row, source, defines):
     if row["defines"] != " ".join(defines):
         why.append(f"definitions are {' '.join(defines) or '(none)'!r}, manifest says {row['defines'] or '(none)'!r}")
     kind = row["compiler"].split(" ", 1)[0]
-    if row["args"] != " ".join(args_for(kind)):
-        why.append(f"{kind}'s arguments are now {' '.join(args_for(kind))!r}, manifest says {row['args']!r}")
+    want_args = " ".join(args_for(kind, target_of(source)))
+    if row["args"] != want_args:
+        why.append(f"{kind}'s arguments are now {want_args!r}, manifest says {row['args']!r}")
     recorded = dict(e.rsplit(":", 1) for e in row["inputs"].split())
     now = dict(e.rsplit(":", 1) for e in inputs_field(source).split())
     for p in sorted(set(recorded) | set(now)):
@@ -362,7 +373,7 @@ def generate(opts):
             "defines": " ".join(defines),
             "inputs": inputs_field(source),
             "compiler": comp.identity,
-            "args": " ".join(comp.args()),
+            "args": " ".join(comp.args(source)),
             "spirv_sha256": sha256_file(os.path.join(ROOT, spv_path(name))),
         }
         made += 1

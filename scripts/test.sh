@@ -28,7 +28,16 @@ step() { echo; echo "== $*"; }
 step "cargo fmt --check"
 cargo fmt --all --check
 step "built-in kernels' checked-in SPIR-V matches its sources (scripts/shaders.py --check)"
-python3 scripts/shaders.py --check
+# The coopmat2 and KHR kernels come from Debian 13's glslang
+# (scripts/glslang_trixie.sh): where it was fetched, they are recompiled
+# and compared too, and checked by its spirv-val.
+trixie=${GLSLANG_TRIXIE_DIR:-/tmp/vkcompute-glslang-trixie}
+if [ -x "$trixie/glslangValidator" ] && [ -x "$trixie/spirv-val" ]; then
+  python3 scripts/shaders.py --check --glslang "$trixie/glslangValidator"
+  bash scripts/glslang_trixie.sh --val shaders/spv/matmul_f16_cm2*.spv shaders/spv/matmul_f16_khr*.spv
+else
+  python3 scripts/shaders.py --check
+fi
 step "test SPIR-V of other toolchains matches its assembly (scripts/test_spirv.sh --check)"
 bash scripts/test_spirv.sh --check
 step "the crate builds with no shader compiler (glslc and glslangValidator shadowed)"

@@ -129,6 +129,10 @@ pub struct AdapterInfo {
     /// created device where VK_NV_cooperative_matrix and its feature were
     /// enabled; empty otherwise.
     pub cooperative_matrix_nv_shapes: Vec<crate::coopmat::CoopMatShape>,
+    /// The cooperative-matrix feature structures (KHR, NV and
+    /// `VK_NV_cooperative_matrix2`'s features, properties and flexible
+    /// shapes), on a created device; default (nothing) otherwise.
+    pub cooperative_matrix_features: crate::coopmat::CoopMatFeatures,
 }
 
 impl AdapterInfo {
@@ -224,6 +228,7 @@ pub(crate) fn fake(index: usize, name: &str, ty: AdapterType, mem: u64) -> Adapt
         portability_subset: false,
         cooperative_matrix_shapes: Vec::new(),
         cooperative_matrix_nv_shapes: Vec::new(),
+        cooperative_matrix_features: Default::default(),
     }
 }
 

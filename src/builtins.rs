@@ -37,13 +37,16 @@ struct Registry<'a>(&'a BuiltinStore);
 /// element type, so that its bindings are not checked against buffers'
 /// element types ([`crate::element`]): the copy kernel binds `uvec4` for
 /// any element type, the f16 widening kernel reads the `u16` buffers
-/// `matmul_f16` takes as `float16_t`, and the coopmat matmul kernels read
-/// those `u16` buffers as `uvec4`; the 16-bit-weight linear kernels
+/// `matmul_f16` takes as `float16_t`, the coopmat matmul kernels read
+/// those `u16` buffers as `uvec4` (NV and KHR alike, the workgroup-scope
+/// ones as `float16_t`); the 16-bit-weight linear kernels
 /// read [`F16`](crate::element::F16) and [`Bf16`](crate::element::Bf16)
 /// weights as `uvec4` and `uint16_t` words.
 fn reads_raw_words(name: &str) -> bool {
     matches!(name, "copy" | "convert_f16_f32")
         || name.starts_with("matmul_f16_coopmat")
+        || name.starts_with("matmul_f16_cm2")
+        || name.starts_with("matmul_f16_khr")
         || name.starts_with("linear_f16")
         || name.starts_with("linear_bf16")
         || is_bf16_words(name)
@@ -217,6 +220,40 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// glslang leaves `[[unroll]]` loops over arrays of cooperative
+    /// matrices as arrays, which NVIDIA's driver ran at a tenth of the rate
+    /// of separate values: the KHR and coopmat2 kernels (compiled by a
+    /// glslang no spirv-opt here follows) declare no such array.
+    #[test]
+    fn khr_and_coopmat2_kernels_hold_no_arrays_of_cooperative_matrices() {
+        const OP_TYPE_ARRAY: u32 = 28;
+        const OP_TYPE_COOPMAT_KHR: u32 = 4456;
+        let mut seen = 0;
+        for (name, words) in BUILTIN_SPIRV {
+            if !(name.starts_with("matmul_f16_khr") || name.starts_with("matmul_f16_cm2")) {
+                continue;
+            }
+            seen += 1;
+            let mut coop = std::collections::HashSet::new();
+            let mut i = 5;
+            while i < words.len() {
+                let (count, op) = ((words[i] >> 16) as usize, words[i] & 0xffff);
+                if op == OP_TYPE_COOPMAT_KHR {
+                    coop.insert(words[i + 1]);
+                }
+                if op == OP_TYPE_ARRAY {
+                    assert!(
+                        !coop.contains(&words[i + 2]),
+                        "{name}: an array of cooperative matrices"
+                    );
+                }
+                i += count.max(1);
+            }
+            assert!(!coop.is_empty(), "{name}: no cooperative-matrix type");
+        }
+        assert!(seen >= 6, "{seen} KHR and coopmat2 kernels");
     }
 
     #[test]

@@ -8,10 +8,17 @@
 //! in [`AdapterInfo`](crate::AdapterInfo). The built-in f16 matmul kernel is
 //! GLSL written against `GL_NV_cooperative_matrix`, the one the glslang in
 //! use compiles, so it runs where the NV list holds its shape.
+//!
+//! A third, `VK_NV_cooperative_matrix2` (workgroup-scope matrices, flexible
+//! dimensions, tensor-layout loads; [`nv2`]), extends the KHR one: it is
+//! enabled with its features where the adapter lists it beside KHR, and
+//! what it reports lands in [`CoopMatFeatures::nv2`].
 
 use std::ffi::CStr;
 
 use ash::vk;
+
+pub(crate) mod nv2;
 
 /// Element type of a cooperative matrix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -86,6 +93,93 @@ impl CoopMatShape {
     }
 }
 
+/// A shape family of `VK_NV_cooperative_matrix2`'s flexible dimensions
+/// (`VkCooperativeMatrixFlexibleDimensionsPropertiesNV`): any M, N, K that
+/// are multiples of the granularities (up to
+/// [`CoopMat2Info::flexible_dimensions_max_dimension`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct CoopMatFlexibleShape {
+    /// M is a multiple of this.
+    pub m_granularity: u32,
+    /// N is a multiple of this.
+    pub n_granularity: u32,
+    /// K is a multiple of this.
+    pub k_granularity: u32,
+    /// Element type of A.
+    pub a: CoopComponent,
+    /// Element type of B.
+    pub b: CoopComponent,
+    /// Element type of C.
+    pub c: CoopComponent,
+    /// Element type of the result.
+    pub result: CoopComponent,
+    /// Integer results saturate.
+    pub saturating_accumulation: bool,
+    /// Workgroup scope (else subgroup scope).
+    pub workgroup_scope: bool,
+    /// Invocations per workgroup this shape needs (workgroup scope).
+    pub workgroup_invocations: u32,
+}
+
+impl CoopMatFlexibleShape {
+    /// Whether this is a workgroup-scope f16 · f16 + f32 → f32 family for
+    /// workgroups of `invocations` invocations.
+    pub fn is_f16_f32_workgroup(&self, invocations: u32) -> bool {
+        self.a == CoopComponent::F16
+            && self.b == CoopComponent::F16
+            && self.c == CoopComponent::F32
+            && self.result == CoopComponent::F32
+            && self.workgroup_scope
+            && self.workgroup_invocations == invocations
+    }
+}
+
+/// What `VK_NV_cooperative_matrix2` reports: its features
+/// (`VkPhysicalDeviceCooperativeMatrix2FeaturesNV`), properties
+/// (`VkPhysicalDeviceCooperativeMatrix2PropertiesNV`) and flexible shapes.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct CoopMat2Info {
+    /// `cooperativeMatrixWorkgroupScope`.
+    pub workgroup_scope: bool,
+    /// `cooperativeMatrixFlexibleDimensions`.
+    pub flexible_dimensions: bool,
+    /// `cooperativeMatrixReductions`.
+    pub reductions: bool,
+    /// `cooperativeMatrixConversions`.
+    pub conversions: bool,
+    /// `cooperativeMatrixPerElementOperations`.
+    pub per_element_operations: bool,
+    /// `cooperativeMatrixTensorAddressing`.
+    pub tensor_addressing: bool,
+    /// `cooperativeMatrixBlockLoads`.
+    pub block_loads: bool,
+    /// `cooperativeMatrixWorkgroupScopeMaxWorkgroupSize`.
+    pub workgroup_scope_max_workgroup_size: u32,
+    /// `cooperativeMatrixFlexibleDimensionsMaxDimension`.
+    pub flexible_dimensions_max_dimension: u32,
+    /// `cooperativeMatrixWorkgroupScopeReservedSharedMemory`: bytes of
+    /// shared memory a workgroup-scope kernel must leave free.
+    pub workgroup_scope_reserved_shared_memory: u32,
+    /// From `vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV`.
+    pub flexible_shapes: Vec<CoopMatFlexibleShape>,
+}
+
+/// The cooperative-matrix feature structures of a created device: what
+/// each extension reported (and was enabled with).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct CoopMatFeatures {
+    /// `VK_KHR_cooperative_matrix`: `cooperativeMatrixRobustBufferAccess`.
+    pub khr_robust_buffer_access: bool,
+    /// `VK_NV_cooperative_matrix`: `cooperativeMatrixRobustBufferAccess`.
+    pub nv_robust_buffer_access: bool,
+    /// `VK_NV_cooperative_matrix2`, where the adapter lists it beside the
+    /// KHR extension (and the device enabled it).
+    pub nv2: Option<CoopMat2Info>,
+}
+
 const KHR: &CStr = c"VK_KHR_cooperative_matrix";
 const NV: &CStr = c"VK_NV_cooperative_matrix";
 
@@ -100,6 +194,11 @@ pub(crate) struct CoopProbe {
     pub khr_shapes: Vec<CoopMatShape>,
     /// Shapes from the NV query (empty unless `nv`).
     pub nv_shapes: Vec<CoopMatShape>,
+    /// `VK_NV_cooperative_matrix2`'s features as queried (to enable, with
+    /// the extension, when `Some`; only beside `khr`).
+    pub nv2: Option<nv2::Features2Nv>,
+    /// What the feature structures reported.
+    pub features: CoopMatFeatures,
 }
 
 impl CoopProbe {
@@ -111,6 +210,9 @@ impl CoopProbe {
         }
         if self.nv {
             out.push(NV.as_ptr());
+        }
+        if self.nv2.is_some() {
+            out.push(nv2::NAME.as_ptr());
         }
         out
     }
@@ -135,7 +237,7 @@ pub(crate) fn probe(
             exts.iter()
                 .any(|e| e.extension_name_as_c_str().ok() == Some(name))
         };
-        let (has_khr, has_nv) = (has(KHR), has(NV));
+        let (has_khr, has_nv, has_nv2) = (has(KHR), has(NV), has(nv2::NAME));
         if !has_khr && !has_nv {
             return out;
         }
@@ -149,6 +251,10 @@ pub(crate) fn probe(
             chain = chain.push_next(&mut fnv);
         }
         instance.get_physical_device_features2(pd, &mut chain);
+        out.features.khr_robust_buffer_access =
+            fk.cooperative_matrix_robust_buffer_access == vk::TRUE;
+        out.features.nv_robust_buffer_access =
+            fnv.cooperative_matrix_robust_buffer_access == vk::TRUE;
         if has_khr && fk.cooperative_matrix == vk::TRUE {
             let loader = ash::khr::cooperative_matrix::Instance::new(entry, instance);
             if let Ok(props) = loader.get_physical_device_cooperative_matrix_properties(pd) {
@@ -194,6 +300,13 @@ pub(crate) fn probe(
                         })
                         .collect();
                 }
+            }
+        }
+        // The second NV extension extends the KHR one: only beside it.
+        if out.khr {
+            if let Some((features, info)) = nv2::probe(entry, instance, pd, has_nv2) {
+                out.nv2 = Some(features);
+                out.features.nv2 = Some(info);
             }
         }
     }

@@ -482,6 +482,8 @@ impl DeviceInner {
                 vk::PhysicalDeviceCooperativeMatrixFeaturesKHR::default().cooperative_matrix(true);
             let mut coop_nv =
                 vk::PhysicalDeviceCooperativeMatrixFeaturesNV::default().cooperative_matrix(true);
+            // Every VK_NV_cooperative_matrix2 feature the adapter reports.
+            let mut coop_nv2 = coop.nv2.unwrap_or_default();
             let shader_features = crate::spirv_caps::ShaderFeatures::enabled(
                 &features,
                 &e11,
@@ -490,7 +492,8 @@ impl DeviceInner {
                 use_clock.then_some(&eclock),
                 coop.nv,
                 coop.khr,
-            );
+            )
+            .with_coopmat2(coop.nv2.map(|f| f.enabled()));
             let mut info = vk::DeviceCreateInfo::default()
                 .queue_create_infos(&queue_infos)
                 .enabled_extension_names(&extensions)
@@ -508,6 +511,9 @@ impl DeviceInner {
             }
             if coop.nv {
                 info = info.push_next(&mut coop_nv);
+            }
+            if coop.nv2.is_some() {
+                info = info.push_next(&mut coop_nv2);
             }
             let t_dev = std::time::Instant::now();
             let raw = instance
@@ -615,6 +621,7 @@ impl DeviceInner {
             info.push_descriptor = use_push;
             info.cooperative_matrix_shapes = coop.khr_shapes;
             info.cooperative_matrix_nv_shapes = coop.nv_shapes;
+            info.cooperative_matrix_features = coop.features;
             Ok(DeviceInner {
                 id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
                 info,

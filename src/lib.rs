@@ -323,7 +323,9 @@ pub use adapter::{AdapterInfo, AdapterType};
 pub use batch::{Batch, BatchOptions};
 pub use buffer::async_transfer::Download;
 pub use buffer::{BufView, Buffer, BufferSlice, GpuBuf};
-pub use coopmat::{CoopComponent, CoopMatShape};
+pub use coopmat::{
+    CoopComponent, CoopMat2Info, CoopMatFeatures, CoopMatFlexibleShape, CoopMatShape,
+};
 pub use device::{
     Device, DeviceOptions, DEFAULT_COMPUTE_QUEUES, ENV_COMPUTE_QUEUES, ENV_DEVICE,
     ENV_PUSH_DESCRIPTORS, ENV_VALIDATION, ENV_VALIDATION_ERRORS,

@@ -242,6 +242,7 @@ fn probe_one(
             ),
             cooperative_matrix_shapes: Vec::new(),
             cooperative_matrix_nv_shapes: Vec::new(),
+            cooperative_matrix_features: Default::default(),
         };
         Ok(Some(Probed {
             physical: pd,

@@ -253,7 +253,9 @@ pub(crate) fn reflect_with_elements(
     // (ids past the bound, undefined ids, bad operands), which spirq does
     // not look for and which crash drivers and the validation layer.
     #[cfg(feature = "glsl")]
-    spirv_tools::validate(words).map_err(|reason| Error::InvalidSpirv { reason })?;
+    if !declares_unknown_to_validator(words) {
+        spirv_tools::validate(words).map_err(|reason| Error::InvalidSpirv { reason })?;
+    }
     // spirq cannot evaluate some specialization-constant expressions (any
     // that read a component of a composite, such as `gl_WorkGroupSize.x`
     // under `local_size_x_id`). None of them decides what is reflected here,
@@ -264,6 +266,10 @@ pub(crate) fn reflect_with_elements(
         Ok(eps) => eps,
         Err(e) => {
             let coop = without_coopmat_types(words);
+            let coop = match without_unknown_ops(coop.as_deref().unwrap_or(words)) {
+                Some(known) => Some(known),
+                None => coop,
+            };
             let base = coop.as_deref().unwrap_or(words);
             match (without_spec_ops(base), coop.is_some()) {
                 (Some(plain), _) => parse(&plain).map_err(|_| e)?,
@@ -497,6 +503,38 @@ fn without_spec_ops(words: &[u32]) -> Option<Vec<u32>> {
     replaced.then_some(out)
 }
 
+/// Capabilities of SPV_NV_cooperative_matrix2 (5430–5434),
+/// SPV_NV_tensor_addressing (5439) and SPV_KHR_cooperative_matrix (6022),
+/// which postdate the SPIRV-Tools the `glsl` feature links (Debian 12's
+/// 2022.4 rejects them as invalid operands).
+const CAPS_NEWER_THAN_VALIDATOR: [u32; 7] = [5430, 5431, 5432, 5433, 5434, 5439, 6022];
+
+/// Whether `words` declares a capability the linked validator does not
+/// know: such a module is left to the driver and the validation layer
+/// (which carries its own SPIRV-Tools), as it would fail here whatever it
+/// holds. The scan stops at OpMemoryModel, after every OpCapability.
+#[cfg_attr(not(feature = "glsl"), allow(dead_code))]
+fn declares_unknown_to_validator(words: &[u32]) -> bool {
+    const OP_CAPABILITY: u32 = 17;
+    const OP_MEMORY_MODEL: u32 = 14;
+    let mut i = 5;
+    while i < words.len() {
+        let (count, op) = ((words[i] >> 16) as usize, words[i] & 0xffff);
+        if count == 0 || op == OP_MEMORY_MODEL {
+            return false;
+        }
+        if op == OP_CAPABILITY
+            && words
+                .get(i + 1)
+                .is_some_and(|c| CAPS_NEWER_THAN_VALIDATOR.contains(c))
+        {
+            return true;
+        }
+        i += count;
+    }
+    false
+}
+
 /// `words` with each OpTypeCooperativeMatrixNV / OpTypeCooperativeMatrixKHR
 /// replaced by an OpTypeRayQueryKHR of the same id (an opaque type spirq
 /// knows; reflection of bindings, push constants and spec constants never
@@ -518,6 +556,39 @@ fn without_coopmat_types(words: &[u32]) -> Option<Vec<u32>> {
                 replaced = true;
             }
             _ => out.extend_from_slice(inst),
+        }
+        i += count;
+    }
+    replaced.then_some(out)
+}
+
+/// `words` with each instruction whose opcode the reflection parser does
+/// not know (those of SPV_NV_cooperative_matrix2 and
+/// SPV_NV_tensor_addressing) made opaque: a type declaration becomes an
+/// OpTypeRayQueryKHR of the same id and anything else (instructions in
+/// function bodies) is left out: resources are reflected from their
+/// declarations, all of them known. For reflection only; `None` if there
+/// is none.
+fn without_unknown_ops(words: &[u32]) -> Option<Vec<u32>> {
+    const OP_TYPE_RAY_QUERY_KHR: u32 = 4472;
+    // SPV_NV_tensor_addressing's OpTypeTensorLayoutNV and OpTypeTensorViewNV.
+    const OP_TYPE_TENSOR_LAYOUT_NV: u32 = 5370;
+    const OP_TYPE_TENSOR_VIEW_NV: u32 = 5371;
+    let mut out = Vec::with_capacity(words.len());
+    out.extend_from_slice(words.get(..5)?);
+    let mut replaced = false;
+    let mut i = 5;
+    while i < words.len() {
+        let count = ((words[i] >> 16) as usize).max(1);
+        let inst = words.get(i..i + count)?;
+        let op = inst[0] & 0xffff;
+        if spirq::spirv::Op::from_u32(op).is_some() {
+            out.extend_from_slice(inst);
+        } else if matches!(op, OP_TYPE_TENSOR_LAYOUT_NV | OP_TYPE_TENSOR_VIEW_NV) && count >= 2 {
+            out.extend_from_slice(&[(2 << 16) | OP_TYPE_RAY_QUERY_KHR, inst[1]]);
+            replaced = true;
+        } else {
+            replaced = true;
         }
         i += count;
     }
@@ -764,5 +835,45 @@ mod tests {
             ]
         );
         assert_eq!(without_spec_ops(&w[..5 + 4]), None);
+    }
+
+    #[test]
+    fn coopmat2_modules_skip_the_old_validator_and_reflect_without_their_ops() {
+        // Header, OpCapability Shader, OpCapability TensorAddressingNV,
+        // OpMemoryModel, then OpTypeTensorLayoutNV %5 and an unknown
+        // function-body opcode (5367, OpCooperativeMatrixLoadTensorNV).
+        let w = vec![
+            MAGIC,
+            0x0001_0600,
+            0,
+            10,
+            0,
+            (2 << 16) | 17,
+            1,
+            (2 << 16) | 17,
+            5439,
+            (3 << 16) | 14,
+            0,
+            1,
+            (4 << 16) | 5370,
+            5,
+            6,
+            7,
+            (8 << 16) | 5367,
+            1,
+            2,
+            3,
+            4,
+            5,
+            6,
+            7,
+        ];
+        assert!(declares_unknown_to_validator(&w));
+        assert!(!declares_unknown_to_validator(&w[..7]));
+        let out = without_unknown_ops(&w).expect("unknown ops replaced");
+        assert_eq!(&out[..12], &w[..12]);
+        assert_eq!(&out[12..], &[(2 << 16) | 4472, 5]);
+        // Nothing unknown: nothing to replace.
+        assert!(without_unknown_ops(&w[..12]).is_none());
     }
 }

@@ -12,6 +12,17 @@ use ash::vk;
 
 use crate::error::{Error, Result};
 
+/// VK_NV_cooperative_matrix2's features that SPIR-V capabilities depend
+/// on, as enabled.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Coopmat2Enabled {
+    pub reductions: bool,
+    pub conversions: bool,
+    pub per_element_operations: bool,
+    pub tensor_addressing: bool,
+    pub block_loads: bool,
+}
+
 /// Device features that SPIR-V capabilities depend on, as enabled.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct ShaderFeatures {
@@ -45,6 +56,12 @@ pub(crate) struct ShaderFeatures {
     pub compute_full_subgroups: bool,
     /// `timelineSemaphore` (Vulkan 1.2): every ticket waits on one.
     pub timeline_semaphore: bool,
+    /// VK_NV_cooperative_matrix2's features, as enabled.
+    pub coopmat2_reductions: bool,
+    pub coopmat2_conversions: bool,
+    pub coopmat2_per_element: bool,
+    pub coopmat2_tensor_addressing: bool,
+    pub coopmat2_block_loads: bool,
 }
 
 impl ShaderFeatures {
@@ -86,6 +103,21 @@ impl ShaderFeatures {
             subgroup_size_control: f13.is_some_and(|f| on(f.subgroup_size_control)),
             compute_full_subgroups: f13.is_some_and(|f| on(f.compute_full_subgroups)),
             timeline_semaphore: on(f12.timeline_semaphore),
+            ..ShaderFeatures::default()
+        }
+    }
+
+    /// The same with VK_NV_cooperative_matrix2 enabled with these
+    /// features, when `Some`.
+    pub(crate) fn with_coopmat2(self, nv2: Option<Coopmat2Enabled>) -> ShaderFeatures {
+        let Some(f) = nv2 else { return self };
+        ShaderFeatures {
+            coopmat2_reductions: f.reductions,
+            coopmat2_conversions: f.conversions,
+            coopmat2_per_element: f.per_element_operations,
+            coopmat2_tensor_addressing: f.tensor_addressing,
+            coopmat2_block_loads: f.block_loads,
+            ..self
         }
     }
 
@@ -140,6 +172,38 @@ impl ShaderFeatures {
                 "CooperativeMatrixNV",
                 "VK_NV_cooperative_matrix",
                 self.coopmat_nv,
+            ),
+            5430 => (
+                "CooperativeMatrixReductionsNV",
+                "cooperativeMatrixReductions (VK_NV_cooperative_matrix2)",
+                self.coopmat2_reductions,
+            ),
+            5431 => (
+                "CooperativeMatrixConversionsNV",
+                "cooperativeMatrixConversions (VK_NV_cooperative_matrix2)",
+                self.coopmat2_conversions,
+            ),
+            5432 => (
+                "CooperativeMatrixPerElementOperationsNV",
+                "cooperativeMatrixPerElementOperations (VK_NV_cooperative_matrix2)",
+                self.coopmat2_per_element,
+            ),
+            5433 => (
+                "CooperativeMatrixTensorAddressingNV",
+                "cooperativeMatrixTensorAddressing (VK_NV_cooperative_matrix2)",
+                self.coopmat2_tensor_addressing,
+            ),
+            5434 => (
+                "CooperativeMatrixBlockLoadsNV",
+                "cooperativeMatrixBlockLoads (VK_NV_cooperative_matrix2)",
+                self.coopmat2_block_loads,
+            ),
+            // SPV_NV_tensor_addressing's tensor layouts and views: Vulkan
+            // allows them with cooperativeMatrixTensorAddressing.
+            5439 => (
+                "TensorAddressingNV",
+                "cooperativeMatrixTensorAddressing (VK_NV_cooperative_matrix2)",
+                self.coopmat2_tensor_addressing,
             ),
             6022 => (
                 "CooperativeMatrixKHR",
@@ -242,6 +306,30 @@ mod tests {
             ..ShaderFeatures::default()
         };
         assert!(check(&module(&[1, 9, 5357]), &have, "gpu").is_ok());
+        // The coopmat2 capabilities need the extension's features.
+        let e = check(&module(&[6022, 5433, 5439]), &have, "gpu").unwrap_err();
+        assert!(e.to_string().contains("CooperativeMatrixKHR"), "{e}");
+        let khr = ShaderFeatures {
+            coopmat_khr: true,
+            ..have
+        };
+        let e = check(&module(&[6022, 5433, 5439]), &khr, "gpu").unwrap_err();
+        assert!(
+            e.to_string().contains("cooperativeMatrixTensorAddressing"),
+            "{e}"
+        );
+        let nv2 = Coopmat2Enabled {
+            tensor_addressing: true,
+            ..Default::default()
+        };
+        let cm2 = khr.with_coopmat2(Some(nv2));
+        assert!(check(&module(&[6022, 5433, 5439]), &cm2, "gpu").is_ok());
+        let e = check(&module(&[6022, 5430]), &cm2, "gpu").unwrap_err();
+        assert!(
+            e.to_string().contains("CooperativeMatrixReductionsNV"),
+            "{e}"
+        );
+        assert_eq!(khr.with_coopmat2(None), khr);
         // Float64 after OpMemoryModel in `module` is not a declaration.
         assert!(check(&module(&[]), &none, "gpu").is_ok());
     }

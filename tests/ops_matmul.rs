@@ -428,11 +428,14 @@ fn f16_inputs_widened_to_f32() {
         ));
         return;
     }
-    let caps = MatmulCaps::of(gpu.info());
-    // K not a multiple of 8: never the cooperative-matrix kernel.
+    // Without the workgroup-scope kernel (which takes any shape), K not a
+    // multiple of 8 never takes the cooperative-matrix kernel: the plan
+    // widens, and it is recorded by name.
+    let caps = MatmulCaps::of(gpu.info()).with_coopmat2(None, 0);
     for (m, k, n) in [(127, 255, 63), (1, 33, 20), (20, 33, 1)] {
-        assert!(ops::choose_matmul(m, k, n, MatmulDtype::F16, &caps).widen_f16);
-        f16_matmul(&gpu, m, k, n, 1.01, None);
+        let plan = ops::choose_matmul(m, k, n, MatmulDtype::F16, &caps);
+        assert!(plan.widen_f16);
+        f16_matmul(&gpu, m, k, n, 1.01, Some(plan));
     }
     let mut batch = gpu.batch().unwrap();
     let h = gpu.alloc::<u16>(6).unwrap();
@@ -454,6 +457,16 @@ fn f16_inputs_widened_to_f32() {
         ops::matmul::matmul_f16_with_plan(&mut batch, &h, &h, &c4, 2, 3, 2, coop),
         "does not apply",
     );
+    if MatmulCaps::of(gpu.info()).coopmat2_granularity.is_none() {
+        let cm2 = MatmulPlan {
+            kernel: MatmulKernel::CoopMat2F16(ops::Cm2Tile::SQUARE),
+            widen_f16: false,
+        };
+        shape_err(
+            ops::matmul::matmul_f16_with_plan(&mut batch, &h, &h, &c4, 2, 3, 2, cm2),
+            "does not apply",
+        );
+    }
     let c = gpu.alloc::<f32>(5).unwrap();
     shape_err(
         ops::matmul_f16(&mut batch, &h, &h, &c, 2, 3, 2),
@@ -466,7 +479,11 @@ fn f16_inputs_widened_to_f32() {
 #[test]
 fn f16_on_cooperative_matrices() {
     let gpu = common::gpu();
-    let caps = MatmulCaps::of(gpu.info());
+    // The NV kernel's own rule: the caps without the workgroup-scope and
+    // KHR kernels, which come first where they exist.
+    let caps = MatmulCaps::of(gpu.info())
+        .with_coopmat2(None, 0)
+        .with_coopmat_khr_f16(false);
     let plan = ops::choose_matmul(256, 128, 256, MatmulDtype::F16, &caps);
     if !matches!(plan.kernel, MatmulKernel::CoopMatF16(_)) {
         common::skipped(format!(
@@ -479,7 +496,12 @@ fn f16_on_cooperative_matrices() {
     }
     // Whole blocks, then edges in M and N (K, N multiples of 8).
     for (m, k, n) in [(256, 128, 256), (200, 72, 136), (17, 8, 24)] {
-        f16_matmul(&gpu, m, k, n, 2.0, None);
+        let plan = ops::choose_matmul(m, k, n, MatmulDtype::F16, &caps);
+        assert_eq!(
+            plan.kernel,
+            MatmulKernel::CoopMatF16(ops::CoopTile::DEFAULT)
+        );
+        f16_matmul(&gpu, m, k, n, 2.0, Some(plan));
     }
     for tile in [ops::CoopTile::WIDE, ops::CoopTile::TALL] {
         let plan = MatmulPlan {
@@ -494,22 +516,100 @@ fn f16_on_cooperative_matrices() {
 }
 
 #[test]
+fn f16_on_khr_cooperative_matrices() {
+    let gpu = common::gpu();
+    let caps = MatmulCaps::of(gpu.info());
+    if !caps.coopmat_khr_f16 || !ops::matmul::subgroup_coop_fits(256, 128, 256, &caps) {
+        common::skipped(format!(
+            "KHR cooperative-matrix matmul: {} lists no usable 16×16×16 f16 shape under \
+             VK_KHR_cooperative_matrix (KHR shapes: {:?}; subgroup size {})",
+            gpu.info().name,
+            gpu.info().cooperative_matrix_shapes,
+            caps.subgroup_size
+        ));
+        return;
+    }
+    // Every compiled tile by name: whole blocks, edges in M and N (K and N
+    // multiples of 8), a K of one slice and of many.
+    for tile in [
+        ops::CoopTile::DEFAULT,
+        ops::CoopTile::WIDE,
+        ops::CoopTile::TALL,
+    ] {
+        let plan = MatmulPlan {
+            kernel: MatmulKernel::CoopMatKhrF16(tile),
+            widen_f16: false,
+        };
+        for (m, k, n) in [
+            (256, 128, 256),
+            (200, 72, 136),
+            (17, 8, 24),
+            (300, 1032, 264),
+        ] {
+            f16_matmul(&gpu, m, k, n, 2.0, Some(plan));
+        }
+    }
+    common::assert_clean(&gpu);
+}
+
+#[test]
+fn f16_on_workgroup_cooperative_matrices() {
+    let gpu = common::gpu();
+    let caps = MatmulCaps::of(gpu.info());
+    if caps.coopmat2_granularity.is_none() {
+        common::skipped(format!(
+            "workgroup-scope cooperative-matrix matmul: {} has no usable \
+             VK_NV_cooperative_matrix2 f16 shape for 256 invocations ({:?})",
+            gpu.info().name,
+            gpu.info().cooperative_matrix_features.nv2
+        ));
+        return;
+    }
+    // The default plan is the workgroup-scope kernel for any matrix shape.
+    for (m, k, n) in [(15, 17, 127), (300, 200, 520)] {
+        let plan = ops::choose_matmul(m, k, n, MatmulDtype::F16, &caps);
+        assert!(
+            matches!(plan.kernel, MatmulKernel::CoopMat2F16(_)),
+            "{plan:?}"
+        );
+        f16_matmul(&gpu, m, k, n, 2.0, None);
+    }
+    // Every tile by name: ones, odd sides on both sides of a block and of
+    // a slice, whole blocks, a long K with a partial last slice.
+    let shapes = [
+        (1, 1, 1),
+        (1, 17, 15),
+        (15, 1, 17),
+        (17, 15, 1),
+        (127, 129, 131),
+        (128, 64, 256),
+        (129, 72, 257),
+        (257, 4097, 40),
+    ];
+    for tile in ops::Cm2Tile::ALL {
+        if !tile.fits(&caps) {
+            common::skipped(format!(
+                "coopmat2 tile {tile:?}: the adapter's granularity {:?} does not divide it",
+                caps.coopmat2_granularity
+            ));
+            continue;
+        }
+        let plan = MatmulPlan {
+            kernel: MatmulKernel::CoopMat2F16(tile),
+            widen_f16: false,
+        };
+        for (m, k, n) in shapes {
+            f16_matmul(&gpu, m, k, n, 2.0, Some(plan));
+        }
+    }
+    common::assert_clean(&gpu);
+}
+
+#[test]
 fn choose_matmul_per_shape_and_adapter() {
     // Pure: no device. An H200-like adapter and a lavapipe-like one.
-    let h200 = MatmulCaps {
-        subgroup_size: 32,
-        max_shared_memory: 49152,
-        max_workgroup_invocations: 1024,
-        compute_units: 132,
-        coopmat_f16: true,
-    };
-    let cpu = MatmulCaps {
-        subgroup_size: 8,
-        max_shared_memory: 32768,
-        max_workgroup_invocations: 1024,
-        compute_units: 0,
-        coopmat_f16: false,
-    };
+    let h200 = MatmulCaps::new(32, 49152, 1024, 132).with_coopmat_f16(true);
+    let cpu = MatmulCaps::new(8, 32768, 1024, 0);
     let f32_kernel =
         |m, k, n, caps: &MatmulCaps| ops::choose_matmul(m, k, n, MatmulDtype::F32, caps).kernel;
     assert_eq!(
@@ -536,4 +636,14 @@ fn choose_matmul_per_shape_and_adapter() {
     assert!(widened.widen_f16);
     assert_eq!(widened.kernel, MatmulKernel::Tiled(TileConfig::LARGE));
     assert!(f16(4096, 4095, 4096, &h200).widen_f16);
+    // With VK_NV_cooperative_matrix2's workgroup-scope shape: any shape.
+    let h100 = h200.with_coopmat2(Some([16, 16, 16]), 65535);
+    assert_eq!(
+        f16(4096, 4095, 4096, &h100).kernel,
+        MatmulKernel::CoopMat2F16(ops::Cm2Tile::WIDE)
+    );
+    assert_eq!(
+        f16(1024, 1024, 1024, &h100).kernel,
+        MatmulKernel::CoopMat2F16(ops::Cm2Tile::SMALL)
+    );
 }

@@ -2,7 +2,20 @@
 //! result checked against the CPU.
 //!
 //! ```text
-//! cargo run --release --example matmul [-- --json PATH]
+//! cargo run --release --example matmul [-- [--f16-only] [--json PATH]]
+//! ```
+//!
+//! `--f16-only` runs the adapter dump, the f16 benchmark
+//! (`f16_bench.rs`: every candidate kernel per shape, named plans, warmed,
+//! interleaved, min / median / max, the default-over-best rule) and the
+//! cooperative-matrix ceilings, and skips the f32 rows. The process exits
+//! with status 1 when a check fails and 2 when only the rule is broken.
+//! On the GPU machine, with the CUDA reference in the same call (about
+//! three minutes together):
+//!
+//! ```text
+//! cargo build --release --example matmul     # here; carry the binary
+//! matmul --f16-only; python3 cuda_reference.py --matmul
 //! ```
 //!
 //! Rows: f32 at 4096³, 8192³ and 4097³ (and a few tiles at 4096³ for
@@ -23,13 +36,17 @@
 use std::time::Instant;
 
 use vkcompute::ops::{
-    self, CoopTile, MatmulCaps, MatmulDtype, MatmulKernel, MatmulPlan, TileConfig,
+    self, Cm2Tile, CoopTile, MatmulCaps, MatmulDtype, MatmulKernel, MatmulPlan, TileConfig,
 };
 use vkcompute::{Batch, BatchOptions, Buffer, Device, Profiling, Result};
 
+mod f16_bench;
 mod peak;
 
-use peak::{coopmat_peak, peak_in_child, PEAK_CHILD};
+use peak::{
+    cm2_peak, cm2_peak_in_child, coopmat_peak, peak_in_child, CM2_PEAK_CHILD, CM2_PEAK_KERNELS,
+    PEAK_CHILD,
+};
 
 /// Deterministic inputs in [-1, 1) with full 24-bit significands (so
 /// products and sums round, and the error figures mean something).
@@ -42,14 +59,6 @@ fn values(seed: u64, len: usize) -> Vec<f32> {
             x ^= x >> 27;
             ((x.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 40) as f32 / (1u64 << 23) as f32) - 1.0
         })
-        .collect()
-}
-
-/// Deterministic f16 inputs: multiples of 1/64 in [-1, 1), exact in f16.
-fn values_f16(seed: u64, len: usize) -> Vec<f32> {
-    values(seed, len)
-        .into_iter()
-        .map(|v| ((v * 64.0).floor() / 64.0).clamp(-1.0, 63.0 / 64.0))
         .collect()
 }
 
@@ -272,107 +281,68 @@ fn f32_case(
     Ok(tflops)
 }
 
-/// Times and checks one f16 matmul (cooperative matrices or widened).
+/// Checks one f16 matmul with full-entropy inputs (`f16_bench::f16_inputs`)
+/// against K·u·max|a|·max|b|, recording `plan` (the default when `None`);
+/// the row names the kernel labels that ran.
 fn f16_case(
     gpu: &Device,
     rep: &mut Report,
     key: &str,
     s: u32,
     plan: Option<MatmulPlan>,
-    reps: usize,
     full_check: bool,
 ) -> Result<()> {
-    let (a, b) = (
-        values_f16(3, (s * s) as usize),
-        values_f16(4, (s * s) as usize),
-    );
-    let bits = |v: &[f32]| v.iter().map(|&x| f16_bits(x)).collect::<Vec<u16>>();
-    let (ga, gb): (Buffer<u16>, Buffer<u16>) = (gpu.upload(&bits(&a))?, gpu.upload(&bits(&b))?);
+    let (abits, a) = f16_bench::f16_inputs(3, (s * s) as usize);
+    let (bbits, b) = f16_bench::f16_inputs(4, (s * s) as usize);
+    let (ga, gb): (Buffer<u16>, Buffer<u16>) = (gpu.upload(&abits)?, gpu.upload(&bbits)?);
     let gc = gpu.alloc::<f32>((s as usize) * (s as usize))?;
-    let ns = time_ns(gpu, reps, |batch| {
-        ops::matmul_f16(batch, &ga, &gb, &gc, s, s, s)
-    })?;
-    let c = gc.download()?;
-    let err = max_error(&a, &b, &c, (s as usize, s as usize, s as usize), full_check);
-    let plan = plan.unwrap_or_else(|| {
-        ops::choose_matmul(s, s, s, MatmulDtype::F16, &MatmulCaps::of(gpu.info()))
-    });
-    let bound = 2.0 * f64::from(s) * f64::powi(2.0, -24);
-    // The widened path records three commands per repetition, which the
-    // per-command timing does not add up: it is checked, not timed.
-    let tflops = if plan.widen_f16 {
-        f64::NAN
+    let plan = plan.unwrap_or_else(|| f16_bench::default_plan(gpu, (s, s, s)));
+    let opts = BatchOptions::single_submit().with_profiling(Profiling::Commands);
+    let mut batch = gpu.batch_with(if gpu.info().timestamps {
+        opts
     } else {
-        2.0 * f64::from(s).powi(3) / ns / 1e3
+        BatchOptions::single_submit()
+    })?;
+    ops::matmul::matmul_f16_with_plan(&mut batch, &ga, &gb, &gc, s, s, s, plan)?;
+    let ticket = batch.submit_async()?;
+    ticket.wait()?;
+    let labels: Vec<String> = if gpu.info().timestamps {
+        ticket
+            .profile()?
+            .commands
+            .into_iter()
+            .map(|c| c.label)
+            .collect()
+    } else {
+        vec!["(no timestamps)".into()]
     };
+    let c = gc.download()?;
+    let err = f16_bench::abs_error(&a, &b, &c, (s as usize, s as usize, s as usize), full_check);
+    let bound = f16_bench::error_bound(&a, &b, s);
     let note = format!(
-        " {:?}{}",
-        plan.kernel,
-        if plan.widen_f16 {
-            " (widened to f32; not timed)"
-        } else {
-            ""
-        }
+        " {}; ran {}; |err| {err:.2e} (bound K·u·max|a|·max|b| = {bound:.2e})",
+        plan_name(&plan),
+        labels.join(" + ")
     );
-    rep.push(key, tflops, "TFLOPs", Some(err), bound, note);
+    rep.push(key, err / bound, "of_bound", Some(err / bound), 1.0, note);
     Ok(())
 }
 
-fn main() -> Result<()> {
-    let args: Vec<String> = std::env::args().collect();
-    let json = args
-        .iter()
-        .position(|a| a == "--json")
-        .and_then(|i| args.get(i + 1));
-    let quick = std::env::var_os("VKCOMPUTE_QUICK").is_some();
-    if args.get(1).map(String::as_str) == Some(PEAK_CHILD) {
-        let acc: u32 = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(8);
-        let optimize = args.get(3).map(String::as_str) != Some("O0");
-        let spirv13 = args.get(4).map(String::as_str) != Some("spv15");
-        let shared = args.get(5).map(String::as_str) == Some("shared");
-        let gpu = Device::new()?;
-        let reps = if quick { 3 } else { 10 };
-        println!(
-            "peak {}",
-            coopmat_peak(&gpu, reps, quick, acc, optimize, spirv13, shared)?
-        );
-        return Ok(());
-    }
-    let gpu = Device::new()?;
+/// The f32 rows: checks at a small size, full sizes, tiles, odd shapes,
+/// GEMV.
+fn f32_rows(gpu: &Device, rep: &mut Report, quick: bool) -> Result<()> {
     let info = gpu.info();
-    let device = format!("{} ({}, {})", info.name, info.driver_name, info.driver_info);
-    println!("adapter: {device}");
     let caps = MatmulCaps::of(info);
-    println!(
-        "caps: {caps:?}\nKHR cooperative-matrix shapes: {:?}\nNV cooperative-matrix shapes: {:?}",
-        info.cooperative_matrix_shapes
-            .iter()
-            .map(|s| (s.m, s.n, s.k, s.a, s.c, s.result))
-            .collect::<Vec<_>>(),
-        info.cooperative_matrix_nv_shapes
-            .iter()
-            .map(|s| (s.m, s.n, s.k, s.a, s.c, s.result))
-            .collect::<Vec<_>>(),
-    );
-    println!(
-        "{:<34} {:>10} {:<7} {:>12}",
-        "case", "value", "unit", "max_rel_err"
-    );
-    let mut rep = Report {
-        rows: Vec::new(),
-        failed: false,
-    };
     let reps = if quick { 3 } else { 10 };
     let (s1, s2, odd, gemv, chk) = if quick {
         (128, 256, 129, 1024, 128)
     } else {
         (4096, 8192, 4097, 8192, 512)
     };
-
     // Checkable size: every entry against f64.
     f32_case(
-        &gpu,
-        &mut rep,
+        gpu,
+        rep,
         &format!("check_sgemm{chk}"),
         (chk, chk, chk),
         None,
@@ -380,8 +350,8 @@ fn main() -> Result<()> {
         true,
     )?;
     f32_case(
-        &gpu,
-        &mut rep,
+        gpu,
+        rep,
         &format!("check_gemv{chk}"),
         (chk, chk, 1),
         None,
@@ -389,37 +359,17 @@ fn main() -> Result<()> {
         true,
     )?;
     f32_case(
-        &gpu,
-        &mut rep,
+        gpu,
+        rep,
         &format!("check_vecmat{chk}"),
         (1, chk, chk),
         None,
         2,
         true,
     )?;
-    if info.storage_buffer16 {
-        f16_case(
-            &gpu,
-            &mut rep,
-            &format!("check_hgemm{chk}"),
-            chk,
-            None,
-            2,
-            true,
-        )?;
-    }
-
     // Full sizes (and the odd one): spot checks.
     for s in [s1, s2, odd] {
-        f32_case(
-            &gpu,
-            &mut rep,
-            &format!("sgemm{s}"),
-            (s, s, s),
-            None,
-            reps,
-            false,
-        )?;
+        f32_case(gpu, rep, &format!("sgemm{s}"), (s, s, s), None, reps, false)?;
     }
     let v4 = |t: TileConfig| TileConfig { vec4: true, ..t };
     let v4w = |t: TileConfig| TileConfig {
@@ -583,8 +533,8 @@ fn main() -> Result<()> {
             widen_f16: false,
         };
         f32_case(
-            &gpu,
-            &mut rep,
+            gpu,
+            rep,
             &format!("sgemm{s1}_tile{name}"),
             (s1, s1, s1),
             Some(plan),
@@ -594,8 +544,8 @@ fn main() -> Result<()> {
     }
     for (m, k, n) in [(127, 255, 63), (1, s1, s1)] {
         f32_case(
-            &gpu,
-            &mut rep,
+            gpu,
+            rep,
             &format!("sgemm_{m}x{k}x{n}"),
             (m, k, n),
             None,
@@ -604,8 +554,8 @@ fn main() -> Result<()> {
         )?;
     }
     f32_case(
-        &gpu,
-        &mut rep,
+        gpu,
+        rep,
         &format!("gemv{gemv}"),
         (gemv, gemv, 1),
         None,
@@ -613,30 +563,218 @@ fn main() -> Result<()> {
         false,
     )?;
 
-    if matches!(
-        ops::choose_matmul(s1, s1, s1, MatmulDtype::F16, &caps).kernel,
-        MatmulKernel::CoopMatF16(_)
-    ) {
-        for s in [s1, s2] {
-            f16_case(&gpu, &mut rep, &format!("hgemm{s}"), s, None, reps, false)?;
+    Ok(())
+}
+
+/// The workgroup-scope ceiling rows: each loop variant in a child process
+/// of its own; the row is the fastest that ran.
+fn cm2_peak_rows(rep: &mut Report, quick: bool) {
+    let mut peak = f64::NAN;
+    for (name, _) in CM2_PEAK_KERNELS {
+        match cm2_peak_in_child(name) {
+            Ok(t) => {
+                println!("coopmat2 workgroup-scope peak loop {name}: {t:.1} TFLOP/s");
+                if t.is_nan() {
+                    rep.failed = true;
+                } else if peak.is_nan() || t > peak {
+                    peak = t;
+                }
+            }
+            Err(e) => println!("coopmat2 workgroup-scope peak loop {name}: no figure ({e})"),
         }
-        let tiles = [
-            ("128x128_w64x32_k32", CoopTile::DEFAULT),
-            ("128x256_w64x64_k16", CoopTile::WIDE),
-            ("256x128_w64x64_k16", CoopTile::TALL),
-        ];
-        for (name, t) in tiles {
+    }
+    rep.push(
+        "coopmat2_peak",
+        peak,
+        "TFLOPs",
+        None,
+        0.0,
+        format!(
+            " workgroup-scope {} loop (operands in registers), fastest variant that ran{}",
+            CM2_PEAK_KERNELS
+                .iter()
+                .map(|(n, _)| *n)
+                .collect::<Vec<_>>()
+                .join(" / "),
+            if quick { " (quick)" } else { "" }
+        ),
+    );
+}
+
+/// A row name for an f16 plan.
+fn plan_name(plan: &MatmulPlan) -> String {
+    match plan.kernel {
+        MatmulKernel::CoopMatF16(t) => {
+            format!("cm1_{}x{}_w{}x{}_k{}", t.bm(), t.bn(), t.wm, t.wn, t.bk)
+        }
+        MatmulKernel::CoopMatKhrF16(t) => {
+            format!("khr_{}x{}_w{}x{}_k{}", t.bm(), t.bn(), t.wm, t.wn, t.bk)
+        }
+        MatmulKernel::CoopMat2F16(t) => format!("cm2_{}x{}x{}", t.bm, t.bn, t.bk),
+        MatmulKernel::Tiled(t) if plan.widen_f16 => {
+            format!("widened_f32_{}x{}x{}", t.bm, t.bn, t.bk)
+        }
+        other => format!("{other:?}{}", if plan.widen_f16 { "_widened" } else { "" }),
+    }
+}
+
+/// The f16 candidates at m×k×n: the default plan, every workgroup-scope
+/// tile that fits the adapter, and every subgroup-scope tile (KHR and NV)
+/// where those kernels apply (each named by [`plan_name`]).
+fn f16_candidates(gpu: &Device, shape: (u32, u32, u32)) -> (Vec<f16_bench::Candidate>, String) {
+    let (m, k, n) = shape;
+    let caps = MatmulCaps::of(gpu.info());
+    let default = f16_bench::default_plan(gpu, shape);
+    let mut plans = vec![default];
+    for t in Cm2Tile::ALL {
+        if t.fits(&caps) {
+            plans.push(MatmulPlan {
+                kernel: MatmulKernel::CoopMat2F16(t),
+                widen_f16: false,
+            });
+        }
+    }
+    // The subgroup-scope kernels' tiles (KHR and NV) where their rule
+    // allows the shape.
+    if ops::matmul::subgroup_coop_fits(m, k, n, &caps) {
+        for t in [CoopTile::DEFAULT, CoopTile::WIDE, CoopTile::TALL] {
             if t.shared_bytes() > caps.max_shared_memory {
-                println!("skipped: coopmat tile {name} does not fit {}", info.name);
                 continue;
             }
-            let plan = MatmulPlan {
-                kernel: MatmulKernel::CoopMatF16(t),
-                widen_f16: false,
-            };
-            let key = format!("hgemm{s2}_tile{name}");
-            f16_case(&gpu, &mut rep, &key, s2, Some(plan), reps, false)?;
+            if caps.coopmat_khr_f16 && t.khr_kernel().is_some() {
+                plans.push(MatmulPlan {
+                    kernel: MatmulKernel::CoopMatKhrF16(t),
+                    widen_f16: false,
+                });
+            }
+            if caps.coopmat_f16 {
+                plans.push(MatmulPlan {
+                    kernel: MatmulKernel::CoopMatF16(t),
+                    widen_f16: false,
+                });
+            }
         }
+    }
+    let mut out: Vec<f16_bench::Candidate> = Vec::new();
+    for p in plans {
+        let name = plan_name(&p);
+        if !out.iter().any(|c| c.name == name) {
+            out.push(f16_bench::Candidate { name, plan: p });
+        }
+    }
+    (out, plan_name(&default))
+}
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().collect();
+    let json = args
+        .iter()
+        .position(|a| a == "--json")
+        .and_then(|i| args.get(i + 1));
+    let quick = std::env::var_os("VKCOMPUTE_QUICK").is_some();
+    let f16_only = args.iter().any(|a| a == "--f16-only");
+    if args.get(1).map(String::as_str) == Some(CM2_PEAK_CHILD) {
+        let name = args.get(2).cloned().unwrap_or_default();
+        let gpu = Device::new()?;
+        let t = cm2_peak(&gpu, &name, quick)?;
+        if gpu.validation_enabled() && gpu.validation_message_count() > 0 {
+            for m in gpu.validation_messages() {
+                eprintln!("{m}");
+            }
+            std::process::exit(1);
+        }
+        println!("peak {t}");
+        return Ok(());
+    }
+    if args.get(1).map(String::as_str) == Some(PEAK_CHILD) {
+        let acc: u32 = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(8);
+        let optimize = args.get(3).map(String::as_str) != Some("O0");
+        let spirv13 = args.get(4).map(String::as_str) != Some("spv15");
+        let shared = args.get(5).map(String::as_str) == Some("shared");
+        let gpu = Device::new()?;
+        let reps = if quick { 3 } else { 10 };
+        println!(
+            "peak {}",
+            coopmat_peak(&gpu, reps, quick, acc, optimize, spirv13, shared)?
+        );
+        return Ok(());
+    }
+    let gpu = Device::new()?;
+    let info = gpu.info();
+    let device = format!("{} ({}, {})", info.name, info.driver_name, info.driver_info);
+    println!("adapter: {device}");
+    let caps = MatmulCaps::of(info);
+    println!("caps: {caps:?}");
+    f16_bench::dump_coopmat(&gpu);
+    println!(
+        "{:<34} {:>10} {:<7} {:>12}",
+        "case", "value", "unit", "max_rel_err"
+    );
+    let mut rep = Report {
+        rows: Vec::new(),
+        failed: false,
+    };
+    if !f16_only {
+        f32_rows(&gpu, &mut rep, quick)?;
+    }
+    let chk = if quick { 128 } else { 512 };
+    let mut rule_ok = true;
+    if info.storage_buffer16 {
+        // Every entry of the default plan's product against f64.
+        let key = format!("check_hgemm{chk}");
+        if let Err(e) = f16_case(&gpu, &mut rep, &key, chk, None, true) {
+            println!("{key}: did not run: {e}");
+            rep.failed = true;
+        }
+        let sizes: &[u32] = if quick {
+            &[64, 128, 129]
+        } else {
+            &[1024, 2048, 4096, 8192, 4097]
+        };
+        let (rounds, warm) = if quick {
+            (15, std::time::Duration::from_millis(20))
+        } else {
+            (15, f16_bench::WARM_FOR)
+        };
+        for &sz in sizes {
+            let shape = (sz, sz, sz);
+            let (cands, default) = f16_candidates(&gpu, shape);
+            match f16_bench::bench_shape(
+                &gpu, &mut rep, shape, &cands, &default, rounds, warm, false,
+            ) {
+                Ok(ok) => rule_ok &= ok,
+                Err(e) => {
+                    println!("hgemm {sz}³: the benchmark stopped: {e}");
+                    rep.failed = true;
+                }
+            }
+        }
+        // torch.bmm's shape of the CUDA reference: 32 × (512 × 128 × 512).
+        let (count, bmm) = if quick {
+            (4, (64, 32, 64))
+        } else {
+            (32, (512, 128, 512))
+        };
+        if let Err(e) = f16_bench::bench_bmm(&gpu, &mut rep, count, bmm, rounds, warm) {
+            println!("hbmm: the benchmark stopped: {e}");
+            rep.failed = true;
+        }
+    } else {
+        println!(
+            "skipped: f16 rows: no storageBuffer16BitAccess on {}",
+            info.name
+        );
+    }
+    if Cm2Tile::ALL.iter().any(|t| t.fits(&caps)) {
+        cm2_peak_rows(&mut rep, quick);
+    } else {
+        println!(
+            "skipped: workgroup-scope coopmat2 ceiling: no usable VK_NV_cooperative_matrix2 \
+             f16 shape on {}",
+            info.name
+        );
+    }
+    if caps.coopmat_f16 && caps.subgroup_size == 32 {
         // The ceiling: a few accumulator counts, optimised by shaderc or
         // not, each in a process of its own (the driver crashed on every
         // variant of an earlier form of the loop on the H200, 2026-11-23);
@@ -705,6 +843,14 @@ fn main() -> Result<()> {
     if rep.failed {
         eprintln!("a check failed");
         std::process::exit(1);
+    }
+    if !rule_ok {
+        eprintln!(
+            "the default f16 plan is over {}× the best candidate at some shape (rows \
+             *_default_over_best): the choice rule is broken",
+            f16_bench::RULE_LIMIT
+        );
+        std::process::exit(2);
     }
     Ok(())
 }

@@ -21,8 +21,10 @@
 //! kernel in two tile sizes (a tile may ask for 16-byte loads and stores,
 //! [`TileConfig::vec4`], used where K and N are multiples of 4), GEMV
 //! kernels for M = 1 or N = 1, and for f16 inputs a cooperative-matrix
-//! kernel (tensor cores) where the adapter has the shape, else the f16
-//! inputs are widened to f32 first.
+//! kernel (tensor cores) where the adapter has the shape: the
+//! workgroup-scope one (`VK_NV_cooperative_matrix2`, any shape) where it
+//! applies, else the subgroup-scope one; else the f16 inputs are widened
+//! to f32 first.
 //!
 //! Like any command in a batch, a matmul may overlap the commands recorded
 //! before it: put a [`Batch::barrier`] between a command that writes A or B
@@ -40,7 +42,8 @@ mod plan;
 mod skinny;
 
 pub use plan::{
-    choose_matmul, CoopTile, MatmulCaps, MatmulDtype, MatmulKernel, MatmulPlan, TileConfig,
+    choose_matmul, subgroup_coop_fits, Cm2Tile, CoopTile, MatmulCaps, MatmulDtype, MatmulKernel,
+    MatmulPlan, TileConfig,
 };
 pub use skinny::{
     choose_linear, linear, linear_with_plan, Epilogue, LinearPlan, Weights, LINEAR_MAX_M,
@@ -87,7 +90,14 @@ pub fn matmul_with_plan(
     let gpu = a.device();
     check_shape(&gpu, m, k, n, [a.len(), b.len(), c.len()], [4, 4, 4])?;
     check_distinct(m, k, n, same(a, c) || same(b, c))?;
-    if plan.widen_f16 || matches!(plan.kernel, MatmulKernel::CoopMatF16(_)) {
+    if plan.widen_f16
+        || matches!(
+            plan.kernel,
+            MatmulKernel::CoopMatF16(_)
+                | MatmulKernel::CoopMatKhrF16(_)
+                | MatmulKernel::CoopMat2F16(_)
+        )
+    {
         return Err(shape_error(
             m,
             k,
@@ -127,8 +137,11 @@ pub fn matmul_f16(
 /// Records C = A·B for f16 inputs with an explicit plan (for tuning);
 /// [`matmul_f16`] uses [`choose_matmul`]'s. A [`MatmulKernel::CoopMatF16`]
 /// plan needs what [`choose_matmul`] checks for it (a usable shape, K and N
-/// multiples of 8) and a valid tile that fits the adapter; any other plan
-/// must widen.
+/// multiples of 8) and a valid tile that fits the adapter (a
+/// [`MatmulKernel::CoopMatKhrF16`] plan the same, with the shape in the KHR
+/// list and a tile of [`CoopTile::khr_kernel`]); a
+/// [`MatmulKernel::CoopMat2F16`] plan needs a tile that
+/// [`Cm2Tile::fits`] the adapter (any shape); any other plan must widen.
 #[allow(clippy::too_many_arguments)]
 pub fn matmul_f16_with_plan(
     batch: &mut Batch,
@@ -143,20 +156,47 @@ pub fn matmul_f16_with_plan(
     let gpu = a.device();
     check_shape(&gpu, m, k, n, [a.len(), b.len(), c.len()], [2, 2, 4])?;
     check_distinct(m, k, n, same(a, c) || same(b, c))?;
-    if let MatmulKernel::CoopMatF16(tile) = plan.kernel {
+    if let MatmulKernel::CoopMat2F16(tile) = plan.kernel {
         let caps = MatmulCaps::of(gpu.info());
-        // A shape the kernel takes on an adapter lacking what it needs.
-        let coop = MatmulCaps {
-            coopmat_f16: true,
-            ..caps
+        let name = tile.kernel_name().filter(|_| tile.fits(&caps));
+        let Some(name) = name else {
+            return Err(shape_error(
+                m,
+                k,
+                n,
+                format!(
+                    "workgroup-scope cooperative-matrix tile {tile:?} does not apply: it needs \
+                     VK_NV_cooperative_matrix2 with workgroup scope, flexible dimensions and \
+                     tensor addressing, a 256-invocation f16 shape whose granularity \
+                     ({:?}) divides the tile, sides up to {} and one of the compiled tiles \
+                     {:?}",
+                    caps.coopmat2_granularity,
+                    caps.coopmat2_max_dimension,
+                    Cm2Tile::ALL
+                ),
+            ));
         };
-        let kernel = choose_matmul(m, k, n, MatmulDtype::F16, &coop).kernel;
-        if matches!(kernel, MatmulKernel::CoopMatF16(_)) {
+        let kernel = crate::builtins::get(&gpu.inner, name, &[])?;
+        let grid = [n.div_ceil(tile.bn), m.div_ceil(tile.bm), 1];
+        check_grid(&gpu, m, k, n, grid)?;
+        batch.run_configured(&kernel, &[a, b, c], grid, Some(&push3(m, k, n)))?;
+        return Ok(());
+    }
+    if let MatmulKernel::CoopMatF16(tile) | MatmulKernel::CoopMatKhrF16(tile) = plan.kernel {
+        let caps = MatmulCaps::of(gpu.info());
+        let khr = matches!(plan.kernel, MatmulKernel::CoopMatKhrF16(_));
+        let listed = if khr {
+            caps.coopmat_khr_f16 && tile.khr_kernel().is_some()
+        } else {
+            caps.coopmat_f16
+        };
+        let fits = plan::subgroup_coop_fits(m, k, n, &caps);
+        if fits && !listed {
+            // A shape the kernel takes on an adapter lacking what it needs.
             let (features, name) = (&gpu.inner.shader_features, &gpu.info().name);
             crate::requirements::check(crate::Capability::CooperativeMatrix, features, name)?;
         }
-        let usable = choose_matmul(m, k, n, MatmulDtype::F16, &caps).kernel
-            == MatmulKernel::CoopMatF16(CoopTile::DEFAULT);
+        let usable = listed && fits;
         if !usable || !tile.is_valid() || tile.shared_bytes() > caps.max_shared_memory {
             return Err(shape_error(
                 m,
@@ -164,13 +204,26 @@ pub fn matmul_f16_with_plan(
                 n,
                 format!(
                     "cooperative-matrix tile {tile:?} does not apply: it needs a usable \
-                     16×16×16 f16 shape, a 32-lane subgroup, K and N multiples of 8, \
-                     M and N ≥ 16, and at most {} bytes of shared memory",
-                    caps.max_shared_memory
+                     16×16×16 f16 shape ({}), a 32-lane subgroup, K and N multiples of 8, \
+                     M and N ≥ 16, and at most {} bytes of shared memory{}",
+                    if khr {
+                        "VK_KHR_cooperative_matrix"
+                    } else {
+                        "VK_NV_cooperative_matrix"
+                    },
+                    caps.max_shared_memory,
+                    if khr {
+                        ", and one of the compiled KHR tiles (DEFAULT, WIDE, TALL)"
+                    } else {
+                        ""
+                    }
                 ),
             ));
         }
-        let kernel = matmul_kernel(&gpu, Variant::CoopMatF16(tile))?;
+        let kernel = match tile.khr_kernel().filter(|_| khr) {
+            Some(name) => crate::builtins::get(&gpu.inner, name, &[])?,
+            None => matmul_kernel(&gpu, Variant::CoopMatF16(tile))?,
+        };
         let grid = [n.div_ceil(tile.bn()), m.div_ceil(tile.bm()), 1];
         check_grid(&gpu, m, k, n, grid)?;
         let pc = push3(m, k, n);
@@ -283,12 +336,14 @@ fn record_f32(
             check_grid(gpu, m, k, n, grid)?;
             batch.run_configured(&kernel, &[a, b, c], grid, Some(&push2(k, n)))?;
         }
-        MatmulKernel::CoopMatF16(_) => {
+        MatmulKernel::CoopMatF16(_)
+        | MatmulKernel::CoopMatKhrF16(_)
+        | MatmulKernel::CoopMat2F16(_) => {
             return Err(shape_error(
                 m,
                 k,
                 n,
-                "the cooperative-matrix kernel takes f16 inputs".into(),
+                "the cooperative-matrix kernels take f16 inputs".into(),
             ))
         }
     }

@@ -5,6 +5,7 @@ use crate::adapter::AdapterInfo;
 
 /// Element type of a matmul's inputs (the result is always f32).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum MatmulDtype {
     /// f32 A and B.
     F32,
@@ -197,6 +198,19 @@ impl CoopTile {
         }
     }
 
+    /// The built-in of the `VK_KHR_cooperative_matrix` kernel compiled for
+    /// this tile (`shaders/matmul_f16_khr.comp` and its `variant:` lines:
+    /// [`CoopTile::DEFAULT`], [`CoopTile::WIDE`], [`CoopTile::TALL`]), or
+    /// `None`: that kernel has no specialized form. Pure.
+    pub fn khr_kernel(&self) -> Option<&'static str> {
+        match (self.wm, self.wn, self.warps_n, self.bk) {
+            (64, 32, 4, 32) => Some("matmul_f16_khr"),
+            (64, 64, 4, 16) => Some("matmul_f16_khr_w64x64_n4_k16"),
+            (64, 64, 2, 16) => Some("matmul_f16_khr_w64x64_n2_k16"),
+            _ => None,
+        }
+    }
+
     /// Block rows.
     pub fn bm(&self) -> u32 {
         self.wm * (8 / self.warps_n.max(1))
@@ -228,8 +242,86 @@ impl CoopTile {
     }
 }
 
+/// Tile shape of the workgroup-scope cooperative-matrix f16 kernel
+/// (`shaders/matmul_f16_cm2.comp`, `VK_NV_cooperative_matrix2`): 256
+/// invocations own one `bm`×`bn` accumulator and load `bk`-deep slices of A
+/// and B with tensor layouts. Each tile is a compiled variant of its own
+/// ([`Cm2Tile::kernel_name`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Cm2Tile {
+    /// Block rows.
+    pub bm: u32,
+    /// Block columns.
+    pub bn: u32,
+    /// Slice depth along K.
+    pub bk: u32,
+}
+
+impl Cm2Tile {
+    /// 128×128 blocks, 64-deep slices.
+    pub const SQUARE: Cm2Tile = Cm2Tile {
+        bm: 128,
+        bn: 128,
+        bk: 64,
+    };
+    /// 128×256 blocks, 64-deep slices.
+    pub const WIDE: Cm2Tile = Cm2Tile {
+        bm: 128,
+        bn: 256,
+        bk: 64,
+    };
+    /// 128×128 blocks, 32-deep slices.
+    pub const SHALLOW: Cm2Tile = Cm2Tile {
+        bm: 128,
+        bn: 128,
+        bk: 32,
+    };
+    /// 64×128 blocks, 64-deep slices: twice the blocks of
+    /// [`Cm2Tile::SQUARE`] for matrices too small to fill the GPU.
+    pub const SMALL: Cm2Tile = Cm2Tile {
+        bm: 64,
+        bn: 128,
+        bk: 64,
+    };
+    /// Every compiled tile.
+    pub const ALL: [Cm2Tile; 4] = [
+        Cm2Tile::SQUARE,
+        Cm2Tile::WIDE,
+        Cm2Tile::SHALLOW,
+        Cm2Tile::SMALL,
+    ];
+
+    /// The built-in compiled for this tile (`shaders/matmul_f16_cm2.comp`
+    /// and its `variant:` lines), or `None` for a tile with none. Pure.
+    pub fn kernel_name(&self) -> Option<&'static str> {
+        match (self.bm, self.bn, self.bk) {
+            (128, 128, 64) => Some("matmul_f16_cm2"),
+            (128, 256, 64) => Some("matmul_f16_cm2_128x256x64"),
+            (128, 128, 32) => Some("matmul_f16_cm2_128x128x32"),
+            (64, 128, 64) => Some("matmul_f16_cm2_64x128x64"),
+            _ => None,
+        }
+    }
+
+    /// Whether the adapter's workgroup-scope f16 shapes allow this tile:
+    /// `caps.coopmat2_granularity` (M, N, K) divides `bm`, `bn`, `bk`, and
+    /// no side exceeds `caps.coopmat2_max_dimension`. Pure.
+    pub fn fits(&self, caps: &MatmulCaps) -> bool {
+        let Some([gm, gn, gk]) = caps.coopmat2_granularity else {
+            return false;
+        };
+        let divides = |g: u32, x: u32| g > 0 && x % g == 0;
+        self.kernel_name().is_some()
+            && divides(gm, self.bm)
+            && divides(gn, self.bn)
+            && divides(gk, self.bk)
+            && self.bm.max(self.bn).max(self.bk) <= caps.coopmat2_max_dimension
+    }
+}
+
 /// The kernel a matmul runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum MatmulKernel {
     /// The register-blocked shared-memory f32 kernel with this tile.
     Tiled(TileConfig),
@@ -241,8 +333,16 @@ pub enum MatmulKernel {
     /// M = 1: columns of B walked in K slices (`shaders/vecmat_f32.comp`).
     VecMat,
     /// f16 inputs on cooperative matrices with this tile
-    /// (`shaders/matmul_f16_coopmat.comp`).
+    /// (`shaders/matmul_f16_coopmat.comp`, `VK_NV_cooperative_matrix`).
     CoopMatF16(CoopTile),
+    /// f16 inputs on `VK_KHR_cooperative_matrix`'s subgroup-scope matrices
+    /// with this tile (`shaders/matmul_f16_khr.comp`; the tiles of
+    /// [`CoopTile::khr_kernel`]).
+    CoopMatKhrF16(CoopTile),
+    /// f16 inputs on workgroup-scope cooperative matrices with tensor-layout
+    /// loads (`shaders/matmul_f16_cm2.comp`, `VK_NV_cooperative_matrix2`),
+    /// any M, K, N.
+    CoopMat2F16(Cm2Tile),
 }
 
 /// What [`choose_matmul`] decided.
@@ -255,8 +355,11 @@ pub struct MatmulPlan {
     pub widen_f16: bool,
 }
 
-/// What of the adapter matters to the choice.
+/// What of the adapter matters to the choice. Built by [`MatmulCaps::of`]
+/// from a device, or (for planning without one) by [`MatmulCaps::new`] and
+/// the `with_*` methods.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct MatmulCaps {
     /// Subgroup size.
     pub subgroup_size: u32,
@@ -269,11 +372,83 @@ pub struct MatmulCaps {
     /// The 16×16×16 f16 → f32 subgroup shape is usable by the built-in
     /// cooperative-matrix kernel (VK_NV_cooperative_matrix lists it).
     pub coopmat_f16: bool,
+    /// The same shape is listed by VK_KHR_cooperative_matrix (the Khronos
+    /// kernel, `shaders/matmul_f16_khr.comp`, applies).
+    pub coopmat_khr_f16: bool,
+    /// `VK_NV_cooperative_matrix2` is enabled with workgroup scope,
+    /// flexible dimensions and tensor addressing, beside f16 arithmetic and
+    /// 16-bit storage, and lists a workgroup-scope f16 · f16 + f32 → f32
+    /// shape for 256 invocations: its (M, N, K) granularity (the finest
+    /// such shape's). `None`: the workgroup-scope kernel does not apply.
+    pub coopmat2_granularity: Option<[u32; 3]>,
+    /// `cooperativeMatrixFlexibleDimensionsMaxDimension` (0 without the
+    /// extension).
+    pub coopmat2_max_dimension: u32,
 }
 
 impl MatmulCaps {
+    /// Caps without cooperative matrices.
+    pub fn new(
+        subgroup_size: u32,
+        max_shared_memory: u32,
+        max_workgroup_invocations: u32,
+        compute_units: u32,
+    ) -> MatmulCaps {
+        MatmulCaps {
+            subgroup_size,
+            max_shared_memory,
+            max_workgroup_invocations,
+            compute_units,
+            coopmat_f16: false,
+            coopmat_khr_f16: false,
+            coopmat2_granularity: None,
+            coopmat2_max_dimension: 0,
+        }
+    }
+
+    /// The same with [`MatmulCaps::coopmat_f16`] set.
+    pub fn with_coopmat_f16(self, usable: bool) -> MatmulCaps {
+        MatmulCaps {
+            coopmat_f16: usable,
+            ..self
+        }
+    }
+
+    /// The same with [`MatmulCaps::coopmat_khr_f16`] set.
+    pub fn with_coopmat_khr_f16(self, usable: bool) -> MatmulCaps {
+        MatmulCaps {
+            coopmat_khr_f16: usable,
+            ..self
+        }
+    }
+
+    /// The same with the workgroup-scope shape's granularity and the
+    /// largest flexible dimension ([`MatmulCaps::coopmat2_granularity`]).
+    pub fn with_coopmat2(self, granularity: Option<[u32; 3]>, max_dimension: u32) -> MatmulCaps {
+        MatmulCaps {
+            coopmat2_granularity: granularity,
+            coopmat2_max_dimension: max_dimension,
+            ..self
+        }
+    }
+
     /// The caps of an adapter as a created device reports them.
     pub fn of(info: &AdapterInfo) -> MatmulCaps {
+        let coopmat2 = info.cooperative_matrix_features.nv2.as_ref().filter(|v| {
+            v.workgroup_scope
+                && v.flexible_dimensions
+                && v.tensor_addressing
+                && v.workgroup_scope_max_workgroup_size >= 256
+                && info.float16
+                && info.storage_buffer16
+        });
+        let granularity = coopmat2.and_then(|v| {
+            v.flexible_shapes
+                .iter()
+                .filter(|s| s.is_f16_f32_workgroup(256))
+                .map(|s| [s.m_granularity, s.n_granularity, s.k_granularity])
+                .min_by_key(|g| u64::from(g[0]) * u64::from(g[1]) * u64::from(g[2]))
+        });
         MatmulCaps {
             subgroup_size: info.subgroup_size,
             max_shared_memory: info.max_shared_memory,
@@ -284,17 +459,46 @@ impl MatmulCaps {
                 .iter()
                 .any(|s| s.is_f16_f32_16x16x16())
                 && info.float16,
+            coopmat_khr_f16: info
+                .cooperative_matrix_shapes
+                .iter()
+                .any(|s| s.is_f16_f32_16x16x16())
+                && info.float16,
+            coopmat2_granularity: granularity,
+            coopmat2_max_dimension: coopmat2.map_or(0, |v| v.flexible_dimensions_max_dimension),
         }
     }
+}
+
+/// Whether the subgroup-scope cooperative-matrix kernels (NV or KHR, tile
+/// [`CoopTile::DEFAULT`]) apply to m×k×n on `caps`, the extension aside:
+/// a 32-lane subgroup, 256 invocations, the tile's shared memory, K and N
+/// multiples of 8 (16-byte rows) and M, N ≥ 16. Pure.
+pub fn subgroup_coop_fits(m: u32, k: u32, n: u32, caps: &MatmulCaps) -> bool {
+    caps.subgroup_size == 32
+        && caps.max_workgroup_invocations >= 256
+        && caps.max_shared_memory >= CoopTile::DEFAULT.shared_bytes()
+        && k % 8 == 0
+        && n % 8 == 0
+        && m >= 16
+        && n >= 16
 }
 
 /// Picks the kernel for C[m×n] = A[m×k]·B[k×n] with `dtype` inputs.
 ///
 /// - N = 1 or M = 1 (f32, or f16 once widened): the GEMV kernels, which
 ///   are bound by memory bandwidth (16-byte loads when K is a multiple of 4).
-/// - f16 with a usable cooperative-matrix shape, a 32-lane subgroup,
-///   K and N multiples of 8 (16-byte rows) and M, N ≥ 16: the
-///   cooperative-matrix kernel; other f16 shapes widen to f32.
+/// - f16 with `VK_NV_cooperative_matrix2`'s workgroup-scope f16 shape
+///   ([`MatmulCaps::coopmat2_granularity`]), any M, K, N: the
+///   workgroup-scope kernel, with the largest of [`Cm2Tile::WIDE`],
+///   [`Cm2Tile::SQUARE`], [`Cm2Tile::SMALL`] that fits and gives every
+///   compute unit a block (64 blocks when the count is unknown), else the
+///   smallest that fits.
+/// - f16 with a usable 16×16×16 subgroup-scope shape, a 32-lane subgroup,
+///   K and N multiples of 8 (16-byte rows) and M, N ≥ 16
+///   ([`subgroup_coop_fits`]): the Khronos extension's kernel where
+///   `VK_KHR_cooperative_matrix` lists the shape, else NVIDIA's older
+///   extension's; other f16 shapes widen to f32.
 /// - f32: 128×128 blocks when they give every compute unit at least one
 ///   block (or, with the count unknown, at least 64 blocks), else 64×64;
 ///   64×32 where the adapter allows fewer than 256 invocations.
@@ -308,17 +512,37 @@ pub fn choose_matmul(m: u32, k: u32, n: u32, dtype: MatmulDtype, caps: &MatmulCa
     } else {
         None
     };
-    if dtype == MatmulDtype::F16 {
-        let coop = gemv.is_none()
-            && caps.coopmat_f16
-            && caps.subgroup_size == 32
-            && caps.max_workgroup_invocations >= 256
-            && caps.max_shared_memory >= CoopTile::DEFAULT.shared_bytes()
-            && k % 8 == 0
-            && n % 8 == 0
-            && m >= 16
-            && n >= 16;
-        if coop {
+    let want = if caps.compute_units > 0 {
+        u64::from(caps.compute_units)
+    } else {
+        64
+    };
+    if dtype == MatmulDtype::F16 && gemv.is_none() {
+        let order = [Cm2Tile::WIDE, Cm2Tile::SQUARE, Cm2Tile::SMALL];
+        let fitting: Vec<Cm2Tile> = order.into_iter().filter(|t| t.fits(caps)).collect();
+        let blocks = |t: &Cm2Tile| u64::from(m.div_ceil(t.bm)) * u64::from(n.div_ceil(t.bn));
+        let tile = fitting
+            .iter()
+            .find(|t| blocks(t) >= want)
+            .or(fitting.last())
+            .copied();
+        if let Some(tile) = tile {
+            return MatmulPlan {
+                kernel: MatmulKernel::CoopMat2F16(tile),
+                widen_f16: false,
+            };
+        }
+    }
+    if dtype == MatmulDtype::F16 && gemv.is_none() && subgroup_coop_fits(m, k, n, caps) {
+        // The Khronos extension's kernel where the adapter lists the shape
+        // there (16-byte shared stores), else NVIDIA's older extension's.
+        if caps.coopmat_khr_f16 {
+            return MatmulPlan {
+                kernel: MatmulKernel::CoopMatKhrF16(CoopTile::DEFAULT),
+                widen_f16: false,
+            };
+        }
+        if caps.coopmat_f16 {
             return MatmulPlan {
                 kernel: MatmulKernel::CoopMatF16(CoopTile::DEFAULT),
                 widen_f16: false,
@@ -333,11 +557,6 @@ pub fn choose_matmul(m: u32, k: u32, n: u32, dtype: MatmulDtype, caps: &MatmulCa
         t.threads() <= caps.max_workgroup_invocations && t.shared_bytes() <= caps.max_shared_memory
     };
     let blocks = |t: &TileConfig| u64::from(m.div_ceil(t.bm)) * u64::from(n.div_ceil(t.bn));
-    let want = if caps.compute_units > 0 {
-        u64::from(caps.compute_units)
-    } else {
-        64
-    };
     let tile = if fits(&TileConfig::LARGE) && blocks(&TileConfig::LARGE) >= want {
         TileConfig::LARGE
     } else if fits(&TileConfig::SMALL) {
@@ -356,23 +575,19 @@ mod tests {
     use super::*;
 
     fn h200() -> MatmulCaps {
-        MatmulCaps {
-            subgroup_size: 32,
-            max_shared_memory: 49152,
-            max_workgroup_invocations: 1024,
-            compute_units: 132,
-            coopmat_f16: true,
-        }
+        MatmulCaps::new(32, 49152, 1024, 132).with_coopmat_f16(true)
+    }
+
+    /// An H100 whose driver lists VK_NV_cooperative_matrix2 with a
+    /// 16×16×16-granular workgroup-scope f16 shape.
+    fn h100_cm2() -> MatmulCaps {
+        MatmulCaps::new(32, 49152, 1024, 132)
+            .with_coopmat_f16(true)
+            .with_coopmat2(Some([16, 16, 16]), 65535)
     }
 
     fn lavapipe() -> MatmulCaps {
-        MatmulCaps {
-            subgroup_size: 8,
-            max_shared_memory: 32768,
-            max_workgroup_invocations: 1024,
-            compute_units: 0,
-            coopmat_f16: false,
-        }
+        MatmulCaps::new(8, 32768, 1024, 0)
     }
 
     fn tiled(p: MatmulPlan) -> TileConfig {
@@ -571,5 +786,166 @@ mod tests {
         assert!(choose_matmul(4096, 4096, 4096, MatmulDtype::F16, &wave64).widen_f16);
         // f32 never widens.
         assert!(!choose_matmul(4096, 4096, 4096, MatmulDtype::F32, &c).widen_f16);
+    }
+
+    fn cm2(p: MatmulPlan) -> Cm2Tile {
+        match p.kernel {
+            MatmulKernel::CoopMat2F16(t) if !p.widen_f16 => t,
+            other => panic!("expected the coopmat2 kernel, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn cm2_tiles_name_their_compiled_variants() {
+        for t in Cm2Tile::ALL {
+            assert!(t.kernel_name().is_some(), "{t:?}");
+            assert!(t.fits(&h100_cm2()), "{t:?}");
+        }
+        let odd = Cm2Tile {
+            bm: 96,
+            ..Cm2Tile::SQUARE
+        };
+        assert_eq!(odd.kernel_name(), None);
+        assert!(!odd.fits(&h100_cm2()));
+        // A 32-granular shape rules out nothing of ours; a 128-granular K
+        // rules out the 64-deep slices; a small maximum rules out 256.
+        let coarse = h100_cm2().with_coopmat2(Some([32, 32, 128]), 65535);
+        assert!(Cm2Tile::ALL.iter().all(|t| !t.fits(&coarse)));
+        let short = h100_cm2().with_coopmat2(Some([16, 16, 16]), 128);
+        assert!(!Cm2Tile::WIDE.fits(&short) && Cm2Tile::SQUARE.fits(&short));
+        assert!(!Cm2Tile::SQUARE.fits(&h200()), "no coopmat2 on the caps");
+    }
+
+    #[test]
+    fn f16_takes_coopmat2_for_any_shape_where_it_exists() {
+        let c = h100_cm2();
+        // Large: 128×256 blocks fill 132 units.
+        assert_eq!(
+            cm2(choose_matmul(8192, 8192, 8192, MatmulDtype::F16, &c)),
+            Cm2Tile::WIDE
+        );
+        assert_eq!(
+            cm2(choose_matmul(4096, 4096, 4096, MatmulDtype::F16, &c)),
+            Cm2Tile::WIDE
+        );
+        // 2048²: 128 wide blocks < 132; 256 square ones fill it.
+        assert_eq!(
+            cm2(choose_matmul(2048, 2048, 2048, MatmulDtype::F16, &c)),
+            Cm2Tile::SQUARE
+        );
+        // 1024²: 64 square blocks < 132; 128 small ones do not either:
+        // the smallest tile.
+        assert_eq!(
+            cm2(choose_matmul(1024, 1024, 1024, MatmulDtype::F16, &c)),
+            Cm2Tile::SMALL
+        );
+        // Odd shapes and K, N not multiples of 8: still coopmat2.
+        for (m, k, n) in [(15, 17, 127), (4097, 4097, 4097), (17, 1, 15), (2, 3, 2)] {
+            cm2(choose_matmul(m, k, n, MatmulDtype::F16, &c));
+        }
+        // Vectors stay on the GEMV kernels; f32 never takes it.
+        assert!(choose_matmul(4096, 4096, 1, MatmulDtype::F16, &c).widen_f16);
+        assert!(choose_matmul(1, 4096, 4096, MatmulDtype::F16, &c).widen_f16);
+        assert_eq!(
+            tiled(choose_matmul(4096, 4096, 4096, MatmulDtype::F32, &c)),
+            TileConfig::LARGE
+        );
+        // Without a fitting granularity: the subgroup-scope kernel.
+        let coarse = c.with_coopmat2(Some([32, 32, 128]), 65535);
+        assert_eq!(
+            choose_matmul(4096, 4096, 4096, MatmulDtype::F16, &coarse).kernel,
+            MatmulKernel::CoopMatF16(CoopTile::DEFAULT)
+        );
+    }
+
+    #[test]
+    fn khr_comes_before_nv_and_after_coopmat2() {
+        let both = h200().with_coopmat_khr_f16(true);
+        assert_eq!(
+            choose_matmul(4096, 4096, 4096, MatmulDtype::F16, &both).kernel,
+            MatmulKernel::CoopMatKhrF16(CoopTile::DEFAULT)
+        );
+        let khr_only = both.with_coopmat_f16(false);
+        assert_eq!(
+            choose_matmul(200, 72, 136, MatmulDtype::F16, &khr_only).kernel,
+            MatmulKernel::CoopMatKhrF16(CoopTile::DEFAULT)
+        );
+        // Its shape rules are the NV kernel's.
+        assert!(choose_matmul(4096, 4097, 4096, MatmulDtype::F16, &khr_only).widen_f16);
+        assert!(choose_matmul(8, 64, 64, MatmulDtype::F16, &khr_only).widen_f16);
+        assert!(!subgroup_coop_fits(
+            4096,
+            4096,
+            4104,
+            &MatmulCaps {
+                subgroup_size: 64,
+                ..khr_only
+            }
+        ));
+        // Workgroup scope first where it exists.
+        let all = h100_cm2().with_coopmat_khr_f16(true);
+        assert!(matches!(
+            choose_matmul(4096, 4096, 4096, MatmulDtype::F16, &all).kernel,
+            MatmulKernel::CoopMat2F16(_)
+        ));
+        for t in [CoopTile::DEFAULT, CoopTile::WIDE, CoopTile::TALL] {
+            assert!(t.khr_kernel().is_some(), "{t:?}");
+        }
+        assert_eq!(
+            CoopTile {
+                bk: 64,
+                ..CoopTile::DEFAULT
+            }
+            .khr_kernel(),
+            None
+        );
+    }
+
+    #[test]
+    fn caps_read_the_finest_256_invocation_f16_workgroup_shape() {
+        use crate::adapter::{fake, AdapterType};
+        use crate::coopmat::{CoopComponent, CoopMat2Info, CoopMatFlexibleShape};
+        let shape = |g: u32, invocations: u32, c: CoopComponent| CoopMatFlexibleShape {
+            m_granularity: g,
+            n_granularity: g,
+            k_granularity: 16,
+            a: CoopComponent::F16,
+            b: CoopComponent::F16,
+            c,
+            result: c,
+            saturating_accumulation: false,
+            workgroup_scope: true,
+            workgroup_invocations: invocations,
+        };
+        let mut info = fake(0, "gpu", AdapterType::Discrete, 1 << 30);
+        info.float16 = true;
+        info.storage_buffer16 = true;
+        let nv2 = CoopMat2Info {
+            workgroup_scope: true,
+            flexible_dimensions: true,
+            tensor_addressing: true,
+            workgroup_scope_max_workgroup_size: 256,
+            flexible_dimensions_max_dimension: 65535,
+            flexible_shapes: vec![
+                shape(64, 256, CoopComponent::F32),
+                shape(32, 256, CoopComponent::F32),
+                shape(16, 128, CoopComponent::F32),
+                shape(16, 256, CoopComponent::F16),
+            ],
+            ..CoopMat2Info::default()
+        };
+        info.cooperative_matrix_features.nv2 = Some(nv2.clone());
+        let caps = MatmulCaps::of(&info);
+        assert_eq!(caps.coopmat2_granularity, Some([32, 32, 16]));
+        assert_eq!(caps.coopmat2_max_dimension, 65535);
+        // Without tensor addressing, or 16-bit storage: no workgroup-scope kernel.
+        info.cooperative_matrix_features.nv2 = Some(CoopMat2Info {
+            tensor_addressing: false,
+            ..nv2.clone()
+        });
+        assert_eq!(MatmulCaps::of(&info).coopmat2_granularity, None);
+        info.cooperative_matrix_features.nv2 = Some(nv2);
+        info.storage_buffer16 = false;
+        assert_eq!(MatmulCaps::of(&info).coopmat2_granularity, None);
     }
 }

@@ -686,6 +686,9 @@ mod tests {
             max_workgroup_invocations: 1024,
             compute_units: 132,
             coopmat_f16: true,
+            coopmat_khr_f16: true,
+            coopmat2_granularity: None,
+            coopmat2_max_dimension: 0,
         }
     }
 

@@ -1,0 +1,113 @@
+#version 450
+// C = A·B with f16 A and B and f32 accumulation and result, on
+// workgroup-scope cooperative matrices (VK_NV_cooperative_matrix2): the
+// whole workgroup of 256 invocations owns one BM×BN accumulator, and A's
+// BM×BK and B's BK×BN slices are loaded straight from global memory with
+// tensor layouts (coopMatLoadTensorNV); the driver stages them.
+//
+// A is M×K and B is K×N, both row-major, C is M×N row-major: A's layout is
+// (M, K), B's (K, N), read as stored (B's rows are K, so the K×N slice
+// needs no transposed view), C's (M, N).
+//
+// Blocks wholly inside C with K and N multiples of 8 (16-byte rows, so
+// every slice starts aligned) run the whole BK-deep slices through
+// unclamped layouts, two slices per loop step; the last partial slice of K
+// and every edge block read through clamped layouts (zeros outside the
+// matrix) and store through a clamped layout (nothing written outside).
+// Any M, N, K ≥ 1 works.
+//
+// Push constants: M, K, N. Grid: (ceil(N/BN), ceil(M/BM), 1).
+// Compiled for Vulkan 1.3 (SPIR-V 1.6) by a glslang that knows
+// GL_NV_cooperative_matrix2 (scripts/glslang_trixie.sh on Debian 12).
+//
+// target-env: vulkan1.3
+// variant: matmul_f16_cm2_128x256x64 TILE_BM=128 TILE_BN=256 TILE_BK=64
+// variant: matmul_f16_cm2_128x128x32 TILE_BM=128 TILE_BN=128 TILE_BK=32
+// variant: matmul_f16_cm2_64x128x64 TILE_BM=64 TILE_BN=128 TILE_BK=64
+#extension GL_KHR_cooperative_matrix : require
+#extension GL_NV_cooperative_matrix2 : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#extension GL_EXT_shader_16bit_storage : require
+#extension GL_EXT_control_flow_attributes : enable
+
+#ifndef TILE_BM
+// The base output: 128×128 blocks, 64-deep slices.
+#define TILE_BM 128
+#define TILE_BN 128
+#define TILE_BK 64
+#endif
+const uint BM = TILE_BM;
+const uint BN = TILE_BN;
+const uint BK = TILE_BK;
+
+layout(local_size_x = 256, local_size_y = 1, local_size_z = 1) in;
+
+layout(std430, set = 0, binding = 0) readonly buffer MatA { float16_t a[]; };
+layout(std430, set = 0, binding = 1) readonly buffer MatB { float16_t b[]; };
+layout(std430, set = 0, binding = 2) writeonly buffer MatC { float c[]; };
+layout(push_constant) uniform Shape { uint M; uint K; uint N; };
+
+#define ACC coopmat<float, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator>
+#define MAT_A coopmat<float16_t, gl_ScopeWorkgroup, BM, BK, gl_MatrixUseA>
+#define MAT_B coopmat<float16_t, gl_ScopeWorkgroup, BK, BN, gl_MatrixUseB>
+#define CLAMP gl_CooperativeMatrixClampModeConstantNV
+
+void main() {
+    const uint m0 = gl_WorkGroupID.y * BM;
+    const uint n0 = gl_WorkGroupID.x * BN;
+
+    tensorLayoutNV<2, CLAMP> la_edge = createTensorLayoutNV(2, CLAMP);
+    tensorLayoutNV<2, CLAMP> lb_edge = createTensorLayoutNV(2, CLAMP);
+    tensorLayoutNV<2, CLAMP> lc = createTensorLayoutNV(2, CLAMP);
+    la_edge = setTensorLayoutDimensionNV(la_edge, M, K);
+    lb_edge = setTensorLayoutDimensionNV(lb_edge, K, N);
+    lc = setTensorLayoutDimensionNV(lc, M, N);
+
+    ACC acc = ACC(0.0);
+    uint k0 = 0;
+    const bool interior = m0 + BM <= M && n0 + BN <= N && K % 8 == 0 && N % 8 == 0;
+    if (interior) {
+        // Row strides that are visibly multiples of 8 halves (16 bytes):
+        // the loads may then move whole 16-byte pieces.
+        tensorLayoutNV<2> la = createTensorLayoutNV(2);
+        tensorLayoutNV<2> lb = createTensorLayoutNV(2);
+        la = setTensorLayoutDimensionNV(la, M, K);
+        lb = setTensorLayoutDimensionNV(lb, K, N);
+        la = setTensorLayoutStrideNV(la, K & ~7u, 1);
+        lb = setTensorLayoutStrideNV(lb, N & ~7u, 1);
+        const uint whole = K - K % BK;
+        // Two slices per step, written out (spirv-opt does not know these
+        // types, so no unrolling happens between glslang and the driver).
+        for (; k0 + 2 * BK <= whole; k0 += 2 * BK) {
+            MAT_A ma0;
+            MAT_B mb0;
+            MAT_A ma1;
+            MAT_B mb1;
+            coopMatLoadTensorNV(ma0, a, 0, sliceTensorLayoutNV(la, m0, BM, k0, BK));
+            coopMatLoadTensorNV(mb0, b, 0, sliceTensorLayoutNV(lb, k0, BK, n0, BN));
+            coopMatLoadTensorNV(ma1, a, 0, sliceTensorLayoutNV(la, m0, BM, k0 + BK, BK));
+            coopMatLoadTensorNV(mb1, b, 0, sliceTensorLayoutNV(lb, k0 + BK, BK, n0, BN));
+            acc = coopMatMulAdd(ma0, mb0, acc);
+            acc = coopMatMulAdd(ma1, mb1, acc);
+        }
+        if (k0 < whole) {
+            MAT_A ma;
+            MAT_B mb;
+            coopMatLoadTensorNV(ma, a, 0, sliceTensorLayoutNV(la, m0, BM, k0, BK));
+            coopMatLoadTensorNV(mb, b, 0, sliceTensorLayoutNV(lb, k0, BK, n0, BN));
+            acc = coopMatMulAdd(ma, mb, acc);
+            k0 += BK;
+        }
+    }
+    // Edge blocks from the start, interior blocks for K's last partial
+    // slice: clamped loads read zeros past M, N and K.
+    for (; k0 < K; k0 += BK) {
+        MAT_A ma;
+        MAT_B mb;
+        coopMatLoadTensorNV(ma, a, 0, sliceTensorLayoutNV(la_edge, m0, BM, k0, BK));
+        coopMatLoadTensorNV(mb, b, 0, sliceTensorLayoutNV(lb_edge, k0, BK, n0, BN));
+        acc = coopMatMulAdd(ma, mb, acc);
+    }
+    coopMatStoreTensorNV(acc, c, 0, sliceTensorLayoutNV(lc, m0, BM, n0, BN));
+}
