@@ -32,7 +32,7 @@ fn main() -> vkcompute::Result<()> {
     pc[8..].copy_from_slice(&1024u32.to_le_bytes());
     let barrier = std::env::var_os("BARRIER").is_some();
     let t = std::time::Instant::now();
-    let auto = std::env::var_os("AUTO_BARRIERS").is_none_or(|v| v != "0");
+    let auto = std::env::var_os("AUTO_BARRIERS").map_or(true, |v| v != "0");
     let mut b = gpu.batch_with(BatchOptions::single_submit().with_auto_barriers(auto))?;
     for i in 0..n {
         let buf = if bufs.is_empty() {
