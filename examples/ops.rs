@@ -602,7 +602,7 @@ fn diagnose(
     println!(
         "grid: element-wise {} groups x {local} over {n} elements (n/4 vec4 = {}), \
          reductions {} groups x {local}, softmax/gemv {r} row groups; \
-         Batch::copy uses its own kernel (src/copy.rs)",
+         Batch::copy uses its own kernel (src/batch/copy_kernel.rs)",
         ops::elementwise_grid(info, n as u64),
         n / 4,
         ops::reduce_grid(info, n as u64)
