@@ -1,0 +1,188 @@
+use super::*;
+
+fn h100() -> MatmulCaps {
+    MatmulCaps {
+        subgroup_size: 32,
+        max_shared_memory: 49152,
+        max_workgroup_invocations: 1024,
+        compute_units: 132,
+        coopmat_f16: true,
+        coopmat_khr_f16: true,
+        coopmat2_granularity: None,
+        coopmat2_max_dimension: 0,
+    }
+}
+
+#[test]
+fn rows_per_pass_hold_m() {
+    let c = h100();
+    for (m, want) in [
+        (1, 1),
+        (2, 2),
+        (3, 4),
+        (8, 8),
+        (15, 16),
+        (16, 16),
+        (17, 32),
+        (32, 32),
+        (33, 64),
+        (64, 64),
+    ] {
+        let p = choose_linear(m, 2560, 19456, DType::F32, true, &c);
+        assert_eq!(p.rows_per_pass, want, "m = {m}");
+        assert!(p.is_valid());
+    }
+}
+
+#[test]
+fn qwen3_4b_ffn_shapes() {
+    let c = h100();
+    // gate|up: 9728 outputs, 2 per subgroup, 8 subgroups per
+    // workgroup: 608 workgroups, over 2 × 132: no split.
+    let gu = choose_linear(1, 2560, 2 * 9728, DType::F32, true, &c);
+    assert_eq!(gu.splits, 1);
+    let l = launch(1, 2560, 2 * 9728, DType::F32, true, 32, gu);
+    assert_eq!((l.upw, l.groups, l.mchunks, l.vec), (8, 608, 1, true));
+    // down: 2560 outputs, 80 workgroups: 4 slices reach 264.
+    let down = choose_linear(1, 9728, 2560, DType::F32, false, &c);
+    assert_eq!(down.splits, 4);
+    let l = launch(1, 9728, 2560, DType::F32, false, 32, down);
+    assert_eq!((l.groups, l.kchunk), (80, 608));
+    let l = launch(4, 9728, 2560, DType::Bf16, false, 32, down);
+    assert_eq!(l.kchunk, 304, "9728 bf16 = 1216 loads of 8, in 4 slices");
+}
+
+#[test]
+fn past_16_rows_the_tiled_kernel_runs() {
+    let c = h100();
+    // gate|up at 64 rows: 9728 / 32 = 304 tiles, under 4 × 132 = 528:
+    // 2 slices of 1280.
+    let gu = choose_linear(64, 2560, 2 * 9728, DType::F32, true, &c);
+    assert_eq!(
+        gu,
+        LinearPlan {
+            rows_per_pass: 64,
+            splits: 2
+        }
+    );
+    assert_eq!(tiled_launch(2560, 2 * 9728, true, 2), (304, 1280));
+    // down: 2560 / 64 = 40 tiles: 14 slices, 695 deep rounded up to
+    // the 16-deep steps.
+    let down = choose_linear(33, 9728, 2560, DType::Bf16, false, &c);
+    assert_eq!(
+        down,
+        LinearPlan {
+            rows_per_pass: 64,
+            splits: 14
+        }
+    );
+    assert_eq!(tiled_launch(9728, 2560, false, 14), (40, 704));
+    // Enough tiles: no split. Short K: slices of at least 256.
+    assert_eq!(
+        choose_linear(17, 4096, 64 * 600, DType::F16, false, &c).splits,
+        1
+    );
+    assert_eq!(choose_linear(64, 600, 64, DType::F32, false, &c).splits, 2);
+    assert_eq!(choose_linear(64, 255, 64, DType::F32, false, &c).splits, 1);
+    // Without a unit count: 256 tiles wanted.
+    let lava = MatmulCaps {
+        compute_units: 0,
+        ..c
+    };
+    assert_eq!(
+        choose_linear(20, 1 << 20, 64 * 32, DType::F32, false, &lava).splits,
+        8
+    );
+    // Odd shapes: a partial tile, K slices rounded to 16.
+    assert_eq!(tiled_launch(17, 65, false, 3), (2, 16));
+    assert_eq!(tiled_launch(17, 66, true, 1), (2, 32));
+    assert!(LinearPlan {
+        rows_per_pass: 64,
+        splits: 3
+    }
+    .is_valid());
+    // 16 KiB of shared memory (Vulkan's least): the streaming kernel.
+    let small = MatmulCaps {
+        max_shared_memory: 16384,
+        ..c
+    };
+    assert_eq!(tiled_shared_bytes(64), 17408);
+    assert_eq!(tiled_shared_bytes(32), 13312);
+    let p = choose_linear(64, 2560, 2 * 9728, DType::F32, true, &small);
+    assert_eq!(p.rows_per_pass, 16);
+    let p = choose_linear(32, 2560, 2 * 9728, DType::F32, true, &small);
+    assert_eq!(p.rows_per_pass, 32);
+}
+
+#[test]
+fn split_k_needs_enough_k() {
+    let c = h100();
+    // One workgroup of output but K = 127: too short to split.
+    let p = choose_linear(1, 127, 4, DType::F32, false, &c);
+    assert_eq!(p.splits, 1);
+    // 4096 vec4 loads: at most 4096 / 128 = 32 slices.
+    let p = choose_linear(1, 16384, 4, DType::F32, false, &c);
+    assert_eq!(p.splits, 32);
+    // Unknown unit count: 128 workgroups wanted.
+    let lava = MatmulCaps {
+        subgroup_size: 8,
+        compute_units: 0,
+        ..c
+    };
+    let p = choose_linear(1, 1 << 20, 4, DType::F32, false, &lava);
+    assert_eq!(p.splits, LINEAR_MAX_SPLITS);
+}
+
+#[test]
+fn odd_k_loads_single_elements() {
+    let p = LinearPlan {
+        rows_per_pass: 4,
+        splits: 3,
+    };
+    let l = launch(3, 513, 17, DType::F16, false, 32, p);
+    assert!(!l.vec);
+    assert_eq!(l.kchunk, 171);
+    // f16 needs K a multiple of 8 for its 16-byte loads; f32 of 4.
+    assert!(!launch(3, 12, 17, DType::F16, false, 32, p).vec);
+    assert!(launch(3, 12, 17, DType::F32, false, 32, p).vec);
+    assert!(launch(3, 16, 17, DType::Bf16, false, 32, p).vec);
+    // A 64-lane subgroup: 4 units per workgroup.
+    assert_eq!(launch(3, 16, 17, DType::F32, false, 64, p).upw, 4);
+}
+
+#[test]
+fn kernel_names_exist_for_every_plan() {
+    for dtype in [DType::F32, DType::F16, DType::Bf16] {
+        for rows in [1, 2, 4, 8, 16] {
+            let name = kernel_name(dtype, rows);
+            assert!(crate::builtins::builtin_names().contains(&name), "{name}");
+        }
+    }
+    for dtype in [DType::F32, DType::F16, DType::Bf16] {
+        for rows in [32, 64] {
+            let name = tiled_kernel_name(dtype, rows);
+            assert!(crate::builtins::builtin_names().contains(&name), "{name}");
+        }
+    }
+    assert_eq!(tiled_kernel_name(DType::Bf16, 32), "linear_bf16_tiled_m32");
+    assert_eq!(kernel_name(DType::Bf16, 4), "linear_bf16");
+    assert_eq!(kernel_name(DType::F32, 16), "linear_f32_m16");
+}
+
+#[test]
+fn plans_out_of_range_are_invalid() {
+    for (rows, splits) in [
+        (3, 1),
+        (48, 1),
+        (128, 1),
+        (0, 1),
+        (4, 0),
+        (4, LINEAR_MAX_SPLITS + 1),
+    ] {
+        let p = LinearPlan {
+            rows_per_pass: rows,
+            splits,
+        };
+        assert!(!p.is_valid(), "{p:?}");
+    }
+}
