@@ -21,13 +21,13 @@ pub struct BatchOptions {
     /// an earlier command wrote, or writes bytes an earlier command read or
     /// wrote, with no barrier between them; independent commands get none,
     /// and one buffer bound twice in one dispatch is not a hazard.
-    /// [`Batch::barrier`] keeps working (a barrier it makes is never
-    /// doubled). Off: only [`Batch::barrier`] orders commands (and
-    /// [`Batch::write`] / [`Batch::read`] are ordered as if it stood on
+    /// [`Batch::barrier`](crate::Batch::barrier) keeps working (a barrier it makes is never
+    /// doubled). Off: only [`Batch::barrier`](crate::Batch::barrier) orders commands (and
+    /// [`Batch::write`](crate::Batch::write) / [`Batch::read`](crate::Batch::read) are ordered as if it stood on
     /// both sides of them), as a batch did before tracking existed.
     pub auto_barriers: bool,
     /// Keep a log of the barriers recorded and why
-    /// ([`Batch::barrier_log`]); off by default (the log allocates).
+    /// ([`Batch::barrier_log`](crate::Batch::barrier_log)); off by default (the log allocates).
     pub record_plan: bool,
 }
 
