@@ -490,10 +490,11 @@ pub fn subgroup_coop_fits(m: u32, k: u32, n: u32, caps: &MatmulCaps) -> bool {
 ///   are bound by memory bandwidth (16-byte loads when K is a multiple of 4).
 /// - f16 with `VK_NV_cooperative_matrix2`'s workgroup-scope f16 shape
 ///   ([`MatmulCaps::coopmat2_granularity`]), any M, K, N: the
-///   workgroup-scope kernel, with the largest of [`Cm2Tile::WIDE`],
-///   [`Cm2Tile::SQUARE`], [`Cm2Tile::SMALL`] that fits and gives every
-///   compute unit a block (64 blocks when the count is unknown), else the
-///   smallest that fits.
+///   workgroup-scope kernel, with the largest of [`Cm2Tile::WIDE`] (only
+///   where K and N are multiples of 8: 16-byte rows), [`Cm2Tile::SQUARE`],
+///   [`Cm2Tile::SMALL`] that fits and gives nine tenths of the compute
+///   units a block (of 64 when the count is unknown), else the smallest
+///   that fits.
 /// - f16 with a usable 16×16×16 subgroup-scope shape, a 32-lane subgroup,
 ///   K and N multiples of 8 (16-byte rows) and M, N ≥ 16
 ///   ([`subgroup_coop_fits`]): the Khronos extension's kernel where
@@ -518,12 +519,24 @@ pub fn choose_matmul(m: u32, k: u32, n: u32, dtype: MatmulDtype, caps: &MatmulCa
         64
     };
     if dtype == MatmulDtype::F16 && gemv.is_none() {
-        let order = [Cm2Tile::WIDE, Cm2Tile::SQUARE, Cm2Tile::SMALL];
-        let fitting: Vec<Cm2Tile> = order.into_iter().filter(|t| t.fits(caps)).collect();
+        // Rows that are not whole 16-byte units (K or N not a multiple of 8)
+        // load unaligned, and the 128×256 tile loses there (H200, 4097³:
+        // 88 TFLOP/s against 120 for 128×128); a tile is enough once its
+        // blocks reach nine tenths of the compute units (H200, 2048³: 128
+        // wide blocks on 132 units, 201 TFLOP/s against 191 for 256 square
+        // ones).
+        let aligned = k % 8 == 0 && n % 8 == 0;
+        let order: &[Cm2Tile] = if aligned {
+            &[Cm2Tile::WIDE, Cm2Tile::SQUARE, Cm2Tile::SMALL]
+        } else {
+            &[Cm2Tile::SQUARE, Cm2Tile::SMALL]
+        };
+        let fitting: Vec<Cm2Tile> = order.iter().copied().filter(|t| t.fits(caps)).collect();
         let blocks = |t: &Cm2Tile| u64::from(m.div_ceil(t.bm)) * u64::from(n.div_ceil(t.bn));
+        let enough = (want * 9).div_ceil(10);
         let tile = fitting
             .iter()
-            .find(|t| blocks(t) >= want)
+            .find(|t| blocks(t) >= enough)
             .or(fitting.last())
             .copied();
         if let Some(tile) = tile {
@@ -828,13 +841,18 @@ mod tests {
             cm2(choose_matmul(4096, 4096, 4096, MatmulDtype::F16, &c)),
             Cm2Tile::WIDE
         );
-        // 2048²: 128 wide blocks < 132; 256 square ones fill it.
+        // 2048²: 128 wide blocks reach nine tenths of 132 units.
         assert_eq!(
             cm2(choose_matmul(2048, 2048, 2048, MatmulDtype::F16, &c)),
+            Cm2Tile::WIDE
+        );
+        // 4097³: rows are not 16-byte units, so no wide tile.
+        assert_eq!(
+            cm2(choose_matmul(4097, 4097, 4097, MatmulDtype::F16, &c)),
             Cm2Tile::SQUARE
         );
-        // 1024²: 64 square blocks < 132; 128 small ones do not either:
-        // the smallest tile.
+        // 1024²: 64 square blocks fall short; 128 small ones reach nine
+        // tenths of 132.
         assert_eq!(
             cm2(choose_matmul(1024, 1024, 1024, MatmulDtype::F16, &c)),
             Cm2Tile::SMALL
