@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# One device call's measurements, by part (the runs under docs/runs/2026-11-25c-h200-c* used it). Copy this folder
+# into .gpu/ beside the kit of ../shared/gpu/prepare.sh, with bundle.tar.xz
+# (bin/: the release binaries a part runs; layer/: the validation layer, as
+# scripts/gpu_bundle.sh packs it) and the scripts it names
+# (compare_dispatch.py, ffn_reference.py, cuda_reference.py as
+# cuda_reference_mm.py), then run it there with the parts wanted.
+# Usage there: bash .gpu/session.sh PART... (dispatch ffn sweep tests matmul abprobe)
+set -uo pipefail
+g=$(cd "$(dirname "$0")" && pwd)
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+W=$(mktemp -d)
+source "$g/setup.sh" >/dev/null
+tar -C "$g" -xJf "$g/bundle.tar.xz"
+export VKCOMPUTE_DEVICE=NVIDIA
+parts=" $* "
+has() { [[ "$parts" == *" $1 "* ]]; }
+finish() { tar -C "$W" -cJf "$OUT/results.tar.xz" .; }
+trap finish EXIT
+{
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv
+git_rev=$(cat "$g/REV" 2>/dev/null); echo "commit: $git_rev"
+part_dispatch() {
+  echo "== cuda_anchor.py"
+  python3 "$g/cuda_anchor.py" > "$W/cuda_anchor.json" 2> "$W/cuda_anchor.err"; tail -c 600 "$W/cuda_anchor.json"; echo
+  for i in 1 2 3; do
+    for b in base new; do
+      echo "== gpu_report --only dispatch ($b, process $i)"
+      "$g/bin/gpu_report_$b" --only dispatch --cuda "$W/cuda_anchor.json" --json "$W/dispatch_${b}_$i.json" > "$W/dispatch_${b}_$i.txt" 2>&1
+      echo "rc=$?"; grep -E "record|chain|round|independent|auto" "$W/dispatch_${b}_$i.txt" | head -30
+    done
+  done
+  python3 "$g/compare_dispatch.py" --base "$W"/dispatch_base_*.json --new "$W"/dispatch_new_*.json --limit 0.03 | tee "$W/compare.md"
+}
+part_ffn() {
+  echo "== ffn_reference.py (PyTorch, CUDA graph)"
+  python3 "$g/ffn_reference.py" --out "$W/ffn_torch.json" > "$W/ffn_torch.txt" 2>&1; echo "rc=$?"; tail -25 "$W/ffn_torch.txt"
+  echo "== ffn_stack"
+  "$g/bin/ffn_stack" --torch "$W/ffn_torch.json" --json "$W/ffn_ours.json" > "$W/ffn_stack.txt" 2>&1; echo "rc=$?"; cat "$W/ffn_stack.txt" | tail -40
+}
+part_tests() {
+  export VK_LAYER_PATH="$g/layer" VKCOMPUTE_VALIDATION=1 VKCOMPUTE_VALIDATION_ERRORS=1
+  for t in "$g"/bin/test_*; do
+    n=$(basename "$t")
+    echo "== $n (validation on, NVIDIA)"
+    timeout 240 "$t" --test-threads=1 > "$W/$n.txt" 2>&1; echo "rc=$?"
+    grep -E "test result|FAILED|panicked|skipped" "$W/$n.txt" | head -12
+  done
+  unset VKCOMPUTE_VALIDATION VKCOMPUTE_VALIDATION_ERRORS VK_LAYER_PATH
+}
+part_sweep() {
+  bash "$g/ffn_sweep.sh" "$g" "$W" 2>&1 | tee "$W/ffn_sweep.txt"
+}
+part_abprobe() {
+  export VK_LAYER_PATH="$g/layer" VKCOMPUTE_VALIDATION=1 VKCOMPUTE_VALIDATION_ERRORS=1
+  echo "== auto_barriers: the two tests that failed, alone"
+  "$g/bin/ab" --test-threads=1 switching_off_mid_batch_stops_tracking the_log_follows_set_record_plan 2>&1 | grep -E "^test |test result"
+  echo "== auto_barriers: whole binary, VK_LOADER_DEBUG=error"
+  VK_LOADER_DEBUG=error "$g/bin/ab" --test-threads=1 2>&1 | grep -E "FAILED|test result|LOADER|rror" | head -20
+  unset VK_LAYER_PATH VKCOMPUTE_VALIDATION VKCOMPUTE_VALIDATION_ERRORS
+}
+part_matmul() {
+  echo "== matmul"
+  bash "$g/matmul_cmd.sh" "$g" "$W" 2>&1 | tail -80
+}
+for p in "$@"; do "part_$p"; done
+} 2>&1 | tee "$OUT/run.log"
