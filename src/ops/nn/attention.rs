@@ -17,17 +17,14 @@ use crate::buffer::Buffer;
 use crate::error::Result;
 
 use super::{
-    check_elems, check_nonzero, device_for, kernel_name, launch, product, rows_grid, shape_err,
-    NnElement, NnOperand,
+    check_elems, check_heads, check_nonzero, device_for, kernel_name, launch, product, rows_grid,
+    shape_err, NnElement, NnOperand,
 };
 
 /// Positions per chunk of decode attention's first pass (`CHUNK` in
 /// `shaders/nn_attn_decode.comp`).
 pub const DECODE_CHUNK: u32 = 64;
 
-/// Largest head dimension of [`attention_decode`] (one invocation per
-/// element in the merge).
-const MAX_HEAD_DIM: u32 = 256;
 /// Query heads one workgroup takes (`MAX_GROUP` in the shader) and the
 /// floats of their queries it keeps (`MAX_QS`).
 const MAX_GROUP: u32 = 16;
@@ -97,24 +94,8 @@ pub(in crate::ops) fn check_args(shape: DecodeShape, scale: f32, elems: [u64; 5]
         max_seq,
     } = shape;
     check_nonzero(OP, "batch", b)?;
-    check_nonzero(OP, "q_heads", q_heads)?;
-    check_nonzero(OP, "kv_heads", kv_heads)?;
-    check_nonzero(OP, "head_dim", head_dim)?;
+    check_heads(OP, q_heads, kv_heads, head_dim)?;
     check_nonzero(OP, "max_seq", max_seq)?;
-    if q_heads % kv_heads != 0 {
-        return Err(shape_err(
-            OP,
-            "q_heads",
-            format!("{q_heads} is not a multiple of kv_heads ({kv_heads})"),
-        ));
-    }
-    if head_dim > MAX_HEAD_DIM {
-        return Err(shape_err(
-            OP,
-            "head_dim",
-            format!("{head_dim} exceeds the limit {MAX_HEAD_DIM}"),
-        ));
-    }
     super::check_scale(OP, scale)?;
     let n_q = product(OP, "q", &[b, q_heads, head_dim])?;
     let n_cache = product(OP, "k_cache", &[b, kv_heads, max_seq, head_dim])?;

@@ -254,6 +254,33 @@ pub(in crate::ops) fn check_eps(op: &'static str, eps: f32) -> Result<()> {
     }
 }
 
+/// Largest head dimension the attention kernels take.
+const MAX_HEAD_DIM: u32 = 256;
+
+/// The head counts and head dimension of an attention op: none zero, query
+/// heads a multiple of the key/value heads (grouped-query attention), the
+/// head dimension within [`MAX_HEAD_DIM`].
+fn check_heads(op: &'static str, q_heads: u32, kv_heads: u32, head_dim: u32) -> Result<()> {
+    check_nonzero(op, "q_heads", q_heads)?;
+    check_nonzero(op, "kv_heads", kv_heads)?;
+    check_nonzero(op, "head_dim", head_dim)?;
+    if q_heads % kv_heads != 0 {
+        return Err(shape_err(
+            op,
+            "q_heads",
+            format!("{q_heads} is not a multiple of kv_heads ({kv_heads})"),
+        ));
+    }
+    if head_dim > MAX_HEAD_DIM {
+        return Err(shape_err(
+            op,
+            "head_dim",
+            format!("{head_dim} exceeds the limit {MAX_HEAD_DIM}"),
+        ));
+    }
+    Ok(())
+}
+
 /// A finite attention scale.
 fn check_scale(op: &'static str, scale: f32) -> Result<()> {
     if scale.is_finite() {

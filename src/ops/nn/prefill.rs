@@ -11,15 +11,12 @@ use crate::batch::Batch;
 use crate::error::Result;
 
 use super::{
-    check_disjoint, check_elems, check_nonzero, device_for, kernel_name, launch, product,
-    shape_err, NnElement, NnOperand,
+    check_disjoint, check_elems, check_heads, check_nonzero, device_for, kernel_name, launch,
+    product, shape_err, NnElement, NnOperand,
 };
 
 /// Queries per workgroup (`QT` in the shader).
 const QUERY_TILE: u32 = 16;
-/// Largest head dimension (the shader's accumulators: 16 queries × 256
-/// elements over 256 invocations).
-const MAX_HEAD_DIM: u32 = 256;
 /// Floats of the key (or value) tile in shared memory (`TILE`).
 const TILE_FLOATS: u32 = 2048;
 
@@ -112,23 +109,7 @@ pub(in crate::ops) fn check_args(shape: PrefillShape, scale: f32, elems: [u64; 4
     } = shape;
     check_nonzero(OP, "batch", b)?;
     check_nonzero(OP, "tokens", tokens)?;
-    check_nonzero(OP, "q_heads", q_heads)?;
-    check_nonzero(OP, "kv_heads", kv_heads)?;
-    check_nonzero(OP, "head_dim", head_dim)?;
-    if q_heads % kv_heads != 0 {
-        return Err(shape_err(
-            OP,
-            "q_heads",
-            format!("{q_heads} is not a multiple of kv_heads ({kv_heads})"),
-        ));
-    }
-    if head_dim > MAX_HEAD_DIM {
-        return Err(shape_err(
-            OP,
-            "head_dim",
-            format!("{head_dim} exceeds the limit {MAX_HEAD_DIM}"),
-        ));
-    }
+    check_heads(OP, q_heads, kv_heads, head_dim)?;
     super::check_scale(OP, scale)?;
     let n_q = product(OP, "q", &[b, tokens, q_heads, head_dim])?;
     let n_kv = product(OP, "k", &[b, tokens, kv_heads, head_dim])?;
