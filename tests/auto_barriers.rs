@@ -10,47 +10,11 @@
 //! they are made here rather than through the clean-teardown guard.
 
 mod common;
-use common::glsl::{bytes, INC, STEP};
+use common::glsl::{bytes, ADD_PARAM, DOUBLE, INC, NEXT, STEP};
 
 use vkcompute::{
     BarrierCause, Batch, BatchOptions, Buffer, Device, DeviceOptions, HazardKind, Kernel,
 };
-
-/// dst = src * 2 (src read-only, dst write-only).
-const DOUBLE: &str = r#"
-#version 450
-layout(local_size_x = 64) in;
-layout(set = 0, binding = 0) readonly buffer S { uint src[]; };
-layout(set = 0, binding = 1) writeonly buffer D { uint dst[]; };
-void main() {
-    uint i = gl_GlobalInvocationID.x;
-    if (i < dst.length()) dst[i] = src[i] * 2u;
-}
-"#;
-
-/// dst = src + 1 (src read-only, dst write-only).
-const NEXT: &str = r#"
-#version 450
-layout(local_size_x = 64) in;
-layout(set = 0, binding = 0) readonly buffer S { uint src[]; };
-layout(set = 0, binding = 1) writeonly buffer D { uint dst[]; };
-void main() {
-    uint i = gl_GlobalInvocationID.x;
-    if (i < dst.length()) dst[i] = src[i] + 1u;
-}
-"#;
-
-/// c += p (p a uniform block, as a graph's `Params` is bound).
-const ADD_PARAM: &str = r#"
-#version 450
-layout(local_size_x = 64) in;
-layout(set = 0, binding = 0) uniform P { uint p; };
-layout(set = 0, binding = 1) buffer C { uint c[]; };
-void main() {
-    uint i = gl_GlobalInvocationID.x;
-    if (i < c.length()) c[i] += p;
-}
-"#;
 
 const N: usize = 64;
 

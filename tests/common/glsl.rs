@@ -90,3 +90,39 @@ layout(set = 0, binding = 0) uniform U { vec4 u[16]; };
 layout(set = 0, binding = 1) writeonly buffer O { float o[]; };
 void main() { o[0] = u[3].y; }
 "#;
+
+/// dst = src * 2 (src read-only, dst write-only).
+pub const DOUBLE: &str = r#"
+#version 450
+layout(local_size_x = 64) in;
+layout(set = 0, binding = 0) readonly buffer S { uint src[]; };
+layout(set = 0, binding = 1) writeonly buffer D { uint dst[]; };
+void main() {
+    uint i = gl_GlobalInvocationID.x;
+    if (i < dst.length()) dst[i] = src[i] * 2u;
+}
+"#;
+
+/// dst = src + 1 (src read-only, dst write-only).
+pub const NEXT: &str = r#"
+#version 450
+layout(local_size_x = 64) in;
+layout(set = 0, binding = 0) readonly buffer S { uint src[]; };
+layout(set = 0, binding = 1) writeonly buffer D { uint dst[]; };
+void main() {
+    uint i = gl_GlobalInvocationID.x;
+    if (i < dst.length()) dst[i] = src[i] + 1u;
+}
+"#;
+
+/// c += p (p a uniform block, as a graph's `Params` is bound).
+pub const ADD_PARAM: &str = r#"
+#version 450
+layout(local_size_x = 64) in;
+layout(set = 0, binding = 0) uniform P { uint p; };
+layout(set = 0, binding = 1) buffer C { uint c[]; };
+void main() {
+    uint i = gl_GlobalInvocationID.x;
+    if (i < c.length()) c[i] += p;
+}
+"#;
