@@ -16,7 +16,15 @@
 // matrix) and store through a clamped layout (nothing written outside).
 // Any M, N, K ≥ 1 works.
 //
-// Push constants: M, K, N. Grid: (ceil(N/BN), ceil(M/BM), 1).
+// Push constants: M, K, N. Grid: (ceil(N/BN), ceil(M/BM), 1). With
+// BATCHED, `count` products in one launch: push constants M, K, N and the
+// element strides between consecutive A, B and C matrices; grid z = count.
+//
+// Specialization constant 0, GROUP_M: with 2 or more, the blocks are taken
+// in groups of GROUP_M block rows, column by column within a group (the
+// grid's linear order remapped), so the blocks running at one time share
+// fewer A rows and B columns and more of them stay in L2. 0 or 1: the
+// grid's own order.
 // Compiled for Vulkan 1.3 (SPIR-V 1.6) by a glslang that knows
 // GL_NV_cooperative_matrix2 (scripts/glslang_trixie.sh on Debian 12).
 //
@@ -24,6 +32,8 @@
 // variant: matmul_f16_cm2_128x256x64 TILE_BM=128 TILE_BN=256 TILE_BK=64
 // variant: matmul_f16_cm2_128x128x32 TILE_BM=128 TILE_BN=128 TILE_BK=32
 // variant: matmul_f16_cm2_64x128x64 TILE_BM=64 TILE_BN=128 TILE_BK=64
+// variant: matmul_f16_cm2_batched BATCHED=1
+// variant: matmul_f16_cm2_64x128x64_batched TILE_BM=64 TILE_BN=128 TILE_BK=64 BATCHED=1
 #extension GL_KHR_cooperative_matrix : require
 #extension GL_NV_cooperative_matrix2 : require
 #extension GL_KHR_memory_scope_semantics : require
@@ -46,7 +56,32 @@ layout(local_size_x = 256, local_size_y = 1, local_size_z = 1) in;
 layout(std430, set = 0, binding = 0) readonly buffer MatA { float16_t a[]; };
 layout(std430, set = 0, binding = 1) readonly buffer MatB { float16_t b[]; };
 layout(std430, set = 0, binding = 2) writeonly buffer MatC { float c[]; };
+#ifdef BATCHED
+layout(push_constant) uniform Shape {
+    uint M; uint K; uint N; uint strideA; uint strideB; uint strideC;
+};
+#else
 layout(push_constant) uniform Shape { uint M; uint K; uint N; };
+const uint strideA = 0;
+const uint strideB = 0;
+const uint strideC = 0;
+#endif
+layout(constant_id = 0) const uint GROUP_M = 0;
+
+// This workgroup's block: (column, row).
+uvec2 block_of_workgroup() {
+    if (GROUP_M <= 1) {
+        return gl_WorkGroupID.xy;
+    }
+    const uint nx = gl_NumWorkGroups.x;
+    const uint ny = gl_NumWorkGroups.y;
+    const uint pid = gl_WorkGroupID.y * nx + gl_WorkGroupID.x;
+    const uint per_group = GROUP_M * nx;
+    const uint first_row = (pid / per_group) * GROUP_M;
+    const uint rows = min(ny - first_row, GROUP_M);
+    const uint r = pid % per_group;
+    return uvec2(r / rows, first_row + r % rows);
+}
 
 #define ACC coopmat<float, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator>
 #define MAT_A coopmat<float16_t, gl_ScopeWorkgroup, BM, BK, gl_MatrixUseA>
@@ -54,8 +89,12 @@ layout(push_constant) uniform Shape { uint M; uint K; uint N; };
 #define CLAMP gl_CooperativeMatrixClampModeConstantNV
 
 void main() {
-    const uint m0 = gl_WorkGroupID.y * BM;
-    const uint n0 = gl_WorkGroupID.x * BN;
+    const uvec2 blk = block_of_workgroup();
+    const uint m0 = blk.y * BM;
+    const uint n0 = blk.x * BN;
+    const uint oa = gl_WorkGroupID.z * strideA;
+    const uint ob = gl_WorkGroupID.z * strideB;
+    const uint oc = gl_WorkGroupID.z * strideC;
 
     tensorLayoutNV<2, CLAMP> la_edge = createTensorLayoutNV(2, CLAMP);
     tensorLayoutNV<2, CLAMP> lb_edge = createTensorLayoutNV(2, CLAMP);
@@ -66,7 +105,8 @@ void main() {
 
     ACC acc = ACC(0.0);
     uint k0 = 0;
-    const bool interior = m0 + BM <= M && n0 + BN <= N && K % 8 == 0 && N % 8 == 0;
+    const bool interior = m0 + BM <= M && n0 + BN <= N && K % 8 == 0 && N % 8 == 0
+        && oa % 8 == 0 && ob % 8 == 0;
     if (interior) {
         // Row strides that are visibly multiples of 8 halves (16 bytes):
         // the loads may then move whole 16-byte pieces.
@@ -84,18 +124,18 @@ void main() {
             MAT_B mb0;
             MAT_A ma1;
             MAT_B mb1;
-            coopMatLoadTensorNV(ma0, a, 0, sliceTensorLayoutNV(la, m0, BM, k0, BK));
-            coopMatLoadTensorNV(mb0, b, 0, sliceTensorLayoutNV(lb, k0, BK, n0, BN));
-            coopMatLoadTensorNV(ma1, a, 0, sliceTensorLayoutNV(la, m0, BM, k0 + BK, BK));
-            coopMatLoadTensorNV(mb1, b, 0, sliceTensorLayoutNV(lb, k0 + BK, BK, n0, BN));
+            coopMatLoadTensorNV(ma0, a, oa, sliceTensorLayoutNV(la, m0, BM, k0, BK));
+            coopMatLoadTensorNV(mb0, b, ob, sliceTensorLayoutNV(lb, k0, BK, n0, BN));
+            coopMatLoadTensorNV(ma1, a, oa, sliceTensorLayoutNV(la, m0, BM, k0 + BK, BK));
+            coopMatLoadTensorNV(mb1, b, ob, sliceTensorLayoutNV(lb, k0 + BK, BK, n0, BN));
             acc = coopMatMulAdd(ma0, mb0, acc);
             acc = coopMatMulAdd(ma1, mb1, acc);
         }
         if (k0 < whole) {
             MAT_A ma;
             MAT_B mb;
-            coopMatLoadTensorNV(ma, a, 0, sliceTensorLayoutNV(la, m0, BM, k0, BK));
-            coopMatLoadTensorNV(mb, b, 0, sliceTensorLayoutNV(lb, k0, BK, n0, BN));
+            coopMatLoadTensorNV(ma, a, oa, sliceTensorLayoutNV(la, m0, BM, k0, BK));
+            coopMatLoadTensorNV(mb, b, ob, sliceTensorLayoutNV(lb, k0, BK, n0, BN));
             acc = coopMatMulAdd(ma, mb, acc);
             k0 += BK;
         }
@@ -105,9 +145,9 @@ void main() {
     for (; k0 < K; k0 += BK) {
         MAT_A ma;
         MAT_B mb;
-        coopMatLoadTensorNV(ma, a, 0, sliceTensorLayoutNV(la_edge, m0, BM, k0, BK));
-        coopMatLoadTensorNV(mb, b, 0, sliceTensorLayoutNV(lb_edge, k0, BK, n0, BN));
+        coopMatLoadTensorNV(ma, a, oa, sliceTensorLayoutNV(la_edge, m0, BM, k0, BK));
+        coopMatLoadTensorNV(mb, b, ob, sliceTensorLayoutNV(lb_edge, k0, BK, n0, BN));
         acc = coopMatMulAdd(ma, mb, acc);
     }
-    coopMatStoreTensorNV(acc, c, 0, sliceTensorLayoutNV(lc, m0, BM, n0, BN));
+    coopMatStoreTensorNV(acc, c, oc, sliceTensorLayoutNV(lc, m0, BM, n0, BN));
 }

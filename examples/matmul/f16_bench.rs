@@ -435,9 +435,8 @@ pub fn dump_coopmat(gpu: &Device) {
     }
 }
 
-/// `batch` independent f16 products of m×k×n, recorded into one batch
-/// without barriers between them (as `torch.bmm` runs them), the default
-/// plan for each: warmed for `warm_for`, then `rounds` rounds (a barrier
+/// `batch` independent f16 products of m×k×n in one launch
+/// ([`ops::matmul_f16_batched`], what `torch.bmm` computes): warmed for `warm_for`, then `rounds` rounds (a barrier
 /// before each), every round's GPU time the sum of its commands' (their
 /// timestamps follow one another). Each product is checked once.
 #[allow(clippy::too_many_arguments)]
@@ -450,35 +449,32 @@ pub fn bench_bmm(
     warm_for: Duration,
 ) -> Result<()> {
     let key = format!("hbmm{batch_count}x{m}x{k}x{n}");
-    let plan = default_plan(gpu, (m, k, n));
-    let mut mats = Vec::new();
+    let shape = ops::BatchedShape::packed(batch_count, m, k, n);
+    let [la, lb, _] = shape.lens();
+    let (abits, a) = f16_inputs(11, la as usize);
+    let (bbits, b) = f16_inputs(12, lb as usize);
+    let (ga, gb) = (gpu.upload(&abits)?, gpu.upload(&bbits)?);
+    let gc = gpu.alloc::<f32>(shape.lens()[2] as usize)?;
+    let record_all =
+        |batch: &mut Batch| -> Result<()> { ops::matmul_f16_batched(batch, &ga, &gb, &gc, shape) };
+    let mut batch = gpu.batch()?;
+    record_all(&mut batch)?;
+    batch.submit()?;
+    let got = gc.download()?;
+    let (mk, kn, mn) = ((m * k) as usize, (k * n) as usize, (m * n) as usize);
     let mut worst = 0f64;
     let mut bound = 0f64;
-    for i in 0..batch_count {
-        let (abits, a) = f16_inputs(u64::from(i) * 7 + 11, (m * k) as usize);
-        let (bbits, b) = f16_inputs(u64::from(i) * 7 + 12, (k * n) as usize);
-        let (ga, gb) = (gpu.upload(&abits)?, gpu.upload(&bbits)?);
-        let gc = gpu.alloc::<f32>((m * n) as usize)?;
-        let mut batch = gpu.batch()?;
-        record(&mut batch, (&ga, &gb, &gc), (m, k, n), plan)?;
-        batch.submit()?;
-        let got = gc.download()?;
+    for i in 0..batch_count as usize {
+        let (ai, bi) = (&a[i * mk..(i + 1) * mk], &b[i * kn..(i + 1) * kn]);
         worst = worst.max(abs_error(
-            &a,
-            &b,
-            &got,
+            ai,
+            bi,
+            &got[i * mn..(i + 1) * mn],
             (m as usize, k as usize, n as usize),
             false,
         ));
-        bound = bound.max(error_bound(&a, &b, k));
-        mats.push((ga, gb, gc));
+        bound = bound.max(error_bound(ai, bi, k));
     }
-    let record_all = |batch: &mut Batch| -> Result<()> {
-        for (ga, gb, gc) in &mats {
-            record(batch, (ga, gb, gc), (m, k, n), plan)?;
-        }
-        Ok(())
-    };
     let start = Instant::now();
     while start.elapsed() < warm_for {
         let mut batch = gpu.batch_with(BatchOptions::single_submit())?;
@@ -533,7 +529,7 @@ pub fn bench_bmm(
         Some(worst / bound),
         1.0,
         format!(
-            " {batch_count} products in one batch, no barriers; min/med/max {:.3}/{:.3}/{:.3} \
+            " {batch_count} products, one batched launch; min/med/max {:.3}/{:.3}/{:.3} \
              TFLOP/s over {} rounds; ran {}; |err| {worst:.2e} (bound {bound:.2e})",
             tf(hi),
             tf(med),

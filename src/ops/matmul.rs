@@ -38,8 +38,11 @@
 
 use crate::{Batch, Buffer, Device, Error, Kernel, Result};
 
+mod batched;
 mod plan;
 mod skinny;
+
+pub use batched::{batched_tile, matmul_f16_batched, BatchedShape};
 
 pub use plan::{
     choose_matmul, subgroup_coop_fits, Cm2Tile, CoopTile, MatmulCaps, MatmulDtype, MatmulKernel,
@@ -176,7 +179,7 @@ pub fn matmul_f16_with_plan(
                 ),
             ));
         };
-        let kernel = crate::builtins::get(&gpu.inner, name, &[])?;
+        let kernel = crate::builtins::get(&gpu.inner, name, &[(0, tile.group)])?;
         let grid = [n.div_ceil(tile.bn), m.div_ceil(tile.bm), 1];
         check_grid(&gpu, m, k, n, grid)?;
         batch.run_configured(&kernel, &[a, b, c], grid, Some(&push3(m, k, n)))?;

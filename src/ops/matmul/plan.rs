@@ -255,6 +255,12 @@ pub struct Cm2Tile {
     pub bn: u32,
     /// Slice depth along K.
     pub bk: u32,
+    /// Block rows launched together: with 2 or more, the blocks run in
+    /// groups of this many block rows, column by column within a group, so
+    /// the blocks resident at one time share more of A's rows and B's
+    /// columns in L2; 0 runs them in the grid's row order. Passed to the
+    /// kernel as a specialization constant.
+    pub group: u32,
 }
 
 impl Cm2Tile {
@@ -263,18 +269,21 @@ impl Cm2Tile {
         bm: 128,
         bn: 128,
         bk: 64,
+        group: 0,
     };
     /// 128×256 blocks, 64-deep slices.
     pub const WIDE: Cm2Tile = Cm2Tile {
         bm: 128,
         bn: 256,
         bk: 64,
+        group: 0,
     };
     /// 128×128 blocks, 32-deep slices.
     pub const SHALLOW: Cm2Tile = Cm2Tile {
         bm: 128,
         bn: 128,
         bk: 32,
+        group: 0,
     };
     /// 64×128 blocks, 64-deep slices: twice the blocks of
     /// [`Cm2Tile::SQUARE`] for matrices too small to fill the GPU.
@@ -282,13 +291,26 @@ impl Cm2Tile {
         bm: 64,
         bn: 128,
         bk: 64,
+        group: 0,
     };
-    /// Every compiled tile.
-    pub const ALL: [Cm2Tile; 4] = [
+    /// [`Cm2Tile::WIDE`] launched in groups of 8 block rows.
+    pub const WIDE_GROUPED: Cm2Tile = Cm2Tile {
+        group: 8,
+        ..Cm2Tile::WIDE
+    };
+    /// [`Cm2Tile::SQUARE`] launched in groups of 8 block rows.
+    pub const SQUARE_GROUPED: Cm2Tile = Cm2Tile {
+        group: 8,
+        ..Cm2Tile::SQUARE
+    };
+    /// Every compiled tile, and the launch orders measured.
+    pub const ALL: [Cm2Tile; 6] = [
         Cm2Tile::SQUARE,
         Cm2Tile::WIDE,
         Cm2Tile::SHALLOW,
         Cm2Tile::SMALL,
+        Cm2Tile::WIDE_GROUPED,
+        Cm2Tile::SQUARE_GROUPED,
     ];
 
     /// The built-in compiled for this tile (`shaders/matmul_f16_cm2.comp`

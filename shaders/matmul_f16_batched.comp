@@ -1,0 +1,47 @@
+#version 450
+// C_i = A_i·B_i for `count` f16 products (f32 accumulation and result),
+// one launch: the path for adapters without workgroup-scope cooperative
+// matrices. 16×16 output tiles per workgroup, 16-deep slices of A and B
+// staged through shared memory, any M, K, N (zeros past the edges).
+// Needs storageBuffer16BitAccess only (no f16 arithmetic).
+//
+// Push constants: M, K, N and the element strides between consecutive A,
+// B and C matrices. Grid: (ceil(N/16), ceil(M/16), count).
+#extension GL_EXT_shader_16bit_storage : require
+
+layout(local_size_x = 16, local_size_y = 16, local_size_z = 1) in;
+layout(std430, set = 0, binding = 0) readonly buffer MatA { float16_t a[]; };
+layout(std430, set = 0, binding = 1) readonly buffer MatB { float16_t b[]; };
+layout(std430, set = 0, binding = 2) writeonly buffer MatC { float c[]; };
+layout(push_constant) uniform Shape {
+    uint M; uint K; uint N; uint strideA; uint strideB; uint strideC;
+};
+
+const uint T = 16;
+shared float sa[T][T + 1];
+shared float sb[T][T + 1];
+
+void main() {
+    const uint tx = gl_LocalInvocationID.x;
+    const uint ty = gl_LocalInvocationID.y;
+    const uint row = gl_WorkGroupID.y * T + ty;
+    const uint col = gl_WorkGroupID.x * T + tx;
+    const uint oa = gl_WorkGroupID.z * strideA;
+    const uint ob = gl_WorkGroupID.z * strideB;
+    const uint oc = gl_WorkGroupID.z * strideC;
+    float acc = 0.0;
+    for (uint k0 = 0; k0 < K; k0 += T) {
+        const uint ka = k0 + tx;
+        const uint kb = k0 + ty;
+        sa[ty][tx] = (row < M && ka < K) ? float(a[oa + row * K + ka]) : 0.0;
+        sb[ty][tx] = (kb < K && col < N) ? float(b[ob + kb * N + col]) : 0.0;
+        barrier();
+        for (uint kk = 0; kk < T; ++kk) {
+            acc += sa[ty][kk] * sb[kk][tx];
+        }
+        barrier();
+    }
+    if (row < M && col < N) {
+        c[oc + row * N + col] = acc;
+    }
+}

@@ -1,0 +1,128 @@
+//! Batched f16 products (`ops::matmul_f16_batched`): every product against
+//! an f64 reference on odd shapes and strides, a shared B (stride 0), and
+//! the typed errors. On an adapter with workgroup-scope cooperative
+//! matrices the tensor-core kernel runs; elsewhere the portable one.
+
+mod common;
+
+use vkcompute::ops::{self, BatchedShape, F16};
+use vkcompute::{Device, Error};
+
+/// Multiples of 1/64 in [-1, 1): exact in f16.
+fn inputs(rng: &mut common::Rng, len: u64) -> (Vec<u16>, Vec<f64>) {
+    (0..len)
+        .map(|_| {
+            let x = (rng.below(128) as f32 - 64.0) / 64.0;
+            (F16::from_f32(x).0, f64::from(x))
+        })
+        .unzip()
+}
+
+fn run_case(gpu: &Device, shape: BatchedShape) {
+    let mut rng = common::Rng::new(u64::from(shape.m * 7 + shape.k * 3 + shape.n));
+    let [la, lb, lc] = shape.lens();
+    let (abits, a) = inputs(&mut rng, la);
+    let (bbits, b) = inputs(&mut rng, lb);
+    let ga = gpu.upload(&abits).unwrap();
+    let gb = gpu.upload(&bbits).unwrap();
+    // C starts as a marker: the gaps between outputs must keep it.
+    let gc = gpu.upload(&vec![-7.0f32; lc as usize]).unwrap();
+    let mut batch = gpu.batch().unwrap();
+    ops::matmul_f16_batched(&mut batch, &ga, &gb, &gc, shape).unwrap();
+    batch.submit().unwrap();
+    let got = gc.download().unwrap();
+    let (m, k, n) = (shape.m as usize, shape.k as usize, shape.n as usize);
+    let mut written = vec![false; lc as usize];
+    for i in 0..shape.count as usize {
+        let (oa, ob, oc) = (
+            i * shape.stride_a as usize,
+            i * shape.stride_b as usize,
+            i * shape.stride_c as usize,
+        );
+        for r in 0..m {
+            for c in 0..n {
+                let want: f64 = (0..k).map(|x| a[oa + r * k + x] * b[ob + x * n + c]).sum();
+                let g = f64::from(got[oc + r * n + c]);
+                // Products of 1/64 multiples sum exactly in f32 up to 2^24 / 4096.
+                let tol = 1e-6 * k as f64;
+                assert!(
+                    (g - want).abs() <= tol,
+                    "{shape:?}: product {i} C[{r},{c}] = {g}, want {want}"
+                );
+                written[oc + r * n + c] = true;
+            }
+        }
+    }
+    for (j, w) in written.iter().enumerate() {
+        if !w {
+            assert_eq!(
+                got[j], -7.0,
+                "{shape:?}: element {j} between outputs changed"
+            );
+        }
+    }
+}
+
+#[test]
+fn batched_products_match_the_reference() {
+    let gpu = common::gpu();
+    let cases = [
+        BatchedShape::packed(3, 17, 15, 33),
+        BatchedShape::packed(1, 1, 1, 1),
+        BatchedShape::packed(4, 16, 32, 24),
+        // Odd strides with gaps between the matrices.
+        BatchedShape {
+            count: 3,
+            m: 15,
+            k: 17,
+            n: 9,
+            stride_a: 15 * 17 + 5,
+            stride_b: 17 * 9 + 3,
+            stride_c: 15 * 9 + 7,
+        },
+        // One B for every product (a shared weight).
+        BatchedShape {
+            stride_b: 0,
+            ..BatchedShape::packed(5, 31, 40, 20)
+        },
+        // Larger than one cooperative-matrix block each way.
+        BatchedShape::packed(2, 130, 72, 136),
+    ];
+    for shape in cases {
+        run_case(&gpu, shape);
+    }
+    common::assert_clean(&gpu);
+}
+
+#[test]
+fn batched_bad_shapes_are_typed_errors() {
+    let gpu = common::gpu();
+    let shape = BatchedShape::packed(2, 4, 4, 4);
+    let a = gpu.alloc::<u16>(32).unwrap();
+    let b = gpu.alloc::<u16>(32).unwrap();
+    let c = gpu.alloc::<f32>(32).unwrap();
+    let short = gpu.alloc::<f32>(31).unwrap();
+    let cases: Vec<(BatchedShape, &vkcompute::Buffer<f32>, &str)> = vec![
+        (
+            BatchedShape {
+                stride_c: 8,
+                ..shape
+            },
+            &c,
+            "overlap",
+        ),
+        (BatchedShape { count: 0, ..shape }, &c, "at least 1"),
+        (shape, &short, "C holds 31 elements"),
+    ];
+    for (s, out, needle) in cases {
+        let mut batch = gpu.batch().unwrap();
+        match ops::matmul_f16_batched(&mut batch, &a, &b, out, s) {
+            Err(Error::MatmulShape { detail, .. }) => {
+                assert!(detail.contains(needle), "{needle}: {detail}")
+            }
+            other => panic!("{s:?}: want a MatmulShape error naming {needle:?}, got {other:?}"),
+        }
+        assert!(batch.is_empty(), "a refused product recorded nothing");
+    }
+    common::assert_clean(&gpu);
+}
