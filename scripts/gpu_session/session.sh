@@ -5,7 +5,7 @@
 # scripts/gpu_bundle.sh packs it) and the scripts it names
 # (compare_dispatch.py, ffn_reference.py, cuda_reference.py as
 # cuda_reference_mm.py), then run it there with the parts wanted.
-# Usage there: bash .gpu/session.sh PART... (dispatch ffn sweep tests matmul abprobe)
+# Usage there: bash .gpu/session.sh PART... (dispatch ffn sweep tests matmul qwen3 abprobe)
 set -uo pipefail
 g=$(cd "$(dirname "$0")" && pwd)
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -58,6 +58,23 @@ part_abprobe() {
   echo "== auto_barriers: whole binary, VK_LOADER_DEBUG=error"
   VK_LOADER_DEBUG=error "$g/bin/ab" --test-threads=1 2>&1 | grep -E "FAILED|test result|LOADER|rror" | head -20
   unset VK_LAYER_PATH VKCOMPUTE_VALIDATION VKCOMPUTE_VALIDATION_ERRORS
+}
+part_qwen3() {
+  # The checkpoints go outside $W (the results folder): the 4B one is 8 GB.
+  local q=/tmp/q3; rm -rf "$q" "$q-tiny"
+  echo "== qwen3_reference.py --size tiny (transformers, f32 logits)"
+  python3 "$g/qwen3_reference.py" --out "$q-tiny" --size tiny --decode 16 --no-timing > "$W/q3tiny_ref.txt" 2>&1; echo "rc=$?"; tail -5 "$W/q3tiny_ref.txt"
+  echo "== qwen3 tiny --reference"
+  timeout 120 "$g/bin/qwen3" "$q-tiny" --reference "$q-tiny/reference.safetensors" > "$W/q3tiny_ours.txt" 2>&1; echo "rc=$?"; tail -30 "$W/q3tiny_ours.txt"
+  echo "== qwen3_reference.py --size 4b ${QWEN3_REF_ARGS:-}"
+  python3 "$g/qwen3_reference.py" --out "$q" --size 4b ${QWEN3_REF_ARGS:-} > "$W/q3_ref.txt" 2>&1; echo "rc=$?"; tail -40 "$W/q3_ref.txt"
+  cp "$q/reference_timing.json" "$q/config.json" "$W/" 2>/dev/null
+  echo "== qwen3 4b --reference --profile"
+  timeout 240 "$g/bin/qwen3" "$q" --reference "$q/reference.safetensors" --profile > "$W/q3_ours.txt" 2>&1; echo "rc=$?"; tail -60 "$W/q3_ours.txt"
+  for b in 4 16; do
+    echo "== qwen3 4b --batch $b"
+    timeout 120 "$g/bin/qwen3" "$q" --batch "$b" --decode 32 > "$W/q3_b$b.txt" 2>&1; echo "rc=$?"; tail -25 "$W/q3_b$b.txt"
+  done
 }
 part_matmul() {
   echo "== matmul"
