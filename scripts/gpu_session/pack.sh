@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 [ -f .gpu/setup.sh ] || { echo "run: bash ../shared/gpu/prepare.sh" >&2; exit 1; }
-tests=${1:-}; examples=${2:-}
+tests=${1:-}; examples=${2:-}; tdir=${CARGO_TARGET_DIR:-target}
 layer=/tmp/vkcompute-gpu-layer
 [ -f "$layer/root/usr/lib/x86_64-linux-gnu/libVkLayer_khronos_validation.so" ] || {
   echo "pack: no Debian 13 validation layer under $layer: run scripts/gpu_bundle.sh tests once" >&2; exit 1; }
@@ -16,9 +16,9 @@ args=(); for t in $tests; do args+=(--test "$t"); done
 for e in $examples; do args+=(--example "$e"); done
 [ ${#args[@]} -eq 0 ] || cargo build --release "${args[@]}" >/dev/null
 stage=$(mktemp -d); mkdir -p "$stage/bin" "$stage/layer"
-newest() { ls -t target/release/deps/"$1"-* 2>/dev/null | grep -v '\.d$' | head -1; }
+newest() { ls -t "$tdir"/release/deps/"$1"-* 2>/dev/null | grep -v '\.d$' | head -1; }
 for t in $tests; do cp "$(newest "$t")" "$stage/bin/test_$t"; done
-for e in $examples; do cp "target/release/examples/$e" "$stage/bin/"; done
+for e in $examples; do cp "$tdir/release/examples/$e" "$stage/bin/"; done
 cp "$layer/root/usr/lib/x86_64-linux-gnu/libVkLayer_khronos_validation.so" "$stage/layer/"
 sed 's#"library_path": *"[^"]*"#"library_path": "./libVkLayer_khronos_validation.so"#' \
   "$layer/root/usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json" \
