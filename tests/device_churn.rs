@@ -19,6 +19,41 @@ void main() { v[gl_GlobalInvocationID.x] += 1u; }
 /// How many devices the test makes after its warm-up one.
 const ROUNDS: usize = 40;
 
+/// Open files, threads, memory mappings and resident KiB of this process
+/// (Linux's `/proc`), for the failure messages.
+fn process_facts() -> String {
+    let maps = std::fs::read_to_string("/proc/self/maps")
+        .map(|m| m.lines().count())
+        .unwrap_or(0);
+    let rss = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .map(|v| v.trim().to_string())
+        })
+        .unwrap_or_default();
+    format!(
+        "open files and threads {:?}, {maps} memory mappings, resident {rss}",
+        process_counts()
+    )
+}
+
+/// Runs `make` `ROUNDS + 1` times, failing with the round, the error and
+/// the process's facts at the first error.
+fn rounds<E: std::fmt::Debug>(what: &str, mut make: impl FnMut() -> Result<(), E>) {
+    let start = process_facts();
+    for round in 0..=ROUNDS {
+        if let Err(e) = make() {
+            panic!(
+                "{what}: round {round} failed: {e:?}; at the start: {start}; now: {}",
+                process_facts()
+            );
+        }
+    }
+    eprintln!("{what}: {} rounds; {}", ROUNDS + 1, process_facts());
+}
+
 /// Open file descriptors and threads of this process (Linux's `/proc`).
 fn process_counts() -> Option<(usize, usize)> {
     let fds = std::fs::read_dir("/proc/self/fd").ok()?.count();
@@ -39,7 +74,7 @@ fn one_device(validation: bool) {
         validation: Some(validation),
         ..Default::default()
     })
-    .expect("a Vulkan device (install mesa-vulkan-drivers)");
+    .unwrap_or_else(|e| panic!("a Vulkan device: {e:?}; {}", process_facts()));
     let k = gpu.kernel_glsl(INC).unwrap();
     let x = gpu.upload(&[7u32; 64]).unwrap();
     let mut b = gpu.batch().unwrap();
@@ -52,6 +87,52 @@ fn one_device(validation: bool) {
         "{:?}",
         gpu.validation_messages()
     );
+}
+
+/// A Vulkan instance made with ash alone (no layers, no extensions), its
+/// physical devices listed, and destroyed: whether the driver gives back
+/// what an instance takes, apart from anything this crate does.
+fn raw_instance() -> Result<(), String> {
+    use vkcompute::ash::vk;
+    // SAFETY: loading the system's Vulkan loader; nothing else runs it.
+    let entry = unsafe { vkcompute::ash::Entry::load() }.map_err(|e| e.to_string())?;
+    let app = vk::ApplicationInfo::default().api_version(vk::API_VERSION_1_1);
+    let info = vk::InstanceCreateInfo::default().application_info(&app);
+    // SAFETY: `info` and `app` outlive the call.
+    let instance = unsafe { entry.create_instance(&info, None) }
+        .map_err(|r| format!("vkCreateInstance: {r}"))?;
+    // SAFETY: a plain query on the live instance, which is then destroyed
+    // with nothing made from it.
+    unsafe {
+        let n = instance.enumerate_physical_devices().map(|p| p.len());
+        instance.destroy_instance(None);
+        match n {
+            Ok(0) => Err("no physical device listed".into()),
+            Ok(_) => Ok(()),
+            Err(r) => Err(format!("vkEnumeratePhysicalDevices: {r}")),
+        }
+    }
+}
+
+#[test]
+fn forty_raw_instances_made_and_destroyed() {
+    rounds("raw ash instances", raw_instance);
+}
+
+#[test]
+fn forty_adapter_listings() {
+    rounds("Device::adapters", || Device::adapters().map(|_| ()));
+}
+
+#[test]
+fn forty_devices_made_and_dropped_without_work() {
+    rounds("devices without work", || {
+        Device::with_options(DeviceOptions {
+            validation: Some(false),
+            ..Default::default()
+        })
+        .map(drop)
+    });
 }
 
 fn churn(validation: bool) {
