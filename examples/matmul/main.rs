@@ -375,6 +375,9 @@ fn plan_name(plan: &MatmulPlan) -> String {
         MatmulKernel::CoopMatKhrF16(t) => {
             format!("khr_{}x{}_w{}x{}_k{}", t.bm(), t.bn(), t.wm, t.wn, t.bk)
         }
+        MatmulKernel::CoopMat2F16(t) if t.group > 1 => {
+            format!("cm2_{}x{}x{}_g{}", t.bm, t.bn, t.bk, t.group)
+        }
         MatmulKernel::CoopMat2F16(t) => format!("cm2_{}x{}x{}", t.bm, t.bn, t.bk),
         MatmulKernel::Tiled(t) if plan.widen_f16 => {
             format!("widened_f32_{}x{}x{}", t.bm, t.bn, t.bk)
