@@ -8,8 +8,12 @@ use super::fusion::program::{Op, Program, V};
 use super::tensor::{Shape, Tensor, TensorId};
 use super::{Binary, Unary};
 use crate::{Buffer, Device, Error, Result, Ticket};
+use inputs::{Bound, ParamsValue};
 
 mod exec;
+mod graph;
+mod inputs;
+mod liveness;
 mod transformer;
 
 /// Generated kernels by (source, specialization), kept across replans.
@@ -122,12 +126,26 @@ pub struct OpBatch {
     graph: Program,
     /// Per tensor slot: who holds it, and the value it names now.
     tensors: Vec<(Weak<TensorId>, V)>,
-    /// Per storage: its buffer, once there is one.
-    buffers: Vec<Option<Buffer<f32>>>,
-    /// Per storage: whether it is a user's buffer (import).
+    /// Per storage: the memory it binds, once there is some.
+    buffers: Vec<Option<Bound>>,
+    /// Per storage: whether it is a user's memory (an import of a buffer,
+    /// a slice or a `Params`).
     imported: Vec<bool>,
-    /// Imports seen: (buffer identity, storage).
-    import_keys: Vec<(usize, usize)>,
+    /// Per storage: whether its memory was given when it was recorded (an
+    /// upload or an import); the others draw on the pool.
+    fixed: Vec<bool>,
+    /// Imports seen: (buffer identity, first element, end element,
+    /// storage).
+    import_keys: Vec<(usize, u64, u64, usize)>,
+    /// Pooled buffers of the op batch's own storages (liveness reuse).
+    pool: Vec<Buffer<f32>>,
+    /// Per storage: its pooled buffer under the current plan.
+    pool_of: Vec<Option<usize>>,
+    /// A graph was made from the current buffers: the next replan starts
+    /// a new pool and leaves the graph's buffers to it.
+    graphed: bool,
+    /// Imported `Params` (storage, value): each execute writes the value.
+    params: Vec<(usize, ParamsValue)>,
     prepared: Option<exec::Prepared>,
     kernel_memo: KernelMemo,
     /// Scratch of each reduction node (counter and partials), made once.
@@ -167,7 +185,12 @@ impl Device {
             tensors: Vec::new(),
             buffers: Vec::new(),
             imported: Vec::new(),
+            fixed: Vec::new(),
             import_keys: Vec::new(),
+            pool: Vec::new(),
+            pool_of: Vec::new(),
+            graphed: false,
+            params: Vec::new(),
             prepared: None,
             kernel_memo: KernelMemo::new(),
             scratch: std::collections::HashMap::new(),
@@ -188,10 +211,14 @@ impl OpBatch {
         self.graph.nodes.len()
     }
 
-    /// GPU buffers the op batch holds: uploads, imports, and (after an
-    /// execute) the intermediates fusion could not keep in registers.
+    /// Distinct GPU buffers the op batch binds: uploads, imported buffers
+    /// (slices of one buffer count once), and (after an execute) the pooled
+    /// buffers of the values fusion could not keep in registers, each
+    /// shared by every value whose life does not overlap another's.
     pub fn num_buffers(&self) -> usize {
-        self.buffers.iter().filter(|b| b.is_some()).count()
+        let keys: std::collections::BTreeSet<usize> =
+            self.buffers.iter().flatten().map(Bound::key).collect();
+        keys.len()
     }
 
     /// The options this op batch was made with.
@@ -217,8 +244,11 @@ impl OpBatch {
     }
 
     fn grow_storages(&mut self) {
-        self.buffers.resize_with(self.graph.storages, || None);
-        self.imported.resize(self.graph.storages, false);
+        let n = self.graph.storages;
+        self.buffers.resize_with(n, || None);
+        self.imported.resize(n, false);
+        self.fixed.resize(n, false);
+        self.pool_of.resize(n, None);
     }
 
     /// The value `t` names, if it belongs here.
@@ -246,79 +276,6 @@ impl OpBatch {
             ));
         }
         Ok(())
-    }
-
-    /// A vector tensor holding `data` (copied to the GPU now).
-    pub fn upload(&mut self, data: &[f32]) -> Result<Tensor> {
-        let n = u32::try_from(data.len()).unwrap_or(u32::MAX);
-        self.upload_shaped(data, Shape::Vector(n))
-    }
-
-    /// A `rows`×`cols` row-major matrix tensor holding `data`.
-    pub fn upload_matrix(&mut self, data: &[f32], rows: u32, cols: u32) -> Result<Tensor> {
-        self.upload_shaped(data, Shape::Matrix(rows, cols))
-    }
-
-    fn upload_shaped(&mut self, data: &[f32], shape: Shape) -> Result<Tensor> {
-        Self::check_shape("OpBatch::upload", "the data", shape)?;
-        if data.len() as u64 != shape.numel() {
-            return Err(shape_err(
-                "OpBatch::upload",
-                format!("{} values given for shape {shape}", data.len()),
-            ));
-        }
-        let buf = self.gpu.upload(data)?;
-        let v = self.graph.leaf(shape);
-        self.grow_storages();
-        self.buffers[self.graph.values[v].storage] = Some(buf);
-        Ok(self.new_tensor(v))
-    }
-
-    /// A vector tensor over `buf` itself (no copy; the op batch keeps the
-    /// buffer alive). Importing the same buffer again names the same
-    /// storage, so hazards between the two tensors are tracked.
-    pub fn import(&mut self, buf: &Buffer<f32>) -> Result<Tensor> {
-        let n = u32::try_from(buf.len()).unwrap_or(u32::MAX);
-        self.import_shaped(buf, Shape::Vector(n))
-    }
-
-    /// A `rows`×`cols` matrix tensor over `buf` (exactly that long).
-    pub fn import_matrix(&mut self, buf: &Buffer<f32>, rows: u32, cols: u32) -> Result<Tensor> {
-        self.import_shaped(buf, Shape::Matrix(rows, cols))
-    }
-
-    fn import_shaped(&mut self, buf: &Buffer<f32>, shape: Shape) -> Result<Tensor> {
-        Self::check_shape("OpBatch::import", "the buffer", shape)?;
-        if buf.len() as u64 != shape.numel() {
-            return Err(shape_err(
-                "OpBatch::import",
-                format!(
-                    "the buffer has {} elements, shape {shape} needs {}",
-                    buf.len(),
-                    shape.numel()
-                ),
-            ));
-        }
-        if buf.device().id() != self.gpu.id() {
-            return Err(Error::TensorUnavailable {
-                detail: "the buffer lives on another device than this op batch".into(),
-            });
-        }
-        use crate::GpuBuf;
-        let key = Arc::as_ptr(buf.view().inner) as usize;
-        let v = match self.import_keys.iter().find(|(k, _)| *k == key) {
-            Some(&(_, s)) => self.graph.leaf_in(shape, s),
-            None => {
-                let v = self.graph.leaf(shape);
-                let s = self.graph.values[v].storage;
-                self.import_keys.push((key, s));
-                self.grow_storages();
-                self.buffers[s] = Some(buf.clone());
-                self.imported[s] = true;
-                v
-            }
-        };
-        Ok(self.new_tensor(v))
     }
 
     /// Records `op` producing a new tensor of `shape`.
@@ -591,15 +548,32 @@ impl OpBatch {
         self.prepared.as_ref().map(exec::Prepared::dispatches)
     }
 
-    /// The GPU buffer holding `t` after the last execute (no copy), to
-    /// import into another op batch or bind in a [`Batch`](crate::Batch).
-    /// It may be longer than `t` and is rewritten by later executes. Same
-    /// errors as [`OpBatch::read`].
+    /// The GPU buffer holding `t` after the last execute or graph launch
+    /// (no copy), to import into another op batch or bind in a
+    /// [`Batch`](crate::Batch). `t` starts at its first element; it may be
+    /// longer than `t` and is rewritten by later executes and launches.
+    /// Same errors as [`OpBatch::read`], and [`Error::TensorUnavailable`]
+    /// for a tensor imported from a slice that does not start the buffer
+    /// (bind that slice of your buffer instead).
     pub fn buffer(&self, t: &Tensor) -> Result<Buffer<f32>> {
+        let b = self.bound(t)?;
+        if b.start != 0 {
+            return Err(Error::TensorUnavailable {
+                detail: format!(
+                    "the tensor {} lives at element {} of an imported buffer; bind that slice of it",
+                    t.shape, b.start
+                ),
+            });
+        }
+        Ok(b.buf.clone())
+    }
+
+    /// The memory holding `t`.
+    fn bound(&self, t: &Tensor) -> Result<&Bound> {
         let v = self.readable(t)?;
         let s = self.graph.values[v].storage;
         self.buffers[s]
-            .clone()
+            .as_ref()
             .ok_or_else(|| Error::TensorUnavailable {
                 detail: format!(
                     "the tensor {} was fused away: it was not held when execute() ran",
@@ -623,13 +597,14 @@ impl OpBatch {
         Ok(v)
     }
 
-    /// The value of `t` after the last execute, downloaded (waits for the
-    /// GPU). [`Error::TensorUnavailable`] for a tensor of another op batch,
-    /// or one recorded or changed in place after the last execute.
+    /// The value of `t` after the last execute or graph launch,
+    /// downloaded (waits for the GPU work submitted that uses it).
+    /// [`Error::TensorUnavailable`] for a tensor of another op batch, or
+    /// one recorded or changed in place after the last execute or
+    /// [`OpBatch::graph`].
     pub fn read(&self, t: &Tensor) -> Result<Vec<f32>> {
-        let buf = self.buffer(t)?;
-        let all = buf.download()?;
-        Ok(all[..t.numel() as usize].to_vec())
+        let b = self.bound(t)?;
+        b.buf.read_range(b.start..b.start + t.numel() as usize)
     }
 }
 
