@@ -27,7 +27,9 @@ pub struct OpBatchOptions {
     /// feature; without it ops always run unfused). Default: true.
     pub fusion: bool,
     /// GPU timestamps on each execute's batch, read with
-    /// [`Ticket::profile`] (default: off).
+    /// [`Ticket::profile`], and on graphs made by [`OpBatch::graph`] and
+    /// [`OpBatch::graph_on`], read with
+    /// [`Graph::last_profile`](crate::Graph::last_profile) (default: off).
     pub profiling: crate::Profiling,
 }
 
@@ -82,14 +84,39 @@ static NEXT_BATCH: AtomicU64 = AtomicU64::new(1);
 /// recorded. A tensor is a vector or a row-major matrix ([`Shape`]).
 /// [`OpBatch::upload`] copies data to the GPU at once;
 /// [`OpBatch::import`] uses a [`Buffer`] in place (no copy) and keeps it
-/// alive; in-place ops on an imported tensor write the user's buffer.
+/// alive; [`OpBatch::import_slice`] uses a [`BufferSlice`](crate::BufferSlice)
+/// in place (one buffer holding many weights; its byte offset a multiple
+/// of the adapter's `minStorageBufferOffsetAlignment` and of 16, else an
+/// [`Error::OpShape`] naming both); [`OpBatch::import_params`] reads a
+/// [`Params`](crate::Params) value. In-place ops on an imported tensor
+/// write the user's memory.
 ///
 /// **Execution** ([`OpBatch::execute`]) submits every recorded op once, in
-/// recording order, with a barrier only where a step reads or overwrites a
-/// buffer an earlier step wrote (or overwrites one it read). Executing
+/// recording order, with a barrier only where a step reads or overwrites
+/// memory an earlier step wrote (or overwrites memory it read). Executing
 /// again runs the whole recording again (in-place ops apply again) with the
 /// same buffers and kernels: nothing is compiled, allocated or re-planned
-/// unless the set of tensors the user holds changed.
+/// unless the recording or the set of tensors the user holds changed.
+///
+/// **Memory**: the op batch's own values (results and intermediates, not
+/// uploads or imports) live in pooled buffers reused by liveness: a value
+/// no held tensor names needs memory only from the step that writes it to
+/// the last step that reads it, after which its buffer serves a later
+/// value of a similar size (at least as many elements, at most twice as
+/// many). A long chain of steps thus takes a few buffers, not one per
+/// value ([`OpBatch::num_buffers`]); a held tensor's buffer is its own
+/// until the next replan. The barriers are planned over the buffers, so
+/// a reused buffer is written only after the steps that read its previous
+/// value.
+///
+/// **Graphs** ([`OpBatch::graph`], [`OpBatch::graph_on`],
+/// [`OpBatch::graph_in`]): the same plan recorded once into a
+/// [`Graph`](crate::Graph) and launched any number of times, with new
+/// inputs per launch through imported buffers written between launches,
+/// imported `Params` (each launch keeps the value it was launched with)
+/// and the transformer ops' `u32` buffers. The graph binds the op batch's
+/// buffers, so [`OpBatch::read`] after a launch gives its results;
+/// [`OpBatch::graph`] says what a graph sees once the op batch replans.
 ///
 /// **Fusion** (with the `glsl` feature, on by default
 /// ([`OpBatchOptions::fusion`])): consecutive element-wise ops over one
@@ -113,12 +140,11 @@ static NEXT_BATCH: AtomicU64 = AtomicU64::new(1);
 /// [`OpBatch::attention_decode`], [`OpBatch::attention_prefill`]) run the
 /// kernels of [`crate::ops::nn`] on f32 tensors, one step each; the `u32`
 /// buffers they take (positions, token ids, lengths, flag words) are kept
-/// and read at every execute, so writing them between executes replays
-/// the recording with new values. Argmax and sampling (`u32` results) are
+/// and read at every execute and graph launch, so writing them between
+/// executes or launches replays the recording with new values. Argmax and sampling (`u32` results) are
 /// free ops only.
 ///
-/// Not yet: importing a [`BufferSlice`](crate::BufferSlice) (import whole
-/// buffers), dot products with a prologue, f16 tensors.
+/// Not yet: dot products with a prologue, f16 tensors.
 pub struct OpBatch {
     gpu: Device,
     id: u64,
@@ -542,8 +568,8 @@ impl OpBatch {
         self.execute()?.wait()
     }
 
-    /// Dispatches the last execute recorded (fused kernels count once);
-    /// `None` before the first execute.
+    /// Dispatches of the current plan, what the last execute or graph
+    /// recorded (fused kernels count once); `None` before the first.
     pub fn num_dispatches(&self) -> Option<usize> {
         self.prepared.as_ref().map(exec::Prepared::dispatches)
     }
@@ -588,7 +614,7 @@ impl OpBatch {
             if self.executed_nodes.map_or(true, |n| p >= n) {
                 return Err(Error::TensorUnavailable {
                     detail: format!(
-                        "the tensor {} was recorded or changed after the last execute(); execute first",
+                        "the tensor {} was recorded or changed after the last execute() or graph(); execute first",
                         t.shape
                     ),
                 });

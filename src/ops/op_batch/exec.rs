@@ -334,9 +334,9 @@ fn assign_buffers(ob: &mut OpBatch, plan: &mut Plan, live: &[bool]) -> Result<()
             None => ob.gpu.alloc::<f32>(len as usize)?,
         });
     }
-    for s in 0..g.storages {
+    for (s, &n) in numel.iter().enumerate() {
         if !ob.fixed[s] {
-            ob.buffers[s] = a.of[s].map(|p| Bound::head(pool[p].clone(), numel[s] as usize));
+            ob.buffers[s] = a.of[s].map(|p| Bound::head(pool[p].clone(), n as usize));
         }
     }
     ob.pool = pool;

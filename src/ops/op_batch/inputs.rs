@@ -193,7 +193,7 @@ impl OpBatch {
                 ),
             ));
         }
-        let key = Arc::as_ptr(&buf.view().inner) as usize;
+        let key = Arc::as_ptr(buf.view().inner) as usize;
         let (lo, hi) = (start as u64, (start + len) as u64);
         let same = self
             .import_keys

@@ -224,7 +224,9 @@ mod tests {
 
     /// x (storage 0) through a chain of `steps` unary ops, each a new
     /// storage 1..=steps; the last one held.
-    fn chain(steps: usize) -> (Vec<StorageInfo>, Vec<(BTreeSet<S>, BTreeSet<S>)>) {
+    type Access = Vec<(BTreeSet<S>, BTreeSet<S>)>;
+
+    fn chain(steps: usize) -> (Vec<StorageInfo>, Access) {
         let mut st = vec![INPUT];
         let mut acc = Vec::new();
         for i in 1..=steps {
