@@ -486,3 +486,24 @@ fn a_long_unfused_chain_reuses_a_few_buffers_and_never_a_held_one() {
     assert_eq!(ops.num_buffers(), buffers);
     common::assert_clean(&gpu);
 }
+
+#[test]
+fn a_buffer_handed_out_keeps_its_tensors_value_across_replans() {
+    let gpu = common::gpu();
+    let x = [1.0f32, -2.0, 3.0, -4.0];
+    let mut ops = gpu.ops_with(options(false));
+    let tx = ops.upload(&x).unwrap();
+    let t = ops.scale(&tx, 2.0).unwrap();
+    ops.execute_blocking().unwrap();
+    let tb = ops.buffer(&t).unwrap();
+    drop(t);
+    // Dead values of t's size after it: with t dropped, its buffer would
+    // be free for them; handed out, it is not.
+    drop(ops.relu(&tx).unwrap());
+    drop(ops.sigmoid(&tx).unwrap());
+    let h = ops.scale(&tx, 3.0).unwrap();
+    ops.execute_blocking().unwrap();
+    assert_eq!(ops.read(&h).unwrap(), [3.0, -6.0, 9.0, -12.0]);
+    assert_eq!(tb.download().unwrap(), [2.0, -4.0, 6.0, -8.0]);
+    common::assert_clean(&gpu);
+}

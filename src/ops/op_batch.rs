@@ -170,6 +170,9 @@ pub struct OpBatch {
     /// A graph was made from the current buffers: the next replan starts
     /// a new pool and leaves the graph's buffers to it.
     graphed: bool,
+    /// Pooled buffers handed out by [`OpBatch::buffer`] (buffer identity,
+    /// storage): later plans give each only to its storage.
+    given: std::sync::Mutex<Vec<(usize, usize)>>,
     /// Imported `Params` (storage, value): each execute writes the value.
     params: Vec<(usize, ParamsValue)>,
     prepared: Option<exec::Prepared>,
@@ -216,6 +219,7 @@ impl Device {
             pool: Vec::new(),
             pool_of: Vec::new(),
             graphed: false,
+            given: std::sync::Mutex::new(Vec::new()),
             params: Vec::new(),
             prepared: None,
             kernel_memo: KernelMemo::new(),
@@ -577,12 +581,22 @@ impl OpBatch {
     /// The GPU buffer holding `t` after the last execute or graph launch
     /// (no copy), to import into another op batch or bind in a
     /// [`Batch`](crate::Batch). `t` starts at its first element; it may be
-    /// longer than `t` and is rewritten by later executes and launches.
+    /// longer than `t` and is rewritten by later executes and launches
+    /// with `t`'s value (the op batch never reuses a buffer it handed out
+    /// for another value, though it reuses pooled buffers otherwise).
     /// Same errors as [`OpBatch::read`], and [`Error::TensorUnavailable`]
     /// for a tensor imported from a slice that does not start the buffer
     /// (bind that slice of your buffer instead).
     pub fn buffer(&self, t: &Tensor) -> Result<Buffer<f32>> {
         let b = self.bound(t)?;
+        let s = self.graph.values[self.value(t)?].storage;
+        if !self.fixed[s] {
+            // Pooled: from now on it serves only this tensor's storage.
+            let mut given = self.given.lock().unwrap_or_else(|p| p.into_inner());
+            if !given.iter().any(|&(k, _)| k == b.key()) {
+                given.push((b.key(), s));
+            }
+        }
         if b.start != 0 {
             return Err(Error::TensorUnavailable {
                 detail: format!(

@@ -1,8 +1,10 @@
 //! Executing an op batch: planning once per set of held tensors, buffers
 //! and kernels made once, then one batch per execute.
 
+use std::sync::Arc;
+
 use super::inputs::Bound;
-use super::liveness::{self, StorageInfo};
+use super::liveness::{self, Existing, StorageInfo};
 use super::OpBatch;
 use crate::batch::BatchOptions;
 use crate::ops::fusion::plan::{barriers, plan, step_access, Plan, Step};
@@ -315,6 +317,7 @@ fn assign_buffers(ob: &mut OpBatch, plan: &mut Plan, live: &[bool]) -> Result<()
         // new plan gets buffers of its own.
         ob.pool.clear();
         ob.pool_of.iter_mut().for_each(|p| *p = None);
+        ob.given.lock().unwrap_or_else(|p| p.into_inner()).clear();
         ob.graphed = false;
     }
     let infos: Vec<StorageInfo> = (0..g.storages)
@@ -325,7 +328,18 @@ fn assign_buffers(ob: &mut OpBatch, plan: &mut Plan, live: &[bool]) -> Result<()
             prev: ob.pool_of[s],
         })
         .collect();
-    let existing: Vec<u64> = ob.pool.iter().map(|b| b.len() as u64).collect();
+    let mut given = ob.given.lock().unwrap_or_else(|p| p.into_inner());
+    let existing: Vec<Existing> = ob
+        .pool
+        .iter()
+        .map(|b| Existing {
+            len: b.len() as u64,
+            only: given
+                .iter()
+                .find(|(k, _)| *k == Arc::as_ptr(&b.inner) as usize)
+                .map(|&(_, s)| s),
+        })
+        .collect();
     let a = liveness::assign(&infos, &access, &existing);
     let mut pool = Vec::with_capacity(a.lens.len());
     for (&len, kept) in a.lens.iter().zip(&a.kept) {
@@ -339,6 +353,9 @@ fn assign_buffers(ob: &mut OpBatch, plan: &mut Plan, live: &[bool]) -> Result<()
             ob.buffers[s] = a.of[s].map(|p| Bound::head(pool[p].clone(), n as usize));
         }
     }
+    // Keys of buffers no longer pooled may name new buffers later.
+    given.retain(|(k, _)| pool.iter().any(|b| Arc::as_ptr(&b.inner) as usize == *k));
+    drop(given);
     ob.pool = pool;
     ob.pool_of = a.of;
     let fixed: Vec<_> = (0..ob.graph.storages)

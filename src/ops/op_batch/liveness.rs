@@ -48,18 +48,28 @@ pub(crate) struct StorageInfo {
     pub prev: Option<usize>,
 }
 
+/// A pooled buffer made before this plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Existing {
+    /// Elements.
+    pub len: u64,
+    /// Only this storage may take it (a buffer handed out while it held
+    /// that storage's value: it keeps that value's role or goes).
+    pub only: Option<S>,
+}
+
 /// Whether a free buffer of `len` elements may hold a storage of `numel`.
 fn fits(len: u64, numel: u64) -> bool {
     len >= numel && len <= numel.saturating_mul(2)
 }
 
 /// Assigns the op batch's own storages to pooled buffers. `access[i]`:
-/// the storages step `i` reads and writes; `existing`: lengths of the
-/// pooled buffers already made (free at the start).
+/// the storages step `i` reads and writes; `existing`: the pooled
+/// buffers already made (free at the start).
 pub(crate) fn assign(
     storages: &[StorageInfo],
     access: &[(BTreeSet<S>, BTreeSet<S>)],
-    existing: &[u64],
+    existing: &[Existing],
 ) -> Assignment {
     let n = storages.len();
     let mut first = vec![usize::MAX; n];
@@ -84,11 +94,11 @@ pub(crate) fn assign(
             ends[last[s]].push(s);
         }
     }
-    // Pooled buffers: (length, index among `existing`).
-    let mut bufs: Vec<(u64, Option<usize>)> = existing
+    // Pooled buffers: (length, index among `existing`, reserved for).
+    let mut bufs: Vec<(u64, Option<usize>, Option<S>)> = existing
         .iter()
         .enumerate()
-        .map(|(i, &l)| (l, Some(i)))
+        .map(|(i, e)| (e.len, Some(i), e.only))
         .collect();
     let mut free: BTreeSet<usize> = (0..bufs.len()).collect();
     let mut of = vec![None; n];
@@ -102,13 +112,13 @@ pub(crate) fn assign(
         }
         for &s in &starts[i] {
             let want = storages[s].numel;
-            let prev = storages[s]
-                .prev
-                .filter(|p| free.contains(p) && bufs[*p].0 >= want);
+            let prev = storages[s].prev.filter(|&p| {
+                free.contains(&p) && bufs[p].0 >= want && bufs[p].2.map_or(true, |o| o == s)
+            });
             let best = prev.or_else(|| {
                 free.iter()
                     .copied()
-                    .filter(|&b| fits(bufs[b].0, want))
+                    .filter(|&b| bufs[b].2.is_none() && fits(bufs[b].0, want))
                     .min_by_key(|&b| (bufs[b].0, b))
             });
             let b = match best {
@@ -117,7 +127,7 @@ pub(crate) fn assign(
                     b
                 }
                 None => {
-                    bufs.push((want, None));
+                    bufs.push((want, None, None));
                     bufs.len() - 1
                 }
             };
@@ -213,6 +223,12 @@ mod tests {
             numel,
             prev: None,
         }
+    }
+
+    fn free(lens: &[u64]) -> Vec<Existing> {
+        lens.iter()
+            .map(|&len| Existing { len, only: None })
+            .collect()
     }
 
     const INPUT: StorageInfo = StorageInfo {
@@ -311,7 +327,7 @@ mod tests {
         assert_ne!(a.of[3], a.of[1]);
         // Existing buffers: the one of 64 elements serves the 40; the
         // 1000-element one serves nobody and is dropped.
-        let a = assign(&st, &acc, &[1000, 64, 100]);
+        let a = assign(&st, &acc, &free(&[1000, 64, 100]));
         assert_eq!(a.lens.iter().filter(|l| **l == 1000).count(), 0);
         let i40 = a.of[3].unwrap();
         assert_eq!((a.lens[i40], a.kept[i40]), (64, Some(1)));
@@ -325,9 +341,34 @@ mod tests {
         st[1].prev = Some(1);
         st[2].prev = Some(0);
         let acc = vec![(set(&[0]), set(&[1])), (set(&[0]), set(&[2]))];
-        let a = assign(&st, &acc, &[8, 8]);
+        let a = assign(&st, &acc, &free(&[8, 8]));
         assert_eq!(a.kept[a.of[1].unwrap()], Some(1));
         assert_eq!(a.kept[a.of[2].unwrap()], Some(0));
+    }
+
+    #[test]
+    fn a_buffer_handed_out_serves_only_its_own_storage() {
+        // Buffer 0 was handed out while it held storage 3's value; storage
+        // 1 (a dead value of the same size) may not take it, storage 3
+        // (still held) keeps it.
+        let mut st = vec![INPUT, own(8, false), own(8, false), own(8, true)];
+        st[3].prev = Some(0);
+        let acc = vec![
+            (set(&[0]), set(&[1])),
+            (set(&[1]), set(&[2])),
+            (set(&[2]), set(&[3])),
+        ];
+        let reserved = [Existing {
+            len: 8,
+            only: Some(3),
+        }];
+        let a = assign(&st, &acc, &reserved);
+        assert_eq!(a.kept[a.of[3].unwrap()], Some(0));
+        assert!(a.of[1] != a.of[3] && a.of[2] != a.of[3]);
+        // Once that storage is no longer held, nothing takes it: dropped.
+        st[3].prev = None;
+        let a = assign(&st, &acc, &reserved);
+        assert!(a.kept.iter().all(|k| k.is_none()), "{:?}", a.kept);
     }
 
     #[test]
