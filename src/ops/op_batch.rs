@@ -104,10 +104,11 @@ static NEXT_BATCH: AtomicU64 = AtomicU64::new(1);
 /// the last step that reads it, after which its buffer serves a later
 /// value of a similar size (at least as many elements, at most twice as
 /// many). A long chain of steps thus takes a few buffers, not one per
-/// value ([`OpBatch::num_buffers`]); a held tensor's buffer is its own
-/// until the next replan. The barriers are planned over the buffers, so
-/// a reused buffer is written only after the steps that read its previous
-/// value.
+/// value ([`OpBatch::num_buffers`]). A held tensor's buffer is never
+/// given to a value after it, nor is a buffer handed out by
+/// [`OpBatch::buffer`] ever given to another value. The barriers are
+/// planned over the buffers, so a reused buffer is written only after the
+/// steps that read its previous value.
 ///
 /// **Graphs** ([`OpBatch::graph`], [`OpBatch::graph_on`],
 /// [`OpBatch::graph_in`]): the same plan recorded once into a
@@ -128,11 +129,11 @@ static NEXT_BATCH: AtomicU64 = AtomicU64::new(1);
 /// sum or max of a value of a run takes the run as its prologue. A group
 /// touches at most 12 buffers and 16 scalars; past that a new group starts.
 /// Values no held tensor names and no later step reads never reach memory.
-/// Every tensor the user holds when `execute` is called is materialised,
-/// so [`OpBatch::read`] returns it; the only tensors it refuses
-/// ([`Error::TensorUnavailable`]) are those of another op batch and those
-/// recorded or changed in place after the last `execute` (a tensor dropped
-/// before `execute` cannot be asked for).
+/// Every tensor the user holds when `execute` (or `graph`) is called is
+/// materialised, so [`OpBatch::read`] returns it; the only tensors it
+/// refuses ([`Error::TensorUnavailable`]) are those of another op batch and
+/// those recorded or changed in place after the last `execute` or `graph`
+/// (a tensor dropped before `execute` cannot be asked for).
 ///
 /// **Transformer ops** ([`OpBatch::rms_norm`], [`OpBatch::layer_norm`],
 /// [`OpBatch::silu_mul`], [`OpBatch::causal_softmax`], [`OpBatch::rotary`],
@@ -141,8 +142,8 @@ static NEXT_BATCH: AtomicU64 = AtomicU64::new(1);
 /// kernels of [`crate::ops::nn`] on f32 tensors, one step each; the `u32`
 /// buffers they take (positions, token ids, lengths, flag words) are kept
 /// and read at every execute and graph launch, so writing them between
-/// executes or launches replays the recording with new values. Argmax and sampling (`u32` results) are
-/// free ops only.
+/// executes or launches replays the recording with new values. Argmax and
+/// sampling (`u32` results) are free ops only.
 ///
 /// Not yet: dot products with a prologue, f16 tensors.
 pub struct OpBatch {
