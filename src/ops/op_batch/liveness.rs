@@ -101,12 +101,18 @@ pub(crate) fn assign(
         .map(|(i, e)| (e.len, Some(i), e.only))
         .collect();
     let mut free: BTreeSet<usize> = (0..bufs.len()).collect();
+    // Per buffer, the step after which it was last given back: among
+    // buffers of one length the one given back longest ago is taken, so
+    // its write-after-read is likelier to fall behind a barrier the plan
+    // has anyway.
+    let mut freed_at = vec![0usize; bufs.len()];
     let mut of = vec![None; n];
     for i in 0..steps {
         if i > 0 {
             for &s in &ends[i - 1] {
                 if let Some(b) = of[s] {
                     free.insert(b);
+                    freed_at[b] = i;
                 }
             }
         }
@@ -119,7 +125,7 @@ pub(crate) fn assign(
                 free.iter()
                     .copied()
                     .filter(|&b| bufs[b].2.is_none() && fits(bufs[b].0, want))
-                    .min_by_key(|&b| (bufs[b].0, b))
+                    .min_by_key(|&b| (bufs[b].0, freed_at[b], b))
             });
             let b = match best {
                 Some(b) => {
@@ -128,6 +134,7 @@ pub(crate) fn assign(
                 }
                 None => {
                     bufs.push((want, None, None));
+                    freed_at.push(0);
                     bufs.len() - 1
                 }
             };
@@ -333,6 +340,32 @@ mod tests {
         assert_eq!((a.lens[i40], a.kept[i40]), (64, Some(1)));
         assert_eq!(a.kept[a.of[1].unwrap()], Some(2));
         assert_eq!(a.kept[a.of[2].unwrap()], None);
+    }
+
+    #[test]
+    fn of_equal_buffers_the_one_given_back_longest_ago_is_taken() {
+        // Steps 0, 1: b, then a, from x (both dead); step 2: c from a;
+        // step 3: d (larger) from b; step 4: e from x takes a's buffer
+        // (given back after step 2), not b's (after step 3, and made
+        // first).
+        let st = vec![
+            INPUT,
+            own(8, false),
+            own(8, false),
+            own(8, true),
+            own(100, true),
+        ];
+        let st = [st, vec![own(8, false)]].concat();
+        let acc = vec![
+            (set(&[0]), set(&[1])),
+            (set(&[0]), set(&[2])),
+            (set(&[2]), set(&[3])),
+            (set(&[1]), set(&[4])),
+            (set(&[0]), set(&[5])),
+        ];
+        let a = assign(&st, &acc, &[]);
+        assert_eq!(a.of[5], a.of[2], "{:?}", a.of);
+        assert_ne!(a.of[1], a.of[2]);
     }
 
     #[test]
