@@ -134,7 +134,8 @@ fn prepare(ob: &mut OpBatch, live: Vec<bool>) -> Result<Prepared> {
             _ => continue,
         };
         if !ob.scratch.contains_key(n) {
-            // Op-batch buffers start at offset 0: vec4 loads throughout.
+            // Op-batch bindings start 16-byte aligned (pooled buffers at 0,
+            // slice imports checked): vec4 loads throughout.
             let numel = ob.graph.values[x].shape.numel();
             let words = reduce::scratch_words(ob.gpu.info(), numel, true);
             let buf = ob.gpu.upload(&vec![0u32; words as usize])?;
