@@ -360,6 +360,19 @@ impl<T: Pod> Buffer<T> {
         )
     }
 
+    /// The same memory as a buffer of `U` elements, or `None` where its byte
+    /// size is not a whole number of them (a `Buffer<[f32; N]>` of one
+    /// element becomes a `Buffer<f32>` of `N`).
+    pub(crate) fn reinterpret<U: Pod>(&self) -> Option<Buffer<U>> {
+        let bytes = self.len * elem_size::<T>();
+        let u = elem_size::<U>();
+        (u > 0 && bytes % u == 0).then(|| Buffer {
+            inner: self.inner.clone(),
+            len: bytes / u,
+            _t: PhantomData,
+        })
+    }
+
     /// A view of elements `range`, bindable in a dispatch like the whole
     /// buffer. Its byte offset must be a multiple of the adapter's
     /// `min_storage_buffer_offset_alignment` to be bound (checked when bound).
@@ -393,7 +406,7 @@ impl<T: Pod> std::fmt::Debug for BufferSlice<'_, T> {
     }
 }
 
-impl<T: Pod> BufferSlice<'_, T> {
+impl<'a, T: Pod> BufferSlice<'a, T> {
     /// Number of elements in the view.
     pub fn len(&self) -> usize {
         self.len as usize
@@ -413,6 +426,11 @@ impl<T: Pod> BufferSlice<'_, T> {
     pub fn download(&self) -> Result<Vec<T>> {
         let s = self.start as usize;
         self.buf.read_range(s..s + self.len as usize)
+    }
+
+    /// The buffer the view lies in.
+    pub(crate) fn buffer(&self) -> &'a Buffer<T> {
+        self.buf
     }
 }
 

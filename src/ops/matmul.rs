@@ -111,6 +111,33 @@ pub fn matmul_with_plan(
     record_f32(batch, &gpu, a, b, c, m, k, n, plan.kernel)
 }
 
+/// [`matmul`] on views of exactly M·K, K·N and M·N elements (an op
+/// batch's operands: slices of imported or pooled buffers); C may not
+/// overlap A or B.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn matmul_views(
+    batch: &mut Batch,
+    a: &crate::BufferSlice<'_, f32>,
+    b: &crate::BufferSlice<'_, f32>,
+    c: &crate::BufferSlice<'_, f32>,
+    m: u32,
+    k: u32,
+    n: u32,
+) -> Result<()> {
+    use crate::GpuBuf;
+    let gpu = a.buffer().device();
+    check_shape(&gpu, m, k, n, [a.len(), b.len(), c.len()], [4, 4, 4])?;
+    let overlaps = |x: &crate::BufferSlice<'_, f32>| {
+        let (xv, cv) = (x.view(), c.view());
+        std::sync::Arc::ptr_eq(xv.inner, cv.inner)
+            && xv.offset < cv.offset + cv.size
+            && cv.offset < xv.offset + xv.size
+    };
+    check_distinct(m, k, n, overlaps(a) || overlaps(b))?;
+    let plan = choose_matmul(m, k, n, MatmulDtype::F32, &MatmulCaps::of(gpu.info()));
+    record_f32(batch, &gpu, a, b, c, m, k, n, plan.kernel)
+}
+
 /// Records C = A·B for f16 inputs (IEEE binary16 bits in `u16`, e.g. from
 /// `half::f16::to_bits`) with f32 accumulation and an f32 C. Runs on
 /// cooperative matrices where [`choose_matmul`] finds them usable; otherwise
@@ -264,9 +291,9 @@ pub fn matmul_f16_with_plan(
 fn record_f32(
     batch: &mut Batch,
     gpu: &Device,
-    a: &Buffer<f32>,
-    b: &Buffer<f32>,
-    c: &Buffer<f32>,
+    a: &dyn crate::GpuBuf,
+    b: &dyn crate::GpuBuf,
+    c: &dyn crate::GpuBuf,
     m: u32,
     k: u32,
     n: u32,

@@ -8,8 +8,12 @@ use super::fusion::program::{Op, Program, V};
 use super::tensor::{Shape, Tensor, TensorId};
 use super::{Binary, Unary};
 use crate::{Buffer, Device, Error, Result, Ticket};
+use inputs::{Bound, ParamsValue};
 
 mod exec;
+mod graph;
+mod inputs;
+mod liveness;
 mod transformer;
 
 /// Generated kernels by (source, specialization), kept across replans.
@@ -23,7 +27,9 @@ pub struct OpBatchOptions {
     /// feature; without it ops always run unfused). Default: true.
     pub fusion: bool,
     /// GPU timestamps on each execute's batch, read with
-    /// [`Ticket::profile`] (default: off).
+    /// [`Ticket::profile`], and on graphs made by [`OpBatch::graph`] and
+    /// [`OpBatch::graph_on`], read with
+    /// [`Graph::last_profile`](crate::Graph::last_profile) (default: off).
     pub profiling: crate::Profiling,
 }
 
@@ -78,14 +84,40 @@ static NEXT_BATCH: AtomicU64 = AtomicU64::new(1);
 /// recorded. A tensor is a vector or a row-major matrix ([`Shape`]).
 /// [`OpBatch::upload`] copies data to the GPU at once;
 /// [`OpBatch::import`] uses a [`Buffer`] in place (no copy) and keeps it
-/// alive; in-place ops on an imported tensor write the user's buffer.
+/// alive; [`OpBatch::import_slice`] uses a [`BufferSlice`](crate::BufferSlice)
+/// in place (one buffer holding many weights; its byte offset a multiple
+/// of the adapter's `minStorageBufferOffsetAlignment` and of 16, else an
+/// [`Error::OpShape`] naming both); [`OpBatch::import_params`] reads a
+/// [`Params`](crate::Params) value. In-place ops on an imported tensor
+/// write the user's memory.
 ///
 /// **Execution** ([`OpBatch::execute`]) submits every recorded op once, in
-/// recording order, with a barrier only where a step reads or overwrites a
-/// buffer an earlier step wrote (or overwrites one it read). Executing
+/// recording order, with a barrier only where a step reads or overwrites
+/// memory an earlier step wrote (or overwrites memory it read). Executing
 /// again runs the whole recording again (in-place ops apply again) with the
 /// same buffers and kernels: nothing is compiled, allocated or re-planned
-/// unless the set of tensors the user holds changed.
+/// unless the recording or the set of tensors the user holds changed.
+///
+/// **Memory**: the op batch's own values (results and intermediates, not
+/// uploads or imports) live in pooled buffers reused by liveness: a value
+/// no held tensor names needs memory only from the step that writes it to
+/// the last step that reads it, after which its buffer serves a later
+/// value of a similar size (at least as many elements, at most twice as
+/// many). A long chain of steps thus takes a few buffers, not one per
+/// value ([`OpBatch::num_buffers`]). A held tensor's buffer is never
+/// given to a value after it, nor is a buffer handed out by
+/// [`OpBatch::buffer`] ever given to another value. The barriers are
+/// planned over the buffers, so a reused buffer is written only after the
+/// steps that read its previous value.
+///
+/// **Graphs** ([`OpBatch::graph`], [`OpBatch::graph_on`],
+/// [`OpBatch::graph_in`]): the same plan recorded once into a
+/// [`Graph`](crate::Graph) and launched any number of times, with new
+/// inputs per launch through imported buffers written between launches,
+/// imported `Params` (each launch keeps the value it was launched with)
+/// and the transformer ops' `u32` buffers. The graph binds the op batch's
+/// buffers, so [`OpBatch::read`] after a launch gives its results;
+/// [`OpBatch::graph`] says what a graph sees once the op batch replans.
 ///
 /// **Fusion** (with the `glsl` feature, on by default
 /// ([`OpBatchOptions::fusion`])): consecutive element-wise ops over one
@@ -97,11 +129,11 @@ static NEXT_BATCH: AtomicU64 = AtomicU64::new(1);
 /// sum or max of a value of a run takes the run as its prologue. A group
 /// touches at most 12 buffers and 16 scalars; past that a new group starts.
 /// Values no held tensor names and no later step reads never reach memory.
-/// Every tensor the user holds when `execute` is called is materialised,
-/// so [`OpBatch::read`] returns it; the only tensors it refuses
-/// ([`Error::TensorUnavailable`]) are those of another op batch and those
-/// recorded or changed in place after the last `execute` (a tensor dropped
-/// before `execute` cannot be asked for).
+/// Every tensor the user holds when `execute` (or `graph`) is called is
+/// materialised, so [`OpBatch::read`] returns it; the only tensors it
+/// refuses ([`Error::TensorUnavailable`]) are those of another op batch and
+/// those recorded or changed in place after the last `execute` or `graph`
+/// (a tensor dropped before `execute` cannot be asked for).
 ///
 /// **Transformer ops** ([`OpBatch::rms_norm`], [`OpBatch::layer_norm`],
 /// [`OpBatch::silu_mul`], [`OpBatch::causal_softmax`], [`OpBatch::rotary`],
@@ -109,12 +141,11 @@ static NEXT_BATCH: AtomicU64 = AtomicU64::new(1);
 /// [`OpBatch::attention_decode`], [`OpBatch::attention_prefill`]) run the
 /// kernels of [`crate::ops::nn`] on f32 tensors, one step each; the `u32`
 /// buffers they take (positions, token ids, lengths, flag words) are kept
-/// and read at every execute, so writing them between executes replays
-/// the recording with new values. Argmax and sampling (`u32` results) are
-/// free ops only.
+/// and read at every execute and graph launch, so writing them between
+/// executes or launches replays the recording with new values. Argmax and
+/// sampling (`u32` results) are free ops only.
 ///
-/// Not yet: importing a [`BufferSlice`](crate::BufferSlice) (import whole
-/// buffers), dot products with a prologue, f16 tensors.
+/// Not yet: dot products with a prologue, f16 tensors.
 pub struct OpBatch {
     gpu: Device,
     id: u64,
@@ -122,12 +153,29 @@ pub struct OpBatch {
     graph: Program,
     /// Per tensor slot: who holds it, and the value it names now.
     tensors: Vec<(Weak<TensorId>, V)>,
-    /// Per storage: its buffer, once there is one.
-    buffers: Vec<Option<Buffer<f32>>>,
-    /// Per storage: whether it is a user's buffer (import).
+    /// Per storage: the memory it binds, once there is some.
+    buffers: Vec<Option<Bound>>,
+    /// Per storage: whether it is a user's memory (an import of a buffer,
+    /// a slice or a `Params`).
     imported: Vec<bool>,
-    /// Imports seen: (buffer identity, storage).
-    import_keys: Vec<(usize, usize)>,
+    /// Per storage: whether its memory was given when it was recorded (an
+    /// upload or an import); the others draw on the pool.
+    fixed: Vec<bool>,
+    /// Imports seen: (buffer identity, first element, end element,
+    /// storage).
+    import_keys: Vec<(usize, u64, u64, usize)>,
+    /// Pooled buffers of the op batch's own storages (liveness reuse).
+    pool: Vec<Buffer<f32>>,
+    /// Per storage: its pooled buffer under the current plan.
+    pool_of: Vec<Option<usize>>,
+    /// A graph was made from the current buffers: the next replan starts
+    /// a new pool and leaves the graph's buffers to it.
+    graphed: bool,
+    /// Pooled buffers handed out by [`OpBatch::buffer`] (buffer identity,
+    /// storage): later plans give each only to its storage.
+    given: std::sync::Mutex<Vec<(usize, usize)>>,
+    /// Imported `Params` (storage, value): each execute writes the value.
+    params: Vec<(usize, ParamsValue)>,
     prepared: Option<exec::Prepared>,
     kernel_memo: KernelMemo,
     /// Scratch of each reduction node (counter and partials), made once.
@@ -167,7 +215,13 @@ impl Device {
             tensors: Vec::new(),
             buffers: Vec::new(),
             imported: Vec::new(),
+            fixed: Vec::new(),
             import_keys: Vec::new(),
+            pool: Vec::new(),
+            pool_of: Vec::new(),
+            graphed: false,
+            given: std::sync::Mutex::new(Vec::new()),
+            params: Vec::new(),
             prepared: None,
             kernel_memo: KernelMemo::new(),
             scratch: std::collections::HashMap::new(),
@@ -188,10 +242,14 @@ impl OpBatch {
         self.graph.nodes.len()
     }
 
-    /// GPU buffers the op batch holds: uploads, imports, and (after an
-    /// execute) the intermediates fusion could not keep in registers.
+    /// Distinct GPU buffers the op batch binds: uploads, imported buffers
+    /// (slices of one buffer count once), and (after an execute) the pooled
+    /// buffers of the values fusion could not keep in registers, each
+    /// shared by every value whose life does not overlap another's.
     pub fn num_buffers(&self) -> usize {
-        self.buffers.iter().filter(|b| b.is_some()).count()
+        let keys: std::collections::BTreeSet<usize> =
+            self.buffers.iter().flatten().map(Bound::key).collect();
+        keys.len()
     }
 
     /// The options this op batch was made with.
@@ -217,8 +275,11 @@ impl OpBatch {
     }
 
     fn grow_storages(&mut self) {
-        self.buffers.resize_with(self.graph.storages, || None);
-        self.imported.resize(self.graph.storages, false);
+        let n = self.graph.storages;
+        self.buffers.resize_with(n, || None);
+        self.imported.resize(n, false);
+        self.fixed.resize(n, false);
+        self.pool_of.resize(n, None);
     }
 
     /// The value `t` names, if it belongs here.
@@ -246,79 +307,6 @@ impl OpBatch {
             ));
         }
         Ok(())
-    }
-
-    /// A vector tensor holding `data` (copied to the GPU now).
-    pub fn upload(&mut self, data: &[f32]) -> Result<Tensor> {
-        let n = u32::try_from(data.len()).unwrap_or(u32::MAX);
-        self.upload_shaped(data, Shape::Vector(n))
-    }
-
-    /// A `rows`×`cols` row-major matrix tensor holding `data`.
-    pub fn upload_matrix(&mut self, data: &[f32], rows: u32, cols: u32) -> Result<Tensor> {
-        self.upload_shaped(data, Shape::Matrix(rows, cols))
-    }
-
-    fn upload_shaped(&mut self, data: &[f32], shape: Shape) -> Result<Tensor> {
-        Self::check_shape("OpBatch::upload", "the data", shape)?;
-        if data.len() as u64 != shape.numel() {
-            return Err(shape_err(
-                "OpBatch::upload",
-                format!("{} values given for shape {shape}", data.len()),
-            ));
-        }
-        let buf = self.gpu.upload(data)?;
-        let v = self.graph.leaf(shape);
-        self.grow_storages();
-        self.buffers[self.graph.values[v].storage] = Some(buf);
-        Ok(self.new_tensor(v))
-    }
-
-    /// A vector tensor over `buf` itself (no copy; the op batch keeps the
-    /// buffer alive). Importing the same buffer again names the same
-    /// storage, so hazards between the two tensors are tracked.
-    pub fn import(&mut self, buf: &Buffer<f32>) -> Result<Tensor> {
-        let n = u32::try_from(buf.len()).unwrap_or(u32::MAX);
-        self.import_shaped(buf, Shape::Vector(n))
-    }
-
-    /// A `rows`×`cols` matrix tensor over `buf` (exactly that long).
-    pub fn import_matrix(&mut self, buf: &Buffer<f32>, rows: u32, cols: u32) -> Result<Tensor> {
-        self.import_shaped(buf, Shape::Matrix(rows, cols))
-    }
-
-    fn import_shaped(&mut self, buf: &Buffer<f32>, shape: Shape) -> Result<Tensor> {
-        Self::check_shape("OpBatch::import", "the buffer", shape)?;
-        if buf.len() as u64 != shape.numel() {
-            return Err(shape_err(
-                "OpBatch::import",
-                format!(
-                    "the buffer has {} elements, shape {shape} needs {}",
-                    buf.len(),
-                    shape.numel()
-                ),
-            ));
-        }
-        if buf.device().id() != self.gpu.id() {
-            return Err(Error::TensorUnavailable {
-                detail: "the buffer lives on another device than this op batch".into(),
-            });
-        }
-        use crate::GpuBuf;
-        let key = Arc::as_ptr(buf.view().inner) as usize;
-        let v = match self.import_keys.iter().find(|(k, _)| *k == key) {
-            Some(&(_, s)) => self.graph.leaf_in(shape, s),
-            None => {
-                let v = self.graph.leaf(shape);
-                let s = self.graph.values[v].storage;
-                self.import_keys.push((key, s));
-                self.grow_storages();
-                self.buffers[s] = Some(buf.clone());
-                self.imported[s] = true;
-                v
-            }
-        };
-        Ok(self.new_tensor(v))
     }
 
     /// Records `op` producing a new tensor of `shape`.
@@ -585,21 +573,48 @@ impl OpBatch {
         self.execute()?.wait()
     }
 
-    /// Dispatches the last execute recorded (fused kernels count once);
-    /// `None` before the first execute.
+    /// Dispatches of the current plan, what the last execute or graph
+    /// recorded (fused kernels count once); `None` before the first.
     pub fn num_dispatches(&self) -> Option<usize> {
         self.prepared.as_ref().map(exec::Prepared::dispatches)
     }
 
-    /// The GPU buffer holding `t` after the last execute (no copy), to
-    /// import into another op batch or bind in a [`Batch`](crate::Batch).
-    /// It may be longer than `t` and is rewritten by later executes. Same
-    /// errors as [`OpBatch::read`].
+    /// The GPU buffer holding `t` after the last execute or graph launch
+    /// (no copy), to import into another op batch or bind in a
+    /// [`Batch`](crate::Batch). `t` starts at its first element; it may be
+    /// longer than `t` and is rewritten by later executes and launches
+    /// with `t`'s value (the op batch never reuses a buffer it handed out
+    /// for another value, though it reuses pooled buffers otherwise).
+    /// Same errors as [`OpBatch::read`], and [`Error::TensorUnavailable`]
+    /// for a tensor imported from a slice that does not start the buffer
+    /// (bind that slice of your buffer instead).
     pub fn buffer(&self, t: &Tensor) -> Result<Buffer<f32>> {
+        let b = self.bound(t)?;
+        let s = self.graph.values[self.value(t)?].storage;
+        if !self.fixed[s] {
+            // Pooled: from now on it serves only this tensor's storage.
+            let mut given = self.given.lock().unwrap_or_else(|p| p.into_inner());
+            if !given.iter().any(|&(k, _)| k == b.key()) {
+                given.push((b.key(), s));
+            }
+        }
+        if b.start != 0 {
+            return Err(Error::TensorUnavailable {
+                detail: format!(
+                    "the tensor {} lives at element {} of an imported buffer; bind that slice of it",
+                    t.shape, b.start
+                ),
+            });
+        }
+        Ok(b.buf.clone())
+    }
+
+    /// The memory holding `t`.
+    fn bound(&self, t: &Tensor) -> Result<&Bound> {
         let v = self.readable(t)?;
         let s = self.graph.values[v].storage;
         self.buffers[s]
-            .clone()
+            .as_ref()
             .ok_or_else(|| Error::TensorUnavailable {
                 detail: format!(
                     "the tensor {} was fused away: it was not held when execute() ran",
@@ -614,7 +629,7 @@ impl OpBatch {
             if self.executed_nodes.map_or(true, |n| p >= n) {
                 return Err(Error::TensorUnavailable {
                     detail: format!(
-                        "the tensor {} was recorded or changed after the last execute(); execute first",
+                        "the tensor {} was recorded or changed after the last execute() or graph(); execute first",
                         t.shape
                     ),
                 });
@@ -623,13 +638,14 @@ impl OpBatch {
         Ok(v)
     }
 
-    /// The value of `t` after the last execute, downloaded (waits for the
-    /// GPU). [`Error::TensorUnavailable`] for a tensor of another op batch,
-    /// or one recorded or changed in place after the last execute.
+    /// The value of `t` after the last execute or graph launch,
+    /// downloaded (waits for the GPU work submitted that uses it).
+    /// [`Error::TensorUnavailable`] for a tensor of another op batch, or
+    /// one recorded or changed in place after the last execute or
+    /// [`OpBatch::graph`].
     pub fn read(&self, t: &Tensor) -> Result<Vec<f32>> {
-        let buf = self.buffer(t)?;
-        let all = buf.download()?;
-        Ok(all[..t.numel() as usize].to_vec())
+        let b = self.bound(t)?;
+        b.buf.read_range(b.start..b.start + t.numel() as usize)
     }
 }
 

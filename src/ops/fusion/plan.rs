@@ -331,7 +331,7 @@ pub(crate) fn group_inputs(g: &Program, gr: &Group) -> Vec<V> {
 }
 
 /// (storages read, storages written) by a step.
-fn step_access(g: &Program, s: &Step, stored: &[bool]) -> (BTreeSet<S>, BTreeSet<S>) {
+pub(crate) fn step_access(g: &Program, s: &Step, stored: &[bool]) -> (BTreeSet<S>, BTreeSet<S>) {
     let mut r = BTreeSet::new();
     let mut w = BTreeSet::new();
     match s {

@@ -1,14 +1,18 @@
 //! Executing an op batch: planning once per set of held tensors, buffers
 //! and kernels made once, then one batch per execute.
 
+use std::sync::Arc;
+
+use super::inputs::Bound;
+use super::liveness::{self, Existing, StorageInfo};
 use super::OpBatch;
 use crate::batch::BatchOptions;
-use crate::ops::fusion::plan::{plan, Plan, Step};
+use crate::ops::fusion::plan::{barriers, plan, step_access, Plan, Step};
 use crate::ops::fusion::program::{Op, V};
-use crate::ops::matmul::{choose_matmul, MatmulCaps, MatmulDtype, MatmulKernel};
+use crate::ops::matmul::{choose_matmul, matmul_views, MatmulCaps, MatmulDtype, MatmulKernel};
 use crate::ops::reduce::{self, Kind};
 use crate::ops::{self as o};
-use crate::{Batch, Buffer, Error, GpuBuf, Kernel, Result, Ticket};
+use crate::{Batch, BufferSlice, Error, GpuBuf, Kernel, Result, Ticket};
 
 /// A fused step's kernel and how to launch it.
 pub(crate) struct FusedKernel {
@@ -77,6 +81,15 @@ fn m_k_n(ob: &OpBatch, a: V, out: V) -> (u32, u32, u32) {
 }
 
 pub(crate) fn execute(ob: &mut OpBatch) -> Result<Ticket> {
+    plan_current(ob)?;
+    let ticket = record(ob)?;
+    ob.executed_nodes = Some(ob.graph.nodes.len());
+    Ok(ticket)
+}
+
+/// Plans the recording unless the plan in hand still fits it (same nodes,
+/// same held tensors): what an execute and a graph record.
+pub(super) fn plan_current(ob: &mut OpBatch) -> Result<()> {
     let live = live_values(ob);
     let reuse = ob
         .prepared
@@ -87,9 +100,7 @@ pub(crate) fn execute(ob: &mut OpBatch) -> Result<Ticket> {
         let p = prepare(ob, live)?;
         ob.prepared = Some(p);
     }
-    let ticket = record(ob)?;
-    ob.executed_nodes = Some(ob.graph.nodes.len());
-    Ok(ticket)
+    Ok(())
 }
 
 fn prepare(ob: &mut OpBatch, live: Vec<bool>) -> Result<Prepared> {
@@ -106,14 +117,8 @@ fn prepare(ob: &mut OpBatch, live: Vec<bool>) -> Result<Prepared> {
             _ => false,
         }
     };
-    let plan = plan(&ob.graph, &live, fuse, &epilogue_ok, fuse);
-    // Buffers for every stored value without one (intermediates), made once.
-    for (v, val) in ob.graph.values.iter().enumerate() {
-        if plan.stored[v] && ob.buffers[val.storage].is_none() {
-            let n = val.shape.numel() as usize;
-            ob.buffers[val.storage] = Some(ob.gpu.alloc::<f32>(n)?);
-        }
-    }
+    let mut plan = plan(&ob.graph, &live, fuse, &epilogue_ok, fuse);
+    assign_buffers(ob, &mut plan, &live)?;
     // Scratch for reductions, zeroed once and reused by every execute.
     for s in &plan.steps {
         let n = match s {
@@ -129,7 +134,8 @@ fn prepare(ob: &mut OpBatch, live: Vec<bool>) -> Result<Prepared> {
             _ => continue,
         };
         if !ob.scratch.contains_key(n) {
-            // Op-batch buffers start at offset 0: vec4 loads throughout.
+            // Op-batch bindings start 16-byte aligned (pooled buffers at 0,
+            // slice imports checked): vec4 loads throughout.
             let numel = ob.graph.values[x].shape.numel();
             let words = reduce::scratch_words(ob.gpu.info(), numel, true);
             let buf = ob.gpu.upload(&vec![0u32; words as usize])?;
@@ -290,11 +296,84 @@ fn fused_kernel(
     unreachable!("fusion is planned only with the `glsl` feature")
 }
 
+/// Gives the op batch's own storages their memory for `plan`: pooled
+/// buffers shared by storages whose lives do not overlap (see
+/// [`liveness`]), then the plan's barriers recomputed over that memory
+/// (reuse adds hazards the storages alone do not show).
+fn assign_buffers(ob: &mut OpBatch, plan: &mut Plan, live: &[bool]) -> Result<()> {
+    let g = &ob.graph;
+    let access: Vec<_> = plan
+        .steps
+        .iter()
+        .map(|s| step_access(g, s, &plan.stored))
+        .collect();
+    let mut numel = vec![0u64; g.storages];
+    let mut pinned = vec![false; g.storages];
+    for (v, val) in g.values.iter().enumerate() {
+        numel[val.storage] = val.shape.numel();
+        pinned[val.storage] |= live.get(v).copied().unwrap_or(false);
+    }
+    if ob.graphed {
+        // A graph holds these buffers with the roles of its own plan: the
+        // new plan gets buffers of its own.
+        ob.pool.clear();
+        ob.pool_of.iter_mut().for_each(|p| *p = None);
+        ob.given.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        ob.graphed = false;
+    }
+    let infos: Vec<StorageInfo> = (0..g.storages)
+        .map(|s| StorageInfo {
+            fixed: ob.fixed[s],
+            pinned: pinned[s],
+            numel: numel[s],
+            prev: ob.pool_of[s],
+        })
+        .collect();
+    let mut given = ob.given.lock().unwrap_or_else(|p| p.into_inner());
+    let existing: Vec<Existing> = ob
+        .pool
+        .iter()
+        .map(|b| Existing {
+            len: b.len() as u64,
+            only: given
+                .iter()
+                .find(|(k, _)| *k == Arc::as_ptr(&b.inner) as usize)
+                .map(|&(_, s)| s),
+        })
+        .collect();
+    let a = liveness::assign(&infos, &access, &existing);
+    let mut pool = Vec::with_capacity(a.lens.len());
+    for (&len, kept) in a.lens.iter().zip(&a.kept) {
+        pool.push(match kept {
+            Some(i) => ob.pool[*i].clone(),
+            None => ob.gpu.alloc::<f32>(len as usize)?,
+        });
+    }
+    for (s, &n) in numel.iter().enumerate() {
+        if !ob.fixed[s] {
+            ob.buffers[s] = a.of[s].map(|p| Bound::head(pool[p].clone(), n as usize));
+        }
+    }
+    // Keys of buffers no longer pooled may name new buffers later.
+    given.retain(|(k, _)| pool.iter().any(|b| Arc::as_ptr(&b.inner) as usize == *k));
+    drop(given);
+    ob.pool = pool;
+    ob.pool_of = a.of;
+    let fixed: Vec<_> = (0..ob.graph.storages)
+        .map(|s| {
+            ob.buffers[s]
+                .as_ref()
+                .filter(|_| ob.fixed[s])
+                .map(Bound::range)
+        })
+        .collect();
+    let res = liveness::resources(&ob.pool_of, &fixed);
+    plan.barriers = barriers(&liveness::map_access(&access, &res));
+    Ok(())
+}
+
+/// One execute: the `Params` values written, then the plan, submitted.
 fn record(ob: &OpBatch) -> Result<Ticket> {
-    let p = ob
-        .prepared
-        .as_ref()
-        .ok_or_else(|| internal("recorded before it was prepared"))?;
     // The plan's barriers come from the graph, which knows what each step
     // reads and writes; reflection would not (a fused kernel declares every
     // buffer it binds read-write, and the plan knows which it only reads),
@@ -304,21 +383,37 @@ fn record(ob: &OpBatch) -> Result<Ticket> {
         .with_profiling(ob.options.profiling)
         .with_auto_barriers(false);
     let mut batch = ob.gpu.batch_with(options)?;
+    for (s, value) in &ob.params {
+        let b = buf(ob, *s)?;
+        // Ordered as if a barrier stood on both sides (auto barriers off).
+        batch.write(&b.buf, b.start, &value())?;
+    }
+    record_steps(ob, &mut batch)?;
+    batch.submit_async()
+}
+
+/// Records the prepared plan's steps and barriers into `batch`: an
+/// execute's batch or a graph's recording (automatic barriers off).
+pub(super) fn record_steps(ob: &OpBatch, batch: &mut Batch) -> Result<()> {
+    let p = ob
+        .prepared
+        .as_ref()
+        .ok_or_else(|| internal("recorded before it was prepared"))?;
     for (i, step) in p.plan.steps.iter().enumerate() {
         if p.plan.barriers[i] {
             batch.barrier();
         }
         match (step, &p.fused[i]) {
-            (Step::Single(n), _) => single(ob, &mut batch, *n)?,
+            (Step::Single(n), _) => single(ob, batch, *n)?,
             (Step::Fused(_), Some(f)) => {
                 let bufs = f
                     .bindings
                     .iter()
-                    .map(|&s| buf(ob, s))
-                    .collect::<Result<Vec<&Buffer<f32>>>>()?;
+                    .map(|&s| buf(ob, s).and_then(Bound::slice))
+                    .collect::<Result<Vec<BufferSlice<'_, f32>>>>()?;
                 match f.launch {
                     Launch::Invocations(items) => {
-                        let b: Vec<&dyn GpuBuf> = bufs.iter().map(|b| *b as &dyn GpuBuf).collect();
+                        let b: Vec<&dyn GpuBuf> = bufs.iter().map(|b| b as &dyn GpuBuf).collect();
                         batch.run_with_push_constants(&f.kernel, &b, items, &f.push)?;
                     }
                     Launch::Reduce(groups, tail) => {
@@ -326,18 +421,20 @@ fn record(ob: &OpBatch) -> Result<Ticket> {
                             .scratch
                             .get(&tail)
                             .ok_or_else(|| internal("a fused reduction has no scratch buffer"))?;
+                        let out = sbuf(ob, ob.graph.nodes[tail].out)?;
                         let mut b: Vec<&dyn GpuBuf> = Vec::new();
                         for x in &bufs {
-                            b.push(*x);
-                            b.push(*x);
+                            b.push(x);
+                            b.push(x);
                         }
                         b.push(scratch);
-                        b.push(sbuf(ob, ob.graph.nodes[tail].out)?);
+                        b.push(&out);
                         batch.run_configured(&f.kernel, &b, [groups, 1, 1], Some(&f.push))?;
                     }
                     Launch::Grid(grid, a, bm) => {
-                        let mut b: Vec<&dyn GpuBuf> = vec![sbuf(ob, a)?, sbuf(ob, bm)?];
-                        b.extend(bufs.iter().map(|b| *b as &dyn GpuBuf));
+                        let (a, bm) = (sbuf(ob, a)?, sbuf(ob, bm)?);
+                        let mut b: Vec<&dyn GpuBuf> = vec![&a, &bm];
+                        b.extend(bufs.iter().map(|b| b as &dyn GpuBuf));
                         batch.run_configured(&f.kernel, &b, grid, Some(&f.push))?;
                     }
                 }
@@ -345,7 +442,7 @@ fn record(ob: &OpBatch) -> Result<Ticket> {
             (Step::Fused(_), None) => return Err(internal("a fused step has no kernel")),
         }
     }
-    batch.submit_async()
+    Ok(())
 }
 
 /// The error for a broken invariant of the prepared plan (a bug of the op
@@ -356,15 +453,16 @@ fn internal(what: &str) -> Error {
     }
 }
 
-fn buf(ob: &OpBatch, s: usize) -> Result<&Buffer<f32>> {
+fn buf(ob: &OpBatch, s: usize) -> Result<&Bound> {
     ob.buffers
         .get(s)
         .and_then(Option::as_ref)
         .ok_or_else(|| internal("a bound storage has no buffer"))
 }
 
-pub(super) fn sbuf(ob: &OpBatch, v: V) -> Result<&Buffer<f32>> {
-    buf(ob, ob.graph.values[v].storage)
+/// The binding of value `v`: exactly its storage's elements.
+pub(super) fn sbuf(ob: &OpBatch, v: V) -> Result<BufferSlice<'_, f32>> {
+    buf(ob, ob.graph.values[v].storage)?.slice()
 }
 
 /// One node through its built-in kernel.
@@ -373,8 +471,8 @@ fn single(ob: &OpBatch, batch: &mut Batch, n: usize) -> Result<()> {
     let out = sbuf(ob, node.out)?;
     let shape = ob.graph.values[node.out].shape;
     match node.op {
-        Op::Unary(f, x) => o::unary::<f32>(batch, f, sbuf(ob, x)?, out),
-        Op::Binary(g, a, b) => o::binary::<f32>(batch, g, sbuf(ob, a)?, sbuf(ob, b)?, out),
+        Op::Unary(f, x) => o::unary::<f32>(batch, f, &sbuf(ob, x)?, &out),
+        Op::Binary(g, a, b) => o::binary::<f32>(batch, g, &sbuf(ob, a)?, &sbuf(ob, b)?, &out),
         Op::AddRow(a, bias) => {
             let gpu = &ob.gpu;
             let k = crate::builtins::get(&gpu.inner, "add_rows_f32", &[])?;
@@ -383,23 +481,24 @@ fn single(ob: &OpBatch, batch: &mut Batch, n: usize) -> Result<()> {
                 .iter()
                 .flat_map(|x| x.to_le_bytes())
                 .collect();
-            batch.run_with_push_constants(&k, &[sbuf(ob, a)?, sbuf(ob, bias)?, out], numel, &pc)?;
+            let (a, bias) = (sbuf(ob, a)?, sbuf(ob, bias)?);
+            batch.run_with_push_constants(&k, &[&a, &bias, &out], numel, &pc)?;
             Ok(())
         }
         Op::Matmul(a, b) => {
             let (m, k, nn) = m_k_n(ob, a, node.out);
-            o::matmul(batch, sbuf(ob, a)?, sbuf(ob, b)?, out, m, k, nn)
+            matmul_views(batch, &sbuf(ob, a)?, &sbuf(ob, b)?, &out, m, k, nn)
         }
         Op::Sum(x) => reduction(ob, batch, n, Kind::Sum, x, x),
         Op::Max(x) => reduction(ob, batch, n, Kind::Max, x, x),
         Op::Dot(a, b) => reduction(ob, batch, n, Kind::Dot, a, b),
-        Op::Softmax(x) => o::softmax(batch, sbuf(ob, x)?, out, shape.rows(), shape.cols()),
+        Op::Softmax(x) => o::softmax(batch, &sbuf(ob, x)?, &out, shape.rows(), shape.cols()),
         Op::Transpose(x) => {
             let s = ob.graph.values[x].shape;
-            o::transpose(batch, sbuf(ob, x)?, out, s.rows(), s.cols())
+            o::transpose(batch, &sbuf(ob, x)?, &out, s.rows(), s.cols())
         }
-        Op::Fill(value) => o::fill::<f32>(batch, value, out),
-        Op::Nn(op) => super::transformer::record(ob, batch, op, out, shape),
+        Op::Fill(value) => o::fill::<f32>(batch, value, &out),
+        Op::Nn(op) => super::transformer::record(ob, batch, op, &out, shape),
     }
 }
 
@@ -415,9 +514,9 @@ fn reduction(ob: &OpBatch, batch: &mut Batch, n: usize, kind: Kind, x: V, y: V) 
         batch,
         name,
         kind,
-        sbuf(ob, x)?,
-        sbuf(ob, y)?,
-        out,
+        &sbuf(ob, x)?,
+        &sbuf(ob, y)?,
+        &out,
         1,
         ob.scratch.get(&n),
     )

@@ -8,7 +8,7 @@ use crate::error::OpsError;
 use crate::ops::fusion::program::{NnOp, Op};
 use crate::ops::nn::{self, DecodeShape, KvShape, PrefillShape};
 use crate::ops::tensor::{Shape, Tensor};
-use crate::{Batch, Buffer, Error, Result};
+use crate::{Batch, Buffer, BufferSlice, Error, Result};
 
 fn shape_err(op: &'static str, tensor: &'static str, detail: String) -> Error {
     Error::Ops(OpsError::Shape { op, tensor, detail })
@@ -296,29 +296,29 @@ pub(super) fn record(
     ob: &OpBatch,
     batch: &mut Batch,
     op: NnOp,
-    out: &Buffer<f32>,
+    out: &BufferSlice<'_, f32>,
     shape: Shape,
 ) -> Result<()> {
     let (rows, cols) = (shape.rows(), shape.cols());
     match op {
         NnOp::RmsNorm { x, w, eps } => {
-            nn::rms_norm(batch, sbuf(ob, x)?, sbuf(ob, w)?, out, rows, cols, eps)
+            nn::rms_norm(batch, &sbuf(ob, x)?, &sbuf(ob, w)?, out, rows, cols, eps)
         }
         NnOp::LayerNorm { x, w, b, eps } => nn::layer_norm(
             batch,
-            sbuf(ob, x)?,
-            sbuf(ob, w)?,
-            sbuf(ob, b)?,
+            &sbuf(ob, x)?,
+            &sbuf(ob, w)?,
+            &sbuf(ob, b)?,
             out,
             rows,
             cols,
             eps,
         ),
         NnOp::SiluMul { gate, up } => {
-            nn::silu_mul(batch, sbuf(ob, gate)?, sbuf(ob, up)?, out, rows, cols)
+            nn::silu_mul(batch, &sbuf(ob, gate)?, &sbuf(ob, up)?, out, rows, cols)
         }
         NnOp::CausalSoftmax { x, q_len } => {
-            nn::causal_softmax(batch, sbuf(ob, x)?, out, rows, cols, q_len)
+            nn::causal_softmax(batch, &sbuf(ob, x)?, out, rows, cols, q_len)
         }
         NnOp::Rotary {
             x,
@@ -330,7 +330,7 @@ pub(super) fn record(
             let pos = words(ob, pos)?;
             let tokens = pos.len() as u32;
             let (xb, ib) = (sbuf(ob, x)?, sbuf(ob, inv)?);
-            nn::rotary(batch, xb, out, ib, pos, tokens, heads, head_dim)
+            nn::rotary(batch, &xb, out, &ib, pos, tokens, heads, head_dim)
         }
         NnOp::Prefill {
             q,
@@ -340,7 +340,7 @@ pub(super) fn record(
             scale,
         } => {
             let (qb, kb, vb) = (sbuf(ob, q)?, sbuf(ob, k)?, sbuf(ob, v)?);
-            nn::attention_prefill(batch, qb, kb, vb, out, shape, scale)
+            nn::attention_prefill(batch, &qb, &kb, &vb, out, shape, scale)
         }
         NnOp::Embedding { table, ids, flag } => {
             let Shape::Matrix(vocab, dim) = ob.graph.values[table].shape else {
@@ -352,7 +352,7 @@ pub(super) fn record(
             // counts must land first.
             batch.barrier();
             let (tb, ib, fb) = (sbuf(ob, table)?, words(ob, ids)?, words(ob, flag)?);
-            nn::embedding(batch, tb, ib, out, fb, vocab, dim)
+            nn::embedding(batch, &tb, ib, out, fb, vocab, dim)
         }
         NnOp::Decode {
             q,
@@ -371,7 +371,7 @@ pub(super) fn record(
                 })?;
             let (qb, kb, vb) = (sbuf(ob, q)?, sbuf(ob, k)?, sbuf(ob, v)?);
             let lb = words(ob, lens)?;
-            nn::attention::record(batch, qb, kb, vb, lb, out, part, shape, scale)
+            nn::attention::record(batch, &qb, &kb, &vb, lb, out, part, shape, scale)
         }
         NnOp::KvAppend {
             new,
@@ -382,7 +382,7 @@ pub(super) fn record(
         } => {
             // As for embeddings: counts into a shared flag word in order.
             batch.barrier();
-            let nb = sbuf(ob, new)?;
+            let nb = &sbuf(ob, new)?;
             let (pb, fb) = (words(ob, pos)?, words(ob, flag)?);
             // One cache: the kernel's key and value operands are the same
             // buffers, so each element is written twice with one value by

@@ -1,0 +1,234 @@
+//! An op batch's inputs: uploads, imported buffers, imported slices of a
+//! buffer, and per-launch [`Params`] values; and [`Bound`], the memory a
+//! storage binds.
+
+use std::sync::Arc;
+
+use super::{shape_err, OpBatch};
+use crate::ops::tensor::{Shape, Tensor};
+use crate::{Buffer, BufferSlice, Error, GpuBuf, Params, Result};
+
+/// The memory a storage binds: `len` elements of `buf` from element
+/// `start` (a whole upload or pooled buffer starts at 0; a slice import
+/// anywhere its byte offset is aligned).
+#[derive(Clone)]
+pub(crate) struct Bound {
+    pub buf: Buffer<f32>,
+    pub start: usize,
+    pub len: usize,
+}
+
+impl Bound {
+    /// `len` elements of `buf` from its start.
+    pub fn head(buf: Buffer<f32>, len: usize) -> Bound {
+        Bound { buf, start: 0, len }
+    }
+
+    /// The binding, exactly the storage's elements.
+    pub fn slice(&self) -> Result<BufferSlice<'_, f32>> {
+        self.buf.slice(self.start..self.start + self.len)
+    }
+
+    /// The buffer's identity.
+    pub fn key(&self) -> usize {
+        Arc::as_ptr(&self.buf.inner) as usize
+    }
+
+    /// (identity, first byte, end byte), for barriers over shared memory.
+    pub fn range(&self) -> (usize, u64, u64) {
+        let start = self.start as u64 * 4;
+        (self.key(), start, start + self.len as u64 * 4)
+    }
+}
+
+/// Reads a [`Params`]' value as f32s (type-erased over its length).
+pub(crate) type ParamsValue = Box<dyn Fn() -> Vec<f32> + Send + Sync>;
+
+impl OpBatch {
+    /// A vector tensor holding `data` (copied to the GPU now).
+    pub fn upload(&mut self, data: &[f32]) -> Result<Tensor> {
+        let n = u32::try_from(data.len()).unwrap_or(u32::MAX);
+        self.upload_shaped(data, Shape::Vector(n))
+    }
+
+    /// A `rows`×`cols` row-major matrix tensor holding `data`.
+    pub fn upload_matrix(&mut self, data: &[f32], rows: u32, cols: u32) -> Result<Tensor> {
+        self.upload_shaped(data, Shape::Matrix(rows, cols))
+    }
+
+    fn upload_shaped(&mut self, data: &[f32], shape: Shape) -> Result<Tensor> {
+        Self::check_shape("OpBatch::upload", "the data", shape)?;
+        if data.len() as u64 != shape.numel() {
+            return Err(shape_err(
+                "OpBatch::upload",
+                format!("{} values given for shape {shape}", data.len()),
+            ));
+        }
+        let buf = self.gpu.upload(data)?;
+        let v = self.graph.leaf(shape);
+        self.grow_storages();
+        let s = self.graph.values[v].storage;
+        self.buffers[s] = Some(Bound::head(buf, data.len()));
+        self.fixed[s] = true;
+        Ok(self.new_tensor(v))
+    }
+
+    /// A vector tensor over `buf` itself (no copy; the op batch keeps the
+    /// buffer alive). Importing the same buffer again names the same
+    /// storage, so hazards between the two tensors are tracked.
+    pub fn import(&mut self, buf: &Buffer<f32>) -> Result<Tensor> {
+        let n = u32::try_from(buf.len()).unwrap_or(u32::MAX);
+        self.import_shaped("OpBatch::import", buf, 0, buf.len(), Shape::Vector(n))
+    }
+
+    /// A `rows`×`cols` matrix tensor over `buf` (exactly that long).
+    pub fn import_matrix(&mut self, buf: &Buffer<f32>, rows: u32, cols: u32) -> Result<Tensor> {
+        let shape = Shape::Matrix(rows, cols);
+        self.import_shaped("OpBatch::import", buf, 0, buf.len(), shape)
+    }
+
+    /// A vector tensor over the elements of `s` (no copy): one buffer can
+    /// hold many weights, each imported as its slice. The slice's byte
+    /// offset must be a multiple of the adapter's
+    /// `minStorageBufferOffsetAlignment` and of 16 (the vec4 kernels' row
+    /// alignment), else [`Error::OpShape`] naming the offset and the limit.
+    /// The same slice imported again names the same storage; a slice that
+    /// overlaps another imported range of the buffer without being equal
+    /// to it is refused (two tensors would alias memory the op batch
+    /// cannot order within one kernel).
+    pub fn import_slice(&mut self, s: &BufferSlice<'_, f32>) -> Result<Tensor> {
+        let n = u32::try_from(s.len()).unwrap_or(u32::MAX);
+        self.import_shaped(
+            "OpBatch::import_slice",
+            s.buffer(),
+            s.start(),
+            s.len(),
+            Shape::Vector(n),
+        )
+    }
+
+    /// [`OpBatch::import_slice`] as a `rows`×`cols` matrix (the slice
+    /// exactly that long).
+    pub fn import_slice_matrix(
+        &mut self,
+        s: &BufferSlice<'_, f32>,
+        rows: u32,
+        cols: u32,
+    ) -> Result<Tensor> {
+        let shape = Shape::Matrix(rows, cols);
+        self.import_shaped(
+            "OpBatch::import_slice",
+            s.buffer(),
+            s.start(),
+            s.len(),
+            shape,
+        )
+    }
+
+    /// A vector tensor of `N` elements whose value is `p`'s: at each
+    /// [`Graph::launch`](crate::Graph::launch) of a graph made from this op
+    /// batch, the value `p` held when that launch was made (each launch
+    /// keeps its own, as [`Params`] says); at each
+    /// [`OpBatch::execute`], the value `p` holds then (the execute writes
+    /// it into `p`'s device buffer first). Importing the same `Params`
+    /// again names the same storage. An in-place op on the tensor writes
+    /// `p`'s device buffer, which the next launch or execute sets again.
+    pub fn import_params<const N: usize>(&mut self, p: &Params<[f32; N]>) -> Result<Tensor>
+    where
+        [f32; N]: bytemuck::Pod,
+    {
+        let n = u32::try_from(N).unwrap_or(u32::MAX);
+        let buf = p.buffer().reinterpret::<f32>().ok_or_else(|| {
+            shape_err(
+                "OpBatch::import_params",
+                "the value is not a whole number of f32s".into(),
+            )
+        })?;
+        let key = Arc::as_ptr(&buf.inner) as usize;
+        let seen = self.import_keys.iter().any(|k| k.0 == key);
+        let t = self.import_shaped("OpBatch::import_params", &buf, 0, N, Shape::Vector(n))?;
+        if !seen {
+            let s = self.graph.values[self.value(&t)?].storage;
+            let p = p.clone();
+            self.params.push((s, Box::new(move || p.get().to_vec())));
+        }
+        Ok(t)
+    }
+
+    fn import_shaped(
+        &mut self,
+        op: &'static str,
+        buf: &Buffer<f32>,
+        start: usize,
+        len: usize,
+        shape: Shape,
+    ) -> Result<Tensor> {
+        Self::check_shape(op, "the buffer", shape)?;
+        if len as u64 != shape.numel() {
+            return Err(shape_err(
+                op,
+                format!(
+                    "the buffer has {len} elements, shape {shape} needs {}",
+                    shape.numel()
+                ),
+            ));
+        }
+        if buf.device().id() != self.gpu.id() {
+            return Err(Error::TensorUnavailable {
+                detail: "the buffer lives on another device than this op batch".into(),
+            });
+        }
+        let offset = start as u64 * 4;
+        let align = self.gpu.info().min_storage_buffer_offset_alignment.max(16);
+        if offset % align != 0 {
+            return Err(shape_err(
+                op,
+                format!(
+                    "the slice starts at byte offset {offset}, not a multiple of {align} \
+                     (the adapter's minStorageBufferOffsetAlignment, {}, and the 16 bytes \
+                     of the vec4 kernels); import slices that start at a multiple of {} \
+                     elements",
+                    self.gpu.info().min_storage_buffer_offset_alignment,
+                    align / 4
+                ),
+            ));
+        }
+        let key = Arc::as_ptr(buf.view().inner) as usize;
+        let (lo, hi) = (start as u64, (start + len) as u64);
+        let same = self
+            .import_keys
+            .iter()
+            .find(|&&(k, a, b, _)| k == key && a == lo && b == hi);
+        let v = match same {
+            Some(&(_, _, _, s)) => self.graph.leaf_in(shape, s),
+            None => {
+                if let Some(&(_, a, b, _)) = self
+                    .import_keys
+                    .iter()
+                    .find(|&&(k, a, b, _)| k == key && a < hi && lo < b)
+                {
+                    return Err(shape_err(
+                        op,
+                        format!(
+                            "elements {lo}..{hi} of the buffer overlap elements {a}..{b}, \
+                             imported before; import equal or disjoint ranges"
+                        ),
+                    ));
+                }
+                let v = self.graph.leaf(shape);
+                let s = self.graph.values[v].storage;
+                self.import_keys.push((key, lo, hi, s));
+                self.grow_storages();
+                self.buffers[s] = Some(Bound {
+                    buf: buf.clone(),
+                    start,
+                    len,
+                });
+                self.imported[s] = true;
+                self.fixed[s] = true;
+                v
+            }
+        };
+        Ok(self.new_tensor(v))
+    }
+}
