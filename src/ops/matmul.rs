@@ -17,10 +17,13 @@
 //! ```
 //!
 //! Which kernel runs is [`choose_matmul`]'s pure decision from the shape
-//! and the adapter ([`MatmulCaps`]): a register-blocked shared-memory f32
-//! kernel in two tile sizes (a tile may ask for 16-byte loads and stores,
-//! [`TileConfig::vec4`], used where K and N are multiples of 4), GEMV
-//! kernels for M = 1 or N = 1, and for f16 inputs a cooperative-matrix
+//! and the adapter ([`MatmulCaps`]): for f32 the SGEMM
+//! ([`MatmulKernel::Sgemm`], `shaders/matmul_f32_big.comp`: 128×128 or
+//! 64×64 blocks, 16-byte loads where K and N are multiples of 4, split-K
+//! with a deterministic second pass where the blocks are fewer than the
+//! compute units; see [`choose_sgemm`]), the older register-blocked kernel
+//! ([`MatmulKernel::Tiled`], any [`TileConfig`]) on adapters the SGEMM
+//! does not fit and by name, GEMV kernels for M = 1 or N = 1, and for f16 inputs a cooperative-matrix
 //! kernel (tensor cores) where the adapter has the shape: the
 //! workgroup-scope one (`VK_NV_cooperative_matrix2`, any shape) where it
 //! applies, else the subgroup-scope one; else the f16 inputs are widened
@@ -39,11 +42,17 @@
 use crate::{Batch, Buffer, Device, Error, Kernel, Result};
 
 mod plan;
+mod sgemm;
 mod skinny;
 
+pub(crate) use plan::choose_tile;
 pub use plan::{
     choose_matmul, subgroup_coop_fits, Cm2Tile, CoopTile, MatmulCaps, MatmulDtype, MatmulKernel,
     MatmulPlan, TileConfig,
+};
+pub use sgemm::{
+    choose_sgemm, sgemm_split, sgemm_vec4_applies, SgemmSplit, SgemmTile, SGEMM_MAX_SPLITS,
+    SGEMM_MIN_SLICE, SGEMM_THREADS,
 };
 pub use skinny::{
     choose_linear, linear, linear_with_plan, Epilogue, LinearPlan, Weights, LINEAR_MAX_M,
@@ -73,7 +82,9 @@ pub fn matmul(
 
 /// Records C = A·B for f32 inputs with an explicit plan (for tuning and
 /// comparing kernels); [`matmul`] uses [`choose_matmul`]'s. The plan must
-/// name an f32 kernel ([`MatmulKernel::Tiled`] with a
+/// name an f32 kernel ([`MatmulKernel::Sgemm`] with a tile that
+/// [`SgemmTile::fits`] the adapter and 1 to [`SGEMM_MAX_SPLITS`] slices,
+/// [`MatmulKernel::Tiled`] with a
 /// [`TileConfig::is_valid`] tile that fits the adapter, `MatVec` (or
 /// `MatVec4` when K is a multiple of 4) for N = 1, `VecMat` for M = 1) without widening.
 #[allow(clippy::too_many_arguments)]
@@ -271,6 +282,9 @@ fn record_f32(
 ) -> Result<()> {
     let info = gpu.info();
     match kernel {
+        MatmulKernel::Sgemm { tile, splits } => {
+            record_sgemm(batch, gpu, [a, b, c], (m, k, n), tile, splits)?;
+        }
         MatmulKernel::Tiled(t) => {
             let caps = MatmulCaps::of(info);
             if !t.is_valid()
@@ -347,6 +361,87 @@ fn record_f32(
             ))
         }
     }
+    Ok(())
+}
+
+/// Records the SGEMM with `tile` and `splits` requested K slices: one
+/// dispatch into C, or (split-K) one into a scratch buffer of partial
+/// products and, after a barrier, the pass that adds them in slice order
+/// (`shaders/linear_reduce.comp`, mode 0).
+fn record_sgemm(
+    batch: &mut Batch,
+    gpu: &Device,
+    [a, b, c]: [&Buffer<f32>; 3],
+    (m, k, n): (u32, u32, u32),
+    tile: SgemmTile,
+    splits: u32,
+) -> Result<()> {
+    let info = gpu.info();
+    let caps = MatmulCaps::of(info);
+    if !tile.fits(&caps) {
+        return Err(shape_error(
+            m,
+            k,
+            n,
+            format!(
+                "SGEMM tile {tile:?} is not one of the compiled tiles {:?} or does not fit the \
+                 adapter ({SGEMM_THREADS} invocations and {} bytes of shared memory needed; it \
+                 allows {} and {})",
+                SgemmTile::ALL,
+                tile.shared_bytes(),
+                caps.max_workgroup_invocations,
+                caps.max_shared_memory
+            ),
+        ));
+    }
+    if !(1..=SGEMM_MAX_SPLITS).contains(&splits) {
+        return Err(shape_error(
+            m,
+            k,
+            n,
+            format!("SGEMM split-K asks for {splits} K slices; 1 to {SGEMM_MAX_SPLITS} run"),
+        ));
+    }
+    let vec4 = sgemm_vec4_applies(k, n);
+    let name = tile.kernel_name(vec4).ok_or_else(|| {
+        shape_error(
+            m,
+            k,
+            n,
+            format!("SGEMM tile {tile:?} has no compiled kernel"),
+        )
+    })?;
+    let split = sgemm_split(k, splits, tile.bk);
+    let grid = [n.div_ceil(tile.bn), m.div_ceil(tile.bm), split.slices];
+    check_grid(gpu, m, k, n, grid)?;
+    let kernel = crate::builtins::get(&gpu.inner, name, &[])?;
+    let pc: [u8; 16] = bytemuck::cast([m, k, n, split.depth]);
+    if split.slices == 1 {
+        batch.run_configured(&kernel, &[a, b, c], grid, Some(&pc))?;
+        return Ok(());
+    }
+    let parts = u64::from(split.slices) * u64::from(m) * u64::from(n);
+    if parts > u64::from(u32::MAX) || parts * 4 > info.max_storage_buffer_range {
+        return Err(shape_error(
+            m,
+            k,
+            n,
+            format!(
+                "{} K slices need {parts} partial sums, over the kernels' 32-bit index or \
+                 maxStorageBufferRange ({} bytes); ask for fewer slices",
+                split.slices, info.max_storage_buffer_range
+            ),
+        ));
+    }
+    // The batch holds the scratch buffer until its work completes.
+    let part = gpu.alloc::<f32>(parts as usize)?;
+    batch.run_configured(&kernel, &[a, b, &part], grid, Some(&pc))?;
+    batch.barrier();
+    let reduce = crate::builtins::get(&gpu.inner, "linear_reduce", &[])?;
+    let groups = super::grid::elementwise_groups(c.len() as u64, info.max_workgroup_count[0]);
+    // Mode 0: c = Σ_s part[s]; its second binding (a residual) is unread.
+    let pc: [u8; 16] = bytemuck::cast([m, n, 0, split.slices]);
+    batch.run_configured(&reduce, &[&part, &part, c], [groups, 1, 1], Some(&pc))?;
     Ok(())
 }
 

@@ -155,6 +155,6 @@ pub(crate) fn reduction_variant(gpu: &Device, sg: &'static str, wg: &'static str
 pub mod matmul;
 pub use matmul::{
     choose_linear, choose_matmul, linear, linear_with_plan, matmul, matmul_f16, Cm2Tile, CoopTile,
-    Epilogue, LinearPlan, MatmulCaps, MatmulDtype, MatmulKernel, MatmulPlan, TileConfig, Weights,
-    LINEAR_MAX_M, LINEAR_MAX_SPLITS,
+    Epilogue, LinearPlan, MatmulCaps, MatmulDtype, MatmulKernel, MatmulPlan, SgemmTile, TileConfig,
+    Weights, LINEAR_MAX_M, LINEAR_MAX_SPLITS,
 };

@@ -1,6 +1,7 @@
 //! Which matmul kernel runs for a shape on an adapter: plain logic, tested
 //! without a GPU.
 
+use super::sgemm::{choose_sgemm, SgemmTile};
 use crate::adapter::AdapterInfo;
 
 /// Element type of a matmul's inputs (the result is always f32).
@@ -323,6 +324,18 @@ impl Cm2Tile {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum MatmulKernel {
+    /// The f32 SGEMM (`shaders/matmul_f32_big.comp`, the default f32
+    /// path): a compiled [`SgemmTile`], 16-byte loads where K and N are
+    /// multiples of 4, and `splits` requested K slices (1: none; more:
+    /// split-K with a deterministic reduction pass; the launch runs
+    /// [`super::sgemm_split`]'s slices, at most
+    /// [`super::SGEMM_MAX_SPLITS`]).
+    Sgemm {
+        /// Block shape.
+        tile: SgemmTile,
+        /// Requested K slices.
+        splits: u32,
+    },
     /// The register-blocked shared-memory f32 kernel with this tile.
     Tiled(TileConfig),
     /// N = 1: one subgroup per row of A (`shaders/matvec_f32.comp`).
@@ -500,9 +513,12 @@ pub fn subgroup_coop_fits(m: u32, k: u32, n: u32, caps: &MatmulCaps) -> bool {
 ///   ([`subgroup_coop_fits`]): the Khronos extension's kernel where
 ///   `VK_KHR_cooperative_matrix` lists the shape, else NVIDIA's older
 ///   extension's; other f16 shapes widen to f32.
-/// - f32: 128×128 blocks when they give every compute unit at least one
-///   block (or, with the count unknown, at least 64 blocks), else 64×64;
-///   64×32 where the adapter allows fewer than 256 invocations.
+/// - f32 (and widened f16): the SGEMM ([`MatmulKernel::Sgemm`]) with
+///   [`super::choose_sgemm`]'s tile and K slices (128×128 blocks when they
+///   give every compute unit one, else 64×64, split along K when even
+///   those are fewer than the units); where the adapter takes no SGEMM
+///   tile (under 256 invocations or 17 KiB of shared memory), the older
+///   tiled kernel ([`MatmulKernel::Tiled`]) with 64×64 or 64×32 blocks.
 pub fn choose_matmul(m: u32, k: u32, n: u32, dtype: MatmulDtype, caps: &MatmulCaps) -> MatmulPlan {
     let gemv = if n == 1 && k % 4 == 0 {
         Some(MatmulKernel::MatVec4)
@@ -566,20 +582,41 @@ pub fn choose_matmul(m: u32, k: u32, n: u32, dtype: MatmulDtype, caps: &MatmulCa
     if let Some(kernel) = gemv {
         return MatmulPlan { kernel, widen_f16 };
     }
+    if let Some((tile, splits)) = choose_sgemm(m, k, n, caps) {
+        return MatmulPlan {
+            kernel: MatmulKernel::Sgemm { tile, splits },
+            widen_f16,
+        };
+    }
+    MatmulPlan {
+        kernel: MatmulKernel::Tiled(choose_tile(m, n, caps)),
+        widen_f16,
+    }
+}
+
+/// The tile of the older register-blocked kernel (`shaders/matmul_f32.comp`,
+/// [`MatmulKernel::Tiled`]) for an m×n product: 128×128 blocks when they
+/// give every compute unit at least one block (or, with the count unknown,
+/// at least 64 blocks), else 64×64; 64×32 where the adapter allows fewer
+/// than 256 invocations. [`choose_matmul`] falls back to it where no
+/// [`SgemmTile`] fits; the op batch's fused matmul epilogues (generated
+/// from that kernel's source) use it always. Pure.
+pub(crate) fn choose_tile(m: u32, n: u32, caps: &MatmulCaps) -> TileConfig {
+    let want = if caps.compute_units > 0 {
+        u64::from(caps.compute_units)
+    } else {
+        64
+    };
     let fits = |t: &TileConfig| {
         t.threads() <= caps.max_workgroup_invocations && t.shared_bytes() <= caps.max_shared_memory
     };
     let blocks = |t: &TileConfig| u64::from(m.div_ceil(t.bm)) * u64::from(n.div_ceil(t.bn));
-    let tile = if fits(&TileConfig::LARGE) && blocks(&TileConfig::LARGE) >= want {
+    if fits(&TileConfig::LARGE) && blocks(&TileConfig::LARGE) >= want {
         TileConfig::LARGE
     } else if fits(&TileConfig::SMALL) {
         TileConfig::SMALL
     } else {
         TileConfig::NARROW
-    };
-    MatmulPlan {
-        kernel: MatmulKernel::Tiled(tile),
-        widen_f16,
     }
 }
 

@@ -5,7 +5,7 @@ use super::OpBatch;
 use crate::batch::BatchOptions;
 use crate::ops::fusion::plan::{plan, Plan, Step};
 use crate::ops::fusion::program::{Op, V};
-use crate::ops::matmul::{choose_matmul, MatmulCaps, MatmulDtype, MatmulKernel};
+use crate::ops::matmul::{choose_matmul, choose_tile, MatmulCaps, MatmulDtype, MatmulKernel};
 use crate::ops::reduce::{self, Kind};
 use crate::ops::{self as o};
 use crate::{Batch, Buffer, Error, GpuBuf, Kernel, Result, Ticket};
@@ -100,8 +100,13 @@ fn prepare(ob: &mut OpBatch, live: Vec<bool>) -> Result<Prepared> {
         match node.op {
             Op::Matmul(a, _) => {
                 let (m, k, nn) = m_k_n(ob, a, node.out);
+                // Not a GEMV shape: the fused kernel is the tiled one
+                // (`choose_tile`), whatever the unfused default is.
                 let p = choose_matmul(m, k, nn, MatmulDtype::F32, &caps);
-                matches!(p.kernel, MatmulKernel::Tiled(_)) && !p.widen_f16
+                matches!(
+                    p.kernel,
+                    MatmulKernel::Tiled(_) | MatmulKernel::Sgemm { .. }
+                ) && !p.widen_f16
             }
             _ => false,
         }
@@ -182,9 +187,7 @@ fn fused_kernel(
             unreachable!("a group's head is a matmul")
         };
         let (m, k, n) = m_k_n(ob, a, g.nodes[h].out);
-        let MatmulKernel::Tiled(t) = choose_matmul(m, k, n, MatmulDtype::F32, caps).kernel else {
-            unreachable!("epilogues are only planned for the tiled kernel")
-        };
+        let t = choose_tile(m, n, caps);
         let gen =
             codegen::matmul_epilogue(g, gr, &plan.stored).ok_or_else(|| crate::Error::Glsl {
                 message:
