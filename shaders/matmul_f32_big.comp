@@ -9,9 +9,11 @@
 // BN/(TN/4) columns apart (8×8 in two 4×4 pieces 64 apart for the 128×128
 // tile), so every shared-memory fragment read is one conflict-free vec4
 // along M (A is stored transposed, k-major, with a row stride of BM + 4
-// floats) or along N. Each 32 consecutive invocations take an 8×4 patch of
-// micro-tiles: per k a subgroup reads 8 distinct vec4s of B (128 bytes)
-// and 4 of A, one shared-memory wavefront each.
+// floats) or along N. Which micro-tile an invocation takes: with
+// COMPACT = 0, (tid % 16, tid / 16), so 32 consecutive invocations cover a
+// 16×2 strip (16 distinct vec4s of B and 2 of A per k: the arrangement of
+// the older kernel's fastest tile on the H100); with COMPACT = 1 an 8×4
+// patch (8 of B, 4 of A: 128 bytes of B per subgroup and k).
 //
 // Pipeline: BK-deep slices of A and B are double-buffered in shared memory;
 // while slice t is multiplied, slice t + 1 is already loaded into registers
@@ -39,6 +41,8 @@
 #extension GL_EXT_control_flow_attributes : enable
 
 // variant: matmul_f32_big_128x128x8_scalar BM=128 BN=128 BK=8 TM=8 TN=8 VEC4=0
+// variant: matmul_f32_big_128x128x8_compact BM=128 BN=128 BK=8 TM=8 TN=8 VEC4=1 COMPACT=1
+// variant: matmul_f32_big_128x128x8_compact_scalar BM=128 BN=128 BK=8 TM=8 TN=8 VEC4=0 COMPACT=1
 // variant: matmul_f32_big_128x128x16 BM=128 BN=128 BK=16 TM=8 TN=8 VEC4=1
 // variant: matmul_f32_big_128x128x16_scalar BM=128 BN=128 BK=16 TM=8 TN=8 VEC4=0
 // variant: matmul_f32_big_64x64x16 BM=64 BN=64 BK=16 TM=4 TN=4 VEC4=1
@@ -52,6 +56,9 @@
 #define TM 8
 #define TN 8
 #define VEC4 1
+#endif
+#ifndef COMPACT
+#define COMPACT 0
 #endif
 
 #if (BM / TM) != 16 || (BN / TN) != 16
@@ -186,11 +193,17 @@ void main() {
     uint kend = min(K, kbeg + KS);
     uint tiles = (kend - kbeg + BK - 1) / BK;
 
-    // The micro-tile (tx, ty) of the 16×16 grid: lane l of subgroup w takes
-    // (l % 8, l / 8) of its 8×4 patch; the patches tile the grid row-major.
+    // The micro-tile (tx, ty) of the 16×16 grid.
+#if COMPACT
+    // Lane l of subgroup w takes (l % 8, l / 8) of its 8×4 patch; the
+    // patches tile the grid row-major.
     uint w = tid / 32, l = tid % 32;
     uint tx = (w % 2) * 8 + l % 8;
     uint ty = (w / 2) * 4 + l / 8;
+#else
+    uint tx = tid % 16;
+    uint ty = tid / 16;
+#endif
 
     bool in_m = m0 + BM <= M;
     bool in_n = n0 + BN <= N;

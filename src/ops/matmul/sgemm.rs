@@ -4,7 +4,8 @@
 //!
 //! The kernel is the classic register-blocked shape: 256 invocations in a
 //! 16×16 grid, each computing a micro-tile of C in registers (8×8 in two
-//! 4×4 pieces 64 apart for the 128×128 tiles, 4×4 for 64×64), A stored
+//! 4×4 pieces 64 apart for the 128×128 tiles, 4×4 for 64×64; a subgroup
+//! on a 16×2 strip of micro-tiles, or an 8×4 patch), A stored
 //! transposed in shared memory so both operands are read as vec4s,
 //! double-buffered shared slices with the next slice prefetched into
 //! registers, 16-byte global loads where K and N are multiples of 4 (a
@@ -38,6 +39,10 @@ pub struct SgemmTile {
     pub bn: u32,
     /// Slice depth along K.
     pub bk: u32,
+    /// Each 32 consecutive invocations compute an 8×4 patch of micro-tiles
+    /// (8 distinct vec4s of B and 4 of A per k) instead of a 16×2 strip
+    /// (16 and 2). Compiled for 128×128×8 only ([`SgemmTile::COMPACT`]).
+    pub compact: bool,
 }
 
 impl SgemmTile {
@@ -46,6 +51,13 @@ impl SgemmTile {
         bm: 128,
         bn: 128,
         bk: 8,
+        compact: false,
+    };
+    /// [`SgemmTile::LARGE`] with 8×4 patches of micro-tiles per subgroup
+    /// ([`SgemmTile::compact`]): a tuning candidate.
+    pub const COMPACT: SgemmTile = SgemmTile {
+        compact: true,
+        ..SgemmTile::LARGE
     };
     /// 128×128 blocks, 16-deep slices (half the barriers of
     /// [`SgemmTile::LARGE`], twice its shared memory): a tuning candidate.
@@ -53,6 +65,7 @@ impl SgemmTile {
         bm: 128,
         bn: 128,
         bk: 16,
+        compact: false,
     };
     /// 64×64 blocks, 16-deep slices, 4×4 per invocation: four times the
     /// blocks of [`SgemmTile::LARGE`], for matrices too small to fill the
@@ -61,21 +74,29 @@ impl SgemmTile {
         bm: 64,
         bn: 64,
         bk: 16,
+        compact: false,
     };
     /// Every compiled tile.
-    pub const ALL: [SgemmTile; 3] = [SgemmTile::LARGE, SgemmTile::DEEP, SgemmTile::MEDIUM];
+    pub const ALL: [SgemmTile; 4] = [
+        SgemmTile::LARGE,
+        SgemmTile::COMPACT,
+        SgemmTile::DEEP,
+        SgemmTile::MEDIUM,
+    ];
 
     /// The built-in compiled for this tile with 16-byte loads (`vec4`,
     /// only for K and N multiples of 4: [`sgemm_vec4_applies`]) or scalar
     /// ones, or `None` for a tile with none. Pure.
     pub fn kernel_name(&self, vec4: bool) -> Option<&'static str> {
-        Some(match ((self.bm, self.bn, self.bk), vec4) {
-            ((128, 128, 8), true) => "matmul_f32_big",
-            ((128, 128, 8), false) => "matmul_f32_big_128x128x8_scalar",
-            ((128, 128, 16), true) => "matmul_f32_big_128x128x16",
-            ((128, 128, 16), false) => "matmul_f32_big_128x128x16_scalar",
-            ((64, 64, 16), true) => "matmul_f32_big_64x64x16",
-            ((64, 64, 16), false) => "matmul_f32_big_64x64x16_scalar",
+        Some(match ((self.bm, self.bn, self.bk, self.compact), vec4) {
+            ((128, 128, 8, false), true) => "matmul_f32_big",
+            ((128, 128, 8, false), false) => "matmul_f32_big_128x128x8_scalar",
+            ((128, 128, 8, true), true) => "matmul_f32_big_128x128x8_compact",
+            ((128, 128, 8, true), false) => "matmul_f32_big_128x128x8_compact_scalar",
+            ((128, 128, 16, false), true) => "matmul_f32_big_128x128x16",
+            ((128, 128, 16, false), false) => "matmul_f32_big_128x128x16_scalar",
+            ((64, 64, 16, false), true) => "matmul_f32_big_64x64x16",
+            ((64, 64, 16, false), false) => "matmul_f32_big_64x64x16_scalar",
             _ => return None,
         })
     }
@@ -208,6 +229,11 @@ mod tests {
         };
         assert_eq!(odd.kernel_name(true), None);
         assert!(!odd.fits(&h100()));
+        let compact_medium = SgemmTile {
+            compact: true,
+            ..SgemmTile::MEDIUM
+        };
+        assert_eq!(compact_medium.kernel_name(false), None);
         // 128 invocations, or 16 KiB of shared memory: no SGEMM tile.
         assert!(!SgemmTile::LARGE.fits(&MatmulCaps::new(32, 49152, 128, 132)));
         assert!(!SgemmTile::LARGE.fits(&MatmulCaps::new(32, 16384, 1024, 132)));

@@ -391,7 +391,16 @@ fn single(ob: &OpBatch, batch: &mut Batch, n: usize) -> Result<()> {
         }
         Op::Matmul(a, b) => {
             let (m, k, nn) = m_k_n(ob, a, node.out);
-            o::matmul(batch, sbuf(ob, a)?, sbuf(ob, b)?, out, m, k, nn)
+            // The default kernel without split-K: one dispatch per matmul,
+            // each entry one FMA chain in K order, as in the fused kernel,
+            // so fused and unfused op batches give the same sums.
+            let caps = MatmulCaps::of(ob.gpu.info());
+            let mut plan = choose_matmul(m, k, nn, MatmulDtype::F32, &caps);
+            if let MatmulKernel::Sgemm { tile, .. } = plan.kernel {
+                plan.kernel = MatmulKernel::Sgemm { tile, splits: 1 };
+            }
+            let (a, b) = (sbuf(ob, a)?, sbuf(ob, b)?);
+            o::matmul::matmul_with_plan(batch, a, b, out, m, k, nn, plan)
         }
         Op::Sum(x) => reduction(ob, batch, n, Kind::Sum, x, x),
         Op::Max(x) => reduction(ob, batch, n, Kind::Max, x, x),
