@@ -1,7 +1,9 @@
 //! The f32 SGEMM (`MatmulKernel::Sgemm`, `shaders/matmul_f32_big.comp`):
 //! every compiled tile, with and without split-K, with 16-byte and scalar
 //! loads, on shapes that are no tile multiple, against an f64 reference;
-//! the default plan's split-K; bad plans as typed errors.
+//! the default plan's split-K; the M = 1 16-byte kernel with and without
+//! K layers (`MatmulKernel::VecMat4`, the same partials-and-reduce
+//! scheme); bad plans as typed errors.
 //!
 //! Error bound per entry: |ĉ − c| ≤ γ_K·Σ_k |a_ik|·|b_kj| with γ_K ≈ K·u,
 //! u = 2⁻²⁴, whatever the order of the K − 1 additions (FMA chains per
@@ -12,7 +14,7 @@
 
 mod common;
 
-use vkcompute::ops::matmul::{choose_sgemm, sgemm_split, SGEMM_MAX_SPLITS};
+use vkcompute::ops::matmul::{choose_sgemm, sgemm_split, SGEMM_MAX_SPLITS, VECMAT4_MAX_SPLITS};
 use vkcompute::ops::{self, MatmulCaps, MatmulDtype, MatmulKernel, MatmulPlan, SgemmTile};
 use vkcompute::{Device, Error};
 
@@ -171,6 +173,24 @@ fn the_default_splits_small_grids_and_is_deterministic() {
 }
 
 #[test]
+fn m1_vec4_kernel_matches_f64_with_and_without_k_layers() {
+    let gpu = common::gpu();
+    let plan = |splits| MatmulPlan {
+        kernel: MatmulKernel::VecMat4 { splits },
+        widen_f16: false,
+    };
+    for (k, n) in [(1, 4), (15, 8), (17, 132), (300, 200), (4097, 12)] {
+        for splits in [1, 3, VECMAT4_MAX_SPLITS] {
+            check(&gpu, (1, k, n), plan(splits));
+        }
+    }
+    // The default at M = 1 (K layers where the columns are few).
+    let [c, a, b] = run(&gpu, (1, 1000, 260), None);
+    assert!(worst_ratio(&c, &a, &b, (1, 1000, 260)) <= 1.01);
+    common::assert_clean(&gpu);
+}
+
+#[test]
 fn bad_sgemm_plans_are_typed_errors() {
     let gpu = common::gpu();
     let buf = |len: usize| gpu.alloc::<f32>(len).unwrap();
@@ -201,6 +221,21 @@ fn bad_sgemm_plans_are_typed_errors() {
     };
     let r = ops::matmul::matmul_with_plan(&mut batch, &a, &b, &c, 8, 8, 8, sgemm(odd, 1));
     expect(r, "compiled tiles");
+    let vm = |splits| MatmulPlan {
+        kernel: MatmulKernel::VecMat4 { splits },
+        widen_f16: false,
+    };
+    // M = 1 with N = 64 (a multiple of 4), then N = 6, then M = 8.
+    let a1 = buf(1);
+    for splits in [0, VECMAT4_MAX_SPLITS + 1] {
+        let r = ops::matmul::matmul_with_plan(&mut batch, &a1, &b, &c, 1, 1, 64, vm(splits));
+        expect(r, "K slices");
+    }
+    let (b6, c6) = (buf(6), buf(6));
+    let r = ops::matmul::matmul_with_plan(&mut batch, &a1, &b6, &c6, 1, 1, 6, vm(1));
+    expect(r, "multiple of 4");
+    let r = ops::matmul::matmul_with_plan(&mut batch, &a, &b, &c, 8, 8, 8, vm(1));
+    expect(r, "M = 1");
     drop(batch);
     common::assert_clean(&gpu);
 }

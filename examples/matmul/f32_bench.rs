@@ -51,6 +51,15 @@ pub(crate) fn f32_plan_name(plan: &MatmulPlan, k: u32, n: u32) -> String {
             };
             format!("{base}{extra}")
         }
+        MatmulKernel::VecMat4 { splits } => {
+            let s = sgemm_split(k, splits, 1).slices;
+            if s > 1 {
+                format!("vecmat_f32_vec4 + linear_reduce ({s} K layers)")
+            } else {
+                "vecmat_f32_vec4".into()
+            }
+        }
+        MatmulKernel::VecMat => "vecmat_f32".into(),
         other => format!("{other:?}"),
     }
 }
@@ -82,12 +91,17 @@ fn short_name(plan: &MatmulPlan, k: u32, n: u32) -> String {
             t.tn,
             if t.vec4_applies(k, n) { "_v4" } else { "" }
         ),
+        MatmulKernel::VecMat4 { splits } => {
+            format!("vecmat4_s{}", sgemm_split(k, splits, 1).slices)
+        }
+        MatmulKernel::VecMat => "vecmat".into(),
         other => format!("{other:?}"),
     }
 }
 
-/// The f32 plans worth timing at m×k×n on `caps`: the default first, then
-/// each SGEMM tile that fits (split-K at 2, 4, 8 and 16 slices as well
+/// The f32 plans worth timing at m×k×n on `caps`: the default first; for
+/// M = 1 the GEMV kernels (16-byte ones at 1 to 64 K layers); else each
+/// SGEMM tile that fits (split-K at 2, 4, 8 and 16 slices as well
 /// where the 64×64 blocks are fewer than twice the compute units), then
 /// the older kernel's 128×128 and 64×64 tiles and its best 16-byte one.
 /// Each plan once.
@@ -97,6 +111,16 @@ fn candidates(m: u32, k: u32, n: u32, caps: &MatmulCaps) -> Vec<MatmulPlan> {
         widen_f16: false,
     };
     let mut out = vec![ops::choose_matmul(m, k, n, MatmulDtype::F32, caps)];
+    if m == 1 {
+        // The GEMV kernels: the scalar one, the 16-byte one in K layers.
+        out.push(plan(MatmulKernel::VecMat));
+        if n % 4 == 0 {
+            for splits in [1, 4, 8, 16, 32, 64] {
+                out.push(plan(MatmulKernel::VecMat4 { splits }));
+            }
+        }
+        return distinct(out, k, n);
+    }
     let units = u64::from(caps.compute_units.max(64));
     let small = SgemmTile::MEDIUM.blocks(m, n) < 2 * units;
     for tile in SgemmTile::ALL.into_iter().filter(|t| t.fits(caps)) {
@@ -122,16 +146,20 @@ fn candidates(m: u32, k: u32, n: u32, caps: &MatmulCaps) -> Vec<MatmulPlan> {
             out.push(plan(MatmulKernel::Tiled(t)));
         }
     }
-    // Plans that run the same kernels (split-K asks that K cuts into the
-    // same slices) are timed once.
+    distinct(out, k, n)
+}
+
+/// The plans that run different kernels (split-K asking for slices that K
+/// cuts the same way is the same launch), first of each kept.
+fn distinct(mut plans: Vec<MatmulPlan>, k: u32, n: u32) -> Vec<MatmulPlan> {
     let mut seen: Vec<String> = Vec::new();
-    out.retain(|p| {
+    plans.retain(|p| {
         let name = f32_plan_name(p, k, n);
         let new = !seen.contains(&name);
         seen.push(name);
         new
     });
-    out
+    plans
 }
 
 /// Times every candidate at m×k×n (each spot-checked: 16 entries against

@@ -46,7 +46,7 @@ pub(crate) fn f32_rows(gpu: &Device, rep: &mut Report, quick: bool) -> Result<bo
         true,
     )?;
     // The default against every candidate (spot checks): full sizes, the
-    // odd one, the anchor's small shape, a skinny one.
+    // odd one, the anchor's small shapes, a skinny one, M = 1.
     let shapes: &[(u32, u32, u32)] = if quick {
         &[
             (64, 64, 64),
@@ -54,6 +54,7 @@ pub(crate) fn f32_rows(gpu: &Device, rep: &mut Report, quick: bool) -> Result<bo
             (odd, odd, odd),
             (127, 255, 63),
             (4, 64, 200),
+            (1, s1, s1),
         ]
     } else {
         &[
@@ -64,6 +65,7 @@ pub(crate) fn f32_rows(gpu: &Device, rep: &mut Report, quick: bool) -> Result<bo
             (odd, odd, odd),
             (127, 255, 63),
             (4, 4096, 9728),
+            (1, s1, s1),
         ]
     };
     let mut rule_ok = true;
@@ -241,15 +243,6 @@ pub(crate) fn f32_rows(gpu: &Device, rep: &mut Report, quick: bool) -> Result<bo
             false,
         )?;
     }
-    f32_case(
-        gpu,
-        rep,
-        &format!("sgemm_1x{s1}x{s1}"),
-        (1, s1, s1),
-        None,
-        reps,
-        false,
-    )?;
     f32_case(
         gpu,
         rep,

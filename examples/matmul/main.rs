@@ -26,7 +26,8 @@
 //! ```
 //!
 //! Rows: f32 at 1024³, 2048³, 4096³, 8192³, 4097³, 127×255×63 and
-//! 4×4096×9728, default and candidates (and a few tiles at 4096³ for
+//! 4×4096×9728, and 1×4096×4096 (the M = 1 GEMV kernels), default and
+//! candidates (and a few tiles at 4096³ for
 //! tuning, `_v4` ones with 16-byte loads and stores), the anchor's odd shapes, GEMV 8192² (N = 1, as `torch.mv`), f16 on
 //! cooperative matrices at 4096³ and 8192³, and the ceiling of a minimal
 //! cooperative-matrix loop (registers only) on the same device. FLOPs are

@@ -48,7 +48,7 @@ mod skinny;
 pub(crate) use plan::choose_tile;
 pub use plan::{
     choose_matmul, subgroup_coop_fits, Cm2Tile, CoopTile, MatmulCaps, MatmulDtype, MatmulKernel,
-    MatmulPlan, TileConfig,
+    MatmulPlan, TileConfig, VECMAT4_COLS, VECMAT4_MAX_SPLITS,
 };
 pub use sgemm::{
     choose_sgemm, sgemm_split, sgemm_vec4_applies, SgemmSplit, SgemmTile, SGEMM_MAX_SPLITS,
@@ -86,7 +86,9 @@ pub fn matmul(
 /// [`SgemmTile::fits`] the adapter and 1 to [`SGEMM_MAX_SPLITS`] slices,
 /// [`MatmulKernel::Tiled`] with a
 /// [`TileConfig::is_valid`] tile that fits the adapter, `MatVec` (or
-/// `MatVec4` when K is a multiple of 4) for N = 1, `VecMat` for M = 1) without widening.
+/// `MatVec4` when K is a multiple of 4) for N = 1, `VecMat` for M = 1 (or
+/// `VecMat4` with N a multiple of 4 and 1 to [`VECMAT4_MAX_SPLITS`]
+/// layers)) without widening.
 #[allow(clippy::too_many_arguments)]
 pub fn matmul_with_plan(
     batch: &mut Batch,
@@ -350,6 +352,36 @@ fn record_f32(
             check_grid(gpu, m, k, n, grid)?;
             batch.run_configured(&kernel, &[a, b, c], grid, Some(&push2(k, n)))?;
         }
+        MatmulKernel::VecMat4 { splits } => {
+            if m != 1 || n % 4 != 0 {
+                return Err(shape_error(
+                    m,
+                    k,
+                    n,
+                    "the VecMat4 kernel needs M = 1 and N a multiple of 4".into(),
+                ));
+            }
+            if !(1..=VECMAT4_MAX_SPLITS).contains(&splits) {
+                return Err(shape_error(
+                    m,
+                    k,
+                    n,
+                    format!(
+                        "the VecMat4 kernel asks for {splits} K slices; 1 to \
+                         {VECMAT4_MAX_SPLITS} run"
+                    ),
+                ));
+            }
+            let split = sgemm_split(k, splits, 1);
+            let grid = [n.div_ceil(VECMAT4_COLS), split.slices, 1];
+            check_grid(gpu, m, k, n, grid)?;
+            let kernel = crate::builtins::get(&gpu.inner, "vecmat_f32_vec4", &[])?;
+            let pc: [u8; 12] = bytemuck::cast([k, n, split.depth]);
+            in_slices(batch, gpu, (m, k, n), split.slices, c, |batch, out| {
+                batch.run_configured(&kernel, &[a, b, out], grid, Some(&pc))?;
+                Ok(())
+            })?;
+        }
         MatmulKernel::CoopMatF16(_)
         | MatmulKernel::CoopMatKhrF16(_)
         | MatmulKernel::CoopMat2F16(_) => {
@@ -365,9 +397,7 @@ fn record_f32(
 }
 
 /// Records the SGEMM with `tile` and `splits` requested K slices: one
-/// dispatch into C, or (split-K) one into a scratch buffer of partial
-/// products and, after a barrier, the pass that adds them in slice order
-/// (`shaders/linear_reduce.comp`, mode 0).
+/// dispatch into C, or (split-K) [`in_slices`].
 fn record_sgemm(
     batch: &mut Batch,
     gpu: &Device,
@@ -416,31 +446,49 @@ fn record_sgemm(
     check_grid(gpu, m, k, n, grid)?;
     let kernel = crate::builtins::get(&gpu.inner, name, &[])?;
     let pc: [u8; 16] = bytemuck::cast([m, k, n, split.depth]);
-    if split.slices == 1 {
-        batch.run_configured(&kernel, &[a, b, c], grid, Some(&pc))?;
-        return Ok(());
+    in_slices(batch, gpu, (m, k, n), split.slices, c, |batch, out| {
+        batch.run_configured(&kernel, &[a, b, out], grid, Some(&pc))?;
+        Ok(())
+    })
+}
+
+/// Records `run` writing C (one slice), or (split-K) writing `slices`
+/// partial products of C into a scratch buffer, then after a barrier the
+/// pass that adds them in slice order into C
+/// (`shaders/linear_reduce.comp`, mode 0).
+fn in_slices(
+    batch: &mut Batch,
+    gpu: &Device,
+    (m, k, n): (u32, u32, u32),
+    slices: u32,
+    c: &Buffer<f32>,
+    run: impl FnOnce(&mut Batch, &Buffer<f32>) -> Result<()>,
+) -> Result<()> {
+    if slices <= 1 {
+        return run(batch, c);
     }
-    let parts = u64::from(split.slices) * u64::from(m) * u64::from(n);
+    let info = gpu.info();
+    let parts = u64::from(slices) * u64::from(m) * u64::from(n);
     if parts > u64::from(u32::MAX) || parts * 4 > info.max_storage_buffer_range {
         return Err(shape_error(
             m,
             k,
             n,
             format!(
-                "{} K slices need {parts} partial sums, over the kernels' 32-bit index or \
+                "{slices} K slices need {parts} partial sums, over the kernels' 32-bit index or \
                  maxStorageBufferRange ({} bytes); ask for fewer slices",
-                split.slices, info.max_storage_buffer_range
+                info.max_storage_buffer_range
             ),
         ));
     }
     // The batch holds the scratch buffer until its work completes.
     let part = gpu.alloc::<f32>(parts as usize)?;
-    batch.run_configured(&kernel, &[a, b, &part], grid, Some(&pc))?;
+    run(batch, &part)?;
     batch.barrier();
     let reduce = crate::builtins::get(&gpu.inner, "linear_reduce", &[])?;
     let groups = super::grid::elementwise_groups(c.len() as u64, info.max_workgroup_count[0]);
     // Mode 0: c = Σ_s part[s]; its second binding (a residual) is unread.
-    let pc: [u8; 16] = bytemuck::cast([m, n, 0, split.slices]);
+    let pc: [u8; 16] = bytemuck::cast([m, n, 0, slices]);
     batch.run_configured(&reduce, &[&part, &part, c], [groups, 1, 1], Some(&pc))?;
     Ok(())
 }

@@ -345,6 +345,16 @@ pub enum MatmulKernel {
     MatVec4,
     /// M = 1: columns of B walked in K slices (`shaders/vecmat_f32.comp`).
     VecMat,
+    /// M = 1 with N a multiple of 4: 16-byte loads, [`VECMAT4_COLS`]
+    /// columns per workgroup and K split over `splits` requested workgroup
+    /// layers (`shaders/vecmat_f32_vec4.comp`; more than one: a partials
+    /// buffer and an in-order reduction pass), at most
+    /// [`VECMAT4_MAX_SPLITS`].
+    VecMat4 {
+        /// Requested K layers (the launch runs
+        /// [`super::sgemm_split`]`(k, splits, 1)`'s slices).
+        splits: u32,
+    },
     /// f16 inputs on cooperative matrices with this tile
     /// (`shaders/matmul_f16_coopmat.comp`, `VK_NV_cooperative_matrix`).
     CoopMatF16(CoopTile),
@@ -483,6 +493,33 @@ impl MatmulCaps {
     }
 }
 
+/// Columns of C each workgroup of [`MatmulKernel::VecMat4`] covers.
+pub const VECMAT4_COLS: u32 = 128;
+
+/// Most K layers [`MatmulKernel::VecMat4`] runs.
+pub const VECMAT4_MAX_SPLITS: u32 = 64;
+
+/// [`choose_matmul`] gives each K layer of [`MatmulKernel::VecMat4`] at
+/// least this many rows (eight steps of its eight interleaved slices).
+const VECMAT4_MIN_ROWS: u32 = 64;
+
+/// K layers for the M = 1 kernel at k×n: enough workgroups for four per
+/// compute unit (256 when the count is unknown), each layer at least
+/// [`VECMAT4_MIN_ROWS`] deep, at most [`VECMAT4_MAX_SPLITS`]. Pure.
+fn vecmat4_splits(k: u32, n: u32, caps: &MatmulCaps) -> u32 {
+    let groups = u64::from(n.div_ceil(VECMAT4_COLS));
+    let want = if caps.compute_units > 0 {
+        4 * u64::from(caps.compute_units)
+    } else {
+        256
+    };
+    if groups >= want {
+        return 1;
+    }
+    let most = (k / VECMAT4_MIN_ROWS).clamp(1, VECMAT4_MAX_SPLITS);
+    (want.div_ceil(groups.max(1)) as u32).clamp(1, most)
+}
+
 /// Whether the subgroup-scope cooperative-matrix kernels (NV or KHR, tile
 /// [`CoopTile::DEFAULT`]) apply to m×k×n on `caps`, the extension aside:
 /// a 32-lane subgroup, 256 invocations, the tile's shared memory, K and N
@@ -500,7 +537,10 @@ pub fn subgroup_coop_fits(m: u32, k: u32, n: u32, caps: &MatmulCaps) -> bool {
 /// Picks the kernel for C[m×n] = A[m×k]·B[k×n] with `dtype` inputs.
 ///
 /// - N = 1 or M = 1 (f32, or f16 once widened): the GEMV kernels, which
-///   are bound by memory bandwidth (16-byte loads when K is a multiple of 4).
+///   are bound by memory bandwidth (16-byte loads when K, for N = 1, or N,
+///   for M = 1, is a multiple of 4; for M = 1 then K split over workgroup
+///   layers until the workgroups number four per compute unit, each layer
+///   at least 64 rows, at most [`VECMAT4_MAX_SPLITS`]).
 /// - f16 with `VK_NV_cooperative_matrix2`'s workgroup-scope f16 shape
 ///   ([`MatmulCaps::coopmat2_granularity`]), any M, K, N: the
 ///   workgroup-scope kernel, with the largest of [`Cm2Tile::WIDE`] (only
@@ -524,6 +564,10 @@ pub fn choose_matmul(m: u32, k: u32, n: u32, dtype: MatmulDtype, caps: &MatmulCa
         Some(MatmulKernel::MatVec4)
     } else if n == 1 {
         Some(MatmulKernel::MatVec)
+    } else if m == 1 && n % 4 == 0 {
+        Some(MatmulKernel::VecMat4 {
+            splits: vecmat4_splits(k, n, caps),
+        })
     } else if m == 1 {
         Some(MatmulKernel::VecMat)
     } else {

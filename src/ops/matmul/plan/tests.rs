@@ -190,8 +190,12 @@ fn vectors_take_the_gemv_kernels() {
             MatmulKernel::MatVec
         );
         assert_eq!(p.widen_f16, dtype == MatmulDtype::F16);
-        assert_eq!(
+        assert!(matches!(
             choose_matmul(1, 4096, 4096, dtype, &caps).kernel,
+            MatmulKernel::VecMat4 { .. }
+        ));
+        assert_eq!(
+            choose_matmul(1, 4096, 4094, dtype, &caps).kernel,
             MatmulKernel::VecMat
         );
     }
@@ -200,6 +204,25 @@ fn vectors_take_the_gemv_kernels() {
         choose_matmul(1, 7, 1, MatmulDtype::F32, &h200()).kernel,
         MatmulKernel::MatVec
     );
+}
+
+#[test]
+fn m1_splits_k_until_four_workgroups_per_unit() {
+    let h = h200();
+    // 4096 columns: 32 workgroups; 528 wanted → 17 layers.
+    assert_eq!(vecmat4_splits(4096, 4096, &h), 17);
+    assert_eq!(
+        choose_matmul(1, 4096, 4096, MatmulDtype::F32, &h).kernel,
+        MatmulKernel::VecMat4 { splits: 17 }
+    );
+    // Layers of at least 64 rows: K = 300 allows 4; K < 128 none.
+    assert_eq!(vecmat4_splits(300, 4096, &h), 4);
+    assert_eq!(vecmat4_splits(127, 4096, &h), 1);
+    // Capped at the maximum; none where the columns alone are enough.
+    assert_eq!(vecmat4_splits(1 << 20, 128, &h), VECMAT4_MAX_SPLITS);
+    assert_eq!(vecmat4_splits(4096, 128 * 528, &h), 1);
+    // Unknown unit count: 256 workgroups wanted.
+    assert_eq!(vecmat4_splits(4096, 4096, &lavapipe()), 8);
 }
 
 #[test]
