@@ -99,6 +99,7 @@ shared vec4 Bs[2 * BK * BN / 4];
 
 vec4 ra[CA];
 vec4 rb[CB];
+vec4 acc[TM][SN]; // this invocation's micro-tile of C
 
 // Chunk e of this invocation: row `r` of A (from m0) and its first k
 // `kq` (from k0); row `kr` of B (from k0) and its first column `nq` (from n0).
@@ -176,6 +177,28 @@ void store_tile(uint buf, uint tid) {
     }
 }
 
+// The fragments of step k of the current slices (A at abase, B at bbase,
+// each already offset by this invocation's ty or tx).
+void frags(uint abase, uint bbase, uint k, out vec4 fa[SM], out vec4 fb[SN]) {
+    [[unroll]] for (uint s = 0; s < SM; s++) {
+        fa[s] = As[abase + (k * AS + s * (BM / SM)) / 4];
+    }
+    [[unroll]] for (uint s = 0; s < SN; s++) {
+        fb[s] = Bs[bbase + (k * BN + s * (BN / SN)) / 4];
+    }
+}
+
+// acc += the outer product of one step's fragments.
+void fma_step(vec4 fa[SM], vec4 fb[SN]) {
+    [[unroll]] for (uint s = 0; s < SM; s++) {
+        [[unroll]] for (uint i = 0; i < 4; i++) {
+            [[unroll]] for (uint j = 0; j < SN; j++) {
+                acc[s * 4 + i][j] = fma(vec4(fa[s][i]), fb[j], acc[s * 4 + i][j]);
+            }
+        }
+    }
+}
+
 void main() {
     uint tid = gl_LocalInvocationID.x;
     // Grouped block order: GROUP_M block rows share B columns in L2.
@@ -208,7 +231,6 @@ void main() {
     bool in_m = m0 + BM <= M;
     bool in_n = n0 + BN <= N;
 
-    vec4 acc[TM][SN];
     [[unroll]] for (uint i = 0; i < TM; i++) {
         [[unroll]] for (uint j = 0; j < SN; j++) {
             acc[i][j] = vec4(0.0);
@@ -227,34 +249,21 @@ void main() {
         }
         uint abase = cur * (BK * AS / 4) + ty;
         uint bbase = cur * (BK * BN / 4) + tx;
-        // Fragments of step k in slot k % 2; those of step k + 1 are read
-        // before the FMAs of step k.
+        // Two sets of fragments: those of step k + 1 are read before the
+        // FMAs of step k. The last pair is peeled, so every read is of a
+        // step that exists and the loop has no branch (one would keep
+        // shaderc from unrolling it).
         vec4 fa0[SM], fb0[SN], fa1[SM], fb1[SN];
-        [[unroll]] for (uint s = 0; s < SM; s++) fa0[s] = As[abase + s * (BM / SM) / 4];
-        [[unroll]] for (uint s = 0; s < SN; s++) fb0[s] = Bs[bbase + s * (BN / SN) / 4];
-        [[unroll]] for (uint k = 0; k < BK; k += 2) {
-            [[unroll]] for (uint s = 0; s < SM; s++) fa1[s] = As[abase + ((k + 1) * AS + s * (BM / SM)) / 4];
-            [[unroll]] for (uint s = 0; s < SN; s++) fb1[s] = Bs[bbase + ((k + 1) * BN + s * (BN / SN)) / 4];
-            [[unroll]] for (uint s = 0; s < SM; s++) {
-                [[unroll]] for (uint i = 0; i < 4; i++) {
-                    [[unroll]] for (uint j = 0; j < SN; j++) {
-                        acc[s * 4 + i][j] = fma(vec4(fa0[s][i]), fb0[j], acc[s * 4 + i][j]);
-                    }
-                }
-            }
-            // The last pair reads step BK - 1 again (a clamp, not a branch,
-            // which would keep shaderc from unrolling the loop).
-            uint k2 = min(k + 2, BK - 1);
-            [[unroll]] for (uint s = 0; s < SM; s++) fa0[s] = As[abase + (k2 * AS + s * (BM / SM)) / 4];
-            [[unroll]] for (uint s = 0; s < SN; s++) fb0[s] = Bs[bbase + (k2 * BN + s * (BN / SN)) / 4];
-            [[unroll]] for (uint s = 0; s < SM; s++) {
-                [[unroll]] for (uint i = 0; i < 4; i++) {
-                    [[unroll]] for (uint j = 0; j < SN; j++) {
-                        acc[s * 4 + i][j] = fma(vec4(fa1[s][i]), fb1[j], acc[s * 4 + i][j]);
-                    }
-                }
-            }
+        frags(abase, bbase, 0u, fa0, fb0);
+        [[unroll]] for (uint k = 0; k < BK - 2; k += 2) {
+            frags(abase, bbase, k + 1, fa1, fb1);
+            fma_step(fa0, fb0);
+            frags(abase, bbase, k + 2, fa0, fb0);
+            fma_step(fa1, fb1);
         }
+        frags(abase, bbase, BK - 1, fa1, fb1);
+        fma_step(fa0, fb0);
+        fma_step(fa1, fb1);
         if (more) {
             store_tile(cur ^ 1u, tid);
         }

@@ -396,9 +396,11 @@ fn single(ob: &OpBatch, batch: &mut Batch, n: usize) -> Result<()> {
             // so fused and unfused op batches give the same sums.
             let caps = MatmulCaps::of(ob.gpu.info());
             let mut plan = choose_matmul(m, k, nn, MatmulDtype::F32, &caps);
-            if let MatmulKernel::Sgemm { tile, .. } = plan.kernel {
-                plan.kernel = MatmulKernel::Sgemm { tile, splits: 1 };
-            }
+            plan.kernel = match plan.kernel {
+                MatmulKernel::Sgemm { tile, .. } => MatmulKernel::Sgemm { tile, splits: 1 },
+                MatmulKernel::VecMat4 { .. } => MatmulKernel::VecMat4 { splits: 1 },
+                other => other,
+            };
             let (a, b) = (sbuf(ob, a)?, sbuf(ob, b)?);
             o::matmul::matmul_with_plan(batch, a, b, out, m, k, nn, plan)
         }
