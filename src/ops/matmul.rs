@@ -45,6 +45,8 @@ mod plan;
 mod sgemm;
 mod skinny;
 
+// The op batch's fused epilogues (built from GLSL at run time) use it.
+#[cfg(feature = "glsl")]
 pub(crate) use plan::choose_tile;
 pub use plan::{
     choose_matmul, subgroup_coop_fits, Cm2Tile, CoopTile, MatmulCaps, MatmulDtype, MatmulKernel,

@@ -5,7 +5,7 @@ use super::OpBatch;
 use crate::batch::BatchOptions;
 use crate::ops::fusion::plan::{plan, Plan, Step};
 use crate::ops::fusion::program::{Op, V};
-use crate::ops::matmul::{choose_matmul, choose_tile, MatmulCaps, MatmulDtype, MatmulKernel};
+use crate::ops::matmul::{choose_matmul, MatmulCaps, MatmulDtype, MatmulKernel};
 use crate::ops::reduce::{self, Kind};
 use crate::ops::{self as o};
 use crate::{Batch, Buffer, Error, GpuBuf, Kernel, Result, Ticket};
@@ -187,7 +187,7 @@ fn fused_kernel(
             unreachable!("a group's head is a matmul")
         };
         let (m, k, n) = m_k_n(ob, a, g.nodes[h].out);
-        let t = choose_tile(m, n, caps);
+        let t = crate::ops::matmul::choose_tile(m, n, caps);
         let gen =
             codegen::matmul_epilogue(g, gr, &plan.stored).ok_or_else(|| crate::Error::Glsl {
                 message:
