@@ -13,7 +13,9 @@
 
 mod common;
 
-use vkcompute::ops::{self, MatmulCaps, MatmulDtype, MatmulKernel, MatmulPlan, TileConfig};
+use vkcompute::ops::{
+    self, MatmulCaps, MatmulDtype, MatmulKernel, MatmulPlan, SgemmTile, TileConfig,
+};
 use vkcompute::{Buffer, Device, Error};
 
 /// Row-major f64 reference: (C, Σ|a||b| per entry).
@@ -94,7 +96,8 @@ fn every_shape_matches_the_cpu() {
     let gpu = common::gpu();
     let caps = MatmulCaps::of(gpu.info());
     for (m, k, n) in [
-        (1, 300, 200), // 1×K: the M = 1 GEMV kernel
+        (1, 300, 200), // 1×K: the M = 1 GEMV kernel, 16-byte, K split
+        (1, 300, 201), // the same, scalar
         (200, 300, 1), // K×1: the N = 1 GEMV kernel
         (1, 1, 1),
         (127, 255, 63),   // nothing a tile multiple
@@ -104,7 +107,14 @@ fn every_shape_matches_the_cpu() {
     ] {
         let plan = ops::choose_matmul(m, k, n, MatmulDtype::F32, &caps);
         if m == 1 && n != 1 {
-            assert_eq!(plan.kernel, MatmulKernel::VecMat);
+            if n % 4 == 0 {
+                assert!(
+                    matches!(plan.kernel, MatmulKernel::VecMat4 { .. }),
+                    "{plan:?}"
+                );
+            } else {
+                assert_eq!(plan.kernel, MatmulKernel::VecMat);
+            }
         }
         if n == 1 {
             let want = if k % 4 == 0 {
@@ -612,21 +622,28 @@ fn choose_matmul_per_shape_and_adapter() {
     let cpu = MatmulCaps::new(8, 32768, 1024, 0);
     let f32_kernel =
         |m, k, n, caps: &MatmulCaps| ops::choose_matmul(m, k, n, MatmulDtype::F32, caps).kernel;
-    assert_eq!(
-        f32_kernel(8192, 8192, 8192, &h200),
-        MatmulKernel::Tiled(TileConfig::LARGE)
-    );
-    assert_eq!(
-        f32_kernel(4097, 4097, 4097, &h200),
-        MatmulKernel::Tiled(TileConfig::LARGE)
-    );
+    let large = MatmulKernel::Sgemm {
+        tile: SgemmTile::LARGE,
+        splits: 1,
+    };
+    assert_eq!(f32_kernel(8192, 8192, 8192, &h200), large);
+    assert_eq!(f32_kernel(4097, 4097, 4097, &h200), large);
+    // Two 64×64 blocks: split-K, 7 slices of at least 32.
     assert_eq!(
         f32_kernel(127, 255, 63, &h200),
-        MatmulKernel::Tiled(TileConfig::SMALL)
+        MatmulKernel::Sgemm {
+            tile: SgemmTile::MEDIUM,
+            splits: 7
+        }
     );
     assert_eq!(f32_kernel(8192, 8192, 1, &h200), MatmulKernel::MatVec4);
     assert_eq!(f32_kernel(8192, 8191, 1, &cpu), MatmulKernel::MatVec);
-    assert_eq!(f32_kernel(1, 4096, 4096, &cpu), MatmulKernel::VecMat);
+    // M = 1: 32 workgroups of 128 columns; 256 wanted → 8 K layers.
+    assert_eq!(
+        f32_kernel(1, 4096, 4096, &cpu),
+        MatmulKernel::VecMat4 { splits: 8 }
+    );
+    assert_eq!(f32_kernel(1, 4096, 4095, &cpu), MatmulKernel::VecMat);
     let f16 = |m, k, n, caps: &MatmulCaps| ops::choose_matmul(m, k, n, MatmulDtype::F16, caps);
     assert_eq!(
         f16(8192, 8192, 8192, &h200).kernel,
@@ -634,7 +651,7 @@ fn choose_matmul_per_shape_and_adapter() {
     );
     let widened = f16(8192, 8192, 8192, &cpu);
     assert!(widened.widen_f16);
-    assert_eq!(widened.kernel, MatmulKernel::Tiled(TileConfig::LARGE));
+    assert_eq!(widened.kernel, large);
     assert!(f16(4096, 4095, 4096, &h200).widen_f16);
     // With VK_NV_cooperative_matrix2's workgroup-scope shape: any shape;
     // rows that are not 16-byte units (K = 4095) take no 128×256 tile.

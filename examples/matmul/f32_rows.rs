@@ -1,11 +1,14 @@
-//! The f32 rows of the matmul example: checks at a small size, full sizes,
-//! tiles, odd shapes and GEMV, each beside cuBLAS where the reference has it.
+//! The f32 rows of the matmul example: checks at a small size, the
+//! default against every candidate at full sizes and odd shapes
+//! (`f32_bench.rs`), the older kernel's tiles, and GEMV, each beside
+//! cuBLAS where the reference has it.
 
 use super::*;
 
-/// The f32 rows: checks at a small size, full sizes, tiles, odd shapes,
-/// GEMV.
-pub(crate) fn f32_rows(gpu: &Device, rep: &mut Report, quick: bool) -> Result<()> {
+/// The f32 rows: checks at a small size, candidates at full sizes and odd
+/// shapes, tiles, GEMV. Returns whether the default was within the rule
+/// of the best candidate at every shape.
+pub(crate) fn f32_rows(gpu: &Device, rep: &mut Report, quick: bool) -> Result<bool> {
     let info = gpu.info();
     let caps = MatmulCaps::of(info);
     let reps = if quick { 3 } else { 10 };
@@ -42,9 +45,32 @@ pub(crate) fn f32_rows(gpu: &Device, rep: &mut Report, quick: bool) -> Result<()
         2,
         true,
     )?;
-    // Full sizes (and the odd one): spot checks.
-    for s in [s1, s2, odd] {
-        f32_case(gpu, rep, &format!("sgemm{s}"), (s, s, s), None, reps, false)?;
+    // The default against every candidate (spot checks): full sizes, the
+    // odd one, the anchor's small shapes, a skinny one, M = 1.
+    let shapes: &[(u32, u32, u32)] = if quick {
+        &[
+            (64, 64, 64),
+            (s1, s1, s1),
+            (odd, odd, odd),
+            (127, 255, 63),
+            (4, 64, 200),
+            (1, s1, s1),
+        ]
+    } else {
+        &[
+            (1024, 1024, 1024),
+            (2048, 2048, 2048),
+            (s1, s1, s1),
+            (s2, s2, s2),
+            (odd, odd, odd),
+            (127, 255, 63),
+            (4, 4096, 9728),
+            (1, s1, s1),
+        ]
+    };
+    let mut rule_ok = true;
+    for &shape in shapes {
+        rule_ok &= f32_bench::bench_f32_shape(gpu, rep, shape, reps)?;
     }
     let v4 = |t: TileConfig| TileConfig { vec4: true, ..t };
     let v4w = |t: TileConfig| TileConfig {
@@ -217,17 +243,6 @@ pub(crate) fn f32_rows(gpu: &Device, rep: &mut Report, quick: bool) -> Result<()
             false,
         )?;
     }
-    for (m, k, n) in [(127, 255, 63), (1, s1, s1)] {
-        f32_case(
-            gpu,
-            rep,
-            &format!("sgemm_{m}x{k}x{n}"),
-            (m, k, n),
-            None,
-            reps,
-            false,
-        )?;
-    }
     f32_case(
         gpu,
         rep,
@@ -238,5 +253,5 @@ pub(crate) fn f32_rows(gpu: &Device, rep: &mut Report, quick: bool) -> Result<()
         false,
     )?;
 
-    Ok(())
+    Ok(rule_ok)
 }

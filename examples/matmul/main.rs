@@ -2,14 +2,21 @@
 //! result checked against the CPU.
 //!
 //! ```text
-//! cargo run --release --example matmul [-- [--f16-only] [--json PATH]]
+//! cargo run --release --example matmul [-- [--f16-only | --f32-only] [--json PATH]]
 //! ```
+//!
+//! `--f32-only` runs the adapter dump and the f32 rows only: checks, the
+//! default plan beside every candidate per shape (`f32_bench.rs`: each
+//! SGEMM tile, split-K where the grid is small, the older kernel's tiles;
+//! each row names the kernels it ran; then `sgemm*_default_over_best`), the
+//! older kernel's tile sweep and GEMV.
 //!
 //! `--f16-only` runs the adapter dump, the f16 benchmark
 //! (`f16_bench.rs`: every candidate kernel per shape, named plans, warmed,
 //! interleaved, min / median / max, the default-over-best rule) and the
 //! cooperative-matrix ceilings, and skips the f32 rows. The process exits
-//! with status 1 when a check fails and 2 when only the rule is broken.
+//! with status 1 when a check fails and 2 when only the rule (f32 or f16
+//! default over the best candidate) is broken.
 //! On the GPU machine, with the CUDA reference in the same call (about
 //! three minutes together):
 //!
@@ -18,7 +25,9 @@
 //! matmul --f16-only; python3 cuda_reference.py --matmul
 //! ```
 //!
-//! Rows: f32 at 4096³, 8192³ and 4097³ (and a few tiles at 4096³ for
+//! Rows: f32 at 1024³, 2048³, 4096³, 8192³, 4097³, 127×255×63 and
+//! 4×4096×9728, and 1×4096×4096 (the M = 1 GEMV kernels), default and
+//! candidates (and a few tiles at 4096³ for
 //! tuning, `_v4` ones with 16-byte loads and stores), the anchor's odd shapes, GEMV 8192² (N = 1, as `torch.mv`), f16 on
 //! cooperative matrices at 4096³ and 8192³, and the ceiling of a minimal
 //! cooperative-matrix loop (registers only) on the same device. FLOPs are
@@ -41,6 +50,7 @@ use vkcompute::ops::{
 use vkcompute::{Batch, BatchOptions, Buffer, Device, Profiling, Result};
 
 mod f16_bench;
+mod f32_bench;
 mod f32_rows;
 mod peak;
 
@@ -137,13 +147,18 @@ fn time_ns(
     }
     let ticket = batch.submit_async()?;
     ticket.wait()?;
-    let mut t: Vec<f64> = ticket
-        .profile()?
-        .commands
-        .iter()
-        .filter(|c| c.label == "rep")
-        .map(|c| c.gpu_ns)
-        .collect();
+    // A repetition is its labelled command and any that follow it before
+    // the next label (split-K's reduction pass).
+    let mut t: Vec<f64> = Vec::new();
+    for c in ticket.profile()?.commands {
+        if c.label == "rep" {
+            t.push(c.gpu_ns);
+        } else if c.label != "warm-up" {
+            if let Some(last) = t.last_mut() {
+                *last += c.gpu_ns;
+            }
+        }
+    }
     t.sort_by(f64::total_cmp);
     Ok(t.get(t.len() / 2).copied().unwrap_or(f64::NAN))
 }
@@ -441,6 +456,7 @@ fn main() -> Result<()> {
         .and_then(|i| args.get(i + 1));
     let quick = std::env::var_os("VKCOMPUTE_QUICK").is_some();
     let f16_only = args.iter().any(|a| a == "--f16-only");
+    let f32_only = args.iter().any(|a| a == "--f32-only");
     if args.get(1).map(String::as_str) == Some(CM2_PEAK_CHILD) {
         let name = args.get(2).cloned().unwrap_or_default();
         let gpu = Device::new()?;
@@ -482,12 +498,14 @@ fn main() -> Result<()> {
         rows: Vec::new(),
         failed: false,
     };
+    let mut rule_ok = true;
     if !f16_only {
-        f32_rows(&gpu, &mut rep, quick)?;
+        rule_ok &= f32_rows(&gpu, &mut rep, quick)?;
     }
     let chk = if quick { 128 } else { 512 };
-    let mut rule_ok = true;
-    if info.storage_buffer16 {
+    if f32_only {
+        println!("skipped: f16 rows and coopmat ceilings (--f32-only)");
+    } else if info.storage_buffer16 {
         // Every entry of the default plan's product against f64.
         let key = format!("check_hgemm{chk}");
         if let Err(e) = f16_case(&gpu, &mut rep, &key, chk, None, true) {
@@ -533,7 +551,9 @@ fn main() -> Result<()> {
             info.name
         );
     }
-    if Cm2Tile::ALL.iter().any(|t| t.fits(&caps)) {
+    if f32_only {
+        // Neither ceiling: they are the f16 paths'.
+    } else if Cm2Tile::ALL.iter().any(|t| t.fits(&caps)) {
         cm2_peak_rows(&mut rep, quick);
     } else {
         println!(
@@ -542,7 +562,9 @@ fn main() -> Result<()> {
             info.name
         );
     }
-    if caps.coopmat_f16 && caps.subgroup_size == 32 {
+    if f32_only {
+        // Said above.
+    } else if caps.coopmat_f16 && caps.subgroup_size == 32 {
         // The ceiling: a few accumulator counts, optimised by shaderc or
         // not, each in a process of its own (the driver crashed on every
         // variant of an earlier form of the loop on the H200, 2026-11-23);
@@ -614,7 +636,7 @@ fn main() -> Result<()> {
     }
     if !rule_ok {
         eprintln!(
-            "the default f16 plan is over {}× the best candidate at some shape (rows \
+            "the default f32 or f16 plan is over {}× the best candidate at some shape (rows \
              *_default_over_best): the choice rule is broken",
             f16_bench::RULE_LIMIT
         );

@@ -17,10 +17,13 @@
 //! ```
 //!
 //! Which kernel runs is [`choose_matmul`]'s pure decision from the shape
-//! and the adapter ([`MatmulCaps`]): a register-blocked shared-memory f32
-//! kernel in two tile sizes (a tile may ask for 16-byte loads and stores,
-//! [`TileConfig::vec4`], used where K and N are multiples of 4), GEMV
-//! kernels for M = 1 or N = 1, and for f16 inputs a cooperative-matrix
+//! and the adapter ([`MatmulCaps`]): for f32 the SGEMM
+//! ([`MatmulKernel::Sgemm`], `shaders/matmul_f32_big.comp`: 128×128 or
+//! 64×64 blocks, 16-byte loads where K and N are multiples of 4, split-K
+//! with a deterministic second pass where the blocks are fewer than the
+//! compute units; see [`choose_sgemm`]), the older register-blocked kernel
+//! ([`MatmulKernel::Tiled`], any [`TileConfig`]) on adapters the SGEMM
+//! does not fit and by name, GEMV kernels for M = 1 or N = 1, and for f16 inputs a cooperative-matrix
 //! kernel (tensor cores) where the adapter has the shape: the
 //! workgroup-scope one (`VK_NV_cooperative_matrix2`, any shape) where it
 //! applies, else the subgroup-scope one; else the f16 inputs are widened
@@ -36,17 +39,25 @@
 //! `maxStorageBufferRange`, or a grid over `maxComputeWorkGroupCount` is an
 //! [`Error::MatmulShape`] naming the limit.
 
-use crate::{Batch, Buffer, Device, Error, Kernel, Result};
+use crate::{Batch, Buffer, Device, Error, GpuBuf, Kernel, Result};
 
 mod batched;
 mod plan;
+mod sgemm;
 mod skinny;
 
 pub use batched::{batched_tile, matmul_f16_batched, BatchedShape};
 
+// The op batch's fused epilogues (built from GLSL at run time) use it.
+#[cfg(feature = "glsl")]
+pub(crate) use plan::choose_tile;
 pub use plan::{
     choose_matmul, subgroup_coop_fits, Cm2Tile, CoopTile, MatmulCaps, MatmulDtype, MatmulKernel,
-    MatmulPlan, TileConfig,
+    MatmulPlan, TileConfig, VECMAT4_COLS, VECMAT4_MAX_SPLITS,
+};
+pub use sgemm::{
+    choose_sgemm, sgemm_split, sgemm_vec4_applies, SgemmSplit, SgemmTile, SGEMM_MAX_SPLITS,
+    SGEMM_MIN_SLICE, SGEMM_THREADS,
 };
 pub use skinny::{
     choose_linear, linear, linear_with_plan, Epilogue, LinearPlan, Weights, LINEAR_MAX_M,
@@ -76,9 +87,13 @@ pub fn matmul(
 
 /// Records C = A·B for f32 inputs with an explicit plan (for tuning and
 /// comparing kernels); [`matmul`] uses [`choose_matmul`]'s. The plan must
-/// name an f32 kernel ([`MatmulKernel::Tiled`] with a
+/// name an f32 kernel ([`MatmulKernel::Sgemm`] with a tile that
+/// [`SgemmTile::fits`] the adapter and 1 to [`SGEMM_MAX_SPLITS`] slices,
+/// [`MatmulKernel::Tiled`] with a
 /// [`TileConfig::is_valid`] tile that fits the adapter, `MatVec` (or
-/// `MatVec4` when K is a multiple of 4) for N = 1, `VecMat` for M = 1) without widening.
+/// `MatVec4` when K is a multiple of 4) for N = 1, `VecMat` for M = 1 (or
+/// `VecMat4` with N a multiple of 4 and 1 to [`VECMAT4_MAX_SPLITS`]
+/// layers)) without widening.
 #[allow(clippy::too_many_arguments)]
 pub fn matmul_with_plan(
     batch: &mut Batch,
@@ -134,8 +149,16 @@ pub(crate) fn matmul_views(
             && cv.offset < xv.offset + xv.size
     };
     check_distinct(m, k, n, overlaps(a) || overlaps(b))?;
+    // The default kernel without split-K: one dispatch per matmul, each
+    // entry one FMA chain in K order, as in the op batch's fused kernel, so
+    // fused and unfused op batches give the same sums.
     let plan = choose_matmul(m, k, n, MatmulDtype::F32, &MatmulCaps::of(gpu.info()));
-    record_f32(batch, &gpu, a, b, c, m, k, n, plan.kernel)
+    let kernel = match plan.kernel {
+        MatmulKernel::Sgemm { tile, .. } => MatmulKernel::Sgemm { tile, splits: 1 },
+        MatmulKernel::VecMat4 { .. } => MatmulKernel::VecMat4 { splits: 1 },
+        other => other,
+    };
+    record_f32(batch, &gpu, a, b, c, m, k, n, kernel)
 }
 
 /// Records C = A·B for f16 inputs (IEEE binary16 bits in `u16`, e.g. from
@@ -301,6 +324,9 @@ fn record_f32(
 ) -> Result<()> {
     let info = gpu.info();
     match kernel {
+        MatmulKernel::Sgemm { tile, splits } => {
+            record_sgemm(batch, gpu, [a, b, c], (m, k, n), tile, splits)?;
+        }
         MatmulKernel::Tiled(t) => {
             let caps = MatmulCaps::of(info);
             if !t.is_valid()
@@ -366,6 +392,36 @@ fn record_f32(
             check_grid(gpu, m, k, n, grid)?;
             batch.run_configured(&kernel, &[a, b, c], grid, Some(&push2(k, n)))?;
         }
+        MatmulKernel::VecMat4 { splits } => {
+            if m != 1 || n % 4 != 0 {
+                return Err(shape_error(
+                    m,
+                    k,
+                    n,
+                    "the VecMat4 kernel needs M = 1 and N a multiple of 4".into(),
+                ));
+            }
+            if !(1..=VECMAT4_MAX_SPLITS).contains(&splits) {
+                return Err(shape_error(
+                    m,
+                    k,
+                    n,
+                    format!(
+                        "the VecMat4 kernel asks for {splits} K slices; 1 to \
+                         {VECMAT4_MAX_SPLITS} run"
+                    ),
+                ));
+            }
+            let split = sgemm_split(k, splits, 1);
+            let grid = [n.div_ceil(VECMAT4_COLS), split.slices, 1];
+            check_grid(gpu, m, k, n, grid)?;
+            let kernel = crate::builtins::get(&gpu.inner, "vecmat_f32_vec4", &[])?;
+            let pc: [u8; 12] = bytemuck::cast([k, n, split.depth]);
+            in_slices(batch, gpu, (m, k, n), split.slices, c, |batch, out| {
+                batch.run_configured(&kernel, &[a, b, out], grid, Some(&pc))?;
+                Ok(())
+            })?;
+        }
         MatmulKernel::CoopMatF16(_)
         | MatmulKernel::CoopMatKhrF16(_)
         | MatmulKernel::CoopMat2F16(_) => {
@@ -377,6 +433,104 @@ fn record_f32(
             ))
         }
     }
+    Ok(())
+}
+
+/// Records the SGEMM with `tile` and `splits` requested K slices: one
+/// dispatch into C, or (split-K) [`in_slices`].
+fn record_sgemm(
+    batch: &mut Batch,
+    gpu: &Device,
+    [a, b, c]: [&dyn GpuBuf; 3],
+    (m, k, n): (u32, u32, u32),
+    tile: SgemmTile,
+    splits: u32,
+) -> Result<()> {
+    let info = gpu.info();
+    let caps = MatmulCaps::of(info);
+    if !tile.fits(&caps) {
+        return Err(shape_error(
+            m,
+            k,
+            n,
+            format!(
+                "SGEMM tile {tile:?} is not one of the compiled tiles {:?} or does not fit the \
+                 adapter ({SGEMM_THREADS} invocations and {} bytes of shared memory needed; it \
+                 allows {} and {})",
+                SgemmTile::ALL,
+                tile.shared_bytes(),
+                caps.max_workgroup_invocations,
+                caps.max_shared_memory
+            ),
+        ));
+    }
+    if !(1..=SGEMM_MAX_SPLITS).contains(&splits) {
+        return Err(shape_error(
+            m,
+            k,
+            n,
+            format!("SGEMM split-K asks for {splits} K slices; 1 to {SGEMM_MAX_SPLITS} run"),
+        ));
+    }
+    let vec4 = sgemm_vec4_applies(k, n);
+    let name = tile.kernel_name(vec4).ok_or_else(|| {
+        shape_error(
+            m,
+            k,
+            n,
+            format!("SGEMM tile {tile:?} has no compiled kernel"),
+        )
+    })?;
+    let split = sgemm_split(k, splits, tile.bk);
+    let grid = [n.div_ceil(tile.bn), m.div_ceil(tile.bm), split.slices];
+    check_grid(gpu, m, k, n, grid)?;
+    let kernel = crate::builtins::get(&gpu.inner, name, &[])?;
+    let pc: [u8; 16] = bytemuck::cast([m, k, n, split.depth]);
+    in_slices(batch, gpu, (m, k, n), split.slices, c, |batch, out| {
+        batch.run_configured(&kernel, &[a, b, out], grid, Some(&pc))?;
+        Ok(())
+    })
+}
+
+/// Records `run` writing C (one slice), or (split-K) writing `slices`
+/// partial products of C into a scratch buffer, then after a barrier the
+/// pass that adds them in slice order into C
+/// (`shaders/linear_reduce.comp`, mode 0).
+fn in_slices(
+    batch: &mut Batch,
+    gpu: &Device,
+    (m, k, n): (u32, u32, u32),
+    slices: u32,
+    c: &dyn GpuBuf,
+    run: impl FnOnce(&mut Batch, &dyn GpuBuf) -> Result<()>,
+) -> Result<()> {
+    if slices <= 1 {
+        return run(batch, c);
+    }
+    let info = gpu.info();
+    let parts = u64::from(slices) * u64::from(m) * u64::from(n);
+    if parts > u64::from(u32::MAX) || parts * 4 > info.max_storage_buffer_range {
+        return Err(shape_error(
+            m,
+            k,
+            n,
+            format!(
+                "{slices} K slices need {parts} partial sums, over the kernels' 32-bit index or \
+                 maxStorageBufferRange ({} bytes); ask for fewer slices",
+                info.max_storage_buffer_range
+            ),
+        ));
+    }
+    // The batch holds the scratch buffer until its work completes.
+    let part = gpu.alloc::<f32>(parts as usize)?;
+    run(batch, &part as &dyn GpuBuf)?;
+    batch.barrier();
+    let reduce = crate::builtins::get(&gpu.inner, "linear_reduce", &[])?;
+    let groups =
+        super::grid::elementwise_groups(u64::from(m) * u64::from(n), info.max_workgroup_count[0]);
+    // Mode 0: c = Σ_s part[s]; its second binding (a residual) is unread.
+    let pc: [u8; 16] = bytemuck::cast([m, n, 0, slices]);
+    batch.run_configured(&reduce, &[&part, &part, c], [groups, 1, 1], Some(&pc))?;
     Ok(())
 }
 

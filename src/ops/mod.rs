@@ -156,5 +156,6 @@ pub mod matmul;
 pub use matmul::{
     batched_tile, choose_linear, choose_matmul, linear, linear_with_plan, matmul, matmul_f16,
     matmul_f16_batched, BatchedShape, Cm2Tile, CoopTile, Epilogue, LinearPlan, MatmulCaps,
-    MatmulDtype, MatmulKernel, MatmulPlan, TileConfig, Weights, LINEAR_MAX_M, LINEAR_MAX_SPLITS,
+    MatmulDtype, MatmulKernel, MatmulPlan, SgemmTile, TileConfig, Weights, LINEAR_MAX_M,
+    LINEAR_MAX_SPLITS,
 };

@@ -1,6 +1,7 @@
 //! Which matmul kernel runs for a shape on an adapter: plain logic, tested
 //! without a GPU.
 
+use super::sgemm::{choose_sgemm, SgemmTile};
 use crate::adapter::AdapterInfo;
 
 /// Element type of a matmul's inputs (the result is always f32).
@@ -345,6 +346,18 @@ impl Cm2Tile {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum MatmulKernel {
+    /// The f32 SGEMM (`shaders/matmul_f32_big.comp`, the default f32
+    /// path): a compiled [`SgemmTile`], 16-byte loads where K and N are
+    /// multiples of 4, and `splits` requested K slices (1: none; more:
+    /// split-K with a deterministic reduction pass; the launch runs
+    /// [`super::sgemm_split`]'s slices, at most
+    /// [`super::SGEMM_MAX_SPLITS`]).
+    Sgemm {
+        /// Block shape.
+        tile: SgemmTile,
+        /// Requested K slices.
+        splits: u32,
+    },
     /// The register-blocked shared-memory f32 kernel with this tile.
     Tiled(TileConfig),
     /// N = 1: one subgroup per row of A (`shaders/matvec_f32.comp`).
@@ -354,6 +367,16 @@ pub enum MatmulKernel {
     MatVec4,
     /// M = 1: columns of B walked in K slices (`shaders/vecmat_f32.comp`).
     VecMat,
+    /// M = 1 with N a multiple of 4: 16-byte loads, [`VECMAT4_COLS`]
+    /// columns per workgroup and K split over `splits` requested workgroup
+    /// layers (`shaders/vecmat_f32_vec4.comp`; more than one: a partials
+    /// buffer and an in-order reduction pass), at most
+    /// [`VECMAT4_MAX_SPLITS`].
+    VecMat4 {
+        /// Requested K layers (the launch runs
+        /// [`super::sgemm_split`]`(k, splits, 1)`'s slices).
+        splits: u32,
+    },
     /// f16 inputs on cooperative matrices with this tile
     /// (`shaders/matmul_f16_coopmat.comp`, `VK_NV_cooperative_matrix`).
     CoopMatF16(CoopTile),
@@ -492,6 +515,33 @@ impl MatmulCaps {
     }
 }
 
+/// Columns of C each workgroup of [`MatmulKernel::VecMat4`] covers.
+pub const VECMAT4_COLS: u32 = 128;
+
+/// Most K layers [`MatmulKernel::VecMat4`] runs.
+pub const VECMAT4_MAX_SPLITS: u32 = 64;
+
+/// [`choose_matmul`] gives each K layer of [`MatmulKernel::VecMat4`] at
+/// least this many rows (eight steps of its eight interleaved slices).
+const VECMAT4_MIN_ROWS: u32 = 64;
+
+/// K layers for the M = 1 kernel at k×n: enough workgroups for four per
+/// compute unit (256 when the count is unknown), each layer at least
+/// [`VECMAT4_MIN_ROWS`] deep, at most [`VECMAT4_MAX_SPLITS`]. Pure.
+fn vecmat4_splits(k: u32, n: u32, caps: &MatmulCaps) -> u32 {
+    let groups = u64::from(n.div_ceil(VECMAT4_COLS));
+    let want = if caps.compute_units > 0 {
+        4 * u64::from(caps.compute_units)
+    } else {
+        256
+    };
+    if groups >= want {
+        return 1;
+    }
+    let most = (k / VECMAT4_MIN_ROWS).clamp(1, VECMAT4_MAX_SPLITS);
+    (want.div_ceil(groups.max(1)) as u32).clamp(1, most)
+}
+
 /// Whether the subgroup-scope cooperative-matrix kernels (NV or KHR, tile
 /// [`CoopTile::DEFAULT`]) apply to m×k×n on `caps`, the extension aside:
 /// a 32-lane subgroup, 256 invocations, the tile's shared memory, K and N
@@ -509,7 +559,10 @@ pub fn subgroup_coop_fits(m: u32, k: u32, n: u32, caps: &MatmulCaps) -> bool {
 /// Picks the kernel for C[m×n] = A[m×k]·B[k×n] with `dtype` inputs.
 ///
 /// - N = 1 or M = 1 (f32, or f16 once widened): the GEMV kernels, which
-///   are bound by memory bandwidth (16-byte loads when K is a multiple of 4).
+///   are bound by memory bandwidth (16-byte loads when K, for N = 1, or N,
+///   for M = 1, is a multiple of 4; for M = 1 then K split over workgroup
+///   layers until the workgroups number four per compute unit, each layer
+///   at least 64 rows, at most [`VECMAT4_MAX_SPLITS`]).
 /// - f16 with `VK_NV_cooperative_matrix2`'s workgroup-scope f16 shape
 ///   ([`MatmulCaps::coopmat2_granularity`]), any M, K, N: the
 ///   workgroup-scope kernel, with the largest of [`Cm2Tile::WIDE`] (only
@@ -522,14 +575,21 @@ pub fn subgroup_coop_fits(m: u32, k: u32, n: u32, caps: &MatmulCaps) -> bool {
 ///   ([`subgroup_coop_fits`]): the Khronos extension's kernel where
 ///   `VK_KHR_cooperative_matrix` lists the shape, else NVIDIA's older
 ///   extension's; other f16 shapes widen to f32.
-/// - f32: 128×128 blocks when they give every compute unit at least one
-///   block (or, with the count unknown, at least 64 blocks), else 64×64;
-///   64×32 where the adapter allows fewer than 256 invocations.
+/// - f32 (and widened f16): the SGEMM ([`MatmulKernel::Sgemm`]) with
+///   [`super::choose_sgemm`]'s tile and K slices (128×128 blocks when they
+///   give every compute unit one, else 64×64, split along K when even
+///   those are fewer than the units); where the adapter takes no SGEMM
+///   tile (under 256 invocations or 17 KiB of shared memory), the older
+///   tiled kernel ([`MatmulKernel::Tiled`]) with 64×64 or 64×32 blocks.
 pub fn choose_matmul(m: u32, k: u32, n: u32, dtype: MatmulDtype, caps: &MatmulCaps) -> MatmulPlan {
     let gemv = if n == 1 && k % 4 == 0 {
         Some(MatmulKernel::MatVec4)
     } else if n == 1 {
         Some(MatmulKernel::MatVec)
+    } else if m == 1 && n % 4 == 0 {
+        Some(MatmulKernel::VecMat4 {
+            splits: vecmat4_splits(k, n, caps),
+        })
     } else if m == 1 {
         Some(MatmulKernel::VecMat)
     } else {
@@ -588,20 +648,41 @@ pub fn choose_matmul(m: u32, k: u32, n: u32, dtype: MatmulDtype, caps: &MatmulCa
     if let Some(kernel) = gemv {
         return MatmulPlan { kernel, widen_f16 };
     }
+    if let Some((tile, splits)) = choose_sgemm(m, k, n, caps) {
+        return MatmulPlan {
+            kernel: MatmulKernel::Sgemm { tile, splits },
+            widen_f16,
+        };
+    }
+    MatmulPlan {
+        kernel: MatmulKernel::Tiled(choose_tile(m, n, caps)),
+        widen_f16,
+    }
+}
+
+/// The tile of the older register-blocked kernel (`shaders/matmul_f32.comp`,
+/// [`MatmulKernel::Tiled`]) for an m×n product: 128×128 blocks when they
+/// give every compute unit at least one block (or, with the count unknown,
+/// at least 64 blocks), else 64×64; 64×32 where the adapter allows fewer
+/// than 256 invocations. [`choose_matmul`] falls back to it where no
+/// [`SgemmTile`] fits; the op batch's fused matmul epilogues (generated
+/// from that kernel's source) use it always. Pure.
+pub(crate) fn choose_tile(m: u32, n: u32, caps: &MatmulCaps) -> TileConfig {
+    let want = if caps.compute_units > 0 {
+        u64::from(caps.compute_units)
+    } else {
+        64
+    };
     let fits = |t: &TileConfig| {
         t.threads() <= caps.max_workgroup_invocations && t.shared_bytes() <= caps.max_shared_memory
     };
     let blocks = |t: &TileConfig| u64::from(m.div_ceil(t.bm)) * u64::from(n.div_ceil(t.bn));
-    let tile = if fits(&TileConfig::LARGE) && blocks(&TileConfig::LARGE) >= want {
+    if fits(&TileConfig::LARGE) && blocks(&TileConfig::LARGE) >= want {
         TileConfig::LARGE
     } else if fits(&TileConfig::SMALL) {
         TileConfig::SMALL
     } else {
         TileConfig::NARROW
-    };
-    MatmulPlan {
-        kernel: MatmulKernel::Tiled(tile),
-        widen_f16,
     }
 }
 

@@ -111,8 +111,13 @@ fn prepare(ob: &mut OpBatch, live: Vec<bool>) -> Result<Prepared> {
         match node.op {
             Op::Matmul(a, _) => {
                 let (m, k, nn) = m_k_n(ob, a, node.out);
+                // Not a GEMV shape: the fused kernel is the tiled one
+                // (`choose_tile`), whatever the unfused default is.
                 let p = choose_matmul(m, k, nn, MatmulDtype::F32, &caps);
-                matches!(p.kernel, MatmulKernel::Tiled(_)) && !p.widen_f16
+                matches!(
+                    p.kernel,
+                    MatmulKernel::Tiled(_) | MatmulKernel::Sgemm { .. }
+                ) && !p.widen_f16
             }
             _ => false,
         }
@@ -188,9 +193,7 @@ fn fused_kernel(
             unreachable!("a group's head is a matmul")
         };
         let (m, k, n) = m_k_n(ob, a, g.nodes[h].out);
-        let MatmulKernel::Tiled(t) = choose_matmul(m, k, n, MatmulDtype::F32, caps).kernel else {
-            unreachable!("epilogues are only planned for the tiled kernel")
-        };
+        let t = crate::ops::matmul::choose_tile(m, n, caps);
         let gen =
             codegen::matmul_epilogue(g, gr, &plan.stored).ok_or_else(|| crate::Error::Glsl {
                 message:

@@ -16,6 +16,14 @@ fn lavapipe() -> MatmulCaps {
     MatmulCaps::new(8, 32768, 1024, 0)
 }
 
+/// The SGEMM's tile and requested K slices of a plan.
+fn sgemm(p: MatmulPlan) -> (SgemmTile, u32) {
+    match p.kernel {
+        MatmulKernel::Sgemm { tile, splits } => (tile, splits),
+        other => panic!("expected the SGEMM, got {other:?}"),
+    }
+}
+
 fn tiled(p: MatmulPlan) -> TileConfig {
     match p.kernel {
         MatmulKernel::Tiled(t) => t,
@@ -106,45 +114,54 @@ fn coop_tiles_obey_the_kernel_rules() {
 }
 
 #[test]
-fn large_square_f32_takes_128_tiles() {
-    for s in [4096, 4097, 8192] {
+fn large_square_f32_takes_the_128_sgemm_tile() {
+    for s in [2048, 4096, 4097, 8192] {
         assert_eq!(
-            tiled(choose_matmul(s, s, s, MatmulDtype::F32, &h200())),
-            TileConfig::LARGE
+            sgemm(choose_matmul(s, s, s, MatmulDtype::F32, &h200())),
+            (SgemmTile::LARGE, 1)
         );
     }
+    // f16 widened to f32 takes the same.
+    let p = choose_matmul(4096, 4097, 4096, MatmulDtype::F16, &h200());
+    assert!(p.widen_f16);
+    assert_eq!(sgemm(p), (SgemmTile::LARGE, 1));
 }
 
 #[test]
-fn small_and_skinny_f32_take_64_tiles() {
+fn medium_f32_takes_the_64_sgemm_tile_and_small_grids_split_k() {
     let c = h200();
-    assert_eq!(
-        tiled(choose_matmul(127, 255, 63, MatmulDtype::F32, &c)),
-        TileConfig::SMALL
-    );
-    assert_eq!(
-        tiled(choose_matmul(513, 1025, 257, MatmulDtype::F32, &c)),
-        TileConfig::SMALL
-    );
+    let f32 = |m, k, n, caps: &MatmulCaps| sgemm(choose_matmul(m, k, n, MatmulDtype::F32, caps));
+    // 1024²: 64 blocks of 128×128 < 132 units; 256 of 64×64.
+    assert_eq!(f32(1024, 1024, 1024, &c), (SgemmTile::MEDIUM, 1));
+    // 16 rows of blocks × 8 columns = 128 < 132 units; 16 × 9 = 144.
+    assert_eq!(f32(2048, 64, 1024, &c), (SgemmTile::MEDIUM, 1));
+    assert_eq!(f32(2048, 64, 1152, &c), (SgemmTile::LARGE, 1));
+    // 2 blocks: K = 255 allows 7 slices of at least 32.
+    assert_eq!(f32(127, 255, 63, &c), (SgemmTile::MEDIUM, 7));
+    // 45 blocks: ⌈264 / 45⌉ = 6 slices.
+    assert_eq!(f32(513, 1025, 257, &c), (SgemmTile::MEDIUM, 6));
+    // A K too short to split.
+    assert_eq!(f32(127, 17, 63, &c), (SgemmTile::MEDIUM, 1));
+    // Unknown unit count: 64 blocks decide, 128 workgroups aimed at.
+    let l = lavapipe();
+    assert_eq!(f32(1024, 8, 1024, &l), (SgemmTile::LARGE, 1));
+    assert_eq!(f32(512, 8, 1024, &l), (SgemmTile::MEDIUM, 1));
+    assert_eq!(f32(300, 300, 300, &l), (SgemmTile::MEDIUM, 6));
+}
+
+#[test]
+fn the_older_tile_rule_stays_for_fused_epilogues() {
+    let c = h200();
+    assert_eq!(choose_tile(4096, 4096, &c), TileConfig::LARGE);
+    assert_eq!(choose_tile(127, 63, &c), TileConfig::SMALL);
+    assert_eq!(choose_tile(513, 257, &c), TileConfig::SMALL);
     // 16 rows of blocks × 8 columns = 128 < 132 units.
-    assert_eq!(
-        tiled(choose_matmul(2048, 64, 1024, MatmulDtype::F32, &c)),
-        TileConfig::SMALL
-    );
-    assert_eq!(
-        tiled(choose_matmul(2048, 64, 1152, MatmulDtype::F32, &c)),
-        TileConfig::LARGE
-    );
+    assert_eq!(choose_tile(2048, 1024, &c), TileConfig::SMALL);
+    assert_eq!(choose_tile(2048, 1152, &c), TileConfig::LARGE);
     // Unknown unit count: 64 blocks decide.
     let l = lavapipe();
-    assert_eq!(
-        tiled(choose_matmul(1024, 8, 1024, MatmulDtype::F32, &l)),
-        TileConfig::LARGE
-    );
-    assert_eq!(
-        tiled(choose_matmul(512, 8, 1024, MatmulDtype::F32, &l)),
-        TileConfig::SMALL
-    );
+    assert_eq!(choose_tile(1024, 1024, &l), TileConfig::LARGE);
+    assert_eq!(choose_tile(512, 1024, &l), TileConfig::SMALL);
 }
 
 #[test]
@@ -173,8 +190,12 @@ fn vectors_take_the_gemv_kernels() {
             MatmulKernel::MatVec
         );
         assert_eq!(p.widen_f16, dtype == MatmulDtype::F16);
-        assert_eq!(
+        assert!(matches!(
             choose_matmul(1, 4096, 4096, dtype, &caps).kernel,
+            MatmulKernel::VecMat4 { .. }
+        ));
+        assert_eq!(
+            choose_matmul(1, 4096, 4094, dtype, &caps).kernel,
             MatmulKernel::VecMat
         );
     }
@@ -183,6 +204,25 @@ fn vectors_take_the_gemv_kernels() {
         choose_matmul(1, 7, 1, MatmulDtype::F32, &h200()).kernel,
         MatmulKernel::MatVec
     );
+}
+
+#[test]
+fn m1_splits_k_until_four_workgroups_per_unit() {
+    let h = h200();
+    // 4096 columns: 32 workgroups; 528 wanted → 17 layers.
+    assert_eq!(vecmat4_splits(4096, 4096, &h), 17);
+    assert_eq!(
+        choose_matmul(1, 4096, 4096, MatmulDtype::F32, &h).kernel,
+        MatmulKernel::VecMat4 { splits: 17 }
+    );
+    // Layers of at least 64 rows: K = 300 allows 4; K < 128 none.
+    assert_eq!(vecmat4_splits(300, 4096, &h), 4);
+    assert_eq!(vecmat4_splits(127, 4096, &h), 1);
+    // Capped at the maximum; none where the columns alone are enough.
+    assert_eq!(vecmat4_splits(1 << 20, 128, &h), VECMAT4_MAX_SPLITS);
+    assert_eq!(vecmat4_splits(4096, 128 * 528, &h), 1);
+    // Unknown unit count: 256 workgroups wanted.
+    assert_eq!(vecmat4_splits(4096, 4096, &lavapipe()), 8);
 }
 
 #[test]
@@ -198,7 +238,7 @@ fn f16_uses_coopmat_only_where_it_applies() {
     for (m, k, n) in [(4096, 4097, 4096), (4096, 4096, 4097), (8, 64, 64)] {
         let p = choose_matmul(m, k, n, MatmulDtype::F16, &c);
         assert!(
-            p.widen_f16 && matches!(p.kernel, MatmulKernel::Tiled(_)),
+            p.widen_f16 && matches!(p.kernel, MatmulKernel::Sgemm { .. }),
             "{m}×{k}×{n}: {p:?}"
         );
     }
@@ -278,8 +318,8 @@ fn f16_takes_coopmat2_for_any_shape_where_it_exists() {
     assert!(choose_matmul(4096, 4096, 1, MatmulDtype::F16, &c).widen_f16);
     assert!(choose_matmul(1, 4096, 4096, MatmulDtype::F16, &c).widen_f16);
     assert_eq!(
-        tiled(choose_matmul(4096, 4096, 4096, MatmulDtype::F32, &c)),
-        TileConfig::LARGE
+        sgemm(choose_matmul(4096, 4096, 4096, MatmulDtype::F32, &c)),
+        (SgemmTile::LARGE, 1)
     );
     // Without a fitting granularity: the subgroup-scope kernel.
     let coarse = c.with_coopmat2(Some([32, 32, 128]), 65535);
