@@ -1,0 +1,959 @@
+//! The decoder on the device: the weights in their stored dtype, an f32 KV
+//! cache, chunked prefill of one sequence at a time, and the decode step of
+//! all sequences recorded once as a [`Graph`] and launched once per step.
+//!
+//! Activations are f32 throughout; `ops::linear` widens 16-bit weights in
+//! its kernel (exactly), so a bf16 checkpoint runs at f32 arithmetic on the
+//! weights as stored.
+//!
+//! The decode graph reads three device `u32` buffers at every launch: the
+//! token of each sequence, its position (where the token's key and value
+//! go) and its length (positions attention reads, position + 1). It ends by
+//! choosing the next token (argmax, or `ops::nn::sample` with the position
+//! as the draw's counter) into the token buffer and advancing positions and
+//! lengths by one, so consecutive launches need no host write.
+
+use std::fmt;
+use std::time::{Duration, Instant};
+
+use vkcompute::ops::nn::{self, DecodeShape, KvShape, PrefillShape, SampleParams};
+use vkcompute::ops::{self, Bf16, Epilogue, Weights, F16};
+use vkcompute::{Batch, Buffer, Device, Graph, Profiling, Ticket};
+
+use crate::checkpoint::{layer_name, Checkpoint, HostTensor, LoadError};
+use crate::config::{Arch, Config, WeightDtype};
+use crate::kernels::StepKernels;
+
+/// The most sequences one decode step takes (`ops::linear`'s rows).
+pub const MAX_BATCH: u32 = ops::LINEAR_MAX_M;
+
+/// What a [`Model`] holds beside the weights.
+#[derive(Debug, Clone, Copy)]
+pub struct ModelOptions {
+    /// Sequences decoded together (1 to [`MAX_BATCH`]).
+    pub batch: u32,
+    /// Positions each sequence's cache holds; rounded up to a multiple of
+    /// 64 (so each sequence's cache starts on an aligned offset).
+    pub max_seq: u32,
+    /// Prompt rows per prefill chunk (1 to 64; 64 is the fastest, smaller
+    /// chunks exercise the cache-reading path in tests).
+    pub prefill_chunk: u32,
+    /// How the decode step picks its token; `None` is greedy (argmax).
+    pub sample: Option<SampleParams>,
+    /// Record the decode graph with per-command GPU timestamps.
+    pub profile: bool,
+}
+
+impl Default for ModelOptions {
+    fn default() -> Self {
+        ModelOptions {
+            batch: 1,
+            max_seq: 512,
+            prefill_chunk: 64,
+            sample: None,
+            profile: false,
+        }
+    }
+}
+
+/// What went wrong in the model.
+#[derive(Debug)]
+pub enum ModelError {
+    /// The checkpoint could not be loaded.
+    Load(LoadError),
+    /// A device call failed.
+    Device(vkcompute::Error),
+    /// An argument out of range: what, and why.
+    Input {
+        /// The argument.
+        what: &'static str,
+        /// What was wrong and the limit.
+        detail: String,
+    },
+    /// A kernel's guard counted out-of-range input (a token id past the
+    /// vocabulary, a cache position past its end).
+    Guard {
+        /// Which guard.
+        what: &'static str,
+        /// How many times it tripped.
+        count: u32,
+    },
+}
+
+impl fmt::Display for ModelError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ModelError::Load(e) => write!(f, "loading: {e}"),
+            ModelError::Device(e) => write!(f, "device: {e}"),
+            ModelError::Input { what, detail } => write!(f, "{what}: {detail}"),
+            ModelError::Guard { what, count } => {
+                write!(f, "{what}: the GPU guard tripped {count} times")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ModelError {}
+
+impl From<LoadError> for ModelError {
+    fn from(e: LoadError) -> Self {
+        ModelError::Load(e)
+    }
+}
+
+impl From<vkcompute::Error> for ModelError {
+    fn from(e: vkcompute::Error) -> Self {
+        ModelError::Device(e)
+    }
+}
+
+/// The model's results.
+pub type Result<T> = std::result::Result<T, ModelError>;
+
+fn input(what: &'static str, detail: String) -> ModelError {
+    ModelError::Input { what, detail }
+}
+
+/// A weight matrix on the device in its stored dtype.
+pub enum WBuf {
+    /// f32.
+    F32(Buffer<f32>),
+    /// IEEE half.
+    F16(Buffer<F16>),
+    /// bfloat16.
+    Bf16(Buffer<Bf16>),
+}
+
+impl WBuf {
+    fn weights(&self) -> Weights<'_> {
+        match self {
+            WBuf::F32(b) => b.into(),
+            WBuf::F16(b) => b.into(),
+            WBuf::Bf16(b) => b.into(),
+        }
+    }
+
+    fn bytes(&self) -> u64 {
+        match self {
+            WBuf::F32(b) => b.byte_size(),
+            WBuf::F16(b) => b.byte_size(),
+            WBuf::Bf16(b) => b.byte_size(),
+        }
+    }
+
+    /// Uploads the tensors' bytes one after the other into one buffer (a
+    /// merged gate|up weight), straight from the checkpoint's bytes.
+    fn upload(gpu: &Device, parts: &[&HostTensor<'_>]) -> Result<WBuf> {
+        fn go<T: vkcompute::bytemuck::Pod>(
+            gpu: &Device,
+            parts: &[&HostTensor<'_>],
+        ) -> Result<Buffer<T>> {
+            let size = std::mem::size_of::<T>();
+            if parts.len() == 1 {
+                return Ok(
+                    match vkcompute::bytemuck::try_cast_slice::<u8, T>(parts[0].bytes) {
+                        Ok(s) => gpu.upload(s)?,
+                        Err(_) => gpu.upload(&aligned::<T>(parts[0].bytes))?,
+                    },
+                );
+            }
+            let total: usize = parts.iter().map(|p| p.bytes.len() / size).sum();
+            let buf = gpu.alloc::<T>(total)?;
+            let mut at = 0;
+            for p in parts {
+                let n = p.bytes.len() / size;
+                match vkcompute::bytemuck::try_cast_slice::<u8, T>(p.bytes) {
+                    Ok(s) => buf.write(at, s)?,
+                    Err(_) => buf.write(at, &aligned::<T>(p.bytes))?,
+                }
+                at += n;
+            }
+            Ok(buf)
+        }
+        Ok(match parts[0].dtype {
+            WeightDtype::F32 => WBuf::F32(go(gpu, parts)?),
+            WeightDtype::F16 => WBuf::F16(go(gpu, parts)?),
+            WeightDtype::Bf16 => WBuf::Bf16(go(gpu, parts)?),
+        })
+    }
+}
+
+/// `bytes` copied into a `Vec<T>` (for bytes the map does not align to
+/// `T`).
+fn aligned<T: vkcompute::bytemuck::Pod>(bytes: &[u8]) -> Vec<T> {
+    let mut v = vec![T::zeroed(); bytes.len() / std::mem::size_of::<T>()];
+    vkcompute::bytemuck::cast_slice_mut::<T, u8>(&mut v).copy_from_slice(bytes);
+    v
+}
+
+/// One decoder layer's weights and cache.
+struct Layer {
+    in_norm: Buffer<f32>,
+    q: WBuf,
+    k: WBuf,
+    v: WBuf,
+    o: WBuf,
+    q_norm: Option<Buffer<f32>>,
+    k_norm: Option<Buffer<f32>>,
+    post_norm: Buffer<f32>,
+    /// gate rows then up rows, `[2 I, hidden]`.
+    gate_up: WBuf,
+    down: WBuf,
+    /// `[batch, kv_heads, max_seq, head_dim]`.
+    k_cache: Buffer<f32>,
+    v_cache: Buffer<f32>,
+}
+
+/// The model's dimensions (from its config).
+#[derive(Debug, Clone, Copy)]
+pub struct Dims {
+    /// Hidden size.
+    pub hidden: u32,
+    /// MLP width.
+    pub inter: u32,
+    /// Query heads.
+    pub heads: u32,
+    /// Key/value heads.
+    pub kv_heads: u32,
+    /// Elements per head.
+    pub head_dim: u32,
+    /// Vocabulary.
+    pub vocab: u32,
+    /// RMSNorm epsilon (as the kernels take it).
+    pub eps: f32,
+    /// Weight dtype.
+    pub dtype: WeightDtype,
+    /// Qwen3's per-head q/k norms.
+    pub qk_norm: bool,
+}
+
+impl Dims {
+    fn of(c: &Config) -> Dims {
+        Dims {
+            hidden: c.hidden,
+            inter: c.intermediate,
+            heads: c.heads,
+            kv_heads: c.kv_heads,
+            head_dim: c.head_dim,
+            vocab: c.vocab,
+            eps: c.rms_norm_eps as f32,
+            dtype: c.dtype,
+            qk_norm: c.arch == Arch::Qwen3,
+        }
+    }
+    fn qw(&self) -> u32 {
+        self.heads * self.head_dim
+    }
+    fn kvw(&self) -> u32 {
+        self.kv_heads * self.head_dim
+    }
+}
+
+/// Activations of `m` rows (a decode step's sequences or a prefill chunk).
+struct Rows {
+    m: u32,
+    h: Buffer<f32>,
+    xn: Buffer<f32>,
+    q: Buffer<f32>,
+    k: Buffer<f32>,
+    v: Buffer<f32>,
+    ao: Buffer<f32>,
+    mlp: Buffer<f32>,
+    /// The gathered embedding rows in the table's 16-bit dtype.
+    emb16: Option<Emb16>,
+}
+
+enum Emb16 {
+    F16(Buffer<F16>),
+    Bf16(Buffer<Bf16>),
+}
+
+impl Rows {
+    fn new(gpu: &Device, d: &Dims, m: u32) -> Result<Rows> {
+        let a = |n: u32| gpu.alloc::<f32>((m * n) as usize);
+        let n_emb = (m * d.hidden) as usize;
+        Ok(Rows {
+            m,
+            h: a(d.hidden)?,
+            xn: a(d.hidden)?,
+            q: a(d.qw())?,
+            k: a(d.kvw())?,
+            v: a(d.kvw())?,
+            ao: a(d.qw())?,
+            mlp: a(d.inter)?,
+            emb16: match d.dtype {
+                WeightDtype::F32 => None,
+                WeightDtype::F16 => Some(Emb16::F16(gpu.alloc(n_emb)?)),
+                WeightDtype::Bf16 => Some(Emb16::Bf16(gpu.alloc(n_emb)?)),
+            },
+        })
+    }
+}
+
+/// Where the load's time went.
+#[derive(Debug, Clone, Copy)]
+pub struct LoadStats {
+    /// Wall time of the whole load (checks, uploads, graph recording).
+    pub total: Duration,
+    /// Wall time of the weight uploads.
+    pub upload: Duration,
+    /// Bytes of weights uploaded.
+    pub weight_bytes: u64,
+}
+
+/// The decoder on a device.
+pub struct Model {
+    gpu: Device,
+    dims: Dims,
+    opts: ModelOptions,
+    max_seq: u32,
+    embed: WBuf,
+    layers: Vec<Layer>,
+    norm: Buffer<f32>,
+    /// `None`: tied to the embedding table.
+    lm_head: Option<WBuf>,
+    inv_freq: Buffer<f32>,
+    kernels: StepKernels,
+    tokens: Buffer<u32>,
+    pos: Buffer<u32>,
+    lens: Buffer<u32>,
+    embed_flag: Buffer<u32>,
+    kv_flag: Buffer<u32>,
+    logits: Buffer<f32>,
+    step_rows: Rows,
+    graph: Option<Graph>,
+    /// The host's copy of each sequence's next position.
+    pos_host: Vec<u32>,
+    load_stats: LoadStats,
+}
+
+fn host_f32(t: &HostTensor<'_>) -> Vec<f32> {
+    t.to_f32()
+}
+
+impl Model {
+    /// Checks the checkpoint against the device, uploads its weights,
+    /// allocates the cache and records the decode step.
+    pub fn load(gpu: &Device, ck: &Checkpoint, opts: ModelOptions) -> Result<Model> {
+        let t0 = Instant::now();
+        let c = &ck.config;
+        let d = Dims::of(c);
+        if opts.batch == 0 || opts.batch > MAX_BATCH {
+            return Err(input(
+                "batch",
+                format!("{} is outside 1..={MAX_BATCH}", opts.batch),
+            ));
+        }
+        if opts.prefill_chunk == 0 || opts.prefill_chunk > ops::LINEAR_MAX_M {
+            return Err(input(
+                "prefill_chunk",
+                format!(
+                    "{} is outside 1..={}",
+                    opts.prefill_chunk,
+                    ops::LINEAR_MAX_M
+                ),
+            ));
+        }
+        if opts.max_seq == 0 {
+            return Err(input("max_seq", "is 0; it must be at least 1".into()));
+        }
+        if let Some(s) = &opts.sample {
+            s.check()?;
+        }
+        let max_seq = opts
+            .max_seq
+            .checked_next_multiple_of(nn::DECODE_CHUNK)
+            .ok_or_else(|| input("max_seq", format!("{} is too large", opts.max_seq)))?;
+        ck.check_layout()?;
+        let info = gpu.info();
+        let max_buffer = info
+            .max_storage_buffer_range
+            .min(info.max_buffer_size)
+            .min(info.max_memory_allocation_size);
+        ck.check_fits(max_buffer, info.device_local_memory)?;
+        let cache_elems = u64::from(opts.batch)
+            * u64::from(d.kv_heads)
+            * u64::from(max_seq)
+            * u64::from(d.head_dim);
+        if cache_elems * 4 > max_buffer {
+            return Err(ModelError::Load(LoadError::TooLarge {
+                what: "one layer's key cache".into(),
+                bytes: cache_elems * 4,
+                limit: max_buffer,
+            }));
+        }
+
+        let tu = Instant::now();
+        let mut weight_bytes = 0u64;
+        let mut up = |parts: &[&HostTensor<'_>]| -> Result<WBuf> {
+            let w = WBuf::upload(gpu, parts)?;
+            weight_bytes += w.bytes();
+            Ok(w)
+        };
+        let (h, i, qw, kvw, hd) = (
+            d.hidden as usize,
+            d.inter as usize,
+            d.qw() as usize,
+            d.kvw() as usize,
+            d.head_dim as usize,
+        );
+        let vocab = d.vocab as usize;
+        let embed = up(&[&ck.tensor("model.embed_tokens.weight", &[vocab, h])?])?;
+        let norm_w = |name: &str, n: usize| -> Result<Buffer<f32>> {
+            Ok(gpu.upload(&host_f32(&ck.tensor(name, &[n])?))?)
+        };
+        let mut layers = Vec::with_capacity(c.layers as usize);
+        for l in 0..c.layers {
+            let t = |suffix: &str, shape: &[usize]| ck.tensor(&layer_name(l, suffix), shape);
+            let (qk_q, qk_k) = if d.qk_norm {
+                (
+                    Some(norm_w(&layer_name(l, "self_attn.q_norm.weight"), hd)?),
+                    Some(norm_w(&layer_name(l, "self_attn.k_norm.weight"), hd)?),
+                )
+            } else {
+                (None, None)
+            };
+            let cache = || gpu.alloc::<f32>(cache_elems as usize);
+            layers.push(Layer {
+                in_norm: norm_w(&layer_name(l, "input_layernorm.weight"), h)?,
+                q: up(&[&t("self_attn.q_proj.weight", &[qw, h])?])?,
+                k: up(&[&t("self_attn.k_proj.weight", &[kvw, h])?])?,
+                v: up(&[&t("self_attn.v_proj.weight", &[kvw, h])?])?,
+                o: up(&[&t("self_attn.o_proj.weight", &[h, qw])?])?,
+                q_norm: qk_q,
+                k_norm: qk_k,
+                post_norm: norm_w(&layer_name(l, "post_attention_layernorm.weight"), h)?,
+                gate_up: up(&[
+                    &t("mlp.gate_proj.weight", &[i, h])?,
+                    &t("mlp.up_proj.weight", &[i, h])?,
+                ])?,
+                down: up(&[&t("mlp.down_proj.weight", &[h, i])?])?,
+                k_cache: cache()?,
+                v_cache: cache()?,
+            });
+        }
+        let norm = norm_w("model.norm.weight", h)?;
+        let lm_head = if c.tie_word_embeddings {
+            None
+        } else {
+            Some(up(&[&ck.tensor("lm_head.weight", &[vocab, h])?])?)
+        };
+        gpu.wait_idle()?;
+        let upload = tu.elapsed();
+
+        let inv_freq = gpu.upload(&nn::rope_inv_freq(
+            d.head_dim,
+            c.rope_theta,
+            c.rope_scaling.as_ref(),
+        )?)?;
+        let b = opts.batch as usize;
+        let mut model = Model {
+            gpu: gpu.clone(),
+            dims: d,
+            opts,
+            max_seq,
+            embed,
+            layers,
+            norm,
+            lm_head,
+            inv_freq,
+            kernels: StepKernels::new(gpu)?,
+            tokens: gpu.upload(&vec![0u32; b])?,
+            pos: gpu.upload(&vec![0u32; b])?,
+            lens: gpu.upload(&vec![1u32; b])?,
+            embed_flag: gpu.upload(&[0u32])?,
+            kv_flag: gpu.upload(&[0u32])?,
+            logits: gpu.alloc::<f32>(b * vocab)?,
+            step_rows: Rows::new(gpu, &d, opts.batch)?,
+            graph: None,
+            pos_host: vec![0; b],
+            load_stats: LoadStats {
+                total: Duration::ZERO,
+                upload,
+                weight_bytes,
+            },
+        };
+        model.graph = Some(model.record_step()?);
+        model.load_stats.total = t0.elapsed();
+        Ok(model)
+    }
+
+    /// The model's dimensions.
+    pub fn dims(&self) -> Dims {
+        self.dims
+    }
+
+    /// Positions each sequence's cache holds (the option rounded up).
+    pub fn max_seq(&self) -> u32 {
+        self.max_seq
+    }
+
+    /// Sequences per decode step.
+    pub fn batch(&self) -> u32 {
+        self.opts.batch
+    }
+
+    /// Load timings and bytes.
+    pub fn load_stats(&self) -> LoadStats {
+        self.load_stats
+    }
+
+    /// Weight bytes one decode step streams: every layer's matrices and
+    /// the LM head (the embedding table when tied), not the gathered rows.
+    pub fn step_weight_bytes(&self) -> u64 {
+        let layers: u64 = self
+            .layers
+            .iter()
+            .map(|l| l.q.bytes() + l.k.bytes() + l.v.bytes() + l.o.bytes())
+            .chain(
+                self.layers
+                    .iter()
+                    .map(|l| l.gate_up.bytes() + l.down.bytes()),
+            )
+            .sum();
+        layers + self.lm_head.as_ref().unwrap_or(&self.embed).bytes()
+    }
+
+    /// The device.
+    pub fn device(&self) -> &Device {
+        &self.gpu
+    }
+
+    fn lm_head(&self) -> &WBuf {
+        self.lm_head.as_ref().unwrap_or(&self.embed)
+    }
+
+    /// Records the gather of `ids` (m tokens) into `r.h`.
+    fn record_embed(&self, b: &mut Batch, ids: &Buffer<u32>, r: &Rows) -> Result<()> {
+        let (v, h) = (self.dims.vocab, self.dims.hidden);
+        let f = &self.embed_flag;
+        match (&self.embed, &r.emb16) {
+            (WBuf::F32(t), _) => nn::embedding(b, t, ids, &r.h, f, v, h)?,
+            (WBuf::F16(t), Some(Emb16::F16(e))) => {
+                nn::embedding(b, t, ids, e, f, v, h)?;
+                self.kernels.widen(b, e, &r.h, r.m * h, WeightDtype::F16)?;
+            }
+            (WBuf::Bf16(t), Some(Emb16::Bf16(e))) => {
+                nn::embedding(b, t, ids, e, f, v, h)?;
+                self.kernels.widen(b, e, &r.h, r.m * h, WeightDtype::Bf16)?;
+            }
+            _ => {
+                return Err(input(
+                    "embedding",
+                    "the activation rows do not match the table's dtype".into(),
+                ))
+            }
+        }
+        Ok(())
+    }
+
+    /// Records a layer up to its attention: norm, q/k/v projections, q/k
+    /// norms (Qwen3), rotary at `rot_pos` (one position per row).
+    fn record_pre_attn(
+        &self,
+        b: &mut Batch,
+        l: &Layer,
+        r: &Rows,
+        rot_pos: &Buffer<u32>,
+    ) -> Result<()> {
+        let d = &self.dims;
+        let m = r.m;
+        nn::rms_norm(b, &r.h, &l.in_norm, &r.xn, m, d.hidden, d.eps)?;
+        ops::linear(
+            b,
+            &r.xn,
+            l.q.weights(),
+            &r.q,
+            m,
+            d.hidden,
+            d.qw(),
+            Epilogue::None,
+        )?;
+        ops::linear(
+            b,
+            &r.xn,
+            l.k.weights(),
+            &r.k,
+            m,
+            d.hidden,
+            d.kvw(),
+            Epilogue::None,
+        )?;
+        ops::linear(
+            b,
+            &r.xn,
+            l.v.weights(),
+            &r.v,
+            m,
+            d.hidden,
+            d.kvw(),
+            Epilogue::None,
+        )?;
+        if let (Some(qn), Some(kn)) = (&l.q_norm, &l.k_norm) {
+            nn::rms_norm(b, &r.q, qn, &r.q, m * d.heads, d.head_dim, d.eps)?;
+            nn::rms_norm(b, &r.k, kn, &r.k, m * d.kv_heads, d.head_dim, d.eps)?;
+        }
+        nn::rotary(
+            b,
+            &r.q,
+            &r.q,
+            &self.inv_freq,
+            rot_pos,
+            m,
+            d.heads,
+            d.head_dim,
+        )?;
+        nn::rotary(
+            b,
+            &r.k,
+            &r.k,
+            &self.inv_freq,
+            rot_pos,
+            m,
+            d.kv_heads,
+            d.head_dim,
+        )?;
+        Ok(())
+    }
+
+    /// Records a layer from its attention output `r.ao`: o_proj with the
+    /// residual, norm, gate|up with SiLU·mul, down with the residual.
+    fn record_post_attn(&self, b: &mut Batch, l: &Layer, r: &Rows) -> Result<()> {
+        let d = &self.dims;
+        let m = r.m;
+        ops::linear(
+            b,
+            &r.ao,
+            l.o.weights(),
+            &r.h,
+            m,
+            d.qw(),
+            d.hidden,
+            Epilogue::Residual(&r.h),
+        )?;
+        nn::rms_norm(b, &r.h, &l.post_norm, &r.xn, m, d.hidden, d.eps)?;
+        ops::linear(
+            b,
+            &r.xn,
+            l.gate_up.weights(),
+            &r.mlp,
+            m,
+            d.hidden,
+            2 * d.inter,
+            Epilogue::SiluMul,
+        )?;
+        ops::linear(
+            b,
+            &r.mlp,
+            l.down.weights(),
+            &r.h,
+            m,
+            d.inter,
+            d.hidden,
+            Epilogue::Residual(&r.h),
+        )?;
+        Ok(())
+    }
+
+    fn scale(&self) -> f32 {
+        1.0 / (self.dims.head_dim as f32).sqrt()
+    }
+
+    /// Records the decode step of all sequences (see the module).
+    fn record_step(&self) -> Result<Graph> {
+        let d = &self.dims;
+        let r = &self.step_rows;
+        let bsz = self.opts.batch;
+        let prof = if self.opts.profile {
+            Profiling::Commands
+        } else {
+            Profiling::Off
+        };
+        let mut rec = self.gpu.graph_recorder_with(prof)?;
+        let b: &mut Batch = &mut rec;
+        self.record_embed(b, &self.tokens, r)?;
+        let kv = KvShape {
+            batch: bsz,
+            steps: 1,
+            kv_heads: d.kv_heads,
+            head_dim: d.head_dim,
+            max_seq: self.max_seq,
+        };
+        let ds = DecodeShape {
+            batch: bsz,
+            q_heads: d.heads,
+            kv_heads: d.kv_heads,
+            head_dim: d.head_dim,
+            max_seq: self.max_seq,
+        };
+        for l in &self.layers {
+            self.record_pre_attn(b, l, r, &self.pos)?;
+            nn::kv_append(
+                b,
+                &r.k,
+                &r.v,
+                &l.k_cache,
+                &l.v_cache,
+                &self.pos,
+                &self.kv_flag,
+                kv,
+            )?;
+            nn::attention_decode(
+                b,
+                &r.q,
+                &l.k_cache,
+                &l.v_cache,
+                &self.lens,
+                &r.ao,
+                ds,
+                self.scale(),
+            )?;
+            self.record_post_attn(b, l, r)?;
+        }
+        nn::rms_norm(b, &r.h, &self.norm, &r.xn, bsz, d.hidden, d.eps)?;
+        ops::linear(
+            b,
+            &r.xn,
+            self.lm_head().weights(),
+            &self.logits,
+            bsz,
+            d.hidden,
+            d.vocab,
+            Epilogue::None,
+        )?;
+        match self.opts.sample {
+            Some(p) => nn::sample(b, &self.logits, &self.pos, &self.tokens, bsz, d.vocab, p)?,
+            None => nn::argmax(b, &self.logits, &self.tokens, bsz, d.vocab)?,
+        }
+        self.kernels.advance(b, &self.pos, &self.lens)?;
+        Ok(rec.finish()?)
+    }
+
+    /// Prefills sequence `seq` with `prompt` (its cache from position 0),
+    /// in chunks of at most `prefill_chunk` rows, each chunk's attention
+    /// reading the cache up to its end. Returns the logits at the last
+    /// prompt position, and sets the sequence's next token to their argmax
+    /// (the lowest index on ties; [`Model::set_tokens`] overrides it), its
+    /// position to `prompt.len()`.
+    pub fn prefill(&mut self, seq: u32, prompt: &[u32]) -> Result<Vec<f32>> {
+        let d = self.dims;
+        if seq >= self.opts.batch {
+            return Err(input(
+                "seq",
+                format!("{seq} is past the batch of {}", self.opts.batch),
+            ));
+        }
+        if prompt.is_empty() || prompt.len() > self.max_seq as usize {
+            return Err(input(
+                "prompt",
+                format!(
+                    "has {} tokens; it must have 1 to max_seq = {}",
+                    prompt.len(),
+                    self.max_seq
+                ),
+            ));
+        }
+        if let Some(&t) = prompt.iter().find(|&&t| t >= d.vocab) {
+            return Err(input(
+                "prompt",
+                format!("token {t} is past the vocabulary of {}", d.vocab),
+            ));
+        }
+        let gpu = self.gpu.clone();
+        let per_seq = (d.kv_heads * self.max_seq * d.head_dim) as usize;
+        let range = seq as usize * per_seq..(seq as usize + 1) * per_seq;
+        let x1 = gpu.alloc::<f32>(d.hidden as usize)?;
+        let logits1 = gpu.alloc::<f32>(d.vocab as usize)?;
+        let chunk = self.opts.prefill_chunk as usize;
+        let mut p0 = 0usize;
+        for ids in prompt.chunks(chunk) {
+            let m = ids.len() as u32;
+            let last = p0 + ids.len() == prompt.len();
+            let r = Rows::new(&gpu, &d, m)?;
+            let ids_buf = gpu.upload(ids)?;
+            let rot_pos: Vec<u32> = (p0 as u32..p0 as u32 + m).collect();
+            let rot_pos = gpu.upload(&rot_pos)?;
+            let kv_pos = gpu.upload(&[p0 as u32])?;
+            // Per-token decode attention over the cache for chunks after
+            // the first: a query row, an output row, a length each.
+            let per_tok = if p0 > 0 {
+                let mut v = Vec::with_capacity(ids.len());
+                for t in 0..m {
+                    v.push((
+                        gpu.alloc::<f32>(d.qw() as usize)?,
+                        gpu.alloc::<f32>(d.qw() as usize)?,
+                        gpu.upload(&[p0 as u32 + t + 1])?,
+                    ));
+                }
+                v
+            } else {
+                Vec::new()
+            };
+            let mut b = gpu.batch()?;
+            self.record_embed(&mut b, &ids_buf, &r)?;
+            let kv = KvShape {
+                batch: 1,
+                steps: m,
+                kv_heads: d.kv_heads,
+                head_dim: d.head_dim,
+                max_seq: self.max_seq,
+            };
+            for l in &self.layers {
+                self.record_pre_attn(&mut b, l, &r, &rot_pos)?;
+                let kc = l.k_cache.slice(range.clone())?;
+                let vc = l.v_cache.slice(range.clone())?;
+                nn::kv_append(&mut b, &r.k, &r.v, &kc, &vc, &kv_pos, &self.kv_flag, kv)?;
+                if p0 == 0 {
+                    let ps = PrefillShape {
+                        batch: 1,
+                        tokens: m,
+                        q_heads: d.heads,
+                        kv_heads: d.kv_heads,
+                        head_dim: d.head_dim,
+                    };
+                    nn::attention_prefill(&mut b, &r.q, &r.k, &r.v, &r.ao, ps, self.scale())?;
+                } else {
+                    let ds = DecodeShape {
+                        batch: 1,
+                        q_heads: d.heads,
+                        kv_heads: d.kv_heads,
+                        head_dim: d.head_dim,
+                        max_seq: self.max_seq,
+                    };
+                    let qw = d.qw() as usize;
+                    for (t, (qt, ot, lt)) in per_tok.iter().enumerate() {
+                        b.copy(&r.q.slice(t * qw..(t + 1) * qw)?, qt)?;
+                        nn::attention_decode(&mut b, qt, &kc, &vc, lt, ot, ds, self.scale())?;
+                        b.copy(ot, &r.ao.slice(t * qw..(t + 1) * qw)?)?;
+                    }
+                }
+                self.record_post_attn(&mut b, l, &r)?;
+            }
+            if last {
+                let hw = d.hidden as usize;
+                let at = (m as usize - 1) * hw;
+                nn::rms_norm(&mut b, &r.h, &self.norm, &r.xn, m, d.hidden, d.eps)?;
+                b.copy(&r.xn.slice(at..at + hw)?, &x1)?;
+                ops::linear(
+                    &mut b,
+                    &x1,
+                    self.lm_head().weights(),
+                    &logits1,
+                    1,
+                    d.hidden,
+                    d.vocab,
+                    Epilogue::None,
+                )?;
+            }
+            b.submit()?;
+            p0 += ids.len();
+        }
+        self.check_guards()?;
+        let logits = logits1.download()?;
+        let next = argmax(&logits);
+        let p = prompt.len() as u32;
+        let s = seq as usize;
+        self.tokens.write(s, &[next])?;
+        self.pos.write(s, &[p])?;
+        self.lens.write(s, &[p + 1])?;
+        self.pos_host[s] = p;
+        Ok(logits)
+    }
+
+    /// Launches one decode step of every sequence (one graph launch).
+    /// A sequence whose cache is full is an error before the launch.
+    pub fn step(&mut self) -> Result<Ticket> {
+        if let Some((b, &p)) = self
+            .pos_host
+            .iter()
+            .enumerate()
+            .find(|(_, &p)| p >= self.max_seq)
+        {
+            return Err(input(
+                "step",
+                format!(
+                    "sequence {b} is at position {p}; its cache holds max_seq = {}",
+                    self.max_seq
+                ),
+            ));
+        }
+        let graph = self.graph.as_ref().expect("recorded at load");
+        let t = graph.launch()?;
+        for p in &mut self.pos_host {
+            *p += 1;
+        }
+        Ok(t)
+    }
+
+    /// The decode graph (for its profile and counters).
+    pub fn graph(&self) -> &Graph {
+        self.graph.as_ref().expect("recorded at load")
+    }
+
+    /// The next token of each sequence (read back; waits for the last
+    /// step), after checking the kernels' guards.
+    pub fn tokens(&self) -> Result<Vec<u32>> {
+        self.check_guards()?;
+        Ok(self.tokens.download()?)
+    }
+
+    /// The last step's logits, `[batch, vocab]`.
+    pub fn logits(&self) -> Result<Vec<f32>> {
+        self.check_guards()?;
+        Ok(self.logits.download()?)
+    }
+
+    /// Each sequence's next position, as the host counts it.
+    pub fn positions(&self) -> &[u32] {
+        &self.pos_host
+    }
+
+    /// Sets every sequence's next token (teacher forcing); written after
+    /// the last launch's use of the buffer.
+    pub fn set_tokens(&self, ids: &[u32]) -> Result<()> {
+        if ids.len() != self.opts.batch as usize {
+            return Err(input(
+                "tokens",
+                format!("has {} ids; the batch is {}", ids.len(), self.opts.batch),
+            ));
+        }
+        if let Some(&t) = ids.iter().find(|&&t| t >= self.dims.vocab) {
+            return Err(input(
+                "tokens",
+                format!("{t} is past the vocabulary of {}", self.dims.vocab),
+            ));
+        }
+        self.tokens.write(0, ids)?;
+        Ok(())
+    }
+
+    /// Errors when a kernel guard counted out-of-range input since load.
+    pub fn check_guards(&self) -> Result<()> {
+        for (what, f) in [
+            ("token ids (embedding)", &self.embed_flag),
+            ("cache positions (kv_append)", &self.kv_flag),
+        ] {
+            let n = f.download()?[0];
+            if n != 0 {
+                return Err(ModelError::Guard { what, count: n });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The index of the largest value (the lowest on ties; NaN wins, as the
+/// GPU's argmax).
+pub fn argmax(x: &[f32]) -> u32 {
+    let mut best = 0;
+    for (i, &v) in x.iter().enumerate() {
+        let b = x[best];
+        if b.is_nan() {
+            break;
+        }
+        if v.is_nan() || v > b {
+            best = i;
+        }
+    }
+    best as u32
+}

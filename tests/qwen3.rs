@@ -1,0 +1,297 @@
+//! The Qwen3/Llama decoder of examples/qwen3 (weights on the device,
+//! chunked prefill, the decode step as one graph launch) against the f64
+//! CPU reference of examples/qwen3/reference.rs, on tiny random
+//! checkpoints (Qwen3 and Llama; f32 and bf16 weights): every logit of the
+//! prefill and of 8 greedy decode steps, one and two sequences at
+//! different positions.
+//!
+//! Bound: each logit within 1e-4 of its row's largest |logit|. Our
+//! arithmetic is f32 on the same weights (bf16 ones widened exactly, on
+//! both sides), so the differences are f32 roundings through two layers of
+//! width 64 to 96, far below that. Each faulty reference (rotary one
+//! position off, rotary halves swapped, q/k norms skipped, query heads
+//! mapped to kv heads by `h % kv`) must exceed the same bound, which shows
+//! the comparison catches those mistakes.
+
+mod common;
+
+#[allow(dead_code)]
+#[path = "../examples/qwen3/checkpoint.rs"]
+mod checkpoint;
+#[allow(dead_code)]
+#[path = "../examples/qwen3/config.rs"]
+mod config;
+#[path = "../examples/qwen3/kernels.rs"]
+mod kernels;
+#[allow(dead_code)]
+#[path = "../examples/qwen3/model.rs"]
+mod model;
+#[path = "../examples/qwen3/reference.rs"]
+mod reference;
+#[allow(dead_code)]
+#[path = "../examples/qwen3/tiny.rs"]
+mod tiny;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use checkpoint::Checkpoint;
+use config::{Arch, WeightDtype};
+use model::{Model, ModelError, ModelOptions};
+use reference::{Fault, Reference};
+
+const TOL: f64 = 1e-4;
+const STEPS: usize = 8;
+
+/// A fresh directory under the system's temporary directory, removed when
+/// dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let n = N.fetch_add(1, Ordering::Relaxed);
+        let p = std::env::temp_dir().join(format!(
+            "vkcompute-qwen3-model-{}-{tag}-{n}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&p).expect("temporary directory");
+        TempDir(p)
+    }
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A tiny checkpoint of `arch` in `dtype`, opened.
+fn tiny_checkpoint(arch: Arch, dtype: WeightDtype, seed: u64) -> (TempDir, Checkpoint) {
+    let dir = TempDir::new(&format!("{arch:?}-{}", dtype.name()));
+    let c = tiny::tiny_config(arch, dtype);
+    tiny::write_checkpoint(dir.path(), &c, seed, 1).expect("write the tiny checkpoint");
+    let ck = Checkpoint::open(dir.path()).expect("open the tiny checkpoint");
+    (dir, ck)
+}
+
+/// What a run of the device model gave for one sequence: the tokens it
+/// consumed (prompt, then each step's input) and the logits at the last
+/// prompt position and after each step.
+struct Run {
+    fed: Vec<u32>,
+    prompt_len: usize,
+    rows: Vec<Vec<f32>>,
+}
+
+/// Prefills each prompt into its own sequence, then decodes `STEPS` greedy
+/// steps of all of them (one launch each).
+fn run_model(m: &mut Model, prompts: &[Vec<u32>]) -> Vec<Run> {
+    let vocab = m.dims().vocab as usize;
+    let mut runs: Vec<Run> = prompts
+        .iter()
+        .enumerate()
+        .map(|(s, p)| {
+            let logits = m.prefill(s as u32, p).expect("prefill");
+            Run {
+                fed: p.clone(),
+                prompt_len: p.len(),
+                rows: vec![logits],
+            }
+        })
+        .collect();
+    for _ in 0..STEPS {
+        let next = m.tokens().expect("tokens");
+        for (r, &t) in runs.iter_mut().zip(&next) {
+            r.fed.push(t);
+        }
+        m.step().expect("step").wait().expect("step completes");
+        let logits = m.logits().expect("logits");
+        for (s, r) in runs.iter_mut().enumerate() {
+            r.rows.push(logits[s * vocab..(s + 1) * vocab].to_vec());
+        }
+    }
+    runs
+}
+
+/// The worst, over a run's rows, of max|ours - ref| / max|ref|.
+fn worst_error(r: &Run, reference: &Reference, fault: Fault) -> f64 {
+    let want = reference.forward(&r.fed, fault);
+    let mut worst: f64 = 0.0;
+    for (i, row) in r.rows.iter().enumerate() {
+        let w = &want[r.prompt_len - 1 + i];
+        let den = w.iter().fold(0.0f64, |a, v| a.max(v.abs()));
+        let num = row
+            .iter()
+            .zip(w)
+            .fold(0.0f64, |a, (x, y)| a.max((f64::from(*x) - y).abs()));
+        worst = worst.max(num / den);
+    }
+    worst
+}
+
+fn options(batch: u32) -> ModelOptions {
+    ModelOptions {
+        batch,
+        max_seq: 32,
+        ..ModelOptions::default()
+    }
+}
+
+/// Runs `prompts` through the model of `arch`/`dtype`, checks every logit
+/// against the reference, and each of `faults` must fail the same check.
+fn check(arch: Arch, dtype: WeightDtype, prompts: &[Vec<u32>], faults: &[Fault]) {
+    let gpu = common::gpu();
+    if dtype != WeightDtype::F32 && !gpu.info().storage_buffer16 {
+        common::skipped("16-bit weights need storageBuffer16BitAccess");
+        return;
+    }
+    let (_dir, ck) = tiny_checkpoint(arch, dtype, 7);
+    let reference = Reference::load(&ck).expect("reference weights");
+    let mut m = Model::load(&gpu, &ck, options(prompts.len() as u32)).expect("load");
+    let runs = run_model(&mut m, prompts);
+    for (s, r) in runs.iter().enumerate() {
+        let e = worst_error(r, &reference, Fault::None);
+        eprintln!("{arch:?} {} seq {s}: worst {e:.2e}", dtype.name());
+        assert!(
+            e <= TOL,
+            "sequence {s}: worst relative error {e:e} > {TOL:e}"
+        );
+        for &f in faults {
+            let e = worst_error(r, &reference, f);
+            eprintln!("  fault {f:?}: {e:.2e}");
+            assert!(
+                e > TOL,
+                "the faulty reference {f:?} passed ({e:e} <= {TOL:e})"
+            );
+        }
+    }
+    drop(m);
+    common::assert_clean(&gpu);
+}
+
+const QWEN_FAULTS: [Fault; 4] = [
+    Fault::RotaryOffByOne,
+    Fault::RotaryHalvesSwapped,
+    Fault::SkipQkNorm,
+    Fault::KvHeadModulo,
+];
+const LLAMA_FAULTS: [Fault; 3] = [
+    Fault::RotaryOffByOne,
+    Fault::RotaryHalvesSwapped,
+    Fault::KvHeadModulo,
+];
+
+#[test]
+fn qwen3_f32_one_sequence_matches_the_reference() {
+    check(
+        Arch::Qwen3,
+        WeightDtype::F32,
+        &[vec![5, 17, 3, 88, 41]],
+        &QWEN_FAULTS,
+    );
+}
+
+#[test]
+fn qwen3_f32_two_sequences_at_different_positions() {
+    let prompts = [vec![5, 17, 3, 88, 41], vec![90, 2, 64]];
+    check(Arch::Qwen3, WeightDtype::F32, &prompts, &QWEN_FAULTS);
+}
+
+#[test]
+fn llama_f32_two_sequences_at_different_positions() {
+    let prompts = [vec![11, 0, 96, 50], vec![7, 7, 23, 1, 60, 33]];
+    check(Arch::Llama, WeightDtype::F32, &prompts, &LLAMA_FAULTS);
+}
+
+#[test]
+fn qwen3_bf16_weights_match_the_reference() {
+    let prompts = [vec![5, 17, 3, 88, 41], vec![90, 2, 64]];
+    check(Arch::Qwen3, WeightDtype::Bf16, &prompts, &QWEN_FAULTS);
+}
+
+#[test]
+fn llama_bf16_weights_match_the_reference() {
+    check(
+        Arch::Llama,
+        WeightDtype::Bf16,
+        &[vec![3, 1, 4, 1, 5]],
+        &LLAMA_FAULTS,
+    );
+}
+
+/// Prefill in chunks of 2 rows (so later chunks read the cache) gives the
+/// reference's logits, and the decode graph launched k times gives the
+/// logits a prefill of the prompt plus the k consumed tokens gives at the
+/// same position.
+#[test]
+fn chunked_prefill_and_decode_agree() {
+    let gpu = common::gpu();
+    let (_dir, ck) = tiny_checkpoint(Arch::Qwen3, WeightDtype::F32, 3);
+    let reference = Reference::load(&ck).expect("reference weights");
+    let opts = ModelOptions {
+        prefill_chunk: 2,
+        ..options(2)
+    };
+    let mut m = Model::load(&gpu, &ck, opts).expect("load");
+    let prompt = vec![9, 8, 7, 6, 5, 4, 3];
+    let runs = run_model(&mut m, &[prompt.clone(), vec![1]]);
+    let e = worst_error(&runs[0], &reference, Fault::None);
+    assert!(e <= TOL, "chunked prefill + decode: {e:e} > {TOL:e}");
+    let vocab = m.dims().vocab as usize;
+    for k in [1, 4, STEPS] {
+        let fed = &runs[0].fed[..prompt.len() + k];
+        let logits = m.prefill(1, fed).expect("prefill of the longer prompt");
+        let step = &runs[0].rows[k];
+        let den = step.iter().fold(0.0f32, |a, v| a.max(v.abs()));
+        let num = logits
+            .iter()
+            .zip(step)
+            .fold(0.0f32, |a, (x, y)| a.max((x - y).abs()));
+        assert!(
+            f64::from(num / den) <= TOL,
+            "decode step {k} vs prefill of {} tokens: {} > {TOL:e}",
+            fed.len(),
+            num / den
+        );
+        assert_eq!(logits.len(), vocab);
+    }
+    drop(m);
+    common::assert_clean(&gpu);
+}
+
+/// Bad input is a typed error before anything runs: a step past the
+/// cache, a token past the vocabulary, a batch past the linear layers' rows.
+#[test]
+fn bad_input_is_a_typed_error() {
+    let gpu = common::gpu();
+    let (_dir, ck) = tiny_checkpoint(Arch::Llama, WeightDtype::F32, 5);
+    let e = Model::load(&gpu, &ck, options(65)).err().expect("batch 65");
+    assert!(e.to_string().contains("batch"), "{e}");
+    let mut m = Model::load(
+        &gpu,
+        &ck,
+        ModelOptions {
+            max_seq: 1,
+            ..options(1)
+        },
+    )
+    .expect("load");
+    assert_eq!(m.max_seq(), 64, "max_seq rounds up to a multiple of 64");
+    let e = m.prefill(0, &[97]).unwrap_err();
+    assert!(matches!(e, ModelError::Input { what: "prompt", .. }), "{e}");
+    assert!(e.to_string().contains("97"), "{e}");
+    let e = m.set_tokens(&[1, 2]).unwrap_err();
+    assert!(e.to_string().contains("batch is 1"), "{e}");
+    m.prefill(0, &vec![1; 62]).expect("prefill 62");
+    m.step().expect("position 62").wait().expect("step");
+    m.step().expect("position 63").wait().expect("step");
+    let e = m.step().err().expect("position 64 is past the cache");
+    assert!(e.to_string().contains("max_seq = 64"), "{e}");
+    m.tokens().expect("no guard tripped");
+    drop(m);
+    common::assert_clean(&gpu);
+}
