@@ -50,8 +50,15 @@ impl StepKernels {
     pub fn new(gpu: &Device) -> vkcompute::Result<Self> {
         Ok(StepKernels {
             // Reads any 16-bit type as raw words.
-            widen: Kernel::builder(gpu).glsl(WIDEN).raw_elements().build()?,
-            advance: gpu.kernel_glsl(ADVANCE)?,
+            widen: Kernel::builder(gpu)
+                .glsl(WIDEN)
+                .label("qwen3 widen_16bit")
+                .raw_elements()
+                .build()?,
+            advance: Kernel::builder(gpu)
+                .glsl(ADVANCE)
+                .label("qwen3 advance_positions")
+                .build()?,
         })
     }
 

@@ -158,15 +158,19 @@ pub fn timings(m: &mut Model, prompt: &[u32], n: u32, peak: &mut u64) -> ModelRe
     let b = m.batch();
     let t = Instant::now();
     m.prefill(0, prompt)?;
+    let cold = t.elapsed();
+    let t = Instant::now();
+    m.prefill(0, prompt)?;
     let prefill = t.elapsed();
     for s in 1..b {
         m.prefill(s, prompt)?;
     }
     println!(
-        "prefill: {} tokens in {:.2} ms ({:.0} tokens/s)",
+        "prefill: {} tokens in {:.2} ms warm ({:.0} tokens/s; first run {:.2} ms)",
         prompt.len(),
         ms(prefill),
-        prompt.len() as f64 / prefill.as_secs_f64()
+        prompt.len() as f64 / prefill.as_secs_f64(),
+        ms(cold)
     );
     if n == 0 {
         return Ok(());
@@ -253,7 +257,8 @@ pub fn profile(m: &mut Model, prompt: &[u32]) -> ModelResult<()> {
         m.prefill(s, prompt)?;
     }
     m.step()?.wait()?;
-    let p = m.step()?.profile()?;
+    m.step()?.wait()?;
+    let p = m.graph().last_profile()?;
     println!("profile of one decode step (GPU timestamps, per kernel):");
     let mut rows = p.by_label();
     rows.sort_by(|a, b| b.2.total_cmp(&a.2));
