@@ -432,6 +432,17 @@ pub struct Checkpoint {
     table: BTreeMap<String, Entry>,
 }
 
+impl std::fmt::Debug for Checkpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Checkpoint")
+            .field("config", &self.config)
+            .field("files", &self.files())
+            .field("tensors", &self.table.len())
+            .field("bytes", &self.total_bytes())
+            .finish()
+    }
+}
+
 impl Checkpoint {
     /// Opens `dir`: `config.json` ([`Config::load`]), then
     /// `model.safetensors`, or `model.safetensors.index.json` and the
