@@ -29,6 +29,9 @@ mod model;
 #[path = "../examples/qwen3/reference.rs"]
 mod reference;
 #[allow(dead_code)]
+#[path = "../examples/qwen3/report.rs"]
+mod report;
+#[allow(dead_code)]
 #[path = "../examples/qwen3/tiny.rs"]
 mod tiny;
 
@@ -39,6 +42,7 @@ use checkpoint::Checkpoint;
 use config::{Arch, WeightDtype};
 use model::{Model, ModelError, ModelOptions};
 use reference::{Fault, Reference};
+use vkcompute::ops::nn::SampleParams;
 
 const TOL: f64 = 1e-4;
 const STEPS: usize = 8;
@@ -293,5 +297,124 @@ fn bad_input_is_a_typed_error() {
     assert!(e.to_string().contains("max_seq = 64"), "{e}");
     m.tokens().expect("no guard tripped");
     drop(m);
+    common::assert_clean(&gpu);
+}
+
+/// Writes a reference file as the transformers script does: `prompt`,
+/// `tokens` (the greedy choice after each row) and `logits` rows.
+fn write_reference_file(path: &Path, prompt: &[u32], tokens: &[u32], logits: &[Vec<f32>]) {
+    use safetensors::{tensor::TensorView, Dtype};
+    let i32s =
+        |v: &[u32]| -> Vec<u8> { v.iter().flat_map(|&t| (t as i32).to_le_bytes()).collect() };
+    let (p, t) = (i32s(prompt), i32s(tokens));
+    let l: Vec<u8> = logits
+        .iter()
+        .flatten()
+        .flat_map(|x| x.to_le_bytes())
+        .collect();
+    let views = vec![
+        (
+            "prompt",
+            TensorView::new(Dtype::I32, vec![prompt.len()], &p).unwrap(),
+        ),
+        (
+            "tokens",
+            TensorView::new(Dtype::I32, vec![tokens.len()], &t).unwrap(),
+        ),
+        (
+            "logits",
+            TensorView::new(Dtype::F32, vec![logits.len(), logits[0].len()], &l).unwrap(),
+        ),
+    ];
+    safetensors::serialize_to_file(views, None, path).expect("write the reference file");
+}
+
+/// The command line's `--reference` comparison: the f64 reference's own
+/// greedy run written as the transformers script writes it passes, and the
+/// same file with one logit moved by 1e-2 of the row's largest fails.
+#[test]
+fn reference_file_comparison_passes_and_fails() {
+    let gpu = common::gpu();
+    let (dir, ck) = tiny_checkpoint(Arch::Qwen3, WeightDtype::F32, 11);
+    let reference = Reference::load(&ck).expect("reference weights");
+    let prompt = vec![4u32, 44, 14, 40];
+    let mut fed = prompt.clone();
+    let mut tokens = Vec::new();
+    let mut rows = Vec::new();
+    for _ in 0..6 {
+        let all = reference.forward(&fed, Fault::None);
+        let row: Vec<f32> = all[fed.len() - 1].iter().map(|&x| x as f32).collect();
+        let next = model::argmax(&row);
+        tokens.push(next);
+        fed.push(next);
+        rows.push(row);
+    }
+    let file = dir.path().join("reference.safetensors");
+    write_reference_file(&file, &prompt, &tokens, &rows);
+    let r = report::RefFile::read(&file).expect("read the reference file");
+    assert_eq!(
+        (r.prompt.clone(), r.tokens.clone()),
+        (prompt.clone(), tokens.clone())
+    );
+    let mut m = Model::load(&gpu, &ck, options(2)).expect("load");
+    assert!(
+        report::compare(&mut m, &r).expect("compare"),
+        "the exact reference must pass"
+    );
+    let max = rows[3].iter().fold(0.0f32, |a, v| a.max(v.abs()));
+    rows[3][5] += 1e-2 * max;
+    write_reference_file(&file, &prompt, &tokens, &rows);
+    let r = report::RefFile::read(&file).expect("read the reference file");
+    assert!(
+        !report::compare(&mut m, &r).expect("compare"),
+        "a moved logit must fail"
+    );
+    drop(m);
+    common::assert_clean(&gpu);
+}
+
+/// Sampled decoding (temperature, top-k, top-p, seeded on the GPU): the
+/// logits still match the reference fed the sampled tokens, the same seed
+/// gives the same tokens, and the tokens are not all greedy's.
+#[test]
+fn sampled_decode_matches_the_reference_and_repeats() {
+    let gpu = common::gpu();
+    let (_dir, ck) = tiny_checkpoint(Arch::Qwen3, WeightDtype::F32, 13);
+    let reference = Reference::load(&ck).expect("reference weights");
+    let prompts = [vec![8u32, 1, 30], vec![60, 61, 62, 63]];
+    let sample = SampleParams {
+        temperature: 1.5,
+        top_k: 40,
+        top_p: 0.95,
+        seed: 1234,
+    };
+    let opts = ModelOptions {
+        sample: Some(sample),
+        ..options(2)
+    };
+    let mut runs = Vec::new();
+    for _ in 0..2 {
+        let mut m = Model::load(&gpu, &ck, opts).expect("load");
+        runs.push(run_model(&mut m, &prompts));
+    }
+    let mut differs_from_greedy = false;
+    for (s, r) in runs[0].iter().enumerate() {
+        assert_eq!(
+            r.fed, runs[1][s].fed,
+            "sequence {s}: the same seed, other tokens"
+        );
+        let e = worst_error(r, &reference, Fault::None);
+        assert!(
+            e <= TOL,
+            "sequence {s}: worst relative error {e:e} > {TOL:e}"
+        );
+        for (i, row) in r.rows[..STEPS].iter().enumerate() {
+            differs_from_greedy |= model::argmax(row) != r.fed[r.prompt_len + i];
+        }
+    }
+    assert!(
+        differs_from_greedy,
+        "16 draws at temperature 1.5 all equal greedy's choice"
+    );
     common::assert_clean(&gpu);
 }
