@@ -273,7 +273,9 @@ fn chunked_prefill_and_decode_agree() {
 fn bad_input_is_a_typed_error() {
     let gpu = common::gpu();
     let (_dir, ck) = tiny_checkpoint(Arch::Llama, WeightDtype::F32, 5);
-    let e = Model::load(&gpu, &ck, options(65)).err().expect("batch 65");
+    let Err(e) = Model::load(&gpu, &ck, options(65)) else {
+        panic!("batch 65 loaded")
+    };
     assert!(e.to_string().contains("batch"), "{e}");
     let mut m = Model::load(
         &gpu,
@@ -293,7 +295,9 @@ fn bad_input_is_a_typed_error() {
     m.prefill(0, &vec![1; 62]).expect("prefill 62");
     m.step().expect("position 62").wait().expect("step");
     m.step().expect("position 63").wait().expect("step");
-    let e = m.step().err().expect("position 64 is past the cache");
+    let Err(e) = m.step() else {
+        panic!("position 64 is past the cache, yet the step launched")
+    };
     assert!(e.to_string().contains("max_seq = 64"), "{e}");
     m.tokens().expect("no guard tripped");
     drop(m);
