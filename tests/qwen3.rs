@@ -26,6 +26,8 @@ mod kernels;
 #[allow(dead_code)]
 #[path = "../examples/qwen3/model.rs"]
 mod model;
+#[path = "../examples/qwen3/prefill.rs"]
+mod prefill;
 #[path = "../examples/qwen3/reference.rs"]
 mod reference;
 #[allow(dead_code)]
@@ -420,5 +422,29 @@ fn sampled_decode_matches_the_reference_and_repeats() {
         differs_from_greedy,
         "16 draws at temperature 1.5 all equal greedy's choice"
     );
+    common::assert_clean(&gpu);
+}
+
+/// A prompt longer than one `ops::linear` (70 rows: chunks of 64 and 6)
+/// and decode past it match the reference, on Llama with bf16 weights.
+#[test]
+fn long_prompt_spans_chunks_of_64() {
+    let gpu = common::gpu();
+    if !gpu.info().storage_buffer16 {
+        common::skipped("16-bit weights need storageBuffer16BitAccess");
+        return;
+    }
+    let (_dir, ck) = tiny_checkpoint(Arch::Llama, WeightDtype::Bf16, 17);
+    let reference = Reference::load(&ck).expect("reference weights");
+    let opts = ModelOptions {
+        max_seq: 96,
+        ..options(1)
+    };
+    let mut m = Model::load(&gpu, &ck, opts).expect("load");
+    let prompt: Vec<u32> = (0..70).map(|i| (i * 37 + 5) % 97).collect();
+    let runs = run_model(&mut m, &[prompt]);
+    let e = worst_error(&runs[0], &reference, Fault::None);
+    assert!(e <= TOL, "70-token prompt + decode: {e:e} > {TOL:e}");
+    drop(m);
     common::assert_clean(&gpu);
 }

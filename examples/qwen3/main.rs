@@ -24,6 +24,7 @@ mod config;
 mod kernels;
 #[allow(dead_code)]
 mod model;
+mod prefill;
 mod report;
 #[allow(dead_code)]
 mod tiny;

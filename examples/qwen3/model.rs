@@ -1,6 +1,6 @@
 //! The decoder on the device: the weights in their stored dtype, an f32 KV
-//! cache, chunked prefill of one sequence at a time, and the decode step of
-//! all sequences recorded once as a [`Graph`] and launched once per step.
+//! cache, and the decode step of all sequences recorded once as a
+//! [`Graph`] and launched once per step (prefill: `prefill.rs`).
 //!
 //! Activations are f32 throughout; `ops::linear` widens 16-bit weights in
 //! its kernel (exactly), so a bf16 checkpoint runs at f32 arithmetic on the
@@ -16,7 +16,7 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use vkcompute::ops::nn::{self, DecodeShape, KvShape, PrefillShape, SampleParams};
+use vkcompute::ops::nn::{self, DecodeShape, KvShape, SampleParams};
 use vkcompute::ops::{self, Bf16, Epilogue, Weights, F16};
 use vkcompute::{Batch, Buffer, Device, Graph, Profiling, Ticket};
 
@@ -125,7 +125,7 @@ pub enum WBuf {
 }
 
 impl WBuf {
-    fn weights(&self) -> Weights<'_> {
+    pub(crate) fn weights(&self) -> Weights<'_> {
         match self {
             WBuf::F32(b) => b.into(),
             WBuf::F16(b) => b.into(),
@@ -187,21 +187,21 @@ fn aligned<T: vkcompute::bytemuck::Pod>(bytes: &[u8]) -> Vec<T> {
 }
 
 /// One decoder layer's weights and cache.
-struct Layer {
-    in_norm: Buffer<f32>,
-    q: WBuf,
-    k: WBuf,
-    v: WBuf,
-    o: WBuf,
-    q_norm: Option<Buffer<f32>>,
-    k_norm: Option<Buffer<f32>>,
-    post_norm: Buffer<f32>,
+pub(crate) struct Layer {
+    pub(crate) in_norm: Buffer<f32>,
+    pub(crate) q: WBuf,
+    pub(crate) k: WBuf,
+    pub(crate) v: WBuf,
+    pub(crate) o: WBuf,
+    pub(crate) q_norm: Option<Buffer<f32>>,
+    pub(crate) k_norm: Option<Buffer<f32>>,
+    pub(crate) post_norm: Buffer<f32>,
     /// gate rows then up rows, `[2 I, hidden]`.
-    gate_up: WBuf,
-    down: WBuf,
+    pub(crate) gate_up: WBuf,
+    pub(crate) down: WBuf,
     /// `[batch, kv_heads, max_seq, head_dim]`.
-    k_cache: Buffer<f32>,
-    v_cache: Buffer<f32>,
+    pub(crate) k_cache: Buffer<f32>,
+    pub(crate) v_cache: Buffer<f32>,
 }
 
 /// The model's dimensions (from its config).
@@ -241,35 +241,35 @@ impl Dims {
             qk_norm: c.arch == Arch::Qwen3,
         }
     }
-    fn qw(&self) -> u32 {
+    pub(crate) fn qw(&self) -> u32 {
         self.heads * self.head_dim
     }
-    fn kvw(&self) -> u32 {
+    pub(crate) fn kvw(&self) -> u32 {
         self.kv_heads * self.head_dim
     }
 }
 
 /// Activations of `m` rows (a decode step's sequences or a prefill chunk).
-struct Rows {
-    m: u32,
-    h: Buffer<f32>,
-    xn: Buffer<f32>,
-    q: Buffer<f32>,
-    k: Buffer<f32>,
-    v: Buffer<f32>,
-    ao: Buffer<f32>,
-    mlp: Buffer<f32>,
+pub(crate) struct Rows {
+    pub(crate) m: u32,
+    pub(crate) h: Buffer<f32>,
+    pub(crate) xn: Buffer<f32>,
+    pub(crate) q: Buffer<f32>,
+    pub(crate) k: Buffer<f32>,
+    pub(crate) v: Buffer<f32>,
+    pub(crate) ao: Buffer<f32>,
+    pub(crate) mlp: Buffer<f32>,
     /// The gathered embedding rows in the table's 16-bit dtype.
-    emb16: Option<Emb16>,
+    pub(crate) emb16: Option<Emb16>,
 }
 
-enum Emb16 {
+pub(crate) enum Emb16 {
     F16(Buffer<F16>),
     Bf16(Buffer<Bf16>),
 }
 
 impl Rows {
-    fn new(gpu: &Device, d: &Dims, m: u32) -> Result<Rows> {
+    pub(crate) fn new(gpu: &Device, d: &Dims, m: u32) -> Result<Rows> {
         let a = |n: u32| gpu.alloc::<f32>((m * n) as usize);
         let n_emb = (m * d.hidden) as usize;
         Ok(Rows {
@@ -303,28 +303,28 @@ pub struct LoadStats {
 
 /// The decoder on a device.
 pub struct Model {
-    gpu: Device,
-    dims: Dims,
-    opts: ModelOptions,
-    max_seq: u32,
-    embed: WBuf,
-    layers: Vec<Layer>,
-    norm: Buffer<f32>,
+    pub(crate) gpu: Device,
+    pub(crate) dims: Dims,
+    pub(crate) opts: ModelOptions,
+    pub(crate) max_seq: u32,
+    pub(crate) embed: WBuf,
+    pub(crate) layers: Vec<Layer>,
+    pub(crate) norm: Buffer<f32>,
     /// `None`: tied to the embedding table.
-    lm_head: Option<WBuf>,
-    inv_freq: Buffer<f32>,
-    kernels: StepKernels,
-    tokens: Buffer<u32>,
-    pos: Buffer<u32>,
-    lens: Buffer<u32>,
-    embed_flag: Buffer<u32>,
-    kv_flag: Buffer<u32>,
-    logits: Buffer<f32>,
-    step_rows: Rows,
-    graph: Option<Graph>,
+    pub(crate) lm_head: Option<WBuf>,
+    pub(crate) inv_freq: Buffer<f32>,
+    pub(crate) kernels: StepKernels,
+    pub(crate) tokens: Buffer<u32>,
+    pub(crate) pos: Buffer<u32>,
+    pub(crate) lens: Buffer<u32>,
+    pub(crate) embed_flag: Buffer<u32>,
+    pub(crate) kv_flag: Buffer<u32>,
+    pub(crate) logits: Buffer<f32>,
+    pub(crate) step_rows: Rows,
+    pub(crate) graph: Option<Graph>,
     /// The host's copy of each sequence's next position.
-    pos_host: Vec<u32>,
-    load_stats: LoadStats,
+    pub(crate) pos_host: Vec<u32>,
+    pub(crate) load_stats: LoadStats,
 }
 
 fn host_f32(t: &HostTensor<'_>) -> Vec<f32> {
@@ -519,12 +519,12 @@ impl Model {
         &self.gpu
     }
 
-    fn lm_head(&self) -> &WBuf {
+    pub(crate) fn lm_head(&self) -> &WBuf {
         self.lm_head.as_ref().unwrap_or(&self.embed)
     }
 
     /// Records the gather of `ids` (m tokens) into `r.h`.
-    fn record_embed(&self, b: &mut Batch, ids: &Buffer<u32>, r: &Rows) -> Result<()> {
+    pub(crate) fn record_embed(&self, b: &mut Batch, ids: &Buffer<u32>, r: &Rows) -> Result<()> {
         let (v, h) = (self.dims.vocab, self.dims.hidden);
         let f = &self.embed_flag;
         match (&self.embed, &r.emb16) {
@@ -549,7 +549,7 @@ impl Model {
 
     /// Records a layer up to its attention: norm, q/k/v projections, q/k
     /// norms (Qwen3), rotary at `rot_pos` (one position per row).
-    fn record_pre_attn(
+    pub(crate) fn record_pre_attn(
         &self,
         b: &mut Batch,
         l: &Layer,
@@ -618,7 +618,7 @@ impl Model {
 
     /// Records a layer from its attention output `r.ao`: o_proj with the
     /// residual, norm, gate|up with SiLU·mul, down with the residual.
-    fn record_post_attn(&self, b: &mut Batch, l: &Layer, r: &Rows) -> Result<()> {
+    pub(crate) fn record_post_attn(&self, b: &mut Batch, l: &Layer, r: &Rows) -> Result<()> {
         let d = &self.dims;
         let m = r.m;
         ops::linear(
@@ -655,7 +655,7 @@ impl Model {
         Ok(())
     }
 
-    fn scale(&self) -> f32 {
+    pub(crate) fn scale(&self) -> f32 {
         1.0 / (self.dims.head_dim as f32).sqrt()
     }
 
@@ -727,137 +727,6 @@ impl Model {
         }
         self.kernels.advance(b, &self.pos, &self.lens)?;
         Ok(rec.finish()?)
-    }
-
-    /// Prefills sequence `seq` with `prompt` (its cache from position 0),
-    /// in chunks of at most `prefill_chunk` rows, each chunk's attention
-    /// reading the cache up to its end. Returns the logits at the last
-    /// prompt position, and sets the sequence's next token to their argmax
-    /// (the lowest index on ties; [`Model::set_tokens`] overrides it), its
-    /// position to `prompt.len()`.
-    pub fn prefill(&mut self, seq: u32, prompt: &[u32]) -> Result<Vec<f32>> {
-        let d = self.dims;
-        if seq >= self.opts.batch {
-            return Err(input(
-                "seq",
-                format!("{seq} is past the batch of {}", self.opts.batch),
-            ));
-        }
-        if prompt.is_empty() || prompt.len() > self.max_seq as usize {
-            return Err(input(
-                "prompt",
-                format!(
-                    "has {} tokens; it must have 1 to max_seq = {}",
-                    prompt.len(),
-                    self.max_seq
-                ),
-            ));
-        }
-        if let Some(&t) = prompt.iter().find(|&&t| t >= d.vocab) {
-            return Err(input(
-                "prompt",
-                format!("token {t} is past the vocabulary of {}", d.vocab),
-            ));
-        }
-        let gpu = self.gpu.clone();
-        let per_seq = (d.kv_heads * self.max_seq * d.head_dim) as usize;
-        let range = seq as usize * per_seq..(seq as usize + 1) * per_seq;
-        let x1 = gpu.alloc::<f32>(d.hidden as usize)?;
-        let logits1 = gpu.alloc::<f32>(d.vocab as usize)?;
-        let chunk = self.opts.prefill_chunk as usize;
-        let mut p0 = 0usize;
-        for ids in prompt.chunks(chunk) {
-            let m = ids.len() as u32;
-            let last = p0 + ids.len() == prompt.len();
-            let r = Rows::new(&gpu, &d, m)?;
-            let ids_buf = gpu.upload(ids)?;
-            let rot_pos: Vec<u32> = (p0 as u32..p0 as u32 + m).collect();
-            let rot_pos = gpu.upload(&rot_pos)?;
-            let kv_pos = gpu.upload(&[p0 as u32])?;
-            // Per-token decode attention over the cache for chunks after
-            // the first: a query row, an output row, a length each.
-            let per_tok = if p0 > 0 {
-                let mut v = Vec::with_capacity(ids.len());
-                for t in 0..m {
-                    v.push((
-                        gpu.alloc::<f32>(d.qw() as usize)?,
-                        gpu.alloc::<f32>(d.qw() as usize)?,
-                        gpu.upload(&[p0 as u32 + t + 1])?,
-                    ));
-                }
-                v
-            } else {
-                Vec::new()
-            };
-            let mut b = gpu.batch()?;
-            self.record_embed(&mut b, &ids_buf, &r)?;
-            let kv = KvShape {
-                batch: 1,
-                steps: m,
-                kv_heads: d.kv_heads,
-                head_dim: d.head_dim,
-                max_seq: self.max_seq,
-            };
-            for l in &self.layers {
-                self.record_pre_attn(&mut b, l, &r, &rot_pos)?;
-                let kc = l.k_cache.slice(range.clone())?;
-                let vc = l.v_cache.slice(range.clone())?;
-                nn::kv_append(&mut b, &r.k, &r.v, &kc, &vc, &kv_pos, &self.kv_flag, kv)?;
-                if p0 == 0 {
-                    let ps = PrefillShape {
-                        batch: 1,
-                        tokens: m,
-                        q_heads: d.heads,
-                        kv_heads: d.kv_heads,
-                        head_dim: d.head_dim,
-                    };
-                    nn::attention_prefill(&mut b, &r.q, &r.k, &r.v, &r.ao, ps, self.scale())?;
-                } else {
-                    let ds = DecodeShape {
-                        batch: 1,
-                        q_heads: d.heads,
-                        kv_heads: d.kv_heads,
-                        head_dim: d.head_dim,
-                        max_seq: self.max_seq,
-                    };
-                    let qw = d.qw() as usize;
-                    for (t, (qt, ot, lt)) in per_tok.iter().enumerate() {
-                        b.copy(&r.q.slice(t * qw..(t + 1) * qw)?, qt)?;
-                        nn::attention_decode(&mut b, qt, &kc, &vc, lt, ot, ds, self.scale())?;
-                        b.copy(ot, &r.ao.slice(t * qw..(t + 1) * qw)?)?;
-                    }
-                }
-                self.record_post_attn(&mut b, l, &r)?;
-            }
-            if last {
-                let hw = d.hidden as usize;
-                let at = (m as usize - 1) * hw;
-                nn::rms_norm(&mut b, &r.h, &self.norm, &r.xn, m, d.hidden, d.eps)?;
-                b.copy(&r.xn.slice(at..at + hw)?, &x1)?;
-                ops::linear(
-                    &mut b,
-                    &x1,
-                    self.lm_head().weights(),
-                    &logits1,
-                    1,
-                    d.hidden,
-                    d.vocab,
-                    Epilogue::None,
-                )?;
-            }
-            b.submit()?;
-            p0 += ids.len();
-        }
-        self.check_guards()?;
-        let logits = logits1.download()?;
-        let next = argmax(&logits);
-        let p = prompt.len() as u32;
-        let s = seq as usize;
-        self.tokens.write(s, &[next])?;
-        self.pos.write(s, &[p])?;
-        self.lens.write(s, &[p + 1])?;
-        self.pos_host[s] = p;
-        Ok(logits)
     }
 
     /// Launches one decode step of every sequence (one graph launch).
