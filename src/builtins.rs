@@ -37,13 +37,15 @@ struct Registry<'a>(&'a BuiltinStore);
 /// element type, so that its bindings are not checked against buffers'
 /// element types ([`crate::element`]): the copy kernel binds `uvec4` for
 /// any element type, the f16 widening kernel reads the `u16` buffers
-/// `matmul_f16` takes as `float16_t`, the coopmat matmul kernels read
+/// `matmul_f16` takes as `float16_t`, the conversion kernels
+/// (`ops::convert`) read and write 16-bit tensors as `uint16_t` words, the coopmat matmul kernels read
 /// those `u16` buffers as `uvec4` (NV and KHR alike, the workgroup-scope
 /// ones as `float16_t`); the 16-bit-weight linear kernels
 /// read [`F16`](crate::element::F16) and [`Bf16`](crate::element::Bf16)
 /// weights as `uvec4` and `uint16_t` words.
 fn reads_raw_words(name: &str) -> bool {
     matches!(name, "copy" | "convert_f16_f32")
+        || name.starts_with("cast")
         || name.starts_with("matmul_f16_coopmat")
         || name.starts_with("matmul_f16_cm2")
         || name.starts_with("matmul_f16_khr")

@@ -44,6 +44,8 @@ use crate::device::Device;
 pub use crate::error::OpsError;
 use crate::error::{Error, Result};
 
+mod convert;
+mod counter;
 mod dtype;
 mod elementwise;
 pub(crate) mod fusion;
@@ -55,6 +57,8 @@ mod softmax;
 mod transpose;
 
 pub use crate::builtins::{builtin_kernel, builtin_names, registry_stats, RegistryStats};
+pub use convert::convert;
+pub use counter::increment;
 pub use dtype::{Bf16, DType, Element, F16};
 pub use elementwise::{
     add, binary, copy, fill, gelu, gelu_tanh, mul, relu, saxpy, scale, sigmoid, sub, swish, tanh,
