@@ -21,8 +21,6 @@ mod checkpoint;
 #[allow(dead_code)]
 #[path = "../examples/qwen3/config.rs"]
 mod config;
-#[path = "../examples/qwen3/kernels.rs"]
-mod kernels;
 #[allow(dead_code)]
 #[path = "../examples/qwen3/model.rs"]
 mod model;

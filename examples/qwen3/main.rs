@@ -21,7 +21,6 @@
 mod checkpoint;
 #[allow(dead_code)]
 mod config;
-mod kernels;
 #[allow(dead_code)]
 mod model;
 mod prefill;

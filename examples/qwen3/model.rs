@@ -22,7 +22,6 @@ use vkcompute::{Batch, Buffer, Device, Graph, Profiling, Ticket};
 
 use crate::checkpoint::{layer_name, Checkpoint, HostTensor, LoadError};
 use crate::config::{Arch, Config, WeightDtype};
-use crate::kernels::StepKernels;
 
 /// The most sequences one decode step takes (`ops::linear`'s rows).
 pub const MAX_BATCH: u32 = ops::LINEAR_MAX_M;
@@ -313,7 +312,6 @@ pub struct Model {
     /// `None`: tied to the embedding table.
     pub(crate) lm_head: Option<WBuf>,
     pub(crate) inv_freq: Buffer<f32>,
-    pub(crate) kernels: StepKernels,
     pub(crate) tokens: Buffer<u32>,
     pub(crate) pos: Buffer<u32>,
     pub(crate) lens: Buffer<u32>,
@@ -457,7 +455,6 @@ impl Model {
             norm,
             lm_head,
             inv_freq,
-            kernels: StepKernels::new(gpu)?,
             tokens: gpu.upload(&vec![0u32; b])?,
             pos: gpu.upload(&vec![0u32; b])?,
             lens: gpu.upload(&vec![1u32; b])?,
@@ -531,11 +528,11 @@ impl Model {
             (WBuf::F32(t), _) => nn::embedding(b, t, ids, &r.h, f, v, h)?,
             (WBuf::F16(t), Some(Emb16::F16(e))) => {
                 nn::embedding(b, t, ids, e, f, v, h)?;
-                self.kernels.widen(b, e, &r.h, r.m * h, WeightDtype::F16)?;
+                ops::convert(b, e, &r.h)?;
             }
             (WBuf::Bf16(t), Some(Emb16::Bf16(e))) => {
                 nn::embedding(b, t, ids, e, f, v, h)?;
-                self.kernels.widen(b, e, &r.h, r.m * h, WeightDtype::Bf16)?;
+                ops::convert(b, e, &r.h)?;
             }
             _ => {
                 return Err(input(
@@ -725,7 +722,8 @@ impl Model {
             Some(p) => nn::sample(b, &self.logits, &self.pos, &self.tokens, bsz, d.vocab, p)?,
             None => nn::argmax(b, &self.logits, &self.tokens, bsz, d.vocab)?,
         }
-        self.kernels.advance(b, &self.pos, &self.lens)?;
+        ops::increment(b, &self.pos, 1)?;
+        ops::increment(b, &self.lens, 1)?;
         Ok(rec.finish()?)
     }
 
