@@ -1,9 +1,10 @@
 //! The Qwen3/Llama decoder of examples/qwen3 (weights on the device,
 //! chunked prefill, the decode step as one graph launch) against the f64
 //! CPU reference of examples/qwen3/reference.rs, on tiny random
-//! checkpoints (Qwen3 and Llama; f32 and bf16 weights): every logit of the
-//! prefill and of 8 greedy decode steps, one and two sequences at
-//! different positions.
+//! checkpoints (Qwen3 and Llama; f32, f16 and bf16 weights): every logit
+//! of the prefill and of 8 greedy decode steps, one and two sequences at
+//! different positions, with the f32 KV cache (the 16-bit cache has its
+//! own, looser bound below).
 //!
 //! Bound: each logit within 1e-4 of its row's largest |logit|. Our
 //! arithmetic is f32 on the same weights (bf16 ones widened exactly, on
@@ -15,6 +16,11 @@
 
 mod common;
 
+#[path = "../examples/qwen3/attend.rs"]
+mod attend;
+#[allow(dead_code)]
+#[path = "../examples/qwen3/buffers.rs"]
+mod buffers;
 #[allow(dead_code)]
 #[path = "../examples/qwen3/checkpoint.rs"]
 mod checkpoint;
@@ -141,6 +147,7 @@ fn options(batch: u32) -> ModelOptions {
     ModelOptions {
         batch,
         max_seq: 32,
+        kv_f32: true,
         ..ModelOptions::default()
     }
 }
@@ -444,5 +451,46 @@ fn long_prompt_spans_chunks_of_64() {
     let e = worst_error(&runs[0], &reference, Fault::None);
     assert!(e <= TOL, "70-token prompt + decode: {e:e} > {TOL:e}");
     drop(m);
+    common::assert_clean(&gpu);
+}
+
+#[test]
+fn f16_weights_match_the_reference() {
+    let prompts = [vec![5, 17, 3, 88, 41], vec![90, 2, 64]];
+    check(Arch::Qwen3, WeightDtype::F16, &prompts, &QWEN_FAULTS);
+}
+
+/// The cache in the weights' 16-bit dtype (the default): q, k, v and the
+/// attention output are rounded to 16 bits (bf16: 2^-9 relative, f16:
+/// 2^-12) around attention, so the logits move by about that much, not by
+/// the faults' 0.2 and more. Bounds: 2e-2 (bf16) and 3e-3 (f16) of the
+/// row's largest |logit|, against the reference fed our tokens.
+#[test]
+fn sixteen_bit_cache_stays_close() {
+    let gpu = common::gpu();
+    if !gpu.info().storage_buffer16 {
+        common::skipped("16-bit caches need storageBuffer16BitAccess");
+        return;
+    }
+    for (dtype, bound) in [(WeightDtype::Bf16, 2e-2), (WeightDtype::F16, 3e-3)] {
+        let (_dir, ck) = tiny_checkpoint(Arch::Qwen3, dtype, 19);
+        let reference = Reference::load(&ck).expect("reference weights");
+        let opts = ModelOptions {
+            kv_f32: false,
+            ..options(2)
+        };
+        let mut m = Model::load(&gpu, &ck, opts).expect("load");
+        assert_eq!(m.dims().kv, dtype, "the cache takes the weights' dtype");
+        let runs = run_model(&mut m, &[vec![5, 17, 3, 88, 41], vec![90, 2, 64]]);
+        for (s, r) in runs.iter().enumerate() {
+            let e = worst_error(r, &reference, Fault::None);
+            eprintln!("{} cache, seq {s}: worst {e:.2e}", dtype.name());
+            assert!(
+                e <= bound,
+                "{} cache, sequence {s}: {e:e} > {bound:e}",
+                dtype.name()
+            );
+        }
+    }
     common::assert_clean(&gpu);
 }

@@ -4,7 +4,8 @@
 //!
 //! ```text
 //! cargo run --release --example qwen3 -- DIR [--prompt 1,2,3] [--decode N]
-//!     [--batch B] [--sample T,K,P,SEED] [--reference FILE] [--profile]
+//!     [--batch B] [--sample T,K,P,SEED] [--reference FILE] [--kv-f32]
+//!     [--profile]
 //! cargo run --release --example qwen3 -- --tiny OUTDIR [same options]
 //! ```
 //!
@@ -14,9 +15,13 @@
 //! `logits` F32 [N, vocab]; row 0 at the last prompt position, row i the
 //! step that consumed `tokens[i-1]`), teacher-forcing its tokens; exit code
 //! 1 when the worst row's max|ours - ref| / max|ref| exceeds 1e-3.
+//! The KV cache is in the weights' dtype unless `--kv-f32` (f32: the
+//! mode to compare with a reference at 1e-3 on 16-bit weights).
 //! `--profile` prints one decode step's GPU time per kernel beside the
 //! weight-streaming floor at the copy bandwidth measured in the same run.
 
+mod attend;
+mod buffers;
 #[allow(dead_code)]
 mod checkpoint;
 #[allow(dead_code)]
@@ -49,10 +54,11 @@ struct Args {
     sample: Option<SampleParams>,
     reference: Option<PathBuf>,
     profile: bool,
+    kv_f32: bool,
 }
 
 const USAGE: &str = "usage: qwen3 DIR | --tiny OUTDIR [--prompt 1,2,3] [--decode N] [--batch B] \
-                     [--sample T,K,P,SEED] [--reference FILE] [--profile]";
+                     [--sample T,K,P,SEED] [--reference FILE] [--kv-f32] [--profile]";
 
 fn parse_list<T: std::str::FromStr>(s: &str, what: &str) -> Result<Vec<T>, String> {
     s.split(',')
@@ -74,6 +80,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
         sample: None,
         reference: None,
         profile: false,
+        kv_f32: false,
     };
     let mut dir = None;
     let mut it = args.iter();
@@ -109,6 +116,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
             }
             "--reference" => a.reference = Some(PathBuf::from(val("--reference")?)),
             "--profile" => a.profile = true,
+            "--kv-f32" => a.kv_f32 = true,
             s if s.starts_with("--") => return Err(format!("unknown option {s}\n{USAGE}")),
             s => dir = Some(s.to_string()),
         }
@@ -161,6 +169,7 @@ fn run(args: &[String]) -> Result<bool, Box<dyn std::error::Error>> {
         prefill_chunk: 64,
         sample: a.sample,
         profile: a.profile,
+        kv_f32: a.kv_f32,
     };
     let mut m = Model::load(&gpu, &ck, opts)?;
     drop(ck);

@@ -1,6 +1,7 @@
-//! The decoder on the device: the weights in their stored dtype, an f32 KV
-//! cache, and the decode step of all sequences recorded once as a
-//! [`Graph`] and launched once per step (prefill: `prefill.rs`).
+//! The decoder on the device: the weights in their stored dtype, a KV cache
+//! in the weights' dtype or in f32 (`kv_f32`), and the decode step of all
+//! sequences recorded once as a [`Graph`] and launched once per step
+//! (prefill: `prefill.rs`; the cache side of a layer: `attend.rs`).
 //!
 //! Activations are f32 throughout; `ops::linear` widens 16-bit weights in
 //! its kernel (exactly), so a bf16 checkpoint runs at f32 arithmetic on the
@@ -17,11 +18,12 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 use vkcompute::ops::nn::{self, DecodeShape, KvShape, SampleParams};
-use vkcompute::ops::{self, Bf16, Epilogue, Weights, F16};
+use vkcompute::ops::{self, Epilogue};
 use vkcompute::{Batch, Buffer, Device, Graph, Profiling, Ticket};
 
+use crate::attend::{self, Cursor};
+use crate::buffers::{Dims, Emb16, KvCache, Rows, WBuf};
 use crate::checkpoint::{layer_name, Checkpoint, HostTensor, LoadError};
-use crate::config::{Arch, Config, WeightDtype};
 
 /// The most sequences one decode step takes (`ops::linear`'s rows).
 pub const MAX_BATCH: u32 = ops::LINEAR_MAX_M;
@@ -41,6 +43,11 @@ pub struct ModelOptions {
     pub sample: Option<SampleParams>,
     /// Record the decode graph with per-command GPU timestamps.
     pub profile: bool,
+    /// Keep the KV cache in f32 (exact against an f32 reference); else it
+    /// is in the weights' dtype (half the memory and attention reads, at
+    /// four conversions per layer and step, and q, k, v and the attention
+    /// output rounded to 16 bits).
+    pub kv_f32: bool,
 }
 
 impl Default for ModelOptions {
@@ -51,6 +58,7 @@ impl Default for ModelOptions {
             prefill_chunk: 64,
             sample: None,
             profile: false,
+            kv_f32: false,
         }
     }
 }
@@ -113,78 +121,6 @@ fn input(what: &'static str, detail: String) -> ModelError {
     ModelError::Input { what, detail }
 }
 
-/// A weight matrix on the device in its stored dtype.
-pub enum WBuf {
-    /// f32.
-    F32(Buffer<f32>),
-    /// IEEE half.
-    F16(Buffer<F16>),
-    /// bfloat16.
-    Bf16(Buffer<Bf16>),
-}
-
-impl WBuf {
-    pub(crate) fn weights(&self) -> Weights<'_> {
-        match self {
-            WBuf::F32(b) => b.into(),
-            WBuf::F16(b) => b.into(),
-            WBuf::Bf16(b) => b.into(),
-        }
-    }
-
-    fn bytes(&self) -> u64 {
-        match self {
-            WBuf::F32(b) => b.byte_size(),
-            WBuf::F16(b) => b.byte_size(),
-            WBuf::Bf16(b) => b.byte_size(),
-        }
-    }
-
-    /// Uploads the tensors' bytes one after the other into one buffer (a
-    /// merged gate|up weight), straight from the checkpoint's bytes.
-    fn upload(gpu: &Device, parts: &[&HostTensor<'_>]) -> Result<WBuf> {
-        fn go<T: vkcompute::bytemuck::Pod>(
-            gpu: &Device,
-            parts: &[&HostTensor<'_>],
-        ) -> Result<Buffer<T>> {
-            let size = std::mem::size_of::<T>();
-            if parts.len() == 1 {
-                return Ok(
-                    match vkcompute::bytemuck::try_cast_slice::<u8, T>(parts[0].bytes) {
-                        Ok(s) => gpu.upload(s)?,
-                        Err(_) => gpu.upload(&aligned::<T>(parts[0].bytes))?,
-                    },
-                );
-            }
-            let total: usize = parts.iter().map(|p| p.bytes.len() / size).sum();
-            let buf = gpu.alloc::<T>(total)?;
-            let mut at = 0;
-            for p in parts {
-                let n = p.bytes.len() / size;
-                match vkcompute::bytemuck::try_cast_slice::<u8, T>(p.bytes) {
-                    Ok(s) => buf.write(at, s)?,
-                    Err(_) => buf.write(at, &aligned::<T>(p.bytes))?,
-                }
-                at += n;
-            }
-            Ok(buf)
-        }
-        Ok(match parts[0].dtype {
-            WeightDtype::F32 => WBuf::F32(go(gpu, parts)?),
-            WeightDtype::F16 => WBuf::F16(go(gpu, parts)?),
-            WeightDtype::Bf16 => WBuf::Bf16(go(gpu, parts)?),
-        })
-    }
-}
-
-/// `bytes` copied into a `Vec<T>` (for bytes the map does not align to
-/// `T`).
-fn aligned<T: vkcompute::bytemuck::Pod>(bytes: &[u8]) -> Vec<T> {
-    let mut v = vec![T::zeroed(); bytes.len() / std::mem::size_of::<T>()];
-    vkcompute::bytemuck::cast_slice_mut::<T, u8>(&mut v).copy_from_slice(bytes);
-    v
-}
-
 /// One decoder layer's weights and cache.
 pub(crate) struct Layer {
     pub(crate) in_norm: Buffer<f32>,
@@ -199,94 +135,7 @@ pub(crate) struct Layer {
     pub(crate) gate_up: WBuf,
     pub(crate) down: WBuf,
     /// `[batch, kv_heads, max_seq, head_dim]`.
-    pub(crate) k_cache: Buffer<f32>,
-    pub(crate) v_cache: Buffer<f32>,
-}
-
-/// The model's dimensions (from its config).
-#[derive(Debug, Clone, Copy)]
-pub struct Dims {
-    /// Hidden size.
-    pub hidden: u32,
-    /// MLP width.
-    pub inter: u32,
-    /// Query heads.
-    pub heads: u32,
-    /// Key/value heads.
-    pub kv_heads: u32,
-    /// Elements per head.
-    pub head_dim: u32,
-    /// Vocabulary.
-    pub vocab: u32,
-    /// RMSNorm epsilon (as the kernels take it).
-    pub eps: f32,
-    /// Weight dtype.
-    pub dtype: WeightDtype,
-    /// Qwen3's per-head q/k norms.
-    pub qk_norm: bool,
-}
-
-impl Dims {
-    fn of(c: &Config) -> Dims {
-        Dims {
-            hidden: c.hidden,
-            inter: c.intermediate,
-            heads: c.heads,
-            kv_heads: c.kv_heads,
-            head_dim: c.head_dim,
-            vocab: c.vocab,
-            eps: c.rms_norm_eps as f32,
-            dtype: c.dtype,
-            qk_norm: c.arch == Arch::Qwen3,
-        }
-    }
-    pub(crate) fn qw(&self) -> u32 {
-        self.heads * self.head_dim
-    }
-    pub(crate) fn kvw(&self) -> u32 {
-        self.kv_heads * self.head_dim
-    }
-}
-
-/// Activations of `m` rows (a decode step's sequences or a prefill chunk).
-pub(crate) struct Rows {
-    pub(crate) m: u32,
-    pub(crate) h: Buffer<f32>,
-    pub(crate) xn: Buffer<f32>,
-    pub(crate) q: Buffer<f32>,
-    pub(crate) k: Buffer<f32>,
-    pub(crate) v: Buffer<f32>,
-    pub(crate) ao: Buffer<f32>,
-    pub(crate) mlp: Buffer<f32>,
-    /// The gathered embedding rows in the table's 16-bit dtype.
-    pub(crate) emb16: Option<Emb16>,
-}
-
-pub(crate) enum Emb16 {
-    F16(Buffer<F16>),
-    Bf16(Buffer<Bf16>),
-}
-
-impl Rows {
-    pub(crate) fn new(gpu: &Device, d: &Dims, m: u32) -> Result<Rows> {
-        let a = |n: u32| gpu.alloc::<f32>((m * n) as usize);
-        let n_emb = (m * d.hidden) as usize;
-        Ok(Rows {
-            m,
-            h: a(d.hidden)?,
-            xn: a(d.hidden)?,
-            q: a(d.qw())?,
-            k: a(d.kvw())?,
-            v: a(d.kvw())?,
-            ao: a(d.qw())?,
-            mlp: a(d.inter)?,
-            emb16: match d.dtype {
-                WeightDtype::F32 => None,
-                WeightDtype::F16 => Some(Emb16::F16(gpu.alloc(n_emb)?)),
-                WeightDtype::Bf16 => Some(Emb16::Bf16(gpu.alloc(n_emb)?)),
-            },
-        })
-    }
+    pub(crate) cache: KvCache,
 }
 
 /// Where the load's time went.
@@ -335,7 +184,7 @@ impl Model {
     pub fn load(gpu: &Device, ck: &Checkpoint, opts: ModelOptions) -> Result<Model> {
         let t0 = Instant::now();
         let c = &ck.config;
-        let d = Dims::of(c);
+        let d = Dims::of(c, opts.kv_f32);
         if opts.batch == 0 || opts.batch > MAX_BATCH {
             return Err(input(
                 "batch",
@@ -373,10 +222,11 @@ impl Model {
             * u64::from(d.kv_heads)
             * u64::from(max_seq)
             * u64::from(d.head_dim);
-        if cache_elems * 4 > max_buffer {
+        let cache_bytes = cache_elems * d.kv.bytes() as u64;
+        if cache_bytes > max_buffer {
             return Err(ModelError::Load(LoadError::TooLarge {
                 what: "one layer's key cache".into(),
-                bytes: cache_elems * 4,
+                bytes: cache_bytes,
                 limit: max_buffer,
             }));
         }
@@ -411,7 +261,6 @@ impl Model {
             } else {
                 (None, None)
             };
-            let cache = || gpu.alloc::<f32>(cache_elems as usize);
             layers.push(Layer {
                 in_norm: norm_w(&layer_name(l, "input_layernorm.weight"), h)?,
                 q: up(&[&t("self_attn.q_proj.weight", &[qw, h])?])?,
@@ -426,8 +275,7 @@ impl Model {
                     &t("mlp.up_proj.weight", &[i, h])?,
                 ])?,
                 down: up(&[&t("mlp.down_proj.weight", &[h, i])?])?,
-                k_cache: cache()?,
-                v_cache: cache()?,
+                cache: KvCache::new(gpu, d.kv, cache_elems as usize)?,
             });
         }
         let norm = norm_w("model.norm.weight", h)?;
@@ -683,28 +531,14 @@ impl Model {
             head_dim: d.head_dim,
             max_seq: self.max_seq,
         };
+        let cursor = Cursor {
+            pos: &self.pos,
+            lens: &self.lens,
+            flag: &self.kv_flag,
+        };
         for l in &self.layers {
             self.record_pre_attn(b, l, r, &self.pos)?;
-            nn::kv_append(
-                b,
-                &r.k,
-                &r.v,
-                &l.k_cache,
-                &l.v_cache,
-                &self.pos,
-                &self.kv_flag,
-                kv,
-            )?;
-            nn::attention_decode(
-                b,
-                &r.q,
-                &l.k_cache,
-                &l.v_cache,
-                &self.lens,
-                &r.ao,
-                ds,
-                self.scale(),
-            )?;
+            attend::decode(b, r, &l.cache, &cursor, kv, ds, self.scale())?;
             self.record_post_attn(b, l, r)?;
         }
         nn::rms_norm(b, &r.h, &self.norm, &r.xn, bsz, d.hidden, d.eps)?;

@@ -12,7 +12,9 @@ use vkcompute::ops::nn::{self, KvShape, PrefillShape};
 use vkcompute::ops::{self, Epilogue};
 use vkcompute::{Batch, Buffer};
 
-use crate::model::{argmax, Model, ModelError, Result, Rows};
+use crate::attend::{self, Cursor};
+use crate::buffers::Rows;
+use crate::model::{argmax, Model, ModelError, Result};
 
 /// One chunk of prompt rows: its first row, and its activations (`None`:
 /// the prompt-wide buffers themselves).
@@ -87,6 +89,11 @@ impl Model {
         let per_seq = (d.kv_heads * self.max_seq * d.head_dim) as usize;
         let range = seq as usize * per_seq..(seq as usize + 1) * per_seq;
 
+        let cursor = Cursor {
+            pos: &kv_pos,
+            lens: &kv_pos,
+            flag: &self.kv_flag,
+        };
         let mut b = gpu.batch()?;
         self.record_embed(&mut b, &ids, &all)?;
         let kv = KvShape {
@@ -130,9 +137,7 @@ impl Model {
                     copy(&mut b, &r.v, &all.v, span(c, r, d.kvw()), true)?;
                 }
             }
-            let kc = l.k_cache.slice(range.clone())?;
-            let vc = l.v_cache.slice(range.clone())?;
-            nn::kv_append(&mut b, &all.k, &all.v, &kc, &vc, &kv_pos, &self.kv_flag, kv)?;
+            attend::append(&mut b, &all, &l.cache, range.clone(), &cursor, kv)?;
             nn::attention_prefill(&mut b, &all.q, &all.k, &all.v, &all.ao, ps, self.scale())?;
             for c in &chunks {
                 let r = c.rows.unwrap_or(&all);
