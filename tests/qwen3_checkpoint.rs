@@ -499,6 +499,14 @@ fn bad_config_fields_are_named_with_their_limits() {
     assert!(f == "head_dim" && p.contains("256"), "{f}: {p}");
     let (f, _) = config_field(&with_field(&c, "num_hidden_layers", json!(0)));
     assert_eq!(f, "num_hidden_layers");
+    let mut no_head_dim: serde_json::Value =
+        serde_json::from_str(&with_field(&c, "head_dim", serde_json::Value::Null)).unwrap();
+    no_head_dim["num_attention_heads"] = json!(0);
+    let (f, p) = config_field(&no_head_dim.to_string());
+    assert_eq!(
+        (f.as_str(), p.as_str()),
+        ("num_attention_heads", "is 0; it must be at least 1")
+    );
     let (f, _) = config_field(&with_field(&c, "vocab_size", json!(1u64 << 33)));
     assert_eq!(f, "vocab_size");
     let (f, p) = config_field(&with_field(&c, "torch_dtype", json!("float8_e4m3fn")));
@@ -670,4 +678,32 @@ fn a_llama_3_config_is_read_with_its_rope_scaling() {
     // The config the tiny writer makes from it reads back the same.
     let back = Config::from_json(&tiny::config_json(&c)).unwrap();
     assert_eq!(format!("{back:?}"), format!("{c:?}"));
+}
+
+#[test]
+fn newer_configs_group_the_rotary_settings_in_rope_parameters() {
+    use serde_json::json;
+    let mut v: serde_json::Value = serde_json::from_str(LLAMA_3_1_8B).unwrap();
+    let o = v.as_object_mut().unwrap();
+    let mut params = o.remove("rope_scaling").unwrap();
+    params["rope_theta"] = o.remove("rope_theta").unwrap();
+    o.insert("rope_parameters".into(), params);
+    let old = Config::from_json(LLAMA_3_1_8B).unwrap();
+    let new = Config::from_json(&v.to_string()).unwrap();
+    assert_eq!(format!("{new:?}"), format!("{old:?}"));
+    // Unscaled: rope_type "default", or only rope_theta.
+    for p in [
+        json!({"rope_type": "default", "rope_theta": 1e6}),
+        json!({"rope_theta": 1e6}),
+    ] {
+        v["rope_parameters"] = p;
+        let c = Config::from_json(&v.to_string()).unwrap();
+        assert_eq!((c.rope_theta, c.rope_scaling), (1e6, None));
+    }
+    v["rope_parameters"] = json!({"rope_type": "llama3", "rope_theta": 1e6, "factor": 8.0});
+    let (f, _) = config_field(&v.to_string());
+    assert_eq!(f, "rope_parameters.low_freq_factor");
+    v["rope_parameters"] = json!({"rope_type": "default", "rope_theta": "big"});
+    let (f, _) = config_field(&v.to_string());
+    assert_eq!(f, "rope_parameters.rope_theta");
 }

@@ -418,6 +418,8 @@ fn read_index(path: &Path) -> Result<Index, LoadError> {
         }
         weights.push((tensor.clone(), file.to_string()));
     }
+    // Shard names sort in their order (model-00001-of-00003, ...).
+    shards.sort();
     Ok(Index { shards, weights })
 }
 
