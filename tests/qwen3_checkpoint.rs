@@ -1,6 +1,9 @@
 //! The checkpoint loader of `examples/qwen3`: tiny checkpoints written and
 //! read back, each bad checkpoint refused with its typed error, and
-//! `config.json` files of real models read. GPU-free.
+//! `config.json` files of real models read. GPU-free but for one test,
+//! which checks a checkpoint against a real device's limits.
+
+mod common;
 
 #[allow(dead_code)]
 #[path = "../examples/qwen3/checkpoint.rs"]
@@ -462,6 +465,59 @@ fn weights_too_large_for_the_device_are_refused() {
         "{e:?}"
     );
     assert!(e.to_string().contains(&(total - 1).to_string()), "{e}");
+}
+
+#[test]
+fn check_fits_takes_a_real_devices_limits() {
+    let gpu = common::gpu();
+    let (buffer, memory) = checkpoint::device_limits(&gpu);
+    let i = gpu.info();
+    assert!(buffer <= i.max_storage_buffer_range && buffer > 0);
+    assert_eq!(memory, i.device_local_memory);
+    let c = tiny::tiny_config(Arch::Llama, WeightDtype::Bf16);
+    let dir = TempDir::new("device");
+    tiny::write_checkpoint(dir.path(), &c, 1, 1).unwrap();
+    Checkpoint::open(dir.path())
+        .unwrap()
+        .check_fits(buffer, memory)
+        .unwrap();
+
+    // An embedding one row past the largest binding, its data a hole in a
+    // sparse file: the header is checked, no byte of data is written or read.
+    let mut big = c.clone();
+    big.vocab = u32::try_from(buffer / 128 + 1).unwrap();
+    let bytes = u64::from(big.vocab) * 64 * 2;
+    let header = serde_json::json!({
+        "model.embed_tokens.weight":
+            { "dtype": "BF16", "shape": [big.vocab, 64], "data_offsets": [0, bytes] }
+    })
+    .to_string();
+    let dir = TempDir::new("device-big");
+    std::fs::write(dir.path().join("config.json"), tiny::config_json(&big)).unwrap();
+    let file = dir.path().join(checkpoint::SINGLE_FILE);
+    let mut head = (header.len() as u64).to_le_bytes().to_vec();
+    head.extend_from_slice(header.as_bytes());
+    std::fs::write(&file, &head).unwrap();
+    let f = std::fs::OpenOptions::new().write(true).open(&file).unwrap();
+    f.set_len(head.len() as u64 + bytes).unwrap();
+    let ck = Checkpoint::open(dir.path()).unwrap();
+    match ck.check_fits(buffer, memory).unwrap_err() {
+        LoadError::TooLarge {
+            what,
+            bytes: b,
+            limit,
+        } => {
+            assert!(what.contains("model.embed_tokens.weight"), "{what}");
+            assert_eq!((b, limit), (bytes, buffer));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        ck.check_layout(),
+        Err(LoadError::MissingTensor(_))
+    ));
+    drop(ck);
+    gpu.finish();
 }
 
 fn with_field(c: &Config, field: &str, v: serde_json::Value) -> String {

@@ -211,6 +211,19 @@ pub fn layout(c: &Config) -> Vec<(String, Vec<usize>)> {
     out
 }
 
+/// The limits [`Checkpoint::check_fits`] takes, for `gpu`: each weight is
+/// one storage binding, so the largest is bounded by
+/// `maxStorageBufferRange`, `maxBufferSize` and `maxMemoryAllocationSize`;
+/// all of them together by the largest device-local heap.
+pub fn device_limits(gpu: &vkcompute::Device) -> (u64, u64) {
+    let i = gpu.info();
+    let buffer = i
+        .max_storage_buffer_range
+        .min(i.max_buffer_size)
+        .min(i.max_memory_allocation_size);
+    (buffer, i.device_local_memory)
+}
+
 /// Bits per element of a safetensors dtype name.
 fn dtype_bits(name: &str) -> Option<u64> {
     Some(match name {
