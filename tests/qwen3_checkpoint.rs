@@ -620,6 +620,37 @@ fn a_missing_config_is_an_io_error_naming_it() {
     assert!(e.to_string().contains(checkpoint::INDEX_FILE), "{e}");
 }
 
+#[test]
+fn oversized_json_files_are_refused_unread() {
+    let c = tiny::tiny_config(Arch::Llama, WeightDtype::F32);
+    let dir = TempDir::new("bigjson");
+    tiny::write_checkpoint(dir.path(), &c, 1, 2).unwrap();
+    let limit = checkpoint::MAX_JSON_BYTES;
+    for name in ["config.json", checkpoint::INDEX_FILE] {
+        let path = dir.path().join(name);
+        let keep = std::fs::read(&path).unwrap();
+        // A hole past the limit: nothing is written, nothing read.
+        let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        f.set_len(limit + 1).unwrap();
+        match Checkpoint::open(dir.path()).unwrap_err() {
+            LoadError::TooLarge {
+                what,
+                bytes,
+                limit: l,
+            } => {
+                assert!(what.ends_with(name), "{what}");
+                assert_eq!((bytes, l), (limit + 1, limit));
+            }
+            other => panic!("{name}: {other:?}"),
+        }
+        std::fs::write(&path, keep).unwrap();
+    }
+    Checkpoint::open(dir.path())
+        .unwrap()
+        .check_layout()
+        .unwrap();
+}
+
 const QWEN3_4B: &str = r#"{
   "architectures": ["Qwen3ForCausalLM"],
   "attention_bias": false,

@@ -369,7 +369,9 @@ impl Config {
     }
 
     /// Reads `dir/config.json` ([`Config::from_json`]); an unreadable file
-    /// is [`LoadError::Io`] naming it.
+    /// is [`LoadError::Io`] naming it, one past
+    /// [`MAX_JSON_BYTES`](crate::checkpoint::MAX_JSON_BYTES)
+    /// [`LoadError::TooLarge`].
     pub fn load(dir: &Path) -> Result<Config, LoadError> {
         Ok(Self::load_parsed(dir)?.0)
     }
@@ -377,11 +379,7 @@ impl Config {
     /// [`Config::load`], and whether the config named the weights' dtype.
     pub(crate) fn load_parsed(dir: &Path) -> Result<(Config, bool), LoadError> {
         let path = dir.join("config.json");
-        let text = std::fs::read_to_string(&path).map_err(|source| LoadError::Io {
-            path: path.clone(),
-            source,
-        })?;
-        Self::parse(&text)
+        Self::parse(&crate::checkpoint::read_json_text(&path)?)
     }
 
     /// The config, and whether it named the weights' dtype.
