@@ -1,6 +1,9 @@
 //! The checkpoint loader of `examples/qwen3`: tiny checkpoints written and
 //! read back, each bad checkpoint refused with its typed error, and
-//! `config.json` files of real models read. GPU-free.
+//! `config.json` files of real models read. GPU-free but for one test,
+//! which checks a checkpoint against a real device's limits.
+
+mod common;
 
 #[allow(dead_code)]
 #[path = "../examples/qwen3/checkpoint.rs"]
@@ -464,6 +467,59 @@ fn weights_too_large_for_the_device_are_refused() {
     assert!(e.to_string().contains(&(total - 1).to_string()), "{e}");
 }
 
+#[test]
+fn check_fits_takes_a_real_devices_limits() {
+    let gpu = common::gpu();
+    let (buffer, memory) = checkpoint::device_limits(&gpu);
+    let i = gpu.info();
+    assert!(buffer <= i.max_storage_buffer_range && buffer > 0);
+    assert_eq!(memory, i.device_local_memory);
+    let c = tiny::tiny_config(Arch::Llama, WeightDtype::Bf16);
+    let dir = TempDir::new("device");
+    tiny::write_checkpoint(dir.path(), &c, 1, 1).unwrap();
+    Checkpoint::open(dir.path())
+        .unwrap()
+        .check_fits(buffer, memory)
+        .unwrap();
+
+    // An embedding one row past the largest binding, its data a hole in a
+    // sparse file: the header is checked, no byte of data is written or read.
+    let mut big = c.clone();
+    big.vocab = u32::try_from(buffer / 128 + 1).unwrap();
+    let bytes = u64::from(big.vocab) * 64 * 2;
+    let header = serde_json::json!({
+        "model.embed_tokens.weight":
+            { "dtype": "BF16", "shape": [big.vocab, 64], "data_offsets": [0, bytes] }
+    })
+    .to_string();
+    let dir = TempDir::new("device-big");
+    std::fs::write(dir.path().join("config.json"), tiny::config_json(&big)).unwrap();
+    let file = dir.path().join(checkpoint::SINGLE_FILE);
+    let mut head = (header.len() as u64).to_le_bytes().to_vec();
+    head.extend_from_slice(header.as_bytes());
+    std::fs::write(&file, &head).unwrap();
+    let f = std::fs::OpenOptions::new().write(true).open(&file).unwrap();
+    f.set_len(head.len() as u64 + bytes).unwrap();
+    let ck = Checkpoint::open(dir.path()).unwrap();
+    match ck.check_fits(buffer, memory).unwrap_err() {
+        LoadError::TooLarge {
+            what,
+            bytes: b,
+            limit,
+        } => {
+            assert!(what.contains("model.embed_tokens.weight"), "{what}");
+            assert_eq!((b, limit), (bytes, buffer));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        ck.check_layout(),
+        Err(LoadError::MissingTensor(_))
+    ));
+    drop(ck);
+    gpu.finish();
+}
+
 fn with_field(c: &Config, field: &str, v: serde_json::Value) -> String {
     let mut json: serde_json::Value = serde_json::from_str(&tiny::config_json(c)).unwrap();
     if v.is_null() {
@@ -499,6 +555,14 @@ fn bad_config_fields_are_named_with_their_limits() {
     assert!(f == "head_dim" && p.contains("256"), "{f}: {p}");
     let (f, _) = config_field(&with_field(&c, "num_hidden_layers", json!(0)));
     assert_eq!(f, "num_hidden_layers");
+    let mut no_head_dim: serde_json::Value =
+        serde_json::from_str(&with_field(&c, "head_dim", serde_json::Value::Null)).unwrap();
+    no_head_dim["num_attention_heads"] = json!(0);
+    let (f, p) = config_field(&no_head_dim.to_string());
+    assert_eq!(
+        (f.as_str(), p.as_str()),
+        ("num_attention_heads", "is 0; it must be at least 1")
+    );
     let (f, _) = config_field(&with_field(&c, "vocab_size", json!(1u64 << 33)));
     assert_eq!(f, "vocab_size");
     let (f, p) = config_field(&with_field(&c, "torch_dtype", json!("float8_e4m3fn")));
@@ -554,6 +618,37 @@ fn a_missing_config_is_an_io_error_naming_it() {
     std::fs::write(dir.path().join("config.json"), tiny::config_json(&c)).unwrap();
     let e = Checkpoint::open(dir.path()).unwrap_err();
     assert!(e.to_string().contains(checkpoint::INDEX_FILE), "{e}");
+}
+
+#[test]
+fn oversized_json_files_are_refused_unread() {
+    let c = tiny::tiny_config(Arch::Llama, WeightDtype::F32);
+    let dir = TempDir::new("bigjson");
+    tiny::write_checkpoint(dir.path(), &c, 1, 2).unwrap();
+    let limit = checkpoint::MAX_JSON_BYTES;
+    for name in ["config.json", checkpoint::INDEX_FILE] {
+        let path = dir.path().join(name);
+        let keep = std::fs::read(&path).unwrap();
+        // A hole past the limit: nothing is written, nothing read.
+        let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        f.set_len(limit + 1).unwrap();
+        match Checkpoint::open(dir.path()).unwrap_err() {
+            LoadError::TooLarge {
+                what,
+                bytes,
+                limit: l,
+            } => {
+                assert!(what.ends_with(name), "{what}");
+                assert_eq!((bytes, l), (limit + 1, limit));
+            }
+            other => panic!("{name}: {other:?}"),
+        }
+        std::fs::write(&path, keep).unwrap();
+    }
+    Checkpoint::open(dir.path())
+        .unwrap()
+        .check_layout()
+        .unwrap();
 }
 
 const QWEN3_4B: &str = r#"{
@@ -670,4 +765,32 @@ fn a_llama_3_config_is_read_with_its_rope_scaling() {
     // The config the tiny writer makes from it reads back the same.
     let back = Config::from_json(&tiny::config_json(&c)).unwrap();
     assert_eq!(format!("{back:?}"), format!("{c:?}"));
+}
+
+#[test]
+fn newer_configs_group_the_rotary_settings_in_rope_parameters() {
+    use serde_json::json;
+    let mut v: serde_json::Value = serde_json::from_str(LLAMA_3_1_8B).unwrap();
+    let o = v.as_object_mut().unwrap();
+    let mut params = o.remove("rope_scaling").unwrap();
+    params["rope_theta"] = o.remove("rope_theta").unwrap();
+    o.insert("rope_parameters".into(), params);
+    let old = Config::from_json(LLAMA_3_1_8B).unwrap();
+    let new = Config::from_json(&v.to_string()).unwrap();
+    assert_eq!(format!("{new:?}"), format!("{old:?}"));
+    // Unscaled: rope_type "default", or only rope_theta.
+    for p in [
+        json!({"rope_type": "default", "rope_theta": 1e6}),
+        json!({"rope_theta": 1e6}),
+    ] {
+        v["rope_parameters"] = p;
+        let c = Config::from_json(&v.to_string()).unwrap();
+        assert_eq!((c.rope_theta, c.rope_scaling), (1e6, None));
+    }
+    v["rope_parameters"] = json!({"rope_type": "llama3", "rope_theta": 1e6, "factor": 8.0});
+    let (f, _) = config_field(&v.to_string());
+    assert_eq!(f, "rope_parameters.low_freq_factor");
+    v["rope_parameters"] = json!({"rope_type": "default", "rope_theta": "big"});
+    let (f, _) = config_field(&v.to_string());
+    assert_eq!(f, "rope_parameters.rope_theta");
 }

@@ -28,6 +28,9 @@ use crate::config::{Arch, Config, WeightDtype};
 /// Largest safetensors header read (the format's reference reader's limit).
 pub const MAX_HEADER_BYTES: u64 = 100_000_000;
 
+/// Largest `config.json` or shard index read (real ones are kilobytes).
+pub const MAX_JSON_BYTES: u64 = 64 << 20;
+
 /// The single-file weights of a checkpoint.
 pub const SINGLE_FILE: &str = "model.safetensors";
 /// The index of a sharded checkpoint (its `weight_map` names each tensor's
@@ -211,6 +214,19 @@ pub fn layout(c: &Config) -> Vec<(String, Vec<usize>)> {
     out
 }
 
+/// The limits [`Checkpoint::check_fits`] takes, for `gpu`: each weight is
+/// one storage binding, so the largest is bounded by
+/// `maxStorageBufferRange`, `maxBufferSize` and `maxMemoryAllocationSize`;
+/// all of them together by the largest device-local heap.
+pub fn device_limits(gpu: &vkcompute::Device) -> (u64, u64) {
+    let i = gpu.info();
+    let buffer = i
+        .max_storage_buffer_range
+        .min(i.max_buffer_size)
+        .min(i.max_memory_allocation_size);
+    (buffer, i.device_local_memory)
+}
+
 /// Bits per element of a safetensors dtype name.
 fn dtype_bits(name: &str) -> Option<u64> {
     Some(match name {
@@ -248,6 +264,23 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> LoadError + '_ {
         path: path.to_path_buf(),
         source,
     }
+}
+
+/// A JSON file's text, refused unread ([`LoadError::TooLarge`]) past
+/// [`MAX_JSON_BYTES`].
+pub(crate) fn read_json_text(path: &Path) -> Result<String, LoadError> {
+    let mut file = File::open(path).map_err(io_err(path))?;
+    let len = file.metadata().map_err(io_err(path))?.len();
+    if len > MAX_JSON_BYTES {
+        return Err(LoadError::TooLarge {
+            what: path.display().to_string(),
+            bytes: len,
+            limit: MAX_JSON_BYTES,
+        });
+    }
+    let mut text = String::with_capacity(len as usize);
+    file.read_to_string(&mut text).map_err(io_err(path))?;
+    Ok(text)
 }
 
 fn header_err(file: &Path, problem: impl Into<String>) -> LoadError {
@@ -374,7 +407,12 @@ fn open_shard(path: &Path) -> Result<(Shard, Vec<(String, Entry)>), LoadError> {
     // checkpoint files must not be modified while a Checkpoint is alive.
     let map = unsafe { Mmap::map(&file) }.map_err(io_err(path))?;
     if (map.len() as u64) < len {
-        return Err(truncated(len));
+        // Shortened between the checks and the map.
+        return Err(LoadError::Truncated {
+            file: path.to_path_buf(),
+            need: len,
+            have: map.len() as u64,
+        });
     }
     Ok((
         Shard {
@@ -385,15 +423,15 @@ fn open_shard(path: &Path) -> Result<(Shard, Vec<(String, Entry)>), LoadError> {
     ))
 }
 
-/// A shard index: the shard files in order of first mention, each with the
-/// first tensor placed in it; and the whole weight map (tensor, file).
+/// A shard index: the shard files sorted by name, each with the first
+/// tensor (by name) placed in it; and the whole weight map (tensor, file).
 struct Index {
     shards: Vec<(String, String)>,
     weights: Vec<(String, String)>,
 }
 
 fn read_index(path: &Path) -> Result<Index, LoadError> {
-    let text = std::fs::read_to_string(path).map_err(io_err(path))?;
+    let text = read_json_text(path)?;
     let root: Value =
         serde_json::from_str(&text).map_err(|e| header_err(path, format!("not JSON: {e}")))?;
     let map = root
@@ -418,6 +456,8 @@ fn read_index(path: &Path) -> Result<Index, LoadError> {
         }
         weights.push((tensor.clone(), file.to_string()));
     }
+    // Shard names sort in their order (model-00001-of-00003, ...).
+    shards.sort();
     Ok(Index { shards, weights })
 }
 

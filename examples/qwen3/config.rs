@@ -162,8 +162,8 @@ fn kind(v: &Value) -> &'static str {
 /// absent (Hugging Face writes `null` for unset optional fields).
 struct Fields<'a>(&'a Map<String, Value>);
 
-impl Fields<'_> {
-    fn get(&self, name: &str) -> Option<&Value> {
+impl<'a> Fields<'a> {
+    fn get(&self, name: &str) -> Option<&'a Value> {
         self.0.get(name).filter(|v| !v.is_null())
     }
 
@@ -270,27 +270,68 @@ fn dtype_of(f: &Fields<'_>) -> Result<Option<WeightDtype>, LoadError> {
     Ok(None)
 }
 
+/// Newer configs group the rotary settings in `rope_parameters` (its
+/// `rope_theta`, `rope_type` and scaling fields) instead of `rope_theta`
+/// and `rope_scaling` at the top level.
+const ROPE_PARAMETERS: &str = "rope_parameters";
+
+fn rope_parameters<'a>(f: &Fields<'a>) -> Result<Option<&'a Map<String, Value>>, LoadError> {
+    match f.get(ROPE_PARAMETERS) {
+        None => Ok(None),
+        Some(Value::Object(o)) => Ok(Some(o)),
+        Some(v) => Err(config_err(
+            ROPE_PARAMETERS,
+            format!("is {}, not null or an object", kind(v)),
+        )),
+    }
+}
+
+fn rope_theta_of(f: &Fields<'_>) -> Result<f64, LoadError> {
+    const DEFAULT: f64 = 10000.0;
+    if f.get("rope_theta").is_some() {
+        return f.f64_or("rope_theta", DEFAULT);
+    }
+    match rope_parameters(f)? {
+        Some(p) => Fields(p)
+            .f64_or("rope_theta", DEFAULT)
+            .map_err(|e| match e {
+                LoadError::Config { problem, .. } => {
+                    config_err("rope_parameters.rope_theta", problem)
+                }
+                other => other,
+            }),
+        None => Ok(DEFAULT),
+    }
+}
+
 fn rope_scaling_of(f: &Fields<'_>) -> Result<Option<RopeScaling>, LoadError> {
-    let obj = match f.get("rope_scaling") {
-        None => return Ok(None),
-        Some(Value::Object(o)) => o,
+    let (obj, group) = match f.get("rope_scaling") {
+        Some(Value::Object(o)) => (o, "rope_scaling"),
         Some(v) => {
             return Err(config_err(
                 "rope_scaling",
                 format!("is {}, not null or an object", kind(v)),
             ))
         }
+        None => match rope_parameters(f)? {
+            Some(p) => (p, ROPE_PARAMETERS),
+            None => return Ok(None),
+        },
     };
-    let ty = ["rope_type", "type"]
-        .into_iter()
-        .find_map(|k| obj.get(k))
-        .ok_or_else(|| config_err("rope_scaling.rope_type", "is missing"))?;
-    let ty = ty.as_str().ok_or_else(|| {
-        config_err(
-            "rope_scaling.rope_type",
-            format!("is {}, not a string", kind(ty)),
-        )
-    })?;
+    // Error fields name the object the config used.
+    let field = |name: &str| format!("{group}.{name}");
+    let ty = match ["rope_type", "type"].into_iter().find_map(|k| obj.get(k)) {
+        Some(Value::String(t)) => t.as_str(),
+        Some(v) => {
+            return Err(config_err(
+                &field("rope_type"),
+                format!("is {}, not a string", kind(v)),
+            ))
+        }
+        // rope_parameters may hold only rope_theta.
+        None if group == ROPE_PARAMETERS => return Ok(None),
+        None => return Err(config_err(&field("rope_type"), "is missing")),
+    };
     if ty == "default" {
         // Hugging Face's name for unscaled rotary embedding.
         return Ok(None);
@@ -298,10 +339,13 @@ fn rope_scaling_of(f: &Fields<'_>) -> Result<Option<RopeScaling>, LoadError> {
     RopeScaling::from_config(ty, |name| obj.get(name).and_then(Value::as_f64))
         .map(Some)
         .map_err(|e| match e {
-            vkcompute::Error::Ops(OpsError::Config { field, detail, .. }) => {
-                config_err(field, detail)
+            vkcompute::Error::Ops(OpsError::Config {
+                field: f, detail, ..
+            }) => {
+                let name = f.strip_prefix("rope_scaling.").unwrap_or(f);
+                config_err(&field(name), detail)
             }
-            other => config_err("rope_scaling", other.to_string()),
+            other => config_err(group, other.to_string()),
         })
 }
 
@@ -325,7 +369,9 @@ impl Config {
     }
 
     /// Reads `dir/config.json` ([`Config::from_json`]); an unreadable file
-    /// is [`LoadError::Io`] naming it.
+    /// is [`LoadError::Io`] naming it, one past
+    /// [`MAX_JSON_BYTES`](crate::checkpoint::MAX_JSON_BYTES)
+    /// [`LoadError::TooLarge`].
     pub fn load(dir: &Path) -> Result<Config, LoadError> {
         Ok(Self::load_parsed(dir)?.0)
     }
@@ -333,11 +379,7 @@ impl Config {
     /// [`Config::load`], and whether the config named the weights' dtype.
     pub(crate) fn load_parsed(dir: &Path) -> Result<(Config, bool), LoadError> {
         let path = dir.join("config.json");
-        let text = std::fs::read_to_string(&path).map_err(|source| LoadError::Io {
-            path: path.clone(),
-            source,
-        })?;
-        Self::parse(&text)
+        Self::parse(&crate::checkpoint::read_json_text(&path)?)
     }
 
     /// The config, and whether it named the weights' dtype.
@@ -359,9 +401,10 @@ impl Config {
             layers: f.u32_or("num_hidden_layers", None)?,
             heads,
             kv_heads: f.u32_or("num_key_value_heads", Some(heads))?,
-            head_dim: f.u32_or("head_dim", hidden.checked_div(heads))?,
+            // With 0 heads, `check` names num_attention_heads.
+            head_dim: f.u32_or("head_dim", Some(hidden.checked_div(heads).unwrap_or(0)))?,
             vocab: f.u32_or("vocab_size", None)?,
-            rope_theta: f.f64_or("rope_theta", 10000.0)?,
+            rope_theta: rope_theta_of(&f)?,
             rope_scaling: rope_scaling_of(&f)?,
             rms_norm_eps: f.f64_or("rms_norm_eps", 1e-6)?,
             tie_word_embeddings: f.bool_or("tie_word_embeddings", false)?,
