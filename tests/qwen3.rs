@@ -280,6 +280,18 @@ fn chunked_prefill_and_decode_agree() {
 fn bad_input_is_a_typed_error() {
     let gpu = common::gpu();
     let (_dir, ck) = tiny_checkpoint(Arch::Llama, WeightDtype::F32, 5);
+    let big = ModelOptions {
+        max_seq: 1 << 22,
+        ..options(64)
+    };
+    let Err(e) = Model::load(&gpu, &ck, big) else {
+        panic!("a 48 GiB cache loaded")
+    };
+    assert!(
+        matches!(&e, ModelError::Load(checkpoint::LoadError::TooLarge { .. })),
+        "{e}"
+    );
+    assert!(e.to_string().contains("key cache"), "{e}");
     let Err(e) = Model::load(&gpu, &ck, options(65)) else {
         panic!("batch 65 loaded")
     };

@@ -23,7 +23,7 @@ use vkcompute::{Batch, Buffer, Device, Graph, Profiling, Ticket};
 
 use crate::attend::{self, Cursor};
 use crate::buffers::{Dims, Emb16, KvCache, Rows, WBuf};
-use crate::checkpoint::{layer_name, Checkpoint, HostTensor, LoadError};
+use crate::checkpoint::{device_limits, layer_name, Checkpoint, HostTensor, LoadError};
 
 /// The most sequences one decode step takes (`ops::linear`'s rows).
 pub const MAX_BATCH: u32 = ops::LINEAR_MAX_M;
@@ -212,23 +212,31 @@ impl Model {
             .checked_next_multiple_of(nn::DECODE_CHUNK)
             .ok_or_else(|| input("max_seq", format!("{} is too large", opts.max_seq)))?;
         ck.check_layout()?;
-        let info = gpu.info();
-        let max_buffer = info
-            .max_storage_buffer_range
-            .min(info.max_buffer_size)
-            .min(info.max_memory_allocation_size);
-        ck.check_fits(max_buffer, info.device_local_memory)?;
+        let (max_buffer, device_bytes) = device_limits(gpu);
+        ck.check_fits(max_buffer, device_bytes)?;
         let cache_elems = u64::from(opts.batch)
             * u64::from(d.kv_heads)
             * u64::from(max_seq)
             * u64::from(d.head_dim);
         let cache_bytes = cache_elems * d.kv.bytes() as u64;
-        if cache_bytes > max_buffer {
-            return Err(ModelError::Load(LoadError::TooLarge {
-                what: "one layer's key cache".into(),
-                bytes: cache_bytes,
-                limit: max_buffer,
-            }));
+        let gate_up = 2 * u64::from(d.inter) * u64::from(d.hidden) * d.dtype.bytes() as u64;
+        let caches = 2 * cache_bytes * u64::from(c.layers);
+        for (what, bytes, limit) in [
+            ("one layer's key cache", cache_bytes, max_buffer),
+            ("one layer's merged gate|up weight", gate_up, max_buffer),
+            (
+                "the weights and the KV cache (device memory)",
+                ck.total_bytes() + caches,
+                device_bytes,
+            ),
+        ] {
+            if bytes > limit {
+                return Err(ModelError::Load(LoadError::TooLarge {
+                    what: what.into(),
+                    bytes,
+                    limit,
+                }));
+            }
         }
 
         let tu = Instant::now();
