@@ -14,7 +14,7 @@ use vkcompute::{Batch, Buffer};
 
 use crate::attend::{self, Cursor};
 use crate::buffers::Rows;
-use crate::model::{argmax, Model, ModelError, Result};
+use crate::model::{Model, ModelError, Result};
 
 /// One chunk of prompt rows: its first row, and its activations (`None`:
 /// the prompt-wide buffers themselves).
@@ -27,7 +27,8 @@ struct Chunk<'a> {
 impl Model {
     /// Prefills sequence `seq` with `prompt` (its cache from position 0).
     /// Returns the logits at the last prompt position, and sets the
-    /// sequence's next token to their argmax (the lowest index on ties;
+    /// sequence's next token to the one the decode step would choose from
+    /// them (argmax, lowest index on ties; or a draw of `sample`;
     /// [`Model::set_tokens`] overrides it) and its position to
     /// `prompt.len()`.
     pub fn prefill(&mut self, seq: u32, prompt: &[u32]) -> Result<Vec<f32>> {
@@ -166,11 +167,23 @@ impl Model {
             d.vocab,
             Epilogue::None,
         )?;
+        // The first generated token, chosen as the decode step chooses.
+        // A sampled draw's counter lies past every decode position (those
+        // are below max_seq) and differs per sequence.
+        let next1 = gpu.alloc::<u32>(1)?;
+        match self.opts.sample {
+            Some(p) => {
+                let ctr = self.max_seq.wrapping_mul(seq + 1).wrapping_add(n - 1);
+                let ctr = gpu.upload(&[ctr])?;
+                nn::sample(&mut b, &logits1, &ctr, &next1, 1, d.vocab, p)?;
+            }
+            None => nn::argmax(&mut b, &logits1, &next1, 1, d.vocab)?,
+        }
         b.submit()?;
 
         self.check_guards()?;
         let logits = logits1.download()?;
-        let next = argmax(&logits);
+        let next = next1.download()?[0];
         let s = seq as usize;
         self.tokens.write(s, &[next])?;
         self.pos.write(s, &[n])?;
