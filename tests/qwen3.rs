@@ -506,3 +506,48 @@ fn sixteen_bit_cache_stays_close() {
     }
     common::assert_clean(&gpu);
 }
+
+/// What only the GPU sees is guarded there and surfaces as a typed error
+/// at the next read: a token id past the vocabulary (written behind the
+/// host's checks), a position past the cache.
+#[test]
+fn gpu_guards_surface_as_errors() {
+    let gpu = common::gpu();
+    let (_dir, ck) = tiny_checkpoint(Arch::Qwen3, WeightDtype::F32, 23);
+    let mut m = Model::load(&gpu, &ck, options(2)).expect("load");
+    m.prefill(0, &[1, 2, 3]).expect("prefill");
+    m.prefill(1, &[4, 5]).expect("prefill");
+    m.state.buf.write(1, &[500]).expect("write a bad id");
+    m.step().expect("launch").wait().expect("step");
+    let e = m.tokens().unwrap_err();
+    assert!(
+        matches!(
+            e,
+            ModelError::Guard {
+                what: "token ids (embedding)",
+                count: 1
+            }
+        ),
+        "{e}"
+    );
+
+    let mut m = Model::load(&gpu, &ck, options(2)).expect("load");
+    m.prefill(0, &[1, 2, 3]).expect("prefill");
+    m.pos
+        .write(0, &[m.max_seq()])
+        .expect("write a bad position");
+    m.step().expect("launch").wait().expect("step");
+    let e = m.logits().unwrap_err();
+    assert!(
+        matches!(
+            e,
+            ModelError::Guard {
+                what: "cache positions (kv_append)",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    drop(m);
+    common::assert_clean(&gpu);
+}

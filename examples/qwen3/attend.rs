@@ -7,7 +7,7 @@ use std::ops::Range;
 
 use vkcompute::ops;
 use vkcompute::ops::nn::{self, DecodeShape, KvShape, NnElement};
-use vkcompute::{Batch, Buffer};
+use vkcompute::{Batch, Buffer, BufferSlice};
 
 use crate::buffers::{Kv16, KvCache, Rows, Rows16};
 use crate::model::{ModelError, Result};
@@ -17,7 +17,7 @@ use crate::model::{ModelError, Result};
 pub(crate) struct Cursor<'a> {
     pub(crate) pos: &'a Buffer<u32>,
     pub(crate) lens: &'a Buffer<u32>,
-    pub(crate) flag: &'a Buffer<u32>,
+    pub(crate) flag: &'a BufferSlice<'a, u32>,
 }
 
 fn mismatch() -> ModelError {

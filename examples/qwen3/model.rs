@@ -17,9 +17,9 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use vkcompute::ops::nn::{self, DecodeShape, KvShape, SampleParams};
+use vkcompute::ops::nn::{self, DecodeShape, KvShape, NnOperand, SampleParams};
 use vkcompute::ops::{self, Epilogue};
-use vkcompute::{Batch, Buffer, Device, Graph, Profiling, Ticket};
+use vkcompute::{Batch, Buffer, BufferSlice, Device, Graph, Profiling, Ticket};
 
 use crate::attend::{self, Cursor};
 use crate::buffers::{Dims, Emb16, KvCache, Rows, WBuf};
@@ -161,11 +161,10 @@ pub struct Model {
     /// `None`: tied to the embedding table.
     pub(crate) lm_head: Option<WBuf>,
     pub(crate) inv_freq: Buffer<f32>,
-    pub(crate) tokens: Buffer<u32>,
+    /// The next tokens and the guard words ([`State`]).
+    pub(crate) state: State,
     pub(crate) pos: Buffer<u32>,
     pub(crate) lens: Buffer<u32>,
-    pub(crate) embed_flag: Buffer<u32>,
-    pub(crate) kv_flag: Buffer<u32>,
     pub(crate) logits: Buffer<f32>,
     pub(crate) step_rows: Rows,
     pub(crate) graph: Option<Graph>,
@@ -311,11 +310,9 @@ impl Model {
             norm,
             lm_head,
             inv_freq,
-            tokens: gpu.upload(&vec![0u32; b])?,
+            state: State::new(gpu, b)?,
             pos: gpu.upload(&vec![0u32; b])?,
             lens: gpu.upload(&vec![1u32; b])?,
-            embed_flag: gpu.upload(&[0u32])?,
-            kv_flag: gpu.upload(&[0u32])?,
             logits: gpu.alloc::<f32>(b * vocab)?,
             step_rows: Rows::new(gpu, &d, opts.batch)?,
             graph: None,
@@ -377,9 +374,14 @@ impl Model {
     }
 
     /// Records the gather of `ids` (m tokens) into `r.h`.
-    pub(crate) fn record_embed(&self, b: &mut Batch, ids: &Buffer<u32>, r: &Rows) -> Result<()> {
+    pub(crate) fn record_embed(
+        &self,
+        b: &mut Batch,
+        ids: &impl NnOperand<u32>,
+        r: &Rows,
+    ) -> Result<()> {
         let (v, h) = (self.dims.vocab, self.dims.hidden);
-        let f = &self.embed_flag;
+        let f = &self.state.embed_flag()?;
         match (&self.embed, &r.emb16) {
             (WBuf::F32(t), _) => nn::embedding(b, t, ids, &r.h, f, v, h)?,
             (WBuf::F16(t), Some(Emb16::F16(e))) => {
@@ -524,7 +526,9 @@ impl Model {
         };
         let mut rec = self.gpu.graph_recorder_with(prof)?;
         let b: &mut Batch = &mut rec;
-        self.record_embed(b, &self.tokens, r)?;
+        let tokens = self.state.tokens()?;
+        let kv_flag = self.state.kv_flag()?;
+        self.record_embed(b, &tokens, r)?;
         let kv = KvShape {
             batch: bsz,
             steps: 1,
@@ -542,7 +546,7 @@ impl Model {
         let cursor = Cursor {
             pos: &self.pos,
             lens: &self.lens,
-            flag: &self.kv_flag,
+            flag: &kv_flag,
         };
         for l in &self.layers {
             self.record_pre_attn(b, l, r, &self.pos)?;
@@ -561,8 +565,8 @@ impl Model {
             Epilogue::None,
         )?;
         match self.opts.sample {
-            Some(p) => nn::sample(b, &self.logits, &self.pos, &self.tokens, bsz, d.vocab, p)?,
-            None => nn::argmax(b, &self.logits, &self.tokens, bsz, d.vocab)?,
+            Some(p) => nn::sample(b, &self.logits, &self.pos, &tokens, bsz, d.vocab, p)?,
+            None => nn::argmax(b, &self.logits, &tokens, bsz, d.vocab)?,
         }
         ops::increment(b, &self.pos, 1)?;
         ops::increment(b, &self.lens, 1)?;
@@ -602,8 +606,7 @@ impl Model {
     /// The next token of each sequence (read back; waits for the last
     /// step), after checking the kernels' guards.
     pub fn tokens(&self) -> Result<Vec<u32>> {
-        self.check_guards()?;
-        Ok(self.tokens.download()?)
+        self.state.read()
     }
 
     /// The last step's logits, `[batch, vocab]`.
@@ -632,22 +635,71 @@ impl Model {
                 format!("{t} is past the vocabulary of {}", self.dims.vocab),
             ));
         }
-        self.tokens.write(0, ids)?;
+        self.state.buf.write(0, ids)?;
         Ok(())
     }
 
     /// Errors when a kernel guard counted out-of-range input since load.
     pub fn check_guards(&self) -> Result<()> {
-        for (what, f) in [
-            ("token ids (embedding)", &self.embed_flag),
-            ("cache positions (kv_append)", &self.kv_flag),
+        self.state.read().map(|_| ())
+    }
+}
+
+/// The decode step's small `u32` state in one buffer, so that one read
+/// returns the next tokens and both guard words: the tokens (`[batch]`),
+/// then the embedding's and kv_append's flag words, each at an offset the
+/// adapter can bind.
+pub(crate) struct State {
+    pub(crate) buf: Buffer<u32>,
+    batch: usize,
+    embed_at: usize,
+    kv_at: usize,
+}
+
+impl State {
+    fn new(gpu: &Device, batch: usize) -> Result<State> {
+        let align = (gpu.info().min_storage_buffer_offset_alignment as usize / 4).max(1);
+        let embed_at = batch.next_multiple_of(align);
+        let kv_at = embed_at + align;
+        Ok(State {
+            buf: gpu.upload(&vec![0u32; kv_at + 1])?,
+            batch,
+            embed_at,
+            kv_at,
+        })
+    }
+
+    /// The next token of each sequence.
+    pub(crate) fn tokens(&self) -> Result<BufferSlice<'_, u32>> {
+        Ok(self.buf.slice(0..self.batch)?)
+    }
+
+    /// The embedding's guard word (token ids past the vocabulary).
+    pub(crate) fn embed_flag(&self) -> Result<BufferSlice<'_, u32>> {
+        Ok(self.buf.slice(self.embed_at..self.embed_at + 1)?)
+    }
+
+    /// kv_append's guard word (positions past the cache).
+    pub(crate) fn kv_flag(&self) -> Result<BufferSlice<'_, u32>> {
+        Ok(self.buf.slice(self.kv_at..self.kv_at + 1)?)
+    }
+
+    /// The tokens, after checking both guard words (one read).
+    fn read(&self) -> Result<Vec<u32>> {
+        let mut all = self.buf.download()?;
+        for (what, at) in [
+            ("token ids (embedding)", self.embed_at),
+            ("cache positions (kv_append)", self.kv_at),
         ] {
-            let n = f.download()?[0];
-            if n != 0 {
-                return Err(ModelError::Guard { what, count: n });
+            if all[at] != 0 {
+                return Err(ModelError::Guard {
+                    what,
+                    count: all[at],
+                });
             }
         }
-        Ok(())
+        all.truncate(self.batch);
+        Ok(all)
     }
 }
 

@@ -90,10 +90,11 @@ impl Model {
         let per_seq = (d.kv_heads * self.max_seq * d.head_dim) as usize;
         let range = seq as usize * per_seq..(seq as usize + 1) * per_seq;
 
+        let kv_flag = self.state.kv_flag()?;
         let cursor = Cursor {
             pos: &kv_pos,
             lens: &kv_pos,
-            flag: &self.kv_flag,
+            flag: &kv_flag,
         };
         let mut b = gpu.batch()?;
         self.record_embed(&mut b, &ids, &all)?;
@@ -185,7 +186,7 @@ impl Model {
         let logits = logits1.download()?;
         let next = next1.download()?[0];
         let s = seq as usize;
-        self.tokens.write(s, &[next])?;
+        self.state.buf.write(s, &[next])?;
         self.pos.write(s, &[n])?;
         self.lens.write(s, &[n + 1])?;
         self.pos_host[s] = n;
