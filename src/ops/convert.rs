@@ -2,6 +2,21 @@
 //! [`Bf16`] tensors to any of the three, element-wise, so that a model can
 //! keep activations in f32 beside 16-bit weights or caches (a gathered
 //! bf16 embedding row widened to f32, f32 keys narrowed for a bf16 cache).
+//!
+//! ```
+//! # fn main() -> vkcompute::Result<()> {
+//! use vkcompute::ops::{self, Bf16};
+//! let gpu = vkcompute::Device::new()?;
+//! // 1 + 2^-8 lies halfway between two bf16 values: it rounds to even.
+//! let x = gpu.upload(&[1.0f32, 1.00390625, -3.0])?;
+//! let y = gpu.alloc::<Bf16>(3)?;
+//! let mut batch = gpu.batch()?;
+//! ops::convert(&mut batch, &x, &y)?;
+//! batch.submit()?;
+//! assert_eq!(y.download()?, [1.0f32, 1.0, -3.0].map(Bf16::from_f32));
+//! # Ok(())
+//! # }
+//! ```
 
 use crate::batch::Batch;
 use crate::error::{Error, Result};

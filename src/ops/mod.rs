@@ -1,7 +1,8 @@
 //! Built-in kernels: element-wise ops, reductions, softmax, transpose,
-//! GEMV, matmul, skinny linear layers ([`linear`]) and the transformer ops
-//! of [`nn`], recorded into an ordinary [`Batch`](crate::Batch) next to your
-//! own kernels.
+//! GEMV, matmul, skinny linear layers ([`linear`]), the transformer ops
+//! of [`nn`], element-type conversion ([`convert`]) and `u32` counters
+//! ([`increment`]), recorded into an ordinary [`Batch`](crate::Batch) next
+//! to your own kernels.
 //!
 //! ```
 //! # fn main() -> vkcompute::Result<()> {
