@@ -551,3 +551,15 @@ fn gpu_guards_surface_as_errors() {
     drop(m);
     common::assert_clean(&gpu);
 }
+
+/// The host-side pieces the comparisons lean on, without a GPU: argmax
+/// follows the GPU's rule (lowest index on ties, NaN wins), and the
+/// relative error is max|a - b| / max|b|.
+#[test]
+fn host_argmax_and_relative_error() {
+    assert_eq!(model::argmax(&[1.0, 3.0, 3.0, 2.0]), 1);
+    assert_eq!(model::argmax(&[1.0, f32::NAN, 5.0, f32::NAN]), 1);
+    assert_eq!(model::argmax(&[f32::NEG_INFINITY; 3]), 0);
+    assert_eq!(report::rel_err(&[1.0, 2.0], &[1.0, 4.0]), 0.5);
+    assert_eq!(report::rel_err(&[0.0], &[0.0]), 0.0);
+}

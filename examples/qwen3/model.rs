@@ -36,8 +36,9 @@ pub struct ModelOptions {
     /// Positions each sequence's cache holds; rounded up to a multiple of
     /// 64 (so each sequence's cache starts on an aligned offset).
     pub max_seq: u32,
-    /// Prompt rows per prefill chunk (1 to 64; 64 is the fastest, smaller
-    /// chunks exercise the cache-reading path in tests).
+    /// Prompt rows per prefill chunk of the projections and MLP (1 to
+    /// 64; 64 is the fastest, smaller chunks exercise the chunking in
+    /// tests).
     pub prefill_chunk: u32,
     /// How the decode step picks its token; `None` is greedy (argmax).
     pub sample: Option<SampleParams>,
