@@ -563,3 +563,31 @@ fn host_argmax_and_relative_error() {
     assert_eq!(report::rel_err(&[1.0, 2.0], &[1.0, 4.0]), 0.5);
     assert_eq!(report::rel_err(&[0.0], &[0.0]), 0.0);
 }
+
+/// Tied embeddings (the table as the LM head, no `lm_head.weight`) and
+/// Llama 3 rope scaling (every inverse frequency of this head size is in
+/// the scaled or blended band) match the reference.
+#[test]
+fn tied_embeddings_and_llama3_rope_scaling() {
+    let gpu = common::gpu();
+    let mut c = tiny::tiny_config(Arch::Llama, WeightDtype::F32);
+    c.tie_word_embeddings = true;
+    c.rope_scaling = Some(vkcompute::ops::nn::RopeScaling::Llama3 {
+        factor: 8.0,
+        low_freq_factor: 1.0,
+        high_freq_factor: 4.0,
+        original_max_position_embeddings: 64,
+    });
+    let dir = TempDir::new("tied-llama3");
+    tiny::write_checkpoint(dir.path(), &c, 29, 2).expect("write the tiny checkpoint");
+    let ck = Checkpoint::open(dir.path()).expect("open the tiny checkpoint");
+    assert!(!ck.has("lm_head.weight"));
+    assert!(ck.config.rope_scaling.is_some());
+    let reference = Reference::load(&ck).expect("reference weights");
+    let mut m = Model::load(&gpu, &ck, options(1)).expect("load");
+    let runs = run_model(&mut m, &[vec![3, 30, 60, 90, 20, 50]]);
+    let e = worst_error(&runs[0], &reference, Fault::None);
+    assert!(e <= TOL, "tied, scaled: {e:e} > {TOL:e}");
+    drop(m);
+    common::assert_clean(&gpu);
+}
