@@ -591,3 +591,26 @@ fn tied_embeddings_and_llama3_rope_scaling() {
     drop(m);
     common::assert_clean(&gpu);
 }
+
+/// `generate` gives the tokens the step-by-step loop chose, stops a
+/// sequence at its end-of-sequence token, and stops at `max_new`.
+#[test]
+fn generate_follows_the_steps_and_stops_at_eos() {
+    let gpu = common::gpu();
+    let (_dir, ck) = tiny_checkpoint(Arch::Qwen3, WeightDtype::F32, 31);
+    let prompts = [vec![5u32, 17, 3, 88, 41], vec![90, 2, 64]];
+    let mut m = Model::load(&gpu, &ck, options(2)).expect("load");
+    let runs = run_model(&mut m, &prompts);
+    let got = m.generate(&prompts, STEPS as u32).expect("generate");
+    for (s, r) in runs.iter().enumerate() {
+        assert_eq!(got[s], r.fed[r.prompt_len..], "sequence {s}");
+    }
+    // The same with sequence 0's third token as the end of sequence.
+    m.eos = vec![got[0][2]];
+    let cut = m.generate(&prompts, STEPS as u32).expect("generate");
+    assert_eq!(cut[0], got[0][..3]);
+    assert!(cut[1].len() >= 3, "sequence 1 runs on while 0 has ended");
+    assert_eq!(cut[1][..], got[1][..cut[1].len()]);
+    drop(m);
+    common::assert_clean(&gpu);
+}

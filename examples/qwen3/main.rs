@@ -187,6 +187,12 @@ fn run(args: &[String]) -> Result<bool, Box<dyn std::error::Error>> {
         ok = report::compare(&mut m, r)?;
     }
     report::timings(&mut m, &a.prompt, a.decode, &mut peak)?;
+    if a.decode > 0 {
+        let prompts = vec![a.prompt.clone(); a.batch as usize];
+        for (s, t) in m.generate(&prompts, a.decode)?.iter().enumerate() {
+            println!("generate, sequence {s}: {t:?}");
+        }
+    }
     if a.profile {
         report::profile(&mut m, &a.prompt)?;
     }

@@ -171,6 +171,8 @@ pub struct Model {
     pub(crate) graph: Option<Graph>,
     /// The host's copy of each sequence's next position.
     pub(crate) pos_host: Vec<u32>,
+    /// Tokens that end a sequence (the config's `eos_token_id`).
+    pub(crate) eos: Vec<u32>,
     pub(crate) load_stats: LoadStats,
 }
 
@@ -318,6 +320,7 @@ impl Model {
             step_rows: Rows::new(gpu, &d, opts.batch)?,
             graph: None,
             pos_host: vec![0; b],
+            eos: c.eos_token_ids.clone(),
             load_stats: LoadStats {
                 total: Duration::ZERO,
                 upload,
@@ -572,6 +575,49 @@ impl Model {
         ops::increment(b, &self.pos, 1)?;
         ops::increment(b, &self.lens, 1)?;
         Ok(rec.finish()?)
+    }
+
+    /// Generates up to `max_new` tokens for each prompt (one sequence
+    /// each, at most the batch), reading the tokens back after every step
+    /// as an interactive loop does; a sequence ends at its first
+    /// end-of-sequence token (kept), and the loop when all have ended or
+    /// the longest prompt's cache is full. Returns each sequence's new
+    /// tokens.
+    pub fn generate(&mut self, prompts: &[Vec<u32>], max_new: u32) -> Result<Vec<Vec<u32>>> {
+        if prompts.len() > self.opts.batch as usize {
+            return Err(input(
+                "prompts",
+                format!(
+                    "{} prompts; the batch is {}",
+                    prompts.len(),
+                    self.opts.batch
+                ),
+            ));
+        }
+        let mut out = vec![Vec::new(); prompts.len()];
+        let mut done = vec![false; prompts.len()];
+        for (s, p) in prompts.iter().enumerate() {
+            self.prefill(s as u32, p)?;
+        }
+        let mut next = self.tokens()?;
+        for step in 0..max_new {
+            for (s, o) in out.iter_mut().enumerate() {
+                if !done[s] {
+                    o.push(next[s]);
+                    done[s] = self.eos.contains(&next[s]);
+                }
+            }
+            let full = prompts
+                .iter()
+                .enumerate()
+                .any(|(s, _)| self.pos_host[s] >= self.max_seq);
+            if step + 1 == max_new || done.iter().all(|&d| d) || full {
+                break;
+            }
+            self.step()?.wait()?;
+            next = self.tokens()?;
+        }
+        Ok(out)
     }
 
     /// Launches one decode step of every sequence (one graph launch).
