@@ -37,13 +37,16 @@ struct Registry<'a>(&'a BuiltinStore);
 /// element type, so that its bindings are not checked against buffers'
 /// element types ([`crate::element`]): the copy kernel binds `uvec4` for
 /// any element type, the f16 widening and batched kernels read the `u16`
-/// buffers `matmul_f16` takes as `float16_t`, the coopmat matmul kernels read
+/// buffers `matmul_f16` takes as `float16_t`, the conversion kernels
+/// (`ops::convert`) read and write 16-bit tensors as `uint16_t` words, the
+/// coopmat matmul kernels read
 /// those `u16` buffers as `uvec4` (NV and KHR alike, the workgroup-scope
 /// ones as `float16_t`); the 16-bit-weight linear kernels
 /// read [`F16`](crate::element::F16) and [`Bf16`](crate::element::Bf16)
 /// weights as `uvec4` and `uint16_t` words.
 fn reads_raw_words(name: &str) -> bool {
     matches!(name, "copy" | "convert_f16_f32" | "matmul_f16_batched")
+        || name.starts_with("cast")
         || name.starts_with("matmul_f16_coopmat")
         || name.starts_with("matmul_f16_cm2")
         || name.starts_with("matmul_f16_khr")
@@ -211,8 +214,9 @@ mod tests {
                 assert!(!kinds.is_empty(), "{name}");
             } else {
                 // The rest read the f32 or F16 buffers the ops take (and
-                // the transformer kernels, u32 ids, positions and lengths).
-                let words_too = name.starts_with("nn_");
+                // the transformer kernels, u32 ids, positions and lengths;
+                // ops::increment, u32 counters).
+                let words_too = name.starts_with("nn_") || *name == "u32_add";
                 assert!(
                     kinds.iter().all(|k| matches!(k, ScalarKind::Float(_))
                         || (words_too && *k == ScalarKind::Unsigned)),

@@ -1,7 +1,8 @@
 //! Built-in kernels: element-wise ops, reductions, softmax, transpose,
-//! GEMV, matmul, skinny linear layers ([`linear`]) and the transformer ops
-//! of [`nn`], recorded into an ordinary [`Batch`](crate::Batch) next to your
-//! own kernels.
+//! GEMV, matmul, skinny linear layers ([`linear`]), the transformer ops
+//! of [`nn`], element-type conversion ([`convert`]) and `u32` counters
+//! ([`increment`]), recorded into an ordinary [`Batch`](crate::Batch) next
+//! to your own kernels.
 //!
 //! ```
 //! # fn main() -> vkcompute::Result<()> {
@@ -44,6 +45,8 @@ use crate::device::Device;
 pub use crate::error::OpsError;
 use crate::error::{Error, Result};
 
+mod convert;
+mod counter;
 mod dtype;
 mod elementwise;
 pub(crate) mod fusion;
@@ -55,6 +58,8 @@ mod softmax;
 mod transpose;
 
 pub use crate::builtins::{builtin_kernel, builtin_names, registry_stats, RegistryStats};
+pub use convert::convert;
+pub use counter::increment;
 pub use dtype::{Bf16, DType, Element, F16};
 pub use elementwise::{
     add, binary, copy, fill, gelu, gelu_tanh, mul, relu, saxpy, scale, sigmoid, sub, swish, tanh,

@@ -1,0 +1,228 @@
+//! The decoder's device buffers: weight matrices in their stored dtype,
+//! the KV cache (f32 or the weights' 16-bit dtype), and the activations of
+//! a step or a prompt.
+
+use vkcompute::ops::{Bf16, Weights, F16};
+use vkcompute::{Buffer, Device};
+
+use crate::checkpoint::HostTensor;
+use crate::config::{Arch, Config, WeightDtype};
+use crate::model::Result;
+
+/// A weight matrix on the device in its stored dtype.
+pub enum WBuf {
+    /// f32.
+    F32(Buffer<f32>),
+    /// IEEE half.
+    F16(Buffer<F16>),
+    /// bfloat16.
+    Bf16(Buffer<Bf16>),
+}
+
+impl WBuf {
+    pub(crate) fn weights(&self) -> Weights<'_> {
+        match self {
+            WBuf::F32(b) => b.into(),
+            WBuf::F16(b) => b.into(),
+            WBuf::Bf16(b) => b.into(),
+        }
+    }
+
+    pub(crate) fn bytes(&self) -> u64 {
+        match self {
+            WBuf::F32(b) => b.byte_size(),
+            WBuf::F16(b) => b.byte_size(),
+            WBuf::Bf16(b) => b.byte_size(),
+        }
+    }
+
+    /// Uploads the tensors' bytes one after the other into one buffer (a
+    /// merged gate|up weight), straight from the checkpoint's bytes.
+    pub(crate) fn upload(gpu: &Device, parts: &[&HostTensor<'_>]) -> Result<WBuf> {
+        fn go<T: vkcompute::bytemuck::Pod>(
+            gpu: &Device,
+            parts: &[&HostTensor<'_>],
+        ) -> Result<Buffer<T>> {
+            let size = std::mem::size_of::<T>();
+            if parts.len() == 1 {
+                return Ok(
+                    match vkcompute::bytemuck::try_cast_slice::<u8, T>(parts[0].bytes) {
+                        Ok(s) => gpu.upload(s)?,
+                        Err(_) => gpu.upload(&aligned::<T>(parts[0].bytes))?,
+                    },
+                );
+            }
+            let total: usize = parts.iter().map(|p| p.bytes.len() / size).sum();
+            let buf = gpu.alloc::<T>(total)?;
+            let mut at = 0;
+            for p in parts {
+                let n = p.bytes.len() / size;
+                match vkcompute::bytemuck::try_cast_slice::<u8, T>(p.bytes) {
+                    Ok(s) => buf.write(at, s)?,
+                    Err(_) => buf.write(at, &aligned::<T>(p.bytes))?,
+                }
+                at += n;
+            }
+            Ok(buf)
+        }
+        Ok(match parts[0].dtype {
+            WeightDtype::F32 => WBuf::F32(go(gpu, parts)?),
+            WeightDtype::F16 => WBuf::F16(go(gpu, parts)?),
+            WeightDtype::Bf16 => WBuf::Bf16(go(gpu, parts)?),
+        })
+    }
+}
+
+/// `bytes` copied into a `Vec<T>` (for bytes the map does not align to
+/// `T`).
+fn aligned<T: vkcompute::bytemuck::Pod>(bytes: &[u8]) -> Vec<T> {
+    let mut v = vec![T::zeroed(); bytes.len() / std::mem::size_of::<T>()];
+    vkcompute::bytemuck::cast_slice_mut::<T, u8>(&mut v).copy_from_slice(bytes);
+    v
+}
+
+/// The model's dimensions (from its config).
+#[derive(Debug, Clone, Copy)]
+pub struct Dims {
+    /// Hidden size.
+    pub hidden: u32,
+    /// MLP width.
+    pub inter: u32,
+    /// Query heads.
+    pub heads: u32,
+    /// Key/value heads.
+    pub kv_heads: u32,
+    /// Elements per head.
+    pub head_dim: u32,
+    /// Vocabulary.
+    pub vocab: u32,
+    /// RMSNorm epsilon (as the kernels take it).
+    pub eps: f32,
+    /// Weight dtype.
+    pub dtype: WeightDtype,
+    /// Qwen3's per-head q/k norms.
+    pub qk_norm: bool,
+    /// The KV cache's dtype: f32, or the weights' 16-bit dtype.
+    pub kv: WeightDtype,
+}
+
+impl Dims {
+    /// The dimensions of `c`, with an f32 cache when `kv_f32` (or f32
+    /// weights), else one in the weights' dtype.
+    pub(crate) fn of(c: &Config, kv_f32: bool) -> Dims {
+        Dims {
+            hidden: c.hidden,
+            inter: c.intermediate,
+            heads: c.heads,
+            kv_heads: c.kv_heads,
+            head_dim: c.head_dim,
+            vocab: c.vocab,
+            eps: c.rms_norm_eps as f32,
+            dtype: c.dtype,
+            qk_norm: c.arch == Arch::Qwen3,
+            kv: if kv_f32 { WeightDtype::F32 } else { c.dtype },
+        }
+    }
+    pub(crate) fn qw(&self) -> u32 {
+        self.heads * self.head_dim
+    }
+    pub(crate) fn kvw(&self) -> u32 {
+        self.kv_heads * self.head_dim
+    }
+}
+
+/// Activations of `m` rows (a decode step's sequences or a prefill chunk).
+pub(crate) struct Rows {
+    pub(crate) m: u32,
+    pub(crate) h: Buffer<f32>,
+    pub(crate) xn: Buffer<f32>,
+    pub(crate) q: Buffer<f32>,
+    pub(crate) k: Buffer<f32>,
+    pub(crate) v: Buffer<f32>,
+    pub(crate) ao: Buffer<f32>,
+    pub(crate) mlp: Buffer<f32>,
+    /// The gathered embedding rows in the table's 16-bit dtype.
+    pub(crate) emb16: Option<Emb16>,
+    /// q, k, v and the attention output in a 16-bit cache's dtype.
+    pub(crate) kv16: Option<Rows16>,
+}
+
+/// Rows of a 16-bit dtype.
+pub(crate) enum Emb16 {
+    F16(Buffer<F16>),
+    Bf16(Buffer<Bf16>),
+}
+
+/// The attention operands of `m` rows in a 16-bit cache's dtype `T`: an nn
+/// op's tensors share one type, so q, k and v are narrowed before the
+/// append and the attention, and the output widened after.
+pub(crate) struct Kv16<T: vkcompute::bytemuck::Pod> {
+    pub(crate) q: Buffer<T>,
+    pub(crate) k: Buffer<T>,
+    pub(crate) v: Buffer<T>,
+    pub(crate) ao: Buffer<T>,
+}
+
+/// [`Kv16`] of the cache's dtype.
+pub(crate) enum Rows16 {
+    F16(Kv16<F16>),
+    Bf16(Kv16<Bf16>),
+}
+
+impl<T: vkcompute::bytemuck::Pod> Kv16<T> {
+    fn new(gpu: &Device, d: &Dims, m: u32) -> Result<Kv16<T>> {
+        let a = |n: u32| gpu.alloc::<T>((m * n) as usize);
+        Ok(Kv16 {
+            q: a(d.qw())?,
+            k: a(d.kvw())?,
+            v: a(d.kvw())?,
+            ao: a(d.qw())?,
+        })
+    }
+}
+
+/// One layer's key and value caches, each `[batch, kv_heads, max_seq,
+/// head_dim]`.
+pub(crate) enum KvCache {
+    F32(Buffer<f32>, Buffer<f32>),
+    F16(Buffer<F16>, Buffer<F16>),
+    Bf16(Buffer<Bf16>, Buffer<Bf16>),
+}
+
+impl KvCache {
+    /// Caches of `elems` elements each in `dtype`.
+    pub(crate) fn new(gpu: &Device, dtype: WeightDtype, elems: usize) -> Result<KvCache> {
+        Ok(match dtype {
+            WeightDtype::F32 => KvCache::F32(gpu.alloc(elems)?, gpu.alloc(elems)?),
+            WeightDtype::F16 => KvCache::F16(gpu.alloc(elems)?, gpu.alloc(elems)?),
+            WeightDtype::Bf16 => KvCache::Bf16(gpu.alloc(elems)?, gpu.alloc(elems)?),
+        })
+    }
+}
+
+impl Rows {
+    pub(crate) fn new(gpu: &Device, d: &Dims, m: u32) -> Result<Rows> {
+        let a = |n: u32| gpu.alloc::<f32>((m * n) as usize);
+        let n_emb = (m * d.hidden) as usize;
+        Ok(Rows {
+            m,
+            h: a(d.hidden)?,
+            xn: a(d.hidden)?,
+            q: a(d.qw())?,
+            k: a(d.kvw())?,
+            v: a(d.kvw())?,
+            ao: a(d.qw())?,
+            mlp: a(d.inter)?,
+            emb16: match d.dtype {
+                WeightDtype::F32 => None,
+                WeightDtype::F16 => Some(Emb16::F16(gpu.alloc(n_emb)?)),
+                WeightDtype::Bf16 => Some(Emb16::Bf16(gpu.alloc(n_emb)?)),
+            },
+            kv16: match d.kv {
+                WeightDtype::F32 => None,
+                WeightDtype::F16 => Some(Rows16::F16(Kv16::new(gpu, d, m)?)),
+                WeightDtype::Bf16 => Some(Rows16::Bf16(Kv16::new(gpu, d, m)?)),
+            },
+        })
+    }
+}

@@ -1,0 +1,116 @@
+//! Element-type conversion (`shaders/cast.comp`): f32, [`F16`] and
+//! [`Bf16`] tensors to any of the three, element-wise, so that a model can
+//! keep activations in f32 beside 16-bit weights or caches (a gathered
+//! bf16 embedding row widened to f32, f32 keys narrowed for a bf16 cache).
+//!
+//! ```
+//! # fn main() -> vkcompute::Result<()> {
+//! use vkcompute::ops::{self, Bf16};
+//! let gpu = vkcompute::Device::new()?;
+//! // 1 + 2^-8 lies halfway between two bf16 values: it rounds to even.
+//! let x = gpu.upload(&[1.0f32, 1.00390625, -3.0])?;
+//! let y = gpu.alloc::<Bf16>(3)?;
+//! let mut batch = gpu.batch()?;
+//! ops::convert(&mut batch, &x, &y)?;
+//! batch.submit()?;
+//! assert_eq!(y.download()?, [1.0f32, 1.0, -3.0].map(Bf16::from_f32));
+//! # Ok(())
+//! # }
+//! ```
+
+use crate::batch::Batch;
+use crate::error::{Error, Result};
+
+use super::grid::elementwise_groups;
+use super::nn::{NnDtype, NnElement, NnOperand};
+use super::{device_of, words};
+#[cfg(doc)]
+use super::{Bf16, F16};
+
+const OP: &str = "ops::convert";
+
+/// The built-in kernel converting `src` to `dst` (`shaders/cast.comp`).
+fn kernel_name(src: NnDtype, dst: NnDtype) -> &'static str {
+    use NnDtype::{Bf16 as B, F16 as H, F32 as F};
+    match (src, dst) {
+        (F, F) => "cast",
+        (F, H) => "cast_f32_f16",
+        (F, B) => "cast_f32_bf16",
+        (H, F) => "cast_f16_f32",
+        (H, H) => "cast_f16_f16",
+        (H, B) => "cast_f16_bf16",
+        (B, F) => "cast_bf16_f32",
+        (B, H) => "cast_bf16_f16",
+        (B, B) => "cast_bf16_bf16",
+    }
+}
+
+/// Records `y[i] = x[i]` converted from `S` to `D` (each f32, [`F16`] or
+/// [`Bf16`]): widening is exact, narrowing rounds once to nearest even
+/// (overflow to infinity, NaN stays NaN), as [`F16::from_f32`] and
+/// [`Bf16::from_f32`] do on the host. `x` and `y` hold the same number of
+/// elements (at least 1) and must not share bytes. 16-bit types need the
+/// adapter's 16-bit storage (`storageBuffer16BitAccess`); no 16-bit
+/// arithmetic is used.
+pub fn convert<S: NnElement, D: NnElement>(
+    batch: &mut Batch,
+    x: &impl NnOperand<S>,
+    y: &impl NnOperand<D>,
+) -> Result<()> {
+    let n = x.elems();
+    if n == 0 || y.elems() != n {
+        return Err(Error::OpShape {
+            op: OP,
+            detail: format!(
+                "x has {n} elements and y {}; they must be equal and at least 1",
+                y.elems()
+            ),
+        });
+    }
+    let n = super::as_u32(OP, "x", n)?;
+    let (xv, yv) = (x.view(), y.view());
+    if std::sync::Arc::ptr_eq(xv.inner, yv.inner)
+        && xv.offset < yv.offset + yv.size
+        && yv.offset < xv.offset + xv.size
+    {
+        return Err(Error::OpShape {
+            op: OP,
+            detail: "y overlaps x; the conversion cannot work in place".into(),
+        });
+    }
+    let gpu = device_of(&xv);
+    let info = gpu.info();
+    if (S::NN != NnDtype::F32 || D::NN != NnDtype::F32) && !info.storage_buffer16 {
+        return Err(Error::Unsupported {
+            what: "16-bit tensors (storageBuffer16BitAccess)",
+            adapter: format!("{} (in {OP})", info.name),
+        });
+    }
+    let k = crate::builtins::get(&gpu.inner, kernel_name(S::NN, D::NN), &[])?;
+    let groups = elementwise_groups(u64::from(n), info.max_workgroup_count[0]);
+    batch.run_configured(&k, &[x, y], [groups, 1, 1], Some(&words(&[n])))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_pair_has_its_kernel() {
+        use NnDtype::*;
+        let all = [F32, F16, Bf16];
+        let mut names: Vec<_> = all
+            .iter()
+            .flat_map(|&s| all.iter().map(move |&d| kernel_name(s, d)))
+            .collect();
+        assert_eq!(kernel_name(Bf16, F32), "cast_bf16_f32");
+        assert_eq!(kernel_name(F32, F32), "cast");
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), 9);
+        for n in names {
+            assert!(crate::builtins::spirv(n).is_some(), "no SPIR-V for {n}");
+        }
+    }
+}
