@@ -65,12 +65,14 @@ part_qwen3() {
   echo "== qwen3_reference.py --size tiny (transformers, f32 logits)"
   python3 "$g/qwen3_reference.py" --out "$q-tiny" --size tiny --decode 16 --no-timing > "$W/q3tiny_ref.txt" 2>&1; echo "rc=$?"; tail -5 "$W/q3tiny_ref.txt"
   echo "== qwen3 tiny --reference"
-  timeout 120 "$g/bin/qwen3" "$q-tiny" --reference "$q-tiny/reference.safetensors" > "$W/q3tiny_ours.txt" 2>&1; echo "rc=$?"; tail -30 "$W/q3tiny_ours.txt"
+  timeout 120 "$g/bin/qwen3" "$q-tiny" --reference "$q-tiny/reference.safetensors" --kv-f32 > "$W/q3tiny_ours.txt" 2>&1; echo "rc=$?"; tail -30 "$W/q3tiny_ours.txt"
   echo "== qwen3_reference.py --size 4b ${QWEN3_REF_ARGS:-}"
   python3 "$g/qwen3_reference.py" --out "$q" --size 4b ${QWEN3_REF_ARGS:-} > "$W/q3_ref.txt" 2>&1; echo "rc=$?"; tail -40 "$W/q3_ref.txt"
   cp "$q/reference_timing.json" "$q/config.json" "$W/" 2>/dev/null
-  echo "== qwen3 4b --reference --profile"
-  timeout 240 "$g/bin/qwen3" "$q" --reference "$q/reference.safetensors" --profile > "$W/q3_ours.txt" 2>&1; echo "rc=$?"; tail -60 "$W/q3_ours.txt"
+  echo "== qwen3 4b --reference --kv-f32 (f32 activations and cache: the correctness check)"
+  timeout 240 "$g/bin/qwen3" "$q" --reference "$q/reference.safetensors" --kv-f32 > "$W/q3_check.txt" 2>&1; echo "rc=$?"; grep -E "reference|worst|FAIL|PASS" "$W/q3_check.txt" | tail -8
+  echo "== qwen3 4b --profile (default options, timing)"
+  timeout 240 "$g/bin/qwen3" "$q" --decode 64 --profile > "$W/q3_ours.txt" 2>&1; echo "rc=$?"; tail -40 "$W/q3_ours.txt"
   for b in 4 16; do
     echo "== qwen3 4b --batch $b"
     timeout 120 "$g/bin/qwen3" "$q" --batch "$b" --decode 32 > "$W/q3_b$b.txt" 2>&1; echo "rc=$?"; tail -25 "$W/q3_b$b.txt"
