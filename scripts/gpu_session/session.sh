@@ -5,7 +5,7 @@
 # scripts/gpu_bundle.sh packs it) and the scripts it names
 # (compare_dispatch.py, ffn_reference.py, cuda_reference.py as
 # cuda_reference_mm.py), then run it there with the parts wanted.
-# Usage there: bash .gpu/session.sh PART... (dispatch ffn sweep tests matmul qwen3 abprobe)
+# Usage there: bash .gpu/session.sh PART... (dispatch ffn sweep tests matmul qwen3 churn abprobe)
 set -uo pipefail
 g=$(cd "$(dirname "$0")" && pwd)
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -47,6 +47,17 @@ part_tests() {
     grep -E "test result|FAILED|panicked|skipped" "$W/$n.txt" | head -12
   done
   unset VKCOMPUTE_VALIDATION VKCOMPUTE_VALIDATION_ERRORS VK_LAYER_PATH
+}
+part_churn() {
+  # Each device_churn test in a process of its own: where the driver stops
+  # giving instances, and what keeps it going.
+  for t in forty_raw_instances_each_from_a_new_loader forty_raw_instances_from_one_loader \
+           forty_raw_instances_beside_one_kept_instance forty_adapter_listings \
+           forty_devices_made_and_dropped_without_work forty_devices_with_validation_leave_no_files_or_threads; do
+    echo "== device_churn $t (own process, VK_LOADER_DEBUG=error)"
+    VK_LOADER_DEBUG=error timeout 120 "$g/bin/test_device_churn" --exact "$t" --nocapture > "$W/churn_$t.txt" 2>&1; echo "rc=$?"
+    grep -E "rounds|failed|devices;|LOADER|rror" "$W/churn_$t.txt" | sort | uniq -c | sort -rn | head -6 | cut -c1-400
+  done
 }
 part_sweep() {
   bash "$g/ffn_sweep.sh" "$g" "$W" 2>&1 | tee "$W/ffn_sweep.txt"
