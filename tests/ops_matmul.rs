@@ -662,7 +662,7 @@ fn choose_matmul_per_shape_and_adapter() {
     );
     assert_eq!(
         f16(4096, 4096, 4096, &h100).kernel,
-        MatmulKernel::CoopMat2F16(ops::Cm2Tile::WIDE)
+        MatmulKernel::CoopMat2F16(ops::Cm2Tile::WIDE_GROUPED)
     );
     assert_eq!(
         f16(1024, 1024, 1024, &h100).kernel,

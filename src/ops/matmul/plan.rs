@@ -565,8 +565,10 @@ pub fn subgroup_coop_fits(m: u32, k: u32, n: u32, caps: &MatmulCaps) -> bool {
 ///   at least 64 rows, at most [`VECMAT4_MAX_SPLITS`]).
 /// - f16 with `VK_NV_cooperative_matrix2`'s workgroup-scope f16 shape
 ///   ([`MatmulCaps::coopmat2_granularity`]), any M, K, N: the
-///   workgroup-scope kernel, with the largest of [`Cm2Tile::WIDE`] (only
-///   where K and N are multiples of 8: 16-byte rows), [`Cm2Tile::SQUARE`],
+///   workgroup-scope kernel, with the largest of [`Cm2Tile::WIDE_GROUPED`]
+///   (only where K and N are multiples of 8: 16-byte rows; launched in
+///   groups of 8 block rows, 1–2% faster than row order at 2048³–8192³ on
+///   an H200), [`Cm2Tile::SQUARE`],
 ///   [`Cm2Tile::SMALL`] that fits and gives nine tenths of the compute
 ///   units a block (of 64 when the count is unknown), else the smallest
 ///   that fits.
@@ -609,7 +611,7 @@ pub fn choose_matmul(m: u32, k: u32, n: u32, dtype: MatmulDtype, caps: &MatmulCa
         // ones).
         let aligned = k % 8 == 0 && n % 8 == 0;
         let order: &[Cm2Tile] = if aligned {
-            &[Cm2Tile::WIDE, Cm2Tile::SQUARE, Cm2Tile::SMALL]
+            &[Cm2Tile::WIDE_GROUPED, Cm2Tile::SQUARE, Cm2Tile::SMALL]
         } else {
             &[Cm2Tile::SQUARE, Cm2Tile::SMALL]
         };

@@ -288,16 +288,16 @@ fn f16_takes_coopmat2_for_any_shape_where_it_exists() {
     // Large: 128×256 blocks fill 132 units.
     assert_eq!(
         cm2(choose_matmul(8192, 8192, 8192, MatmulDtype::F16, &c)),
-        Cm2Tile::WIDE
+        Cm2Tile::WIDE_GROUPED
     );
     assert_eq!(
         cm2(choose_matmul(4096, 4096, 4096, MatmulDtype::F16, &c)),
-        Cm2Tile::WIDE
+        Cm2Tile::WIDE_GROUPED
     );
     // 2048²: 128 wide blocks reach nine tenths of 132 units.
     assert_eq!(
         cm2(choose_matmul(2048, 2048, 2048, MatmulDtype::F16, &c)),
-        Cm2Tile::WIDE
+        Cm2Tile::WIDE_GROUPED
     );
     // 4097³: rows are not 16-byte units, so no wide tile.
     assert_eq!(
