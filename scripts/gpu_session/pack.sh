@@ -19,6 +19,9 @@ stage=$(mktemp -d); mkdir -p "$stage/bin" "$stage/layer"
 newest() { ls -t "$tdir"/release/deps/"$1"-* 2>/dev/null | grep -v '\.d$' | head -1; }
 for t in $tests; do cp "$(newest "$t")" "$stage/bin/test_$t"; done
 for e in $examples; do cp "$tdir/release/examples/$e" "$stage/bin/"; done
+# EXTRA="path=name ...": more binaries, e.g. a gpu_report built at the
+# commit the dispatch rows compare with (gpu_report_base).
+for x in ${EXTRA:-}; do cp "${x%%=*}" "$stage/bin/${x##*=}"; done
 cp "$layer/root/usr/lib/x86_64-linux-gnu/libVkLayer_khronos_validation.so" "$stage/layer/"
 sed 's#"library_path": *"[^"]*"#"library_path": "./libVkLayer_khronos_validation.so"#' \
   "$layer/root/usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json" \
