@@ -114,13 +114,20 @@ fn coop_tiles_obey_the_kernel_rules() {
 }
 
 #[test]
-fn large_square_f32_takes_the_128_sgemm_tile() {
-    for s in [2048, 4096, 4097, 8192] {
+fn large_square_f32_takes_the_deep_vec4_tile_or_the_128_sgemm_tile() {
+    // K and N multiples of 4: the older kernel's 128×128×16 tile with
+    // 16-byte loads (the fastest measured there).
+    for s in [2048, 4096, 8192] {
         assert_eq!(
-            sgemm(choose_matmul(s, s, s, MatmulDtype::F32, &h200())),
-            (SgemmTile::LARGE, 1)
+            tiled(choose_matmul(s, s, s, MatmulDtype::F32, &h200())),
+            TileConfig::DEEP_VEC4
         );
     }
+    // Unaligned: the SGEMM's 128×128 tile.
+    assert_eq!(
+        sgemm(choose_matmul(4097, 4097, 4097, MatmulDtype::F32, &h200())),
+        (SgemmTile::LARGE, 1)
+    );
     // f16 widened to f32 takes the same.
     let p = choose_matmul(4096, 4097, 4096, MatmulDtype::F16, &h200());
     assert!(p.widen_f16);
@@ -128,25 +135,32 @@ fn large_square_f32_takes_the_128_sgemm_tile() {
 }
 
 #[test]
-fn medium_f32_takes_the_64_sgemm_tile_and_small_grids_split_k() {
+fn small_f32_grids_split_k() {
     let c = h200();
     let f32 = |m, k, n, caps: &MatmulCaps| sgemm(choose_matmul(m, k, n, MatmulDtype::F32, caps));
-    // 1024²: 64 blocks of 128×128 < 132 units; 256 of 64×64.
-    assert_eq!(f32(1024, 1024, 1024, &c), (SgemmTile::MEDIUM, 1));
-    // 16 rows of blocks × 8 columns = 128 < 132 units; 16 × 9 = 144.
-    assert_eq!(f32(2048, 64, 1024, &c), (SgemmTile::MEDIUM, 1));
-    assert_eq!(f32(2048, 64, 1152, &c), (SgemmTile::LARGE, 1));
-    // 2 blocks: K = 255 allows 7 slices of at least 32.
+    // 1024²: 64 blocks of 128×128 < 132 units but over a quarter: ⌈264 / 64⌉ = 5 slices.
+    assert_eq!(f32(1024, 1024, 1024, &c), (SgemmTile::LARGE, 5));
+    // 16 rows of blocks × 8 columns = 128 < 132 units; K = 64 allows 2 slices.
+    assert_eq!(f32(2048, 64, 1024, &c), (SgemmTile::LARGE, 2));
+    // 16 × 9 = 144 blocks: the deep tile.
+    assert_eq!(
+        tiled(choose_matmul(2048, 64, 1152, MatmulDtype::F32, &c)),
+        TileConfig::DEEP_VEC4
+    );
+    // 2 medium blocks: K = 255 allows 7 slices of at least 32.
     assert_eq!(f32(127, 255, 63, &c), (SgemmTile::MEDIUM, 7));
-    // 45 blocks: ⌈264 / 45⌉ = 6 slices.
-    assert_eq!(f32(513, 1025, 257, &c), (SgemmTile::MEDIUM, 6));
+    // 45 medium blocks: ⌈1056 / 45⌉ = 24, at most 16.
+    assert_eq!(f32(513, 1025, 257, &c), (SgemmTile::MEDIUM, 16));
+    // A few rows: 152 medium blocks, ⌈1056 / 152⌉ = 7.
+    assert_eq!(f32(4, 4096, 9728, &c), (SgemmTile::MEDIUM, 7));
     // A K too short to split.
     assert_eq!(f32(127, 17, 63, &c), (SgemmTile::MEDIUM, 1));
-    // Unknown unit count: 64 blocks decide, 128 workgroups aimed at.
+    // Unknown unit count: 64 blocks decide.
     let l = lavapipe();
+    // (the deep tile's double-buffered shared memory is over 32 KiB there)
     assert_eq!(f32(1024, 8, 1024, &l), (SgemmTile::LARGE, 1));
-    assert_eq!(f32(512, 8, 1024, &l), (SgemmTile::MEDIUM, 1));
-    assert_eq!(f32(300, 300, 300, &l), (SgemmTile::MEDIUM, 6));
+    assert_eq!(f32(512, 8, 1024, &l), (SgemmTile::LARGE, 1));
+    assert_eq!(f32(300, 300, 300, &l), (SgemmTile::MEDIUM, 9));
 }
 
 #[test]
@@ -318,8 +332,8 @@ fn f16_takes_coopmat2_for_any_shape_where_it_exists() {
     assert!(choose_matmul(4096, 4096, 1, MatmulDtype::F16, &c).widen_f16);
     assert!(choose_matmul(1, 4096, 4096, MatmulDtype::F16, &c).widen_f16);
     assert_eq!(
-        sgemm(choose_matmul(4096, 4096, 4096, MatmulDtype::F32, &c)),
-        (SgemmTile::LARGE, 1)
+        tiled(choose_matmul(4096, 4096, 4096, MatmulDtype::F32, &c)),
+        TileConfig::DEEP_VEC4
     );
     // Without a fitting granularity: the subgroup-scope kernel.
     let coarse = c.with_coopmat2(Some([32, 32, 128]), 65535);
