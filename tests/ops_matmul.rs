@@ -626,7 +626,10 @@ fn choose_matmul_per_shape_and_adapter() {
         tile: SgemmTile::LARGE,
         splits: 1,
     };
-    assert_eq!(f32_kernel(8192, 8192, 8192, &h200), large);
+    assert_eq!(
+        f32_kernel(8192, 8192, 8192, &h200),
+        MatmulKernel::Tiled(ops::TileConfig::DEEP_VEC4)
+    );
     assert_eq!(f32_kernel(4097, 4097, 4097, &h200), large);
     // Two 64×64 blocks: split-K, 7 slices of at least 32.
     assert_eq!(
