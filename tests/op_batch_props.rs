@@ -10,7 +10,8 @@
 //! - finished into a graph and launched three times, fresh random inputs
 //!   written into the imported buffers before each launch (the in-place
 //!   ops apply again to whatever they hold), each launch's results
-//!   checked against the interpreter on that launch's inputs.
+//!   checked against the interpreter on that launch's inputs;
+//! - executed once more after the launches (the graph's plan and buffers).
 //!
 //! Every tensor the test holds is checked (a random subset of the slots is
 //! dropped after recording, so fusion can keep those in registers), and
@@ -18,14 +19,14 @@
 //! user's memory). A failure shrinks and prints the smallest program as a
 //! listing (`sN` = slot N, with its shape and whether it was held).
 //!
-//! `VKCOMPUTE_PROPTEST_CASES` sets the number of programs (default 512, 128
-//! with `VKCOMPUTE_QUICK`); the programs come from a fixed seed, so runs
+//! `VKCOMPUTE_PROPTEST_CASES` sets the number of programs (default 1024,
+//! 256 with `VKCOMPUTE_QUICK`); the programs come from a fixed seed, so runs
 //! repeat (`VKCOMPUTE_PROPTEST_SEED`, a u64, draws others).
 //!
-//! This property found fused groups that computed values nothing needed:
-//! the compiler stripped the bindings only those values used, and the
-//! dispatch failed (`fused_groups_with_dead_values_run` keeps the smallest
-//! programs).
+//! This property found fused kernels whose optimizer stripped bindings the
+//! op batch still passed, so the dispatch failed: groups that computed
+//! values nothing needed (`fused_groups_with_dead_values_run`), and a chain
+//! the optimizer folded (`a_fused_kernel_whose_optimizer_folds_a_binding_away_runs`).
 
 mod common;
 
@@ -50,9 +51,9 @@ fn cases() -> u32 {
     }
     let quick = std::env::var("VKCOMPUTE_QUICK").is_ok_and(|v| !v.is_empty() && v != "0");
     if quick {
-        128
+        256
     } else {
-        512
+        1024
     }
 }
 
@@ -307,6 +308,13 @@ fn property(gpu: &Device, p: &Program, unary: UnaryFn) -> Result<(), String> {
         graph.launch().and_then(|t| t.wait()).map_err(err)?;
         check(&what, &ops, &held, &mem, p, &interpret(p, &data, unary))?;
     }
+    // An execute after the launches: the graph's plan and buffers again.
+    let what = "execute after the launches";
+    let err = |e: vkcompute::Error| format!("{what}: {e}");
+    let data = random_inputs(p, &mut rng);
+    mem.write(&data).map_err(err)?;
+    ops.execute_blocking().map_err(err)?;
+    check(what, &ops, &held, &mem, p, &interpret(p, &data, unary))?;
     drop((graph, held, ops, mem));
     no_messages(gpu, messages)
 }

@@ -307,7 +307,13 @@ impl Decoder {
 
     fn step(&mut self, r: &RawStep) {
         let n = self.p.shapes.len();
-        let x = r.a as usize % n;
+        // Half the steps take the newest slot (chains, which fusion
+        // groups), the rest any slot.
+        let x = if r.a % 2 == 0 {
+            n - 1
+        } else {
+            usize::from(r.a / 2) % n
+        };
         let sx = self.p.shapes[x];
         let bx = self.bound[x];
         let numel = sx.numel();
