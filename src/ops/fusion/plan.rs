@@ -94,7 +94,8 @@ pub(crate) fn plan(
     } else {
         (0..g.nodes.len()).map(Step::Single).collect()
     };
-    let stored = stored_values(g, &steps, live);
+    let mut stored = stored_values(g, &steps, live);
+    let steps = drop_dead(g, steps, &mut stored);
     let access: Vec<(BTreeSet<S>, BTreeSet<S>)> =
         steps.iter().map(|s| step_access(g, s, &stored)).collect();
     let barriers = barriers(&access);
@@ -311,6 +312,50 @@ fn stored_values(g: &Program, steps: &[Step], live: &[bool]) -> Vec<bool> {
     stored
 }
 
+/// Drops from each fused group the nodes whose value nothing needs (not
+/// stored, and read by no needed node of the group): the compiler strips
+/// what they alone load, so the kernel would declare fewer bindings than
+/// the group binds. A run left with one node runs it alone, a matmul head
+/// left with no epilogue runs alone, and a run left with nothing is no
+/// step.
+fn drop_dead(g: &Program, steps: Vec<Step>, stored: &mut [bool]) -> Vec<Step> {
+    let mut out = Vec::with_capacity(steps.len());
+    for s in steps {
+        let Step::Fused(mut gr) = s else {
+            out.push(s);
+            continue;
+        };
+        let mut needed: BTreeSet<V> = gr
+            .tail
+            .iter()
+            .flat_map(|&t| g.nodes[t].op.inputs())
+            .collect();
+        let mut keep = vec![false; gr.nodes.len()];
+        for (k, &n) in gr.nodes.iter().enumerate().rev() {
+            let node = &g.nodes[n];
+            if stored[node.out] || needed.contains(&node.out) {
+                keep[k] = true;
+                needed.extend(node.op.inputs());
+            }
+        }
+        let mut k = keep.iter();
+        gr.nodes.retain(|_| k.next().copied().unwrap_or(true));
+        // A matmul head nothing needs is stored all the same: its kernel
+        // would otherwise compute nothing from A and B and lose them too.
+        if let Some(h) = gr.head {
+            let out = g.nodes[h].out;
+            stored[out] |= !needed.contains(&out);
+        }
+        match (gr.head, gr.nodes.len(), gr.tail) {
+            (None, 0, None) => {}
+            (None, 1, None) => out.push(Step::Single(gr.nodes[0])),
+            (Some(h), 0, None) => out.push(Step::Single(h)),
+            _ => out.push(Step::Fused(gr)),
+        }
+    }
+    out
+}
+
 /// External values a group reads (produced outside it), in first-use order.
 pub(crate) fn group_inputs(g: &Program, gr: &Group) -> Vec<V> {
     let inside: BTreeSet<V> = gr
@@ -525,9 +570,85 @@ mod tests {
             let other = g.leaf(Shape::Vector(8));
             acc = g.op(Op::Binary(Binary::Add, acc, other), Shape::Vector(8));
         }
-        let live = vec![false; g.values.len()];
+        let mut live = vec![false; g.values.len()];
+        live[acc] = true;
         let p = plan(&g, &live, true, &|_| true, true);
         assert!(p.steps.len() >= 2, "{:?}", p.steps);
+    }
+
+    #[test]
+    fn dead_values_leave_fused_groups() {
+        let v = Shape::Vector(8);
+        let mut g = Program::default();
+        let x = g.leaf(v);
+        let y = g.leaf(v);
+        let a = g.op(Op::Unary(Unary::Relu, x), v);
+        let b = g.op(Op::Unary(Unary::Relu, a), v);
+        let mut live = vec![false; g.values.len()];
+        // A run nobody needs is no step.
+        assert_eq!(plan(&g, &live, true, &|_| true, true).steps, vec![]);
+        // A run whose last node is dead keeps the rest (here, one node).
+        let _m = g.op(Op::Binary(Binary::Mul, b, y), v);
+        live.resize(g.values.len(), false);
+        live[b] = true;
+        let p = plan(&g, &live, true, &|_| true, true);
+        assert_eq!(
+            p.steps,
+            vec![Step::Fused(Group {
+                head: None,
+                nodes: vec![0, 1],
+                tail: None
+            })]
+        );
+        live[b] = false;
+        live[a] = true;
+        assert_eq!(
+            plan(&g, &live, true, &|_| true, true).steps,
+            vec![Step::Single(0)]
+        );
+        // A matmul whose epilogue is dead runs alone and stores its output.
+        let mut g = Program::default();
+        let m = Shape::Matrix(2, 2);
+        let x = g.leaf(m);
+        let c = g.op(Op::Matmul(x, x), m);
+        g.op(Op::Unary(Unary::Relu, c), m);
+        g.op(Op::Unary(Unary::Tanh, c), m);
+        let live = vec![false; g.values.len()];
+        let p = plan(&g, &live, true, &|_| true, true);
+        assert_eq!(p.steps, vec![Step::Single(0)]);
+        assert!(p.stored[c]);
+        // A dead matmul head whose epilogue computes something else: the
+        // head is stored (its kernel keeps reading A and B).
+        let r = g.op(Op::Unary(Unary::Relu, x), m);
+        let mut live = vec![false; g.values.len()];
+        live[r] = true;
+        let p = plan(&g, &live, true, &|_| true, true);
+        assert_eq!(
+            p.steps,
+            vec![Step::Fused(Group {
+                head: Some(0),
+                nodes: vec![3],
+                tail: None
+            })]
+        );
+        assert!(p.stored[c]);
+        // A reduction prologue drops its dead branch.
+        let mut g = Program::default();
+        let (x, y) = (g.leaf(v), g.leaf(v));
+        let a = g.op(Op::Unary(Unary::Relu, x), v);
+        g.op(Op::Binary(Binary::Mul, x, y), v);
+        let s = g.op(Op::Sum(a), Shape::Vector(1));
+        let mut live = vec![false; g.values.len()];
+        live[s] = true;
+        let p = plan(&g, &live, true, &|_| true, true);
+        assert_eq!(
+            p.steps,
+            vec![Step::Fused(Group {
+                head: None,
+                nodes: vec![0],
+                tail: Some(2)
+            })]
+        );
     }
 
     #[test]

@@ -417,6 +417,7 @@ pub(super) fn record_steps(ob: &OpBatch, batch: &mut Batch) -> Result<()> {
                 match f.launch {
                     Launch::Invocations(items) => {
                         let b: Vec<&dyn GpuBuf> = bufs.iter().map(|b| b as &dyn GpuBuf).collect();
+                        let b = declared(&f.kernel, b);
                         batch.run_with_push_constants(&f.kernel, &b, items, &f.push)?;
                     }
                     Launch::Reduce(groups, tail) => {
@@ -432,12 +433,14 @@ pub(super) fn record_steps(ob: &OpBatch, batch: &mut Batch) -> Result<()> {
                         }
                         b.push(scratch);
                         b.push(&out);
+                        let b = declared(&f.kernel, b);
                         batch.run_configured(&f.kernel, &b, [groups, 1, 1], Some(&f.push))?;
                     }
                     Launch::Grid(grid, a, bm) => {
                         let (a, bm) = (sbuf(ob, a)?, sbuf(ob, bm)?);
                         let mut b: Vec<&dyn GpuBuf> = vec![&a, &bm];
                         b.extend(bufs.iter().map(|b| b as &dyn GpuBuf));
+                        let b = declared(&f.kernel, b);
                         batch.run_configured(&f.kernel, &b, grid, Some(&f.push))?;
                     }
                 }
@@ -446,6 +449,22 @@ pub(super) fn record_steps(ob: &OpBatch, batch: &mut Batch) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The buffers of `b` (one per binding number, from 0) that a generated
+/// `kernel` still declares: the GLSL optimizer strips a binding whose every
+/// use it folded away (`b + (a - b)` becomes `a`), and a dispatch passes
+/// one buffer per declared binding.
+fn declared<'a>(kernel: &Kernel, b: Vec<&'a dyn GpuBuf>) -> Vec<&'a dyn GpuBuf> {
+    let kept = kernel.bindings();
+    if kept.len() == b.len() {
+        return b;
+    }
+    b.into_iter()
+        .enumerate()
+        .filter(|(i, _)| kept.iter().any(|k| k.binding as usize == *i))
+        .map(|(_, x)| x)
+        .collect()
 }
 
 /// The error for a broken invariant of the prepared plan (a bug of the op

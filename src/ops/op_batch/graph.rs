@@ -24,8 +24,10 @@ impl OpBatch {
     /// launches that use the buffer), imported [`Params`](crate::Params)
     /// ([`OpBatch::import_params`], a value per launch), and the `u32`
     /// buffers the transformer ops read. An in-place op applies again at
-    /// each launch, as at each execute. An empty op batch is
-    /// [`Error::EmptyGraph`].
+    /// each launch, as at each execute. An op batch with nothing to run is
+    /// [`Error::EmptyGraph`]: nothing recorded, or with fusion on only
+    /// element-wise runs whose values no held tensor names and no later
+    /// step reads (fusion drops those).
     ///
     /// The op batch stays usable. Executing it without recording anything
     /// new reuses the plan and so the same buffers (an execute and a
