@@ -39,7 +39,8 @@ fn rms_at<T: TestElem>(gpu: &Device) {
     }
     let mut rng = common::Rng::new(21);
     // (rows, cols): one element, odd rows and widths, per-head shapes
-    // (tokens x heads rows of head_dim: 7 x 4 of 72, 3 x 8 of 128), a wide row.
+    // (tokens x heads rows of head_dim: 7 x 4 of 72, 3 x 8 of 128), a hidden
+    // row (held in registers), a wider row (streamed and read again).
     for (rows, cols) in [
         (1, 1),
         (3, 7),
@@ -47,6 +48,7 @@ fn rms_at<T: TestElem>(gpu: &Device) {
         (28, 72),
         (24, 128),
         (2, 80),
+        (1, 2560),
         (3, 4099),
     ] {
         let n = rows * cols;
