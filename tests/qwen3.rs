@@ -472,7 +472,7 @@ fn f16_weights_match_the_reference() {
     check(Arch::Qwen3, WeightDtype::F16, &prompts, &QWEN_FAULTS);
 }
 
-/// The cache in the weights' 16-bit dtype (the default): q, k, v and the
+/// The cache in the weights' 16-bit dtype (`--kv-16`): q, k, v and the
 /// attention output are rounded to 16 bits (bf16: 2^-9 relative, f16:
 /// 2^-12) around attention, so the logits move by about that much, not by
 /// the faults' 0.2 and more. Bounds: 2e-2 (bf16) and 3e-3 (f16) of the

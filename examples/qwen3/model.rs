@@ -1,5 +1,5 @@
 //! The decoder on the device: the weights in their stored dtype, a KV cache
-//! in the weights' dtype or in f32 (`kv_f32`), and the decode step of all
+//! in f32 or in the weights' dtype (`kv_f32`), and the decode step of all
 //! sequences recorded once as a [`Graph`] and launched once per step
 //! (prefill: `prefill.rs`; the cache side of a layer: `attend.rs`).
 //!
@@ -44,10 +44,10 @@ pub struct ModelOptions {
     pub sample: Option<SampleParams>,
     /// Record the decode graph with per-command GPU timestamps.
     pub profile: bool,
-    /// Keep the KV cache in f32 (exact against an f32 reference); else it
-    /// is in the weights' dtype (half the memory and attention reads, at
-    /// four conversions per layer and step, and q, k, v and the attention
-    /// output rounded to 16 bits).
+    /// Keep the KV cache in f32 (the default: exact against an f32
+    /// reference, and no conversions); else it is in the weights' dtype
+    /// (half the memory and attention reads, at four conversions per layer
+    /// and step, and q, k, v and the attention output rounded to 16 bits).
     pub kv_f32: bool,
 }
 
@@ -59,7 +59,7 @@ impl Default for ModelOptions {
             prefill_chunk: 64,
             sample: None,
             profile: false,
-            kv_f32: false,
+            kv_f32: true,
         }
     }
 }
