@@ -27,9 +27,11 @@
 //! its lanes along K, multiplies them with the chunk's rows of x (read
 //! through the cache: every subgroup reads the same x) and finishes each
 //! sum with a subgroup reduction. When that gives fewer workgroups than
-//! twice the compute units, K is split over workgroups (split-K): each
-//! slice writes its partial sums and a second pass adds them in slice
-//! order and applies the epilogue.
+//! twice the compute units, up to 4 rows take narrower workgroups first
+//! (fewer units each, several subgroups sharing a unit's K and adding
+//! their parts in shared memory); where that cannot reach the count, K is
+//! split over workgroups (split-K): each slice writes its partial sums and
+//! a second pass adds them in slice order and applies the epilogue.
 //!
 //! Past 16 rows that kernel is bound by its re-reads of x, not by memory:
 //! there a register-tiled kernel (`shaders/linear_tiled.glsl`) takes over,
