@@ -12,6 +12,11 @@
 // when `vec` = 1: K a multiple of 4 for f32 and of 8 for 16-bit weights;
 // one element otherwise) and of the MT rows of x (from L1: every subgroup reads the
 // same x), keeping R × MT f32 sums; subgroupAdd finishes each.
+// With `ksub` > 1 (at most 4 rows of x per pass), ksub subgroups share a
+// unit: each takes one of ksub consecutive parts of the K slice, writes its
+// sums to shared memory, and after a barrier the parts are added in order
+// and stored: narrower workgroups (upw · ksub subgroups' worth of work,
+// upw units) in place of a split-K second pass.
 // Grid: x = column groups × `mchunks` (the row chunks of one column group
 // adjacent, so a repeated read of W hits L2), y = K slices (split-K): slice
 // s covers chunks [s·kchunk, (s+1)·kchunk) of every row.
@@ -49,7 +54,15 @@ layout(set = 0, binding = 4) readonly buffer Res { float res[]; };
 layout(set = 0, binding = 5) writeonly buffer Y { float y[]; };
 layout(push_constant) uniform P {
     uint M; uint K; uint N; uint mode; uint vec; uint kchunk; uint upw; uint mchunks; uint pairs;
+    uint ksub;
 };
+
+#if MT <= 4
+// Sums of the work items of shared units (ksub > 1: at most KSUB_ITEMS
+// items, R × MT sums each).
+#define KSUB_ITEMS 64u
+shared float kpart_sum[KSUB_ITEMS * R * uint(MT)];
+#endif
 
 // One stored weight as f32.
 float wscalar(uint i) {
@@ -87,6 +100,119 @@ uint wrow(uint u, uint i) {
     return r < N ? r : N;
 }
 
+// Chunks [b, e) of the K slice `s` (of `len` chunks in all) that part
+// `part` of its `ksub` parts covers.
+uvec2 kpart(uint s, uint part, uint len) {
+    uint b = min(s * kchunk, len), e = min(b + kchunk, len);
+    uint span = (e - b + ksub - 1u) / ksub;
+    uint pb = min(b + part * span, e);
+    return uvec2(pb, min(pb + span, e));
+}
+
+// Adds part `part` of K slice `s` of x's rows `xr` times W's `rows` into acc
+// (per lane; the subgroup's lanes split the chunks).
+void accumulate(uint rows[R], uint xr[MT], uint s, uint part, uint lane, uint width,
+                inout float acc[R][MT]) {
+    if (vec != 0u) {
+        uint kv = K / WVEC;   // 16-byte chunks per row of W
+        uint k4 = K / 4u;     // vec4s per row of x
+        uvec2 be = kpart(s, part, kv);
+        uint b = be.x, e = be.y;
+        // Two chunks per lane and step (k and k + width), all 2·R loads
+        // of W issued before the FMAs: twice the bytes in flight. Past
+        // e the second chunk's W and x read as 0 (and add nothing).
+        for (uint k = b + lane; k < e; k += 2u * width) {
+            uint k2 = k + width;
+            bool two = k2 < e;
+#if defined(WTYPE_F32)
+            vec4 wv[2][R];
+            [[unroll]] for (uint i = 0u; i < R; ++i) {
+                wv[0][i] = w4[rows[i] * kv + k];
+                wv[1][i] = two ? w4[rows[i] * kv + k2] : vec4(0.0);
+            }
+            [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
+                vec4 xv = x4[xr[m] * k4 + k];
+                vec4 xw = two ? x4[xr[m] * k4 + k2] : vec4(0.0);
+                [[unroll]] for (uint i = 0u; i < R; ++i) {
+                    float a = fma(xv.x, wv[0][i].x, fma(xv.y, wv[0][i].y,
+                              fma(xv.z, wv[0][i].z, fma(xv.w, wv[0][i].w, acc[i][m]))));
+                    acc[i][m] = fma(xw.x, wv[1][i].x, fma(xw.y, wv[1][i].y,
+                                fma(xw.z, wv[1][i].z, fma(xw.w, wv[1][i].w, a))));
+                }
+            }
+#else
+            uvec4 wraw[2][R];
+            [[unroll]] for (uint i = 0u; i < R; ++i) {
+                wraw[0][i] = w4[rows[i] * kv + k];
+                wraw[1][i] = two ? w4[rows[i] * kv + k2] : uvec4(0u);
+            }
+            [[unroll]] for (uint h = 0u; h < 2u; ++h) {
+                uint kk = h == 0u ? k : k2;
+                vec4 wlo[R], whi[R];
+                [[unroll]] for (uint i = 0u; i < R; ++i) wdecode(wraw[h][i], wlo[i], whi[i]);
+                [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
+                    bool ok = h == 0u || two;
+                    vec4 xa = ok ? x4[xr[m] * k4 + 2u * kk] : vec4(0.0);
+                    vec4 xb = ok ? x4[xr[m] * k4 + 2u * kk + 1u] : vec4(0.0);
+                    [[unroll]] for (uint i = 0u; i < R; ++i) {
+                        float a = fma(xa.x, wlo[i].x, fma(xa.y, wlo[i].y,
+                                  fma(xa.z, wlo[i].z, fma(xa.w, wlo[i].w, acc[i][m]))));
+                        acc[i][m] = fma(xb.x, whi[i].x, fma(xb.y, whi[i].y,
+                                    fma(xb.z, whi[i].z, fma(xb.w, whi[i].w, a))));
+                    }
+                }
+            }
+#endif
+        }
+    } else {
+        uvec2 be = kpart(s, part, K);
+        uint b = be.x, e = be.y;
+        for (uint k = b + lane; k < e; k += width) {
+            float wv[R];
+            [[unroll]] for (uint i = 0u; i < R; ++i) wv[i] = wscalar(rows[i] * K + k);
+            [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
+                float xv = x1[xr[m] * K + k];
+                [[unroll]] for (uint i = 0u; i < R; ++i) acc[i][m] = fma(xv, wv[i], acc[i][m]);
+            }
+        }
+    }
+}
+
+// Stores unit u's sums (every lane holds every sum; lane t % width stores
+// sum t) for rows m0.. of x and K slice s, as `mode` says.
+void store(uint u, uint s, uint m0, uint lane, uint width, float acc[R][MT]) {
+    if (mode == 2u) {
+        uint half_n = N / 2u;
+        [[unroll]] for (uint i = 0u; i < R / 2u; ++i) {
+            uint j = u * (R / 2u) + i;
+            [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
+                uint t = i * uint(MT) + m;
+                if (t % width == lane && j < half_n && m0 + m < M) {
+                    float g = acc[i][m];
+                    y[(m0 + m) * half_n + j] = g * vkc_sigmoid(g) * acc[i + R / 2u][m];
+                }
+            }
+        }
+    } else {
+        [[unroll]] for (uint i = 0u; i < R; ++i) {
+            uint row = wrow(u, i);
+            [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
+                uint t = i * uint(MT) + m;
+                if (t % width == lane && row < N && m0 + m < M) {
+                    uint at = (m0 + m) * N + row;
+                    if (mode == 3u) {
+                        y[s * M * N + at] = acc[i][m];
+                    } else if (mode == 1u) {
+                        y[at] = acc[i][m] + res[at];
+                    } else {
+                        y[at] = acc[i][m];
+                    }
+                }
+            }
+        }
+    }
+}
+
 void main() {
     uint mch = gl_WorkGroupID.x % mchunks;
     uint group = gl_WorkGroupID.x / mchunks;
@@ -98,110 +224,50 @@ void main() {
     uint xr[MT];
     [[unroll]] for (uint m = 0u; m < uint(MT); ++m) xr[m] = min(m0 + m, M - 1u);
 
-    for (uint lu = gl_SubgroupID; lu < upw; lu += gl_NumSubgroups) {
+    // Work items: unit lu's K part p is item lu · ksub + p (ksub subgroups
+    // share a unit when the workgroup holds fewer units than subgroups).
+    uint items = upw * ksub;
+    for (uint it = gl_SubgroupID; it < items; it += gl_NumSubgroups) {
+        uint lu = it / ksub, part = it % ksub;
         uint u = group * upw + lu;
-        if (wrow(u, 0u) >= N) break;  // uniform: this unit and later ones are past the end
+        if (wrow(u, 0u) >= N) break;  // uniform: this item and later ones are past the end
         uint rows[R];
         [[unroll]] for (uint i = 0u; i < R; ++i) rows[i] = min(wrow(u, i), N - 1u);
         float acc[R][MT];
         [[unroll]] for (uint i = 0u; i < R; ++i)
             [[unroll]] for (uint m = 0u; m < uint(MT); ++m) acc[i][m] = 0.0;
-
-        if (vec != 0u) {
-            uint kv = K / WVEC;   // 16-byte chunks per row of W
-            uint k4 = K / 4u;     // vec4s per row of x
-            uint b = s * kchunk, e = min(b + kchunk, kv);
-            // Two chunks per lane and step (k and k + width), all 2·R loads
-            // of W issued before the FMAs: twice the bytes in flight. Past
-            // e the second chunk's W and x read as 0 (and add nothing).
-            for (uint k = b + lane; k < e; k += 2u * width) {
-                uint k2 = k + width;
-                bool two = k2 < e;
-#if defined(WTYPE_F32)
-                vec4 wv[2][R];
-                [[unroll]] for (uint i = 0u; i < R; ++i) {
-                    wv[0][i] = w4[rows[i] * kv + k];
-                    wv[1][i] = two ? w4[rows[i] * kv + k2] : vec4(0.0);
-                }
-                [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
-                    vec4 xv = x4[xr[m] * k4 + k];
-                    vec4 xw = two ? x4[xr[m] * k4 + k2] : vec4(0.0);
-                    [[unroll]] for (uint i = 0u; i < R; ++i) {
-                        float a = fma(xv.x, wv[0][i].x, fma(xv.y, wv[0][i].y,
-                                  fma(xv.z, wv[0][i].z, fma(xv.w, wv[0][i].w, acc[i][m]))));
-                        acc[i][m] = fma(xw.x, wv[1][i].x, fma(xw.y, wv[1][i].y,
-                                    fma(xw.z, wv[1][i].z, fma(xw.w, wv[1][i].w, a))));
-                    }
-                }
-#else
-                uvec4 wraw[2][R];
-                [[unroll]] for (uint i = 0u; i < R; ++i) {
-                    wraw[0][i] = w4[rows[i] * kv + k];
-                    wraw[1][i] = two ? w4[rows[i] * kv + k2] : uvec4(0u);
-                }
-                [[unroll]] for (uint h = 0u; h < 2u; ++h) {
-                    uint kk = h == 0u ? k : k2;
-                    vec4 wlo[R], whi[R];
-                    [[unroll]] for (uint i = 0u; i < R; ++i) wdecode(wraw[h][i], wlo[i], whi[i]);
-                    [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
-                        bool ok = h == 0u || two;
-                        vec4 xa = ok ? x4[xr[m] * k4 + 2u * kk] : vec4(0.0);
-                        vec4 xb = ok ? x4[xr[m] * k4 + 2u * kk + 1u] : vec4(0.0);
-                        [[unroll]] for (uint i = 0u; i < R; ++i) {
-                            float a = fma(xa.x, wlo[i].x, fma(xa.y, wlo[i].y,
-                                      fma(xa.z, wlo[i].z, fma(xa.w, wlo[i].w, acc[i][m]))));
-                            acc[i][m] = fma(xb.x, whi[i].x, fma(xb.y, whi[i].y,
-                                        fma(xb.z, whi[i].z, fma(xb.w, whi[i].w, a))));
-                        }
-                    }
-                }
-#endif
-            }
-        } else {
-            uint b = s * kchunk, e = min(b + kchunk, K);
-            for (uint k = b + lane; k < e; k += width) {
-                float wv[R];
-                [[unroll]] for (uint i = 0u; i < R; ++i) wv[i] = wscalar(rows[i] * K + k);
-                [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
-                    float xv = x1[xr[m] * K + k];
-                    [[unroll]] for (uint i = 0u; i < R; ++i) acc[i][m] = fma(xv, wv[i], acc[i][m]);
-                }
-            }
-        }
-
+        accumulate(rows, xr, s, part, lane, width, acc);
         [[unroll]] for (uint i = 0u; i < R; ++i)
             [[unroll]] for (uint m = 0u; m < uint(MT); ++m) acc[i][m] = subgroupAdd(acc[i][m]);
-
-        // Every lane holds every sum; lane t % width stores sum t.
-        if (mode == 2u) {
-            uint half_n = N / 2u;
-            [[unroll]] for (uint i = 0u; i < R / 2u; ++i) {
-                uint j = u * (R / 2u) + i;
-                [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
-                    uint t = i * uint(MT) + m;
-                    if (t % width == lane && j < half_n && m0 + m < M) {
-                        float g = acc[i][m];
-                        y[(m0 + m) * half_n + j] = g * vkc_sigmoid(g) * acc[i + R / 2u][m];
-                    }
-                }
-            }
+        if (ksub == 1u) {
+            store(u, s, m0, lane, width, acc);
+#if MT <= 4
         } else {
-            [[unroll]] for (uint i = 0u; i < R; ++i) {
-                uint row = wrow(u, i);
+            [[unroll]] for (uint i = 0u; i < R; ++i)
                 [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
                     uint t = i * uint(MT) + m;
-                    if (t % width == lane && row < N && m0 + m < M) {
-                        uint at = (m0 + m) * N + row;
-                        if (mode == 3u) {
-                            y[s * M * N + at] = acc[i][m];
-                        } else if (mode == 1u) {
-                            y[at] = acc[i][m] + res[at];
-                        } else {
-                            y[at] = acc[i][m];
-                        }
-                    }
+                    if (t % width == lane) kpart_sum[it * R * uint(MT) + t] = acc[i][m];
                 }
-            }
+#endif
         }
     }
+#if MT <= 4
+    // Shared units: each unit's parts added in part order, then stored.
+    if (ksub > 1u) {
+        barrier();
+        for (uint lu = gl_SubgroupID; lu < upw; lu += gl_NumSubgroups) {
+            uint u = group * upw + lu;
+            if (wrow(u, 0u) >= N) break;
+            float acc[R][MT];
+            [[unroll]] for (uint i = 0u; i < R; ++i)
+                [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
+                    uint t = i * uint(MT) + m;
+                    float a = 0.0;
+                    for (uint p = 0u; p < ksub; ++p) a += kpart_sum[(lu * ksub + p) * R * uint(MT) + t];
+                    acc[i][m] = a;
+                }
+            store(u, s, m0, lane, width, acc);
+        }
+    }
+#endif
 }

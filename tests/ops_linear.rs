@@ -314,6 +314,85 @@ fn the_chosen_plan_matches_the_cpu() {
     common::assert_clean(&gpu);
 }
 
+/// 1, 2 and 3 rows (1, 2 and 4 per pass) with too few outputs to fill the GPU at full workgroups
+/// but enough to fill it with narrower ones: `ops::linear` then lets
+/// several subgroups share each unit's K in the workgroup (no split-K).
+/// On lavapipe (8-lane subgroups, no unit count: 128 workgroups wanted)
+/// N = 2,048 gives 16 full workgroups and 128 of 4 units, 8 parts each
+/// (K = 2,048: 256 loads of 8 16-bit weights, 32 a part); N = 512 gives
+/// 128 of one unit, 32 parts. Every epilogue, every weight type, 16-byte
+/// and single-element loads.
+#[test]
+fn narrow_workgroups_share_k_and_match_the_cpu() {
+    let gpu = common::gpu();
+    let caps = ops::MatmulCaps::of(gpu.info());
+    let mut batch = gpu.batch().unwrap();
+    let mut cases = Vec::new();
+    let mut keep = Vec::new();
+    for (si, &(k, n)) in [(2048usize, 2048usize), (2051, 2050), (8192, 512)]
+        .iter()
+        .enumerate()
+    {
+        for m in [1usize, 2, 3] {
+            for dt in [Dt::F32, Dt::F16, Dt::Bf16] {
+                for epi in [Epi::None, Epi::ResidualInPlace, Epi::SiluMul] {
+                    let silu_mul = epi == Epi::SiluMul;
+                    let dtype = match dt {
+                        Dt::F32 => ops::DType::F32,
+                        Dt::F16 => ops::DType::F16,
+                        Dt::Bf16 => ops::DType::Bf16,
+                    };
+                    let plan =
+                        ops::choose_linear(m as u32, k as u32, n as u32, dtype, silu_mul, &caps);
+                    assert_eq!(plan.splits, 1, "m = {m}, {k} -> {n}: no split-K");
+                    let outs = if silu_mul { n / 2 } else { n };
+                    let mut rng = common::Rng::new((si * 100 + m * 10) as u64 + epi as u64);
+                    let (x, w, r) = (
+                        rng.vec_f32(m * k),
+                        rng.vec_f32(n * k),
+                        rng.vec_f32(m * outs),
+                    );
+                    let gw = upload_w(&gpu, dt, &w);
+                    let (gx, y) = (gpu.upload(&x).unwrap(), gpu.upload(&r).unwrap());
+                    let e = match epi {
+                        Epi::ResidualInPlace => Epilogue::Residual(&y),
+                        Epi::SiluMul => Epilogue::SiluMul,
+                        _ => Epilogue::None,
+                    };
+                    let (mu, ku, nu) = (m as u32, k as u32, n as u32);
+                    match &gw {
+                        GpuW::F32(b) => ops::linear(&mut batch, &gx, b, &y, mu, ku, nu, e),
+                        GpuW::F16(b) => ops::linear(&mut batch, &gx, b, &y, mu, ku, nu, e),
+                        GpuW::Bf16(b) => ops::linear(&mut batch, &gx, b, &y, mu, ku, nu, e),
+                    }
+                    .unwrap();
+                    keep.push(gx);
+                    cases.push((
+                        dt,
+                        Case {
+                            m,
+                            k,
+                            n,
+                            epi,
+                            rows: 0,
+                            splits: 1,
+                            x,
+                            w,
+                            r,
+                            y,
+                        },
+                    ));
+                }
+            }
+        }
+    }
+    batch.submit().unwrap();
+    for (dt, c) in &cases {
+        check(c, &c.y.download().unwrap(), *dt);
+    }
+    common::assert_clean(&gpu);
+}
+
 #[test]
 fn a_graph_runs_split_k_layers_again_and_again() {
     // Two layers in a graph, the second reading the first's output through

@@ -39,7 +39,8 @@ fn rms_at<T: TestElem>(gpu: &Device) {
     }
     let mut rng = common::Rng::new(21);
     // (rows, cols): one element, odd rows and widths, per-head shapes
-    // (tokens x heads rows of head_dim: 7 x 4 of 72, 3 x 8 of 128), a wide row.
+    // (tokens x heads rows of head_dim: 7 x 4 of 72, 3 x 8 of 128), a hidden
+    // row (held in registers), a wider row (streamed and read again).
     for (rows, cols) in [
         (1, 1),
         (3, 7),
@@ -47,6 +48,7 @@ fn rms_at<T: TestElem>(gpu: &Device) {
         (28, 72),
         (24, 128),
         (2, 80),
+        (1, 2560),
         (3, 4099),
     ] {
         let n = rows * cols;
@@ -207,21 +209,41 @@ fn argmax_at<T: TestElem>(gpu: &Device) {
         return;
     }
     let mut rng = common::Rng::new(24);
-    for (rows, cols) in [(1, 1), (3, 7), (5, 1000), (2, 32_003)] {
+    // Wide rows (a vocabulary's logits) are split over workgroups: the
+    // ties and NaNs below then fall in different chunks.
+    for (rows, cols) in [
+        (1, 1),
+        (1, 17),
+        (3, 7),
+        (17, 17),
+        (5, 1000),
+        (2, 32_003),
+        (1, 151_936),
+        (4, 151_936),
+    ] {
         let n = rows * cols;
         // Few distinct values, so ties are common.
         let mut x: Vec<T> = (0..n).map(|_| T::enc(rng.below(9) as f32 - 4.0)).collect();
         if cols > 7 {
-            // Row 1: a NaN after the max; row 0's max duplicated late.
-            x[cols + cols / 2] = T::enc(f32::NAN);
-            x[cols + cols / 3] = T::enc(f32::NAN);
+            // Row 0's max duplicated late.
             x[cols - 1] = T::enc(100.0);
             x[3] = T::enc(100.0);
+        }
+        if cols > 7 && rows > 1 {
+            // Row 1: a NaN after the max.
+            x[cols + cols / 2] = T::enc(f32::NAN);
+            x[cols + cols / 3] = T::enc(f32::NAN);
         }
         if rows > 2 {
             // Row 2: only -inf.
             for v in &mut x[2 * cols..3 * cols] {
                 *v = T::enc(f32::NEG_INFINITY);
+            }
+        }
+        if rows > 3 {
+            // Row 3: a tie of three maxima inside a later chunk and past it.
+            for c in [cols / 2 + 1, cols / 2 + 2, cols - 7] {
+                x[3 * cols + c] = T::enc(200.0);
             }
         }
         let xf: Vec<f32> = x.iter().map(|&v| v.dec()).collect();
@@ -238,7 +260,12 @@ fn argmax_at<T: TestElem>(gpu: &Device) {
         );
         if cols > 7 {
             assert_eq!(want[0], 3, "the first of two maxima");
+        }
+        if cols > 7 && rows > 1 {
             assert_eq!(want[1] as usize, cols / 3, "the first NaN");
+        }
+        if rows > 3 {
+            assert_eq!(want[3] as usize, cols / 2 + 1, "the first of three maxima");
         }
     }
 }

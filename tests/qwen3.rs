@@ -472,7 +472,7 @@ fn f16_weights_match_the_reference() {
     check(Arch::Qwen3, WeightDtype::F16, &prompts, &QWEN_FAULTS);
 }
 
-/// The cache in the weights' 16-bit dtype (the default): q, k, v and the
+/// The cache in the weights' 16-bit dtype (`--kv-16`): q, k, v and the
 /// attention output are rounded to 16 bits (bf16: 2^-9 relative, f16:
 /// 2^-12) around attention, so the logits move by about that much, not by
 /// the faults' 0.2 and more. Bounds: 2e-2 (bf16) and 3e-3 (f16) of the
@@ -612,5 +612,36 @@ fn generate_follows_the_steps_and_stops_at_eos() {
     assert!(cut[1].len() >= 3, "sequence 1 runs on while 0 has ended");
     assert_eq!(cut[1][..], got[1][..cut[1].len()]);
     drop(m);
+    common::assert_clean(&gpu);
+}
+
+/// Heads whose q and k blocks lie at offsets no adapter binds (3 query
+/// heads of 6: q is 72 bytes): q, k and v are then copied out of the fused
+/// projection's rows one by one, at one sequence and at two, and still
+/// match the reference.
+#[test]
+fn unbindable_qkv_offsets_split_by_copies() {
+    let gpu = common::gpu();
+    if 72 % gpu.info().min_storage_buffer_offset_alignment == 0 {
+        common::skipped("the adapter binds offsets of 72 bytes (no copies to test)");
+        return;
+    }
+    let mut c = tiny::tiny_config(Arch::Llama, WeightDtype::F32);
+    (c.heads, c.kv_heads, c.head_dim) = (3, 1, 6);
+    let dir = TempDir::new("odd-heads");
+    tiny::write_checkpoint(dir.path(), &c, 37, 1).expect("write the tiny checkpoint");
+    let ck = Checkpoint::open(dir.path()).expect("open the tiny checkpoint");
+    let reference = Reference::load(&ck).expect("reference weights");
+    for (batch, prompts) in [
+        (1, vec![vec![4u32, 40, 80]]),
+        (2, vec![vec![7u32, 70], vec![1, 2, 3, 4]]),
+    ] {
+        let mut m = Model::load(&gpu, &ck, options(batch)).expect("load");
+        let runs = run_model(&mut m, &prompts);
+        for (s, run) in runs.iter().enumerate() {
+            let e = worst_error(run, &reference, Fault::None);
+            assert!(e <= TOL, "batch {batch}, sequence {s}: {e:e} > {TOL:e}");
+        }
+    }
     common::assert_clean(&gpu);
 }

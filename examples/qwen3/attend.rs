@@ -40,8 +40,8 @@ pub(crate) fn decode(
 ) -> Result<()> {
     match (cache, &r.kv16) {
         (KvCache::F32(kc, vc), _) => {
-            nn::kv_append(b, &r.k, &r.v, kc, vc, c.pos, c.flag, kv)?;
-            nn::attention_decode(b, &r.q, kc, vc, c.lens, &r.ao, ds, scale)?;
+            nn::kv_append(b, &r.k()?, &r.v()?, kc, vc, c.pos, c.flag, kv)?;
+            nn::attention_decode(b, &r.q()?, kc, vc, c.lens, &r.ao, ds, scale)?;
         }
         (KvCache::F16(kc, vc), Some(Rows16::F16(s))) => {
             decode16(b, r, s, kc, vc, c, kv, ds, scale)?
@@ -66,9 +66,9 @@ fn decode16<T: NnElement>(
     ds: DecodeShape,
     scale: f32,
 ) -> Result<()> {
-    ops::convert(b, &r.q, &s.q)?;
-    ops::convert(b, &r.k, &s.k)?;
-    ops::convert(b, &r.v, &s.v)?;
+    ops::convert(b, &r.q()?, &s.q)?;
+    ops::convert(b, &r.k()?, &s.k)?;
+    ops::convert(b, &r.v()?, &s.v)?;
     nn::kv_append(b, &s.k, &s.v, kc, vc, c.pos, c.flag, kv)?;
     nn::attention_decode(b, &s.q, kc, vc, c.lens, &s.ao, ds, scale)?;
     ops::convert(b, &s.ao, &r.ao)?;
@@ -89,7 +89,7 @@ pub(crate) fn append(
     match (cache, &r.kv16) {
         (KvCache::F32(kc, vc), _) => {
             let (kc, vc) = (kc.slice(range.clone())?, vc.slice(range)?);
-            nn::kv_append(b, &r.k, &r.v, &kc, &vc, c.pos, c.flag, kv)?;
+            nn::kv_append(b, &r.k()?, &r.v()?, &kc, &vc, c.pos, c.flag, kv)?;
         }
         (KvCache::F16(kc, vc), Some(Rows16::F16(s))) => append16(b, r, s, kc, vc, range, c, kv)?,
         (KvCache::Bf16(kc, vc), Some(Rows16::Bf16(s))) => append16(b, r, s, kc, vc, range, c, kv)?,
@@ -109,8 +109,8 @@ fn append16<T: NnElement>(
     c: &Cursor,
     kv: KvShape,
 ) -> Result<()> {
-    ops::convert(b, &r.k, &s.k)?;
-    ops::convert(b, &r.v, &s.v)?;
+    ops::convert(b, &r.k()?, &s.k)?;
+    ops::convert(b, &r.v()?, &s.v)?;
     let (kc, vc) = (kc.slice(range.clone())?, vc.slice(range)?);
     nn::kv_append(b, &s.k, &s.v, &kc, &vc, c.pos, c.flag, kv)?;
     Ok(())

@@ -2,8 +2,8 @@
 //! the KV cache (f32 or the weights' 16-bit dtype), and the activations of
 //! a step or a prompt.
 
-use vkcompute::ops::{Bf16, Weights, F16};
-use vkcompute::{Buffer, Device};
+use vkcompute::ops::{self, Bf16, Weights, F16};
+use vkcompute::{Batch, Buffer, BufferSlice, Device};
 
 use crate::checkpoint::HostTensor;
 use crate::config::{Arch, Config, WeightDtype};
@@ -37,7 +37,8 @@ impl WBuf {
     }
 
     /// Uploads the tensors' bytes one after the other into one buffer (a
-    /// merged gate|up weight), straight from the checkpoint's bytes.
+    /// merged gate|up or q|k|v weight), straight from the checkpoint's
+    /// bytes.
     pub(crate) fn upload(gpu: &Device, parts: &[&HostTensor<'_>]) -> Result<WBuf> {
         fn go<T: vkcompute::bytemuck::Pod>(
             gpu: &Device,
@@ -136,15 +137,31 @@ pub(crate) struct Rows {
     pub(crate) m: u32,
     pub(crate) h: Buffer<f32>,
     pub(crate) xn: Buffer<f32>,
-    pub(crate) q: Buffer<f32>,
-    pub(crate) k: Buffer<f32>,
-    pub(crate) v: Buffer<f32>,
+    /// Each row's q | k | v, `[m, qw + 2 kvw]`: the output of the fused
+    /// projection.
+    pub(crate) qkv: Buffer<f32>,
+    /// q, k and v apart (`[m, qw]`, `[m, kvw]`, `[m, kvw]`), written by
+    /// [`Rows::split_qkv`]; `None` where they are views of `qkv` (one row,
+    /// at offsets the adapter can bind).
+    apart: Option<Apart>,
+    qw: usize,
+    kvw: usize,
     pub(crate) ao: Buffer<f32>,
     pub(crate) mlp: Buffer<f32>,
     /// The gathered embedding rows in the table's 16-bit dtype.
     pub(crate) emb16: Option<Emb16>,
     /// q, k, v and the attention output in a 16-bit cache's dtype.
     pub(crate) kv16: Option<Rows16>,
+}
+
+/// q, k and v of several rows in buffers of their own, and how they get
+/// there from the fused projection's rows.
+struct Apart {
+    parts: [Buffer<f32>; 3],
+    /// `qkv` transposed (`[qw + 2 kvw, m]`), whose q, k and v blocks
+    /// transpose back into `parts`; `None`: one copy per row and part
+    /// (offsets the adapter cannot bind).
+    t: Option<Buffer<f32>>,
 }
 
 /// Rows of a 16-bit dtype.
@@ -204,13 +221,31 @@ impl Rows {
     pub(crate) fn new(gpu: &Device, d: &Dims, m: u32) -> Result<Rows> {
         let a = |n: u32| gpu.alloc::<f32>((m * n) as usize);
         let n_emb = (m * d.hidden) as usize;
+        let (qw, kvw) = (d.qw() as usize, d.kvw() as usize);
+        // q, k and v are views of the fused output where their offsets
+        // (and those of their transposed blocks) bind.
+        let align = gpu.info().min_storage_buffer_offset_alignment.max(1) as usize;
+        let binds = qw * 4 % align == 0 && (qw + kvw) * 4 % align == 0;
+        let apart = if m == 1 && binds {
+            None
+        } else {
+            Some(Apart {
+                parts: [a(d.qw())?, a(d.kvw())?, a(d.kvw())?],
+                t: if binds {
+                    Some(a(d.qw() + 2 * d.kvw())?)
+                } else {
+                    None
+                },
+            })
+        };
         Ok(Rows {
             m,
             h: a(d.hidden)?,
             xn: a(d.hidden)?,
-            q: a(d.qw())?,
-            k: a(d.kvw())?,
-            v: a(d.kvw())?,
+            qkv: a(d.qw() + 2 * d.kvw())?,
+            apart,
+            qw,
+            kvw,
             ao: a(d.qw())?,
             mlp: a(d.inter)?,
             emb16: match d.dtype {
@@ -224,5 +259,86 @@ impl Rows {
                 WeightDtype::Bf16 => Some(Rows16::Bf16(Kv16::new(gpu, d, m)?)),
             },
         })
+    }
+
+    /// Part `i` (q, k, v) of one row's q | k | v: its element range.
+    fn range(&self, i: usize) -> std::ops::Range<usize> {
+        let at = [0, self.qw, self.qw + self.kvw][i];
+        at..at + [self.qw, self.kvw, self.kvw][i]
+    }
+
+    fn part(&self, i: usize) -> Result<BufferSlice<'_, f32>> {
+        let r = self.range(i);
+        self.part_span(i, 0..self.m as usize * r.len())
+    }
+
+    /// Elements `span` of part `i` (0: q, 1: k, 2: v; `[m, width]`).
+    pub(crate) fn part_span(
+        &self,
+        i: usize,
+        span: std::ops::Range<usize>,
+    ) -> Result<BufferSlice<'_, f32>> {
+        Ok(match &self.apart {
+            Some(a) => a.parts[i].slice(span)?,
+            None => {
+                let at = self.range(i).start;
+                self.qkv.slice(at + span.start..at + span.end)?
+            }
+        })
+    }
+
+    /// The queries, `[m, qw]`.
+    pub(crate) fn q(&self) -> Result<BufferSlice<'_, f32>> {
+        self.part(0)
+    }
+
+    /// The keys, `[m, kvw]`.
+    pub(crate) fn k(&self) -> Result<BufferSlice<'_, f32>> {
+        self.part(1)
+    }
+
+    /// The values, `[m, kvw]`.
+    pub(crate) fn v(&self) -> Result<BufferSlice<'_, f32>> {
+        self.part(2)
+    }
+
+    /// The queries and keys of the one row side by side (`[heads +
+    /// kv_heads, head_dim]`), where q and k are views of the fused output:
+    /// one rotary call covers both.
+    pub(crate) fn qk_joint(&self) -> Result<Option<BufferSlice<'_, f32>>> {
+        Ok(match self.apart {
+            Some(_) => None,
+            None => Some(self.qkv.slice(0..self.qw + self.kvw)?),
+        })
+    }
+
+    /// Records the split of `qkv` into q, k and v where they are not views
+    /// of it: a transpose of the rows and one back per part, or (offsets
+    /// the adapter cannot bind) one copy per row and part.
+    pub(crate) fn split_qkv(&self, b: &mut Batch) -> Result<()> {
+        let Some(a) = &self.apart else {
+            return Ok(());
+        };
+        let (m, w) = (self.m as usize, self.qw + 2 * self.kvw);
+        match &a.t {
+            Some(t) => {
+                ops::transpose(b, &self.qkv, t, m as u32, w as u32)?;
+                for (i, part) in a.parts.iter().enumerate() {
+                    let r = self.range(i);
+                    let block = t.slice(r.start * m..r.end * m)?;
+                    ops::transpose(b, &block, part, r.len() as u32, m as u32)?;
+                }
+            }
+            None => {
+                for row in 0..m {
+                    for (i, part) in a.parts.iter().enumerate() {
+                        let r = self.range(i);
+                        let from = self.qkv.slice(row * w + r.start..row * w + r.end)?;
+                        b.copy(&from, &part.slice(row * r.len()..(row + 1) * r.len())?)?;
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 }

@@ -1,5 +1,5 @@
 //! The decoder on the device: the weights in their stored dtype, a KV cache
-//! in the weights' dtype or in f32 (`kv_f32`), and the decode step of all
+//! in f32 or in the weights' dtype (`kv_f32`), and the decode step of all
 //! sequences recorded once as a [`Graph`] and launched once per step
 //! (prefill: `prefill.rs`; the cache side of a layer: `attend.rs`).
 //!
@@ -44,10 +44,10 @@ pub struct ModelOptions {
     pub sample: Option<SampleParams>,
     /// Record the decode graph with per-command GPU timestamps.
     pub profile: bool,
-    /// Keep the KV cache in f32 (exact against an f32 reference); else it
-    /// is in the weights' dtype (half the memory and attention reads, at
-    /// four conversions per layer and step, and q, k, v and the attention
-    /// output rounded to 16 bits).
+    /// Keep the KV cache in f32 (the default: exact against an f32
+    /// reference, and no conversions); else it is in the weights' dtype
+    /// (half the memory and attention reads, at four conversions per layer
+    /// and step, and q, k, v and the attention output rounded to 16 bits).
     pub kv_f32: bool,
 }
 
@@ -59,7 +59,7 @@ impl Default for ModelOptions {
             prefill_chunk: 64,
             sample: None,
             profile: false,
-            kv_f32: false,
+            kv_f32: true,
         }
     }
 }
@@ -125,9 +125,8 @@ fn input(what: &'static str, detail: String) -> ModelError {
 /// One decoder layer's weights and cache.
 pub(crate) struct Layer {
     pub(crate) in_norm: Buffer<f32>,
-    pub(crate) q: WBuf,
-    pub(crate) k: WBuf,
-    pub(crate) v: WBuf,
+    /// q rows, then k rows, then v rows, `[qw + 2 kvw, hidden]`.
+    pub(crate) qkv: WBuf,
     pub(crate) o: WBuf,
     pub(crate) q_norm: Option<Buffer<f32>>,
     pub(crate) k_norm: Option<Buffer<f32>>,
@@ -273,9 +272,11 @@ impl Model {
             };
             layers.push(Layer {
                 in_norm: norm_w(&layer_name(l, "input_layernorm.weight"), h)?,
-                q: up(&[&t("self_attn.q_proj.weight", &[qw, h])?])?,
-                k: up(&[&t("self_attn.k_proj.weight", &[kvw, h])?])?,
-                v: up(&[&t("self_attn.v_proj.weight", &[kvw, h])?])?,
+                qkv: up(&[
+                    &t("self_attn.q_proj.weight", &[qw, h])?,
+                    &t("self_attn.k_proj.weight", &[kvw, h])?,
+                    &t("self_attn.v_proj.weight", &[kvw, h])?,
+                ])?,
                 o: up(&[&t("self_attn.o_proj.weight", &[h, qw])?])?,
                 q_norm: qk_q,
                 k_norm: qk_k,
@@ -358,7 +359,7 @@ impl Model {
         let layers: u64 = self
             .layers
             .iter()
-            .map(|l| l.q.bytes() + l.k.bytes() + l.v.bytes() + l.o.bytes())
+            .map(|l| l.qkv.bytes() + l.o.bytes())
             .chain(
                 self.layers
                     .iter()
@@ -406,8 +407,10 @@ impl Model {
         Ok(())
     }
 
-    /// Records a layer up to its attention: norm, q/k/v projections, q/k
-    /// norms (Qwen3), rotary at `rot_pos` (one position per row).
+    /// Records a layer up to its attention: norm, the fused q|k|v
+    /// projection (q, k and v then views of its output, or split out of
+    /// it), q/k norms (Qwen3), rotary at `rot_pos` (one position per row;
+    /// one call over q and k together where they lie side by side).
     pub(crate) fn record_pre_attn(
         &self,
         b: &mut Batch,
@@ -421,57 +424,27 @@ impl Model {
         ops::linear(
             b,
             &r.xn,
-            l.q.weights(),
-            &r.q,
+            l.qkv.weights(),
+            &r.qkv,
             m,
             d.hidden,
-            d.qw(),
+            d.qw() + 2 * d.kvw(),
             Epilogue::None,
         )?;
-        ops::linear(
-            b,
-            &r.xn,
-            l.k.weights(),
-            &r.k,
-            m,
-            d.hidden,
-            d.kvw(),
-            Epilogue::None,
-        )?;
-        ops::linear(
-            b,
-            &r.xn,
-            l.v.weights(),
-            &r.v,
-            m,
-            d.hidden,
-            d.kvw(),
-            Epilogue::None,
-        )?;
+        r.split_qkv(b)?;
+        let (q, k) = (r.q()?, r.k()?);
         if let (Some(qn), Some(kn)) = (&l.q_norm, &l.k_norm) {
-            nn::rms_norm(b, &r.q, qn, &r.q, m * d.heads, d.head_dim, d.eps)?;
-            nn::rms_norm(b, &r.k, kn, &r.k, m * d.kv_heads, d.head_dim, d.eps)?;
+            nn::rms_norm(b, &q, qn, &q, m * d.heads, d.head_dim, d.eps)?;
+            nn::rms_norm(b, &k, kn, &k, m * d.kv_heads, d.head_dim, d.eps)?;
         }
-        nn::rotary(
-            b,
-            &r.q,
-            &r.q,
-            &self.inv_freq,
-            rot_pos,
-            m,
-            d.heads,
-            d.head_dim,
-        )?;
-        nn::rotary(
-            b,
-            &r.k,
-            &r.k,
-            &self.inv_freq,
-            rot_pos,
-            m,
-            d.kv_heads,
-            d.head_dim,
-        )?;
+        let (f, hd) = (&self.inv_freq, d.head_dim);
+        match r.qk_joint()? {
+            Some(qk) => nn::rotary(b, &qk, &qk, f, rot_pos, m, d.heads + d.kv_heads, hd)?,
+            None => {
+                nn::rotary(b, &q, &q, f, rot_pos, m, d.heads, hd)?;
+                nn::rotary(b, &k, &k, f, rot_pos, m, d.kv_heads, hd)?;
+            }
+        }
         Ok(())
     }
 

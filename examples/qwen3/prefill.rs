@@ -134,13 +134,15 @@ impl Model {
                 }
                 self.record_pre_attn(&mut b, l, r, &c.positions)?;
                 if c.rows.is_some() {
-                    copy(&mut b, &r.q, &all.q, span(c, r, d.qw()), true)?;
-                    copy(&mut b, &r.k, &all.k, span(c, r, d.kvw()), true)?;
-                    copy(&mut b, &r.v, &all.v, span(c, r, d.kvw()), true)?;
+                    for (i, w) in [d.qw(), d.kvw(), d.kvw()].into_iter().enumerate() {
+                        let from = r.part_span(i, 0..(r.m * w) as usize)?;
+                        b.copy(&from, &all.part_span(i, span(c, r, w))?)?;
+                    }
                 }
             }
             attend::append(&mut b, &all, &l.cache, range.clone(), &cursor, kv)?;
-            nn::attention_prefill(&mut b, &all.q, &all.k, &all.v, &all.ao, ps, self.scale())?;
+            let (q, k, v) = (all.q()?, all.k()?, all.v()?);
+            nn::attention_prefill(&mut b, &q, &k, &v, &all.ao, ps, self.scale())?;
             for c in &chunks {
                 let r = c.rows.unwrap_or(&all);
                 if c.rows.is_some() {

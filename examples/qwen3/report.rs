@@ -204,6 +204,10 @@ pub fn timings(m: &mut Model, prompt: &[u32], n: u32, peak: &mut u64) -> ModelRe
             wb / 1e9 / med.as_secs_f64(),
             wb / 1e9
         );
+        println!(
+            "decode step: {} commands (dispatches, copies) in one graph launch",
+            m.graph().num_commands()
+        );
         println!("sequence 0 generated: {generated:?}");
     }
     // Pipelined: N launches, one read at the end (positions restart).

@@ -27,9 +27,11 @@
 //! its lanes along K, multiplies them with the chunk's rows of x (read
 //! through the cache: every subgroup reads the same x) and finishes each
 //! sum with a subgroup reduction. When that gives fewer workgroups than
-//! twice the compute units, K is split over workgroups (split-K): each
-//! slice writes its partial sums and a second pass adds them in slice
-//! order and applies the epilogue.
+//! twice the compute units, up to 4 rows take narrower workgroups first
+//! (fewer units each, several subgroups sharing a unit's K and adding
+//! their parts in shared memory); where that cannot reach the count, K is
+//! split over workgroups (split-K): each slice writes its partial sums and
+//! a second pass adds them in slice order and applies the epilogue.
 //!
 //! Past 16 rows that kernel is bound by its re-reads of x, not by memory:
 //! there a register-tiled kernel (`shaders/linear_tiled.glsl`) takes over,
@@ -225,6 +227,9 @@ struct Launch {
     vec: bool,
     /// Chunks (16-byte, or elements without `vec`) of each K slice.
     kchunk: u32,
+    /// Subgroups that share a unit, each taking a part of its K slice (1:
+    /// one subgroup per unit).
+    ksub: u32,
 }
 
 /// Elements of W per 16-byte load.
@@ -259,7 +264,69 @@ fn launch(
         mchunks: m.div_ceil(p.rows_per_pass),
         vec,
         kchunk: chunks.div_ceil(p.splits),
+        ksub: 1,
     }
+}
+
+/// Work items of shared units one workgroup holds (`KSUB_ITEMS` in
+/// `shaders/linear.glsl`).
+const KSUB_ITEMS: u32 = 64;
+
+/// Workgroups a layer wants at least: twice the compute units (128 when
+/// the adapter does not say).
+fn wanted_groups(caps: &MatmulCaps) -> u64 {
+    if caps.compute_units > 0 {
+        2 * u64::from(caps.compute_units)
+    } else {
+        128
+    }
+}
+
+/// [`launch`] with narrower workgroups where they reach the wanted count
+/// without split-K: at most 4 rows per pass and one K slice, the widest of
+/// halving units per workgroup (the freed subgroups sharing each unit's K,
+/// each still reading at least 4 chunks of 16 bytes per lane) whose
+/// workgroups number at least [`wanted_groups`]; else `launch` as it is.
+/// Pure.
+fn launch_narrowed(
+    m: u32,
+    k: u32,
+    n: u32,
+    dtype: DType,
+    silu: bool,
+    caps: &MatmulCaps,
+    p: LinearPlan,
+) -> Launch {
+    let l = launch(m, k, n, dtype, silu, caps.subgroup_size, p);
+    let want = wanted_groups(caps);
+    if p.rows_per_pass > 4 || p.splits > 1 || u64::from(l.groups) * u64::from(l.mchunks) >= want {
+        return l;
+    }
+    let units = if silu {
+        (n / 2).div_ceil(ROWS_PER_UNIT / 2)
+    } else {
+        n.div_ceil(ROWS_PER_UNIT)
+    };
+    let per_part = caps.subgroup_size.max(1) * MIN_CHUNKS_PER_LANE;
+    let full = l.upw;
+    let mut upw = full / 2;
+    while upw >= 1 && full % upw == 0 {
+        let ksub = full / upw;
+        if l.kchunk / ksub < per_part || full > KSUB_ITEMS {
+            break;
+        }
+        let g = units.div_ceil(upw);
+        if u64::from(g) * u64::from(l.mchunks) >= want {
+            return Launch {
+                upw,
+                groups: g,
+                ksub,
+                ..l
+            };
+        }
+        upw /= 2;
+    }
+    l
 }
 
 /// The tiled kernel's launch: column tiles and the K depth of a slice (a
@@ -286,10 +353,17 @@ fn tiled_launch(k: u32, n: u32, silu: bool, splits: u32) -> (u32, u32) {
 /// - Otherwise rows per pass: the smallest of 1, 2, 4, 8, 16 that holds
 ///   `m`, else 16 (W is then read once per 16 rows, the passes of one
 ///   slice of W next to each other so the later ones read it from L2).
-/// - Split-K when the workgroups number fewer than twice the compute
-///   units (128 when the adapter does not say): enough slices to reach
-///   that, while each lane still reads at least 4 chunks of 16 bytes per
-///   slice, at most [`LINEAR_MAX_SPLITS`].
+/// - Up to 4 rows per pass, when the workgroups number fewer than twice
+///   the compute units (128 when the adapter does not say): narrower
+///   workgroups, halving the units (4 rows of W each) a workgroup holds
+///   while the freed subgroups share each unit's K (each lane still reading
+///   at least 4 chunks of 16 bytes), until the workgroups reach that count;
+///   the parts are added in the workgroup, so this costs no second pass
+///   and no barrier. Qwen3-4B's o_proj and down (2,560 outputs: 80 full
+///   workgroups) run as 320 workgroups of 2 units on 132 compute units.
+/// - Otherwise split-K when the workgroups number fewer than that: enough
+///   slices to reach it, while each lane still reads at least 4 chunks of
+///   16 bytes per slice, at most [`LINEAR_MAX_SPLITS`].
 pub fn choose_linear(
     m: u32,
     k: u32,
@@ -322,13 +396,11 @@ pub fn choose_linear(
         rows_per_pass,
         splits: 1,
     };
-    let l = launch(m, k, n, dtype, silu, caps.subgroup_size, single);
+    // Narrower workgroups first (no second pass); `l` is the plain launch
+    // when they do not reach the wanted count.
+    let l = launch_narrowed(m, k, n, dtype, silu, caps, single);
     let groups = u64::from(l.groups) * u64::from(l.mchunks);
-    let want = if caps.compute_units > 0 {
-        2 * u64::from(caps.compute_units)
-    } else {
-        128
-    };
+    let want = wanted_groups(caps);
     if groups >= want {
         return single;
     }
@@ -394,7 +466,8 @@ pub fn linear_with_plan<'w>(
     if plan.rows_per_pass >= 32 {
         return tiled(batch, x, w, y, (m, k, n), epilogue, plan);
     }
-    let l = launch(m, k, n, w.dtype(), silu, info.subgroup_size, plan);
+    let caps = MatmulCaps::of(info);
+    let l = launch_narrowed(m, k, n, w.dtype(), silu, &caps, plan);
     let grid = [l.groups * l.mchunks, plan.splits, 1];
     if u64::from(l.groups) * u64::from(l.mchunks) > u64::from(limit[0]) || plan.splits > limit[1] {
         return Err(shape(format!(
@@ -415,6 +488,7 @@ pub fn linear_with_plan<'w>(
             l.upw,
             l.mchunks,
             u32::from(silu),
+            l.ksub,
         ])
     };
     let res = match epilogue {

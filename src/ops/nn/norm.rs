@@ -1,5 +1,6 @@
-//! Row normalisations: RMSNorm and LayerNorm, one workgroup per row
-//! (`shaders/nn_rmsnorm.comp`, `shaders/nn_layernorm.comp`).
+//! Row normalisations: RMSNorm (`shaders/nn_rmsnorm.comp`, a group of
+//! invocations per row, several narrow rows per workgroup) and LayerNorm
+//! (`shaders/nn_layernorm.comp`, one workgroup per row).
 
 use crate::batch::Batch;
 use crate::error::Result;
@@ -35,7 +36,8 @@ pub fn rms_norm<T: NnElement>(
     check_elems(OP, "out", out.elems(), n)?;
     check_eps(OP, eps)?;
     let gpu = device_for::<T>(OP, x)?;
-    let grid = rows_grid(OP, &gpu, rows)?;
+    let tpr = rms_threads_per_row(cols);
+    let grid = rows_grid(OP, &gpu, rows.div_ceil(WORKGROUP / tpr))?;
     let name = kernel_name::<T>(["nn_rmsnorm", "nn_rmsnorm_f16", "nn_rmsnorm_bf16"]);
     launch(
         batch,
@@ -43,8 +45,19 @@ pub fn rms_norm<T: NnElement>(
         name,
         &[x, weight, out],
         grid,
-        &[rows, cols, eps.to_bits()],
+        &[rows, cols, eps.to_bits(), tpr],
     )
+}
+
+/// Invocations of a workgroup of the row kernels.
+const WORKGROUP: u32 = 256;
+
+/// Invocations [`rms_norm`] gives one row of `cols` elements: a power of
+/// two near a quarter of the row, at most a workgroup, so that a per-head
+/// row of 128 takes 32 invocations (8 rows per workgroup) and a hidden row
+/// of thousands a whole workgroup. Pure.
+fn rms_threads_per_row(cols: u32) -> u32 {
+    cols.div_ceil(4).clamp(1, WORKGROUP).next_power_of_two()
 }
 
 /// Records LayerNorm of each row of `x` (`rows` × `cols`, row-major) into
@@ -83,4 +96,21 @@ pub fn layer_norm<T: NnElement>(
         grid,
         &[rows, cols, eps.to_bits()],
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn narrow_rows_share_a_workgroup() {
+        // A head of 128: 32 invocations, 8 heads per workgroup.
+        assert_eq!(rms_threads_per_row(128), 32);
+        assert_eq!(rms_threads_per_row(72), 32);
+        assert_eq!(rms_threads_per_row(1), 1);
+        assert_eq!(rms_threads_per_row(7), 2);
+        // Hidden rows: a whole workgroup.
+        assert_eq!(rms_threads_per_row(2560), WORKGROUP);
+        assert_eq!(rms_threads_per_row(u32::MAX), WORKGROUP);
+    }
 }

@@ -43,13 +43,65 @@ fn qwen3_4b_ffn_shapes() {
     assert_eq!(gu.splits, 1);
     let l = launch(1, 2560, 2 * 9728, DType::F32, true, 32, gu);
     assert_eq!((l.upw, l.groups, l.mchunks, l.vec), (8, 608, 1, true));
-    // down: 2560 outputs, 80 workgroups: 4 slices reach 264.
+    // down: 2560 outputs, 80 full workgroups, under 264: narrower
+    // workgroups of 2 units (4 subgroups sharing each unit's K) number
+    // 320, so no split-K (no second pass, no barrier).
     let down = choose_linear(1, 9728, 2560, DType::F32, false, &c);
-    assert_eq!(down.splits, 4);
-    let l = launch(1, 9728, 2560, DType::F32, false, 32, down);
-    assert_eq!((l.groups, l.kchunk), (80, 608));
-    let l = launch(4, 9728, 2560, DType::Bf16, false, 32, down);
+    assert_eq!(down.splits, 1);
+    let l = launch_narrowed(1, 9728, 2560, DType::F32, false, &c, down);
+    assert_eq!((l.upw, l.ksub, l.groups, l.kchunk), (2, 4, 320, 2432));
+    // An explicit split-K plan keeps full workgroups.
+    let split = LinearPlan {
+        rows_per_pass: 4,
+        splits: 4,
+    };
+    let l = launch_narrowed(4, 9728, 2560, DType::Bf16, false, &c, split);
+    assert_eq!((l.upw, l.ksub), (8, 1));
     assert_eq!(l.kchunk, 304, "9728 bf16 = 1216 loads of 8, in 4 slices");
+}
+
+#[test]
+fn few_rows_take_narrower_workgroups_over_split_k() {
+    let c = h100();
+    // Qwen3-4B at one to four sequences, bf16 (K, N): the fused q|k|v
+    // (192 full workgroups), o_proj and down (80) all reach 264 workgroups
+    // with narrower ones; gate|up (608) needs none.
+    for m in [1, 2, 4] {
+        for (k, n, silu, upw) in [
+            (2560, 4096 + 2 * 1024, false, 4),
+            (4096, 2560, false, 2),
+            (9728, 2560, false, 2),
+            (2560, 2 * 9728, true, 8),
+        ] {
+            let p = choose_linear(m, k, n, DType::Bf16, silu, &c);
+            assert_eq!(p.splits, 1, "m = {m}, {k} -> {n}");
+            let l = launch_narrowed(m, k, n, DType::Bf16, silu, &c, p);
+            assert_eq!((l.upw, l.ksub), (upw, 8 / upw), "m = {m}, {k} -> {n}");
+            assert!(u64::from(l.groups) >= 264);
+        }
+    }
+    // Past 4 rows per pass the kernels have no shared parts: split-K.
+    let p = choose_linear(8, 9728, 2560, DType::Bf16, false, &c);
+    assert!(p.splits > 1);
+    // Too few outputs to reach 264 even at one unit per workgroup (256
+    // units): split-K as before.
+    let p = choose_linear(1, 2560, 1024, DType::Bf16, false, &c);
+    assert!(p.splits > 1);
+    // K too short for 8 parts of 128 loads: the narrowing stops where
+    // each part keeps 4 loads per lane (K = 2048 bf16: 256 loads, 2 parts).
+    let l = launch_narrowed(
+        1,
+        2048,
+        2560,
+        DType::Bf16,
+        false,
+        &c,
+        LinearPlan {
+            rows_per_pass: 1,
+            splits: 1,
+        },
+    );
+    assert_eq!((l.upw, l.ksub), (8, 1), "4 units of 2 parts give 160 < 264");
 }
 
 #[test]
