@@ -3,7 +3,7 @@
 //! launch per step, and timings.
 //!
 //! ```text
-//! cargo run --release --example qwen3 -- DIR [--prompt 1,2,3] [--decode N]
+//! cargo run --release --example qwen3 -- DIR [--prompt 1,2,3 | --prompt-len N] [--decode N]
 //!     [--batch B] [--sample T,K,P,SEED] [--reference FILE] [--kv-16]
 //!     [--profile]
 //! cargo run --release --example qwen3 -- --tiny OUTDIR [same options]
@@ -56,10 +56,13 @@ struct Args {
     sample: Option<SampleParams>,
     reference: Option<PathBuf>,
     profile: bool,
+    /// The prompt is `--prompt-len`'s generated ids.
+    prompt_len: bool,
     kv_f32: bool,
 }
 
-const USAGE: &str = "usage: qwen3 DIR | --tiny OUTDIR [--prompt 1,2,3] [--decode N] [--batch B] \
+const USAGE: &str =
+    "usage: qwen3 DIR | --tiny OUTDIR [--prompt 1,2,3 | --prompt-len N] [--decode N] [--batch B] \
                      [--sample T,K,P,SEED] [--reference FILE] [--kv-16] [--profile]";
 
 fn parse_list<T: std::str::FromStr>(s: &str, what: &str) -> Result<Vec<T>, String> {
@@ -83,6 +86,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
         reference: None,
         profile: false,
         kv_f32: true,
+        prompt_len: false,
     };
     let mut dir = None;
     let mut it = args.iter();
@@ -94,6 +98,25 @@ fn parse(args: &[String]) -> Result<Args, String> {
                 dir = Some(val("--tiny")?);
             }
             "--prompt" => a.prompt = parse_list(&val("--prompt")?, "--prompt")?,
+            "--prompt-len" => {
+                // A prompt of N seeded pseudo-random token ids below 1000
+                // (every vocabulary here is larger), for prefill timing and
+                // for decoding at a given position.
+                a.prompt_len = true;
+                let n: u32 = val("--prompt-len")?
+                    .parse()
+                    .map_err(|_| "--prompt-len: not a number")?;
+                let mut x = 0x9e37_79b9_7f4a_7c15u64;
+                a.prompt = (0..n)
+                    .map(|_| {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        // Reduced below the vocabulary once it is known.
+                        (x % 1000) as u32
+                    })
+                    .collect();
+            }
             "--decode" => {
                 a.decode = val("--decode")?
                     .parse()
@@ -152,6 +175,12 @@ fn run(args: &[String]) -> Result<bool, Box<dyn std::error::Error>> {
     println!("device: {}", gpu.info().name);
     let t = Instant::now();
     let ck = Checkpoint::open(&a.dir)?;
+    let vocab = ck.config.vocab;
+    for t in &mut a.prompt {
+        if a.prompt_len && *t >= vocab {
+            *t %= vocab;
+        }
+    }
     println!(
         "checkpoint: {:?} {} layers, hidden {}, vocab {}, {} ({:.2} GB), opened in {:.1} ms",
         ck.config.arch,

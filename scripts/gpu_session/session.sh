@@ -76,14 +76,20 @@ part_qwen3() {
   echo "== qwen3_reference.py --size tiny (transformers, f32 logits)"
   python3 "$g/qwen3_reference.py" --out "$q-tiny" --size tiny --decode 16 --no-timing > "$W/q3tiny_ref.txt" 2>&1; echo "rc=$?"; tail -5 "$W/q3tiny_ref.txt"
   echo "== qwen3 tiny --reference"
-  timeout 120 "$g/bin/qwen3" "$q-tiny" --reference "$q-tiny/reference.safetensors" --kv-f32 > "$W/q3tiny_ours.txt" 2>&1; echo "rc=$?"; tail -30 "$W/q3tiny_ours.txt"
+  timeout 120 "$g/bin/qwen3" "$q-tiny" --reference "$q-tiny/reference.safetensors" > "$W/q3tiny_ours.txt" 2>&1; echo "rc=$?"; tail -30 "$W/q3tiny_ours.txt"
   echo "== qwen3_reference.py --size 4b ${QWEN3_REF_ARGS:-}"
   python3 "$g/qwen3_reference.py" --out "$q" --size 4b ${QWEN3_REF_ARGS:-} > "$W/q3_ref.txt" 2>&1; echo "rc=$?"; tail -40 "$W/q3_ref.txt"
   cp "$q/reference_timing.json" "$q/config.json" "$W/" 2>/dev/null
-  echo "== qwen3 4b --reference --kv-f32 (f32 activations and cache: the correctness check)"
-  timeout 240 "$g/bin/qwen3" "$q" --reference "$q/reference.safetensors" --kv-f32 > "$W/q3_check.txt" 2>&1; echo "rc=$?"; grep -E "reference|worst|FAIL|PASS" "$W/q3_check.txt" | tail -8
+  echo "== qwen3 4b --reference (f32 activations and cache, the default: the correctness check)"
+  timeout 240 "$g/bin/qwen3" "$q" --reference "$q/reference.safetensors" > "$W/q3_check.txt" 2>&1; echo "rc=$?"; grep -E "reference|worst|FAIL|PASS" "$W/q3_check.txt" | tail -8
   echo "== qwen3 4b --profile (default options, timing)"
   timeout 240 "$g/bin/qwen3" "$q" --decode 64 --profile > "$W/q3_ours.txt" 2>&1; echo "rc=$?"; tail -40 "$W/q3_ours.txt"
+  echo "== qwen3 4b: prefill 512 tokens"
+  timeout 120 "$g/bin/qwen3" "$q" --prompt-len 512 --decode 8 > "$W/q3_p512.txt" 2>&1; echo "rc=$?"; grep -E "prefill|decode \(|commands" "$W/q3_p512.txt"
+  for p in 600 4000; do
+    echo "== qwen3 4b: decode after a prompt of $p tokens"
+    timeout 150 "$g/bin/qwen3" "$q" --prompt-len "$p" --decode 32 > "$W/q3_pos$p.txt" 2>&1; echo "rc=$?"; grep -E "prefill|decode|commands" "$W/q3_pos$p.txt"
+  done
   for b in 4 16; do
     echo "== qwen3 4b --batch $b"
     timeout 120 "$g/bin/qwen3" "$q" --batch "$b" --decode 32 > "$W/q3_b$b.txt" 2>&1; echo "rc=$?"; tail -25 "$W/q3_b$b.txt"
