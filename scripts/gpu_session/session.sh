@@ -26,7 +26,8 @@ part_dispatch() {
   for i in 1 2 3; do
     for b in base new; do
       echo "== gpu_report --only dispatch ($b, process $i)"
-      "$g/bin/gpu_report_$b" --only dispatch --cuda "$W/cuda_anchor.json" --json "$W/dispatch_${b}_$i.json" > "$W/dispatch_${b}_$i.txt" 2>&1
+      bin="$g/bin/gpu_report_$b"; [ -f "$bin" ] || bin="$g/bin/gpu_report"
+      "$bin" --only dispatch --cuda "$W/cuda_anchor.json" --json "$W/dispatch_${b}_$i.json" > "$W/dispatch_${b}_$i.txt" 2>&1
       echo "rc=$?"; grep -E "record|chain|round|independent|auto" "$W/dispatch_${b}_$i.txt" | head -30
     done
   done
