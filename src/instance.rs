@@ -16,6 +16,16 @@
 //! ([`crate::portability`]). A loader that finds no driver it can load
 //! makes instance creation fail with `VK_ERROR_INCOMPATIBLE_DRIVER`: that
 //! is [`Error::NoAdapter`], whose text says what to install.
+//!
+//! Once the first instance exists, one bare instance (no layers, no
+//! extensions) is kept for the rest of the process, so the drivers stay
+//! loaded between the crate's instances. The loader loads each driver when
+//! an instance is created and unloads it when the last one is destroyed,
+//! and some drivers do not survive that many times: on an NVIDIA H200
+//! (driver 580.159) the 30th load in one process found no driver
+//! (`VK_ERROR_INCOMPATIBLE_DRIVER`), whether or not the loader itself was
+//! reloaded, while 41 instances made and destroyed beside one kept instance
+//! all succeeded (`tests/device_churn.rs`).
 
 use std::ffi::{c_void, CStr};
 use std::sync::Arc;
@@ -83,6 +93,44 @@ fn with_id(id: Option<&str>, msg: String) -> String {
         Some(id) if !id.is_empty() && !msg.contains(id) => format!("[ {id} ] {msg}"),
         _ => msg,
     }
+}
+
+/// The bare instance kept for the rest of the process once the first one
+/// was made (see the module documentation), with the loader it came from.
+struct DriverKeeper {
+    _entry: ash::Entry,
+    _instance: ash::Instance,
+}
+
+static DRIVER_KEEPER: std::sync::OnceLock<Option<DriverKeeper>> = std::sync::OnceLock::new();
+
+/// Makes the kept instance the first time an instance was created; a
+/// failure only leaves the drivers to be reloaded with each instance.
+fn keep_drivers_loaded(
+    entry: &ash::Entry,
+    flags: vk::InstanceCreateFlags,
+    extensions: &[*const std::ffi::c_char],
+) {
+    DRIVER_KEEPER.get_or_init(|| {
+        let app = vk::ApplicationInfo::default().api_version(vk::API_VERSION_1_1);
+        let info = vk::InstanceCreateInfo::default()
+            .application_info(&app)
+            .flags(flags)
+            .enabled_extension_names(extensions);
+        // SAFETY: `info`, `app` and the extension names outlive the call;
+        // the instance is never destroyed (the process's exit releases it)
+        // and nothing is made from it.
+        match unsafe { entry.create_instance(&info, None) } {
+            Ok(instance) => Some(DriverKeeper {
+                _entry: entry.clone(),
+                _instance: instance,
+            }),
+            Err(r) => {
+                log::debug!("vkcompute: no instance kept to hold the drivers loaded: {r}");
+                None
+            }
+        }
+    });
 }
 
 /// An instance, with its messenger when validation is on.
@@ -187,6 +235,11 @@ impl Instance {
             vk::Result::ERROR_INCOMPATIBLE_DRIVER => Error::NoAdapter,
             r => vk_error("vkCreateInstance", r),
         })?;
+        // The same drivers as this instance sees (portability ones too),
+        // without layers.
+        let bare = portability::instance_setup(&offered, false);
+        let bare_extensions: Vec<_> = bare.extensions.iter().map(|e| e.as_ptr()).collect();
+        keep_drivers_loaded(&entry, bare.flags, &bare_extensions);
         let mut inst = Instance {
             entry,
             raw,

@@ -52,9 +52,9 @@ part_tests() {
 part_churn() {
   # Each device_churn test in a process of its own: where the driver stops
   # giving instances, and what keeps it going.
-  for t in forty_raw_instances_each_from_a_new_loader forty_raw_instances_from_one_loader \
-           forty_raw_instances_beside_one_kept_instance forty_adapter_listings \
-           forty_devices_made_and_dropped_without_work forty_devices_with_validation_leave_no_files_or_threads; do
+  for t in forty_adapter_listings forty_devices_made_and_dropped_without_work \
+           forty_devices_with_validation_leave_no_files_or_threads \
+           forty_devices_without_validation_leave_no_files_or_threads; do
     echo "== device_churn $t (own process, VK_LOADER_DEBUG=error)"
     VK_LOADER_DEBUG=error timeout 120 "$g/bin/test_device_churn" --exact "$t" --nocapture > "$W/churn_$t.txt" 2>&1; echo "rc=$?"
     grep -E "rounds|failed|devices;|LOADER|rror" "$W/churn_$t.txt" | sort | uniq -c | sort -rn | head -6 | cut -c1-400
