@@ -1,6 +1,7 @@
 //! Batched f16 products: `count` independent C_i = A_i·B_i of one shape in
 //! one launch (what `torch.bmm` computes), the matrices at fixed element
-//! strides in three buffers.
+//! strides in three buffers; each B stored K×N or, as nn.Linear keeps its
+//! `[out, in]` weight, N×K (read transposed in place, no copy).
 
 use super::{check_grid, same, shape_error, Cm2Tile, MatmulCaps};
 use crate::{Batch, Buffer, Error, Result};
