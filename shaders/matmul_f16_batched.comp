@@ -5,8 +5,14 @@
 // staged through shared memory, any M, K, N (zeros past the edges).
 // Needs storageBuffer16BitAccess only (no f16 arithmetic).
 //
+// With B_NK, each B_i is stored N×K row-major (nn.Linear's [out, in]
+// weight): the slice is read along K (consecutive invocations, consecutive
+// elements) and stored transposed into shared memory.
+//
 // Push constants: M, K, N and the element strides between consecutive A,
 // B and C matrices. Grid: (ceil(N/16), ceil(M/16), count).
+//
+// variant: matmul_f16_batched_bt B_NK=1
 #extension GL_EXT_shader_16bit_storage : require
 
 layout(local_size_x = 16, local_size_y = 16, local_size_z = 1) in;
@@ -34,7 +40,13 @@ void main() {
         const uint ka = k0 + tx;
         const uint kb = k0 + ty;
         sa[ty][tx] = (row < M && ka < K) ? float(a[oa + row * K + ka]) : 0.0;
+#ifdef B_NK
+        // This invocation loads B[n = first column + ty][k = k0 + tx].
+        const uint nb = gl_WorkGroupID.x * T + ty;
+        sb[tx][ty] = (ka < K && nb < N) ? float(b[ob + nb * K + ka]) : 0.0;
+#else
         sb[ty][tx] = (kb < K && col < N) ? float(b[ob + kb * N + col]) : 0.0;
+#endif
         barrier();
         for (uint kk = 0; kk < T; ++kk) {
             acc += sa[ty][kk] * sb[kk][tx];

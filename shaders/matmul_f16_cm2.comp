@@ -7,14 +7,18 @@
 //
 // A is M×K and B is K×N, both row-major, C is M×N row-major: A's layout is
 // (M, K), B's (K, N), read as stored (B's rows are K, so the K×N slice
-// needs no transposed view), C's (M, N).
+// needs no transposed view), C's (M, N). With B_NK, B is stored N×K
+// row-major (nn.Linear's [out, in] weight): its layout is (N, K) with row
+// stride K, and each N×K slice is read through a transposed tensor view
+// as the BK×BN operand.
 //
-// Blocks wholly inside C with K and N multiples of 8 (16-byte rows, so
-// every slice starts aligned) run the whole BK-deep slices through
-// unclamped layouts, two slices per loop step; the last partial slice of K
-// and every edge block read through clamped layouts (zeros outside the
-// matrix) and store through a clamped layout (nothing written outside).
-// Any M, N, K ≥ 1 works.
+// Blocks wholly inside C with K and N multiples of 8 (with B_NK: K alone;
+// 16-byte rows, so every slice starts aligned) run the whole BK-deep
+// slices through unclamped layouts, two slices per loop step (four with
+// UNROLL4, each step's matrices declared separately); the last partial
+// slice of K and every edge block read through clamped layouts (zeros
+// outside the matrix) and store through a clamped layout (nothing written
+// outside). Any M, N, K ≥ 1 works.
 //
 // Push constants: M, K, N. Grid: (ceil(N/BN), ceil(M/BM), 1). With
 // BATCHED, `count` products in one launch: push constants M, K, N and the
@@ -32,8 +36,14 @@
 // variant: matmul_f16_cm2_128x256x64 TILE_BM=128 TILE_BN=256 TILE_BK=64
 // variant: matmul_f16_cm2_128x128x32 TILE_BM=128 TILE_BN=128 TILE_BK=32
 // variant: matmul_f16_cm2_64x128x64 TILE_BM=64 TILE_BN=128 TILE_BK=64
+// variant: matmul_f16_cm2_128x256x64_u4 TILE_BM=128 TILE_BN=256 TILE_BK=64 UNROLL4=1
 // variant: matmul_f16_cm2_batched BATCHED=1
 // variant: matmul_f16_cm2_64x128x64_batched TILE_BM=64 TILE_BN=128 TILE_BK=64 BATCHED=1
+// variant: matmul_f16_cm2_128x256x64_batched TILE_BM=128 TILE_BN=256 TILE_BK=64 BATCHED=1
+// variant: matmul_f16_cm2_batched_bt BATCHED=1 B_NK=1
+// variant: matmul_f16_cm2_64x128x64_batched_bt TILE_BM=64 TILE_BN=128 TILE_BK=64 BATCHED=1 B_NK=1
+// variant: matmul_f16_cm2_128x256x64_batched_bt TILE_BM=128 TILE_BN=256 TILE_BK=64 BATCHED=1 B_NK=1
+// variant: matmul_f16_cm2_128x256x64_batched_bt_u4 TILE_BM=128 TILE_BN=256 TILE_BK=64 BATCHED=1 B_NK=1 UNROLL4=1
 #extension GL_KHR_cooperative_matrix : require
 #extension GL_NV_cooperative_matrix2 : require
 #extension GL_KHR_memory_scope_semantics : require
@@ -88,6 +98,18 @@ uvec2 block_of_workgroup() {
 #define MAT_B coopmat<float16_t, gl_ScopeWorkgroup, BK, BN, gl_MatrixUseB>
 #define CLAMP gl_CooperativeMatrixClampModeConstantNV
 
+#ifdef B_NK
+// B's layout is (N, K): a slice at (column n, depth k) of B, read through
+// the transposed view as the BK×BN operand.
+#define B_DIMS N, K
+#define B_SLICE(l, k, n) sliceTensorLayoutNV(l, n, BN, k, BK), bt
+#define B_ROWS_ALIGNED true
+#else
+#define B_DIMS K, N
+#define B_SLICE(l, k, n) sliceTensorLayoutNV(l, k, BK, n, BN)
+#define B_ROWS_ALIGNED (N % 8 == 0)
+#endif
+
 void main() {
     const uvec2 blk = block_of_workgroup();
     const uint m0 = blk.y * BM;
@@ -100,12 +122,15 @@ void main() {
     tensorLayoutNV<2, CLAMP> lb_edge = createTensorLayoutNV(2, CLAMP);
     tensorLayoutNV<2, CLAMP> lc = createTensorLayoutNV(2, CLAMP);
     la_edge = setTensorLayoutDimensionNV(la_edge, M, K);
-    lb_edge = setTensorLayoutDimensionNV(lb_edge, K, N);
+    lb_edge = setTensorLayoutDimensionNV(lb_edge, B_DIMS);
     lc = setTensorLayoutDimensionNV(lc, M, N);
+#ifdef B_NK
+    tensorViewNV<2, false, 1, 0> bt = createTensorViewNV(2, false, 1, 0);
+#endif
 
     ACC acc = ACC(0.0);
     uint k0 = 0;
-    const bool interior = m0 + BM <= M && n0 + BN <= N && K % 8 == 0 && N % 8 == 0
+    const bool interior = m0 + BM <= M && n0 + BN <= N && K % 8 == 0 && B_ROWS_ALIGNED
         && oa % 8 == 0 && ob % 8 == 0;
     if (interior) {
         // Row strides that are visibly multiples of 8 halves (16 bytes):
@@ -113,10 +138,48 @@ void main() {
         tensorLayoutNV<2> la = createTensorLayoutNV(2);
         tensorLayoutNV<2> lb = createTensorLayoutNV(2);
         la = setTensorLayoutDimensionNV(la, M, K);
-        lb = setTensorLayoutDimensionNV(lb, K, N);
+        lb = setTensorLayoutDimensionNV(lb, B_DIMS);
         la = setTensorLayoutStrideNV(la, K & ~7u, 1);
+#ifdef B_NK
+        lb = setTensorLayoutStrideNV(lb, K & ~7u, 1);
+#else
         lb = setTensorLayoutStrideNV(lb, N & ~7u, 1);
+#endif
         const uint whole = K - K % BK;
+#ifdef UNROLL4
+        // Four slices per step, written out (spirv-opt does not know these
+        // types, so no unrolling happens between glslang and the driver).
+        for (; k0 + 4 * BK <= whole; k0 += 4 * BK) {
+            MAT_A ma0;
+            MAT_B mb0;
+            MAT_A ma1;
+            MAT_B mb1;
+            MAT_A ma2;
+            MAT_B mb2;
+            MAT_A ma3;
+            MAT_B mb3;
+            coopMatLoadTensorNV(ma0, a, oa, sliceTensorLayoutNV(la, m0, BM, k0, BK));
+            coopMatLoadTensorNV(mb0, b, ob, B_SLICE(lb, k0, n0));
+            coopMatLoadTensorNV(ma1, a, oa, sliceTensorLayoutNV(la, m0, BM, k0 + BK, BK));
+            coopMatLoadTensorNV(mb1, b, ob, B_SLICE(lb, k0 + BK, n0));
+            coopMatLoadTensorNV(ma2, a, oa, sliceTensorLayoutNV(la, m0, BM, k0 + 2 * BK, BK));
+            coopMatLoadTensorNV(mb2, b, ob, B_SLICE(lb, k0 + 2 * BK, n0));
+            coopMatLoadTensorNV(ma3, a, oa, sliceTensorLayoutNV(la, m0, BM, k0 + 3 * BK, BK));
+            coopMatLoadTensorNV(mb3, b, ob, B_SLICE(lb, k0 + 3 * BK, n0));
+            acc = coopMatMulAdd(ma0, mb0, acc);
+            acc = coopMatMulAdd(ma1, mb1, acc);
+            acc = coopMatMulAdd(ma2, mb2, acc);
+            acc = coopMatMulAdd(ma3, mb3, acc);
+        }
+        // Up to three whole slices left, one per step.
+        for (; k0 < whole; k0 += BK) {
+            MAT_A ma;
+            MAT_B mb;
+            coopMatLoadTensorNV(ma, a, oa, sliceTensorLayoutNV(la, m0, BM, k0, BK));
+            coopMatLoadTensorNV(mb, b, ob, B_SLICE(lb, k0, n0));
+            acc = coopMatMulAdd(ma, mb, acc);
+        }
+#else
         // Two slices per step, written out (spirv-opt does not know these
         // types, so no unrolling happens between glslang and the driver).
         for (; k0 + 2 * BK <= whole; k0 += 2 * BK) {
@@ -125,9 +188,9 @@ void main() {
             MAT_A ma1;
             MAT_B mb1;
             coopMatLoadTensorNV(ma0, a, oa, sliceTensorLayoutNV(la, m0, BM, k0, BK));
-            coopMatLoadTensorNV(mb0, b, ob, sliceTensorLayoutNV(lb, k0, BK, n0, BN));
+            coopMatLoadTensorNV(mb0, b, ob, B_SLICE(lb, k0, n0));
             coopMatLoadTensorNV(ma1, a, oa, sliceTensorLayoutNV(la, m0, BM, k0 + BK, BK));
-            coopMatLoadTensorNV(mb1, b, ob, sliceTensorLayoutNV(lb, k0 + BK, BK, n0, BN));
+            coopMatLoadTensorNV(mb1, b, ob, B_SLICE(lb, k0 + BK, n0));
             acc = coopMatMulAdd(ma0, mb0, acc);
             acc = coopMatMulAdd(ma1, mb1, acc);
         }
@@ -135,10 +198,11 @@ void main() {
             MAT_A ma;
             MAT_B mb;
             coopMatLoadTensorNV(ma, a, oa, sliceTensorLayoutNV(la, m0, BM, k0, BK));
-            coopMatLoadTensorNV(mb, b, ob, sliceTensorLayoutNV(lb, k0, BK, n0, BN));
+            coopMatLoadTensorNV(mb, b, ob, B_SLICE(lb, k0, n0));
             acc = coopMatMulAdd(ma, mb, acc);
             k0 += BK;
         }
+#endif
     }
     // Edge blocks from the start, interior blocks for K's last partial
     // slice: clamped loads read zeros past M, N and K.
@@ -146,7 +210,7 @@ void main() {
         MAT_A ma;
         MAT_B mb;
         coopMatLoadTensorNV(ma, a, oa, sliceTensorLayoutNV(la_edge, m0, BM, k0, BK));
-        coopMatLoadTensorNV(mb, b, ob, sliceTensorLayoutNV(lb_edge, k0, BK, n0, BN));
+        coopMatLoadTensorNV(mb, b, ob, B_SLICE(lb_edge, k0, n0));
         acc = coopMatMulAdd(ma, mb, acc);
     }
     coopMatStoreTensorNV(acc, c, oc, sliceTensorLayoutNV(lc, m0, BM, n0, BN));

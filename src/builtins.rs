@@ -45,8 +45,10 @@ struct Registry<'a>(&'a BuiltinStore);
 /// read [`F16`](crate::element::F16) and [`Bf16`](crate::element::Bf16)
 /// weights as `uvec4` and `uint16_t` words.
 fn reads_raw_words(name: &str) -> bool {
-    matches!(name, "copy" | "convert_f16_f32" | "matmul_f16_batched")
-        || name.starts_with("cast")
+    matches!(
+        name,
+        "copy" | "convert_f16_f32" | "matmul_f16_batched" | "matmul_f16_batched_bt"
+    ) || name.starts_with("cast")
         || name.starts_with("matmul_f16_coopmat")
         || name.starts_with("matmul_f16_cm2")
         || name.starts_with("matmul_f16_khr")

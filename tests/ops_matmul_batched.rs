@@ -1,12 +1,15 @@
 //! Batched f16 products (`ops::matmul_f16_batched`): every product against
-//! an f64 reference on odd shapes and strides, a shared B (stride 0), and
-//! the typed errors. On an adapter with workgroup-scope cooperative
-//! matrices the tensor-core kernel runs; elsewhere the portable one.
+//! an f64 reference on odd shapes and strides, a shared B (stride 0), B
+//! stored K×N and N×K (`b_transposed`), and the typed errors. On an
+//! adapter with workgroup-scope cooperative matrices the tensor-core kernel
+//! runs; elsewhere the portable one. Each workgroup-scope tile with a
+//! batched kernel also runs explicitly (`matmul_f16_batched_with_tile`),
+//! skipped where the adapter lacks it.
 
 mod common;
 
-use vkcompute::ops::{self, BatchedShape, F16};
-use vkcompute::{Device, Error};
+use vkcompute::ops::{self, BatchedShape, Cm2Tile, MatmulCaps, F16};
+use vkcompute::{Batch, Buffer, Device, Error, Result};
 
 /// Multiples of 1/64 in [-1, 1): exact in f16.
 fn inputs(rng: &mut common::Rng, len: u64) -> (Vec<u16>, Vec<f64>) {
@@ -19,6 +22,18 @@ fn inputs(rng: &mut common::Rng, len: u64) -> (Vec<u16>, Vec<f64>) {
 }
 
 fn run_case(gpu: &Device, shape: BatchedShape) {
+    run_with(gpu, shape, |batch, a, b, c| {
+        ops::matmul_f16_batched(batch, a, b, c, shape)
+    });
+}
+
+/// Runs `record`'s product of `shape` on random inputs and checks every
+/// product against f64 and the gaps between C's matrices.
+fn run_with(
+    gpu: &Device,
+    shape: BatchedShape,
+    record: impl Fn(&mut Batch, &Buffer<u16>, &Buffer<u16>, &Buffer<f32>) -> Result<()>,
+) {
     let mut rng = common::Rng::new(u64::from(shape.m * 7 + shape.k * 3 + shape.n));
     let [la, lb, lc] = shape.lens();
     let (abits, a) = inputs(&mut rng, la);
@@ -28,7 +43,7 @@ fn run_case(gpu: &Device, shape: BatchedShape) {
     // C starts as a marker: the gaps between outputs must keep it.
     let gc = gpu.upload(&vec![-7.0f32; lc as usize]).unwrap();
     let mut batch = gpu.batch().unwrap();
-    ops::matmul_f16_batched(&mut batch, &ga, &gb, &gc, shape).unwrap();
+    record(&mut batch, &ga, &gb, &gc).unwrap();
     batch.submit().unwrap();
     let got = gc.download().unwrap();
     let (m, k, n) = (shape.m as usize, shape.k as usize, shape.n as usize);
@@ -41,7 +56,15 @@ fn run_case(gpu: &Device, shape: BatchedShape) {
         );
         for r in 0..m {
             for c in 0..n {
-                let want: f64 = (0..k).map(|x| a[oa + r * k + x] * b[ob + x * n + c]).sum();
+                // B[x][c]: stored K×N, or N×K when transposed.
+                let bi = |x: usize| {
+                    if shape.b_transposed {
+                        ob + c * k + x
+                    } else {
+                        ob + x * n + c
+                    }
+                };
+                let want: f64 = (0..k).map(|x| a[oa + r * k + x] * b[bi(x)]).sum();
                 let g = f64::from(got[oc + r * n + c]);
                 // Products of 1/64 multiples sum exactly in f32 up to 2^24 / 4096.
                 let tol = 1e-6 * k as f64;
@@ -79,6 +102,7 @@ fn batched_products_match_the_reference() {
             stride_a: 15 * 17 + 5,
             stride_b: 17 * 9 + 3,
             stride_c: 15 * 9 + 7,
+            b_transposed: false,
         },
         // One B for every product (a shared weight).
         BatchedShape {
@@ -90,6 +114,96 @@ fn batched_products_match_the_reference() {
     ];
     for shape in cases {
         run_case(&gpu, shape);
+    }
+    common::assert_clean(&gpu);
+}
+
+#[test]
+fn batched_b_transposed_products_match_the_reference() {
+    let gpu = common::gpu();
+    let cases = [
+        BatchedShape::packed(3, 17, 15, 33),
+        BatchedShape::packed(1, 1, 1, 1),
+        BatchedShape::packed(1, 5, 1, 3),
+        BatchedShape::packed(4, 16, 32, 24),
+        // Odd strides with gaps between the matrices (B's start unaligned).
+        BatchedShape {
+            count: 3,
+            m: 15,
+            k: 17,
+            n: 9,
+            stride_a: 15 * 17 + 5,
+            stride_b: 17 * 9 + 3,
+            stride_c: 15 * 9 + 7,
+            b_transposed: true,
+        },
+        // One B for every product (a shared nn.Linear weight).
+        BatchedShape {
+            stride_b: 0,
+            ..BatchedShape::packed(5, 31, 40, 20)
+        },
+        // Larger than one cooperative-matrix block each way; K with whole
+        // 64-deep slices and a partial one.
+        BatchedShape::packed(2, 130, 72, 136),
+        BatchedShape::packed(1, 129, 200, 257),
+    ];
+    for shape in cases {
+        run_case(&gpu, shape.with_b_transposed());
+    }
+    common::assert_clean(&gpu);
+}
+
+#[test]
+fn batched_tiles_run_both_b_layouts() {
+    let gpu = common::gpu();
+    let caps = MatmulCaps::of(gpu.info());
+    // Interior blocks with 1, 4 and 5 whole slices (the two- and
+    // four-slice steps and their tails) and a partial one, edge blocks,
+    // odd K (clamped loads only), B's start off 16 bytes, a shared B.
+    let shapes = [
+        BatchedShape::packed(2, 129, 72, 257),
+        BatchedShape::packed(1, 256, 264, 512),
+        BatchedShape::packed(1, 136, 320, 264),
+        BatchedShape::packed(2, 130, 67, 136),
+        BatchedShape {
+            stride_b: 72 * 264 + 4,
+            ..BatchedShape::packed(2, 128, 72, 264)
+        },
+        BatchedShape {
+            stride_b: 0,
+            ..BatchedShape::packed(3, 64, 128, 128)
+        },
+    ];
+    let tiles = [
+        Some(Cm2Tile::WIDE_GROUPED),
+        Some(Cm2Tile::WIDE),
+        Some(Cm2Tile::SQUARE),
+        Some(Cm2Tile::SMALL),
+        Some(Cm2Tile::WIDE_U4),
+        None,
+    ];
+    for tile in tiles {
+        for bt in [false, true] {
+            if let Some(t) = tile {
+                if t.batched_kernel_name(bt).is_none() {
+                    continue;
+                }
+                if !t.fits(&caps) {
+                    common::skipped(format!(
+                        "batched coopmat2 tile {t:?}: needs VK_NV_cooperative_matrix2's \
+                         workgroup-scope f16 shape (granularity {:?})",
+                        caps.coopmat2_granularity
+                    ));
+                    continue;
+                }
+            }
+            for shape in shapes {
+                let shape = if bt { shape.with_b_transposed() } else { shape };
+                run_with(&gpu, shape, |batch, a, b, c| {
+                    ops::matmul::matmul_f16_batched_with_tile(batch, a, b, c, shape, tile)
+                });
+            }
+        }
     }
     common::assert_clean(&gpu);
 }
@@ -123,6 +237,23 @@ fn batched_bad_shapes_are_typed_errors() {
             other => panic!("{s:?}: want a MatmulShape error naming {needle:?}, got {other:?}"),
         }
         assert!(batch.is_empty(), "a refused product recorded nothing");
+    }
+    // Tiles without a batched kernel for the layout (or, without
+    // coopmat2, any tile) are refused by name.
+    for (tile, bt) in [
+        (Cm2Tile::SHALLOW, false),
+        (Cm2Tile::SHALLOW, true),
+        (Cm2Tile::WIDE_U4, false),
+    ] {
+        let s = if bt { shape.with_b_transposed() } else { shape };
+        let mut batch = gpu.batch().unwrap();
+        match ops::matmul::matmul_f16_batched_with_tile(&mut batch, &a, &b, &c, s, Some(tile)) {
+            Err(Error::MatmulShape { detail, .. }) => {
+                assert!(detail.contains("does not apply"), "{tile:?}: {detail}")
+            }
+            other => panic!("{tile:?}: want a MatmulShape error, got {other:?}"),
+        }
+        assert!(batch.is_empty(), "a refused tile recorded nothing");
     }
     common::assert_clean(&gpu);
 }

@@ -5,7 +5,10 @@
 //! command of each per round, barriers between), min / median / max over
 //! the rounds, checked once against an error bound; then the default
 //! plan's median over the best candidate's (the rule: at most
-//! [`RULE_LIMIT`]).
+//! [`RULE_LIMIT`]). Candidates reading B stored N×K ([`Run::BatchedBt`],
+//! fed the transpose of the same B) are timed beside the others but are
+//! not candidates of the K×N default: the rule compares [`Run::Plan`]
+//! rows only.
 //!
 //! Inputs have full entropy: f16 values with random 10-bit significands
 //! and exponents over [1/8, 2), either sign, so products and sums round.
@@ -15,7 +18,7 @@
 
 use std::time::{Duration, Instant};
 
-use vkcompute::ops::{self, MatmulDtype, MatmulPlan};
+use vkcompute::ops::{self, BatchedShape, Cm2Tile, MatmulDtype, MatmulPlan};
 use vkcompute::{Batch, BatchOptions, Buffer, Device, Profiling, Result};
 
 use crate::Report;
@@ -26,12 +29,42 @@ pub const WARM_FOR: Duration = Duration::from_millis(500);
 /// process fails: the choice is a rule, and the default is the best.
 pub const RULE_LIMIT: f64 = 1.10;
 
+/// What a candidate records.
+#[derive(Debug, Clone, Copy)]
+pub enum Run {
+    /// [`ops::matmul::matmul_f16_with_plan`] with B stored K×N.
+    Plan(MatmulPlan),
+    /// One product through the batched entry with B stored N×K
+    /// ([`BatchedShape::with_b_transposed`]): [`ops::matmul_f16_batched`]'s
+    /// own choice with `None`, else
+    /// [`ops::matmul::matmul_f16_batched_with_tile`] with this tile.
+    BatchedBt(Option<Cm2Tile>),
+}
+
 /// A plan to time, under the name its rows carry.
 pub struct Candidate {
     /// Row name (the tile, e.g. `cm1_128x128_w64x32_k32`).
     pub name: String,
-    /// The plan recorded.
-    pub plan: MatmulPlan,
+    /// What it records.
+    pub run: Run,
+}
+
+/// A candidate's inputs: A, B stored K×N and the same B stored N×K.
+struct Inputs {
+    a: Buffer<u16>,
+    b: Buffer<u16>,
+    bt: Buffer<u16>,
+}
+
+/// `bits` (k×n row-major) stored n×k row-major.
+fn transposed(bits: &[u16], k: usize, n: usize) -> Vec<u16> {
+    let mut out = vec![0u16; bits.len()];
+    for r in 0..k {
+        for c in 0..n {
+            out[c * k + r] = bits[r * n + c];
+        }
+    }
+    out
 }
 
 /// f16 bits and their exact f32 values: random sign, exponent over
@@ -106,11 +139,21 @@ pub fn error_bound(a: &[f32], b: &[f32], k: u32) -> f64 {
 
 fn record(
     batch: &mut Batch,
-    (a, b, c): (&Buffer<u16>, &Buffer<u16>, &Buffer<f32>),
+    ins: &Inputs,
+    c: &Buffer<f32>,
     (m, k, n): (u32, u32, u32),
-    plan: MatmulPlan,
+    run: Run,
 ) -> Result<()> {
-    ops::matmul::matmul_f16_with_plan(batch, a, b, c, m, k, n, plan)
+    let shape = BatchedShape::packed(1, m, k, n).with_b_transposed();
+    match run {
+        Run::Plan(plan) => {
+            ops::matmul::matmul_f16_with_plan(batch, &ins.a, &ins.b, c, m, k, n, plan)
+        }
+        Run::BatchedBt(None) => ops::matmul_f16_batched(batch, &ins.a, &ins.bt, c, shape),
+        Run::BatchedBt(tile) => {
+            ops::matmul::matmul_f16_batched_with_tile(batch, &ins.a, &ins.bt, c, shape, tile)
+        }
+    }
 }
 
 /// What the timed rounds measured of one candidate.
@@ -138,7 +181,11 @@ pub fn bench_shape(
     let shape = format!("{m}x{k}x{n}");
     let (abits, a) = f16_inputs(u64::from(m) * 3 + 1, (m * k) as usize);
     let (bbits, b) = f16_inputs(u64::from(n) * 5 + 2, (k * n) as usize);
-    let (ga, gb) = (gpu.upload(&abits)?, gpu.upload(&bbits)?);
+    let ins = Inputs {
+        a: gpu.upload(&abits)?,
+        b: gpu.upload(&bbits)?,
+        bt: gpu.upload(&transposed(&bbits, k as usize, n as usize))?,
+    };
     let bound = error_bound(&a, &b, k);
     let mut outs = Vec::new();
     let mut errors = Vec::new();
@@ -149,7 +196,7 @@ pub fn bench_shape(
         // a failed row, not the end of the run.
         let ran = (|| -> Result<()> {
             let mut batch = gpu.batch()?;
-            record(&mut batch, (&ga, &gb, &gc), (m, k, n), c.plan)?;
+            record(&mut batch, &ins, &gc, (m, k, n), c.run)?;
             batch.submit()
         })();
         if let Err(e) = ran {
@@ -187,15 +234,15 @@ pub fn bench_shape(
                 if i > 0 {
                     batch.barrier();
                 }
-                record(&mut batch, (&ga, &gb, gc), (m, k, n), c.plan)?;
+                record(&mut batch, &ins, gc, (m, k, n), c.run)?;
             }
             batch.submit()?;
         }
     }
     let timings = if gpu.info().timestamps {
-        timed_rounds(gpu, (&ga, &gb), &outs, (m, k, n), &candidates, rounds)?
+        timed_rounds(gpu, &ins, &outs, (m, k, n), &candidates, rounds)?
     } else {
-        wall_rounds(gpu, (&ga, &gb), &outs, (m, k, n), &candidates, rounds)?
+        wall_rounds(gpu, &ins, &outs, (m, k, n), &candidates, rounds)?
     };
     let flops = 2.0 * f64::from(m) * f64::from(k) * f64::from(n);
     let mut medians = Vec::new();
@@ -232,9 +279,11 @@ pub fn bench_shape(
             ),
         );
     }
+    // The default's rivals: the candidates reading B as it does (K×N).
     let best = medians
         .iter()
         .enumerate()
+        .filter(|(i, _)| matches!(candidates[*i].run, Run::Plan(_)))
         .min_by(|x, y| x.1.total_cmp(y.1))
         .map(|(i, _)| i)
         .unwrap_or(0);
@@ -251,7 +300,7 @@ pub fn bench_shape(
         None,
         0.0,
         format!(
-            " default {} ÷ best {} (median times; rule: ≤ {RULE_LIMIT}){}",
+            " default {} ÷ best {} of B K×N (median times; rule: ≤ {RULE_LIMIT}){}",
             candidates[default].name,
             candidates[best].name,
             if ok { "" } else { " RULE BROKEN" }
@@ -264,7 +313,7 @@ pub fn bench_shape(
 /// record per candidate, barriers between.
 fn timed_rounds(
     gpu: &Device,
-    (ga, gb): (&Buffer<u16>, &Buffer<u16>),
+    ins: &Inputs,
     outs: &[Buffer<f32>],
     shape: (u32, u32, u32),
     candidates: &[&Candidate],
@@ -278,7 +327,7 @@ fn timed_rounds(
         for (i, (c, gc)) in candidates.iter().zip(outs).enumerate() {
             batch.barrier();
             let first = batch.len();
-            record(&mut batch, (ga, gb, gc), shape, c.plan)?;
+            record(&mut batch, ins, gc, shape, c.run)?;
             spans.push((r, i, first as usize, batch.len() as usize));
         }
     }
@@ -311,7 +360,7 @@ fn timed_rounds(
 /// candidate, in turn (labels unknown).
 fn wall_rounds(
     gpu: &Device,
-    (ga, gb): (&Buffer<u16>, &Buffer<u16>),
+    ins: &Inputs,
     outs: &[Buffer<f32>],
     shape: (u32, u32, u32),
     candidates: &[&Candidate],
@@ -327,7 +376,7 @@ fn wall_rounds(
     for _ in 0..rounds {
         for (i, (c, gc)) in candidates.iter().zip(outs).enumerate() {
             let mut batch = gpu.batch_with(BatchOptions::single_submit())?;
-            record(&mut batch, (ga, gb, gc), shape, c.plan)?;
+            record(&mut batch, ins, gc, shape, c.run)?;
             let t = Instant::now();
             batch.submit()?;
             out[i].ns.push(t.elapsed().as_secs_f64() * 1e9);

@@ -29,7 +29,9 @@
 //! 4×4096×9728, and 1×4096×4096 (the M = 1 GEMV kernels), default and
 //! candidates (and a few tiles at 4096³ for
 //! tuning, `_v4` ones with 16-byte loads and stores), the anchor's odd shapes, GEMV 8192² (N = 1, as `torch.mv`), f16 on
-//! cooperative matrices at 4096³ and 8192³, and the ceiling of a minimal
+//! cooperative matrices at 4096³ and 8192³ (beside them, `_bt_` rows: B
+//! stored N×K through one batched product, outside the default's rule),
+//! and the ceiling of a minimal
 //! cooperative-matrix loop (registers only) on the same device. FLOPs are
 //! 2·M·N·K, as `../shared/gpu/cuda_ops_anchor.py` counts them; GEMV bytes
 //! are 4·M·K. Each figure is the median over several repetitions in one
@@ -54,6 +56,7 @@ mod f32_bench;
 mod f32_rows;
 mod peak;
 
+use f16_bench::Run;
 use f32_rows::f32_rows;
 
 use peak::{
@@ -390,10 +393,7 @@ fn plan_name(plan: &MatmulPlan) -> String {
         MatmulKernel::CoopMatKhrF16(t) => {
             format!("khr_{}x{}_w{}x{}_k{}", t.bm(), t.bn(), t.wm, t.wn, t.bk)
         }
-        MatmulKernel::CoopMat2F16(t) if t.group > 1 => {
-            format!("cm2_{}x{}x{}_g{}", t.bm, t.bn, t.bk, t.group)
-        }
-        MatmulKernel::CoopMat2F16(t) => format!("cm2_{}x{}x{}", t.bm, t.bn, t.bk),
+        MatmulKernel::CoopMat2F16(t) => cm2_name(&t),
         MatmulKernel::Tiled(t) if plan.widen_f16 => {
             format!("widened_f32_{}x{}x{}", t.bm, t.bn, t.bk)
         }
@@ -401,9 +401,25 @@ fn plan_name(plan: &MatmulPlan) -> String {
     }
 }
 
+/// A row name for a workgroup-scope tile: `cm2_<bm>x<bn>x<bk>`, then
+/// `_g<group>` for a grouped launch and `_u<unroll>` past two slices.
+fn cm2_name(t: &Cm2Tile) -> String {
+    let mut s = format!("cm2_{}x{}x{}", t.bm, t.bn, t.bk);
+    if t.group > 1 {
+        s += &format!("_g{}", t.group);
+    }
+    if t.unroll != 2 {
+        s += &format!("_u{}", t.unroll);
+    }
+    s
+}
+
 /// The f16 candidates at m×k×n: the default plan, every workgroup-scope
 /// tile that fits the adapter, and every subgroup-scope tile (KHR and NV)
-/// where those kernels apply (each named by [`plan_name`]).
+/// where those kernels apply (each named by [`plan_name`]); then, reading
+/// B stored N×K through one batched product, the batched entry's own
+/// choice (`bt_default`) and every workgroup-scope tile with a kernel for
+/// that layout (`bt_cm2_...`), which the rule leaves out.
 fn f16_candidates(gpu: &Device, shape: (u32, u32, u32)) -> (Vec<f16_bench::Candidate>, String) {
     let (m, k, n) = shape;
     let caps = MatmulCaps::of(gpu.info());
@@ -442,7 +458,25 @@ fn f16_candidates(gpu: &Device, shape: (u32, u32, u32)) -> (Vec<f16_bench::Candi
     for p in plans {
         let name = plan_name(&p);
         if !out.iter().any(|c| c.name == name) {
-            out.push(f16_bench::Candidate { name, plan: p });
+            out.push(f16_bench::Candidate {
+                name,
+                run: Run::Plan(p),
+            });
+        }
+    }
+    out.push(f16_bench::Candidate {
+        name: "bt_default".into(),
+        run: Run::BatchedBt(None),
+    });
+    for t in Cm2Tile::ALL {
+        if t.fits(&caps) && t.batched_kernel_name(true).is_some() {
+            let name = format!("bt_{}", cm2_name(&t));
+            if !out.iter().any(|c| c.name == name) {
+                out.push(f16_bench::Candidate {
+                    name,
+                    run: Run::BatchedBt(Some(t)),
+                });
+            }
         }
     }
     (out, plan_name(&default))

@@ -46,7 +46,7 @@ mod plan;
 mod sgemm;
 mod skinny;
 
-pub use batched::{batched_tile, matmul_f16_batched, BatchedShape};
+pub use batched::{batched_tile, matmul_f16_batched, matmul_f16_batched_with_tile, BatchedShape};
 
 // The op batch's fused epilogues (built from GLSL at run time) use it.
 #[cfg(feature = "glsl")]

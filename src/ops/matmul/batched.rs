@@ -1,13 +1,16 @@
 //! Batched f16 products: `count` independent C_i = A_i·B_i of one shape in
 //! one launch (what `torch.bmm` computes), the matrices at fixed element
-//! strides in three buffers.
+//! strides in three buffers; each B stored K×N or, as nn.Linear keeps its
+//! `[out, in]` weight, N×K (read transposed in place, no copy).
 
 use super::{check_grid, same, shape_error, Cm2Tile, MatmulCaps};
 use crate::{Batch, Buffer, Error, Result};
 
 /// The shape of a batched product ([`matmul_f16_batched`]): `count`
 /// products of `m`×`k` by `k`×`n`, row-major, matrix `i` of A starting at
-/// element `i * stride_a` of its buffer (likewise B and C).
+/// element `i * stride_a` of its buffer (likewise B and C). With
+/// `b_transposed`, each B is stored `n`×`k` row-major instead (nn.Linear's
+/// `[out, in]` weight, read as its transpose without a copy).
 ///
 /// A stride of 0 for A or B uses one matrix for every product (a shared
 /// weight); C's stride must keep the outputs apart (at least `m * n`, or
@@ -28,6 +31,9 @@ pub struct BatchedShape {
     pub stride_b: u32,
     /// Elements from one C to the next.
     pub stride_c: u32,
+    /// Each B is stored `n`×`k` row-major (C_i = A_i·B_iᵀ of the stored
+    /// matrices); `stride_b` still counts elements from one B to the next.
+    pub b_transposed: bool,
 }
 
 impl BatchedShape {
@@ -44,6 +50,17 @@ impl BatchedShape {
             stride_a: sat(m, k),
             stride_b: sat(k, n),
             stride_c: sat(m, n),
+            b_transposed: false,
+        }
+    }
+
+    /// The same with each B stored `n`×`k` row-major
+    /// ([`BatchedShape::b_transposed`]); lengths and strides are unchanged
+    /// (a B holds `k·n` elements either way).
+    pub fn with_b_transposed(self) -> BatchedShape {
+        BatchedShape {
+            b_transposed: true,
+            ..self
         }
     }
 
@@ -89,10 +106,10 @@ impl BatchedShape {
 ///
 /// Runs the workgroup-scope cooperative-matrix kernel
 /// (`VK_NV_cooperative_matrix2`, tensor cores) where the adapter has its
-/// f16 shape — 128×128 blocks, or 64×128 when those give fewer blocks than
-/// the compute units — and otherwise a 16×16-tile kernel that needs only
-/// `storageBuffer16BitAccess` (else [`Error::Unsupported`]). Any M, K, N
-/// and strides.
+/// f16 shape, with [`batched_tile`]'s tile, and otherwise a 16×16-tile
+/// kernel that needs only `storageBuffer16BitAccess` (else
+/// [`Error::Unsupported`]). Both read B stored K×N or, with
+/// [`BatchedShape::b_transposed`], N×K. Any M, K, N and strides.
 ///
 /// Errors ([`Error::MatmulShape`]): a zero size, C's stride overlapping
 /// its outputs, a buffer shorter than [`BatchedShape::lens`], indices past
@@ -104,6 +121,24 @@ pub fn matmul_f16_batched(
     b: &Buffer<u16>,
     c: &Buffer<f32>,
     shape: BatchedShape,
+) -> Result<()> {
+    let caps = MatmulCaps::of(a.device().info());
+    matmul_f16_batched_with_tile(batch, a, b, c, shape, batched_tile(&shape, &caps))
+}
+
+/// [`matmul_f16_batched`] with an explicit workgroup-scope tile (for
+/// tuning), or `None` for the portable 16×16-tile kernel. The tile needs a
+/// batched kernel ([`Cm2Tile::batched_kernel_name`] for the shape's B
+/// layout) and must fit the adapter ([`Cm2Tile::fits`]), else
+/// [`Error::MatmulShape`]; its launch order (`group`) is passed to the
+/// kernel. Otherwise the errors of [`matmul_f16_batched`].
+pub fn matmul_f16_batched_with_tile(
+    batch: &mut Batch,
+    a: &Buffer<u16>,
+    b: &Buffer<u16>,
+    c: &Buffer<f32>,
+    shape: BatchedShape,
+    tile: Option<Cm2Tile>,
 ) -> Result<()> {
     let BatchedShape { m, k, n, .. } = shape;
     if let Some(p) = shape.problem() {
@@ -139,24 +174,48 @@ pub fn matmul_f16_batched(
             adapter: gpu.info().name.clone(),
         });
     }
-    let caps = MatmulCaps::of(gpu.info());
-    let (name, bm, bn) = match batched_tile(&shape, &caps) {
-        Some(t) if t == Cm2Tile::SMALL => ("matmul_f16_cm2_64x128x64_batched", t.bm, t.bn),
-        Some(t) => ("matmul_f16_cm2_batched", t.bm, t.bn),
-        None => ("matmul_f16_batched", 16, 16),
+    let bt = shape.b_transposed;
+    let (name, bm, bn, group) = match tile {
+        Some(t) => {
+            let caps = MatmulCaps::of(gpu.info());
+            let Some(name) = t.batched_kernel_name(bt).filter(|_| t.fits(&caps)) else {
+                return Err(shape_error(
+                    m,
+                    k,
+                    n,
+                    format!(
+                        "batched: workgroup-scope tile {t:?} does not apply: it needs a batched \
+                         kernel for B stored {} and VK_NV_cooperative_matrix2 with a 256-invocation \
+                         f16 shape whose granularity ({:?}) divides the tile, sides up to {}",
+                        if bt { "N×K" } else { "K×N" },
+                        caps.coopmat2_granularity,
+                        caps.coopmat2_max_dimension
+                    ),
+                ));
+            };
+            (name, t.bm, t.bn, t.group)
+        }
+        None if bt => ("matmul_f16_batched_bt", 16, 16, 0),
+        None => ("matmul_f16_batched", 16, 16, 0),
     };
     let grid = [n.div_ceil(bn), m.div_ceil(bm), shape.count];
     check_grid(&gpu, m, k, n, grid)?;
-    let kernel = crate::builtins::get(&gpu.inner, name, &[])?;
+    let spec: &[(u32, u32)] = if tile.is_some() { &[(0, group)] } else { &[] };
+    let kernel = crate::builtins::get(&gpu.inner, name, spec)?;
     let push: [u8; 24] = bytemuck::cast([m, k, n, shape.stride_a, shape.stride_b, shape.stride_c]);
     batch.run_configured(&kernel, &[a, b, c], grid, Some(&push))?;
     Ok(())
 }
 
 /// The cooperative-matrix tile for a batched product, or `None` where the
-/// adapter has no workgroup-scope f16 shape for it: [`Cm2Tile::SQUARE`],
-/// or [`Cm2Tile::SMALL`] when the square blocks of all products number
-/// fewer than the compute units (64 when unknown). Pure.
+/// adapter has no workgroup-scope f16 shape for it. The rule of
+/// [`super::choose_matmul`]'s f16 tiles, over the blocks of all `count`
+/// products: the widest of [`Cm2Tile::WIDE_GROUPED`] (128×256, launched in
+/// groups of 8 block rows; only where K and N are multiples of 8, 16-byte
+/// rows), [`Cm2Tile::SQUARE`] and [`Cm2Tile::SMALL`] that fits the
+/// adapter and whose blocks reach nine tenths of the compute units (of 64
+/// when the count is unknown), else the smallest that fits. The same for
+/// B stored either way. Pure.
 pub fn batched_tile(shape: &BatchedShape, caps: &MatmulCaps) -> Option<Cm2Tile> {
     let blocks = |t: &Cm2Tile| {
         u64::from(shape.m.div_ceil(t.bm))
@@ -168,13 +227,19 @@ pub fn batched_tile(shape: &BatchedShape, caps: &MatmulCaps) -> Option<Cm2Tile> 
     } else {
         64
     };
-    let square = Cm2Tile::SQUARE.fits(caps).then_some(Cm2Tile::SQUARE);
-    let small = Cm2Tile::SMALL.fits(caps).then_some(Cm2Tile::SMALL);
-    match (square, small) {
-        (Some(s), Some(t)) if blocks(&s) < want => Some(t),
-        (Some(s), _) => Some(s),
-        (None, t) => t,
-    }
+    let enough = (want * 9).div_ceil(10);
+    let aligned = shape.k % 8 == 0 && shape.n % 8 == 0;
+    let order: &[Cm2Tile] = if aligned {
+        &[Cm2Tile::WIDE_GROUPED, Cm2Tile::SQUARE, Cm2Tile::SMALL]
+    } else {
+        &[Cm2Tile::SQUARE, Cm2Tile::SMALL]
+    };
+    let fitting: Vec<Cm2Tile> = order.iter().copied().filter(|t| t.fits(caps)).collect();
+    fitting
+        .iter()
+        .find(|t| blocks(t) >= enough)
+        .or(fitting.last())
+        .copied()
 }
 
 #[cfg(test)]
@@ -203,16 +268,79 @@ mod tests {
     }
 
     #[test]
+    fn b_transposed_keeps_lengths_and_problems() {
+        let s = BatchedShape::packed(3, 5, 7, 9);
+        assert!(!s.b_transposed);
+        let t = s.with_b_transposed();
+        assert!(t.b_transposed);
+        assert_eq!(
+            BatchedShape {
+                b_transposed: false,
+                ..t
+            },
+            s
+        );
+        assert_eq!(t.lens(), s.lens());
+        assert_eq!(t.problem(), None);
+        let overlap = BatchedShape { stride_c: 1, ..t };
+        assert!(overlap.problem().unwrap().contains("overlap"));
+    }
+
+    #[test]
     fn tile_follows_the_compute_units() {
         let plain = MatmulCaps::new(32, 49152, 1024, 132);
         let caps = plain.with_coopmat2(Some([16, 16, 16]), 256);
-        // 32 × (512×512): 512 square blocks, enough.
+        // 132 units: a tile is enough from 119 blocks.
+        // 32 × (512×512): 256 wide blocks, enough: the wide tile in groups.
         let bmm = BatchedShape::packed(32, 512, 128, 512);
-        assert_eq!(batched_tile(&bmm, &caps), Some(Cm2Tile::SQUARE));
-        // 4 × (256×256): 16 square blocks, too few: the small tile.
+        assert_eq!(batched_tile(&bmm, &caps), Some(Cm2Tile::WIDE_GROUPED));
+        assert_eq!(
+            batched_tile(&bmm.with_b_transposed(), &caps),
+            Some(Cm2Tile::WIDE_GROUPED)
+        );
+        // One 4096×4096: 512 wide blocks; one 2048×2048: 128, still enough.
+        let big = BatchedShape::packed(1, 4096, 4096, 4096);
+        assert_eq!(batched_tile(&big, &caps), Some(Cm2Tile::WIDE_GROUPED));
+        let mid = BatchedShape::packed(1, 2048, 2048, 2048).with_b_transposed();
+        assert_eq!(batched_tile(&mid, &caps), Some(Cm2Tile::WIDE_GROUPED));
+        // One 1536×1536: 72 wide blocks, 144 square ones: the square tile.
+        let smaller = BatchedShape::packed(1, 1536, 1536, 1536);
+        assert_eq!(batched_tile(&smaller, &caps), Some(Cm2Tile::SQUARE));
+        // K or N not a multiple of 8: never the wide tile.
+        let odd_k = BatchedShape::packed(1, 4096, 4097, 4096).with_b_transposed();
+        assert_eq!(batched_tile(&odd_k, &caps), Some(Cm2Tile::SQUARE));
+        let odd_n = BatchedShape::packed(1, 4096, 4096, 4100);
+        assert_eq!(batched_tile(&odd_n, &caps), Some(Cm2Tile::SQUARE));
+        // 4 × (256×256): 16 square blocks, 32 small ones, too few: the
+        // smallest tile.
         let few = BatchedShape::packed(4, 256, 64, 256);
         assert_eq!(batched_tile(&few, &caps), Some(Cm2Tile::SMALL));
+        // Unknown unit count: 64 (enough from 58 blocks).
+        let unknown = MatmulCaps::new(32, 49152, 1024, 0).with_coopmat2(Some([16, 16, 16]), 256);
+        let eight = BatchedShape::packed(8, 512, 64, 1024);
+        assert_eq!(batched_tile(&eight, &unknown), Some(Cm2Tile::WIDE_GROUPED));
+        let two = BatchedShape::packed(2, 512, 64, 1024);
+        assert_eq!(batched_tile(&two, &unknown), Some(Cm2Tile::SQUARE));
+        // A 128-wide flexible-dimension limit: no wide tile.
+        let narrow = plain.with_coopmat2(Some([16, 16, 16]), 128);
+        assert_eq!(batched_tile(&big, &narrow), Some(Cm2Tile::SQUARE));
         // No coopmat2: the portable kernel.
         assert_eq!(batched_tile(&bmm, &plain), None);
+    }
+
+    #[test]
+    fn every_chosen_tile_has_a_batched_kernel() {
+        for t in [Cm2Tile::WIDE_GROUPED, Cm2Tile::SQUARE, Cm2Tile::SMALL] {
+            let plain = t.batched_kernel_name(false).unwrap();
+            let bt = t.batched_kernel_name(true).unwrap();
+            assert_ne!(plain, bt);
+            assert!(bt.ends_with("_bt"), "{bt}");
+        }
+        assert_eq!(
+            Cm2Tile::WIDE_U4.batched_kernel_name(true),
+            Some("matmul_f16_cm2_128x256x64_batched_bt_u4")
+        );
+        assert_eq!(Cm2Tile::WIDE_U4.batched_kernel_name(false), None);
+        assert_eq!(Cm2Tile::SHALLOW.batched_kernel_name(true), None);
     }
 }

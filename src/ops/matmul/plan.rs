@@ -274,6 +274,10 @@ pub struct Cm2Tile {
     /// columns in L2; 0 runs them in the grid's row order. Passed to the
     /// kernel as a specialization constant.
     pub group: u32,
+    /// Whole slices per step of the interior K loop, each step's matrices
+    /// declared separately: 2, or 4 where a kernel is compiled for it
+    /// ([`Cm2Tile::WIDE_U4`]).
+    pub unroll: u32,
 }
 
 impl Cm2Tile {
@@ -283,6 +287,7 @@ impl Cm2Tile {
         bn: 128,
         bk: 64,
         group: 0,
+        unroll: 2,
     };
     /// 128×256 blocks, 64-deep slices.
     pub const WIDE: Cm2Tile = Cm2Tile {
@@ -290,6 +295,7 @@ impl Cm2Tile {
         bn: 256,
         bk: 64,
         group: 0,
+        unroll: 2,
     };
     /// 128×128 blocks, 32-deep slices.
     pub const SHALLOW: Cm2Tile = Cm2Tile {
@@ -297,6 +303,7 @@ impl Cm2Tile {
         bn: 128,
         bk: 32,
         group: 0,
+        unroll: 2,
     };
     /// 64×128 blocks, 64-deep slices: twice the blocks of
     /// [`Cm2Tile::SQUARE`] for matrices too small to fill the GPU.
@@ -305,6 +312,7 @@ impl Cm2Tile {
         bn: 128,
         bk: 64,
         group: 0,
+        unroll: 2,
     };
     /// [`Cm2Tile::WIDE`] launched in groups of 8 block rows.
     pub const WIDE_GROUPED: Cm2Tile = Cm2Tile {
@@ -316,24 +324,50 @@ impl Cm2Tile {
         group: 8,
         ..Cm2Tile::SQUARE
     };
-    /// Every compiled tile, and the launch orders measured.
-    pub const ALL: [Cm2Tile; 6] = [
+    /// [`Cm2Tile::WIDE_GROUPED`] with four slices per interior step
+    /// (`matmul_f16_cm2_128x256x64_u4`).
+    pub const WIDE_U4: Cm2Tile = Cm2Tile {
+        unroll: 4,
+        ..Cm2Tile::WIDE_GROUPED
+    };
+    /// Every compiled tile, and the launch orders and unrollings measured.
+    pub const ALL: [Cm2Tile; 7] = [
         Cm2Tile::SQUARE,
         Cm2Tile::WIDE,
         Cm2Tile::SHALLOW,
         Cm2Tile::SMALL,
         Cm2Tile::WIDE_GROUPED,
         Cm2Tile::SQUARE_GROUPED,
+        Cm2Tile::WIDE_U4,
     ];
 
     /// The built-in compiled for this tile (`shaders/matmul_f16_cm2.comp`
     /// and its `variant:` lines), or `None` for a tile with none. Pure.
     pub fn kernel_name(&self) -> Option<&'static str> {
-        match (self.bm, self.bn, self.bk) {
-            (128, 128, 64) => Some("matmul_f16_cm2"),
-            (128, 256, 64) => Some("matmul_f16_cm2_128x256x64"),
-            (128, 128, 32) => Some("matmul_f16_cm2_128x128x32"),
-            (64, 128, 64) => Some("matmul_f16_cm2_64x128x64"),
+        match (self.bm, self.bn, self.bk, self.unroll) {
+            (128, 128, 64, 2) => Some("matmul_f16_cm2"),
+            (128, 256, 64, 2) => Some("matmul_f16_cm2_128x256x64"),
+            (128, 256, 64, 4) => Some("matmul_f16_cm2_128x256x64_u4"),
+            (128, 128, 32, 2) => Some("matmul_f16_cm2_128x128x32"),
+            (64, 128, 64, 2) => Some("matmul_f16_cm2_64x128x64"),
+            _ => None,
+        }
+    }
+
+    /// The batched built-in for this tile (`_batched`, B stored K×N), or
+    /// with `b_nk` the one reading B stored N×K (`_batched_bt`), or `None`
+    /// where none is compiled: [`Cm2Tile::SQUARE`], [`Cm2Tile::SMALL`] and
+    /// [`Cm2Tile::WIDE`] in any launch order, and [`Cm2Tile::WIDE_U4`]
+    /// with `b_nk`. Pure.
+    pub fn batched_kernel_name(&self, b_nk: bool) -> Option<&'static str> {
+        match (self.bm, self.bn, self.bk, self.unroll, b_nk) {
+            (128, 128, 64, 2, false) => Some("matmul_f16_cm2_batched"),
+            (128, 128, 64, 2, true) => Some("matmul_f16_cm2_batched_bt"),
+            (64, 128, 64, 2, false) => Some("matmul_f16_cm2_64x128x64_batched"),
+            (64, 128, 64, 2, true) => Some("matmul_f16_cm2_64x128x64_batched_bt"),
+            (128, 256, 64, 2, false) => Some("matmul_f16_cm2_128x256x64_batched"),
+            (128, 256, 64, 2, true) => Some("matmul_f16_cm2_128x256x64_batched_bt"),
+            (128, 256, 64, 4, true) => Some("matmul_f16_cm2_128x256x64_batched_bt_u4"),
             _ => None,
         }
     }

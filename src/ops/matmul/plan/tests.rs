@@ -287,6 +287,17 @@ fn cm2_tiles_name_their_compiled_variants() {
     };
     assert_eq!(odd.kernel_name(), None);
     assert!(!odd.fits(&h100_cm2()));
+    // Four slices per step: the wide tile's u4 kernel only.
+    assert_eq!(
+        Cm2Tile::WIDE_U4.kernel_name(),
+        Some("matmul_f16_cm2_128x256x64_u4")
+    );
+    let square_u4 = Cm2Tile {
+        unroll: 4,
+        ..Cm2Tile::SQUARE
+    };
+    assert_eq!(square_u4.kernel_name(), None);
+    assert!(!square_u4.fits(&h100_cm2()));
     // A 32-granular shape rules out nothing of ours; a 128-granular K
     // rules out the 64-deep slices; a small maximum rules out 256.
     let coarse = h100_cm2().with_coopmat2(Some([32, 32, 128]), 65535);
