@@ -329,6 +329,7 @@ fn narrow_workgroups_share_k_and_match_the_cpu() {
     let mut batch = gpu.batch().unwrap();
     let mut cases = Vec::new();
     let mut keep = Vec::new();
+    let mut unsplit = 0;
     for (si, &(k, n)) in [(2048usize, 2048usize), (2051, 2050), (8192, 512)]
         .iter()
         .enumerate()
@@ -344,7 +345,10 @@ fn narrow_workgroups_share_k_and_match_the_cpu() {
                     };
                     let plan =
                         ops::choose_linear(m as u32, k as u32, n as u32, dtype, silu_mul, &caps);
-                    assert_eq!(plan.splits, 1, "m = {m}, {k} -> {n}: no split-K");
+                    // The rule picks per adapter: with many compute units a
+                    // narrow shape may still split K; every case is checked
+                    // whatever it runs, and some must run unsplit.
+                    unsplit += usize::from(plan.splits == 1);
                     let outs = if silu_mul { n / 2 } else { n };
                     let mut rng = common::Rng::new((si * 100 + m * 10) as u64 + epi as u64);
                     let (x, w, r) = (
@@ -386,6 +390,11 @@ fn narrow_workgroups_share_k_and_match_the_cpu() {
             }
         }
     }
+    assert!(
+        unsplit > 0,
+        "no case ran without split-K on {}",
+        gpu.info().name
+    );
     batch.submit().unwrap();
     for (dt, c) in &cases {
         check(c, &c.y.download().unwrap(), *dt);
