@@ -32,6 +32,7 @@ part_dispatch() {
     done
   done
   python3 "$g/compare_dispatch.py" --base "$W"/dispatch_base_*.json --new "$W"/dispatch_new_*.json --limit 0.03 | tee "$W/compare.md"
+  cp "$W"/dispatch_*.json "$W/compare.md" "$OUT/" 2>/dev/null
 }
 part_ffn() {
   echo "== ffn_reference.py (PyTorch, CUDA graph)"
@@ -50,6 +51,7 @@ part_tests() {
   unset VKCOMPUTE_VALIDATION VKCOMPUTE_VALIDATION_ERRORS VK_LAYER_PATH
 }
 part_churn() {
+  export VK_LAYER_PATH="$g/layer"
   # Each device_churn test in a process of its own: where the driver stops
   # giving instances, and what keeps it going.
   for t in forty_adapter_listings forty_devices_made_and_dropped_without_work \
