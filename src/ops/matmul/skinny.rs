@@ -27,7 +27,7 @@
 //! its lanes along K, multiplies them with the chunk's rows of x (read
 //! through the cache: every subgroup reads the same x) and finishes each
 //! sum with a subgroup reduction. When that gives fewer workgroups than
-//! twice the compute units, up to 4 rows take narrower workgroups first
+//! twice the compute units, up to 2 rows take narrower workgroups first
 //! (fewer units each, several subgroups sharing a unit's K and adding
 //! their parts in shared memory); where that cannot reach the count, K is
 //! split over workgroups (split-K): each slice writes its partial sums and
@@ -282,8 +282,14 @@ fn wanted_groups(caps: &MatmulCaps) -> u64 {
     }
 }
 
+/// The most rows per pass that take narrower workgroups before split-K.
+/// H200, the FFN stack with bf16 weights: at 4 rows narrower workgroups
+/// ran 2.98 ms per forward against 2.45 with split-K; at 1 row the decode
+/// of Qwen3-4B lost its 180 reduce passes.
+const NARROW_MAX_ROWS: u32 = 2;
+
 /// [`launch`] with narrower workgroups where they reach the wanted count
-/// without split-K: at most 4 rows per pass and one K slice, the widest of
+/// without split-K: at most [`NARROW_MAX_ROWS`] rows per pass and one K slice, the widest of
 /// halving units per workgroup (the freed subgroups sharing each unit's K,
 /// each still reading at least 4 chunks of 16 bytes per lane) whose
 /// workgroups number at least [`wanted_groups`]; else `launch` as it is.
@@ -299,7 +305,10 @@ fn launch_narrowed(
 ) -> Launch {
     let l = launch(m, k, n, dtype, silu, caps.subgroup_size, p);
     let want = wanted_groups(caps);
-    if p.rows_per_pass > 4 || p.splits > 1 || u64::from(l.groups) * u64::from(l.mchunks) >= want {
+    if p.rows_per_pass > NARROW_MAX_ROWS
+        || p.splits > 1
+        || u64::from(l.groups) * u64::from(l.mchunks) >= want
+    {
         return l;
     }
     let units = if silu {
@@ -353,7 +362,7 @@ fn tiled_launch(k: u32, n: u32, silu: bool, splits: u32) -> (u32, u32) {
 /// - Otherwise rows per pass: the smallest of 1, 2, 4, 8, 16 that holds
 ///   `m`, else 16 (W is then read once per 16 rows, the passes of one
 ///   slice of W next to each other so the later ones read it from L2).
-/// - Up to 4 rows per pass, when the workgroups number fewer than twice
+/// - Up to 2 rows per pass, when the workgroups number fewer than twice
 ///   the compute units (128 when the adapter does not say): narrower
 ///   workgroups, halving the units (4 rows of W each) a workgroup holds
 ///   while the freed subgroups share each unit's K (each lane still reading
