@@ -360,10 +360,25 @@ impl<T: Pod> Buffer<T> {
         )
     }
 
-    /// The same memory as a buffer of `U` elements, or `None` where its byte
-    /// size is not a whole number of them (a `Buffer<[f32; N]>` of one
-    /// element becomes a `Buffer<f32>` of `N`).
-    pub(crate) fn reinterpret<U: Pod>(&self) -> Option<Buffer<U>> {
+    /// The same memory as a buffer of `U` elements (another handle, no
+    /// copy; uses of either are ordered as uses of one buffer), or `None`
+    /// where its byte size is not a whole number of them (a
+    /// `Buffer<[f32; N]>` of one element becomes a `Buffer<f32>` of `N`; a
+    /// `Buffer<F16>` the `Buffer<u16>` of its bits that
+    /// `ops::matmul_f16_batched` takes).
+    ///
+    /// ```
+    /// # fn main() -> vkcompute::Result<()> {
+    /// use vkcompute::ops::F16;
+    /// let gpu = vkcompute::Device::new()?;
+    /// let h = gpu.upload(&[F16::from_f32(1.0), F16::from_f32(-2.0), F16(0)])?;
+    /// let bits = h.reinterpret::<u16>().expect("2-byte elements");
+    /// assert_eq!(bits.download()?, [0x3c00, 0xc000, 0]);
+    /// assert_eq!(h.reinterpret::<u32>().map(|b| b.len()), None); // 6 bytes
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn reinterpret<U: Pod>(&self) -> Option<Buffer<U>> {
         let bytes = self.len * elem_size::<T>();
         let u = elem_size::<U>();
         (u > 0 && bytes % u == 0).then(|| Buffer {

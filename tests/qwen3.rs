@@ -12,7 +12,8 @@
 //! width 64 to 96, far below that. Each faulty reference (rotary one
 //! position off, rotary halves swapped, q/k norms skipped, query heads
 //! mapped to kv heads by `h % kv`) must exceed the same bound, which shows
-//! the comparison catches those mistakes.
+//! the comparison catches those mistakes. These checks prefill exactly
+//! (`PrefillMatmul::Exact`); the f16 prefill has its own bound below.
 
 mod common;
 
@@ -32,6 +33,8 @@ mod config;
 mod model;
 #[path = "../examples/qwen3/prefill.rs"]
 mod prefill;
+#[path = "../examples/qwen3/prefill16.rs"]
+mod prefill16;
 #[path = "../examples/qwen3/reference.rs"]
 mod reference;
 #[allow(dead_code)]
@@ -46,7 +49,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use checkpoint::Checkpoint;
 use config::{Arch, WeightDtype};
-use model::{Model, ModelError, ModelOptions};
+use model::{Model, ModelError, ModelOptions, PrefillMatmul};
 use reference::{Fault, Reference};
 use vkcompute::ops::nn::SampleParams;
 
@@ -148,6 +151,7 @@ fn options(batch: u32) -> ModelOptions {
         batch,
         max_seq: 32,
         kv_f32: true,
+        prefill_matmul: PrefillMatmul::Exact,
         ..ModelOptions::default()
     }
 }
@@ -463,6 +467,62 @@ fn long_prompt_spans_chunks_of_64() {
     let e = worst_error(&runs[0], &reference, Fault::None);
     assert!(e <= TOL, "70-token prompt + decode: {e:e} > {TOL:e}");
     drop(m);
+    common::assert_clean(&gpu);
+}
+
+/// The f16 prefill (`PrefillMatmul::F16`: the portable kernel where there
+/// are no tensor cores) of a 70-token prompt, one product over all rows
+/// per projection, then decode steps reading the cache it filled, on bf16
+/// weights (converted to f16 exactly), Qwen3 and Llama.
+///
+/// Bound: ten f16 roundings, 10 × 2^-11 ≈ 4.9e-3 of the row's largest
+/// |logit|. Each activation entering a projection is rounded to f16
+/// (2^-11 relative at most) and the products accumulate in f32; through
+/// the 2 layers of width 64 to 96 the tiny models' logits moved by at
+/// most about one such rounding (5.6e-4 Qwen3, 2.4e-4 Llama on lavapipe;
+/// printed per run), so the bound keeps a margin of about 9 while a wrong
+/// rotary (0.2 and more, checked below) stays far above it.
+#[test]
+fn f16_prefill_stays_close() {
+    const F16_TOL: f64 = 10.0 / 2048.0;
+    let gpu = common::gpu();
+    if !gpu.info().storage_buffer16 {
+        common::skipped("f16 products need storageBuffer16BitAccess");
+        return;
+    }
+    let prompt: Vec<u32> = (0..70).map(|i| (i * 41 + 3) % 97).collect();
+    for (arch, seed) in [(Arch::Qwen3, 29), (Arch::Llama, 31)] {
+        let (_dir, ck) = tiny_checkpoint(arch, WeightDtype::Bf16, seed);
+        let reference = Reference::load(&ck).expect("reference weights");
+        let auto = Model::load(&gpu, &ck, ModelOptions::default()).expect("load");
+        assert_eq!(
+            auto.prefill_uses_f16(),
+            prefill16::tensor_cores(gpu.info()),
+            "Auto takes the f16 path exactly where there are tensor cores"
+        );
+        drop(auto);
+        let opts = ModelOptions {
+            max_seq: 96,
+            prefill_matmul: PrefillMatmul::F16,
+            ..options(1)
+        };
+        let mut m = Model::load(&gpu, &ck, opts).expect("load");
+        assert!(m.prefill_uses_f16(), "{}", m.prefill_path());
+        let runs = run_model(&mut m, std::slice::from_ref(&prompt));
+        let e = worst_error(&runs[0], &reference, Fault::None);
+        eprintln!("{arch:?} bf16, f16 prefill + decode: worst {e:.2e}");
+        assert!(e <= F16_TOL, "{arch:?}: {e:e} > {F16_TOL:e}");
+        let f = worst_error(&runs[0], &reference, Fault::RotaryOffByOne);
+        eprintln!("  fault RotaryOffByOne: {f:.2e}");
+        assert!(f > F16_TOL, "a wrong rotary passed: {f:e} <= {F16_TOL:e}");
+        // The exact path of the same model still meets the f32 bound.
+        m.set_prefill_matmul(PrefillMatmul::Exact);
+        let runs = run_model(&mut m, std::slice::from_ref(&prompt));
+        let e = worst_error(&runs[0], &reference, Fault::None);
+        eprintln!("{arch:?} bf16, exact prefill + decode: worst {e:.2e}");
+        assert!(e <= TOL, "{arch:?} exact: {e:e} > {TOL:e}");
+        drop(m);
+    }
     common::assert_clean(&gpu);
 }
 

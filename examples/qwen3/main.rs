@@ -5,7 +5,7 @@
 //! ```text
 //! cargo run --release --example qwen3 -- DIR [--prompt 1,2,3 | --prompt-len N] [--decode N]
 //!     [--batch B] [--sample T,K,P,SEED] [--reference FILE] [--kv-16]
-//!     [--profile]
+//!     [--profile] [--prefill exact|f16|auto]
 //! cargo run --release --example qwen3 -- --tiny OUTDIR [same options]
 //! ```
 //!
@@ -19,6 +19,13 @@
 //! 16-bit weights, with no conversions in the step) unless `--kv-16` (the
 //! weights' 16-bit dtype: half the cache memory, four more dispatches per
 //! layer).
+//! `--prefill` picks the prefill's projections: `exact` (f32 activations
+//! through `ops::linear`, 64 prompt rows per call), `f16` (f16 products
+//! over all prompt rows at once, f32 accumulation; tensor cores where the
+//! adapter has `VK_NV_cooperative_matrix2`, else a portable kernel) or
+//! `auto` (the default: `f16` where there are tensor cores and 16-bit
+//! weights, else `exact`). The `--reference` comparison always prefills
+//! exactly; the timings use the chosen path and name it.
 //! `--profile` prints one decode step's GPU time per kernel beside the
 //! weight-streaming floor at the copy bandwidth measured in the same run.
 
@@ -31,6 +38,7 @@ mod config;
 #[allow(dead_code)]
 mod model;
 mod prefill;
+mod prefill16;
 mod report;
 #[allow(dead_code)]
 mod tiny;
@@ -44,7 +52,7 @@ use vkcompute::Device;
 
 use checkpoint::Checkpoint;
 use config::{Arch, WeightDtype};
-use model::{Model, ModelOptions};
+use model::{Model, ModelOptions, PrefillMatmul};
 
 /// The command line.
 struct Args {
@@ -59,11 +67,13 @@ struct Args {
     /// The prompt is `--prompt-len`'s generated ids.
     prompt_len: bool,
     kv_f32: bool,
+    prefill: PrefillMatmul,
 }
 
 const USAGE: &str =
     "usage: qwen3 DIR | --tiny OUTDIR [--prompt 1,2,3 | --prompt-len N] [--decode N] [--batch B] \
-                     [--sample T,K,P,SEED] [--reference FILE] [--kv-16] [--profile]";
+                     [--sample T,K,P,SEED] [--reference FILE] [--kv-16] [--profile] \
+                     [--prefill exact|f16|auto]";
 
 fn parse_list<T: std::str::FromStr>(s: &str, what: &str) -> Result<Vec<T>, String> {
     s.split(',')
@@ -87,6 +97,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
         profile: false,
         kv_f32: true,
         prompt_len: false,
+        prefill: PrefillMatmul::Auto,
     };
     let mut dir = None;
     let mut it = args.iter();
@@ -142,6 +153,11 @@ fn parse(args: &[String]) -> Result<Args, String> {
             "--reference" => a.reference = Some(PathBuf::from(val("--reference")?)),
             "--profile" => a.profile = true,
             "--kv-16" => a.kv_f32 = false,
+            "--prefill" => {
+                let v = val("--prefill")?;
+                a.prefill = PrefillMatmul::parse(&v)
+                    .ok_or(format!("--prefill: {v:?} is not exact, f16 or auto"))?;
+            }
             s if s.starts_with("--") => return Err(format!("unknown option {s}\n{USAGE}")),
             s => dir = Some(s.to_string()),
         }
@@ -198,6 +214,7 @@ fn run(args: &[String]) -> Result<bool, Box<dyn std::error::Error>> {
         batch: a.batch,
         max_seq: a.prompt.len() as u32 + steps + 8,
         prefill_chunk: 64,
+        prefill_matmul: PrefillMatmul::Exact,
         sample: a.sample,
         profile: a.profile,
         kv_f32: a.kv_f32,
@@ -217,6 +234,7 @@ fn run(args: &[String]) -> Result<bool, Box<dyn std::error::Error>> {
     if let Some(r) = &refdata {
         ok = report::compare(&mut m, r)?;
     }
+    m.set_prefill_matmul(a.prefill);
     report::timings(&mut m, &a.prompt, a.decode, &mut peak)?;
     if a.decode > 0 {
         let prompts = vec![a.prompt.clone(); a.batch as usize];

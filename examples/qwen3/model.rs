@@ -5,7 +5,9 @@
 //!
 //! Activations are f32 throughout; `ops::linear` widens 16-bit weights in
 //! its kernel (exactly), so a bf16 checkpoint runs at f32 arithmetic on the
-//! weights as stored.
+//! weights as stored. The one exception is the prefill's f16 path
+//! ([`PrefillMatmul`], `prefill16.rs`), which rounds the projections'
+//! inputs to f16 for tensor-core products over the whole prompt.
 //!
 //! The decode graph reads three device `u32` buffers at every launch: the
 //! token of each sequence, its position (where the token's key and value
@@ -18,12 +20,15 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 use vkcompute::ops::nn::{self, DecodeShape, KvShape, NnOperand, SampleParams};
+use vkcompute::ops::F16;
 use vkcompute::ops::{self, Epilogue};
 use vkcompute::{Batch, Buffer, BufferSlice, Device, Graph, Profiling, Ticket};
 
 use crate::attend::{self, Cursor};
 use crate::buffers::{Dims, Emb16, KvCache, Rows, WBuf};
 use crate::checkpoint::{device_limits, layer_name, Checkpoint, HostTensor, LoadError};
+pub use crate::prefill16::PrefillMatmul;
+use crate::prefill16::{self, Half};
 
 /// The most sequences one decode step takes (`ops::linear`'s rows).
 pub const MAX_BATCH: u32 = ops::LINEAR_MAX_M;
@@ -38,8 +43,14 @@ pub struct ModelOptions {
     pub max_seq: u32,
     /// Prompt rows per prefill chunk of the projections and MLP (1 to
     /// 64; 64 is the fastest, smaller chunks exercise the chunking in
-    /// tests).
+    /// tests). Only the exact prefill path chunks; the f16 one takes all
+    /// prompt rows at once.
     pub prefill_chunk: u32,
+    /// How the prefill computes its projections and MLP: exact f32
+    /// activations through `ops::linear`, or f16 products over the whole
+    /// prompt (tensor cores where the adapter has them; f16 range and
+    /// rounding limits in [`PrefillMatmul`]).
+    pub prefill_matmul: PrefillMatmul,
     /// How the decode step picks its token; `None` is greedy (argmax).
     pub sample: Option<SampleParams>,
     /// Record the decode graph with per-command GPU timestamps.
@@ -57,6 +68,7 @@ impl Default for ModelOptions {
             batch: 1,
             max_seq: 512,
             prefill_chunk: 64,
+            prefill_matmul: PrefillMatmul::Auto,
             sample: None,
             profile: false,
             kv_f32: true,
@@ -173,6 +185,9 @@ pub struct Model {
     /// Tokens that end a sequence (the config's `eos_token_id`).
     pub(crate) eos: Vec<u32>,
     pub(crate) load_stats: LoadStats,
+    /// The f16 prefill's weight scratch (its largest layer weight),
+    /// allocated at its first use.
+    pub(crate) w16: Option<Buffer<F16>>,
 }
 
 fn host_f32(t: &HostTensor<'_>) -> Vec<f32> {
@@ -327,6 +342,7 @@ impl Model {
                 upload,
                 weight_bytes,
             },
+            w16: None,
         };
         model.graph = Some(model.record_step()?);
         model.load_stats.total = t0.elapsed();
@@ -367,6 +383,69 @@ impl Model {
             )
             .sum();
         layers + self.lm_head.as_ref().unwrap_or(&self.embed).bytes()
+    }
+
+    /// Chooses the prefill's path for the next prefills.
+    pub fn set_prefill_matmul(&mut self, p: PrefillMatmul) {
+        self.opts.prefill_matmul = p;
+    }
+
+    /// Whether the prefill takes the f16 path (the option, resolved on this
+    /// adapter and these weights).
+    pub fn prefill_uses_f16(&self) -> bool {
+        self.opts
+            .prefill_matmul
+            .uses_f16(self.gpu.info(), self.dims.dtype)
+    }
+
+    /// The prefill's path, in words.
+    pub fn prefill_path(&self) -> &'static str {
+        match (
+            self.prefill_uses_f16(),
+            prefill16::tensor_cores(self.gpu.info()),
+        ) {
+            (false, _) => "exact (f32 activations, ops::linear in 64-row chunks)",
+            (true, true) => "f16 (tensor cores, all prompt rows per product)",
+            (true, false) => "f16 (portable kernel, all prompt rows per product)",
+        }
+    }
+
+    /// The f16 prefill's scratch for `n` rows (the weight scratch made at
+    /// its first use), or `None` on the exact path.
+    pub(crate) fn half(&mut self, n: u32) -> Result<Option<Half>> {
+        if !self.prefill_uses_f16() {
+            return Ok(None);
+        }
+        let w = match &self.w16 {
+            Some(w) => w.clone(),
+            None => {
+                let w = self
+                    .gpu
+                    .alloc::<F16>(prefill16::largest_weight(&self.dims))?;
+                self.w16 = Some(w.clone());
+                w
+            }
+        };
+        Ok(Some(Half::new(&self.gpu, &self.dims, w, n)?))
+    }
+
+    /// Records `out = epilogue(x·Wᵀ)` (`x` `[m, k]`, `w` `[n, k]`):
+    /// `ops::linear`, or with `half` and a 16-bit weight the f16 product.
+    #[allow(clippy::too_many_arguments)]
+    fn project(
+        &self,
+        b: &mut Batch,
+        half: Option<&Half>,
+        x: &Buffer<f32>,
+        w: &WBuf,
+        out: &Buffer<f32>,
+        (m, k, n): (u32, u32, u32),
+        epilogue: Epilogue<'_>,
+    ) -> Result<()> {
+        match half {
+            Some(h) if !matches!(w, WBuf::F32(_)) => h.project(b, x, w, out, m, k, n, epilogue),
+            _ => Ok(ops::linear(b, x, w.weights(), out, m, k, n, epilogue)?),
+        }
     }
 
     /// The device.
@@ -410,27 +489,22 @@ impl Model {
     /// Records a layer up to its attention: norm, the fused q|k|v
     /// projection (q, k and v then views of its output, or split out of
     /// it), q/k norms (Qwen3), rotary at `rot_pos` (one position per row;
-    /// one call over q and k together where they lie side by side).
+    /// one call over q and k together where they lie side by side). The
+    /// projection is f16 with `half` ([`Model::project`]).
     pub(crate) fn record_pre_attn(
         &self,
         b: &mut Batch,
         l: &Layer,
         r: &Rows,
         rot_pos: &Buffer<u32>,
+        half: Option<&Half>,
     ) -> Result<()> {
         let d = &self.dims;
         let m = r.m;
         nn::rms_norm(b, &r.h, &l.in_norm, &r.xn, m, d.hidden, d.eps)?;
-        ops::linear(
-            b,
-            &r.xn,
-            l.qkv.weights(),
-            &r.qkv,
-            m,
-            d.hidden,
-            d.qw() + 2 * d.kvw(),
-            Epilogue::None,
-        )?;
+        let qkv_w = d.qw() + 2 * d.kvw();
+        let shape = (m, d.hidden, qkv_w);
+        self.project(b, half, &r.xn, &l.qkv, &r.qkv, shape, Epilogue::None)?;
         r.split_qkv(b)?;
         let (q, k) = (r.q()?, r.k()?);
         if let (Some(qn), Some(kn)) = (&l.q_norm, &l.k_norm) {
@@ -449,41 +523,24 @@ impl Model {
     }
 
     /// Records a layer from its attention output `r.ao`: o_proj with the
-    /// residual, norm, gate|up with SiLU·mul, down with the residual.
-    pub(crate) fn record_post_attn(&self, b: &mut Batch, l: &Layer, r: &Rows) -> Result<()> {
+    /// residual, norm, gate|up with SiLU·mul, down with the residual (f16
+    /// products with `half`, [`Model::project`]).
+    pub(crate) fn record_post_attn(
+        &self,
+        b: &mut Batch,
+        l: &Layer,
+        r: &Rows,
+        half: Option<&Half>,
+    ) -> Result<()> {
         let d = &self.dims;
         let m = r.m;
-        ops::linear(
-            b,
-            &r.ao,
-            l.o.weights(),
-            &r.h,
-            m,
-            d.qw(),
-            d.hidden,
-            Epilogue::Residual(&r.h),
-        )?;
+        let res = Epilogue::Residual(&r.h);
+        self.project(b, half, &r.ao, &l.o, &r.h, (m, d.qw(), d.hidden), res)?;
         nn::rms_norm(b, &r.h, &l.post_norm, &r.xn, m, d.hidden, d.eps)?;
-        ops::linear(
-            b,
-            &r.xn,
-            l.gate_up.weights(),
-            &r.mlp,
-            m,
-            d.hidden,
-            2 * d.inter,
-            Epilogue::SiluMul,
-        )?;
-        ops::linear(
-            b,
-            &r.mlp,
-            l.down.weights(),
-            &r.h,
-            m,
-            d.inter,
-            d.hidden,
-            Epilogue::Residual(&r.h),
-        )?;
+        let gu = (m, d.hidden, 2 * d.inter);
+        self.project(b, half, &r.xn, &l.gate_up, &r.mlp, gu, Epilogue::SiluMul)?;
+        let res = Epilogue::Residual(&r.h);
+        self.project(b, half, &r.mlp, &l.down, &r.h, (m, d.inter, d.hidden), res)?;
         Ok(())
     }
 
@@ -526,9 +583,9 @@ impl Model {
             flag: &kv_flag,
         };
         for l in &self.layers {
-            self.record_pre_attn(b, l, r, &self.pos)?;
+            self.record_pre_attn(b, l, r, &self.pos, None)?;
             attend::decode(b, r, &l.cache, &cursor, kv, ds, self.scale())?;
-            self.record_post_attn(b, l, r)?;
+            self.record_post_attn(b, l, r, None)?;
         }
         nn::rms_norm(b, &r.h, &self.norm, &r.xn, bsz, d.hidden, d.eps)?;
         ops::linear(

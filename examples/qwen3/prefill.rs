@@ -7,6 +7,10 @@
 //! (`attention_prefill`) runs over the whole prompt in one call, so every
 //! chunk's queries see exactly the keys up to their own position. A
 //! prompt of one chunk uses the prompt-wide buffers directly (no copies).
+//!
+//! On the f16 path ([`crate::model::PrefillMatmul`], `prefill16.rs`) the
+//! projections and MLP are f16 products over all prompt rows at once: the
+//! whole prompt is one chunk.
 
 use vkcompute::ops::nn::{self, KvShape, PrefillShape};
 use vkcompute::ops::{self, Epilogue};
@@ -57,8 +61,14 @@ impl Model {
         }
         let gpu = self.gpu.clone();
         let n = prompt.len() as u32;
+        let half = self.half(n)?;
+        let half = half.as_ref();
         let all = Rows::new(&gpu, &d, n)?;
-        let chunk = self.opts.prefill_chunk;
+        let chunk = if half.is_some() {
+            n
+        } else {
+            self.opts.prefill_chunk
+        };
         let full = (n > chunk)
             .then(|| Rows::new(&gpu, &d, chunk))
             .transpose()?;
@@ -132,7 +142,7 @@ impl Model {
                 if c.rows.is_some() {
                     copy(&mut b, &all.h, &r.h, span(c, r, d.hidden), false)?;
                 }
-                self.record_pre_attn(&mut b, l, r, &c.positions)?;
+                self.record_pre_attn(&mut b, l, r, &c.positions, half)?;
                 if c.rows.is_some() {
                     for (i, w) in [d.qw(), d.kvw(), d.kvw()].into_iter().enumerate() {
                         let from = r.part_span(i, 0..(r.m * w) as usize)?;
@@ -149,7 +159,7 @@ impl Model {
                     copy(&mut b, &all.h, &r.h, span(c, r, d.hidden), false)?;
                     copy(&mut b, &all.ao, &r.ao, span(c, r, d.qw()), false)?;
                 }
-                self.record_post_attn(&mut b, l, r)?;
+                self.record_post_attn(&mut b, l, r, half)?;
                 if c.rows.is_some() {
                     copy(&mut b, &r.h, &all.h, span(c, r, d.hidden), true)?;
                 }

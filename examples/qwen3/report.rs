@@ -166,11 +166,12 @@ pub fn timings(m: &mut Model, prompt: &[u32], n: u32, peak: &mut u64) -> ModelRe
         m.prefill(s, prompt)?;
     }
     println!(
-        "prefill: {} tokens in {:.2} ms warm ({:.0} tokens/s; first run {:.2} ms)",
+        "prefill: {} tokens in {:.2} ms warm ({:.0} tokens/s; first run {:.2} ms), path {}",
         prompt.len(),
         ms(prefill),
         prompt.len() as f64 / prefill.as_secs_f64(),
-        ms(cold)
+        ms(cold),
+        m.prefill_path()
     );
     if n == 0 {
         return Ok(());

@@ -1,0 +1,181 @@
+//! The prefill's projections as f16 matrix products over the whole prompt
+//! ([`PrefillMatmul`]): per projection, the layer's 16-bit weight is
+//! converted to f16 into one scratch buffer (reused by every projection of
+//! every layer), the f32 activations to f16, and one
+//! `ops::matmul_f16_batched` with B stored `[out, in]` computes all prompt
+//! rows at once with f32 accumulation (tensor cores through
+//! `VK_NV_cooperative_matrix2` where the adapter has them, a portable
+//! kernel elsewhere). The epilogues run as their own ops on the f32
+//! product: the residual add in f32, SiLU·mul on the gate|up halves.
+
+use vkcompute::ops::nn;
+use vkcompute::ops::{self, BatchedShape, Epilogue, MatmulCaps, F16};
+use vkcompute::{AdapterInfo, Batch, Buffer, Device};
+
+use crate::buffers::{Dims, WBuf};
+use crate::config::WeightDtype;
+use crate::model::{ModelError, Result};
+
+/// How the prefill computes its projections and MLP.
+///
+/// The f16 path rounds each activation entering a projection (the normed
+/// hidden states, the attention output, the SiLU·mul output) to f16: a
+/// relative error of at most 2^-11 per element; values past ±65504
+/// overflow to infinity, and ones below 2^-14 in magnitude lose bits (f16
+/// subnormals). Weights stored in bf16 convert to f16 exactly while they lie
+/// in f16's normal range (bf16 has 8 significant bits, f16 11); bf16
+/// weights past ±65504 would overflow and ones below 2^-14 in magnitude
+/// lose bits (f16 subnormals), so this path is for checkpoints whose
+/// weights and activations stay within f16's range. Accumulation and
+/// everything outside the projections (norms, rotary, attention, the KV
+/// cache, residuals) stay in f32.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PrefillMatmul {
+    /// [`PrefillMatmul::F16`] where the adapter has workgroup-scope
+    /// cooperative matrices (`VK_NV_cooperative_matrix2`: tensor cores)
+    /// and the weights are 16-bit; else [`PrefillMatmul::Exact`].
+    #[default]
+    Auto,
+    /// `ops::linear` on f32 activations, at most 64 prompt rows per call
+    /// (the weights as stored, widened exactly): the path to compare with
+    /// an f32 reference.
+    Exact,
+    /// f16 products over all prompt rows at once on any adapter with
+    /// 16-bit storage (the portable kernel where there are no cooperative
+    /// matrices); f32 weights still take the exact path.
+    F16,
+}
+
+impl PrefillMatmul {
+    /// Parses `exact`, `f16` or `auto`.
+    pub fn parse(s: &str) -> Option<PrefillMatmul> {
+        match s {
+            "auto" => Some(PrefillMatmul::Auto),
+            "exact" => Some(PrefillMatmul::Exact),
+            "f16" => Some(PrefillMatmul::F16),
+            _ => None,
+        }
+    }
+
+    /// Whether the prefill takes the f16 path on an adapter of `info`
+    /// with weights of `dtype`.
+    pub fn uses_f16(self, info: &AdapterInfo, dtype: WeightDtype) -> bool {
+        let sixteen = dtype != WeightDtype::F32 && info.storage_buffer16;
+        match self {
+            PrefillMatmul::Exact => false,
+            PrefillMatmul::F16 => sixteen,
+            PrefillMatmul::Auto => sixteen && tensor_cores(info),
+        }
+    }
+}
+
+/// Whether the adapter has the workgroup-scope cooperative matrices the
+/// f16 products run on.
+pub fn tensor_cores(info: &AdapterInfo) -> bool {
+    MatmulCaps::of(info).coopmat2_granularity.is_some()
+}
+
+/// Elements of the largest layer weight (q|k|v, o, gate|up, down).
+pub(crate) fn largest_weight(d: &Dims) -> usize {
+    let (h, i) = (d.hidden as usize, d.inter as usize);
+    let qkv = (d.qw() + 2 * d.kvw()) as usize;
+    [qkv * h, h * d.qw() as usize, 2 * i * h, h * i]
+        .into_iter()
+        .max()
+        .unwrap_or(0)
+}
+
+/// The scratch of the f16 projections of `n` prompt rows.
+pub(crate) struct Half {
+    /// One layer weight in f16 (sized for the largest), and its bits.
+    w: Buffer<F16>,
+    w_bits: Buffer<u16>,
+    /// `[n, k]` activations in f16 (k up to the widest input), and bits.
+    a: Buffer<F16>,
+    a_bits: Buffer<u16>,
+    /// `[n, width]` f32 products ahead of an epilogue.
+    c: Buffer<f32>,
+}
+
+fn bits(b: &Buffer<F16>) -> Result<Buffer<u16>> {
+    b.reinterpret::<u16>().ok_or_else(|| ModelError::Input {
+        what: "f16 scratch",
+        detail: "its bytes are not whole u16 words".into(),
+    })
+}
+
+impl Half {
+    /// Scratch for `n` rows; `w` is the model's f16 weight scratch (of
+    /// [`largest_weight`] elements).
+    pub(crate) fn new(gpu: &Device, d: &Dims, w: Buffer<F16>, n: u32) -> Result<Half> {
+        let n = n as usize;
+        let widest_in = d.hidden.max(d.qw()).max(d.inter) as usize;
+        let widest_out = d.hidden.max(2 * d.inter) as usize;
+        let a = gpu.alloc::<F16>(n * widest_in)?;
+        Ok(Half {
+            w_bits: bits(&w)?,
+            w,
+            a_bits: bits(&a)?,
+            a,
+            c: gpu.alloc::<f32>(n * widest_out)?,
+        })
+    }
+
+    /// Records `out = epilogue(x·Wᵀ)` for `x` `[m, k]` (f32) and the
+    /// 16-bit weight `w` `[n, k]` as `ops::linear` computes it, through
+    /// f16 operands (see [`PrefillMatmul`]). An f32 weight is an error
+    /// (the caller keeps those on `ops::linear`).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn project(
+        &self,
+        b: &mut Batch,
+        x: &Buffer<f32>,
+        w: &WBuf,
+        out: &Buffer<f32>,
+        m: u32,
+        k: u32,
+        n: u32,
+        epilogue: Epilogue<'_>,
+    ) -> Result<()> {
+        let wn = k as usize * n as usize;
+        let wdst = self.w.slice(0..wn)?;
+        match w {
+            WBuf::F16(src) => ops::convert(b, src, &wdst)?,
+            WBuf::Bf16(src) => ops::convert(b, src, &wdst)?,
+            WBuf::F32(_) => {
+                return Err(ModelError::Input {
+                    what: "f16 projection",
+                    detail: "the weight is f32; f32 weights take ops::linear".into(),
+                })
+            }
+        }
+        ops::convert(b, x, &self.a.slice(0..m as usize * k as usize)?)?;
+        let shape = BatchedShape::packed(1, m, k, n).with_b_transposed();
+        let mn = m as usize * n as usize;
+        match epilogue {
+            Epilogue::None => ops::matmul_f16_batched(b, &self.a_bits, &self.w_bits, out, shape)?,
+            Epilogue::Residual(r) => {
+                ops::matmul_f16_batched(b, &self.a_bits, &self.w_bits, &self.c, shape)?;
+                ops::add(b, r, &self.c.slice(0..mn)?, out)?;
+            }
+            Epilogue::SiluMul => {
+                ops::matmul_f16_batched(b, &self.a_bits, &self.w_bits, &self.c, shape)?;
+                nn::silu_mul_halves(b, &self.c.slice(0..mn)?, out, m, n / 2)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_three_paths() {
+        assert_eq!(PrefillMatmul::parse("auto"), Some(PrefillMatmul::Auto));
+        assert_eq!(PrefillMatmul::parse("exact"), Some(PrefillMatmul::Exact));
+        assert_eq!(PrefillMatmul::parse("f16"), Some(PrefillMatmul::F16));
+        assert_eq!(PrefillMatmul::parse("bf16"), None);
+    }
+}
