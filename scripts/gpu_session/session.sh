@@ -87,8 +87,10 @@ part_qwen3() {
   timeout 240 "$g/bin/qwen3" "$q" --reference "$q/reference.safetensors" > "$W/q3_check.txt" 2>&1; echo "rc=$?"; grep -E "reference|worst|FAIL|PASS" "$W/q3_check.txt" | tail -8
   echo "== qwen3 4b --profile (default options, timing)"
   timeout 240 "$g/bin/qwen3" "$q" --decode 64 --profile > "$W/q3_ours.txt" 2>&1; echo "rc=$?"; tail -40 "$W/q3_ours.txt"
-  echo "== qwen3 4b: prefill 512 tokens"
-  timeout 120 "$g/bin/qwen3" "$q" --prompt-len 512 --decode 8 > "$W/q3_p512.txt" 2>&1; echo "rc=$?"; grep -E "prefill|decode \(|commands" "$W/q3_p512.txt"
+  for path in auto exact; do
+    echo "== qwen3 4b: prefill 512 tokens, --prefill $path"
+    timeout 120 "$g/bin/qwen3" "$q" --prompt-len 512 --decode 8 --prefill "$path" > "$W/q3_p512_$path.txt" 2>&1; echo "rc=$?"; grep -E "prefill|decode \(|commands" "$W/q3_p512_$path.txt"
+  done
   for p in 600 4000; do
     echo "== qwen3 4b: decode after a prompt of $p tokens"
     timeout 150 "$g/bin/qwen3" "$q" --prompt-len "$p" --decode 32 > "$W/q3_pos$p.txt" 2>&1; echo "rc=$?"; grep -E "prefill|decode|commands" "$W/q3_pos$p.txt"
