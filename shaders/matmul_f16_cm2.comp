@@ -34,6 +34,7 @@
 //
 // target-env: vulkan1.3
 // variant: matmul_f16_cm2_128x256x64 TILE_BM=128 TILE_BN=256 TILE_BK=64
+// variant: matmul_f16_cm2_256x128x64 TILE_BM=256 TILE_BN=128 TILE_BK=64
 // variant: matmul_f16_cm2_128x128x32 TILE_BM=128 TILE_BN=128 TILE_BK=32
 // variant: matmul_f16_cm2_64x128x64 TILE_BM=64 TILE_BN=128 TILE_BK=64
 // variant: matmul_f16_cm2_128x256x64_u4 TILE_BM=128 TILE_BN=256 TILE_BK=64 UNROLL4=1

@@ -330,8 +330,27 @@ impl Cm2Tile {
         unroll: 4,
         ..Cm2Tile::WIDE_GROUPED
     };
+    /// [`Cm2Tile::WIDE`] launched in groups of 4 block rows.
+    pub const WIDE_G4: Cm2Tile = Cm2Tile {
+        group: 4,
+        ..Cm2Tile::WIDE
+    };
+    /// [`Cm2Tile::WIDE`] launched in groups of 16 block rows.
+    pub const WIDE_G16: Cm2Tile = Cm2Tile {
+        group: 16,
+        ..Cm2Tile::WIDE
+    };
+    /// 256×128 blocks, 64-deep slices, in groups of 8 block rows
+    /// (`matmul_f16_cm2_256x128x64`): the wide tile's accumulator turned.
+    pub const TALL_GROUPED: Cm2Tile = Cm2Tile {
+        bm: 256,
+        bn: 128,
+        bk: 64,
+        group: 8,
+        unroll: 2,
+    };
     /// Every compiled tile, and the launch orders and unrollings measured.
-    pub const ALL: [Cm2Tile; 7] = [
+    pub const ALL: [Cm2Tile; 10] = [
         Cm2Tile::SQUARE,
         Cm2Tile::WIDE,
         Cm2Tile::SHALLOW,
@@ -339,6 +358,9 @@ impl Cm2Tile {
         Cm2Tile::WIDE_GROUPED,
         Cm2Tile::SQUARE_GROUPED,
         Cm2Tile::WIDE_U4,
+        Cm2Tile::WIDE_G4,
+        Cm2Tile::WIDE_G16,
+        Cm2Tile::TALL_GROUPED,
     ];
 
     /// The built-in compiled for this tile (`shaders/matmul_f16_cm2.comp`
@@ -348,6 +370,7 @@ impl Cm2Tile {
             (128, 128, 64, 2) => Some("matmul_f16_cm2"),
             (128, 256, 64, 2) => Some("matmul_f16_cm2_128x256x64"),
             (128, 256, 64, 4) => Some("matmul_f16_cm2_128x256x64_u4"),
+            (256, 128, 64, 2) => Some("matmul_f16_cm2_256x128x64"),
             (128, 128, 32, 2) => Some("matmul_f16_cm2_128x128x32"),
             (64, 128, 64, 2) => Some("matmul_f16_cm2_64x128x64"),
             _ => None,
