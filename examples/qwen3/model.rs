@@ -180,6 +180,8 @@ pub struct Model {
     pub(crate) logits: Buffer<f32>,
     pub(crate) step_rows: Rows,
     pub(crate) graph: Option<Graph>,
+    /// The last prefill's GPU timestamps per command (with `profile`).
+    pub(crate) prefill_profile: Option<vkcompute::Profile>,
     /// The host's copy of each sequence's next position.
     pub(crate) pos_host: Vec<u32>,
     /// Tokens that end a sequence (the config's `eos_token_id`).
@@ -335,6 +337,7 @@ impl Model {
             logits: gpu.alloc::<f32>(b * vocab)?,
             step_rows: Rows::new(gpu, &d, opts.batch)?,
             graph: None,
+            prefill_profile: None,
             pos_host: vec![0; b],
             eos: c.eos_token_ids.clone(),
             load_stats: LoadStats {

@@ -106,7 +106,13 @@ impl Model {
             lens: &kv_pos,
             flag: &kv_flag,
         };
-        let mut b = gpu.batch()?;
+        let mut b = if self.opts.profile {
+            let o =
+                vkcompute::BatchOptions::default().with_profiling(vkcompute::Profiling::Commands);
+            gpu.batch_with(o)?
+        } else {
+            gpu.batch()?
+        };
         self.record_embed(&mut b, &ids, &all)?;
         let kv = KvShape {
             batch: 1,
@@ -192,7 +198,11 @@ impl Model {
             }
             None => nn::argmax(&mut b, &logits1, &next1, 1, d.vocab)?,
         }
-        b.submit()?;
+        let done = b.submit_async()?;
+        done.wait()?;
+        if self.opts.profile {
+            self.prefill_profile = Some(done.profile()?);
+        }
 
         self.check_guards()?;
         let logits = logits1.download()?;

@@ -261,6 +261,18 @@ pub fn profile(m: &mut Model, prompt: &[u32]) -> ModelResult<()> {
     for s in 0..m.batch() {
         m.prefill(s, prompt)?;
     }
+    if let Some(p) = &m.prefill_profile {
+        println!(
+            "profile of the prefill of {} tokens (GPU timestamps, per kernel):",
+            prompt.len()
+        );
+        let mut rows = p.by_label();
+        rows.sort_by(|a, b| b.2.total_cmp(&a.2));
+        for (label, count, ns) in rows.iter().take(14) {
+            println!("  {label:<40} {count:5} {:10.1} µs", ns / 1e3);
+        }
+        println!("  total {:.1} µs", p.total_ns / 1e3);
+    }
     m.step()?.wait()?;
     m.step()?.wait()?;
     let p = m.graph().last_profile()?;

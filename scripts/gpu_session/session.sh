@@ -89,7 +89,7 @@ part_qwen3() {
   timeout 240 "$g/bin/qwen3" "$q" --decode 64 --profile > "$W/q3_ours.txt" 2>&1; echo "rc=$?"; tail -40 "$W/q3_ours.txt"
   for path in auto exact; do
     echo "== qwen3 4b: prefill 512 tokens, --prefill $path"
-    timeout 120 "$g/bin/qwen3" "$q" --prompt-len 512 --decode 8 --prefill "$path" > "$W/q3_p512_$path.txt" 2>&1; echo "rc=$?"; grep -E "prefill|decode \(|commands" "$W/q3_p512_$path.txt"
+    timeout 120 "$g/bin/qwen3" "$q" --prompt-len 512 --decode 8 --prefill "$path" --profile > "$W/q3_p512_$path.txt" 2>&1; echo "rc=$?"; grep -E "prefill|decode \(|commands" "$W/q3_p512_$path.txt"; grep -A16 "profile of the prefill" "$W/q3_p512_$path.txt"
   done
   for p in 600 4000; do
     echo "== qwen3 4b: decode after a prompt of $p tokens"
