@@ -3,7 +3,7 @@
 //! f16 path the f16 product of `prefill16.rs`.
 
 use vkcompute::ops::nn;
-use vkcompute::ops::{self, Epilogue};
+use vkcompute::ops::{self, Epilogue, MatmulCaps};
 use vkcompute::{Batch, Buffer};
 
 use crate::buffers::WBuf;
@@ -32,9 +32,12 @@ impl Model {
 
     /// Records `out = epilogue(RMSNorm(x)·Wᵀ)` with the norm weight
     /// `norm.0` (`[k]`): one `ops::linear_normed` (the norm is the layer's
-    /// prologue, no dispatch of its own); with `half` and a 16-bit weight
-    /// `nn::rms_norm` into the scratch `norm.1` (`[m, k]`) and the f16
-    /// product.
+    /// prologue, no dispatch of its own) where `ops::linear` picks its
+    /// streaming kernels (up to 16 rows); else `nn::rms_norm` into the
+    /// scratch `norm.1` (`[m, k]`) and the layer (the tiled kernel past 16
+    /// rows, or the f16 product with `half` and a 16-bit weight), which
+    /// is what `linear_normed` would record there, without its scratch
+    /// allocation.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn project_normed(
         &self,
@@ -48,10 +51,18 @@ impl Model {
         epilogue: Epilogue<'_>,
     ) -> Result<()> {
         let eps = self.dims.eps;
+        let silu = matches!(epilogue, Epilogue::SiluMul);
+        let caps = MatmulCaps::of(self.gpu.info());
+        let wd = w.weights().dtype();
+        let fused = ops::choose_linear(m, k, n, wd, silu, &caps).rows_per_pass <= 16;
         match half {
             Some(h) if !matches!(w, WBuf::F32(_)) => {
                 nn::rms_norm(b, x, g, xn, m, k, eps)?;
                 h.project(b, xn, w, out, m, k, n, epilogue)
+            }
+            _ if !fused => {
+                nn::rms_norm(b, x, g, xn, m, k, eps)?;
+                Ok(ops::linear(b, xn, w.weights(), out, m, k, n, epilogue)?)
             }
             _ => Ok(ops::linear_normed(
                 b,
