@@ -471,14 +471,6 @@ pub fn linear_with_plan<'w>(
     record(batch, x, None, w, y, (m, k, n), epilogue, plan)
 }
 
-/// The RMSNorm prologue of the streaming kernels (the `_norm` variants):
-/// the norm weight (`[k]` f32) and epsilon.
-#[derive(Clone, Copy)]
-struct Norm<'a> {
-    weight: &'a Buffer<f32>,
-    eps: f32,
-}
-
 /// Records a checked layer (with `norm`, its prologue; the plan then
 /// takes at most 16 rows per pass).
 #[allow(clippy::too_many_arguments)]
@@ -800,6 +792,7 @@ fn check(
 }
 
 mod normed;
+use normed::Norm;
 pub use normed::{linear_normed, linear_normed_with_plan};
 
 #[cfg(test)]

@@ -21,6 +21,14 @@ use super::*;
 
 const OP_NORMED: &str = "ops::linear_normed";
 
+/// The RMSNorm prologue of the streaming kernels (the `_norm` variants):
+/// the norm weight (`[k]` f32) and epsilon.
+#[derive(Clone, Copy)]
+pub(super) struct Norm<'a> {
+    pub(super) weight: &'a Buffer<f32>,
+    pub(super) eps: f32,
+}
+
 /// Records `y = RMSNorm(x)·Wᵀ` with its epilogue: [`linear`] whose x is
 /// first normalised per row with the norm weight `norm_weight` (`[k]` f32)
 /// and `eps` (finite, above 0), as [`crate::ops::nn::rms_norm`] does,
