@@ -21,6 +21,13 @@
 // adjacent, so a repeated read of W hits L2), y = K slices (split-K): slice
 // s covers chunks [s·kchunk, (s+1)·kchunk) of every row.
 //
+// With NORM (the `_norm` variants) x is normalised as it is read (an
+// RMSNorm prologue): each subgroup first sums the squares of its MT rows
+// of x over all of K itself (no shared memory, no barrier) and takes
+// scale[m] = 1 / sqrt(sum / K + eps), as nn_rmsnorm.comp does; every x
+// element then enters the products as x · scale[m] · g[k] (g the norm
+// weight, [K] f32).
+//
 // Stores (`mode`): 0 y = acc; 1 y = acc + res (res may be y itself);
 // 2 y[m, j] = silu(gate) · up (y is [M, I]); 3 a split-K partial:
 // y[(s·M + m)·N + row] = acc, finished by linear_reduce.comp.
@@ -52,10 +59,31 @@ layout(set = 0, binding = 3) readonly buffer W1 { uint16_t w1[]; };
 #endif
 layout(set = 0, binding = 4) readonly buffer Res { float res[]; };
 layout(set = 0, binding = 5) writeonly buffer Y { float y[]; };
+#if defined(NORM)
+layout(set = 0, binding = 6) readonly buffer G4 { vec4 g4[]; };
+layout(set = 0, binding = 7) readonly buffer G1 { float g1[]; };
+#endif
 layout(push_constant) uniform P {
     uint M; uint K; uint N; uint mode; uint vec; uint kchunk; uint upw; uint mchunks; uint pairs;
     uint ksub;
+#if defined(NORM)
+    float eps;
+#endif
 };
+
+#if defined(NORM)
+// The RMSNorm scale of each row of x this subgroup reads.
+float xscale[MT];
+// An x value (vec4 or float) of row slot m, normalised with the norm
+// weight `g` of its element(s).
+#define XN(v, m, g) ((v) * xscale[m] * (g))
+#define GV4(i) g4[i]
+#define GV1(i) g1[i]
+#else
+#define XN(v, m, g) (v)
+#define GV4(i) vec4(1.0)
+#define GV1(i) 1.0
+#endif
 
 #if MT <= 4
 // Sums of the work items of shared units (ksub > 1: at most KSUB_ITEMS
@@ -130,9 +158,10 @@ void accumulate(uint rows[R], uint xr[MT], uint s, uint part, uint lane, uint wi
                 wv[0][i] = w4[rows[i] * kv + k];
                 wv[1][i] = two ? w4[rows[i] * kv + k2] : vec4(0.0);
             }
+            vec4 ga = GV4(k), gb = two ? GV4(k2) : vec4(0.0);
             [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
-                vec4 xv = x4[xr[m] * k4 + k];
-                vec4 xw = two ? x4[xr[m] * k4 + k2] : vec4(0.0);
+                vec4 xv = XN(x4[xr[m] * k4 + k], m, ga);
+                vec4 xw = two ? XN(x4[xr[m] * k4 + k2], m, gb) : vec4(0.0);
                 [[unroll]] for (uint i = 0u; i < R; ++i) {
                     float a = fma(xv.x, wv[0][i].x, fma(xv.y, wv[0][i].y,
                               fma(xv.z, wv[0][i].z, fma(xv.w, wv[0][i].w, acc[i][m]))));
@@ -148,12 +177,13 @@ void accumulate(uint rows[R], uint xr[MT], uint s, uint part, uint lane, uint wi
             }
             [[unroll]] for (uint h = 0u; h < 2u; ++h) {
                 uint kk = h == 0u ? k : k2;
+                bool ok = h == 0u || two;
                 vec4 wlo[R], whi[R];
                 [[unroll]] for (uint i = 0u; i < R; ++i) wdecode(wraw[h][i], wlo[i], whi[i]);
+                vec4 ga = ok ? GV4(2u * kk) : vec4(0.0), gb = ok ? GV4(2u * kk + 1u) : vec4(0.0);
                 [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
-                    bool ok = h == 0u || two;
-                    vec4 xa = ok ? x4[xr[m] * k4 + 2u * kk] : vec4(0.0);
-                    vec4 xb = ok ? x4[xr[m] * k4 + 2u * kk + 1u] : vec4(0.0);
+                    vec4 xa = ok ? XN(x4[xr[m] * k4 + 2u * kk], m, ga) : vec4(0.0);
+                    vec4 xb = ok ? XN(x4[xr[m] * k4 + 2u * kk + 1u], m, gb) : vec4(0.0);
                     [[unroll]] for (uint i = 0u; i < R; ++i) {
                         float a = fma(xa.x, wlo[i].x, fma(xa.y, wlo[i].y,
                                   fma(xa.z, wlo[i].z, fma(xa.w, wlo[i].w, acc[i][m]))));
@@ -170,8 +200,9 @@ void accumulate(uint rows[R], uint xr[MT], uint s, uint part, uint lane, uint wi
         for (uint k = b + lane; k < e; k += width) {
             float wv[R];
             [[unroll]] for (uint i = 0u; i < R; ++i) wv[i] = wscalar(rows[i] * K + k);
+            float gk = GV1(k);
             [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
-                float xv = x1[xr[m] * K + k];
+                float xv = XN(x1[xr[m] * K + k], m, gk);
                 [[unroll]] for (uint i = 0u; i < R; ++i) acc[i][m] = fma(xv, wv[i], acc[i][m]);
             }
         }
@@ -223,6 +254,26 @@ void main() {
     // Rows of x past M read the last row again and are never stored.
     uint xr[MT];
     [[unroll]] for (uint m = 0u; m < uint(MT); ++m) xr[m] = min(m0 + m, M - 1u);
+#if defined(NORM)
+    // The RMSNorm prologue: each subgroup sums the squares of its rows of
+    // x over all of K (vec4 loads when K is a multiple of 4).
+    [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
+        float ss = 0.0;
+        if (K % 4u == 0u) {
+            uint k4 = K / 4u;
+            for (uint c = lane; c < k4; c += width) {
+                vec4 e = x4[xr[m] * k4 + c];
+                ss += e.x * e.x + e.y * e.y + e.z * e.z + e.w * e.w;
+            }
+        } else {
+            for (uint c = lane; c < K; c += width) {
+                float e = x1[xr[m] * K + c];
+                ss += e * e;
+            }
+        }
+        xscale[m] = inversesqrt(subgroupAdd(ss) / float(K) + eps);
+    }
+#endif
 
     // Work items: unit lu's K part p is item lu · ksub + p (ksub subgroups
     // share a unit when the workgroup holds fewer units than subgroups).

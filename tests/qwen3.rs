@@ -35,6 +35,8 @@ mod model;
 mod prefill;
 #[path = "../examples/qwen3/prefill16.rs"]
 mod prefill16;
+#[path = "../examples/qwen3/project.rs"]
+mod project;
 #[path = "../examples/qwen3/reference.rs"]
 mod reference;
 #[allow(dead_code)]

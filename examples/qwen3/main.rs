@@ -39,6 +39,7 @@ mod config;
 mod model;
 mod prefill;
 mod prefill16;
+mod project;
 mod report;
 #[allow(dead_code)]
 mod tiny;

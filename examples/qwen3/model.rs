@@ -432,25 +432,6 @@ impl Model {
         Ok(Some(Half::new(&self.gpu, &self.dims, w, n)?))
     }
 
-    /// Records `out = epilogue(x·Wᵀ)` (`x` `[m, k]`, `w` `[n, k]`):
-    /// `ops::linear`, or with `half` and a 16-bit weight the f16 product.
-    #[allow(clippy::too_many_arguments)]
-    fn project(
-        &self,
-        b: &mut Batch,
-        half: Option<&Half>,
-        x: &Buffer<f32>,
-        w: &WBuf,
-        out: &Buffer<f32>,
-        (m, k, n): (u32, u32, u32),
-        epilogue: Epilogue<'_>,
-    ) -> Result<()> {
-        match half {
-            Some(h) if !matches!(w, WBuf::F32(_)) => h.project(b, x, w, out, m, k, n, epilogue),
-            _ => Ok(ops::linear(b, x, w.weights(), out, m, k, n, epilogue)?),
-        }
-    }
-
     /// The device.
     pub fn device(&self) -> &Device {
         &self.gpu
@@ -489,11 +470,11 @@ impl Model {
         Ok(())
     }
 
-    /// Records a layer up to its attention: norm, the fused q|k|v
+    /// Records a layer up to its attention: norm fused into the q|k|v
     /// projection (q, k and v then views of its output, or split out of
     /// it), q/k norms (Qwen3), rotary at `rot_pos` (one position per row;
     /// one call over q and k together where they lie side by side). The
-    /// projection is f16 with `half` ([`Model::project`]).
+    /// projection is f16 with `half` ([`Model::project_normed`]).
     pub(crate) fn record_pre_attn(
         &self,
         b: &mut Batch,
@@ -504,10 +485,10 @@ impl Model {
     ) -> Result<()> {
         let d = &self.dims;
         let m = r.m;
-        nn::rms_norm(b, &r.h, &l.in_norm, &r.xn, m, d.hidden, d.eps)?;
         let qkv_w = d.qw() + 2 * d.kvw();
         let shape = (m, d.hidden, qkv_w);
-        self.project(b, half, &r.xn, &l.qkv, &r.qkv, shape, Epilogue::None)?;
+        let norm = (&l.in_norm, &r.xn);
+        self.project_normed(b, half, &r.h, norm, &l.qkv, &r.qkv, shape, Epilogue::None)?;
         r.split_qkv(b)?;
         let (q, k) = (r.q()?, r.k()?);
         if let (Some(qn), Some(kn)) = (&l.q_norm, &l.k_norm) {
@@ -526,8 +507,8 @@ impl Model {
     }
 
     /// Records a layer from its attention output `r.ao`: o_proj with the
-    /// residual, norm, gate|up with SiLU·mul, down with the residual (f16
-    /// products with `half`, [`Model::project`]).
+    /// residual, norm fused into gate|up with SiLU·mul, down with the
+    /// residual (f16 products with `half`, [`Model::project`]).
     pub(crate) fn record_post_attn(
         &self,
         b: &mut Batch,
@@ -539,9 +520,18 @@ impl Model {
         let m = r.m;
         let res = Epilogue::Residual(&r.h);
         self.project(b, half, &r.ao, &l.o, &r.h, (m, d.qw(), d.hidden), res)?;
-        nn::rms_norm(b, &r.h, &l.post_norm, &r.xn, m, d.hidden, d.eps)?;
         let gu = (m, d.hidden, 2 * d.inter);
-        self.project(b, half, &r.xn, &l.gate_up, &r.mlp, gu, Epilogue::SiluMul)?;
+        let norm = (&l.post_norm, &r.xn);
+        self.project_normed(
+            b,
+            half,
+            &r.h,
+            norm,
+            &l.gate_up,
+            &r.mlp,
+            gu,
+            Epilogue::SiluMul,
+        )?;
         let res = Epilogue::Residual(&r.h);
         self.project(b, half, &r.mlp, &l.down, &r.h, (m, d.inter, d.hidden), res)?;
         Ok(())
@@ -590,10 +580,11 @@ impl Model {
             attend::decode(b, r, &l.cache, &cursor, kv, ds, self.scale())?;
             self.record_post_attn(b, l, r, None)?;
         }
-        nn::rms_norm(b, &r.h, &self.norm, &r.xn, bsz, d.hidden, d.eps)?;
-        ops::linear(
+        ops::linear_normed(
             b,
-            &r.xn,
+            &r.h,
+            &self.norm,
+            d.eps,
             self.lm_head().weights(),
             &self.logits,
             bsz,

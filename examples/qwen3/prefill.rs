@@ -95,7 +95,6 @@ impl Model {
         let ids = gpu.upload(prompt)?;
         let kv_pos = gpu.upload(&[0u32])?;
         let x1 = gpu.alloc::<f32>(d.hidden as usize)?;
-        let xn1 = gpu.alloc::<f32>(d.hidden as usize)?;
         let logits1 = gpu.alloc::<f32>(d.vocab as usize)?;
         let per_seq = (d.kv_heads * self.max_seq * d.head_dim) as usize;
         let range = seq as usize * per_seq..(seq as usize + 1) * per_seq;
@@ -174,11 +173,12 @@ impl Model {
         let hw = d.hidden as usize;
         let last = (n as usize - 1) * hw;
         b.copy(&all.h.slice(last..last + hw)?, &x1)?;
-        nn::rms_norm(&mut b, &x1, &self.norm, &xn1, 1, d.hidden, d.eps)?;
         let head = self.lm_head().weights();
-        ops::linear(
+        ops::linear_normed(
             &mut b,
-            &xn1,
+            &x1,
+            &self.norm,
+            d.eps,
             head,
             &logits1,
             1,

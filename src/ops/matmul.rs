@@ -60,8 +60,8 @@ pub use sgemm::{
     SGEMM_MIN_SLICE, SGEMM_THREADS,
 };
 pub use skinny::{
-    choose_linear, linear, linear_with_plan, Epilogue, LinearPlan, Weights, LINEAR_MAX_M,
-    LINEAR_MAX_SPLITS,
+    choose_linear, linear, linear_normed, linear_normed_with_plan, linear_with_plan, Epilogue,
+    LinearPlan, Weights, LINEAR_MAX_M, LINEAR_MAX_SPLITS,
 };
 
 /// Columns per workgroup of the M = 1 kernel (`vecmat_f32.comp`'s COLS).

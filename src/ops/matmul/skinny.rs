@@ -59,7 +59,7 @@
 use crate::batch::Batch;
 use crate::buffer::Buffer;
 use crate::device::Device;
-use crate::error::{Error, Result};
+use crate::error::{Error, OpsError, Result};
 
 use super::super::dtype::{Bf16, DType, F16};
 use super::super::grid::elementwise_groups;
@@ -467,9 +467,25 @@ pub fn linear_with_plan<'w>(
     plan: LinearPlan,
 ) -> Result<()> {
     let w = w.into();
+    check(&x.device(), x, &w, y, m, k, n, &epilogue, plan)?;
+    record(batch, x, None, w, y, (m, k, n), epilogue, plan)
+}
+
+/// Records a checked layer (with `norm`, its prologue; the plan then
+/// takes at most 16 rows per pass).
+#[allow(clippy::too_many_arguments)]
+fn record(
+    batch: &mut Batch,
+    x: &Buffer<f32>,
+    norm: Option<Norm<'_>>,
+    w: Weights<'_>,
+    y: &Buffer<f32>,
+    (m, k, n): (u32, u32, u32),
+    epilogue: Epilogue<'_>,
+    plan: LinearPlan,
+) -> Result<()> {
     let gpu = x.device();
     let silu = matches!(epilogue, Epilogue::SiluMul);
-    check(&gpu, x, &w, y, m, k, n, &epilogue, plan)?;
     let info = gpu.info();
     let limit = info.max_workgroup_count;
     if plan.rows_per_pass >= 32 {
@@ -485,9 +501,10 @@ pub fn linear_with_plan<'w>(
             plan.splits
         )));
     }
-    let kernel = crate::builtins::get(&gpu.inner, kernel_name(w.dtype(), plan.rows_per_pass), &[])?;
+    let name = kernel_name(w.dtype(), plan.rows_per_pass, norm.is_some());
+    let kernel = crate::builtins::get(&gpu.inner, name, &[])?;
     let push = |mode: u32| {
-        words(&[
+        let mut p = vec![
             m,
             k,
             n,
@@ -498,22 +515,34 @@ pub fn linear_with_plan<'w>(
             l.mchunks,
             u32::from(silu),
             l.ksub,
-        ])
+        ];
+        p.extend(norm.map(|g| g.eps.to_bits()));
+        words(&p)
     };
     let res = match epilogue {
         Epilogue::Residual(r) => r,
         _ => y,
     };
     let wb = w.bind();
+    let g: &[&dyn crate::buffer::GpuBuf] = match &norm {
+        Some(g) => &[g.weight, g.weight],
+        None => &[],
+    };
     if plan.splits == 1 {
         let pc = push(epilogue.mode());
-        batch.run_configured(&kernel, &[x, x, wb, wb, res, y], grid, Some(&pc))?;
+        let binds = [&[x as &dyn crate::buffer::GpuBuf, x, wb, wb, res, y][..], g].concat();
+        batch.run_configured(&kernel, &binds, grid, Some(&pc))?;
         return Ok(());
     }
     // Split-K: partial sums of every row of W, then the reduction pass.
     let part = scratch(&gpu, plan.splits, m, n)?;
     let pc = push(3);
-    batch.run_configured(&kernel, &[x, x, wb, wb, x, &part], grid, Some(&pc))?;
+    let binds = [
+        &[x as &dyn crate::buffer::GpuBuf, x, wb, wb, x, &part][..],
+        g,
+    ]
+    .concat();
+    batch.run_configured(&kernel, &binds, grid, Some(&pc))?;
     reduce(batch, &part, res, y, (m, n), epilogue, plan.splits)
 }
 
@@ -615,8 +644,12 @@ fn tiled_kernel_name(dtype: DType, rows: u32) -> &'static str {
     }
 }
 
-/// The built-in kernel for `dtype` weights and `rows` rows per pass.
-fn kernel_name(dtype: DType, rows: u32) -> &'static str {
+/// The built-in kernel for `dtype` weights and `rows` rows per pass (with
+/// `norm`, its RMSNorm-prologue variant).
+fn kernel_name(dtype: DType, rows: u32, norm: bool) -> &'static str {
+    if norm {
+        return normed::kernel_name(dtype, rows);
+    }
     const F32: [&str; 5] = [
         "linear_f32_m1",
         "linear_f32_m2",
@@ -757,6 +790,10 @@ fn check(
     }
     Ok(())
 }
+
+mod normed;
+use normed::Norm;
+pub use normed::{linear_normed, linear_normed_with_plan};
 
 #[cfg(test)]
 mod tests;

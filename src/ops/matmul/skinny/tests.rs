@@ -208,8 +208,10 @@ fn odd_k_loads_single_elements() {
 fn kernel_names_exist_for_every_plan() {
     for dtype in [DType::F32, DType::F16, DType::Bf16] {
         for rows in [1, 2, 4, 8, 16] {
-            let name = kernel_name(dtype, rows);
-            assert!(crate::builtins::builtin_names().contains(&name), "{name}");
+            for norm in [false, true] {
+                let name = kernel_name(dtype, rows, norm);
+                assert!(crate::builtins::builtin_names().contains(&name), "{name}");
+            }
         }
     }
     for dtype in [DType::F32, DType::F16, DType::Bf16] {
@@ -219,8 +221,10 @@ fn kernel_names_exist_for_every_plan() {
         }
     }
     assert_eq!(tiled_kernel_name(DType::Bf16, 32), "linear_bf16_tiled_m32");
-    assert_eq!(kernel_name(DType::Bf16, 4), "linear_bf16");
-    assert_eq!(kernel_name(DType::F32, 16), "linear_f32_m16");
+    assert_eq!(kernel_name(DType::Bf16, 4, false), "linear_bf16");
+    assert_eq!(kernel_name(DType::F32, 16, false), "linear_f32_m16");
+    assert_eq!(kernel_name(DType::Bf16, 1, true), "linear_bf16_m1_norm");
+    assert_eq!(kernel_name(DType::F16, 4, true), "linear_f16_norm");
 }
 
 #[test]

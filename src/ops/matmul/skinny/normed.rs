@@ -1,0 +1,168 @@
+//! Skinny linear layers with an RMSNorm prologue: `y = RMSNorm(x)·Wᵀ`,
+//! where `RMSNorm(x)[r, i] = x[r, i] / sqrt(mean(x[r, :]²) + eps) · g[i]`
+//! as [`crate::ops::nn::rms_norm`] computes it (f32, eps inside the root),
+//! so a norm and the projection that reads its output are one dispatch.
+//!
+//! Up to 16 rows per pass (the streaming kernels, every plan
+//! [`choose_linear`] picks for 1 to 16 rows) the norm runs inside the
+//! layer (`NORM` in `shaders/linear.glsl`, the `_norm` kernels): every
+//! subgroup sums the squares of the rows of x it reads over all of K
+//! itself (x is at most 64 × K f32, read through the cache), then scales
+//! each element of x by its row's factor and by g as it loads it. No
+//! extra dispatch, no barrier, no shared memory; split-K and narrower
+//! workgroups work as in [`linear`].
+//!
+//! Plans of the register-tiled kernel (past 16 rows) take two dispatches:
+//! [`crate::ops::nn::rms_norm`] into a scratch buffer of x's shape (the
+//! batch holds it until its work completes), a barrier, then the layer.
+//! There the product's own work dwarfs a launch.
+
+use super::*;
+
+const OP_NORMED: &str = "ops::linear_normed";
+
+/// The RMSNorm prologue of the streaming kernels (the `_norm` variants):
+/// the norm weight (`[k]` f32) and epsilon.
+#[derive(Clone, Copy)]
+pub(super) struct Norm<'a> {
+    pub(super) weight: &'a Buffer<f32>,
+    pub(super) eps: f32,
+}
+
+/// Records `y = RMSNorm(x)·Wᵀ` with its epilogue: [`linear`] whose x is
+/// first normalised per row with the norm weight `norm_weight` (`[k]` f32)
+/// and `eps` (finite, above 0), as [`crate::ops::nn::rms_norm`] does,
+/// without a separate dispatch for rows per pass up to 16 (see the
+/// module). Shapes, buffers and epilogues as [`linear`]; `y` may not be
+/// the norm weight.
+///
+/// ```
+/// # fn main() -> vkcompute::Result<()> {
+/// use vkcompute::{ops, Device};
+/// use vkcompute::ops::Epilogue;
+/// let gpu = Device::new()?;
+/// let x = gpu.upload(&[3.0f32, 4.0])?;                // 1×2, mean(x²) = 12.5
+/// let g = gpu.upload(&[1.0f32, 2.0])?;                // the norm weight
+/// let w = gpu.upload(&[1.0f32, 0.0, 0.0, 1.0])?;      // 2×2, [out, in]
+/// let y = gpu.alloc::<f32>(2)?;
+/// let mut batch = gpu.batch()?;
+/// ops::linear_normed(&mut batch, &x, &g, 1e-6, &w, &y, 1, 2, 2, Epilogue::None)?;
+/// batch.submit()?;
+/// let s = 1.0 / (12.5f32 + 1e-6).sqrt();
+/// let got = y.download()?;
+/// assert!((got[0] - 3.0 * s).abs() < 1e-5 && (got[1] - 8.0 * s).abs() < 1e-5);
+/// # Ok(())
+/// # }
+/// ```
+#[allow(clippy::too_many_arguments)]
+pub fn linear_normed<'w>(
+    batch: &mut Batch,
+    x: &Buffer<f32>,
+    norm_weight: &Buffer<f32>,
+    eps: f32,
+    w: impl Into<Weights<'w>>,
+    y: &Buffer<f32>,
+    m: u32,
+    k: u32,
+    n: u32,
+    epilogue: Epilogue<'_>,
+) -> Result<()> {
+    let w = w.into();
+    let caps = MatmulCaps::of(x.device().info());
+    let silu = matches!(epilogue, Epilogue::SiluMul);
+    let plan = choose_linear(m, k, n, w.dtype(), silu, &caps);
+    linear_normed_with_plan(batch, x, norm_weight, eps, w, y, m, k, n, epilogue, plan)
+}
+
+/// [`linear_normed`] with an explicit plan ([`LinearPlan::is_valid`]):
+/// rows per pass up to 16 fuse the norm, 32 and 64 record
+/// [`crate::ops::nn::rms_norm`] then the tiled layer.
+#[allow(clippy::too_many_arguments)]
+pub fn linear_normed_with_plan<'w>(
+    batch: &mut Batch,
+    x: &Buffer<f32>,
+    norm_weight: &Buffer<f32>,
+    eps: f32,
+    w: impl Into<Weights<'w>>,
+    y: &Buffer<f32>,
+    m: u32,
+    k: u32,
+    n: u32,
+    epilogue: Epilogue<'_>,
+    plan: LinearPlan,
+) -> Result<()> {
+    let w = w.into();
+    let gpu = x.device();
+    check(&gpu, x, &w, y, m, k, n, &epilogue, plan)?;
+    check_norm(norm_weight, eps, y, k)?;
+    if plan.rows_per_pass <= 16 {
+        let norm = Norm {
+            weight: norm_weight,
+            eps,
+        };
+        return record(batch, x, Some(norm), w, y, (m, k, n), epilogue, plan);
+    }
+    let xn = gpu.alloc::<f32>(x.len())?;
+    crate::ops::nn::rms_norm(batch, x, norm_weight, &xn, m, k, eps)?;
+    batch.barrier();
+    record(batch, &xn, None, w, y, (m, k, n), epilogue, plan)
+}
+
+/// The norm's own checks: the weight holds `k` elements and is not `y`,
+/// eps is finite and above 0.
+fn check_norm(g: &Buffer<f32>, eps: f32, y: &Buffer<f32>, k: u32) -> Result<()> {
+    if g.len() as u64 != u64::from(k) {
+        return Err(Error::Ops(OpsError::Shape {
+            op: OP_NORMED,
+            tensor: "norm_weight",
+            detail: format!("holds {} elements; k = {k}", g.len()),
+        }));
+    }
+    if !(eps.is_finite() && eps > 0.0) {
+        return Err(Error::Ops(OpsError::Param {
+            op: OP_NORMED,
+            param: "eps",
+            detail: format!("{eps} is not a finite number > 0"),
+        }));
+    }
+    if same(g, y) {
+        return Err(Error::Ops(OpsError::Shape {
+            op: OP_NORMED,
+            tensor: "y",
+            detail: "is the norm weight; the kernels read it while they write y".into(),
+        }));
+    }
+    Ok(())
+}
+
+/// The RMSNorm-prologue kernel for `dtype` weights and `rows` rows per
+/// pass (1 to 16).
+pub(super) fn kernel_name(dtype: DType, rows: u32) -> &'static str {
+    const F32: [&str; 5] = [
+        "linear_f32_m1_norm",
+        "linear_f32_m2_norm",
+        "linear_f32_norm",
+        "linear_f32_m8_norm",
+        "linear_f32_m16_norm",
+    ];
+    const F16: [&str; 5] = [
+        "linear_f16_m1_norm",
+        "linear_f16_m2_norm",
+        "linear_f16_norm",
+        "linear_f16_m8_norm",
+        "linear_f16_m16_norm",
+    ];
+    const BF16: [&str; 5] = [
+        "linear_bf16_m1_norm",
+        "linear_bf16_m2_norm",
+        "linear_bf16_norm",
+        "linear_bf16_m8_norm",
+        "linear_bf16_m16_norm",
+    ];
+    let i = rows.max(1).trailing_zeros().min(4) as usize;
+    match dtype {
+        DType::F16 => F16[i],
+        DType::Bf16 => BF16[i],
+        _ => F32[i],
+    }
+}
