@@ -793,7 +793,7 @@ fn check(
 
 mod normed;
 use normed::Norm;
-pub use normed::{linear_normed, linear_normed_with_plan};
+pub use normed::{linear_normed, linear_normed_with_plan, NORM_FUSED_MAX_ROWS};
 
 #[cfg(test)]
 mod tests;

@@ -3,8 +3,7 @@
 //! as [`crate::ops::nn::rms_norm`] computes it (f32, eps inside the root),
 //! so a norm and the projection that reads its output are one dispatch.
 //!
-//! Up to 16 rows per pass (the streaming kernels, every plan
-//! [`choose_linear`] picks for 1 to 16 rows) the norm runs inside the
+//! Up to [`NORM_FUSED_MAX_ROWS`] rows per pass the norm runs inside the
 //! layer (`NORM` in `shaders/linear.glsl`, the `_norm` kernels): every
 //! subgroup sums the squares of the rows of x it reads over all of K
 //! itself (x is at most 64 × K f32, read through the cache), then scales
@@ -12,14 +11,22 @@
 //! extra dispatch, no barrier, no shared memory; split-K and narrower
 //! workgroups work as in [`linear`].
 //!
-//! Plans of the register-tiled kernel (past 16 rows) take two dispatches:
+//! Other plans take two dispatches:
 //! [`crate::ops::nn::rms_norm`] into a scratch buffer of x's shape (the
 //! batch holds it until its work completes), a barrier, then the layer.
-//! There the product's own work dwarfs a launch.
+//! There the product's own work dwarfs a launch, while every subgroup
+//! summing the squares of many rows of x itself costs more than the launch
+//! it saves (H200, Qwen3-4B decode of 16 sequences: 28.2 ms per step with
+//! the norm inside 16-row passes, 19.0 ms with it apart).
 
 use super::*;
 
 const OP_NORMED: &str = "ops::linear_normed";
+
+/// The most rows per pass whose layer computes the norm itself (one
+/// dispatch); past it the norm is a dispatch of its own. H200, Qwen3-4B
+/// decode: at 1 row the fused norm took the step from 5.58 to 5.05 ms.
+pub const NORM_FUSED_MAX_ROWS: u32 = 2;
 
 /// The RMSNorm prologue of the streaming kernels (the `_norm` variants):
 /// the norm weight (`[k]` f32) and epsilon.
@@ -32,8 +39,8 @@ pub(super) struct Norm<'a> {
 /// Records `y = RMSNorm(x)·Wᵀ` with its epilogue: [`linear`] whose x is
 /// first normalised per row with the norm weight `norm_weight` (`[k]` f32)
 /// and `eps` (finite, above 0), as [`crate::ops::nn::rms_norm`] does,
-/// without a separate dispatch for rows per pass up to 16 (see the
-/// module). Shapes, buffers and epilogues as [`linear`]; `y` may not be
+/// without a separate dispatch for rows per pass up to
+/// [`NORM_FUSED_MAX_ROWS`] (see the module). Shapes, buffers and epilogues as [`linear`]; `y` may not be
 /// the norm weight.
 ///
 /// ```
@@ -75,8 +82,9 @@ pub fn linear_normed<'w>(
 }
 
 /// [`linear_normed`] with an explicit plan ([`LinearPlan::is_valid`]):
-/// rows per pass up to 16 fuse the norm, 32 and 64 record
-/// [`crate::ops::nn::rms_norm`] then the tiled layer.
+/// rows per pass up to [`NORM_FUSED_MAX_ROWS`] fuse the norm (the `_norm`
+/// kernels exist for 1 to 16), more record [`crate::ops::nn::rms_norm`]
+/// then the layer.
 #[allow(clippy::too_many_arguments)]
 pub fn linear_normed_with_plan<'w>(
     batch: &mut Batch,
@@ -95,7 +103,7 @@ pub fn linear_normed_with_plan<'w>(
     let gpu = x.device();
     check(&gpu, x, &w, y, m, k, n, &epilogue, plan)?;
     check_norm(norm_weight, eps, y, k)?;
-    if plan.rows_per_pass <= 16 {
+    if plan.rows_per_pass <= NORM_FUSED_MAX_ROWS {
         let norm = Norm {
             weight: norm_weight,
             eps,
