@@ -61,7 +61,7 @@ pub use sgemm::{
 };
 pub use skinny::{
     choose_linear, linear, linear_normed, linear_normed_with_plan, linear_with_plan, Epilogue,
-    LinearPlan, Weights, LINEAR_MAX_M, LINEAR_MAX_SPLITS,
+    LinearPlan, Weights, LINEAR_MAX_M, LINEAR_MAX_SPLITS, NORM_FUSED_MAX_ROWS,
 };
 
 /// Columns per workgroup of the M = 1 kernel (`vecmat_f32.comp`'s COLS).
