@@ -154,6 +154,13 @@ pub struct Batch {
     /// Address of each bound buffer's shared state (kept alive by `keep`
     /// while `bound` is set, so an equal address is the same buffer).
     last_owner: [usize; MAX_BINDINGS],
+    /// Address of the kernel (`KernelCore`, alive as long as the device)
+    /// whose element types `elem_checked` holds checks for; 0: none.
+    elem_kernel: usize,
+    /// Per binding of `elem_kernel`, the element hook (`BufView::elem`,
+    /// as an address) of a buffer already checked there, 0 when none: a
+    /// buffer of the same element type passes without a check.
+    elem_checked: [usize; MAX_BINDINGS],
     chunk_cmds: u32,
     /// The last (invocations, local size x) turned into a grid, and the grid.
     last_grid: (u32, u32, [u32; 3]),
@@ -241,11 +248,13 @@ impl Batch {
         mut rec: Recorder,
         options: BatchOptions,
     ) -> Batch {
+        // The list comes out of its box, which stays with the recorder for
+        // `retire` to refill: no allocation per batch.
         let keep = rec
             .spare
-            .take()
-            .and_then(|s| s.downcast::<KeepList>().ok())
-            .map(|k| *k)
+            .as_mut()
+            .and_then(|s| s.downcast_mut::<KeepList>())
+            .map(std::mem::take)
             .unwrap_or_default();
         Batch {
             dev: d.clone(),
@@ -271,6 +280,8 @@ impl Batch {
             bound_class: 0,
             last_infos: [vk::DescriptorBufferInfo::default(); MAX_BINDINGS],
             last_owner: [0; MAX_BINDINGS],
+            elem_kernel: 0,
+            elem_checked: [0; MAX_BINDINGS],
             chunk_cmds: 0,
             last_grid: (0, 0, [0; 3]),
             chunk_host_reads: false,
@@ -585,7 +596,10 @@ impl Batch {
     fn retire(&mut self, mark: UseMark) {
         if let Some(mut rec) = self.rec.take() {
             self.keep.clear();
-            rec.spare = Some(Box::new(std::mem::take(&mut self.keep)));
+            match rec.spare.as_mut().and_then(|s| s.downcast_mut::<KeepList>()) {
+                Some(spare) => *spare = std::mem::take(&mut self.keep),
+                None => rec.spare = Some(Box::new(std::mem::take(&mut self.keep))),
+            }
             self.dev.compute_recorders().retire(mark, rec);
         }
     }
@@ -647,6 +661,11 @@ impl Batch {
         // validated and written over the previous one, and the descriptors
         // are bound again.
         let kernel_addr = Arc::as_ptr(&kernel.core) as usize;
+        if self.elem_kernel != kernel_addr {
+            // Another kernel: its element checks start over.
+            self.elem_kernel = kernel_addr;
+            self.elem_checked[..n].fill(0);
+        }
         let mut change = if self.bound == kernel_addr {
             Change::Nothing
         } else if self.bound != 0 && self.bound_class == k.layout_class {
@@ -666,15 +685,17 @@ impl Batch {
                 // Another kernel of the same layout over the same buffer:
                 // the descriptor serves, but its element type may not.
                 if change == Change::Kernel {
-                    if let Err(e) = check_element(kernel, i, info, &v) {
+                    let checked = &mut self.elem_checked[i];
+                    if let Err(e) = check_element_once(checked, kernel, i, info, &v) {
                         self.bound = 0;
                         return Err(e);
                     }
                 }
                 continue;
             }
-            if let Err(e) =
-                check_binding(d, kernel, info, &v).and_then(|()| check_element(kernel, i, info, &v))
+            let checked = &mut self.elem_checked[i];
+            if let Err(e) = check_binding(d, kernel, info, &v)
+                .and_then(|()| check_element_once(checked, kernel, i, info, &v))
             {
                 // Entries before `i` may have been overwritten.
                 self.bound = 0;
@@ -744,6 +765,28 @@ impl Batch {
         unsafe { d.raw.cmd_dispatch(cb, grid[0], grid[1], grid[2]) };
         self.end_command(&kernel.label)
     }
+}
+
+/// [`check_element`] for binding `i`, skipped when `checked` (the slot's
+/// `Batch::elem_checked`) says a buffer of the same element type passed
+/// there for this kernel: the outcome depends on nothing else. Function
+/// addresses are not unique (one function may have several, identical
+/// ones may share one), but equal hooks return equal types, so a miss only
+/// costs a check.
+#[inline(always)]
+fn check_element_once(
+    checked: &mut usize,
+    kernel: &Kernel,
+    i: usize,
+    info: &crate::reflect::BindingInfo,
+    v: &BufView<'_>,
+) -> Result<()> {
+    let hook = v.elem as usize;
+    if *checked != hook {
+        check_element(kernel, i, info, v)?;
+        *checked = hook;
+    }
+    Ok(())
 }
 
 impl Drop for Batch {
