@@ -157,10 +157,11 @@ pub struct Batch {
     /// Address of the kernel (`KernelCore`, alive as long as the device)
     /// whose element types `elem_checked` holds checks for; 0: none.
     elem_kernel: usize,
-    /// Per binding of `elem_kernel`, the element hook (`BufView::elem`,
-    /// as an address) of a buffer already checked there, 0 when none: a
-    /// buffer of the same element type passes without a check.
-    elem_checked: [usize; MAX_BINDINGS],
+    /// Per binding of `elem_kernel` (the first [`ELEM_MEMO`]), the element
+    /// hook (`BufView::elem`, as an address) of a buffer already checked
+    /// there, 0 when none: a buffer of the same element type passes
+    /// without a check.
+    elem_checked: [usize; ELEM_MEMO],
     chunk_cmds: u32,
     /// The last (invocations, local size x) turned into a grid, and the grid.
     last_grid: (u32, u32, [u32; 3]),
@@ -281,7 +282,7 @@ impl Batch {
             last_infos: [vk::DescriptorBufferInfo::default(); MAX_BINDINGS],
             last_owner: [0; MAX_BINDINGS],
             elem_kernel: 0,
-            elem_checked: [0; MAX_BINDINGS],
+            elem_checked: [0; ELEM_MEMO],
             chunk_cmds: 0,
             last_grid: (0, 0, [0; 3]),
             chunk_host_reads: false,
@@ -596,7 +597,11 @@ impl Batch {
     fn retire(&mut self, mark: UseMark) {
         if let Some(mut rec) = self.rec.take() {
             self.keep.clear();
-            match rec.spare.as_mut().and_then(|s| s.downcast_mut::<KeepList>()) {
+            match rec
+                .spare
+                .as_mut()
+                .and_then(|s| s.downcast_mut::<KeepList>())
+            {
                 Some(spare) => *spare = std::mem::take(&mut self.keep),
                 None => rec.spare = Some(Box::new(std::mem::take(&mut self.keep))),
             }
@@ -664,7 +669,7 @@ impl Batch {
         if self.elem_kernel != kernel_addr {
             // Another kernel: its element checks start over.
             self.elem_kernel = kernel_addr;
-            self.elem_checked[..n].fill(0);
+            self.elem_checked = [0; ELEM_MEMO];
         }
         let mut change = if self.bound == kernel_addr {
             Change::Nothing
@@ -685,15 +690,15 @@ impl Batch {
                 // Another kernel of the same layout over the same buffer:
                 // the descriptor serves, but its element type may not.
                 if change == Change::Kernel {
-                    let checked = &mut self.elem_checked[i];
-                    if let Err(e) = check_element_once(checked, kernel, i, info, &v) {
+                    if let Err(e) = check_element_once(&mut self.elem_checked, kernel, i, info, &v)
+                    {
                         self.bound = 0;
                         return Err(e);
                     }
                 }
                 continue;
             }
-            let checked = &mut self.elem_checked[i];
+            let checked = &mut self.elem_checked;
             if let Err(e) = check_binding(d, kernel, info, &v)
                 .and_then(|()| check_element_once(checked, kernel, i, info, &v))
             {
@@ -767,26 +772,34 @@ impl Batch {
     }
 }
 
-/// [`check_element`] for binding `i`, skipped when `checked` (the slot's
-/// `Batch::elem_checked`) says a buffer of the same element type passed
-/// there for this kernel: the outcome depends on nothing else. Function
-/// addresses are not unique (one function may have several, identical
-/// ones may share one), but equal hooks return equal types, so a miss only
-/// costs a check.
+/// Bindings whose element checks a batch remembers (`Batch::elem_checked`):
+/// few, as the batch moves by value; later bindings are checked each time.
+const ELEM_MEMO: usize = 8;
+
+/// [`check_element`] for binding `i`, skipped when `checked` (the batch's
+/// `elem_checked`) says a buffer of the same element type passed there for
+/// this kernel: the outcome depends on nothing else. Function addresses
+/// are not unique (one function may have several, identical ones may
+/// share one), but equal hooks return equal types, so a miss only costs a
+/// check.
 #[inline(always)]
 fn check_element_once(
-    checked: &mut usize,
+    checked: &mut [usize; ELEM_MEMO],
     kernel: &Kernel,
     i: usize,
     info: &crate::reflect::BindingInfo,
     v: &BufView<'_>,
 ) -> Result<()> {
     let hook = v.elem as usize;
-    if *checked != hook {
-        check_element(kernel, i, info, v)?;
-        *checked = hook;
+    match checked.get_mut(i) {
+        Some(c) if *c == hook => Ok(()),
+        Some(c) => {
+            check_element(kernel, i, info, v)?;
+            *c = hook;
+            Ok(())
+        }
+        None => check_element(kernel, i, info, v),
     }
-    Ok(())
 }
 
 impl Drop for Batch {
