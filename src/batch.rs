@@ -747,9 +747,12 @@ impl Batch {
             if change == Change::Descriptors && n > 0 {
                 self.fault_point()?;
                 let d = &*self.dev;
+                // The set cache compares buffers by `last_owner` and asks
+                // `owner` (a call through the binding) only for a set it
+                // writes.
                 let owner = |i: usize| buffers[i].view().inner;
-                if let Err(e) =
-                    bind_descriptors(d, self.rec.as_mut(), cb, k, &self.last_infos[..n], &owner)
+                let (infos, owners) = (&self.last_infos[..n], &self.last_owner[..n]);
+                if let Err(e) = bind_descriptors(d, self.rec.as_mut(), cb, k, infos, owners, &owner)
                 {
                     return Err(self.poison(e));
                 }
