@@ -154,6 +154,14 @@ pub struct Batch {
     /// Address of each bound buffer's shared state (kept alive by `keep`
     /// while `bound` is set, so an equal address is the same buffer).
     last_owner: [usize; MAX_BINDINGS],
+    /// Address of the kernel (`KernelCore`, alive as long as the device)
+    /// whose element types `elem_checked` holds checks for; 0: none.
+    elem_kernel: usize,
+    /// Per binding of `elem_kernel` (the first [`ELEM_MEMO`]), the element
+    /// hook (`BufView::elem`, as an address) of a buffer already checked
+    /// there, 0 when none: a buffer of the same element type passes
+    /// without a check.
+    elem_checked: [usize; ELEM_MEMO],
     chunk_cmds: u32,
     /// The last (invocations, local size x) turned into a grid, and the grid.
     last_grid: (u32, u32, [u32; 3]),
@@ -241,11 +249,13 @@ impl Batch {
         mut rec: Recorder,
         options: BatchOptions,
     ) -> Batch {
+        // The list comes out of its box, which stays with the recorder for
+        // `retire` to refill: no allocation per batch.
         let keep = rec
             .spare
-            .take()
-            .and_then(|s| s.downcast::<KeepList>().ok())
-            .map(|k| *k)
+            .as_mut()
+            .and_then(|s| s.downcast_mut::<KeepList>())
+            .map(std::mem::take)
             .unwrap_or_default();
         Batch {
             dev: d.clone(),
@@ -271,6 +281,8 @@ impl Batch {
             bound_class: 0,
             last_infos: [vk::DescriptorBufferInfo::default(); MAX_BINDINGS],
             last_owner: [0; MAX_BINDINGS],
+            elem_kernel: 0,
+            elem_checked: [0; ELEM_MEMO],
             chunk_cmds: 0,
             last_grid: (0, 0, [0; 3]),
             chunk_host_reads: false,
@@ -585,7 +597,14 @@ impl Batch {
     fn retire(&mut self, mark: UseMark) {
         if let Some(mut rec) = self.rec.take() {
             self.keep.clear();
-            rec.spare = Some(Box::new(std::mem::take(&mut self.keep)));
+            match rec
+                .spare
+                .as_mut()
+                .and_then(|s| s.downcast_mut::<KeepList>())
+            {
+                Some(spare) => *spare = std::mem::take(&mut self.keep),
+                None => rec.spare = Some(Box::new(std::mem::take(&mut self.keep))),
+            }
             self.dev.compute_recorders().retire(mark, rec);
         }
     }
@@ -647,6 +666,11 @@ impl Batch {
         // validated and written over the previous one, and the descriptors
         // are bound again.
         let kernel_addr = Arc::as_ptr(&kernel.core) as usize;
+        if self.elem_kernel != kernel_addr {
+            // Another kernel: its element checks start over.
+            self.elem_kernel = kernel_addr;
+            self.elem_checked = [0; ELEM_MEMO];
+        }
         let mut change = if self.bound == kernel_addr {
             Change::Nothing
         } else if self.bound != 0 && self.bound_class == k.layout_class {
@@ -666,15 +690,17 @@ impl Batch {
                 // Another kernel of the same layout over the same buffer:
                 // the descriptor serves, but its element type may not.
                 if change == Change::Kernel {
-                    if let Err(e) = check_element(kernel, i, info, &v) {
+                    if let Err(e) = check_element_once(&mut self.elem_checked, kernel, i, info, &v)
+                    {
                         self.bound = 0;
                         return Err(e);
                     }
                 }
                 continue;
             }
-            if let Err(e) =
-                check_binding(d, kernel, info, &v).and_then(|()| check_element(kernel, i, info, &v))
+            let checked = &mut self.elem_checked;
+            if let Err(e) = check_binding(d, kernel, info, &v)
+                .and_then(|()| check_element_once(checked, kernel, i, info, &v))
             {
                 // Entries before `i` may have been overwritten.
                 self.bound = 0;
@@ -721,9 +747,12 @@ impl Batch {
             if change == Change::Descriptors && n > 0 {
                 self.fault_point()?;
                 let d = &*self.dev;
+                // The set cache compares buffers by `last_owner` and asks
+                // `owner` (a call through the binding) only for a set it
+                // writes.
                 let owner = |i: usize| buffers[i].view().inner;
-                if let Err(e) =
-                    bind_descriptors(d, self.rec.as_mut(), cb, k, &self.last_infos[..n], &owner)
+                let (infos, owners) = (&self.last_infos[..n], &self.last_owner[..n]);
+                if let Err(e) = bind_descriptors(d, self.rec.as_mut(), cb, k, infos, owners, &owner)
                 {
                     return Err(self.poison(e));
                 }
@@ -743,6 +772,36 @@ impl Batch {
         // binding and push constant it declares set; the grid is within limits.
         unsafe { d.raw.cmd_dispatch(cb, grid[0], grid[1], grid[2]) };
         self.end_command(&kernel.label)
+    }
+}
+
+/// Bindings whose element checks a batch remembers (`Batch::elem_checked`):
+/// few, as the batch moves by value; later bindings are checked each time.
+const ELEM_MEMO: usize = 8;
+
+/// [`check_element`] for binding `i`, skipped when `checked` (the batch's
+/// `elem_checked`) says a buffer of the same element type passed there for
+/// this kernel: the outcome depends on nothing else. Function addresses
+/// are not unique (one function may have several, identical ones may
+/// share one), but equal hooks return equal types, so a miss only costs a
+/// check.
+#[inline(always)]
+fn check_element_once(
+    checked: &mut [usize; ELEM_MEMO],
+    kernel: &Kernel,
+    i: usize,
+    info: &crate::reflect::BindingInfo,
+    v: &BufView<'_>,
+) -> Result<()> {
+    let hook = v.elem as usize;
+    match checked.get_mut(i) {
+        Some(c) if *c == hook => Ok(()),
+        Some(c) => {
+            check_element(kernel, i, info, v)?;
+            *c = hook;
+            Ok(())
+        }
+        None => check_element(kernel, i, info, v),
     }
 }
 

@@ -64,19 +64,12 @@ impl KeyHash {
     }
 
     /// The hash of `infos` bound through a layout of `class`, the
-    /// buffers' shared states given by `owner` (index → the binding's
-    /// buffer).
-    pub(crate) fn of<'o, T: 'o>(
-        class: u32,
-        infos: &[vk::DescriptorBufferInfo],
-        owner: &dyn Fn(usize) -> &'o Arc<T>,
-    ) -> u64 {
+    /// addresses of the buffers' shared states in `owners` (one per
+    /// binding).
+    pub(crate) fn of(class: u32, infos: &[vk::DescriptorBufferInfo], owners: &[usize]) -> u64 {
         let mut h = KeyHash::default().word(u64::from(class));
-        for (i, info) in infos.iter().enumerate() {
-            h = h
-                .word(Arc::as_ptr(owner(i)) as usize as u64)
-                .word(info.offset)
-                .word(info.range);
+        for (info, &owner) in infos.iter().zip(owners) {
+            h = h.word(owner as u64).word(info.offset).word(info.range);
         }
         h.finish()
     }
@@ -131,22 +124,18 @@ impl Entry {
         self.bindings.iter().any(|b| b.buffer.strong_count() == 0)
     }
 
-    /// Whether this entry holds exactly `infos` through a layout of `class`.
-    fn holds<'o, T: 'o>(
-        &self,
-        class: u32,
-        infos: &[vk::DescriptorBufferInfo],
-        owner: &dyn Fn(usize) -> &'o Arc<T>,
-    ) -> bool {
+    /// Whether this entry holds exactly `infos` through a layout of
+    /// `class`, over the buffers whose shared states are at `owners`.
+    fn holds(&self, class: u32, infos: &[vk::DescriptorBufferInfo], owners: &[usize]) -> bool {
         self.class == class
             && self.bindings.len() == infos.len()
             && self
                 .bindings
                 .iter()
                 .zip(infos)
-                .enumerate()
-                .all(|(i, (b, info))| {
-                    std::ptr::addr_eq(b.buffer.as_ptr(), Arc::as_ptr(owner(i)))
+                .zip(owners)
+                .all(|((b, info), &owner)| {
+                    b.buffer.as_ptr().cast::<()>() as usize == owner
                         && b.offset == info.offset
                         && b.range == info.range
                 })
@@ -211,8 +200,9 @@ impl SetCache {
     /// expects): the cached one, or a new one of `layout` (of that class)
     /// written and cached. `None` when the
     /// cache is full of live entries (or, rarely, holds another binding set
-    /// of the same hash): the caller writes a set of its own. `owner` gives
-    /// each binding's buffer; `submitted` and `completed` give the queues'
+    /// of the same hash): the caller writes a set of its own. `owners`
+    /// holds the address of each binding's buffer (`Arc::as_ptr`), which
+    /// `owner` gives (asked only for a set written); `submitted` and `completed` give the queues'
     /// submitted and completed values (which mark when dead sets may be
     /// freed).
     #[allow(clippy::too_many_arguments)]
@@ -225,14 +215,15 @@ impl SetCache {
         layout: vk::DescriptorSetLayout,
         template: vk::DescriptorUpdateTemplate,
         infos: &[vk::DescriptorBufferInfo],
+        owners: &[usize],
         owner: &dyn Fn(usize) -> &'o Arc<T>,
         submitted: &dyn Fn() -> UseMark,
         completed: &dyn Fn() -> UseMark,
     ) -> Result<Option<vk::DescriptorSet>> {
-        let hash = KeyHash::of(class, infos, owner);
+        let hash = KeyHash::of(class, infos, owners);
         let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(e) = s.map.get(&hash) {
-            return Ok(e.holds(class, infos, owner).then_some(e.set));
+            return Ok(e.holds(class, infos, owners).then_some(e.set));
         }
         if s.map.len() >= CAPACITY {
             let (sweep, wait) = sweep_now(s.sweep_wait);

@@ -172,6 +172,30 @@ fn a_second_kernel_over_the_same_buffers_is_checked_too() {
 }
 
 #[test]
+fn types_already_checked_in_a_batch_do_not_let_others_through() {
+    let gpu = gpu();
+    let uint = kernel_of(&gpu, "uint");
+    let float = kernel_of(&gpu, "float");
+    let f1 = gpu.alloc::<f32>(8).unwrap();
+    let f2 = gpu.alloc::<f32>(8).unwrap();
+    let u = gpu.alloc::<u32>(8).unwrap();
+    let mut b = gpu.batch().unwrap();
+    b.run(&float, &[&f1], 1).unwrap();
+    // Another buffer of the type already checked at this binding.
+    b.run(&float, &[&f2], 1).unwrap();
+    // Another kernel still checks the type the first one passed.
+    let r = b.run(&uint, &[&f2], 1).map(|_| ());
+    refused(r, "f32 on uint[] after float[]");
+    // The same kernel still checks another type.
+    b.run(&float, &[&f1], 1).unwrap();
+    let r = b.run(&float, &[&u], 1).map(|_| ());
+    refused(r, "u32 on float[] after f32 buffers");
+    b.run(&float, &[&f2], 1).unwrap();
+    b.submit().unwrap();
+    assert_clean(&gpu);
+}
+
+#[test]
 fn raw_kernels_and_the_copy_kernel_take_any_element_type() {
     let gpu = gpu();
     let raw = Kernel::builder(&gpu)

@@ -19,7 +19,7 @@ use crate::reflect::BindingKind;
 /// Binds `infos` (one packed `VkDescriptorBufferInfo` per binding of `k`,
 /// in its template's order, each for a live buffer within the adapter's
 /// range and alignment limits; `owner(i)` is binding i's buffer, which the
-/// batch keeps alive) as set 0: pushed where the kernel uses push
+/// batch keeps alive, and `owners[i]` its address, `Arc::as_ptr`) as set 0: pushed where the kernel uses push
 /// descriptors, else a written set from the device's cache
 /// ([`crate::set_cache`]) or, when that declines, one written into `rec`'s
 /// pools, bound.
@@ -29,6 +29,7 @@ pub(crate) fn bind_descriptors<'o>(
     cb: vk::CommandBuffer,
     k: &KernelCore,
     infos: &[vk::DescriptorBufferInfo],
+    owners: &[usize],
     owner: &dyn Fn(usize) -> &'o Arc<BufferInner>,
 ) -> Result<()> {
     let data = infos.as_ptr().cast::<std::ffi::c_void>();
@@ -65,6 +66,7 @@ pub(crate) fn bind_descriptors<'o>(
                 k.set_layout,
                 k.template,
                 infos,
+                owners,
                 owner,
                 &|| d.submitted_mark(),
                 &|| d.completed_cached(),

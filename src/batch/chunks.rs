@@ -201,7 +201,9 @@ impl Batch {
 /// earlier use of the buffers in `keep` (see [`Batch::submit_chunk`]), and
 /// records the submission as their last use (draining both lists).
 /// `first_value`: the batch's first value (0: this is its first
-/// submission).
+/// submission). Inlined into [`Batch::submit_chunk`], the path of nearly
+/// every submission.
+#[inline]
 pub(super) fn submit_work(
     d: &DeviceInner,
     stream: &StreamState,

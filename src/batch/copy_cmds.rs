@@ -128,11 +128,12 @@ impl Batch {
             // maxStorageBufferRange, at aligned offsets (planned).
             let (si, ti) = (s.inner, t.inner);
             let owner = |i: usize| if i == 0 { si } else { ti };
+            let owners = [Arc::as_ptr(si) as usize, Arc::as_ptr(ti) as usize];
             // A failure here leaves earlier pieces recorded and the copy
             // pipeline bound behind the batch's back: poisoned.
             self.fault_point()?;
             let d = &*self.dev;
-            if let Err(e) = bind_descriptors(d, self.rec.as_mut(), cb, k, &infos, &owner) {
+            if let Err(e) = bind_descriptors(d, self.rec.as_mut(), cb, k, &infos, &owners, &owner) {
                 return Err(self.poison(e));
             }
             let words = (p.bytes / 16) as u32;

@@ -162,10 +162,19 @@ impl Batch {
     /// `keep_queries`, its query pools) go to its last held-back work,
     /// which fills the returned completion. `None` when it is not held
     /// back (never placed, or the open batch).
+    #[inline]
     pub(super) fn end_held(&mut self, keep_queries: bool) -> Option<Arc<PendingMark>> {
+        // One branch for the common batch, never placed (submitted whole
+        // while no batch of its stream was open).
         if self.place == 0 {
             return None;
         }
+        self.end_placed(keep_queries)
+    }
+
+    /// [`Batch::end_held`] for a batch that took a place.
+    #[inline(never)]
+    fn end_placed(&mut self, keep_queries: bool) -> Option<Arc<PendingMark>> {
         let stream = self.stream.clone();
         let mut order = stream.order();
         if !order.is_held(self.place) {
