@@ -15,7 +15,9 @@
 // max; (3) v loaded over k while each invocation takes the row max,
 // rescales its running max and its share of the running sum (registers),
 // and writes its probabilities; (4) invocation (rows t / 32 + 8 i, vec4
-// column t % 32 + 32 j) rescales its accumulators and adds P · V.
+// column t % 32 + 32 j) rescales its accumulators and adds P · V. The
+// workgroups of the last query tiles, which walk the most key tiles, are
+// dispatched first.
 // variant: nn_attn_prefill_f16 DTYPE_F16=1
 // variant: nn_attn_prefill_bf16 DTYPE_BF16=1
 #include "common.glsl"
@@ -47,7 +49,8 @@ shared float ra[32];
                                LDE(buf, base, 4u * (c) + 2u), LDE(buf, base, 4u * (c) + 3u))
 
 void main() {
-    uint q0 = gl_WorkGroupID.x * QT;
+    // The longest query tiles (the most key tiles) start first.
+    uint q0 = (gl_NumWorkGroups.x - 1u - gl_WorkGroupID.x) * QT;
     uint bh = gl_WorkGroupID.y;
     uint h = bh % q_heads, b = bh / q_heads;
     uint kvh = h / (q_heads / kv_heads);
@@ -113,17 +116,21 @@ void main() {
         m = mn;
         if (p == 0u) ra[r] = alpha;
         barrier();  // v and the probabilities are in place
-        for (uint s = 0u; s < 4u; ++s) {
-            uint row = orow + 8u * (s / NDJ), col = ocol + 32u * (s % NDJ);
-            if (col < dim4) {
-                vec4 a = acc[s] * ra[row];
-                for (uint u = 0u; u < TPR; ++u) {
-                    vec4 w = sp[row * TPR + u];
-                    for (uint j = 0u; j < 4u; ++j) {
-                        if (j < KPT) a += w[j] * kv[(u + TPR * j) * st4 + col];
+        // Slot s: row orow + 8 (s / NDJ), vec4 column ocol + 32 (s % NDJ);
+        // each v vec4 loaded once serves the 4 / NDJ rows of its column.
+        for (uint s = 0u; s < 4u; ++s) acc[s] *= ra[orow + 8u * (s / NDJ)];
+        for (uint u = 0u; u < TPR; ++u) {
+            vec4 w[4];
+            for (uint s = 0u; s < 4u; s += NDJ) w[s] = sp[(orow + 8u * (s / NDJ)) * TPR + u];
+            for (uint j = 0u; j < 4u; ++j) {
+                if (j >= KPT) break;
+                for (uint dj = 0u; dj < NDJ; ++dj) {
+                    uint col = ocol + 32u * dj;
+                    if (col < dim4) {
+                        vec4 x = kv[(u + TPR * j) * st4 + col];
+                        for (uint s = dj; s < 4u; s += NDJ) acc[s] += w[s - dj][j] * x;
                     }
                 }
-                acc[s] = a;
             }
         }
     }
