@@ -2,12 +2,16 @@
 //! with online softmax, so the tokens × tokens score matrix is never
 //! stored.
 //!
-//! One workgroup per (tile of 32 queries, or 16 past head_dim 128, sequence,
-//! query head) walks key tiles of as many keys up to its last query (the
-//! causal bound, so about half the tiles of a full scan), keeping per query
-//! a running max, a running sum and f32 accumulators in registers that are
-//! rescaled when the max grows. Each key element staged in shared memory
-//! serves the whole query tile, with four barriers per key tile.
+//! One workgroup per (tile of 32 queries, sequence, query head) walks key
+//! tiles of as many keys up to its last query (the causal bound, so about
+//! half the tiles of a full scan), keeping per query a running max, a
+//! running sum and f32 accumulators in registers that are rescaled when the
+//! max grows. Each key element staged in shared memory serves the whole
+//! query tile, with four barriers per key tile. Where the adapter's shared
+//! memory cannot hold 32-row tiles of `head_dim` (past 128 at 48 KiB, past
+//! 100 at 32 KiB) the tiles hold 16 rows, and where not even those fit the
+//! narrow kernel (`nn_attn_prefill_small.comp`, 16 queries against key
+//! tiles of up to 16) runs.
 
 use crate::batch::Batch;
 use crate::error::Result;
