@@ -1,7 +1,7 @@
 //! Causal prefill attention and causal softmax against f64 references, at
-//! every element type, on odd shapes (tokens 1, 7, 33, 257; head dims 64,
-//! 72, 80, 128, 256; GQA ratios 1, 2, 4; batches 1 and 3), and their typed
-//! errors.
+//! every element type, on odd shapes (tokens 1, 7, 19, 33, 40, 45, 70, 257;
+//! head dims 5, 24, 64, 72, 80, 128, 130, 256; GQA ratios 1, 2, 4; batches
+//! 1, 2 and 3), and their typed errors.
 //!
 //! Bounds. Prefill: each output is a convex combination of value rows;
 //! f32 scores of at most 256 products and online sums over at most 257
@@ -81,6 +81,12 @@ fn prefill_at<T: TestElem>(gpu: &Device) {
         (1, 33, 8, 2, 80),
         (1, 257, 4, 1, 128),
         (2, 20, 2, 2, 256),
+        // Tile edges: several key tiles with a partial last one, head dims
+        // that are not multiples of 4, each tile width the adapter allows.
+        (2, 70, 4, 4, 24),
+        (2, 19, 2, 1, 5),
+        (1, 45, 8, 2, 130),
+        (2, 40, 4, 2, 128),
     ];
     for (bsz, tokens, hq, hkv, d) in cases {
         let shape = PrefillShape {
