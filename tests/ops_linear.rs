@@ -18,55 +18,11 @@
 
 mod common;
 
-use vkcompute::ops::{self, Bf16, Epilogue, LinearPlan, F16};
-use vkcompute::{Buffer, Device, Error};
+use vkcompute::ops::{self, Bf16, Epilogue, LinearPlan};
+use vkcompute::{Buffer, Error};
 
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Dt {
-    F32,
-    F16,
-    Bf16,
-}
-
-impl Dt {
-    /// Relative rounding of a weight stored in this type.
-    fn unit(self) -> f64 {
-        match self {
-            Dt::F32 => 0.0,
-            Dt::F16 => f64::powi(2.0, -11),
-            Dt::Bf16 => f64::powi(2.0, -8),
-        }
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Epi {
-    None,
-    Residual,
-    ResidualInPlace,
-    SiluMul,
-}
-
-/// Uploaded weights of any stored type.
-enum GpuW {
-    F32(Buffer<f32>),
-    F16(Buffer<F16>),
-    Bf16(Buffer<Bf16>),
-}
-
-fn upload_w(gpu: &Device, dt: Dt, w: &[f32]) -> GpuW {
-    match dt {
-        Dt::F32 => GpuW::F32(gpu.upload(w).unwrap()),
-        Dt::F16 => GpuW::F16(
-            gpu.upload(&w.iter().map(|&v| F16::from_f32(v)).collect::<Vec<_>>())
-                .unwrap(),
-        ),
-        Dt::Bf16 => GpuW::Bf16(
-            gpu.upload(&w.iter().map(|&v| Bf16::from_f32(v)).collect::<Vec<_>>())
-                .unwrap(),
-        ),
-    }
-}
+mod linear_support;
+use linear_support::{upload_w, Dt, Epi, GpuW};
 
 /// One layer recorded: its inputs kept for the reference.
 struct Case {
