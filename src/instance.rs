@@ -17,9 +17,11 @@
 //! makes instance creation fail with `VK_ERROR_INCOMPATIBLE_DRIVER`: that
 //! is [`Error::NoAdapter`], whose text says what to install.
 //!
-//! Once the first instance exists, one bare instance (no layers, no
-//! extensions) is kept for the rest of the process, so the drivers stay
-//! loaded between the crate's instances. The loader loads each driver when
+//! When the first instance is destroyed, one bare instance (no layers,
+//! only portability enumeration where offered) is made first and kept for
+//! the rest of the process, so the drivers stay loaded between the crate's
+//! instances (made at the first teardown, not at start-up, so creating a
+//! device costs no second instance). The loader loads each driver when
 //! an instance is created and unloads it when the last one is destroyed,
 //! and some drivers do not survive that many times: on an NVIDIA H200
 //! (driver 580.159) the 30th load in one process found no driver
@@ -96,7 +98,7 @@ fn with_id(id: Option<&str>, msg: String) -> String {
 }
 
 /// The bare instance kept for the rest of the process once the first one
-/// was made (see the module documentation), with the loader it came from.
+/// was destroyed (see the module documentation), with the loader it came from.
 struct DriverKeeper {
     _entry: ash::Entry,
     _instance: ash::Instance,
@@ -104,7 +106,7 @@ struct DriverKeeper {
 
 static DRIVER_KEEPER: std::sync::OnceLock<Option<DriverKeeper>> = std::sync::OnceLock::new();
 
-/// Makes the kept instance the first time an instance was created; a
+/// Makes the kept instance the first time an instance is destroyed; a
 /// failure only leaves the drivers to be reloaded with each instance.
 fn keep_drivers_loaded(
     entry: &ash::Entry,
@@ -142,6 +144,8 @@ pub(crate) struct Instance {
     /// Behind an `Arc` so its address, handed to the layer, never moves,
     /// and so it outlives the instance for whoever holds a clone.
     pub(crate) log: Arc<ValidationLog>,
+    /// The set-up of the bare instance kept once this one is destroyed.
+    bare: portability::InstanceSetup,
 }
 
 impl Instance {
@@ -235,12 +239,10 @@ impl Instance {
             vk::Result::ERROR_INCOMPATIBLE_DRIVER => Error::NoAdapter,
             r => vk_error("vkCreateInstance", r),
         })?;
-        // The same drivers as this instance sees (portability ones too),
-        // without layers.
-        let bare = portability::instance_setup(&offered, false);
-        let bare_extensions: Vec<_> = bare.extensions.iter().map(|e| e.as_ptr()).collect();
-        keep_drivers_loaded(&entry, bare.flags, &bare_extensions);
         let mut inst = Instance {
+            // The same drivers as this instance sees (portability ones
+            // too), without layers, for the kept instance.
+            bare: portability::instance_setup(&offered, false),
             entry,
             raw,
             debug_utils: None,
@@ -274,6 +276,9 @@ fn layer_offers_settings(entry: &ash::Entry) -> bool {
 
 impl Drop for Instance {
     fn drop(&mut self) {
+        // Before the drivers could unload with this instance.
+        let extensions: Vec<_> = self.bare.extensions.iter().map(|e| e.as_ptr()).collect();
+        keep_drivers_loaded(&self.entry, self.bare.flags, &extensions);
         // SAFETY: every child object (the logical device, the messenger) is
         // destroyed here or before; `DeviceInner::drop` destroys the device
         // before its `Instance` field is dropped.
