@@ -440,16 +440,19 @@ pub fn linear<'w>(
     epilogue: Epilogue<'_>,
 ) -> Result<()> {
     let w = w.into();
-    let caps = MatmulCaps::of(x.device().info());
-    let plan = choose_linear(
-        m,
-        k,
-        n,
-        w.dtype(),
-        matches!(epilogue, Epilogue::SiluMul),
-        &caps,
-    );
+    let plan = default_plan(x, &w, (m, k, n), &epilogue);
     linear_with_plan(batch, x, w, y, m, k, n, epilogue, plan)
+}
+
+/// [`choose_linear`]'s plan for this layer on `x`'s adapter.
+fn default_plan(
+    x: &Buffer<f32>,
+    w: &Weights<'_>,
+    (m, k, n): (u32, u32, u32),
+    e: &Epilogue<'_>,
+) -> LinearPlan {
+    let caps = MatmulCaps::of(x.device().info());
+    choose_linear(m, k, n, w.dtype(), matches!(e, Epilogue::SiluMul), &caps)
 }
 
 /// [`linear`] with an explicit plan ([`LinearPlan::is_valid`]), e.g. to

@@ -17,7 +17,7 @@
 //! There the product's own work dwarfs a launch, while every subgroup
 //! summing the squares of many rows of x itself costs more than the launch
 //! it saves (H200, Qwen3-4B decode of 16 sequences: 28.2 ms per step with
-//! the norm inside 16-row passes, 19.0 ms with it apart).
+//! the norm inside 16-row passes, 18.8 ms with it apart).
 
 use super::*;
 
@@ -25,7 +25,7 @@ const OP_NORMED: &str = "ops::linear_normed";
 
 /// The most rows per pass whose layer computes the norm itself (one
 /// dispatch); past it the norm is a dispatch of its own. H200, Qwen3-4B
-/// decode: at 1 row the fused norm took the step from 5.58 to 5.05 ms.
+/// decode: at 1 row the fused norm took the step from 5.86 to 5.05 ms.
 pub const NORM_FUSED_MAX_ROWS: u32 = 2;
 
 /// The RMSNorm prologue of the streaming kernels (the `_norm` variants):
@@ -75,9 +75,7 @@ pub fn linear_normed<'w>(
     epilogue: Epilogue<'_>,
 ) -> Result<()> {
     let w = w.into();
-    let caps = MatmulCaps::of(x.device().info());
-    let silu = matches!(epilogue, Epilogue::SiluMul);
-    let plan = choose_linear(m, k, n, w.dtype(), silu, &caps);
+    let plan = default_plan(x, &w, (m, k, n), &epilogue);
     linear_normed_with_plan(batch, x, norm_weight, eps, w, y, m, k, n, epilogue, plan)
 }
 
