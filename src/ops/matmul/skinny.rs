@@ -283,9 +283,9 @@ fn wanted_groups(caps: &MatmulCaps) -> u64 {
 }
 
 /// The most rows per pass that take narrower workgroups before split-K.
-/// H200, the FFN stack with bf16 weights: at 4 rows narrower workgroups
-/// ran 2.98 ms per forward against 2.45 with split-K; at 1 row the decode
-/// of Qwen3-4B lost its 180 reduce passes.
+/// H200, the FFN stack with bf16 weights at 4 rows: 2.98 ms per forward
+/// with narrower workgroups (call c8), 2.85 with split-K under this limit
+/// (c9); at 1 row the decode of Qwen3-4B lost its 180 reduce passes.
 const NARROW_MAX_ROWS: u32 = 2;
 
 /// [`launch`] with narrower workgroups where they reach the wanted count
