@@ -288,6 +288,13 @@ impl Device {
         self.inner.sticky.is_lost()
     }
 
+    /// Starts a new peak of device memory: [`Stats::peak_device_bytes`]
+    /// becomes the memory in use now, so a later [`Device::stats`] gives
+    /// the most used by the work in between (a prefill, one decode step).
+    pub fn reset_peak_memory(&self) {
+        self.inner.counters.reset_peak();
+    }
+
     /// Counts of live Vulkan objects and memory.
     pub fn stats(&self) -> Stats {
         self.inner.maintain_quiet();

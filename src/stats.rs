@@ -45,6 +45,15 @@ pub struct Stats {
     pub allocator_reserved_bytes: u64,
     /// Submissions made so far (all queues).
     pub submissions: u64,
+    /// Bytes of device-local memory bound to live buffers (user and
+    /// staging, as allocated: sizes rounded up to the driver's alignment).
+    /// Memory of a dropped buffer counts until it is freed, after the
+    /// work that used it completes.
+    pub device_bytes: u64,
+    /// The most [`Stats::device_bytes`] reached since the device was
+    /// created or since [`Device::reset_peak_memory`](crate::Device::reset_peak_memory):
+    /// a true peak, updated at every allocation, not a sample.
+    pub peak_device_bytes: u64,
 }
 
 /// Where a [`Device`](crate::Device)'s creation spent its time.
@@ -84,11 +93,31 @@ pub(crate) struct Counters {
     values: [AtomicI64; 11],
     pub(crate) buffer_bytes: AtomicU64,
     pub(crate) submissions: AtomicU64,
+    device_bytes: AtomicU64,
+    peak_device_bytes: AtomicU64,
 }
 
 impl Counters {
     pub(crate) fn add(&self, c: Counter, n: i64) {
         self.values[c as usize].fetch_add(n, Ordering::Relaxed);
+    }
+    /// Counts `n` more bytes of device-local memory and raises the peak.
+    pub(crate) fn device_alloc(&self, n: u64) {
+        let now = self.device_bytes.fetch_add(n, Ordering::Relaxed) + n;
+        self.peak_device_bytes.fetch_max(now, Ordering::Relaxed);
+    }
+    /// Counts `n` bytes of device-local memory freed.
+    pub(crate) fn device_free(&self, n: u64) {
+        self.device_bytes.fetch_sub(n, Ordering::Relaxed);
+    }
+    /// Starts a new peak at the current use.
+    pub(crate) fn reset_peak(&self) {
+        let now = self.device_bytes.load(Ordering::Relaxed);
+        self.peak_device_bytes.store(now, Ordering::Relaxed);
+        // An allocation between the load and the store raised the use
+        // past `now`: take it into the new peak.
+        self.peak_device_bytes
+            .fetch_max(self.device_bytes.load(Ordering::Relaxed), Ordering::Relaxed);
     }
     pub(crate) fn get(&self, c: Counter) -> i64 {
         self.values[c as usize].load(Ordering::Relaxed)
@@ -109,6 +138,8 @@ impl Counters {
             query_pools: self.get(QueryPools),
             semaphores: self.get(Semaphores),
             submissions: self.submissions.load(Ordering::Relaxed),
+            device_bytes: self.device_bytes.load(Ordering::Relaxed),
+            peak_device_bytes: self.peak_device_bytes.load(Ordering::Relaxed),
             ..Stats::default()
         }
     }

@@ -624,3 +624,40 @@ fn large_staged_transfers_arrive_whole() {
     );
     assert_clean(&gpu);
 }
+
+#[test]
+fn peak_device_memory_is_the_high_water_mark_of_live_buffers() {
+    let gpu = gpu();
+    gpu.wait_idle().unwrap();
+    gpu.trim().unwrap();
+    let base = gpu.stats().device_bytes;
+    gpu.reset_peak_memory();
+    assert_eq!(
+        gpu.stats().peak_device_bytes,
+        base,
+        "a reset starts at the use now"
+    );
+    let mib = 1 << 20;
+    let a = gpu.alloc::<u8>(3 * mib).unwrap();
+    let b = gpu.alloc::<u8>(5 * mib).unwrap();
+    let both = gpu.stats();
+    assert!(
+        both.device_bytes >= base + 8 * mib as u64,
+        "two live buffers of 8 MiB: {both:?}"
+    );
+    drop(a);
+    drop(b);
+    gpu.wait_idle().unwrap();
+    gpu.trim().unwrap();
+    let c = gpu.alloc::<u8>(mib).unwrap();
+    let s = gpu.stats();
+    // The 8 MiB pair is gone, the peak still holds it.
+    assert!(s.device_bytes < both.device_bytes, "{s:?}");
+    assert_eq!(s.peak_device_bytes, both.device_bytes, "{s:?}");
+    gpu.reset_peak_memory();
+    assert_eq!(gpu.stats().peak_device_bytes, s.device_bytes);
+    drop(c);
+    gpu.wait_idle().unwrap();
+    gpu.trim().unwrap();
+    assert_eq!(gpu.stats().device_bytes, base, "every byte given back");
+}

@@ -207,6 +207,15 @@ pub(crate) enum KvCache {
 }
 
 impl KvCache {
+    /// Bytes of the key and value caches together.
+    pub(crate) fn bytes(&self) -> u64 {
+        match self {
+            KvCache::F32(k, v) => k.byte_size() + v.byte_size(),
+            KvCache::F16(k, v) => k.byte_size() + v.byte_size(),
+            KvCache::Bf16(k, v) => k.byte_size() + v.byte_size(),
+        }
+    }
+
     /// Caches of `elems` elements each in `dtype`.
     pub(crate) fn new(gpu: &Device, dtype: WeightDtype, elems: usize) -> Result<KvCache> {
         Ok(match dtype {

@@ -230,13 +230,16 @@ fn run(args: &[String]) -> Result<bool, Box<dyn std::error::Error>> {
         ls.upload.as_secs_f64(),
         ls.weight_bytes as f64 / 1e9 / ls.upload.as_secs_f64()
     );
-    let mut peak = gpu.stats().allocator_reserved_bytes;
+    let mut peaks = report::Peaks {
+        reserved: gpu.stats().allocator_reserved_bytes,
+        ..Default::default()
+    };
     let mut ok = true;
     if let Some(r) = &refdata {
         ok = report::compare(&mut m, r)?;
     }
     m.set_prefill_matmul(a.prefill);
-    report::timings(&mut m, &a.prompt, a.decode, &mut peak)?;
+    report::timings(&mut m, &a.prompt, a.decode, &mut peaks)?;
     if a.decode > 0 {
         let prompts = vec![a.prompt.clone(); a.batch as usize];
         for (s, t) in m.generate(&prompts, a.decode)?.iter().enumerate() {
@@ -246,11 +249,8 @@ fn run(args: &[String]) -> Result<bool, Box<dyn std::error::Error>> {
     if a.profile {
         report::profile(&mut m, &a.prompt)?;
     }
-    peak = peak.max(gpu.stats().allocator_reserved_bytes);
-    println!(
-        "device memory: {:.3} GB reserved by the allocator at its peak sample",
-        peak as f64 / 1e9
-    );
+    peaks.reserved = peaks.reserved.max(gpu.stats().allocator_reserved_bytes);
+    peaks.print(&m, ls.weight_bytes);
     Ok(ok)
 }
 

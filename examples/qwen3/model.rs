@@ -388,6 +388,11 @@ impl Model {
         layers + self.lm_head.as_ref().unwrap_or(&self.embed).bytes()
     }
 
+    /// Bytes of every layer's KV cache (all sequences, the whole length).
+    pub fn cache_bytes(&self) -> u64 {
+        self.layers.iter().map(|l| l.cache.bytes()).sum()
+    }
+
     /// Chooses the prefill's path for the next prefills.
     pub fn set_prefill_matmul(&mut self, p: PrefillMatmul) {
         self.opts.prefill_matmul = p;

@@ -152,10 +152,44 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-/// Prefill and decode timings (see main.rs); `peak` takes the largest
-/// allocator sample.
-pub fn timings(m: &mut Model, prompt: &[u32], n: u32, peak: &mut u64) -> ModelResult<()> {
+/// Device memory at its peaks: the most device-local memory bound to live
+/// buffers during the prefills and during the decode steps
+/// ([`vkcompute::Stats::peak_device_bytes`], a true high-water mark), and
+/// the allocator's largest reservation seen.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Peaks {
+    /// During the prefills (the first, cold one included).
+    pub prefill: u64,
+    /// During the decode steps.
+    pub decode: u64,
+    /// The allocator's reserved bytes, sampled.
+    pub reserved: u64,
+}
+
+impl Peaks {
+    /// Prints each peak beside the weights and the cache.
+    pub fn print(&self, m: &Model, weight_bytes: u64) {
+        let base = (weight_bytes + m.cache_bytes()) as f64;
+        let gb = |b: u64| b as f64 / 1e9;
+        println!(
+            "device memory: peak {:.3} GB in prefill ({:.3}×), {:.3} GB in decode ({:.3}×) of \
+             weights {:.3} GB + KV cache {:.3} GB; allocator reservation {:.3} GB at its largest sample",
+            gb(self.prefill),
+            self.prefill as f64 / base,
+            gb(self.decode),
+            self.decode as f64 / base,
+            gb(weight_bytes),
+            gb(m.cache_bytes()),
+            gb(self.reserved)
+        );
+    }
+}
+
+/// Prefill and decode timings (see main.rs), and the memory peaks of each
+/// into `peaks`.
+pub fn timings(m: &mut Model, prompt: &[u32], n: u32, peaks: &mut Peaks) -> ModelResult<()> {
     let b = m.batch();
+    m.device().reset_peak_memory();
     let t = Instant::now();
     m.prefill(0, prompt)?;
     let cold = t.elapsed();
@@ -165,6 +199,8 @@ pub fn timings(m: &mut Model, prompt: &[u32], n: u32, peak: &mut u64) -> ModelRe
     for s in 1..b {
         m.prefill(s, prompt)?;
     }
+    peaks.prefill = peaks.prefill.max(m.device().stats().peak_device_bytes);
+    m.device().reset_peak_memory();
     println!(
         "prefill: {} tokens in {:.2} ms warm ({:.0} tokens/s; first run {:.2} ms), path {}",
         prompt.len(),
@@ -190,7 +226,9 @@ pub fn timings(m: &mut Model, prompt: &[u32], n: u32, peak: &mut u64) -> ModelRe
         generated.push(m.tokens()?[0]);
         times.push(t.elapsed());
     }
-    *peak = (*peak).max(m.device().stats().allocator_reserved_bytes);
+    let st = m.device().stats();
+    peaks.decode = peaks.decode.max(st.peak_device_bytes);
+    peaks.reserved = peaks.reserved.max(st.allocator_reserved_bytes);
     times.sort();
     if let (Some(min), Some(max)) = (times.first(), times.last()) {
         let med = times[times.len() / 2];

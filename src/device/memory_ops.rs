@@ -126,6 +126,9 @@ impl DeviceInner {
             return Err(self.sticky.fail("vkBindBufferMemory", r));
         }
         self.counters.add(Counter::Allocations, 1);
+        if device_local(&alloc) {
+            self.counters.device_alloc(alloc.size());
+        }
         if user {
             self.counters.add(Counter::Buffers, 1);
             self.counters
@@ -140,6 +143,9 @@ impl DeviceInner {
     pub(crate) fn destroy_buffer(&self, raw: vk::Buffer, alloc: Allocation, staging: bool) {
         // SAFETY: callers pass buffers no pending submission uses.
         unsafe { self.raw.destroy_buffer(raw, None) };
+        if device_local(&alloc) {
+            self.counters.device_free(alloc.size());
+        }
         let _ = self
             .allocator
             .lock()
@@ -185,4 +191,12 @@ impl DeviceInner {
         self.destroy_buffer(s.raw, s.alloc, true);
         self.counters.add(Counter::StagingBuffers, -1);
     }
+}
+
+/// Whether an allocation's memory is device-local (counted in
+/// [`Stats::device_bytes`](crate::Stats::device_bytes)).
+fn device_local(alloc: &Allocation) -> bool {
+    alloc
+        .memory_properties()
+        .contains(vk::MemoryPropertyFlags::DEVICE_LOCAL)
 }
