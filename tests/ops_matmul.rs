@@ -657,7 +657,7 @@ fn choose_matmul_per_shape_and_adapter() {
     assert_eq!(widened.kernel, large);
     assert!(f16(4096, 4095, 4096, &h200).widen_f16);
     // With VK_NV_cooperative_matrix2's workgroup-scope shape: any shape;
-    // rows that are not 16-byte units (K = 4095) take no 128×256 tile.
+    // rows that are not 16-byte units (K = 4095) run in the grid's order.
     let h100 = h200.with_coopmat2(Some([16, 16, 16]), 65535);
     assert_eq!(
         f16(4096, 4095, 4096, &h100).kernel,
@@ -665,7 +665,7 @@ fn choose_matmul_per_shape_and_adapter() {
     );
     assert_eq!(
         f16(4096, 4096, 4096, &h100).kernel,
-        MatmulKernel::CoopMat2F16(ops::Cm2Tile::WIDE_GROUPED)
+        MatmulKernel::CoopMat2F16(ops::Cm2Tile::SQUARE_GROUPED)
     );
     assert_eq!(
         f16(1024, 1024, 1024, &h100).kernel,

@@ -177,6 +177,7 @@ fn batched_tiles_run_both_b_layouts() {
     let tiles = [
         Some(Cm2Tile::WIDE_GROUPED),
         Some(Cm2Tile::WIDE),
+        Some(Cm2Tile::SQUARE_GROUPED),
         Some(Cm2Tile::SQUARE),
         Some(Cm2Tile::SMALL),
         Some(Cm2Tile::WIDE_U4),

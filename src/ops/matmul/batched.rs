@@ -210,12 +210,12 @@ pub fn matmul_f16_batched_with_tile(
 /// The cooperative-matrix tile for a batched product, or `None` where the
 /// adapter has no workgroup-scope f16 shape for it. The rule of
 /// [`super::choose_matmul`]'s f16 tiles, over the blocks of all `count`
-/// products: the widest of [`Cm2Tile::WIDE_GROUPED`] (128×256, launched in
-/// groups of 8 block rows; only where K and N are multiples of 8, 16-byte
-/// rows), [`Cm2Tile::SQUARE`] and [`Cm2Tile::SMALL`] that fits the
-/// adapter and whose blocks reach nine tenths of the compute units (of 64
-/// when the count is unknown), else the smallest that fits. The same for
-/// B stored either way. Pure.
+/// products: the larger of the square tile ([`Cm2Tile::SQUARE_GROUPED`],
+/// launched in groups of 8 block rows where K and N are multiples of 8,
+/// 16-byte rows; [`Cm2Tile::SQUARE`] otherwise) and [`Cm2Tile::SMALL`]
+/// that fits the adapter and whose blocks reach nine tenths of the compute
+/// units (of 64 when the count is unknown), else the smallest that fits.
+/// The same for B stored either way. Pure.
 pub fn batched_tile(shape: &BatchedShape, caps: &MatmulCaps) -> Option<Cm2Tile> {
     let blocks = |t: &Cm2Tile| {
         u64::from(shape.m.div_ceil(t.bm))
@@ -228,12 +228,7 @@ pub fn batched_tile(shape: &BatchedShape, caps: &MatmulCaps) -> Option<Cm2Tile> 
         64
     };
     let enough = (want * 9).div_ceil(10);
-    let aligned = shape.k % 8 == 0 && shape.n % 8 == 0;
-    let order: &[Cm2Tile] = if aligned {
-        &[Cm2Tile::WIDE_GROUPED, Cm2Tile::SQUARE, Cm2Tile::SMALL]
-    } else {
-        &[Cm2Tile::SQUARE, Cm2Tile::SMALL]
-    };
+    let order = super::plan::cm2_order(shape.k % 8 == 0 && shape.n % 8 == 0);
     let fitting: Vec<Cm2Tile> = order.iter().copied().filter(|t| t.fits(caps)).collect();
     fitting
         .iter()
@@ -291,46 +286,54 @@ mod tests {
         let plain = MatmulCaps::new(32, 49152, 1024, 132);
         let caps = plain.with_coopmat2(Some([16, 16, 16]), 256);
         // 132 units: a tile is enough from 119 blocks.
-        // 32 × (512×512): 256 wide blocks, enough: the wide tile in groups.
+        // 32 × (512×512): 512 square blocks: the square tile in groups.
         let bmm = BatchedShape::packed(32, 512, 128, 512);
-        assert_eq!(batched_tile(&bmm, &caps), Some(Cm2Tile::WIDE_GROUPED));
+        assert_eq!(batched_tile(&bmm, &caps), Some(Cm2Tile::SQUARE_GROUPED));
         assert_eq!(
             batched_tile(&bmm.with_b_transposed(), &caps),
-            Some(Cm2Tile::WIDE_GROUPED)
+            Some(Cm2Tile::SQUARE_GROUPED)
         );
-        // One 4096×4096: 512 wide blocks; one 2048×2048: 128, still enough.
+        // One 4096×4096: 1024 square blocks; one 1536×1536: 144, still
+        // enough.
         let big = BatchedShape::packed(1, 4096, 4096, 4096);
-        assert_eq!(batched_tile(&big, &caps), Some(Cm2Tile::WIDE_GROUPED));
-        let mid = BatchedShape::packed(1, 2048, 2048, 2048).with_b_transposed();
-        assert_eq!(batched_tile(&mid, &caps), Some(Cm2Tile::WIDE_GROUPED));
-        // One 1536×1536: 72 wide blocks, 144 square ones: the square tile.
-        let smaller = BatchedShape::packed(1, 1536, 1536, 1536);
-        assert_eq!(batched_tile(&smaller, &caps), Some(Cm2Tile::SQUARE));
-        // K or N not a multiple of 8: never the wide tile.
+        assert_eq!(batched_tile(&big, &caps), Some(Cm2Tile::SQUARE_GROUPED));
+        let smaller = BatchedShape::packed(1, 1536, 1536, 1536).with_b_transposed();
+        assert_eq!(batched_tile(&smaller, &caps), Some(Cm2Tile::SQUARE_GROUPED));
+        // K or N not a multiple of 8: the grid's own order.
         let odd_k = BatchedShape::packed(1, 4096, 4097, 4096).with_b_transposed();
         assert_eq!(batched_tile(&odd_k, &caps), Some(Cm2Tile::SQUARE));
         let odd_n = BatchedShape::packed(1, 4096, 4096, 4100);
         assert_eq!(batched_tile(&odd_n, &caps), Some(Cm2Tile::SQUARE));
         // 4 × (256×256): 16 square blocks, 32 small ones, too few: the
-        // smallest tile.
+        // smallest tile. One 1024×1024: 64 square, 128 small: small.
         let few = BatchedShape::packed(4, 256, 64, 256);
         assert_eq!(batched_tile(&few, &caps), Some(Cm2Tile::SMALL));
+        let k1 = BatchedShape::packed(1, 1024, 1024, 1024);
+        assert_eq!(batched_tile(&k1, &caps), Some(Cm2Tile::SMALL));
         // Unknown unit count: 64 (enough from 58 blocks).
         let unknown = MatmulCaps::new(32, 49152, 1024, 0).with_coopmat2(Some([16, 16, 16]), 256);
-        let eight = BatchedShape::packed(8, 512, 64, 1024);
-        assert_eq!(batched_tile(&eight, &unknown), Some(Cm2Tile::WIDE_GROUPED));
-        let two = BatchedShape::packed(2, 512, 64, 1024);
-        assert_eq!(batched_tile(&two, &unknown), Some(Cm2Tile::SQUARE));
-        // A 128-wide flexible-dimension limit: no wide tile.
-        let narrow = plain.with_coopmat2(Some([16, 16, 16]), 128);
-        assert_eq!(batched_tile(&big, &narrow), Some(Cm2Tile::SQUARE));
+        let eight = BatchedShape::packed(4, 512, 64, 1024);
+        assert_eq!(
+            batched_tile(&eight, &unknown),
+            Some(Cm2Tile::SQUARE_GROUPED)
+        );
+        let two = BatchedShape::packed(2, 256, 64, 1024);
+        assert_eq!(batched_tile(&two, &unknown), Some(Cm2Tile::SMALL));
+        // A flexible-dimension limit under 128: nothing of ours fits.
+        let narrow = plain.with_coopmat2(Some([16, 16, 16]), 64);
+        assert_eq!(batched_tile(&big, &narrow), None);
         // No coopmat2: the portable kernel.
         assert_eq!(batched_tile(&bmm, &plain), None);
     }
 
     #[test]
     fn every_chosen_tile_has_a_batched_kernel() {
-        for t in [Cm2Tile::WIDE_GROUPED, Cm2Tile::SQUARE, Cm2Tile::SMALL] {
+        for t in [
+            Cm2Tile::WIDE_GROUPED,
+            Cm2Tile::SQUARE_GROUPED,
+            Cm2Tile::SQUARE,
+            Cm2Tile::SMALL,
+        ] {
             let plain = t.batched_kernel_name(false).unwrap();
             let bt = t.batched_kernel_name(true).unwrap();
             assert_ne!(plain, bt);

@@ -256,9 +256,10 @@ impl CoopTile {
 }
 
 /// Tile shape of the workgroup-scope cooperative-matrix f16 kernel
-/// (`shaders/matmul_f16_cm2.comp`, `VK_NV_cooperative_matrix2`): 256
-/// invocations own one `bm`×`bn` accumulator and load `bk`-deep slices of A
-/// and B with tensor layouts. Each tile is a compiled variant of its own
+/// (`shaders/matmul_f16_cm2.comp`, `VK_NV_cooperative_matrix2`): one
+/// workgroup (128 invocations for the 128×128×64 tile, 256 for the others)
+/// owns one `bm`×`bn` accumulator and loads `bk`-deep slices of A and B
+/// with tensor layouts. Each tile is a compiled variant of its own
 /// ([`Cm2Tile::kernel_name`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Cm2Tile {
@@ -281,7 +282,7 @@ pub struct Cm2Tile {
 }
 
 impl Cm2Tile {
-    /// 128×128 blocks, 64-deep slices.
+    /// 128×128 blocks, 64-deep slices, 128 invocations.
     pub const SQUARE: Cm2Tile = Cm2Tile {
         bm: 128,
         bn: 128,
@@ -319,7 +320,8 @@ impl Cm2Tile {
         group: 8,
         ..Cm2Tile::WIDE
     };
-    /// [`Cm2Tile::SQUARE`] launched in groups of 8 block rows.
+    /// [`Cm2Tile::SQUARE`] launched in groups of 8 block rows: the default
+    /// for large products ([`choose_matmul`]).
     pub const SQUARE_GROUPED: Cm2Tile = Cm2Tile {
         group: 8,
         ..Cm2Tile::SQUARE
@@ -408,6 +410,17 @@ impl Cm2Tile {
             && divides(gn, self.bn)
             && divides(gk, self.bk)
             && self.bm.max(self.bn).max(self.bk) <= caps.coopmat2_max_dimension
+    }
+}
+
+/// The coopmat2 tiles [`choose_matmul`] and the batched rule try, largest
+/// first: the square tile (in groups of 8 block rows where `aligned`: K
+/// and N multiples of 8), then the 64×128 one. Pure.
+pub(crate) fn cm2_order(aligned: bool) -> &'static [Cm2Tile] {
+    if aligned {
+        &[Cm2Tile::SQUARE_GROUPED, Cm2Tile::SMALL]
+    } else {
+        &[Cm2Tile::SQUARE, Cm2Tile::SMALL]
     }
 }
 
@@ -634,13 +647,14 @@ pub fn subgroup_coop_fits(m: u32, k: u32, n: u32, caps: &MatmulCaps) -> bool {
 ///   at least 64 rows, at most [`VECMAT4_MAX_SPLITS`]).
 /// - f16 with `VK_NV_cooperative_matrix2`'s workgroup-scope f16 shape
 ///   ([`MatmulCaps::coopmat2_granularity`]), any M, K, N: the
-///   workgroup-scope kernel, with the largest of [`Cm2Tile::WIDE_GROUPED`]
-///   (only where K and N are multiples of 8: 16-byte rows; launched in
-///   groups of 8 block rows, 1–2% faster than row order at 2048³–8192³ on
-///   an H200), [`Cm2Tile::SQUARE`],
-///   [`Cm2Tile::SMALL`] that fits and gives nine tenths of the compute
-///   units a block (of 64 when the count is unknown), else the smallest
-///   that fits.
+///   workgroup-scope kernel, with the larger of [`Cm2Tile::SQUARE_GROUPED`]
+///   (128×128 blocks of 128 invocations, launched in groups of 8 block rows
+///   where K and N are multiples of 8: 16-byte rows; [`Cm2Tile::SQUARE`]
+///   otherwise) and [`Cm2Tile::SMALL`] that fits and gives nine tenths of
+///   the compute units a block (of 64 when the count is unknown), else the
+///   smallest that fits. The 128×256 tile ([`Cm2Tile::WIDE_GROUPED`]) is
+///   a candidate only: on an H200 it runs at 226 / 240 TFLOP/s at 4096³ /
+///   8192³ against 287 / 310 for the square tile.
 /// - f16 with a usable 16×16×16 subgroup-scope shape, a 32-lane subgroup,
 ///   K and N multiples of 8 (16-byte rows) and M, N ≥ 16
 ///   ([`subgroup_coop_fits`]): the Khronos extension's kernel where
@@ -672,18 +686,10 @@ pub fn choose_matmul(m: u32, k: u32, n: u32, dtype: MatmulDtype, caps: &MatmulCa
         64
     };
     if dtype == MatmulDtype::F16 && gemv.is_none() {
-        // Rows that are not whole 16-byte units (K or N not a multiple of 8)
-        // load unaligned, and the 128×256 tile loses there (H200, 4097³:
-        // 88 TFLOP/s against 120 for 128×128); a tile is enough once its
-        // blocks reach nine tenths of the compute units (H200, 2048³: 128
-        // wide blocks on 132 units, 201 TFLOP/s against 191 for 256 square
-        // ones).
-        let aligned = k % 8 == 0 && n % 8 == 0;
-        let order: &[Cm2Tile] = if aligned {
-            &[Cm2Tile::WIDE_GROUPED, Cm2Tile::SQUARE, Cm2Tile::SMALL]
-        } else {
-            &[Cm2Tile::SQUARE, Cm2Tile::SMALL]
-        };
+        // A tile is enough once its blocks reach nine tenths of the compute
+        // units; the grouped launch order needs 16-byte rows (K and N
+        // multiples of 8) to pay.
+        let order = cm2_order(k % 8 == 0 && n % 8 == 0);
         let fitting: Vec<Cm2Tile> = order.iter().copied().filter(|t| t.fits(caps)).collect();
         let blocks = |t: &Cm2Tile| u64::from(m.div_ceil(t.bm)) * u64::from(n.div_ceil(t.bn));
         let enough = (want * 9).div_ceil(10);

@@ -311,21 +311,21 @@ fn cm2_tiles_name_their_compiled_variants() {
 #[test]
 fn f16_takes_coopmat2_for_any_shape_where_it_exists() {
     let c = h100_cm2();
-    // Large: 128×256 blocks fill 132 units.
+    // Large: 128×128 blocks of 128 invocations, in groups of 8 block rows.
     assert_eq!(
         cm2(choose_matmul(8192, 8192, 8192, MatmulDtype::F16, &c)),
-        Cm2Tile::WIDE_GROUPED
+        Cm2Tile::SQUARE_GROUPED
     );
     assert_eq!(
         cm2(choose_matmul(4096, 4096, 4096, MatmulDtype::F16, &c)),
-        Cm2Tile::WIDE_GROUPED
+        Cm2Tile::SQUARE_GROUPED
     );
-    // 2048²: 128 wide blocks reach nine tenths of 132 units.
+    // 2048²: 256 square blocks fill 132 units.
     assert_eq!(
         cm2(choose_matmul(2048, 2048, 2048, MatmulDtype::F16, &c)),
-        Cm2Tile::WIDE_GROUPED
+        Cm2Tile::SQUARE_GROUPED
     );
-    // 4097³: rows are not 16-byte units, so no wide tile.
+    // 4097³: rows are not 16-byte units, so the grid's own order.
     assert_eq!(
         cm2(choose_matmul(4097, 4097, 4097, MatmulDtype::F16, &c)),
         Cm2Tile::SQUARE
@@ -336,6 +336,13 @@ fn f16_takes_coopmat2_for_any_shape_where_it_exists() {
         cm2(choose_matmul(1024, 1024, 1024, MatmulDtype::F16, &c)),
         Cm2Tile::SMALL
     );
+    // The wide tile is never the default.
+    for s in [512, 2048, 4096, 8192, 16384] {
+        assert_ne!(
+            cm2(choose_matmul(s, s, s, MatmulDtype::F16, &c)),
+            Cm2Tile::WIDE_GROUPED
+        );
+    }
     // Odd shapes and K, N not multiples of 8: still coopmat2.
     for (m, k, n) in [(15, 17, 127), (4097, 4097, 4097), (17, 1, 15), (2, 3, 2)] {
         cm2(choose_matmul(m, k, n, MatmulDtype::F16, &c));
