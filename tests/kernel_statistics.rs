@@ -48,6 +48,7 @@ fn supported(gpu: &Gpu) -> bool {
     }
     let k = gpu.kernel_glsl(ADD).unwrap();
     assert_unsupported(k.statistics());
+    assert_unsupported(ops::builtin_statistics(gpu, "vkcompute copy"));
     skipped(format!(
         "{} lacks VK_KHR_pipeline_executable_properties with pipelineExecutableInfo",
         gpu.info().name
