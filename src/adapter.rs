@@ -102,6 +102,10 @@ pub struct AdapterInfo {
     pub push_descriptor: bool,
     /// A transfer-only queue family exists (used for staging copies).
     pub transfer_queue: bool,
+    /// `VK_KHR_pipeline_executable_properties` is available with its
+    /// `pipelineExecutableInfo` feature: pipeline statistics can be had
+    /// ([`DeviceOptions::pipeline_statistics`](crate::DeviceOptions::pipeline_statistics)).
+    pub pipeline_executable_properties: bool,
     /// Bytes of device-local memory the host can map (ReBAR), 0 if none.
     pub host_visible_device_memory: u64,
     /// Size of the largest device-local heap in bytes.
@@ -219,6 +223,7 @@ pub(crate) fn fake(index: usize, name: &str, ty: AdapterType, mem: u64) -> Adapt
         float16: false,
         push_descriptor: true,
         transfer_queue: false,
+        pipeline_executable_properties: false,
         host_visible_device_memory: 0,
         device_local_memory: mem,
         compute_units: 0,

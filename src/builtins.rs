@@ -154,9 +154,86 @@ pub fn builtin_kernel(gpu: &Device, name: &str, spec: &[(u32, u32)]) -> Result<K
     get(&gpu.inner, name, spec)
 }
 
+/// The statistics of one pipeline of a built-in kernel
+/// ([`builtin_statistics`]).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct BuiltinStatistics {
+    /// The built-in's name (its kernels' label is `vkcompute <name>`).
+    pub name: &'static str,
+    /// The `uint` specialization constants (id, value) the pipeline was
+    /// built with, sorted by id (empty: none set).
+    pub spec: Vec<(u32, u32)>,
+    /// Its executables and the statistics the driver reports for each.
+    pub executables: Vec<crate::ExecutableStatistics>,
+}
+
+/// The built-in that `kernel` names: a name [`builtin_names`] lists, or
+/// the label of its kernels (`vkcompute <name>`, as profile rows show
+/// it). Pure.
+fn resolve(kernel: &str) -> Option<&'static str> {
+    let kernel = kernel.trim();
+    let name = kernel.strip_prefix("vkcompute ").unwrap_or(kernel).trim();
+    BUILTIN_SPIRV.iter().map(|(n, _)| *n).find(|n| *n == name)
+}
+
+/// What the driver made of built-in `kernel` on `gpu`: the statistics
+/// ([`Kernel::statistics`]) of every pipeline of it the device has built,
+/// one per specialization, in specialization order; where the device has
+/// built none yet, of the pipeline without specialization, built now.
+/// `kernel` is a built-in's name or its kernels' label (`vkcompute
+/// matmul_f16_cm2_128x256x64`, as [`Profile`](crate::Profile) rows name the
+/// command that ran), so a benchmark can ask about the kernel it just
+/// timed. Needs a device created with
+/// [`DeviceOptions::pipeline_statistics`](crate::DeviceOptions::pipeline_statistics)
+/// on an adapter with `VK_KHR_pipeline_executable_properties`, else
+/// [`Error::Unsupported`] naming the extension; an unknown name is
+/// [`Error::UnknownBuiltin`].
+pub fn builtin_statistics(gpu: &Device, kernel: &str) -> Result<Vec<BuiltinStatistics>> {
+    let name = resolve(kernel).ok_or_else(|| Error::UnknownBuiltin {
+        name: kernel.to_string(),
+        known: BUILTIN_SPIRV.len(),
+    })?;
+    let d = &gpu.inner;
+    if d.pipeline_statistics.is_none() {
+        let has = d.info.pipeline_executable_properties;
+        return Err(crate::pipeline_stats::unavailable(has, &d.info.name));
+    }
+    let mut held = d.builtins().held(name);
+    if held.is_empty() {
+        let k = get(d, name, &[])?;
+        held.push((Vec::new(), (k.core, k.label)));
+    }
+    held.into_iter()
+        .map(|(spec, (core, label))| {
+            let kernel = Kernel {
+                dev: d.clone(),
+                core,
+                label,
+            };
+            Ok(BuiltinStatistics {
+                name,
+                spec,
+                executables: kernel.statistics()?,
+            })
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn built_ins_resolve_by_name_or_label() {
+        assert_eq!(resolve("copy"), Some("copy"));
+        assert_eq!(resolve("vkcompute copy"), Some("copy"));
+        assert_eq!(resolve(" vkcompute  reduce_sg "), Some("reduce_sg"));
+        assert_eq!(resolve("vkcompute"), None);
+        assert_eq!(resolve("vkcompute no_such_kernel"), None);
+        assert_eq!(resolve("src/model.rs:42"), None);
+        assert_eq!(resolve(""), None);
+    }
 
     #[test]
     fn every_shader_is_embedded_as_valid_spirv() {

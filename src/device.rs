@@ -37,8 +37,8 @@ use crate::validation_log::ValidationLog;
 
 use crate::options::env_flag;
 pub use crate::options::{
-    DeviceOptions, DEFAULT_COMPUTE_QUEUES, ENV_COMPUTE_QUEUES, ENV_DEVICE, ENV_PUSH_DESCRIPTORS,
-    ENV_VALIDATION, ENV_VALIDATION_ERRORS,
+    DeviceOptions, DEFAULT_COMPUTE_QUEUES, ENV_COMPUTE_QUEUES, ENV_DEVICE, ENV_PIPELINE_STATISTICS,
+    ENV_PUSH_DESCRIPTORS, ENV_VALIDATION, ENV_VALIDATION_ERRORS,
 };
 
 mod cache;
@@ -84,6 +84,8 @@ pub(crate) struct DeviceInner {
     pub options: DeviceOptions,
     pub raw: ash::Device,
     pub push_descriptor: Option<ash::khr::push_descriptor::Device>,
+    /// Where asked for and available: pipelines capture statistics ([`crate::pipeline_stats`]).
+    pub pipeline_statistics: Option<ash::khr::pipeline_executable_properties::Device>,
     pub debug_utils: Option<ash::ext::debug_utils::Device>,
     pub sticky: Sticky,
     pub counters: Counters,
@@ -483,6 +485,9 @@ impl DeviceInner {
             if use_clock {
                 extensions.push(probe::SHADER_CLOCK.as_ptr());
             }
+            let use_stats = options.pipeline_statistics && p.info.pipeline_executable_properties;
+            let mut estats = crate::pipeline_stats::feature();
+            extensions.extend(use_stats.then_some(crate::pipeline_stats::EXTENSION.as_ptr()));
             let coop = crate::coopmat::probe(&instance.entry, &instance.raw, p.physical);
             extensions.extend(coop.extensions());
             let mut coop_khr =
@@ -521,6 +526,9 @@ impl DeviceInner {
             }
             if coop.nv2.is_some() {
                 info = info.push_next(&mut coop_nv2);
+            }
+            if use_stats {
+                info = info.push_next(&mut estats);
             }
             let t_dev = std::time::Instant::now();
             let raw = instance
@@ -620,6 +628,8 @@ impl DeviceInner {
                 use_push.then(|| ash::khr::push_descriptor::Device::new(&instance.raw, &raw));
             let debug_utils =
                 validation.then(|| ash::ext::debug_utils::Device::new(&instance.raw, &raw));
+            let pipeline_statistics =
+                use_stats.then(|| crate::pipeline_stats::loader(&instance.raw, &raw));
             let mut families = vec![compute.family];
             if let Some(t) = &transfer {
                 families.push(t.family);
@@ -637,6 +647,7 @@ impl DeviceInner {
                 options,
                 raw,
                 push_descriptor,
+                pipeline_statistics,
                 debug_utils,
                 default_stream: Arc::new(StreamState::new(compute.slot, None)),
                 stream_users: (0..compute_queues)

@@ -159,6 +159,15 @@ pub enum Error {
         reason: String,
     },
 
+    /// No built-in kernel has this name (`ops::builtin_names` lists them).
+    #[error("no built-in kernel named {name:?} (ops::builtin_names lists the {known} there are)")]
+    UnknownBuiltin {
+        /// The name asked for.
+        name: String,
+        /// How many built-ins this build embeds.
+        known: usize,
+    },
+
     /// The requested entry point does not exist or is not a compute shader.
     #[error("no compute entry point named {requested:?}; compute entry points: {available:?}")]
     EntryPointNotFound {

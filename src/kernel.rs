@@ -166,6 +166,28 @@ impl Kernel {
     pub fn workgroup_size(&self) -> [u32; 3] {
         self.core.workgroup_size
     }
+
+    /// What the driver made of this kernel: each executable of its
+    /// pipeline with the statistics the driver reports (register count,
+    /// shared memory, spilled bytes, instructions: names and choice are
+    /// the driver's), read through `VK_KHR_pipeline_executable_properties`.
+    /// Needs a device created with
+    /// [`DeviceOptions::pipeline_statistics`](crate::DeviceOptions::pipeline_statistics)
+    /// on an adapter that has the extension
+    /// ([`AdapterInfo::pipeline_executable_properties`](crate::AdapterInfo::pipeline_executable_properties));
+    /// otherwise an [`Error::Unsupported`] naming the extension.
+    pub fn statistics(&self) -> Result<Vec<crate::ExecutableStatistics>> {
+        let d = &self.dev;
+        d.sticky.check()?;
+        let Some(loader) = &d.pipeline_statistics else {
+            let has = d.info.pipeline_executable_properties;
+            return Err(crate::pipeline_stats::unavailable(has, &d.info.name));
+        };
+        // SAFETY: the device enabled the extension and its feature (the
+        // loader exists only then) and created this pipeline, alive as
+        // long as the device, with its statistics captured.
+        unsafe { crate::pipeline_stats::read(loader, self.core.pipeline) }
+    }
 }
 
 impl Device {
@@ -592,6 +614,7 @@ fn create_core(
             made.pipeline = create_pipeline(
                 &d.raw,
                 d.kernels().vk_cache,
+                d.pipeline_statistics.is_some(),
                 &d.sticky,
                 made.layout,
                 &key.words,

@@ -290,6 +290,7 @@ mod workgroups;
 // back to the device.
 mod instance;
 mod pipeline_cache;
+mod pipeline_stats;
 mod probe;
 mod queue;
 mod recorder;
@@ -328,7 +329,7 @@ pub use coopmat::{
 };
 pub use device::{
     Device, DeviceOptions, DEFAULT_COMPUTE_QUEUES, ENV_COMPUTE_QUEUES, ENV_DEVICE,
-    ENV_PUSH_DESCRIPTORS, ENV_VALIDATION, ENV_VALIDATION_ERRORS,
+    ENV_PIPELINE_STATISTICS, ENV_PUSH_DESCRIPTORS, ENV_VALIDATION, ENV_VALIDATION_ERRORS,
 };
 pub use disk_cache::{CacheStats, ENV_CACHE_DIR};
 pub use error::{Error, Result};
@@ -340,6 +341,7 @@ pub use graph::{CapturePool, Graph, GraphRecorder, Params, DEFAULT_PARAM_SLOTS, 
 pub use hazard::{BarrierCause, HazardKind, PlannedBarrier};
 pub use kernel::{reflect_spirv, Kernel, KernelBuilder, SpirvInput, MAX_BINDINGS};
 pub use memory::Memory;
+pub use pipeline_stats::{ExecutableStatistics, Statistic, StatisticValue};
 pub use profile::{CommandTiming, Profile, Profiling};
 pub use reflect::{BindingInfo, BindingKind, Reflection, SpecConstantInfo};
 pub use requirements::Capability;

@@ -85,6 +85,20 @@ pub struct DeviceOptions {
     /// `None`: the `VKCOMPUTE_COMPUTE_QUEUES` variable if set, else
     /// [`DEFAULT_COMPUTE_QUEUES`].
     pub compute_queues: Option<u32>,
+    /// Enable `VK_KHR_pipeline_executable_properties` (where the adapter
+    /// lists it with its `pipelineExecutableInfo` feature) and create every
+    /// pipeline with its statistics captured, so that
+    /// [`Kernel::statistics`](crate::Kernel::statistics) and
+    /// [`ops::builtin_statistics`](crate::ops::builtin_statistics) can say
+    /// what the driver made of a kernel (registers, shared memory, spills:
+    /// whatever it reports). Off by default: capturing costs
+    /// pipeline-creation time, and such pipelines are compiled without the
+    /// pipeline cache. Where the adapter lacks the extension the device is
+    /// still created, and reading statistics is an
+    /// [`Error::Unsupported`](crate::Error::Unsupported). Default: `false`,
+    /// or `true` when `VKCOMPUTE_PIPELINE_STATISTICS` is `1`, `true`, `yes`
+    /// or `on`.
+    pub pipeline_statistics: bool,
 }
 
 /// Compute queues a device creates when [`DeviceOptions::compute_queues`]
@@ -131,9 +145,14 @@ impl Default for DeviceOptions {
             cache_dir: None,
             copy_binding_limit: None,
             compute_queues: None,
+            pipeline_statistics: env_flag(ENV_PIPELINE_STATISTICS),
         }
     }
 }
+
+/// Environment variable behind [`DeviceOptions::pipeline_statistics`]'s
+/// default (`1`, `true`, `yes` or `on`).
+pub const ENV_PIPELINE_STATISTICS: &str = "VKCOMPUTE_PIPELINE_STATISTICS";
 
 /// Environment variable that, set to `0`, `false`, `no` or `off`, makes
 /// [`DeviceOptions::default`] use pooled descriptor sets instead of push

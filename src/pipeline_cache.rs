@@ -129,6 +129,19 @@ impl BuiltinStore {
         }
     }
 
+    /// Every pipeline held of built-in `name`, with its sorted
+    /// specialization, in specialization order (not counted as hits).
+    pub(crate) fn held(&self, name: &str) -> Vec<(Vec<(u32, u32)>, BuiltinEntry)> {
+        let mut held: Vec<_> = self
+            .lock()
+            .iter()
+            .filter(|((n, _), _)| *n == name)
+            .map(|((_, spec), entry)| (spec.clone(), entry.clone()))
+            .collect();
+        held.sort_by(|a, b| a.0.cmp(&b.0));
+        held
+    }
+
     /// Pipelines held, builds, hits.
     pub(crate) fn stats(&self) -> (usize, u64, u64) {
         (
@@ -415,9 +428,19 @@ impl KernelCache {
 /// `spec` as (id, bytes)) on `layout`, through `cache`: every pipeline the
 /// crate makes, a kernel's own and its split-launch variants, is created
 /// here. The shader module lives only for the call.
+///
+/// With `capture_statistics` (a device with
+/// [`DeviceOptions::pipeline_statistics`](crate::DeviceOptions::pipeline_statistics)
+/// on, [`crate::pipeline_stats`]) the pipeline is created with its
+/// statistics captured and without `cache`: a pipeline the cache holds
+/// from a creation without statistics is never handed back in their
+/// place, and the cache (and its file on disk) stays what devices without
+/// statistics make.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn create_pipeline(
     raw: &ash::Device,
     cache: vk::PipelineCache,
+    capture_statistics: bool,
     sticky: &Sticky,
     layout: vk::PipelineLayout,
     words: &[u32],
@@ -449,7 +472,14 @@ pub(crate) fn create_pipeline(
         .module(module)
         .name(&entry)
         .specialization_info(&spec_info);
+    let (flags, cache) = if capture_statistics {
+        let capture = vk::PipelineCreateFlags::CAPTURE_STATISTICS_KHR;
+        (capture, vk::PipelineCache::null())
+    } else {
+        (vk::PipelineCreateFlags::empty(), cache)
+    };
     let info = vk::ComputePipelineCreateInfo::default()
+        .flags(flags)
         .stage(stage)
         .layout(layout);
     // SAFETY: every create-info points at locals alive across the call; the

@@ -136,9 +136,14 @@ fn probe_one(
 
         let mut f11 = vk::PhysicalDeviceVulkan11Features::default();
         let mut f12 = vk::PhysicalDeviceVulkan12Features::default();
+        let mut fexec = vk::PhysicalDevicePipelineExecutablePropertiesFeaturesKHR::default();
+        let has_exec = has_ext(crate::pipeline_stats::EXTENSION);
         let mut feats2 = vk::PhysicalDeviceFeatures2::default()
             .push_next(&mut f11)
             .push_next(&mut f12);
+        if has_exec {
+            feats2 = feats2.push_next(&mut fexec);
+        }
         instance.get_physical_device_features2(pd, &mut feats2);
 
         let mem = instance.get_physical_device_memory_properties(pd);
@@ -223,6 +228,7 @@ fn probe_one(
             float16: f12.shader_float16 == vk::TRUE,
             push_descriptor: has_ext(PUSH_DESCRIPTOR),
             transfer_queue: plan.transfer.is_some(),
+            pipeline_executable_properties: has_exec && fexec.pipeline_executable_info == vk::TRUE,
             host_visible_device_memory,
             device_local_memory,
             compute_units,

@@ -93,6 +93,7 @@ fn piece_pipeline(
             let p = create_pipeline(
                 &d.raw,
                 d.kernels().vk_cache,
+                d.pipeline_statistics.is_some(),
                 &d.sticky,
                 k.pipeline_layout,
                 words,

@@ -57,7 +57,10 @@ pub(crate) mod reduce;
 mod softmax;
 mod transpose;
 
-pub use crate::builtins::{builtin_kernel, builtin_names, registry_stats, RegistryStats};
+pub use crate::builtins::{
+    builtin_kernel, builtin_names, builtin_statistics, registry_stats, BuiltinStatistics,
+    RegistryStats,
+};
 pub use convert::convert;
 pub use counter::increment;
 pub use dtype::{Bf16, DType, Element, F16};
