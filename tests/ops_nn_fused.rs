@@ -126,11 +126,7 @@ fn qk_at<C: TestElem>(gpu: &Device) {
         let (kc, vc) = (gpu.upload(&k0).unwrap(), gpu.upload(&v0).unwrap());
         let (ps, flag) = (gpu.upload(pos).unwrap(), gpu.upload(&[0u32]).unwrap());
         let eps = 1e-6;
-        let norm = with_norm.then_some(QkNorm {
-            q_weight: &qws,
-            k_weight: &kws,
-            eps,
-        });
+        let norm = with_norm.then_some(QkNorm::new(&qws, &kws, eps));
         let mut b = gpu.batch().unwrap();
         nn::qk_norm_rope_append(
             &mut b, &qs, &ks, &vs, norm, &fs, &ps, &kc, &vc, &flag, shape,
@@ -173,8 +169,8 @@ fn qk_at<C: TestElem>(gpu: &Device) {
         let mut bound_k = vec![0.0; n_c];
         let mut want_v = v0.clone();
         let mut dropped = 0;
-        for t in 0..tokens {
-            let (sb, p) = (t / steps, tok_pos[t] as usize);
+        for (t, &p) in tok_pos.iter().enumerate() {
+            let (sb, p) = (t / steps, p as usize);
             for hh in 0..hkv {
                 if p >= smax {
                     dropped += 1;
@@ -258,7 +254,7 @@ fn decode_ref(
                 }
                 out.push(if n == 0 { 0.0 } else { a / total });
             }
-            vmax.extend(std::iter::repeat_n(vm, d));
+            vmax.extend(std::iter::repeat(vm).take(d));
         }
     }
     (out, vmax)
@@ -305,11 +301,7 @@ fn a_graph_replays_the_fused_layer_with_advancing_positions() {
     let eps = 1e-6;
     let scale = 4.0 / (dim as f32).sqrt();
     let mut rec = gpu.graph_recorder().unwrap();
-    let norm = QkNorm {
-        q_weight: &qws,
-        k_weight: &kws,
-        eps,
-    };
+    let norm = QkNorm::new(&qws, &kws, eps);
     nn::qk_norm_rope_append(
         &mut rec,
         &qs,
@@ -420,11 +412,7 @@ fn bad_inputs_are_typed_errors_naming_the_tensor() {
     let (kc, vc) = (a(2 * 2 * 8 * 64), a(2 * 2 * 8 * 64));
     let pos = gpu.alloc::<u32>(2).unwrap();
     let flag = gpu.alloc::<u32>(1).unwrap();
-    let norm = QkNorm {
-        q_weight: &w,
-        k_weight: &w,
-        eps: 1e-6,
-    };
+    let norm = QkNorm::new(&w, &w, 1e-6);
     let mut b = gpu.batch().unwrap();
     nn::qk_norm_rope_append(
         &mut b,
@@ -464,10 +452,7 @@ fn bad_inputs_are_typed_errors_naming_the_tensor() {
     assert_eq!(shape_error(e), (OP, "k_cache"));
     let e = run(&mut b, &q, &k, &v, None, &inv, &kc, &k, shape);
     assert_eq!(shape_error(e), (OP, "v_cache"));
-    let bad_w = QkNorm {
-        k_weight: &inv,
-        ..norm
-    };
+    let bad_w = QkNorm::new(&w, &inv, 1e-6);
     let e = run(&mut b, &q, &k, &v, Some(bad_w), &inv, &kc, &vc, shape);
     assert_eq!(shape_error(e), (OP, "k_weight"));
     let e = nn::qk_norm_rope_append(
@@ -537,7 +522,7 @@ fn bad_inputs_are_typed_errors_naming_the_tensor() {
     );
     assert_eq!(shape_error(e), (OP, "steps"));
     // A bad epsilon, and tensors sharing bytes.
-    let bad_eps = QkNorm { eps: -1.0, ..norm };
+    let bad_eps = QkNorm::new(&w, &w, -1.0);
     let e = run(&mut b, &q, &k, &v, Some(bad_eps), &inv, &kc, &vc, shape);
     assert!(
         matches!(e, Error::Ops(OpsError::Param { param: "eps", .. })),

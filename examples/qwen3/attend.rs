@@ -46,11 +46,7 @@ pub(crate) fn qk(
     shape: QkShape,
 ) -> Result<()> {
     let norm = match (&l.q_norm, &l.k_norm) {
-        (Some(qn), Some(kn)) => Some(QkNorm {
-            q_weight: qn,
-            k_weight: kn,
-            eps,
-        }),
+        (Some(qn), Some(kn)) => Some(QkNorm::new(qn, kn, eps)),
         _ => None,
     };
     let (q, k, v) = (r.q()?, r.k()?, r.v()?);

@@ -44,12 +44,37 @@ pub struct QkShape {
 /// and epsilon.
 #[derive(Clone, Copy)]
 pub struct QkNorm<'a> {
-    /// Weights of the query norm, `head_dim` elements.
-    pub q_weight: &'a dyn NnOperand<f32>,
-    /// Weights of the key norm, `head_dim` elements.
-    pub k_weight: &'a dyn NnOperand<f32>,
-    /// Epsilon inside the square root (finite, >= 0).
-    pub eps: f32,
+    q_weight: &'a dyn GpuBuf,
+    k_weight: &'a dyn GpuBuf,
+    elems: [u64; 2],
+    eps: f32,
+}
+
+impl<'a> QkNorm<'a> {
+    /// The norm with `q_weight` and `k_weight` (`head_dim` f32 elements
+    /// each) and `eps` (finite, >= 0); [`qk_norm_rope_append`] checks them.
+    pub fn new(
+        q_weight: &'a impl NnOperand<f32>,
+        k_weight: &'a impl NnOperand<f32>,
+        eps: f32,
+    ) -> Self {
+        QkNorm {
+            q_weight,
+            k_weight,
+            elems: [q_weight.elems(), k_weight.elems()],
+            eps,
+        }
+    }
+}
+
+impl std::fmt::Debug for QkNorm<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("QkNorm")
+            .field("q_weight_elems", &self.elems[0])
+            .field("k_weight_elems", &self.elems[1])
+            .field("eps", &self.eps)
+            .finish()
+    }
 }
 
 /// The checks of [`qk_norm_rope_append`] on its shape and the element
@@ -144,7 +169,7 @@ pub fn qk_norm_rope_append<C: NnElement>(
         v_cache.elems(),
         flag.elems(),
     ];
-    let weights = norm.map(|n| [n.q_weight.elems(), n.k_weight.elems()]);
+    let weights = norm.map(|n| n.elems);
     check_args(shape, elems, weights)?;
     if let Some(n) = &norm {
         check_eps(OP, n.eps)?;
