@@ -57,8 +57,9 @@ pub struct ModelOptions {
     pub profile: bool,
     /// Keep the KV cache in f32 (the default: exact against an f32
     /// reference, and no conversions); else it is in the weights' dtype
-    /// (half the memory and attention reads, at four conversions per layer
-    /// and step, and q, k, v and the attention output rounded to 16 bits).
+    /// (half the memory and attention reads, at two conversions per layer
+    /// and step, q and the attention output, and q, k, v and the attention
+    /// output rounded to 16 bits).
     pub kv_f32: bool,
 }
 
@@ -712,7 +713,7 @@ impl Model {
 
 /// The decode step's small `u32` state in one buffer, so that one read
 /// returns the next tokens and both guard words: the tokens (`[batch]`),
-/// then the embedding's and kv_append's flag words, each at an offset the
+/// then the embedding's and the KV append's flag words, each at an offset the
 /// adapter can bind.
 pub(crate) struct State {
     pub(crate) buf: Buffer<u32>,
@@ -744,7 +745,8 @@ impl State {
         Ok(self.buf.slice(self.embed_at..self.embed_at + 1)?)
     }
 
-    /// kv_append's guard word (positions past the cache).
+    /// The KV append's guard word (positions past the cache;
+    /// `nn::qk_norm_rope_append`).
     pub(crate) fn kv_flag(&self) -> Result<BufferSlice<'_, u32>> {
         Ok(self.buf.slice(self.kv_at..self.kv_at + 1)?)
     }
