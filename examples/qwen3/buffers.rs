@@ -150,7 +150,7 @@ pub(crate) struct Rows {
     pub(crate) mlp: Buffer<f32>,
     /// The gathered embedding rows in the table's 16-bit dtype.
     pub(crate) emb16: Option<Emb16>,
-    /// q, k, v and the attention output in a 16-bit cache's dtype.
+    /// q and the attention output in a 16-bit cache's dtype.
     pub(crate) kv16: Option<Rows16>,
 }
 
@@ -170,13 +170,12 @@ pub(crate) enum Emb16 {
     Bf16(Buffer<Bf16>),
 }
 
-/// The attention operands of `m` rows in a 16-bit cache's dtype `T`: an nn
-/// op's tensors share one type, so q, k and v are narrowed before the
-/// append and the attention, and the output widened after.
+/// The decode attention operands of `m` rows in a 16-bit cache's dtype
+/// `T`: attention's tensors share one type, so q is narrowed before it and
+/// the output widened after (the fused q/k op writes the cache from the
+/// f32 rows itself).
 pub(crate) struct Kv16<T: vkcompute::bytemuck::Pod> {
     pub(crate) q: Buffer<T>,
-    pub(crate) k: Buffer<T>,
-    pub(crate) v: Buffer<T>,
     pub(crate) ao: Buffer<T>,
 }
 
@@ -191,8 +190,6 @@ impl<T: vkcompute::bytemuck::Pod> Kv16<T> {
         let a = |n: u32| gpu.alloc::<T>((m * n) as usize);
         Ok(Kv16 {
             q: a(d.qw())?,
-            k: a(d.kvw())?,
-            v: a(d.kvw())?,
             ao: a(d.qw())?,
         })
     }
@@ -309,16 +306,6 @@ impl Rows {
     /// The values, `[m, kvw]`.
     pub(crate) fn v(&self) -> Result<BufferSlice<'_, f32>> {
         self.part(2)
-    }
-
-    /// The queries and keys of the one row side by side (`[heads +
-    /// kv_heads, head_dim]`), where q and k are views of the fused output:
-    /// one rotary call covers both.
-    pub(crate) fn qk_joint(&self) -> Result<Option<BufferSlice<'_, f32>>> {
-        Ok(match self.apart {
-            Some(_) => None,
-            None => Some(self.qkv.slice(0..self.qw + self.kvw)?),
-        })
     }
 
     /// Records the split of `qkv` into q, k and v where they are not views

@@ -19,7 +19,7 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use vkcompute::ops::nn::{self, DecodeShape, KvShape, NnOperand, SampleParams};
+use vkcompute::ops::nn::{self, DecodeShape, NnOperand, QkShape, SampleParams};
 use vkcompute::ops::F16;
 use vkcompute::ops::{self, Epilogue};
 use vkcompute::{Batch, Buffer, BufferSlice, Device, Graph, Profiling, Ticket};
@@ -57,8 +57,9 @@ pub struct ModelOptions {
     pub profile: bool,
     /// Keep the KV cache in f32 (the default: exact against an f32
     /// reference, and no conversions); else it is in the weights' dtype
-    /// (half the memory and attention reads, at four conversions per layer
-    /// and step, and q, k, v and the attention output rounded to 16 bits).
+    /// (half the memory and attention reads, at two conversions per layer
+    /// and step, q and the attention output, and q, k, v and the attention
+    /// output rounded to 16 bits).
     pub kv_f32: bool,
 }
 
@@ -477,15 +478,20 @@ impl Model {
 
     /// Records a layer up to its attention: norm fused into the q|k|v
     /// projection (q, k and v then views of its output, or split out of
-    /// it), q/k norms (Qwen3), rotary at `rot_pos` (one position per row;
-    /// one call over q and k together where they lie side by side). The
+    /// it), then one fused op for the q/k norms (Qwen3), rotary and the
+    /// append of k and v to elements `range` of the cache
+    /// ([`attend::qk`]): `r`'s rows are `seqs` sequences of `r.m / seqs`
+    /// tokens each, sequence `b`'s first at position `c.pos[b]`. The
     /// projection is f16 with `half` ([`Model::project_normed`]).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn record_pre_attn(
         &self,
         b: &mut Batch,
         l: &Layer,
         r: &Rows,
-        rot_pos: &Buffer<u32>,
+        c: &Cursor,
+        range: std::ops::Range<usize>,
+        seqs: u32,
         half: Option<&Half>,
     ) -> Result<()> {
         let d = &self.dims;
@@ -495,20 +501,15 @@ impl Model {
         let norm = (&l.in_norm, &r.xn);
         self.project_normed(b, half, &r.h, norm, &l.qkv, &r.qkv, shape, Epilogue::None)?;
         r.split_qkv(b)?;
-        let (q, k) = (r.q()?, r.k()?);
-        if let (Some(qn), Some(kn)) = (&l.q_norm, &l.k_norm) {
-            nn::rms_norm(b, &q, qn, &q, m * d.heads, d.head_dim, d.eps)?;
-            nn::rms_norm(b, &k, kn, &k, m * d.kv_heads, d.head_dim, d.eps)?;
-        }
-        let (f, hd) = (&self.inv_freq, d.head_dim);
-        match r.qk_joint()? {
-            Some(qk) => nn::rotary(b, &qk, &qk, f, rot_pos, m, d.heads + d.kv_heads, hd)?,
-            None => {
-                nn::rotary(b, &q, &q, f, rot_pos, m, d.heads, hd)?;
-                nn::rotary(b, &k, &k, f, rot_pos, m, d.kv_heads, hd)?;
-            }
-        }
-        Ok(())
+        let qs = QkShape {
+            batch: seqs,
+            steps: m / seqs,
+            q_heads: d.heads,
+            kv_heads: d.kv_heads,
+            head_dim: d.head_dim,
+            max_seq: self.max_seq,
+        };
+        attend::qk(b, r, l, range, c, &self.inv_freq, d.eps, qs)
     }
 
     /// Records a layer from its attention output `r.ao`: o_proj with the
@@ -561,13 +562,6 @@ impl Model {
         let tokens = self.state.tokens()?;
         let kv_flag = self.state.kv_flag()?;
         self.record_embed(b, &tokens, r)?;
-        let kv = KvShape {
-            batch: bsz,
-            steps: 1,
-            kv_heads: d.kv_heads,
-            head_dim: d.head_dim,
-            max_seq: self.max_seq,
-        };
         let ds = DecodeShape {
             batch: bsz,
             q_heads: d.heads,
@@ -580,9 +574,10 @@ impl Model {
             lens: &self.lens,
             flag: &kv_flag,
         };
+        let all = 0..(bsz * d.kv_heads * self.max_seq * d.head_dim) as usize;
         for l in &self.layers {
-            self.record_pre_attn(b, l, r, &self.pos, None)?;
-            attend::decode(b, r, &l.cache, &cursor, kv, ds, self.scale())?;
+            self.record_pre_attn(b, l, r, &cursor, all.clone(), bsz, None)?;
+            attend::decode(b, r, &l.cache, &cursor, ds, self.scale())?;
             self.record_post_attn(b, l, r, None)?;
         }
         ops::linear_normed(
@@ -723,7 +718,7 @@ impl Model {
 
 /// The decode step's small `u32` state in one buffer, so that one read
 /// returns the next tokens and both guard words: the tokens (`[batch]`),
-/// then the embedding's and kv_append's flag words, each at an offset the
+/// then the embedding's and the KV append's flag words, each at an offset the
 /// adapter can bind.
 pub(crate) struct State {
     pub(crate) buf: Buffer<u32>,
@@ -755,7 +750,8 @@ impl State {
         Ok(self.buf.slice(self.embed_at..self.embed_at + 1)?)
     }
 
-    /// kv_append's guard word (positions past the cache).
+    /// The KV append's guard word (positions past the cache;
+    /// `nn::qk_norm_rope_append`).
     pub(crate) fn kv_flag(&self) -> Result<BufferSlice<'_, u32>> {
         Ok(self.buf.slice(self.kv_at..self.kv_at + 1)?)
     }

@@ -2,30 +2,32 @@
 //!
 //! `ops::linear` takes at most 64 rows, so each layer's projections and
 //! MLP run over chunks of at most `prefill_chunk` rows, copied in and out
-//! of prompt-wide buffers; between them the layer's keys and values of all
-//! prompt tokens go into the cache at once and causal attention
-//! (`attention_prefill`) runs over the whole prompt in one call, so every
-//! chunk's queries see exactly the keys up to their own position. A
-//! prompt of one chunk uses the prompt-wide buffers directly (no copies).
+//! of prompt-wide buffers; each chunk's keys and values go into the cache
+//! with its q/k norms and rotary (one fused op), and between the chunks'
+//! projections and MLPs causal attention (`attention_prefill`) runs over
+//! the whole prompt in one call, so every chunk's queries see exactly the
+//! keys up to their own position. A prompt of one chunk uses the
+//! prompt-wide buffers directly (no copies).
 //!
 //! On the f16 path ([`crate::model::PrefillMatmul`], `prefill16.rs`) the
 //! projections and MLP are f16 products over all prompt rows at once: the
 //! whole prompt is one chunk.
 
-use vkcompute::ops::nn::{self, KvShape, PrefillShape};
+use vkcompute::ops::nn::{self, PrefillShape};
 use vkcompute::ops::{self, Epilogue};
 use vkcompute::{Batch, Buffer};
 
-use crate::attend::{self, Cursor};
+use crate::attend::Cursor;
 use crate::buffers::Rows;
 use crate::model::{Model, ModelError, Result};
 
-/// One chunk of prompt rows: its first row, and its activations (`None`:
-/// the prompt-wide buffers themselves).
+/// One chunk of prompt rows: its first row (also on the device: the
+/// position of its first token), and its activations (`None`: the
+/// prompt-wide buffers themselves).
 struct Chunk<'a> {
     start: u32,
     rows: Option<&'a Rows>,
-    positions: Buffer<u32>,
+    position: Buffer<u32>,
 }
 
 impl Model {
@@ -85,26 +87,19 @@ impl Model {
             } else {
                 rest.as_ref()
             };
-            let pos: Vec<u32> = (start..start + m).collect();
             chunks.push(Chunk {
                 start,
                 rows,
-                positions: gpu.upload(&pos)?,
+                position: gpu.upload(&[start])?,
             });
         }
         let ids = gpu.upload(prompt)?;
-        let kv_pos = gpu.upload(&[0u32])?;
         let x1 = gpu.alloc::<f32>(d.hidden as usize)?;
         let logits1 = gpu.alloc::<f32>(d.vocab as usize)?;
         let per_seq = (d.kv_heads * self.max_seq * d.head_dim) as usize;
         let range = seq as usize * per_seq..(seq as usize + 1) * per_seq;
 
         let kv_flag = self.state.kv_flag()?;
-        let cursor = Cursor {
-            pos: &kv_pos,
-            lens: &kv_pos,
-            flag: &kv_flag,
-        };
         let mut b = if self.opts.profile {
             let o =
                 vkcompute::BatchOptions::default().with_profiling(vkcompute::Profiling::Commands);
@@ -113,13 +108,6 @@ impl Model {
             gpu.batch()?
         };
         self.record_embed(&mut b, &ids, &all)?;
-        let kv = KvShape {
-            batch: 1,
-            steps: n,
-            kv_heads: d.kv_heads,
-            head_dim: d.head_dim,
-            max_seq: self.max_seq,
-        };
         let ps = PrefillShape {
             batch: 1,
             tokens: n,
@@ -147,7 +135,12 @@ impl Model {
                 if c.rows.is_some() {
                     copy(&mut b, &all.h, &r.h, span(c, r, d.hidden), false)?;
                 }
-                self.record_pre_attn(&mut b, l, r, &c.positions, half)?;
+                let cursor = Cursor {
+                    pos: &c.position,
+                    lens: &c.position,
+                    flag: &kv_flag,
+                };
+                self.record_pre_attn(&mut b, l, r, &cursor, range.clone(), 1, half)?;
                 if c.rows.is_some() {
                     for (i, w) in [d.qw(), d.kvw(), d.kvw()].into_iter().enumerate() {
                         let from = r.part_span(i, 0..(r.m * w) as usize)?;
@@ -155,7 +148,6 @@ impl Model {
                     }
                 }
             }
-            attend::append(&mut b, &all, &l.cache, range.clone(), &cursor, kv)?;
             let (q, k, v) = (all.q()?, all.k()?, all.v()?);
             nn::attention_prefill(&mut b, &q, &k, &v, &all.ao, ps, self.scale())?;
             for c in &chunks {

@@ -11,6 +11,14 @@
 //! max score, its sum of exponentials and its weighted sum of values
 //! (f32). Pass 2 merges the chunks of each (sequence, head) with the usual
 //! rescaling of online softmax.
+//!
+//! [`attention_decode`] records both passes as one dispatch
+//! (`nn_attn_decode1`): the last workgroup of each head group to finish,
+//! found by a counter per group that every workgroup increments after a
+//! device-scope release fence, merges the group's chunks (after the
+//! matching acquire fence) and sets the counter back to zero for the next
+//! launch. Its arithmetic is pass 2's, in the same order. The op batch
+//! records the two passes.
 
 use crate::batch::Batch;
 use crate::buffer::Buffer;
@@ -54,8 +62,9 @@ pub struct DecodeShape {
 /// `1 / sqrt(head_dim)`.
 ///
 /// Allocates an f32 scratch buffer of `batch × q_heads × ceil(max_seq /
-/// 64) × (head_dim + 2)` elements per call; records two dispatches with a
-/// barrier between them.
+/// 64) × (head_dim + 2)` elements and a zeroed `u32` counter per sequence
+/// and kv head per call; records one dispatch, which leaves the counters
+/// at zero, so a recorded graph replays it.
 #[allow(clippy::too_many_arguments)]
 pub fn attention_decode<T: NnElement>(
     batch: &mut Batch,
@@ -78,7 +87,55 @@ pub fn attention_decode<T: NnElement>(
     check_args(shape, scale, elems)?;
     let gpu = device_for::<T>(OP, q)?;
     let part = gpu.alloc::<f32>(scratch_len(shape)? as usize)?;
-    record(batch, q, k_cache, v_cache, lens, out, &part, shape, scale)
+    let DecodeShape {
+        batch: b,
+        q_heads,
+        kv_heads,
+        head_dim,
+        max_seq,
+    } = shape;
+    let plan = plan(q_heads / kv_heads, head_dim, max_seq);
+    let ys = grid(&gpu, plan, b, kv_heads)?;
+    let counters = gpu.upload(&vec![0u32; ys as usize])?;
+    let name = kernel_name::<T>([
+        "nn_attn_decode1",
+        "nn_attn_decode1_f16",
+        "nn_attn_decode1_bf16",
+    ]);
+    launch(
+        batch,
+        &gpu,
+        name,
+        &[q, k_cache, v_cache, lens, &part, out, &counters],
+        [plan.chunks, ys, 1],
+        &[
+            q_heads,
+            kv_heads,
+            head_dim,
+            max_seq,
+            plan.chunks,
+            plan.group,
+            scale.to_bits(),
+        ],
+    )
+}
+
+/// The y extent of pass 1's grid (sequences × kv heads × head slices),
+/// or an error when the grid exceeds the adapter's.
+fn grid(gpu: &crate::device::Device, plan: Plan, b: u32, kv_heads: u32) -> Result<u32> {
+    let ys = u64::from(b) * u64::from(kv_heads) * u64::from(plan.slices);
+    let max = gpu.info().max_workgroup_count;
+    if plan.chunks > max[0] || ys > u64::from(max[1]) {
+        return Err(shape_err(
+            "ops::nn::attention_decode",
+            "k_cache",
+            format!(
+                "{} chunks x {ys} head groups exceed the adapter's workgroup grid {max:?}",
+                plan.chunks
+            ),
+        ));
+    }
+    Ok(ys as u32)
 }
 
 /// The checks of [`attention_decode`] on its shape, scale and the element
@@ -149,18 +206,7 @@ pub(in crate::ops) fn record<T: NnElement>(
     let gpu = device_for::<T>(OP, q)?;
     let plan = plan(q_heads / kv_heads, head_dim, max_seq);
     let rows = b * q_heads; // <= n_q, so it fits
-    let ys = u64::from(b) * u64::from(kv_heads) * u64::from(plan.slices);
-    let max = gpu.info().max_workgroup_count;
-    if plan.chunks > max[0] || ys > u64::from(max[1]) {
-        return Err(shape_err(
-            OP,
-            "k_cache",
-            format!(
-                "{} chunks x {ys} head groups exceed the adapter's workgroup grid {max:?}",
-                plan.chunks
-            ),
-        ));
-    }
+    let ys = grid(&gpu, plan, b, kv_heads)?;
     let pass1 = kernel_name::<T>([
         "nn_attn_decode",
         "nn_attn_decode_f16",
@@ -171,7 +217,7 @@ pub(in crate::ops) fn record<T: NnElement>(
         &gpu,
         pass1,
         &[q, k_cache, v_cache, lens, part],
-        [plan.chunks, ys as u32, 1],
+        [plan.chunks, ys, 1],
         &[
             q_heads,
             kv_heads,

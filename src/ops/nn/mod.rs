@@ -9,6 +9,7 @@
 //! | positions | [`rotary`] with [`rope_inv_freq`] (Llama 3 [`RopeScaling`]) |
 //! | tokens | [`embedding`], [`argmax`], [`sample`] |
 //! | attention | [`kv_append`], [`attention_decode`], [`attention_prefill`], [`causal_softmax`] |
+//! | fused | [`qk_norm_rope_append`]: q/k norms, rotary and the KV append in one dispatch |
 //!
 //! ```
 //! # fn main() -> vkcompute::Result<()> {
@@ -46,7 +47,8 @@
 //! command that reads what it writes.
 //!
 //! An [`OpBatch`](crate::ops::OpBatch) records the f32 forms of all but
-//! argmax and sampling on its tensors, with the same checks.
+//! argmax, sampling and [`qk_norm_rope_append`] on its tensors, with the
+//! same checks.
 
 use bytemuck::Pod;
 
@@ -64,6 +66,7 @@ pub(in crate::ops) mod gather;
 pub(in crate::ops) mod kv;
 mod norm;
 pub(in crate::ops) mod prefill;
+mod qk;
 pub(in crate::ops) mod rope;
 mod sample;
 mod softmax;
@@ -75,6 +78,7 @@ pub use gather::embedding;
 pub use kv::{kv_append, KvShape};
 pub use norm::{layer_norm, rms_norm};
 pub use prefill::{attention_prefill, PrefillShape};
+pub use qk::{qk_norm_rope_append, QkNorm, QkShape};
 pub use rope::{rope_inv_freq, rotary, RopeScaling, MAX_ROTARY_HEAD_DIM};
 pub use sample::{sample, sample_uniform, SampleParams, MAX_VOCAB};
 pub use softmax::causal_softmax;

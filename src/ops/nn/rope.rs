@@ -183,7 +183,7 @@ pub(in crate::ops) fn check_args(dims: [u32; 3], elems: [u64; 4]) -> Result<u64>
     Ok(n)
 }
 
-fn check_head_dim(op: &'static str, head_dim: u32) -> Result<()> {
+pub(super) fn check_head_dim(op: &'static str, head_dim: u32) -> Result<()> {
     if head_dim == 0 || head_dim % 2 != 0 || head_dim > MAX_ROTARY_HEAD_DIM {
         return Err(shape_err(
             op,
