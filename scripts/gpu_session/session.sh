@@ -5,7 +5,7 @@
 # scripts/gpu_bundle.sh packs it) and the scripts it names
 # (compare_dispatch.py, ffn_reference.py, cuda_reference.py as
 # cuda_reference_mm.py), then run it there with the parts wanted.
-# Usage there: bash .gpu/session.sh PART... (dispatch ffn sweep tests matmul qwen3 churn abprobe)
+# Usage there: bash .gpu/session.sh PART... (dispatch ffn sweep tests matmul qwen3 churn abprobe stats)
 set -uo pipefail
 g=$(cd "$(dirname "$0")" && pwd)
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -99,6 +99,11 @@ part_qwen3() {
     echo "== qwen3 4b --batch $b"
     timeout 120 "$g/bin/qwen3" "$q" --batch "$b" --decode 32 > "$W/q3_b$b.txt" 2>&1; echo "rc=$?"; tail -25 "$W/q3_b$b.txt"
   done
+}
+part_stats() {
+  echo "== kernel_statistics (VK_KHR_pipeline_executable_properties)"
+  timeout 120 "$g/bin/kernel_statistics" > "$W/kernel_statistics.txt" 2>&1; echo "rc=$?"
+  head -80 "$W/kernel_statistics.txt"
 }
 part_matmul() {
   echo "== matmul"
