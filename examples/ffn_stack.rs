@@ -38,11 +38,8 @@
 //! the plan picks past 16 tokens (`--rows-per-pass 16 --splits 1` at 64
 //! tokens is the streaming kernel's plan for them).
 
-#[path = "../benches/common/bandwidth.rs"]
-mod bandwidth;
-#[allow(dead_code)]
-#[path = "../benches/common/cuda_ref.rs"]
-mod cuda_ref;
+use vkcompute_measure::bandwidth;
+use vkcompute_measure::cuda_ref;
 
 use std::time::Instant;
 

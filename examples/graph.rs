@@ -1,6 +1,6 @@
 //! Graphs measured: what a launch costs the CPU, what a recorded chain
 //! costs the GPU, and a one-dispatch graph's round trip, beside the
-//! driver's floor (hand-written ash, `benches/common/floor.rs`), run in a
+//! driver's floor (hand-written ash, `measure/src/floor.rs`), run in a
 //! child process of its own (`graph --floor-child`).
 //!
 //! ```text
@@ -44,11 +44,8 @@
 //! one per dispatch). `VKCOMPUTE_QUICK=1` shrinks sizes and repetitions
 //! (graphs of 1, 100 and 1,000; for lavapipe and CI).
 
-#[allow(dead_code)]
-#[path = "../benches/common/cuda_ref.rs"]
-mod cuda_ref;
-#[path = "../benches/common/floor.rs"]
-mod floor;
+use vkcompute_measure::cuda_ref;
+use vkcompute_measure::floor;
 
 use std::time::{Duration, Instant};
 

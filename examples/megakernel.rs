@@ -27,9 +27,7 @@
 //! (2S steps minus S steps), so submit overhead cancels; the shader clock's
 //! own reading is printed beside where the device has one.
 
-#[allow(dead_code)]
-#[path = "../benches/common/cuda_ref.rs"]
-mod cuda_ref;
+use vkcompute_measure::cuda_ref;
 
 use std::time::{Duration, Instant};
 

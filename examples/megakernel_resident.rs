@@ -15,11 +15,8 @@
 //! launch + synchronize (9.19 µs, `notes/persistent-kernels.md`), ≥ 4×
 //! faster than our own submit path measured here.
 
-#[allow(dead_code)]
-#[path = "../benches/common/cuda_ref.rs"]
-mod cuda_ref;
-#[path = "../benches/common/floor.rs"]
-mod floor;
+use vkcompute_measure::cuda_ref;
+use vkcompute_measure::floor;
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -285,7 +282,7 @@ fn throughput(
 const FLOOR_CHILD: &str = "--floor-child";
 
 /// The floor's process: the raw-Vulkan mailbox round trip
-/// (`benches/common/floor_mailbox.rs`) on a device of its own, printed as
+/// (`measure/src/floor/mailbox.rs`) on a device of its own, printed as
 /// `floor KEY VALUE` (µs), or `floor-skip REASON`.
 fn floor_child(tries: usize) {
     let mut fl = floor::Floor::new();

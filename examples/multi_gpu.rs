@@ -19,8 +19,7 @@
 //! exercise the sharding on a machine with one adapter (scaling then means
 //! nothing). `VKCOMPUTE_QUICK=1` shrinks the defaults (lavapipe, CI).
 
-#[path = "../benches/common/bandwidth.rs"]
-mod bandwidth;
+use vkcompute_measure::bandwidth;
 
 use std::sync::Barrier;
 use std::time::{Duration, Instant};

@@ -16,10 +16,8 @@
 //! cargo run --release --example ops [-- --json ops.json]
 //! ```
 
-#[allow(dead_code)]
-#[path = "../benches/common/cuda_ref.rs"]
-mod cuda_ref;
 use cuda_ref::anchor_value;
+use vkcompute_measure::cuda_ref;
 
 use std::time::Instant;
 

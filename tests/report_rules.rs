@@ -1,8 +1,7 @@
-//! The report's pure rules (`benches/common/rules.rs`): chunking of a
+//! The report's pure rules (`measure/src/rules.rs`): chunking of a
 //! chained batch, and the saxpy launch shape from adapter limits.
 
-#[path = "../benches/common/rules.rs"]
-mod rules;
+use vkcompute_measure::rules;
 
 use rules::{chunk_lengths, saxpy_shape, SAXPY_WAVES};
 
@@ -34,9 +33,7 @@ fn saxpy_shape_covers_the_machine_then_loops() {
     assert_eq!(saxpy_shape(0, 0, 65535, 256, 0), (1, 1));
 }
 
-#[allow(dead_code)]
-#[path = "../benches/common/startup_floor.rs"]
-mod startup_floor;
+use vkcompute_measure::startup_floor;
 
 #[test]
 fn the_startup_floor_chooses_the_adapter_as_named() {

@@ -1,5 +1,5 @@
 //! One table of vkcompute's figures beside the driver's floor (the same work
-//! in minimal hand-written ash, `benches/common/floor.rs`) and, when given,
+//! in minimal hand-written ash, `measure/src/floor.rs`) and, when given,
 //! CUDA's figures from `scripts/cuda_reference.py` (or the shared
 //! `cuda_anchor.py`) run on the same machine.
 //!
@@ -17,10 +17,10 @@
 //! `roundtrip.rs`), bandwidth (saxpy with the launch shape a rule picks
 //! from the adapter's limits, `rules::saxpy_shape`, and a sweep as a
 //! diagnostic row; copy, upload, download:
-//! `benches/common/bandwidth.rs`), startup (`Device::new` + 12 kernels, cold
+//! `measure/src/bandwidth.rs`), startup (`Device::new` + 12 kernels, cold
 //! and warm on-disk cache, each in a fresh process, beside the floor of
 //! `vkCreateInstance` + `vkCreateDevice` alone:
-//! `benches/common/startup.rs`). Without `--only`, all three run. `diag`
+//! `measure/src/startup.rs`). Without `--only`, all three run. `diag`
 //! runs only when named: where vkcompute's record cost and round trip part
 //! from the floor's, as `diag: ` lines (printed as measured, and kept in
 //! the JSON's notes; `diag.rs`).
@@ -31,19 +31,15 @@
 //! are ours / theirs in the row's unit (µs and ms: lower is better; GB/s:
 //! higher is better). `VKCOMPUTE_QUICK=1` shrinks the workloads (lavapipe, CI).
 
-#[path = "../../benches/common/bandwidth.rs"]
-mod bandwidth;
+use vkcompute_measure::bandwidth;
 mod diag;
 mod dispatch;
-#[path = "../../benches/common/floor.rs"]
-mod floor;
+use vkcompute_measure::floor;
 mod ours;
 mod ours_more;
 mod roundtrip;
-#[path = "../../benches/common/rules.rs"]
-mod rules;
-#[path = "../../benches/common/startup.rs"]
-mod startup;
+use vkcompute_measure::rules;
+use vkcompute_measure::startup;
 
 use std::time::Duration;
 
@@ -374,7 +370,7 @@ fn push_row(
 }
 
 fn main() -> vkcompute::Result<()> {
-    // A startup child (see benches/common/startup.rs) runs one start and exits.
+    // A startup child (see measure/src/startup.rs) runs one start and exits.
     if startup::child_main() || roundtrip::child_main() {
         return Ok(());
     }

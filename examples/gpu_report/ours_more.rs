@@ -1,5 +1,5 @@
 //! vkcompute's side of the new-bindings workloads (beside
-//! `benches/common/floor_more.rs`): recording where every dispatch binds a
+//! `measure/src/floor/more.rs`): recording where every dispatch binds a
 //! different buffer, and where two kernels alternate; each checked once.
 
 use std::time::Instant;

@@ -11,7 +11,7 @@
 //! written once. `VKCOMPUTE_DEVICE=<index|name fragment>` picks the adapter
 //! as vkcompute does; `VKCOMPUTE_VALIDATION=1` turns on the Khronos
 //! validation layer, and `Drop` panics if it reported a warning or error.
-//! `diag` (`floor_diag.rs`) adds variants that record the way vkcompute
+//! `diag` (`floor/diag.rs`) adds variants that record the way vkcompute
 //! does, for the report's diagnostics.
 #![allow(dead_code)]
 
@@ -46,13 +46,9 @@ macro_rules! ok {
 }
 
 // After `ok!`, which it uses.
-#[path = "floor_diag.rs"]
 pub mod diag;
-#[path = "floor_graph.rs"]
 pub mod graph;
-#[path = "floor_mailbox.rs"]
 pub mod mailbox;
-#[path = "floor_more.rs"]
 pub mod more;
 
 /// The kernel's push constants for `x[i] = x[i] * a + b` over the buffer.
@@ -149,6 +145,8 @@ pub fn run_child<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> String {
 
 impl Floor {
     /// Creates everything; panics with a clear message when something fails.
+    // No `Default`: making a floor creates a Vulkan instance and device.
+    #[allow(clippy::new_without_default)]
     pub fn new() -> Floor {
         let validation = std::env::var("VKCOMPUTE_VALIDATION")
             .is_ok_and(|v| matches!(v.trim(), "1" | "true" | "yes" | "on"));

@@ -18,8 +18,7 @@ use std::time::{Duration, Instant};
 
 use vkcompute::{Device, DeviceOptions};
 
-#[path = "startup_floor.rs"]
-pub mod floor;
+pub use crate::startup_floor as floor;
 
 const CHILD: &str = "VKCOMPUTE_STARTUP_CHILD";
 /// Set (to anything) in a child that runs the floor's start instead.
@@ -113,7 +112,7 @@ pub fn kernels() -> Vec<(&'static str, String)> {
         ),
         ("dot_partial", DOT_PARTIAL.to_string()),
         ("matmul_tile", MATMUL_TILE.to_string()),
-        ("saxpy", super::bandwidth::SAXPY_VEC4.to_string()),
+        ("saxpy", crate::bandwidth::SAXPY_VEC4.to_string()),
     ]
 }
 

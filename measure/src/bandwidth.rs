@@ -92,8 +92,11 @@ pub fn machine_workgroups(info: &AdapterInfo, n4: u64) -> u32 {
 /// One saxpy dispatch: elements `start..start + len` with `workgroups`.
 #[derive(Debug, Clone, Copy)]
 pub struct Slice {
+    /// First element.
     pub start: usize,
+    /// Elements in the slice.
     pub len: usize,
+    /// Workgroups its dispatch launches.
     pub workgroups: u32,
 }
 
@@ -125,13 +128,21 @@ pub fn saxpy_kernel(gpu: &Device, ilp: u32) -> Result<Kernel> {
 
 /// The saxpy workload on one device.
 pub struct Saxpy {
+    /// The device it runs on.
     pub gpu: Device,
+    /// [`saxpy_kernel`] at [`Saxpy::ilp`].
     pub kernel: Kernel,
+    /// The input.
     pub x: Buffer<f32>,
+    /// The input and output.
     pub y: Buffer<f32>,
+    /// Elements of x and y.
     pub n: usize,
+    /// The scale.
     pub a: f32,
+    /// Vec4s per invocation per trip.
     pub ilp: u32,
+    /// The dispatches one run records.
     pub slices: Vec<Slice>,
 }
 
@@ -262,12 +273,16 @@ impl Saxpy {
 
 /// Buffer-to-buffer copy of `bytes`.
 pub struct Copy {
+    /// The device it runs on.
     pub gpu: Device,
+    /// What is copied (a known pattern).
     pub src: Buffer<u32>,
+    /// Where it goes.
     pub dst: Buffer<u32>,
 }
 
 impl Copy {
+    /// The two buffers of `bytes` each, src filled with its pattern.
     pub fn new(gpu: &Device, bytes: u64) -> Result<Copy> {
         let words = (bytes / 4) as usize;
         let host: Vec<u32> = (0..words as u32)
@@ -310,11 +325,14 @@ impl Copy {
 
 /// Host transfers to and from one device-local buffer.
 pub struct Transfer {
+    /// The device-local buffer.
     pub buf: Buffer<f32>,
+    /// The host data, as long as the buffer.
     pub host: Vec<f32>,
 }
 
 impl Transfer {
+    /// A device-local buffer of `bytes` and host data as long.
     pub fn new(gpu: &Device, bytes: u64) -> Result<Transfer> {
         let n = (bytes / 4) as usize;
         // Touched before timing, so page faults stay out of the figures.
@@ -325,6 +343,7 @@ impl Transfer {
         })
     }
 
+    /// Bytes one transfer moves.
     pub fn bytes(&self) -> u64 {
         self.buf.byte_size()
     }
