@@ -1,5 +1,5 @@
 //! Bandwidth workloads, shared by `benches/bandwidth.rs`,
-//! `examples/gpu_report/` and `examples/multi_gpu.rs`: saxpy with vec4
+//! `measure/examples/gpu_report/` and `measure/examples/multi_gpu.rs`: saxpy with vec4
 //! loads over a grid sized to the machine, buffer-to-buffer copy, and host
 //! upload and download.
 //!

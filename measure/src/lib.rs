@@ -1,8 +1,7 @@
 //! vkcompute's measurement code, shared by the root package's benches
-//! (`benches/`), the programs that time vkcompute against a floor or a
-//! reference (`examples/gpu_report/` and others), the report's rule tests
-//! (`tests/report_rules.rs`) and the peers (`peers/`, wgpu and scry-gpu on
-//! the same workloads).
+//! (`benches/`), this crate's programs (`measure/examples/`), the report's
+//! rule tests (`tests/report_rules.rs`) and the peers (`peers/`, wgpu and
+//! scry-gpu on the same workloads).
 //!
 //! - [`floor`]: the driver floor, the benches' dispatch workloads in
 //!   minimal hand-written ash, so vkcompute's figures read as ratios to
@@ -14,8 +13,33 @@
 //!   shape), unit-tested by `tests/report_rules.rs`;
 //! - [`cuda_ref`]: reading the CUDA references' JSON output.
 //!
-//! Not published: a workspace member that the root package's benches,
-//! examples and tests build as a dev-dependency.
+//! The programs, each timing vkcompute beside a floor, a reference (CUDA,
+//! PyTorch) or a goal, every timed result checked:
+//!
+//! | program | what it times |
+//! | --- | --- |
+//! | `gpu_report/` | dispatch, round trip, bandwidth and startup beside the floor and CUDA: the report's table |
+//! | `matmul/` | TFLOP/s of every matmul path and the default's rule, beside cuBLAS |
+//! | `ffn_stack` | a stack of transformer FFN blocks (`ops::linear`) at Qwen3-4B's shape, beside PyTorch |
+//! | `ops` | bandwidth of the built-in ops, beside PyTorch's |
+//! | `op_batch` | the op batch fused and unfused, and its cold and warm start-up |
+//! | `transfer_bandwidth` | host ↔ device transfers, blocking and async, beside PyTorch's |
+//! | `record_profile` | recording many dispatches, a target for CPU profilers |
+//! | `host_access` | the cost of the host lock and of host writes in a batch |
+//! | `graph` | graph launches beside the floor's pre-recorded submits |
+//! | `streams` | a short batch's time while another stream runs a long kernel |
+//! | `async_tokio` | ticket futures under tokio: wake-up latency, the waiter's idle CPU |
+//! | `multi_gpu` | saxpy and a dependent chain sharded over every adapter |
+//! | `megakernel` | persistent-kernel steps and tasks beside a chain of dispatches |
+//! | `megakernel_resident` | a task pushed into a running kernel beside the floor's mailbox |
+//!
+//! `cargo run --release -p vkcompute-measure --example NAME -- ARGS` (each
+//! program's top comment lists its arguments); `VKCOMPUTE_QUICK=1` shrinks
+//! the workloads (lavapipe, CI). The examples that teach the crate are the
+//! root package's `examples/`.
+//!
+//! Not published: a workspace member that the root package's benches and
+//! tests build as a dev-dependency.
 
 #![warn(missing_docs)]
 

@@ -1,5 +1,5 @@
 //! The startup workload, shared by `benches/startup.rs` and
-//! `examples/gpu_report/`: `Device::new` plus 12 distinct GLSL kernels,
+//! `measure/examples/gpu_report/`: `Device::new` plus 12 distinct GLSL kernels,
 //! with the on-disk cache empty (cold) or filled by an earlier run (warm).
 //!
 //! Each start runs in a fresh process (the calling binary, re-run with

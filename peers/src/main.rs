@@ -1,4 +1,4 @@
-//! `peers_report`: the workloads of vkcompute's `examples/gpu_report/main.rs`,
+//! `peers_report`: the workloads of vkcompute's `measure/examples/gpu_report/main.rs`,
 //! run on wgpu and on scry-gpu, on the adapter vkcompute would choose, with
 //! warm-up and medians. One table on stdout, JSON with `--json <path>`.
 //!

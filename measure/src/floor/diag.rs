@@ -1,6 +1,6 @@
 //! Floor variants that record the way vkcompute does, so a gap between
 //! vkcompute and the floor can be split into what the recording strategy
-//! costs the driver and what vkcompute adds (`examples/gpu_report`, part
+//! costs the driver and what vkcompute adds (`measure/examples/gpu_report`, part
 //! `diag`).
 //!
 //! [`FloorDiag`] owns a command pool created without

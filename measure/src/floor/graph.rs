@@ -1,4 +1,4 @@
-//! The floor for graphs (`examples/graph.rs`): a chain of dependent
+//! The floor for graphs (`measure/examples/graph.rs`): a chain of dependent
 //! dispatches recorded once, before the timer, then submitted and waited
 //! for, as a graph launch re-submits what it recorded.
 

@@ -1,5 +1,5 @@
 //! The floor for the resident megakernel's round trip
-//! (`examples/megakernel_resident.rs`): the raw-Vulkan mailbox of
+//! (`measure/examples/megakernel_resident.rs`): the raw-Vulkan mailbox of
 //! `notes/persistent-kernels.md`, in minimal hand-written ash. One
 //! workgroup of 256 invocations runs a persistent dispatch: lane 0 spins
 //! on a request word in device-local host-visible memory (ReBAR), then

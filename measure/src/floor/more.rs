@@ -1,5 +1,5 @@
 //! Floor variants for the report's same-strategy comparisons
-//! (`examples/gpu_report`): a chain submitted in chunks while it is
+//! (`measure/examples/gpu_report`): a chain submitted in chunks while it is
 //! recorded, as vkcompute's default batch does; recording where every
 //! dispatch binds a different buffer (a descriptor set allocated, written
 //! and bound per dispatch); and recording where two pipelines alternate.

@@ -19,7 +19,7 @@
 //! run (`--torch-h2d GBPS --torch-d2h GBPS`) to print the ratios (the
 //! goal: async ≥ 0.8× PyTorch's pageable copy, both directions).
 //!
-//! `cargo run --release --example transfer_bandwidth -- [--json PATH] [--mib N] [--torch-h2d X] [--torch-d2h Y] [--staged]`
+//! `cargo run --release -p vkcompute-measure --example transfer_bandwidth -- [--json PATH] [--mib N] [--torch-h2d X] [--torch-d2h Y] [--staged]`
 //! (`--staged`: staging copies even where device-local memory is host-visible)
 
 use std::time::{Duration, Instant};

@@ -26,7 +26,7 @@
 //! error relative to the output's largest magnitude must stay under 1e-4.
 //!
 //! ```text
-//! cargo run --release --example ffn_stack -- [--hidden 2560] [--inter 9728]
+//! cargo run --release -p vkcompute-measure --example ffn_stack -- [--hidden 2560] [--inter 9728]
 //!     [--layers 36] [--tokens 1,4,64] [--dtypes f32,bf16] [--warm 5]
 //!     [--warm-ms 500] [--reps 30] [--check-layers 2] [--json out.json] [--torch torch.json]
 //!     [--rows-per-pass R] [--splits S]

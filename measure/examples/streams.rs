@@ -3,7 +3,7 @@
 //! another stream completes in ≤ 2× its solo time".
 //!
 //! ```text
-//! cargo run --release --example streams [-- --tries N] [--long-ms MS] [--json PATH]
+//! cargo run --release -p vkcompute-measure --example streams [-- --tries N] [--long-ms MS] [--json PATH]
 //! ```
 //!
 //! Prints the short batch's solo time (submit → wait returns, median of
@@ -21,7 +21,7 @@
 //! blocks in the driver after 50 µs), and the pause that lets the long
 //! kernel start is a spin, not a sleep. A thread that slept or blocked
 //! pays its wake-up on the next submit (about 10 µs more on the H200,
-//! `examples/graph.rs`), and on a loaded host far more: that measured the
+//! `measure/examples/graph.rs`), and on a loaded host far more: that measured the
 //! host's scheduler, not the overlap of the streams.
 
 use std::time::{Duration, Instant};

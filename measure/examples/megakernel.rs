@@ -13,9 +13,9 @@
 //!     that overshot; the launch's host prep before the submit beside it;
 //!
 //! Resident mode (a task pushed into a running kernel) has its own example,
-//! `examples/megakernel_resident.rs`.
+//! `measure/examples/megakernel_resident.rs`.
 //!
-//! `cargo run --release --example megakernel -- [--json PATH] [--tasks N] [--steps N] [--busy N] [--cuda-persist cuda_persist.jsonl]`
+//! `cargo run --release -p vkcompute-measure --example megakernel -- [--json PATH] [--tasks N] [--steps N] [--busy N] [--cuda-persist cuda_persist.jsonl]`
 //!
 //! (`--busy`: loop iterations per element of each task in (c), default
 //! 40,000 (100 on llvmpipe), about 0.1 ms per task on the H200, over 50,000 tasks.)

@@ -2,7 +2,7 @@
 //! result checked against the CPU.
 //!
 //! ```text
-//! cargo run --release --example matmul [-- [--f16-only | --f32-only] [--json PATH]]
+//! cargo run --release -p vkcompute-measure --example matmul [-- [--f16-only | --f32-only] [--json PATH]]
 //! ```
 //!
 //! `--f32-only` runs the adapter dump and the f32 rows only: checks, the
@@ -21,7 +21,7 @@
 //! three minutes together):
 //!
 //! ```text
-//! cargo build --release --example matmul     # here; carry the binary
+//! cargo build --release -p vkcompute-measure --example matmul     # here; carry the binary
 //! matmul --f16-only; python3 cuda_reference.py --matmul
 //! ```
 //!

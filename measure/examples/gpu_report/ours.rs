@@ -18,7 +18,7 @@ pub fn manual(options: BatchOptions) -> BatchOptions {
     options.with_auto_barriers(false)
 }
 
-const AXPB: &str = include_str!("../../shaders/axpb.comp");
+const AXPB: &str = include_str!("../../../shaders/axpb.comp");
 /// Elements per tiny dispatch (the floor's `ELEMENTS`).
 pub const N: u32 = 1024;
 

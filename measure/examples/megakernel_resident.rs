@@ -5,7 +5,7 @@
 //! throughput with 4 host threads pushing.
 //!
 //! ```text
-//! cargo run --release --example megakernel_resident -- [--tries N] [--tasks N] [--workers N] [--json PATH]
+//! cargo run --release -p vkcompute-measure --example megakernel_resident -- [--tries N] [--tasks N] [--workers N] [--json PATH]
 //! ```
 //!
 //! Every completion is checked (state Done, the task's id, the last

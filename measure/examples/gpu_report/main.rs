@@ -4,7 +4,7 @@
 //! `cuda_anchor.py`) run on the same machine.
 //!
 //! ```text
-//! cargo run --release --example gpu_report -- [--cuda cuda.json] [--json out.json]
+//! cargo run --release -p vkcompute-measure --example gpu_report -- [--cuda cuda.json] [--json out.json]
 //!     [--only dispatch|bandwidth|startup|diag[,...]]
 //! ```
 //!

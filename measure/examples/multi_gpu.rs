@@ -10,7 +10,7 @@
 //!   its shard; one device runs one chain over everything.
 //!
 //! ```text
-//! cargo run --release --example multi_gpu -- [--n N] [--chain-n N] [--steps S] [--reps R]
+//! cargo run --release -p vkcompute-measure --example multi_gpu -- [--n N] [--chain-n N] [--steps S] [--reps R]
 //!     [--per-adapter K] [--include-cpu]
 //! ```
 //!

@@ -5,14 +5,14 @@
 //! Every figure's workload is checked, so a wrong result cannot print a
 //! fast number.
 //!
-//! `cargo run --release --example host_access [-- --json PATH]`
+//! `cargo run --release -p vkcompute-measure --example host_access [-- --json PATH]`
 //! (`VKCOMPUTE_QUICK=1` shrinks the loops for lavapipe).
 
 use std::time::{Duration, Instant};
 
 use vkcompute::{Device, Memory, Result};
 
-const AXPB: &str = include_str!("../shaders/axpb.comp");
+const AXPB: &str = include_str!("../../shaders/axpb.comp");
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]

@@ -1,8 +1,10 @@
 //! A chain of dependent kernels in one batch, with barriers only where data
 //! flows: normalise, scale and clamp a signal, then reduce it, checked
-//! against the CPU.
+//! against the CPU. Teaches recording several dispatches into one batch,
+//! `barrier()` between dependent ones, and an explicit workgroup grid
+//! (`run_configured`). Next: `03_async.rs`.
 //!
-//! `cargo run --release --example batch`
+//! `cargo run --release --example 02_batch`
 
 use vkcompute::{bytemuck, Device};
 

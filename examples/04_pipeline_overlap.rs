@@ -1,6 +1,8 @@
 //! A pipelined loop: upload chunk i + 1 while computing chunk i while
 //! downloading chunk i − 1, with async transfers on the transfer queue and
-//! semaphores (no CPU wait) between the copies and the compute.
+//! semaphores (no CPU wait) between the copies and the compute. Teaches
+//! `Device::upload_async` and `Buffer::download_async`, and how a batch
+//! that uses their buffers is ordered after them on the GPU.
 //!
 //! The compute kernel's iteration count is calibrated at start-up so that
 //! computing one chunk takes about as long as transferring it (upload +
@@ -11,7 +13,7 @@
 //! GPU). Every chunk's result is checked against a host reference on a
 //! sample of elements, in both runs.
 //!
-//! `cargo run --release --example pipeline_overlap -- [--json PATH] [--chunk-mib N] [--chunks N]`
+//! `cargo run --release --example 04_pipeline_overlap -- [--json PATH] [--chunk-mib N] [--chunks N]`
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -92,7 +94,7 @@ fn main() -> vkcompute::Result<()> {
             "--chunk-mib" => chunk_mib = num("--chunk-mib").max(1),
             "--chunks" => chunks = num("--chunks").max(3),
             other => {
-                eprintln!("unknown argument {other:?}; usage: pipeline_overlap [--json PATH] [--chunk-mib N] [--chunks N]");
+                eprintln!("unknown argument {other:?}; usage: 04_pipeline_overlap [--json PATH] [--chunk-mib N] [--chunks N]");
                 std::process::exit(2);
             }
         }

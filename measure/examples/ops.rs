@@ -13,7 +13,7 @@
 //! 512² matrices.
 //!
 //! ```text
-//! cargo run --release --example ops [-- --json ops.json]
+//! cargo run --release -p vkcompute-measure --example ops [-- --json ops.json]
 //! ```
 
 use cuda_ref::anchor_value;

@@ -13,7 +13,7 @@
 //!
 //! Goals: median wake-up ≤ 50 µs; idle waiter < 1% of a core.
 //!
-//! `cargo run --release --example async_tokio -- [--json PATH]`
+//! `cargo run --release -p vkcompute-measure --example async_tokio -- [--json PATH]`
 
 use std::future::Future;
 use std::pin::pin;

@@ -4,7 +4,7 @@
 //! child process of its own (`graph --floor-child`).
 //!
 //! ```text
-//! cargo run --release --example graph -- [--json out.json] [--cuda-persist cuda_persist.jsonl] [--cuda-anchor cuda_anchor.json]
+//! cargo run --release -p vkcompute-measure --example graph -- [--json out.json] [--cuda-persist cuda_persist.jsonl] [--cuda-anchor cuda_anchor.json]
 //! ```
 //!
 //! Both sides wait by spinning until the work completes (ours with
@@ -51,7 +51,7 @@ use std::time::{Duration, Instant};
 
 use vkcompute::{Buffer, Device, DeviceOptions, Graph, Kernel, Profiling, Stream};
 
-const AXPB: &str = include_str!("../shaders/axpb.comp");
+const AXPB: &str = include_str!("../../shaders/axpb.comp");
 /// Elements per dispatch (the floor's).
 const N: u32 = floor::ELEMENTS as u32;
 

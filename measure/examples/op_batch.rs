@@ -5,7 +5,7 @@
 //! second process reading it).
 //!
 //! ```text
-//! cargo run --release --example op_batch [-- --json op_batch.json]
+//! cargo run --release -p vkcompute-measure --example op_batch [-- --json op_batch.json]
 //! ```
 //!
 //! Chain times: 50 back-to-back executes (submitted without waiting between

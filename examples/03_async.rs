@@ -1,7 +1,9 @@
 //! CPU work overlapping GPU work: submit a batch, keep computing on the CPU,
-//! poll the ticket, then wait and read the result.
+//! poll the ticket, then wait and read the result. Teaches
+//! `submit_async` and its `Ticket` (`is_ready`, `wait`). Next:
+//! `04_pipeline_overlap.rs`.
 //!
-//! `cargo run --release --example async`
+//! `cargo run --release --example 03_async`
 
 use std::time::{Duration, Instant};
 

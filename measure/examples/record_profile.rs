@@ -1,7 +1,7 @@
 //! Records many dispatches into one batch (never submitted): a target for
 //! CPU profilers (`valgrind --tool=callgrind`, `perf record`).
 //!
-//! `cargo run --release --example record_profile [-- <dispatches>]`
+//! `cargo run --release -p vkcompute-measure --example record_profile [-- <dispatches>]`
 //!
 //! `BARRIER=1` adds a barrier after each dispatch; `NEW_BUFFERS=<k>` binds
 //! a different one of `k` buffers to each dispatch in turn (the binding
@@ -11,7 +11,7 @@
 
 use vkcompute::{BatchOptions, Device};
 
-const AXPB: &str = include_str!("../shaders/axpb.comp");
+const AXPB: &str = include_str!("../../shaders/axpb.comp");
 
 fn main() -> vkcompute::Result<()> {
     let n: usize = std::env::args()

@@ -1,6 +1,9 @@
 //! The main demo: y = a*x + y on the GPU, checked against the CPU, timed.
+//! Teaches the first steps: a device, buffers uploaded, a GLSL kernel, a
+//! batch with one dispatch and its push constants, the GPU time of a
+//! profiled batch, and reading the result back. Next: `02_batch.rs`.
 //!
-//! Run with `cargo run --release --example saxpy [-- <elements>]`.
+//! Run with `cargo run --release --example 01_saxpy [-- <elements>]`.
 //! `VKCOMPUTE_DEVICE=<index|name>` picks the adapter, `VKCOMPUTE_VALIDATION=1`
 //! turns on the validation layer (the example then fails on any message).
 
