@@ -74,13 +74,13 @@ case "$set_name" in
     ;;
   tests|tests1|tests2)
     # The newest binary of each test target that says something about a
-    # real driver, as test_<name> (properties, smoke and report_rules are
+    # real driver, as test_<name> (properties, smoke and measure_rules are
     # CPU-side or covered by the others; they stay on lavapipe). Each test
     # binary links shaderc statically, so all of them no longer fit the
     # carried tree: tests1 packs the first half of the names (sorted),
     # tests2 the rest; `tests` packs all (when they fit).
     cp target/release/examples/gpu_report "$stage/bin/"
-    names=$(for f in tests/*.rs; do basename "$f" .rs; done | grep -vxE 'properties|smoke|report_rules' | sort)
+    names=$(for f in tests/*.rs; do basename "$f" .rs; done | grep -vxE 'properties|smoke|measure_rules' | sort)
     half=$(( ($(echo "$names" | wc -l) + 1) / 2 ))
     case "$set_name" in
       tests1) names=$(echo "$names" | head -n "$half") ;;

@@ -72,7 +72,7 @@ step "recording suites again with pooled descriptor sets (NVIDIA's default path)
 # lavapipe defaults to push descriptors; NVIDIA records through pooled
 # sets and the set cache, so the suites that exercise binding run on both.
 VKCOMPUTE_PUSH_DESCRIPTORS=0 cargo test --test batch --test batch_errors --test set_cache \
-  --test concurrency --test graph --test stream_order --test auto_barriers -- --test-threads=1
+  --test concurrency --test graph --test stream_order --test batch_auto_barriers -- --test-threads=1
 step "without the glsl feature: the library builds, and the tests that need no runtime GLSL pass"
 # The crate builds with only Rust and a Vulkan loader (runtime GLSL through
 # shaderc is the default `glsl` feature). Cargo skips the integration tests

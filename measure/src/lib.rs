@@ -1,6 +1,6 @@
 //! vkcompute's measurement code, shared by the root package's benches
 //! (`benches/`), this crate's programs (`measure/examples/`), the report's
-//! rule tests (`tests/report_rules.rs`) and the peers (`peers/`, wgpu and
+//! rule tests (`tests/measure_rules.rs`) and the peers (`peers/`, wgpu and
 //! scry-gpu on the same workloads).
 //!
 //! - [`floor`]: the driver floor, the benches' dispatch workloads in
@@ -10,7 +10,7 @@
 //! - [`startup`]: `Device::new` plus 12 kernels in a fresh process, cold and
 //!   warm, beside [`startup_floor`] (instance and device alone);
 //! - [`rules`]: pure rules the report follows (chunking, saxpy launch
-//!   shape), unit-tested by `tests/report_rules.rs`;
+//!   shape), unit-tested by `tests/measure_rules.rs`;
 //! - [`cuda_ref`]: reading the CUDA references' JSON output.
 //!
 //! The programs, each timing vkcompute beside a floor, a reference (CUDA,

@@ -1,5 +1,5 @@
 //! Pure rules the report and benches follow, unit-tested by
-//! `tests/report_rules.rs`: how a chained batch is cut into submissions,
+//! `tests/measure_rules.rs`: how a chained batch is cut into submissions,
 //! and the saxpy launch shape chosen from the adapter's limits.
 #![allow(dead_code)]
 
