@@ -25,7 +25,7 @@
 //! | `op_batch` | the op batch fused and unfused, and its cold and warm start-up |
 //! | `transfer_bandwidth` | host ↔ device transfers, blocking and async, beside PyTorch's |
 //! | `record_profile` | recording many dispatches, a target for CPU profilers |
-//! | `host_access` | the cost of the host lock and of host writes in a batch |
+//! | `host_access` | what soundness costs: recording through the poison check, host copies under the host lock, host writes in a batch |
 //! | `graph` | graph launches beside the floor's pre-recorded submits |
 //! | `streams` | a short batch's time while another stream runs a long kernel |
 //! | `async_tokio` | ticket futures under tokio: wake-up latency, the waiter's idle CPU |
