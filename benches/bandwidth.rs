@@ -7,10 +7,9 @@
 //! transfers by the wall clock. Throughput is in GB/s (10^9 bytes), bytes
 //! counted as CUDA's anchor counts them (saxpy 12 per element, copy read +
 //! write). `cargo bench --bench bandwidth`; `VKCOMPUTE_QUICK=1` shrinks
-//! every size (lavapipe, CI). The workloads are `benches/common/bandwidth.rs`.
+//! every size (lavapipe, CI). The workloads are `measure/src/bandwidth.rs`.
 
-#[path = "common/bandwidth.rs"]
-mod bandwidth;
+use vkcompute_measure::bandwidth;
 
 use std::time::Duration;
 

@@ -1,5 +1,5 @@
 //! The driver floor: what the same dispatch workloads cost in minimal
-//! hand-written ash (see `common/floor.rs`), so vkcompute's figures can be
+//! hand-written ash (see `measure/src/floor.rs`), so vkcompute's figures can be
 //! read as ratios to the driver itself.
 //!
 //! - `floor/record_dispatch/*`: CPU time per recorded dispatch (push
@@ -23,8 +23,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, SamplingMode, Throughput};
 
-#[path = "common/floor.rs"]
-mod floor;
+use vkcompute_measure::floor;
 
 use floor::Floor;
 

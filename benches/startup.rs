@@ -3,14 +3,12 @@
 //! (empty cache directory) and warm (directory filled by an earlier run).
 //! Wall time, each start in a fresh process, timed by the process itself
 //! from just before `Device::with_options` to the last kernel; drivers'
-//! own shader caches off. See `benches/common/startup.rs`.
+//! own shader caches off. See `measure/src/startup.rs`.
 //!
 //! `cargo bench --bench startup`; `VKCOMPUTE_QUICK=1` takes fewer samples.
 
-#[path = "common/bandwidth.rs"]
-mod bandwidth;
-#[path = "common/startup.rs"]
-mod startup;
+use vkcompute_measure::bandwidth;
+use vkcompute_measure::startup;
 
 use std::time::Duration;
 
@@ -60,7 +58,7 @@ fn bench(c: &mut Criterion) {
 criterion_group!(benches, bench);
 
 fn main() {
-    // A startup child runs one start and exits (see benches/common/startup.rs).
+    // A startup child runs one start and exits (see measure/src/startup.rs).
     if startup::child_main() {
         return;
     }

@@ -9,7 +9,7 @@ comma-free strings), and writes it to --out when given.
                            # or the .cu file itself (built with nvcc when present)
         [--matmul]         # only the matmul references (below), as JSON
 
-`--matmul` measures what the f16 benchmark of examples/matmul compares
+`--matmul` measures what the f16 benchmark of measure/examples/matmul compares
 with, and only that: cuBLAS f16 and bf16 (f32 accumulation, as torch.matmul
 runs them) and fp32 with TF32 off at 1024^2 ... 8192^2 (square), torch.bmm
 32 x (512 x 128 x 512) in f16 and bf16, each warmed for 500 ms and timed
@@ -26,7 +26,7 @@ once; a copy reads and writes; a host transfer moves its size once; GB is
 10^9 bytes. Each result is checked once against a CPU or an independent
 GPU computation before it is timed (a wrong kernel would fail, not time).
 
-Keys read by examples/gpu_report (same names as the shared anchors):
+Keys read by measure/examples/gpu_report (same names as the shared anchors):
 saxpy_GBps, copy_GBps, eager_us_per_kernel, graph_us_per_kernel,
 graph_1000_wall_ms, roundtrip_us_one_kernel_sync.
 """

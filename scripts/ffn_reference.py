@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""PyTorch's time for the FFN stack of examples/ffn_stack.rs on the same GPU:
+"""PyTorch's time for the FFN stack of measure/examples/ffn_stack.rs on the same GPU:
 per layer y = silu(y·Wgᵀ) * (y·Wuᵀ) · Wdᵀ + y, weights as nn.Linear stores
 them ([out, in]), the gate and up weights merged into one [2·I, H] matrix
 (one GEMM, as fast inference stacks merge them), the down projection and
@@ -25,7 +25,7 @@ result).
 
 --quick: hidden 256, intermediate 768, 4 layers. Prints one flat JSON
 object (keys f32_T1_ms, f32_T1_min_ms, f32_T1_max_ms, f32_T1_weight_GBps,
-..., copy_GBps) that examples/ffn_stack.rs reads with --torch.
+..., copy_GBps) that measure/examples/ffn_stack.rs reads with --torch.
 """
 import argparse
 import json

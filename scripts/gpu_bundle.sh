@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds what the GPU machine runs and packs it into .gpu/ (git-ignored):
-# release examples, the criterion bench binaries, the integration-test
+# release examples and measurement programs (measure/examples), the
+# criterion bench binaries, the integration-test
 # binaries, and the Khronos validation layer (so tests keep validation on
 # there too), plus the project's CUDA reference (scripts/cuda_reference.py
 # and scripts/cuda_reference_persist.cu, built with nvcc there). Run
@@ -27,8 +28,10 @@ if ! compgen -G "$arch_dir/libvulkan.so*" >/dev/null && ! compgen -G "/usr/lib/l
   exit 1
 fi
 # Examples other work adds; each packed and run when it exists.
-optional_examples="streams graph pipeline_overlap async_tokio transfer_bandwidth host_access ops matmul megakernel megakernel_resident op_batch"
-cargo build --release --examples --benches --tests >/dev/null
+optional_examples="streams graph 04_pipeline_overlap async_tokio transfer_bandwidth host_access ops matmul megakernel megakernel_resident op_batch"
+# The root package's examples, benches and tests, and measure/'s programs
+# (its examples: built into target/release/examples/ beside the root's).
+cargo build --release --workspace --exclude vkcompute-peers --examples --benches --tests >/dev/null
 if [ "$set_name" = perf ]; then
   cargo build --release -p vkcompute-peers >/dev/null || {
     echo "gpu_bundle: building the peers failed; if the link says 'cannot find -lvulkan', install libvulkan1 (or libvulkan-dev)" >&2
@@ -62,7 +65,7 @@ mkdir -p "$stage/bin" "$stage/layer"
 newest() { ls -t target/release/deps/"$1"-* 2>/dev/null | grep -v '\.d$' | head -1; }
 case "$set_name" in
   perf)
-    for ex in saxpy batch async gpu_report multi_gpu; do cp "target/release/examples/$ex" "$stage/bin/"; done
+    for ex in 01_saxpy 02_batch 03_async gpu_report multi_gpu; do cp "target/release/examples/$ex" "$stage/bin/"; done
     for ex in $optional_examples; do
       [ -f "target/release/examples/$ex" ] && cp "target/release/examples/$ex" "$stage/bin/"
     done
@@ -71,13 +74,13 @@ case "$set_name" in
     ;;
   tests|tests1|tests2)
     # The newest binary of each test target that says something about a
-    # real driver, as test_<name> (properties, smoke and report_rules are
+    # real driver, as test_<name> (properties, smoke and measure_rules are
     # CPU-side or covered by the others; they stay on lavapipe). Each test
     # binary links shaderc statically, so all of them no longer fit the
     # carried tree: tests1 packs the first half of the names (sorted),
     # tests2 the rest; `tests` packs all (when they fit).
     cp target/release/examples/gpu_report "$stage/bin/"
-    names=$(for f in tests/*.rs; do basename "$f" .rs; done | grep -vxE 'properties|smoke|report_rules' | sort)
+    names=$(for f in tests/*.rs; do basename "$f" .rs; done | grep -vxE 'properties|smoke|measure_rules' | sort)
     half=$(( ($(echo "$names" | wc -l) + 1) / 2 ))
     case "$set_name" in
       tests1) names=$(echo "$names" | head -n "$half") ;;

@@ -97,7 +97,7 @@ if has bench; then
   done
 fi
 if has examples; then
-  for ex in saxpy batch async multi_gpu; do echo "== example $ex"; "$g/bin/$ex"; done 2>&1 | tee "$W/examples.txt"
+  for ex in 01_saxpy 02_batch 03_async multi_gpu; do echo "== example $ex"; "$g/bin/$ex"; done 2>&1 | tee "$W/examples.txt"
   # Examples other work adds, when the bundle has them: each writes JSON.
   # Those that print ratios to PyTorch read cuda_ops_anchor.py's JSON of
   # this run (made by the report part; made here when it was not run).
@@ -115,7 +115,7 @@ if has examples; then
     rm -f "$W/cuda_persist"
   fi
   anchor_key() { python3 -c "import json,sys; print(json.load(open(sys.argv[1])).get(sys.argv[2], ''))" "$ops_anchor" "$1" 2>/dev/null; }
-  for ex in streams graph pipeline_overlap async_tokio transfer_bandwidth host_access ops matmul op_batch megakernel megakernel_resident; do
+  for ex in streams graph 04_pipeline_overlap async_tokio transfer_bandwidth host_access ops matmul op_batch megakernel megakernel_resident; do
     [ -x "$g/bin/$ex" ] || continue
     args=()
     case "$ex" in

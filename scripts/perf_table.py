@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""One markdown table from a GPU run: vkcompute (examples/gpu_report's JSON,
+"""One markdown table from a GPU run: vkcompute (measure/examples/gpu_report's JSON,
 with the hand-written ash floor and CUDA columns it carries) beside the peers
 (peers_report's JSON: wgpu, scry-gpu, and the floor run in the peers' own
 process), with ratios ours / other, and each peer's ratio to the floor of

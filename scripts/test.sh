@@ -43,8 +43,9 @@ bash scripts/test_spirv.sh --check
 step "the crate builds with no shader compiler (glslc and glslangValidator shadowed)"
 # Default features on; the build with default features off is its own step.
 bash scripts/build_no_shader_compiler.sh
-step "cargo clippy --all-targets -- -D warnings"
-cargo clippy --all-targets -- -D warnings
+step "cargo clippy --all-targets -- -D warnings (the crate and measure/)"
+# The peers (wgpu, scry-gpu) are built only on request (gpu_bundle.sh).
+cargo clippy --all-targets --workspace --exclude vkcompute-peers -- -D warnings
 step "cargo test (unit, integration, doc)"
 # One test at a time within each test binary: the Khronos layer shipped by
 # Debian (1.3.239) races when one thread creates a device while another
@@ -71,7 +72,7 @@ step "recording suites again with pooled descriptor sets (NVIDIA's default path)
 # lavapipe defaults to push descriptors; NVIDIA records through pooled
 # sets and the set cache, so the suites that exercise binding run on both.
 VKCOMPUTE_PUSH_DESCRIPTORS=0 cargo test --test batch --test batch_errors --test set_cache \
-  --test concurrency --test graph --test stream_order --test auto_barriers -- --test-threads=1
+  --test concurrency --test graph --test stream_order --test batch_auto_barriers -- --test-threads=1
 step "without the glsl feature: the library builds, and the tests that need no runtime GLSL pass"
 # The crate builds with only Rust and a Vulkan loader (runtime GLSL through
 # shaderc is the default `glsl` feature). Cargo skips the integration tests
@@ -84,10 +85,10 @@ step "without the glsl feature: the library builds, and the tests that need no r
 stubs="$PWD/target/no-shader-compiler/stubs"
 PATH="$stubs:$PATH" cargo build --no-default-features --lib
 PATH="$stubs:$PATH" cargo test --no-default-features --lib --tests -- --test-threads=1
-# The examples that need no runtime GLSL (the others name `glsl` in
-# required-features): built-in ops and the op batch, checked.
-PATH="$stubs:$PATH" cargo run --quiet --no-default-features --example ops
-PATH="$stubs:$PATH" cargo run --quiet --no-default-features --example op_batch
+# The measurement programs that need no runtime GLSL (the others name
+# `glsl` in required-features): built-in ops and the op batch, checked.
+PATH="$stubs:$PATH" cargo run --quiet --no-default-features -p vkcompute-measure --example ops
+PATH="$stubs:$PATH" cargo run --quiet --no-default-features -p vkcompute-measure --example op_batch
 if [ -e "$stubs/called" ]; then
   echo "the build without glsl ran a shader compiler:" >&2
   cat "$stubs/called" >&2
@@ -99,20 +100,21 @@ step "fuzz target builds and runs its seeds (scripts/fuzz.sh fuzzes)"
 # dependencies built above (about 10 to 60 s on two cores).
 cargo build --quiet --manifest-path fuzz/Cargo.toml --target-dir target
 target/debug/reflect fuzz/seeds/*.spv
-step "cargo bench --no-run"
+step "cargo bench --no-run; the measurement programs build (measure/examples)"
 cargo bench --no-run
+cargo build --quiet -p vkcompute-measure --examples
 step "examples under validation"
-for ex in saxpy batch async; do
+for ex in 01_saxpy 02_batch 03_async 04_pipeline_overlap; do
   cargo run --quiet --example "$ex"
 done
 # Two devices on the one adapter: exercises the sharding, threads and checks.
-cargo run --quiet --example multi_gpu -- --per-adapter 2
+cargo run --quiet -p vkcompute-measure --example multi_gpu -- --per-adapter 2
 # The FFN stack at a small width (the GPU machine runs Qwen3-4B's shape):
 # each forward checked against the f64 reference, then timed in a graph.
-cargo run --quiet --example ffn_stack -- --hidden 64 --inter 96 --layers 3 \
+cargo run --quiet -p vkcompute-measure --example ffn_stack -- --hidden 64 --inter 96 --layers 3 \
   --tokens 1,3,17 --warm 1 --reps 3
 step "gpu_report at small sizes (the GPU machine runs it at full size)"
-cargo run --quiet --example gpu_report -- --json target/gpu_report_quick.json
+cargo run --quiet -p vkcompute-measure --example gpu_report -- --json target/gpu_report_quick.json
 echo
 skips=$(wc -l < "$VKCOMPUTE_SKIP_LOG")
 echo "== $skips checks skipped (tests/common/mod.rs: skipped / not_exercised)"

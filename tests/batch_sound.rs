@@ -389,7 +389,7 @@ fn x_only_kernels_are_split_along_x_never_spread_behind_their_back() {
     let pc = bytes(&[n]);
 
     // Workgroups of 64: past one row on lavapipe (65,535 x 64 < 16 Mi + 5).
-    // `run` splits the launch along x (tests/large_launch.rs has more); a
+    // `run` splits the launch along x (tests/batch_split.rs has more); a
     // kernel reading gl_NumWorkGroups cannot be split and is refused.
     let k64 = plain_x(&gpu, 64);
     let spread = gpu.kernel_glsl(SPREAD).unwrap();

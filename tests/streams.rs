@@ -413,7 +413,7 @@ fn a_spinning_kernel_does_not_delay_a_short_batch_on_another_stream() {
     // not held to a ratio: under the validation layer a submission costs
     // ~100 µs and varies 3× run to run (H100, 2026-11-25), so a ratio
     // would test the layer. The ratio goal (≤ 2× solo) is measured without
-    // validation by `examples/streams.rs` (docs/PERF.md). A short batch
+    // validation by `measure/examples/streams.rs` (docs/PERF.md). A short batch
     // that waited for the spin would take about 30 ms; 5 ms is far below
     // that and far above the ~350 µs seen beside the spin under validation.
     assert!(

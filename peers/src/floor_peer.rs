@@ -1,4 +1,4 @@
-//! The driver floor (`benches/common/floor.rs`: the same dispatch
+//! The driver floor (`measure/src/floor.rs`: the same dispatch
 //! workloads in minimal hand-written ash), run inside `peers_report`'s own
 //! process before the peers, so each peer is stated as a ratio to the floor
 //! of its own process (host-side figures move by tens of percent between
@@ -6,9 +6,7 @@
 //! destroyed before the first peer starts. Bandwidth rows are not part of
 //! the floor.
 
-#[allow(dead_code, clippy::all)]
-#[path = "../../benches/common/floor.rs"]
-mod floor;
+use vkcompute_measure::floor;
 
 use floor::diag::FloorDiag;
 use floor::Floor;

@@ -1,4 +1,4 @@
-//! `peers_report`: the workloads of vkcompute's `examples/gpu_report/main.rs`,
+//! `peers_report`: the workloads of vkcompute's `measure/examples/gpu_report/main.rs`,
 //! run on wgpu and on scry-gpu, on the adapter vkcompute would choose, with
 //! warm-up and medians. One table on stdout, JSON with `--json <path>`.
 //!
@@ -14,7 +14,7 @@
 //! workload prints `n/a (<reason>)`. Every result is checked. See
 //! `peers/README.md` for what each figure means per peer.
 //!
-//! The driver floor (`benches/common/floor.rs`, hand-written ash) runs
+//! The driver floor (`measure/src/floor.rs`, hand-written ash) runs
 //! first in this same process, and each peer's dispatch figure is also
 //! stated as a ratio to it (`/floor`; JSON `ratio_to_floor`): host-side
 //! figures move between processes on the GPU machine, so a ratio to a floor
@@ -67,13 +67,13 @@ const MIB: u64 = 1 << 20;
 const GIB: u64 = 1 << 30;
 
 /// A number from the environment, if set and valid (the overrides
-/// `benches/common/bandwidth.rs` reads, so both reports can be sized alike).
+/// `measure/src/bandwidth.rs` reads, so both reports can be sized alike).
 fn env_num<T: std::str::FromStr>(name: &str) -> Option<T> {
     std::env::var(name).ok().and_then(|v| v.trim().parse().ok())
 }
 
 impl Config {
-    /// Sizes as gpu_report and `benches/common/bandwidth.rs` choose them:
+    /// Sizes as gpu_report and `measure/src/bandwidth.rs` choose them:
     /// saxpy 64 Mi f32 (4 Mi quick), copy 1 GiB (16 MiB quick) or the
     /// largest single buffer the adapter allows and at most a quarter of
     /// its memory, transfers 256 MiB (16 MiB quick).

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Packs .gpu/ for one device call of session.sh: release builds of the
-# named integration tests (as bin/test_<name>) and examples (bin/<name>),
+# named integration tests (as bin/test_<name>) and examples (bin/<name>:
+# the root package's, as 01_saxpy or qwen3, or measure/'s programs, as
+# gpu_report or matmul),
 # stripped, with Debian 13's validation layer (layer/, fetched by
 # scripts/gpu_bundle.sh's fetch into /tmp/vkcompute-gpu-layer) and its
 # loader deb, plus this folder's scripts and the references they call.
@@ -14,7 +16,9 @@ layer=/tmp/vkcompute-gpu-layer
   echo "pack: no Debian 13 validation layer under $layer: run scripts/gpu_bundle.sh tests once" >&2; exit 1; }
 args=(); for t in $tests; do args+=(--test "$t"); done
 for e in $examples; do args+=(--example "$e"); done
-[ ${#args[@]} -eq 0 ] || cargo build --release "${args[@]}" >/dev/null
+# Over the workspace (less the peers): each --example is found in the
+# package that has it; every example lands in $tdir/release/examples/.
+[ ${#args[@]} -eq 0 ] || cargo build --release --workspace --exclude vkcompute-peers "${args[@]}" >/dev/null
 stage=$(mktemp -d); mkdir -p "$stage/bin" "$stage/layer"
 newest() { ls -t "$tdir"/release/deps/"$1"-* 2>/dev/null | grep -v '\.d$' | head -1; }
 for t in $tests; do cp "$(newest "$t")" "$stage/bin/test_$t"; done

@@ -67,9 +67,9 @@ part_sweep() {
 }
 part_abprobe() {
   export VK_LAYER_PATH="$g/layer" VKCOMPUTE_VALIDATION=1 VKCOMPUTE_VALIDATION_ERRORS=1
-  echo "== auto_barriers: the two tests that failed, alone"
+  echo "== batch_auto_barriers: the two tests that failed, alone"
   "$g/bin/ab" --test-threads=1 switching_off_mid_batch_stops_tracking the_log_follows_set_record_plan 2>&1 | grep -E "^test |test result"
-  echo "== auto_barriers: whole binary, VK_LOADER_DEBUG=error"
+  echo "== batch_auto_barriers: whole binary, VK_LOADER_DEBUG=error"
   VK_LOADER_DEBUG=error "$g/bin/ab" --test-threads=1 2>&1 | grep -E "FAILED|test result|LOADER|rror" | head -20
   unset VK_LAYER_PATH VKCOMPUTE_VALIDATION VKCOMPUTE_VALIDATION_ERRORS
 }

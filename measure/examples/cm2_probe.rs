@@ -1,0 +1,194 @@
+//! Probe of compiled variants of the coopmat2 f16 kernel
+//! (`shaders/matmul_f16_cm2.comp`) that are not built in: each argument
+//! `FILE.spv:BM:BN` is a SPIR-V build of the shader (other tile sizes,
+//! other workgroup sizes), launched as the built-in is (push constants M,
+//! K, N; grid ceil(N/BN) × ceil(M/BM); specialization constant 0 = 8, the
+//! default launch order) at 4096³ and 8192³ beside the built-in default
+//! (`ops::matmul_f16`). Every variant's result is compared once with the
+//! default's (largest difference over the largest |c|) and 16 entries
+//! with an f64 product; then the rows of one shape are interleaved, each
+//! warmed for 500 ms first, and 15 rounds give min / median / max.
+//!
+//! ```text
+//! cargo run --release -p vkcompute-measure --example cm2_probe -- a.spv:128:256 b.spv:256:256
+//! ```
+
+use std::time::Instant;
+
+use vkcompute::ops::{self, F16};
+use vkcompute::{BatchOptions, Buffer, Device, Kernel, Profiling, Result};
+
+/// f16 bits of values in ±[1/8, 2) with random 10-bit significands.
+fn inputs(seed: u64, len: usize) -> (Vec<u16>, Vec<f32>) {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut bits = Vec::with_capacity(len);
+    let mut vals = Vec::with_capacity(len);
+    for _ in 0..len {
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        let r = x.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 32;
+        let sign = (r & 1) as u16;
+        let exp = 12 + ((r >> 1) & 3) as u16;
+        let mant = ((r >> 3) & 0x3ff) as u16;
+        let h = (sign << 15) | (exp << 10) | mant;
+        vals.push(F16(h).to_f32());
+        bits.push(h);
+    }
+    (bits, vals)
+}
+
+struct Row {
+    name: String,
+    kernel: Option<(Kernel, u32, u32)>,
+    times: Vec<f64>,
+}
+
+fn record(
+    gpu: &Device,
+    row: &Row,
+    (a, b, c): (&Buffer<u16>, &Buffer<u16>, &Buffer<f32>),
+    s: u32,
+    reps: usize,
+) -> Result<Vec<f64>> {
+    let opts = BatchOptions::single_submit().with_profiling(Profiling::Commands);
+    let mut batch = gpu.batch_with(opts)?;
+    for i in 0..reps {
+        if i > 0 {
+            batch.barrier();
+        }
+        match &row.kernel {
+            None => ops::matmul_f16(&mut batch, a, b, c, s, s, s)?,
+            Some((k, bm, bn)) => {
+                let push: Vec<u8> = [s, s, s].iter().flat_map(|v| v.to_le_bytes()).collect();
+                batch.run_configured(
+                    k,
+                    &[a, b, c],
+                    [s.div_ceil(*bn), s.div_ceil(*bm), 1],
+                    Some(&push),
+                )?;
+            }
+        }
+    }
+    let t = batch.submit_async()?;
+    Ok(t.profile()?.commands.iter().map(|c| c.gpu_ns).collect())
+}
+
+fn main() -> Result<()> {
+    let gpu = Device::new()?;
+    println!("device: {}", gpu.info().name);
+    let mut rows = vec![Row {
+        name: "built-in default (ops::matmul_f16)".into(),
+        kernel: None,
+        times: vec![],
+    }];
+    for arg in std::env::args().skip(1) {
+        let parts: Vec<&str> = arg.split(':').collect();
+        let [file, bm, bn] = parts[..] else {
+            eprintln!("argument {arg:?}: expected FILE.spv:BM:BN");
+            std::process::exit(2);
+        };
+        let bytes = std::fs::read(file).unwrap_or_else(|e| {
+            eprintln!("{file}: {e}");
+            std::process::exit(2)
+        });
+        let k = Kernel::builder(&gpu)
+            .spirv(&bytes[..])
+            .label(file)
+            .spec_u32(0, 8)
+            // The buffers hold f16 bits as u16, as ops::matmul_f16 takes them.
+            .raw_elements()
+            .build()?;
+        let dims = (bm.parse().unwrap_or(128), bn.parse().unwrap_or(128));
+        println!(
+            "{file}: workgroup {:?}, tile {}×{}",
+            k.workgroup_size(),
+            dims.0,
+            dims.1
+        );
+        rows.push(Row {
+            name: file.into(),
+            kernel: Some((k, dims.0, dims.1)),
+            times: vec![],
+        });
+    }
+    let quick = std::env::var_os("VKCOMPUTE_QUICK").is_some();
+    let sizes: &[u32] = if quick { &[256] } else { &[4096, 8192] };
+    for &s in sizes {
+        let n = (s * s) as usize;
+        let (ab, av) = inputs(3, n);
+        let (bb, bv) = inputs(4, n);
+        let (a, b) = (gpu.upload(&ab)?, gpu.upload(&bb)?);
+        let c = gpu.alloc::<f32>(n)?;
+        // Checks: the default against 16 f64 entries, each variant against
+        // the default.
+        let mut reference = Vec::new();
+        for (i, row) in rows.iter().enumerate() {
+            c.write(0, &vec![f32::NAN; n])?;
+            record(&gpu, row, (&a, &b, &c), s, 1)?;
+            let got = c.download()?;
+            if i == 0 {
+                let mut worst = 0f64;
+                for t in 0..16usize {
+                    let (r, col) = ((t * 7919) % s as usize, (t * 104_729) % s as usize);
+                    let mut sum = 0f64;
+                    for p in 0..s as usize {
+                        sum +=
+                            f64::from(av[r * s as usize + p]) * f64::from(bv[p * s as usize + col]);
+                    }
+                    worst = worst.max((f64::from(got[r * s as usize + col]) - sum).abs());
+                }
+                println!("{s}³ default: 16 entries within {worst:.2e} of f64");
+                reference = got;
+            } else {
+                let big = reference.iter().fold(0f32, |m, x| m.max(x.abs()));
+                let diff = got
+                    .iter()
+                    .zip(&reference)
+                    .map(|(g, r)| {
+                        if g.is_nan() {
+                            f32::INFINITY
+                        } else {
+                            (g - r).abs()
+                        }
+                    })
+                    .fold(0f32, f32::max);
+                println!(
+                    "{s}³ {}: max |c - default| / max |c| = {:.2e}",
+                    row.name,
+                    diff / big
+                );
+            }
+        }
+        // Warm each row 500 ms, then 15 interleaved rounds of 5 launches.
+        for row in &rows {
+            let t = Instant::now();
+            while t.elapsed().as_millis() < 500 {
+                record(&gpu, row, (&a, &b, &c), s, 5)?;
+            }
+        }
+        for row in rows.iter_mut() {
+            row.times.clear();
+        }
+        for _ in 0..15 {
+            for row in rows.iter_mut() {
+                let mut ns = record(&gpu, row, (&a, &b, &c), s, 5)?;
+                ns.sort_by(f64::total_cmp);
+                row.times.push(ns[ns.len() / 2]);
+            }
+        }
+        let flops = 2.0 * f64::from(s).powi(3);
+        for row in &mut rows {
+            row.times.sort_by(f64::total_cmp);
+            let tf = |ns: f64| flops / ns / 1e3;
+            println!(
+                "{s}³ {:<60} TFLOP/s min {:.1} / median {:.1} / max {:.1}",
+                row.name,
+                tf(*row.times.last().unwrap_or(&f64::NAN)),
+                tf(row.times[row.times.len() / 2]),
+                tf(row.times[0])
+            );
+        }
+    }
+    Ok(())
+}

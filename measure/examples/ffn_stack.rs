@@ -1,0 +1,412 @@
+//! A stack of transformer FFN blocks, `y = (silu(x·Wgᵀ) * (x·Wuᵀ))·Wdᵀ + x`
+//! per layer, at Qwen3-4B's shape by default (hidden 2560, intermediate
+//! 9728, 36 layers), weights as `nn.Linear` stores them (`[out, in]`), f32
+//! and bf16: the decode-time workload of a real model, bound by the
+//! bandwidth of reading every weight once per forward.
+//!
+//! Each layer is two [`ops::linear`] calls: the merged `[2·I, H]` gate|up
+//! weight with [`Epilogue::SiluMul`], then the `[H, I]` down weight with an
+//! in-place [`Epilogue::Residual`]. A forward for T tokens (x is `[T, H]`)
+//! is recorded once as a [`Graph`] (a copy of x into the residual stream,
+//! then the layers, barriers between) and launched `--reps` times (default
+//! 30) after untimed launches of the same graph for at least `--warm-ms`
+//! milliseconds (default 500) and at least `--warm` launches, so that the
+//! GPU's clocks have ramped before the first timed one and nothing else
+//! runs between the warm-up and the timing; each launch is timed on the
+//! wall clock from launch to the end of its wait. Printed per (weights, T): median, min and
+//! max ms per forward, the weight bandwidth (weight bytes / median time),
+//! the copy bandwidth measured in the same process (a `Batch::copy` of a
+//! large buffer, GPU time, read + write bytes, as `gpu_report` measures
+//! it) and their ratio, and PyTorch's time from `scripts/ffn_reference.py`
+//! when `--torch` names its JSON.
+//!
+//! Before timing, each (weights, T) forward runs once on the first
+//! `--check-layers` layers (default 2, at the full width) and is compared
+//! with a CPU f64 reference using the same (stored) weights; the largest
+//! error relative to the output's largest magnitude must stay under 1e-4.
+//!
+//! ```text
+//! cargo run --release -p vkcompute-measure --example ffn_stack -- [--hidden 2560] [--inter 9728]
+//!     [--layers 36] [--tokens 1,4,64] [--dtypes f32,bf16] [--warm 5]
+//!     [--warm-ms 500] [--reps 30] [--check-layers 2] [--json out.json] [--torch torch.json]
+//!     [--rows-per-pass R] [--splits S]
+//! ```
+//!
+//! `--rows-per-pass` and `--splits` replace those of [`ops::choose_linear`]'s
+//! plan for every layer (for tuning: [`ops::linear_with_plan`]): rows per
+//! pass 1 to 16 run the streaming kernel, 64 the register-tiled one that
+//! the plan picks past 16 tokens (`--rows-per-pass 16 --splits 1` at 64
+//! tokens is the streaming kernel's plan for them).
+
+use vkcompute_measure::bandwidth;
+use vkcompute_measure::cuda_ref;
+
+use std::time::Instant;
+
+use vkcompute::ops::{self, Bf16, Epilogue, LinearPlan, MatmulCaps};
+use vkcompute::{Buffer, Device, Graph, Result};
+
+/// Command-line settings.
+struct Args {
+    hidden: u32,
+    inter: u32,
+    layers: usize,
+    tokens: Vec<u32>,
+    dtypes: Vec<String>,
+    warm: usize,
+    warm_ms: u64,
+    reps: usize,
+    check_layers: usize,
+    json: Option<String>,
+    torch: Option<String>,
+    rows_per_pass: Option<u32>,
+    splits: Option<u32>,
+}
+
+fn args() -> Args {
+    let flag = |name: &str| std::env::args().skip_while(|a| a != name).nth(1);
+    let num = |name: &str, default: usize| {
+        flag(name).map_or(default, |v| {
+            v.parse()
+                .unwrap_or_else(|_| panic!("{name} takes a number, got {v:?}"))
+        })
+    };
+    let list = |name: &str, default: &str| -> Vec<String> {
+        flag(name)
+            .unwrap_or_else(|| default.to_string())
+            .split(',')
+            .map(str::to_string)
+            .collect()
+    };
+    let args = Args {
+        hidden: num("--hidden", 2560) as u32,
+        inter: num("--inter", 9728) as u32,
+        layers: num("--layers", 36),
+        tokens: list("--tokens", "1,4,64")
+            .iter()
+            .map(|t| t.parse().expect("--tokens takes numbers"))
+            .collect(),
+        dtypes: list("--dtypes", "f32,bf16"),
+        warm: num("--warm", 5),
+        warm_ms: num("--warm-ms", 500) as u64,
+        reps: num("--reps", 30),
+        check_layers: num("--check-layers", 2),
+        json: flag("--json"),
+        torch: flag("--torch"),
+        rows_per_pass: flag("--rows-per-pass").map(|v| v.parse().expect("--rows-per-pass")),
+        splits: flag("--splits").map(|v| v.parse().expect("--splits")),
+    };
+    assert!(
+        args.layers >= 1 && args.reps >= 1,
+        "--layers and --reps ≥ 1"
+    );
+    for d in &args.dtypes {
+        assert!(d == "f32" || d == "bf16", "--dtypes: f32 or bf16, got {d}");
+    }
+    args
+}
+
+/// One layer's weights on the GPU, and the values they hold (as f32, the
+/// stored values exactly) for the CPU reference.
+enum Weight {
+    F32(Buffer<f32>),
+    Bf16(Buffer<Bf16>),
+}
+
+impl Weight {
+    fn bytes(&self) -> u64 {
+        match self {
+            Weight::F32(b) => b.byte_size(),
+            Weight::Bf16(b) => b.byte_size(),
+        }
+    }
+
+    /// Records one layer: the plan [`ops::choose_linear`] picks, with
+    /// `force`'s rows per pass and splits where given.
+    fn linear(
+        &self,
+        b: &mut vkcompute::Batch,
+        x: &Buffer<f32>,
+        y: &Buffer<f32>,
+        (m, k, n): (u32, u32, u32),
+        e: Epilogue<'_>,
+        force: (Option<u32>, Option<u32>),
+    ) -> Result<()> {
+        let (dtype, w): (_, ops::Weights<'_>) = match self {
+            Weight::F32(w) => (ops::DType::F32, w.into()),
+            Weight::Bf16(w) => (ops::DType::Bf16, w.into()),
+        };
+        let silu = matches!(e, Epilogue::SiluMul);
+        let auto = ops::choose_linear(m, k, n, dtype, silu, &MatmulCaps::of(x.device().info()));
+        let plan = LinearPlan {
+            rows_per_pass: force.0.unwrap_or(auto.rows_per_pass),
+            splits: force.1.unwrap_or(auto.splits),
+        };
+        ops::linear_with_plan(b, x, w, y, m, k, n, e, plan)
+    }
+}
+
+/// Deterministic values in [-scale, scale).
+fn random(seed: u64, n: usize, scale: f32) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s >> 12;
+            s ^= s << 25;
+            s ^= s >> 27;
+            let u = (s.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 40) as f32 / (1u64 << 24) as f32;
+            (u * 2.0 - 1.0) * scale
+        })
+        .collect()
+}
+
+/// Distinct host weight sets; layer l uploads set l % SETS (each layer
+/// still has its own GPU buffers, so every forward streams all of them).
+const SETS: usize = 4;
+
+/// Host weights of one set: merged gate|up `[2I, H]` and down `[H, I]`,
+/// rounded to the stored type (so the CPU reference uses what the GPU
+/// reads), scaled by 1/√fan-in to keep activations of order 1.
+fn host_set(set: usize, h: usize, i: usize, bf16: bool) -> (Vec<f32>, Vec<f32>) {
+    let round = |v: Vec<f32>| -> Vec<f32> {
+        if bf16 {
+            v.into_iter().map(|x| Bf16::from_f32(x).to_f32()).collect()
+        } else {
+            v
+        }
+    };
+    let gu = random(100 + set as u64, 2 * i * h, 1.0 / (h as f32).sqrt());
+    let d = random(200 + set as u64, h * i, 1.0 / (i as f32).sqrt());
+    (round(gu), round(d))
+}
+
+fn upload(gpu: &Device, v: &[f32], bf16: bool) -> Result<Weight> {
+    Ok(if bf16 {
+        let b: Vec<Bf16> = v.iter().map(|&x| Bf16::from_f32(x)).collect();
+        Weight::Bf16(gpu.upload(&b)?)
+    } else {
+        Weight::F32(gpu.upload(v)?)
+    })
+}
+
+/// The buffers of one forward of T tokens.
+struct Acts {
+    x: Buffer<f32>,
+    h: Buffer<f32>,
+    y: Buffer<f32>,
+}
+
+/// Records a forward through `layers` into a graph: y = x, then per layer
+/// h = silu(y·Wgᵀ)·(y·Wuᵀ), y = h·Wdᵀ + y.
+fn record(
+    gpu: &Device,
+    layers: &[(Weight, Weight)],
+    a: &Acts,
+    (t, h, i): (u32, u32, u32),
+    force: (Option<u32>, Option<u32>),
+) -> Result<Graph> {
+    let mut rec = gpu.graph_recorder()?;
+    rec.copy(&a.x, &a.y)?;
+    for (gu, d) in layers {
+        rec.barrier();
+        gu.linear(
+            &mut rec,
+            &a.y,
+            &a.h,
+            (t, h, 2 * i),
+            Epilogue::SiluMul,
+            force,
+        )?;
+        rec.barrier();
+        d.linear(
+            &mut rec,
+            &a.h,
+            &a.y,
+            (t, i, h),
+            Epilogue::Residual(&a.y),
+            force,
+        )?;
+    }
+    rec.finish()
+}
+
+/// The CPU f64 forward of `layers` host sets over `x` ([t, h]).
+fn reference(
+    x: &[f32],
+    sets: &[(Vec<f32>, Vec<f32>)],
+    layers: usize,
+    t: usize,
+    h: usize,
+    i: usize,
+) -> Vec<f64> {
+    let mut y: Vec<f64> = x.iter().map(|&v| f64::from(v)).collect();
+    for l in 0..layers {
+        let (gu, d) = &sets[l % SETS];
+        let rows: Vec<Vec<f64>> = std::thread::scope(|s| {
+            let handles: Vec<_> = y
+                .chunks(h)
+                .map(|row| {
+                    s.spawn(move || {
+                        let dot = |w: &[f32], v: &[f64]| -> f64 {
+                            w.iter().zip(v).map(|(&a, &b)| f64::from(a) * b).sum()
+                        };
+                        let hid: Vec<f64> = (0..i)
+                            .map(|j| {
+                                let g = dot(&gu[j * h..(j + 1) * h], row);
+                                let u = dot(&gu[(i + j) * h..(i + j + 1) * h], row);
+                                g / (1.0 + (-g).exp()) * u
+                            })
+                            .collect();
+                        (0..h)
+                            .map(|c| row[c] + dot(&d[c * i..(c + 1) * i], &hid))
+                            .collect()
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|j| j.join().expect("reference thread"))
+                .collect()
+        });
+        y = rows.concat();
+    }
+    debug_assert_eq!(y.len(), t * h);
+    y
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+/// The copy bandwidth (GB/s, read + write, GPU time; median of 9 after 3
+/// warm-up copies), as `gpu_report` measures it.
+fn copy_gbps(gpu: &Device) -> Result<f64> {
+    let copy = bandwidth::Copy::new(gpu, bandwidth::copy_bytes(gpu.info()))?;
+    for _ in 0..3 {
+        copy.run_gpu()?;
+    }
+    let mut v = (0..9)
+        .map(|_| copy.run_gpu().map(|d| d.as_secs_f64()))
+        .collect::<Result<Vec<_>>>()?;
+    copy.check().expect("copy result");
+    Ok(copy.bytes() as f64 / median(&mut v) / 1e9)
+}
+
+fn main() -> Result<()> {
+    let a = args();
+    let gpu = Device::new()?;
+    let info = gpu.info();
+    let (h, i) = (a.hidden, a.inter);
+    let (hu, iu) = (h as usize, i as usize);
+    let force = (a.rows_per_pass, a.splits);
+    println!(
+        "ffn_stack on {} ({}): hidden {h}, intermediate {i}, {} layers, tokens {:?}",
+        info.name, info.driver_name, a.layers, a.tokens
+    );
+    let copy = copy_gbps(&gpu)?;
+    println!("copy bandwidth (Batch::copy, read + write, GPU time): {copy:.1} GB/s");
+    let torch = a
+        .torch
+        .as_ref()
+        .map(|p| std::fs::read_to_string(p).expect("--torch file"));
+    let mut json = Vec::new();
+    for dt in &a.dtypes {
+        let bf16 = dt == "bf16";
+        let t0 = Instant::now();
+        let sets: Vec<_> = (0..SETS.min(a.layers.max(a.check_layers)))
+            .map(|s| host_set(s, hu, iu, bf16))
+            .collect();
+        let mut layers = Vec::with_capacity(a.layers);
+        for l in 0..a.layers {
+            let (gu, d) = &sets[l % sets.len()];
+            layers.push((upload(&gpu, gu, bf16)?, upload(&gpu, d, bf16)?));
+        }
+        let wbytes: u64 = layers.iter().map(|(g, d)| g.bytes() + d.bytes()).sum();
+        println!(
+            "{dt}: {:.2} GB of weights made and uploaded in {:.1} s",
+            wbytes as f64 / 1e9,
+            t0.elapsed().as_secs_f64()
+        );
+        for &t in &a.tokens {
+            let tu = t as usize;
+            let x = random(7 + u64::from(t), tu * hu, 1.0);
+            let acts = Acts {
+                x: gpu.upload(&x)?,
+                h: gpu.alloc(tu * iu)?,
+                y: gpu.alloc(tu * hu)?,
+            };
+            // Correctness on the first layers, at the full width.
+            let nc = a.check_layers.min(a.layers);
+            if nc > 0 {
+                let g = record(&gpu, &layers[..nc], &acts, (t, h, i), force)?;
+                g.launch()?.wait()?;
+                let got = acts.y.download()?;
+                let want = reference(&x, &sets, nc, tu, hu, iu);
+                let scale = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+                let err = got
+                    .iter()
+                    .zip(&want)
+                    .map(|(&g, &w)| (f64::from(g) - w).abs())
+                    .fold(0.0f64, f64::max)
+                    / scale;
+                assert!(
+                    err < 1e-4,
+                    "{dt} T={t}: {nc} layers differ from the f64 reference by {err:.2e} of the largest output"
+                );
+                println!("{dt} T={t}: {nc} layers match the f64 reference (max error {err:.1e} of the largest output)");
+            }
+            let graph = record(&gpu, &layers, &acts, (t, h, i), force)?;
+            // Warm-up: the same graph, back to back, until the clocks have
+            // ramped (at least --warm-ms and --warm launches).
+            let warm_for = std::time::Duration::from_millis(a.warm_ms);
+            let (w0, mut warm_n) = (Instant::now(), 0usize);
+            while warm_n < a.warm || w0.elapsed() < warm_for {
+                graph.launch()?.wait()?;
+                warm_n += 1;
+            }
+            let mut times: Vec<f64> = (0..a.reps)
+                .map(|_| {
+                    let s = Instant::now();
+                    graph.launch()?.wait()?;
+                    Ok(s.elapsed().as_secs_f64())
+                })
+                .collect::<Result<_>>()?;
+            let med = median(&mut times);
+            let (min, max) = (times[0], times[times.len() - 1]);
+            let bw = wbytes as f64 / med / 1e9;
+            let key = format!("{dt}_T{t}");
+            let theirs = torch
+                .as_ref()
+                .and_then(|j| cuda_ref::anchor_value(j, &format!("{key}_ms")));
+            let vs = theirs.map_or(String::new(), |ms| {
+                format!(", PyTorch {ms:.3} ms (ours / theirs {:.2})", med * 1e3 / ms)
+            });
+            println!(
+                "{dt} T={t}: median {:.3} ms (min {:.3}, max {:.3}) per forward of {} launches; \
+                 weights {bw:.1} GB/s = {:.2}× copy{vs}",
+                med * 1e3,
+                min * 1e3,
+                max * 1e3,
+                a.reps,
+                bw / copy
+            );
+            json.push(format!(
+                "\"{key}_ms\": {:.4}, \"{key}_min_ms\": {:.4}, \"{key}_max_ms\": {:.4}, \"{key}_weight_GBps\": {bw:.2}",
+                med * 1e3,
+                min * 1e3,
+                max * 1e3
+            ));
+        }
+    }
+    if let Some(path) = a.json {
+        let body = format!(
+            "{{\"hidden\": {h}, \"inter\": {i}, \"layers\": {}, \"copy_GBps\": {copy:.2}, {}}}\n",
+            a.layers,
+            json.join(", ")
+        );
+        std::fs::write(&path, body).expect("--json file");
+        println!("wrote {path}");
+    }
+    Ok(())
+}
