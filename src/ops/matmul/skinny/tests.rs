@@ -10,6 +10,7 @@ fn h100() -> MatmulCaps {
         coopmat_khr_f16: true,
         coopmat2_granularity: None,
         coopmat2_max_dimension: 0,
+        coopmat2_decode: false,
     }
 }
 
