@@ -163,4 +163,5 @@ pub use matmul::{
     linear_with_plan, matmul, matmul_bf16w, matmul_bf16w_with_tile, matmul_f16, matmul_f16_batched,
     BatchedShape, Cm2Tile, CoopTile, Epilogue, LinearPlan, MatmulCaps, MatmulDtype, MatmulInput,
     MatmulKernel, MatmulPlan, SgemmTile, TileConfig, Weights, LINEAR_MAX_M, LINEAR_MAX_SPLITS,
+    LINEAR_TENSOR_TILES,
 };
