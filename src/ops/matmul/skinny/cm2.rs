@@ -101,7 +101,8 @@ fn enough(caps: &MatmulCaps) -> u64 {
 
 /// The block of a layer of `m` rows and `n` rows of W (`silu`: a merged
 /// gate|up weight, `n / 2` outputs) run in one K pass: the widest whose
-/// blocks fill the GPU ([`enough`]), else the smallest; 128-row blocks only
+/// blocks fill the GPU (nine tenths of the compute units, of 64 when the
+/// adapter does not say), else the smallest; 128-row blocks only
 /// past 64 rows (below they would multiply zeros), the 128×256 block only
 /// where it fits. Pure.
 pub fn tensor_tile(m: u32, n: u32, silu: bool, caps: &MatmulCaps) -> TensorTile {
@@ -136,8 +137,8 @@ pub fn tensor_tile(m: u32, n: u32, silu: bool, caps: &MatmulCaps) -> TensorTile 
 const SPLIT_TILE: TensorTile = TensorTile::SMALL;
 
 /// K layers for a layer whose one-pass blocks ([`tensor_tile`]) do not
-/// fill the GPU: enough layers of 64×128 blocks to reach [`enough`]
-/// workgroups, each at least 256 deep, at most [`LINEAR_MAX_SPLITS`]; 1
+/// fill the GPU: enough layers of 64×128 blocks to reach nine tenths of
+/// the compute units in workgroups, each at least 256 deep, at most [`LINEAR_MAX_SPLITS`]; 1
 /// where the one-pass blocks fill it. Pure.
 pub fn tensor_splits(m: u32, k: u32, n: u32, silu: bool, caps: &MatmulCaps) -> u32 {
     let t = tensor_tile(m, n, silu, caps);
