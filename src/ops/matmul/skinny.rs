@@ -66,7 +66,7 @@ use crate::buffer::Buffer;
 use crate::device::Device;
 use crate::error::{Error, OpsError, Result};
 
-use super::super::dtype::{Bf16, DType, F16};
+use super::super::dtype::DType;
 use super::super::grid::elementwise_groups;
 use super::super::words;
 use super::same;
@@ -99,79 +99,6 @@ const fn tiled_shared_bytes(rows: u32) -> u32 {
 }
 
 const OP: &str = "ops::linear";
-
-/// The weights of a [`linear`] layer: an `[n, k]` row-major matrix (row i
-/// is output i's weights, as `nn.Linear` stores them) of f32, [`F16`] or
-/// [`Bf16`]. Made from a buffer reference with `.into()`, or implicitly by
-/// [`linear`].
-#[derive(Debug, Clone, Copy)]
-pub enum Weights<'a> {
-    /// f32 weights.
-    F32(&'a Buffer<f32>),
-    /// IEEE half weights, widened in the kernel.
-    F16(&'a Buffer<F16>),
-    /// bfloat16 weights, widened in the kernel.
-    Bf16(&'a Buffer<Bf16>),
-}
-
-impl<'a> From<&'a Buffer<f32>> for Weights<'a> {
-    fn from(b: &'a Buffer<f32>) -> Self {
-        Weights::F32(b)
-    }
-}
-
-impl<'a> From<&'a Buffer<F16>> for Weights<'a> {
-    fn from(b: &'a Buffer<F16>) -> Self {
-        Weights::F16(b)
-    }
-}
-
-impl<'a> From<&'a Buffer<Bf16>> for Weights<'a> {
-    fn from(b: &'a Buffer<Bf16>) -> Self {
-        Weights::Bf16(b)
-    }
-}
-
-impl Weights<'_> {
-    /// The stored element type.
-    pub fn dtype(&self) -> DType {
-        match self {
-            Weights::F32(_) => DType::F32,
-            Weights::F16(_) => DType::F16,
-            Weights::Bf16(_) => DType::Bf16,
-        }
-    }
-
-    /// Elements held.
-    pub fn len(&self) -> usize {
-        match self {
-            Weights::F32(b) => b.len(),
-            Weights::F16(b) => b.len(),
-            Weights::Bf16(b) => b.len(),
-        }
-    }
-
-    /// Whether no element is held.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    fn aliases(&self, y: &Buffer<f32>) -> bool {
-        match self {
-            Weights::F32(b) => same(*b, y),
-            Weights::F16(b) => same(*b, y),
-            Weights::Bf16(b) => same(*b, y),
-        }
-    }
-
-    fn bind(&self) -> &dyn crate::buffer::GpuBuf {
-        match self {
-            Weights::F32(b) => *b,
-            Weights::F16(b) => *b,
-            Weights::Bf16(b) => *b,
-        }
-    }
-}
 
 /// What a [`linear`] layer does with `x·Wᵀ` before it stores it.
 #[derive(Debug, Clone, Copy)]
@@ -437,11 +364,13 @@ pub fn choose_linear(
     }
 }
 
-/// Records a linear layer: `x` is `[m, k]` f32 (1 ≤ m ≤ [`LINEAR_MAX_M`]),
-/// `w` is `[n, k]` row-major (`nn.Linear`'s `[out, in]`) in f32, [`F16`]
-/// or [`Bf16`], and `y` is `[m, n]` f32 — `[m, n/2]` with
-/// [`Epilogue::SiluMul`], where `n` is even. Each buffer holds exactly its
-/// shape. `y` may not be `x` or `w`. f32 accumulation.
+/// Records a linear layer: `x` is `[m, k]` f32 (1 ≤ m ≤ [`LINEAR_MAX_M`],
+/// any m where [`choose_linear`] picks [`LINEAR_TENSOR_TILES`]), `w` is
+/// `[n, k]` row-major (`nn.Linear`'s `[out, in]`) in f32,
+/// [`F16`](crate::ops::F16) or [`Bf16`](crate::ops::Bf16), and `y` is
+/// `[m, n]` f32 — `[m, n/2]` with [`Epilogue::SiluMul`], where `n` is
+/// even. Each buffer holds exactly its shape. `y` may not be `x` or `w`.
+/// f32 accumulation (on the tensor cores, of x rounded to f16).
 #[allow(clippy::too_many_arguments)]
 pub fn linear<'w>(
     batch: &mut Batch,
@@ -815,6 +744,8 @@ fn check(
     Ok(())
 }
 
+mod weights;
+pub use weights::Weights;
 mod cm2;
 pub use cm2::{tensor_applies, tensor_splits, tensor_tile, TensorTile, LINEAR_TENSOR_TILES};
 mod normed;
