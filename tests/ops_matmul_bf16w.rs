@@ -50,11 +50,13 @@ enum Operand {
     F32(Vec<f32>),
 }
 
-/// Runs `shape` with `a_type` A on `tile` (None: the portable kernel;
-/// `Some(None)` for `tile` means the default choice) and checks every
+/// Runs `shape` with `a_type` A on `tile` (`None`: `matmul_bf16w`'s own
+/// choice; `Some(None)`: the portable kernel; `Some(Some(t))`: tile `t`)
+/// and checks every
 /// product and the gaps between C's matrices. The bound covers A's and
 /// B's rounding to f16 on the tensor-core kernel (relative 2^-10 per
-/// product term, either rounding mode) and f32 accumulation.
+/// product term, either rounding mode, and 2^-24 absolute per factor for
+/// values below f16's normal range) and f32 accumulation.
 fn run(gpu: &Device, shape: BatchedShape, a_type: AType, tile: Option<Option<Cm2Tile>>) {
     let seed = u64::from(shape.m * 7 + shape.k * 3 + shape.n) + u64::from(shape.count) * 101;
     let mut rng = common::Rng::new(seed);
@@ -98,14 +100,17 @@ fn run(gpu: &Device, shape: BatchedShape, a_type: AType, tile: Option<Option<Cm2
                         ob + x * n + c
                     }
                 };
-                let (mut want, mut mag) = (0.0f64, 0.0f64);
+                let (mut want, mut mag, mut tiny) = (0.0f64, 0.0f64, 0.0f64);
                 for x in 0..k {
-                    let p = av[oa + r * k + x] * bv[bi(x)];
-                    want += p;
-                    mag += p.abs();
+                    let (va, vb) = (av[oa + r * k + x], bv[bi(x)]);
+                    want += va * vb;
+                    mag += (va * vb).abs();
+                    tiny += va.abs() + vb.abs();
                 }
                 let g = f64::from(got[oc + r * n + c]);
-                let tol = mag * unit + 1e-30;
+                // Values below f16's normal range round to its subnormals
+                // (spacing 2^-24): an absolute 2^-24 per factor covers them.
+                let tol = mag * unit + tiny * 2f64.powi(-24) + 1e-30;
                 assert!(
                     (g - want).abs() <= tol,
                     "{shape:?} {a_type:?} {tile:?}: product {i} C[{r},{c}] = {g}, want {want} \
