@@ -37,8 +37,11 @@
 //! `--rows-per-pass` and `--splits` replace those of [`ops::choose_linear`]'s
 //! plan for every layer (for tuning: [`ops::linear_with_plan`]): rows per
 //! pass 1 to 16 run the streaming kernel, 64 the register-tiled one that
-//! the plan picks past 16 tokens (`--rows-per-pass 16 --splits 1` at 64
-//! tokens is the streaming kernel's plan for them).
+//! the plan picks past 16 tokens where the adapter has no tensor-core
+//! linear (`--rows-per-pass 16 --splits 1` at 64 tokens is the streaming
+//! kernel's plan for them), 4294967295 ([`ops::LINEAR_TENSOR_TILES`]) the
+//! tensor-core kernel the plan picks there for bf16 weights on coopmat2
+//! adapters.
 
 #[path = "../benches/common/bandwidth.rs"]
 mod bandwidth;
