@@ -43,7 +43,9 @@ struct Registry<'a>(&'a BuiltinStore);
 /// those `u16` buffers as `uvec4` (NV and KHR alike, the workgroup-scope
 /// ones as `float16_t`); the 16-bit-weight linear kernels
 /// read [`F16`](crate::element::F16) and [`Bf16`](crate::element::Bf16)
-/// weights as `uvec4` and `uint16_t` words.
+/// weights as `uvec4` and `uint16_t` words, and so do the bf16-weight
+/// matmuls and the workgroup-scope linear kernels (`matmul_cm2_decode.comp`,
+/// `matmul_bf16w_batched.comp`), their f16 operands as `float16_t`.
 fn reads_raw_words(name: &str) -> bool {
     matches!(
         name,
@@ -54,6 +56,9 @@ fn reads_raw_words(name: &str) -> bool {
         || name.starts_with("matmul_f16_khr")
         || name.starts_with("linear_f16")
         || name.starts_with("linear_bf16")
+        || name.starts_with("linear_cm2")
+        || name.starts_with("matmul_bf16w")
+        || name == "matmul_cm2_decode"
         || is_bf16_words(name)
 }
 
@@ -315,7 +320,11 @@ mod tests {
         const OP_TYPE_COOPMAT_KHR: u32 = 4456;
         let mut seen = 0;
         for (name, words) in BUILTIN_SPIRV {
-            if !(name.starts_with("matmul_f16_khr") || name.starts_with("matmul_f16_cm2")) {
+            let cm2 = name.starts_with("matmul_f16_cm2")
+                || name.starts_with("matmul_bf16w_cm2")
+                || name.starts_with("linear_cm2")
+                || *name == "matmul_cm2_decode";
+            if !(name.starts_with("matmul_f16_khr") || cm2) {
                 continue;
             }
             seen += 1;

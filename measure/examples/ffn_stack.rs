@@ -23,7 +23,9 @@
 //! Before timing, each (weights, T) forward runs once on the first
 //! `--check-layers` layers (default 2, at the full width) and is compared
 //! with a CPU f64 reference using the same (stored) weights; the largest
-//! error relative to the output's largest magnitude must stay under 1e-4.
+//! error relative to the output's largest magnitude must stay under 1e-4
+//! (1e-3 where the layers run on the tensor cores, which round the
+//! activations to f16: bf16 weights past 16 tokens on coopmat2 adapters).
 //!
 //! ```text
 //! cargo run --release -p vkcompute-measure --example ffn_stack -- [--hidden 2560] [--inter 9728]
@@ -35,8 +37,11 @@
 //! `--rows-per-pass` and `--splits` replace those of [`ops::choose_linear`]'s
 //! plan for every layer (for tuning: [`ops::linear_with_plan`]): rows per
 //! pass 1 to 16 run the streaming kernel, 64 the register-tiled one that
-//! the plan picks past 16 tokens (`--rows-per-pass 16 --splits 1` at 64
-//! tokens is the streaming kernel's plan for them).
+//! the plan picks past 16 tokens where the adapter has no tensor-core
+//! linear (`--rows-per-pass 16 --splits 1` at 64 tokens is the streaming
+//! kernel's plan for them), 4294967295 ([`ops::LINEAR_TENSOR_TILES`]) the
+//! tensor-core kernel the plan picks there for bf16 weights on coopmat2
+//! adapters.
 
 use vkcompute_measure::bandwidth;
 use vkcompute_measure::cuda_ref;
@@ -350,9 +355,15 @@ fn main() -> Result<()> {
                     .map(|(&g, &w)| (f64::from(g) - w).abs())
                     .fold(0.0f64, f64::max)
                     / scale;
+                let f16_acts = bf16
+                    && force.0.map_or_else(
+                        || ops::matmul::tensor_applies(t, ops::DType::Bf16, &MatmulCaps::of(info)),
+                        |r| r == ops::LINEAR_TENSOR_TILES,
+                    );
+                let tol = if f16_acts { 1e-3 } else { 1e-4 };
                 assert!(
-                    err < 1e-4,
-                    "{dt} T={t}: {nc} layers differ from the f64 reference by {err:.2e} of the largest output"
+                    err < tol,
+                    "{dt} T={t}: {nc} layers differ from the f64 reference by {err:.2e} of the largest output (bound {tol:.0e})"
                 );
                 println!("{dt} T={t}: {nc} layers match the f64 reference (max error {err:.1e} of the largest output)");
             }

@@ -29,6 +29,10 @@
 //! applies, else the subgroup-scope one; else the f16 inputs are widened
 //! to f32 first.
 //!
+//! bf16 B (weights as models ship them, K×N or N×K) with f16 or f32 A:
+//! [`matmul_bf16w`], batched like [`matmul_f16_batched`], on the tensor
+//! cores where the adapter has `VK_NV_cooperative_matrix2` with block loads.
+//!
 //! Like any command in a batch, a matmul may overlap the commands recorded
 //! before it: put a [`Batch::barrier`] between a command that writes A or B
 //! and the matmul that reads them.
@@ -42,11 +46,13 @@
 use crate::{Batch, Buffer, Device, Error, GpuBuf, Kernel, Result};
 
 mod batched;
+mod bf16w;
 mod plan;
 mod sgemm;
 mod skinny;
 
 pub use batched::{batched_tile, matmul_f16_batched, matmul_f16_batched_with_tile, BatchedShape};
+pub use bf16w::{bf16w_kernel_name, bf16w_tile, matmul_bf16w, matmul_bf16w_with_tile, MatmulInput};
 
 // The op batch's fused epilogues (built from GLSL at run time) use it.
 #[cfg(feature = "glsl")]
@@ -60,8 +66,9 @@ pub use sgemm::{
     SGEMM_MIN_SLICE, SGEMM_THREADS,
 };
 pub use skinny::{
-    choose_linear, linear, linear_normed, linear_normed_with_plan, linear_with_plan, Epilogue,
-    LinearPlan, Weights, LINEAR_MAX_M, LINEAR_MAX_SPLITS, NORM_FUSED_MAX_ROWS,
+    choose_linear, linear, linear_normed, linear_normed_with_plan, linear_with_plan,
+    tensor_applies, tensor_splits, tensor_tile, Epilogue, LinearPlan, TensorTile, Weights,
+    LINEAR_MAX_M, LINEAR_MAX_SPLITS, LINEAR_TENSOR_TILES, NORM_FUSED_MAX_ROWS,
 };
 
 /// Columns per workgroup of the M = 1 kernel (`vecmat_f32.comp`'s COLS).

@@ -31,7 +31,9 @@
 //! tuning, `_v4` ones with 16-byte loads and stores), the anchor's odd shapes, GEMV 8192² (N = 1, as `torch.mv`), f16 on
 //! cooperative matrices at 4096³ and 8192³ (beside them, `_bt_` rows: B
 //! stored N×K through one batched product, outside the default's rule),
-//! and the ceiling of a minimal
+//! bf16 weights at 4096³ and 8192³ (`bf16_bench.rs`, `bf16w*` rows: B
+//! stored N×K and K×N with f16 A, N×K with f32 A; each names the kernel
+//! that ran), and the ceiling of a minimal
 //! cooperative-matrix loop (registers only) on the same device. FLOPs are
 //! 2·M·N·K, as `../shared/gpu/cuda_ops_anchor.py` counts them; GEMV bytes
 //! are 4·M·K. Each figure is the median over several repetitions in one
@@ -51,6 +53,7 @@ use vkcompute::ops::{
 };
 use vkcompute::{Batch, BatchOptions, Buffer, Device, Profiling, Result};
 
+mod bf16_bench;
 mod f16_bench;
 mod f32_bench;
 mod f32_rows;
@@ -578,6 +581,29 @@ fn main() -> Result<()> {
         if let Err(e) = f16_bench::bench_bmm(&gpu, &mut rep, count, bmm, rounds, warm) {
             println!("hbmm: the benchmark stopped: {e}");
             rep.failed = true;
+        }
+        // bf16 weights (ops::matmul_bf16w): B stored N×K (nn.Linear's
+        // layout) and K×N with f16 A, and N×K with f32 A (ops::linear's
+        // operands).
+        let bf16_sizes: &[u32] = if quick { &[128, 129] } else { &[4096, 8192] };
+        // Beside the default, B N×K with f16 A through the 128×256 tile.
+        let wide = Some(Cm2Tile::WIDE_GROUPED);
+        for &sz in bf16_sizes {
+            let cases = [
+                (true, false, None),
+                (false, false, None),
+                (true, true, None),
+                (true, false, wide),
+            ];
+            for (b_nk, a_f32, tile) in cases {
+                let shape = (sz, sz, sz);
+                if let Err(e) =
+                    bf16_bench::bench_bf16w(&gpu, &mut rep, shape, b_nk, a_f32, tile, rounds, warm)
+                {
+                    println!("bf16w {sz}³: the benchmark stopped: {e}");
+                    rep.failed = true;
+                }
+            }
         }
     } else {
         println!(

@@ -511,6 +511,11 @@ pub struct MatmulCaps {
     /// `cooperativeMatrixFlexibleDimensionsMaxDimension` (0 without the
     /// extension).
     pub coopmat2_max_dimension: u32,
+    /// Beside [`MatmulCaps::coopmat2_granularity`], `cooperativeMatrixBlockLoads`
+    /// is enabled: the workgroup-scope kernels that widen bf16 or f32
+    /// operands to f16 inside their loads (`shaders/matmul_cm2_decode.comp`)
+    /// apply.
+    pub coopmat2_decode: bool,
 }
 
 impl MatmulCaps {
@@ -530,6 +535,7 @@ impl MatmulCaps {
             coopmat_khr_f16: false,
             coopmat2_granularity: None,
             coopmat2_max_dimension: 0,
+            coopmat2_decode: false,
         }
     }
 
@@ -555,6 +561,14 @@ impl MatmulCaps {
         MatmulCaps {
             coopmat2_granularity: granularity,
             coopmat2_max_dimension: max_dimension,
+            ..self
+        }
+    }
+
+    /// The same with [`MatmulCaps::coopmat2_decode`] set.
+    pub fn with_coopmat2_decode(self, usable: bool) -> MatmulCaps {
+        MatmulCaps {
+            coopmat2_decode: usable,
             ..self
         }
     }
@@ -593,6 +607,7 @@ impl MatmulCaps {
                 && info.float16,
             coopmat2_granularity: granularity,
             coopmat2_max_dimension: coopmat2.map_or(0, |v| v.flexible_dimensions_max_dimension),
+            coopmat2_decode: granularity.is_some() && coopmat2.is_some_and(|v| v.block_loads),
         }
     }
 }

@@ -42,6 +42,11 @@
 //! [`choose_linear`] is those decisions, pure; [`linear_with_plan`] takes
 //! an explicit [`LinearPlan`].
 //!
+//! With 16-bit weights past 16 rows, on an adapter with
+//! `VK_NV_cooperative_matrix2` and block loads, the tensor-core kernel
+//! takes the layer instead, for any number of rows, its epilogue fused
+//! (`skinny/cm2.rs`, [`LINEAR_TENSOR_TILES`]; x is rounded to f16 there).
+//!
 //! [`super::matmul`] (B stored `[K, N]`) keeps its own kernels for every M:
 //! this path reads W as `[N, K]`, the layout of model weights. For M ≤ 64
 //! its tiled kernel also reads B once (one row of 64- or 128-row blocks),
@@ -61,13 +66,14 @@ use crate::buffer::Buffer;
 use crate::device::Device;
 use crate::error::{Error, OpsError, Result};
 
-use super::super::dtype::{Bf16, DType, F16};
+use super::super::dtype::DType;
 use super::super::grid::elementwise_groups;
 use super::super::words;
 use super::same;
 use super::MatmulCaps;
 
-/// The most rows of x one [`linear`] takes.
+/// The most rows of x one [`linear`] takes on the skinny and tiled kernels
+/// (the tensor-core plan, [`LINEAR_TENSOR_TILES`], takes any number).
 pub const LINEAR_MAX_M: u32 = 64;
 /// The most K slices a [`LinearPlan`] may ask for.
 pub const LINEAR_MAX_SPLITS: u32 = 64;
@@ -93,79 +99,6 @@ const fn tiled_shared_bytes(rows: u32) -> u32 {
 }
 
 const OP: &str = "ops::linear";
-
-/// The weights of a [`linear`] layer: an `[n, k]` row-major matrix (row i
-/// is output i's weights, as `nn.Linear` stores them) of f32, [`F16`] or
-/// [`Bf16`]. Made from a buffer reference with `.into()`, or implicitly by
-/// [`linear`].
-#[derive(Debug, Clone, Copy)]
-pub enum Weights<'a> {
-    /// f32 weights.
-    F32(&'a Buffer<f32>),
-    /// IEEE half weights, widened in the kernel.
-    F16(&'a Buffer<F16>),
-    /// bfloat16 weights, widened in the kernel.
-    Bf16(&'a Buffer<Bf16>),
-}
-
-impl<'a> From<&'a Buffer<f32>> for Weights<'a> {
-    fn from(b: &'a Buffer<f32>) -> Self {
-        Weights::F32(b)
-    }
-}
-
-impl<'a> From<&'a Buffer<F16>> for Weights<'a> {
-    fn from(b: &'a Buffer<F16>) -> Self {
-        Weights::F16(b)
-    }
-}
-
-impl<'a> From<&'a Buffer<Bf16>> for Weights<'a> {
-    fn from(b: &'a Buffer<Bf16>) -> Self {
-        Weights::Bf16(b)
-    }
-}
-
-impl Weights<'_> {
-    /// The stored element type.
-    pub fn dtype(&self) -> DType {
-        match self {
-            Weights::F32(_) => DType::F32,
-            Weights::F16(_) => DType::F16,
-            Weights::Bf16(_) => DType::Bf16,
-        }
-    }
-
-    /// Elements held.
-    pub fn len(&self) -> usize {
-        match self {
-            Weights::F32(b) => b.len(),
-            Weights::F16(b) => b.len(),
-            Weights::Bf16(b) => b.len(),
-        }
-    }
-
-    /// Whether no element is held.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    fn aliases(&self, y: &Buffer<f32>) -> bool {
-        match self {
-            Weights::F32(b) => same(*b, y),
-            Weights::F16(b) => same(*b, y),
-            Weights::Bf16(b) => same(*b, y),
-        }
-    }
-
-    fn bind(&self) -> &dyn crate::buffer::GpuBuf {
-        match self {
-            Weights::F32(b) => *b,
-            Weights::F16(b) => *b,
-            Weights::Bf16(b) => *b,
-        }
-    }
-}
 
 /// What a [`linear`] layer does with `x·Wᵀ` before it stores it.
 #[derive(Debug, Clone, Copy)]
@@ -198,7 +131,9 @@ pub struct LinearPlan {
     /// Rows of x each pass holds (1, 2, 4, 8 or 16), W read once per
     /// chunk of this many rows; or 32 or 64: the register-tiled kernel
     /// (`shaders/linear_tiled.glsl`) with tiles of that many rows, all
-    /// rows in one pass (32 takes at most 32 rows).
+    /// rows in one pass (32 takes at most 32 rows); or
+    /// [`LINEAR_TENSOR_TILES`]: the tensor-core kernel (16-bit weights,
+    /// coopmat2 adapters), any number of rows, with `splits` K layers.
     pub rows_per_pass: u32,
     /// K slices (1 to [`LINEAR_MAX_SPLITS`]); above 1, each slice writes
     /// partial sums to a scratch buffer and a second pass adds them.
@@ -208,7 +143,7 @@ pub struct LinearPlan {
 impl LinearPlan {
     /// Whether the kernels have this plan.
     pub fn is_valid(&self) -> bool {
-        [1, 2, 4, 8, 16, 32, LINEAR_TILED_ROWS].contains(&self.rows_per_pass)
+        [1, 2, 4, 8, 16, 32, LINEAR_TILED_ROWS, LINEAR_TENSOR_TILES].contains(&self.rows_per_pass)
             && (1..=LINEAR_MAX_SPLITS).contains(&self.splits)
     }
 }
@@ -353,6 +288,9 @@ fn tiled_launch(k: u32, n: u32, silu: bool, splits: u32) -> (u32, u32) {
 /// Picks the plan for `y[m×·] = x[m×k]·Wᵀ` with W `[n, k]` of `dtype`
 /// (`silu`: a merged gate|up weight, [`Epilogue::SiluMul`]):
 ///
+/// - Past 16 rows with f16 or bf16 weights where the adapter has the
+///   tensor-core kernel ([`cm2::tensor_applies`]): [`LINEAR_TENSOR_TILES`]
+///   with [`cm2::tensor_splits`]' K layers.
 /// - Past 16 rows, where the adapter has the tiled kernel's shared memory
 ///   (13 KiB for 32-row tiles, 17 KiB for 64), the register-tiled kernel
 ///   with the smaller of its 32- and 64-row tiles that holds `m`, with
@@ -381,6 +319,9 @@ pub fn choose_linear(
     silu: bool,
     caps: &MatmulCaps,
 ) -> LinearPlan {
+    if cm2::tensor_applies(m, dtype, caps) {
+        return cm2::plan(m, k, n, silu, caps);
+    }
     let tile_rows = if m <= 32 { 32 } else { LINEAR_TILED_ROWS };
     if m > 16 && caps.max_shared_memory >= tiled_shared_bytes(tile_rows) {
         let (tiles, _) = tiled_launch(k, n, silu, 1);
@@ -423,11 +364,13 @@ pub fn choose_linear(
     }
 }
 
-/// Records a linear layer: `x` is `[m, k]` f32 (1 ≤ m ≤ [`LINEAR_MAX_M`]),
-/// `w` is `[n, k]` row-major (`nn.Linear`'s `[out, in]`) in f32, [`F16`]
-/// or [`Bf16`], and `y` is `[m, n]` f32 — `[m, n/2]` with
-/// [`Epilogue::SiluMul`], where `n` is even. Each buffer holds exactly its
-/// shape. `y` may not be `x` or `w`. f32 accumulation.
+/// Records a linear layer: `x` is `[m, k]` f32 (1 ≤ m ≤ [`LINEAR_MAX_M`],
+/// any m where [`choose_linear`] picks [`LINEAR_TENSOR_TILES`]), `w` is
+/// `[n, k]` row-major (`nn.Linear`'s `[out, in]`) in f32,
+/// [`F16`](crate::ops::F16) or [`Bf16`](crate::ops::Bf16), and `y` is
+/// `[m, n]` f32 — `[m, n/2]` with [`Epilogue::SiluMul`], where `n` is
+/// even. Each buffer holds exactly its shape. `y` may not be `x` or `w`.
+/// f32 accumulation (on the tensor cores, of x rounded to f16).
 #[allow(clippy::too_many_arguments)]
 pub fn linear<'w>(
     batch: &mut Batch,
@@ -491,6 +434,9 @@ fn record(
     let silu = matches!(epilogue, Epilogue::SiluMul);
     let info = gpu.info();
     let limit = info.max_workgroup_count;
+    if plan.rows_per_pass == LINEAR_TENSOR_TILES {
+        return cm2::record(batch, x, w, y, (m, k, n), epilogue, plan.splits);
+    }
     if plan.rows_per_pass >= 32 {
         return tiled(batch, x, w, y, (m, k, n), epilogue, plan);
     }
@@ -702,8 +648,8 @@ fn check(
 ) -> Result<()> {
     if !plan.is_valid() {
         return Err(shape(format!(
-            "plan {plan:?}: rows per pass must be 1, 2, 4, 8, 16, 32 or \
-             {LINEAR_TILED_ROWS} and splits 1 to {LINEAR_MAX_SPLITS}"
+            "plan {plan:?}: rows per pass must be 1, 2, 4, 8, 16, 32, \
+             {LINEAR_TILED_ROWS} or LINEAR_TENSOR_TILES and splits 1 to {LINEAR_MAX_SPLITS}"
         )));
     }
     if m == 0 || k == 0 || n == 0 {
@@ -711,7 +657,8 @@ fn check(
             "m = {m}, k = {k}, n = {n}: every dimension must be at least 1"
         )));
     }
-    if m > LINEAR_MAX_M {
+    let tensor = plan.rows_per_pass == LINEAR_TENSOR_TILES;
+    if m > LINEAR_MAX_M && !tensor {
         return Err(shape(format!(
             "m = {m} rows of x, over the skinny kernels' limit of {LINEAR_MAX_M}"
         )));
@@ -779,6 +726,9 @@ fn check(
         }
     }
     let info = gpu.info();
+    if tensor {
+        cm2::check_adapter(&MatmulCaps::of(info), w.dtype(), &info.name)?;
+    }
     if !info.subgroup_arithmetic {
         return Err(Error::Unsupported {
             what: "skinny linear layers (subgroup arithmetic)",
@@ -794,6 +744,10 @@ fn check(
     Ok(())
 }
 
+mod weights;
+pub use weights::Weights;
+mod cm2;
+pub use cm2::{tensor_applies, tensor_splits, tensor_tile, TensorTile, LINEAR_TENSOR_TILES};
 mod normed;
 use normed::Norm;
 pub use normed::{linear_normed, linear_normed_with_plan, NORM_FUSED_MAX_ROWS};

@@ -10,6 +10,7 @@ fn h100() -> MatmulCaps {
         coopmat_khr_f16: true,
         coopmat2_granularity: None,
         coopmat2_max_dimension: 0,
+        coopmat2_decode: false,
     }
 }
 
@@ -243,4 +244,43 @@ fn plans_out_of_range_are_invalid() {
         };
         assert!(!p.is_valid(), "{p:?}");
     }
+}
+
+#[test]
+fn past_16_rows_16_bit_weights_take_the_tensor_cores_where_they_exist() {
+    let cm2 = h100()
+        .with_coopmat2(Some([16, 16, 16]), 256)
+        .with_coopmat2_decode(true);
+    for d in [DType::F16, DType::Bf16] {
+        for m in [17, 32, 64, 100] {
+            let p = choose_linear(m, 2560, 19456, d, true, &cm2);
+            assert_eq!(p.rows_per_pass, LINEAR_TENSOR_TILES, "{d:?} m = {m}");
+            assert!(p.is_valid());
+        }
+        // Up to 16 rows the skinny kernels stay.
+        assert_eq!(
+            choose_linear(16, 2560, 19456, d, true, &cm2).rows_per_pass,
+            16
+        );
+        // Without the decoding loads, the tiled kernel.
+        let plain = cm2.with_coopmat2_decode(false);
+        assert_eq!(
+            choose_linear(64, 2560, 19456, d, true, &plain).rows_per_pass,
+            64
+        );
+    }
+    // f32 weights never take it.
+    assert_eq!(
+        choose_linear(64, 2560, 19456, DType::F32, true, &cm2).rows_per_pass,
+        64
+    );
+    // The down projection at 64 rows splits K over 6 layers.
+    let down = choose_linear(64, 9728, 2560, DType::Bf16, false, &cm2);
+    assert_eq!(
+        down,
+        LinearPlan {
+            rows_per_pass: LINEAR_TENSOR_TILES,
+            splits: 6
+        }
+    );
 }
