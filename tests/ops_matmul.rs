@@ -657,11 +657,12 @@ fn choose_matmul_per_shape_and_adapter() {
     assert_eq!(widened.kernel, large);
     assert!(f16(4096, 4095, 4096, &h200).widen_f16);
     // With VK_NV_cooperative_matrix2's workgroup-scope shape: any shape;
-    // rows that are not 16-byte units (K = 4095) run in the grid's order.
+    // rows that are not 16-byte units (K = 4095) take the 128×256 tile with
+    // four slices per step.
     let h100 = h200.with_coopmat2(Some([16, 16, 16]), 65535);
     assert_eq!(
         f16(4096, 4095, 4096, &h100).kernel,
-        MatmulKernel::CoopMat2F16(ops::Cm2Tile::SQUARE)
+        MatmulKernel::CoopMat2F16(ops::Cm2Tile::WIDE_U4)
     );
     assert_eq!(
         f16(4096, 4096, 4096, &h100).kernel,

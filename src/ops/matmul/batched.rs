@@ -210,12 +210,13 @@ pub fn matmul_f16_batched_with_tile(
 /// The cooperative-matrix tile for a batched product, or `None` where the
 /// adapter has no workgroup-scope f16 shape for it. The rule of
 /// [`super::choose_matmul`]'s f16 tiles, over the blocks of all `count`
-/// products: the larger of the square tile ([`Cm2Tile::SQUARE_GROUPED`],
-/// launched in groups of 8 block rows where K and N are multiples of 8,
-/// 16-byte rows; [`Cm2Tile::SQUARE`] otherwise) and [`Cm2Tile::SMALL`]
-/// that fits the adapter and whose blocks reach nine tenths of the compute
-/// units (of 64 when the count is unknown), else the smallest that fits.
-/// The same for B stored either way. Pure.
+/// products: where K and N are multiples of 8 (16-byte rows), the larger
+/// of the square tile ([`Cm2Tile::SQUARE_GROUPED`], launched in groups of
+/// 8 block rows) and [`Cm2Tile::SMALL`] that fits the adapter and whose
+/// blocks reach nine tenths of the compute units (of 64 when the count is
+/// unknown), else the smallest that fits; otherwise [`Cm2Tile::SMALL`]
+/// first, then [`Cm2Tile::SQUARE`]. The same for B stored either way.
+/// Pure.
 pub fn batched_tile(shape: &BatchedShape, caps: &MatmulCaps) -> Option<Cm2Tile> {
     let blocks = |t: &Cm2Tile| {
         u64::from(shape.m.div_ceil(t.bm))
@@ -228,7 +229,7 @@ pub fn batched_tile(shape: &BatchedShape, caps: &MatmulCaps) -> Option<Cm2Tile> 
         64
     };
     let enough = (want * 9).div_ceil(10);
-    let order = super::plan::cm2_order(shape.k % 8 == 0 && shape.n % 8 == 0);
+    let order = super::plan::cm2_order(shape.k % 8 == 0 && shape.n % 8 == 0, true);
     let fitting: Vec<Cm2Tile> = order.iter().copied().filter(|t| t.fits(caps)).collect();
     fitting
         .iter()
@@ -299,11 +300,13 @@ mod tests {
         assert_eq!(batched_tile(&big, &caps), Some(Cm2Tile::SQUARE_GROUPED));
         let smaller = BatchedShape::packed(1, 1536, 1536, 1536).with_b_transposed();
         assert_eq!(batched_tile(&smaller, &caps), Some(Cm2Tile::SQUARE_GROUPED));
-        // K or N not a multiple of 8: the grid's own order.
+        // K or N not a multiple of 8: the small tile leads.
         let odd_k = BatchedShape::packed(1, 4096, 4097, 4096).with_b_transposed();
-        assert_eq!(batched_tile(&odd_k, &caps), Some(Cm2Tile::SQUARE));
+        assert_eq!(batched_tile(&odd_k, &caps), Some(Cm2Tile::SMALL));
         let odd_n = BatchedShape::packed(1, 4096, 4096, 4100);
-        assert_eq!(batched_tile(&odd_n, &caps), Some(Cm2Tile::SQUARE));
+        assert_eq!(batched_tile(&odd_n, &caps), Some(Cm2Tile::SMALL));
+        let odd_few = BatchedShape::packed(1, 256, 4097, 256);
+        assert_eq!(batched_tile(&odd_few, &caps), Some(Cm2Tile::SQUARE));
         // 4 × (256×256): 16 square blocks, 32 small ones, too few: the
         // smallest tile. One 1024×1024: 64 square, 128 small: small.
         let few = BatchedShape::packed(4, 256, 64, 256);

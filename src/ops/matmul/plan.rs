@@ -413,14 +413,19 @@ impl Cm2Tile {
     }
 }
 
-/// The coopmat2 tiles [`choose_matmul`] and the batched rule try, largest
-/// first: the square tile (in groups of 8 block rows where `aligned`: K
-/// and N multiples of 8), then the 64×128 one. Pure.
-pub(crate) fn cm2_order(aligned: bool) -> &'static [Cm2Tile] {
-    if aligned {
-        &[Cm2Tile::SQUARE_GROUPED, Cm2Tile::SMALL]
-    } else {
-        &[Cm2Tile::SQUARE, Cm2Tile::SMALL]
+/// The coopmat2 tiles [`choose_matmul`] (`batched` false) and the batched
+/// rule try, in order. Where K and N are multiples of 8 (`aligned`:
+/// 16-byte rows), the square tile in groups of 8 block rows, then the
+/// 64×128 one. Otherwise the loads go unaligned and other tiles lead (H200,
+/// 4097³: 99.7 TFLOP/s for [`Cm2Tile::WIDE_U4`] against 78.7 for the square
+/// tile; B stored N×K through the batched kernel, 124.5 for
+/// [`Cm2Tile::SMALL`] against 89.9): [`Cm2Tile::WIDE_U4`], then the square
+/// and small tiles; batched, the small tile, then the square one. Pure.
+pub(crate) fn cm2_order(aligned: bool, batched: bool) -> &'static [Cm2Tile] {
+    match (aligned, batched) {
+        (true, _) => &[Cm2Tile::SQUARE_GROUPED, Cm2Tile::SMALL],
+        (false, false) => &[Cm2Tile::WIDE_U4, Cm2Tile::SQUARE, Cm2Tile::SMALL],
+        (false, true) => &[Cm2Tile::SMALL, Cm2Tile::SQUARE],
     }
 }
 
@@ -663,9 +668,9 @@ pub fn subgroup_coop_fits(m: u32, k: u32, n: u32, caps: &MatmulCaps) -> bool {
 /// - f16 with `VK_NV_cooperative_matrix2`'s workgroup-scope f16 shape
 ///   ([`MatmulCaps::coopmat2_granularity`]), any M, K, N: the
 ///   workgroup-scope kernel, with the larger of [`Cm2Tile::SQUARE_GROUPED`]
-///   (128×128 blocks of 128 invocations, launched in groups of 8 block rows
-///   where K and N are multiples of 8: 16-byte rows; [`Cm2Tile::SQUARE`]
-///   otherwise) and [`Cm2Tile::SMALL`] that fits and gives nine tenths of
+///   (128×128 blocks of 128 invocations, launched in groups of 8 block rows;
+///   where K or N is not a multiple of 8, [`Cm2Tile::WIDE_U4`] first, then
+///   [`Cm2Tile::SQUARE`]) and [`Cm2Tile::SMALL`] that fits and gives nine tenths of
 ///   the compute units a block (of 64 when the count is unknown), else the
 ///   smallest that fits. The 128×256 tile ([`Cm2Tile::WIDE_GROUPED`]) is
 ///   a candidate only: on an H200 it runs at 226 / 240 TFLOP/s at 4096³ /
@@ -704,7 +709,7 @@ pub fn choose_matmul(m: u32, k: u32, n: u32, dtype: MatmulDtype, caps: &MatmulCa
         // A tile is enough once its blocks reach nine tenths of the compute
         // units; the grouped launch order needs 16-byte rows (K and N
         // multiples of 8) to pay.
-        let order = cm2_order(k % 8 == 0 && n % 8 == 0);
+        let order = cm2_order(k % 8 == 0 && n % 8 == 0, false);
         let fitting: Vec<Cm2Tile> = order.iter().copied().filter(|t| t.fits(caps)).collect();
         let blocks = |t: &Cm2Tile| u64::from(m.div_ceil(t.bm)) * u64::from(n.div_ceil(t.bn));
         let enough = (want * 9).div_ceil(10);

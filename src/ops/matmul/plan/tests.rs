@@ -325,10 +325,16 @@ fn f16_takes_coopmat2_for_any_shape_where_it_exists() {
         cm2(choose_matmul(2048, 2048, 2048, MatmulDtype::F16, &c)),
         Cm2Tile::SQUARE_GROUPED
     );
-    // 4097³: rows are not 16-byte units, so the grid's own order.
+    // 4097³: rows are not 16-byte units: the 128×256 tile, four slices
+    // per step.
     assert_eq!(
         cm2(choose_matmul(4097, 4097, 4097, MatmulDtype::F16, &c)),
-        Cm2Tile::SQUARE
+        Cm2Tile::WIDE_U4
+    );
+    // 1025 × 1025 × 1025: 45 wide blocks, 81 square ones, 153 small.
+    assert_eq!(
+        cm2(choose_matmul(1025, 1025, 1025, MatmulDtype::F16, &c)),
+        Cm2Tile::SMALL
     );
     // 1024²: 64 square blocks fall short; 128 small ones reach nine
     // tenths of 132.
