@@ -201,6 +201,38 @@ fn bf16w_portable_kernel_runs_on_every_adapter() {
 /// slices and a partial one, edge blocks, odd K (clamped loads only), B's
 /// start off 16 bytes and a shared B, for both A types and B layouts.
 #[test]
+fn bf16w_converted_path_matches_the_reference() {
+    // From ops::BF16W_CONVERT_MIN_ROWS rows on the tensor-core path, B (and
+    // an f32 A) are converted to f16 first and the f16 kernel runs: odd
+    // sizes, both layouts, both A types, and a batch sharing B.
+    let gpu = common::gpu();
+    let caps = MatmulCaps::of(gpu.info());
+    if !caps.coopmat2_decode {
+        common::skipped(
+            "the converted bf16-weight path: needs the tensor-core path (VK_NV_cooperative_matrix2 \
+             with cooperativeMatrixBlockLoads)",
+        );
+        return;
+    }
+    let shapes = [
+        BatchedShape::packed(1, ops::BF16W_CONVERT_MIN_ROWS, 264, 512),
+        BatchedShape::packed(1, 300, 67, 257),
+        BatchedShape {
+            stride_b: 0,
+            ..BatchedShape::packed(2, 260, 136, 128)
+        },
+    ];
+    for shape in shapes {
+        assert!(ops::converts_first(&shape), "{shape:?}");
+        for a_type in [AType::F16, AType::F32] {
+            run(&gpu, shape, a_type, None);
+            run(&gpu, shape.with_b_transposed(), a_type, None);
+        }
+    }
+    common::assert_clean(&gpu);
+}
+
+#[test]
 fn bf16w_tensor_core_tiles_match_the_reference() {
     let gpu = common::gpu();
     let caps = MatmulCaps::of(gpu.info());

@@ -161,10 +161,11 @@ pub(crate) fn reduction_variant(gpu: &Device, sg: &'static str, wg: &'static str
 }
 
 pub mod matmul;
+pub use matmul::converts_first;
 pub use matmul::{
     batched_tile, choose_linear, choose_matmul, linear, linear_normed, linear_normed_with_plan,
     linear_with_plan, matmul, matmul_bf16w, matmul_bf16w_with_tile, matmul_f16, matmul_f16_batched,
     BatchedShape, Cm2Tile, CoopTile, Epilogue, LinearPlan, MatmulCaps, MatmulDtype, MatmulInput,
-    MatmulKernel, MatmulPlan, SgemmTile, TileConfig, Weights, LINEAR_MAX_M, LINEAR_MAX_SPLITS,
-    LINEAR_TENSOR_TILES,
+    MatmulKernel, MatmulPlan, SgemmTile, TileConfig, Weights, BF16W_CONVERT_MIN_ROWS, LINEAR_MAX_M,
+    LINEAR_MAX_SPLITS, LINEAR_TENSOR_TILES,
 };

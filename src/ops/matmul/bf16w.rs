@@ -23,9 +23,13 @@
 //!
 //! Where the adapter has `VK_NV_cooperative_matrix2`'s workgroup-scope f16
 //! shape and `cooperativeMatrixBlockLoads` ([`MatmulCaps::coopmat2_decode`])
-//! the tensor-core kernel runs (`shaders/matmul_cm2_decode.comp`): its
-//! tensor loads widen each bf16 of B, and each f32 of A, to f16 on the way
-//! in (decode functions), so nothing is converted beforehand. f16 keeps
+//! the tensor cores run it. Under [`BF16W_CONVERT_MIN_ROWS`] rows the
+//! decode kernel (`shaders/matmul_cm2_decode.comp`) widens each bf16 of B,
+//! and each f32 of A, to f16 in its tensor loads (decode functions), so
+//! nothing is converted beforehand; from that many rows on, B (and an f32
+//! A) are converted to f16 copies first ([`crate::ops::convert`], in the
+//! same batch) and the f16 kernel runs, which is faster once the product
+//! is large enough to repay the extra pass over B. f16 keeps
 //! every value whose magnitude lies in its normal range (6.1e-5 to 65504)
 //! to f16 precision (a bf16's 8 significant bits fit exactly); larger
 //! magnitudes become ±inf, smaller ones lose bits as f16 subnormals and
@@ -171,26 +175,70 @@ pub fn matmul_bf16w<'a>(
     c: &Buffer<f32>,
     shape: BatchedShape,
 ) -> Result<()> {
+    let a = a.into();
     let caps = MatmulCaps::of(b.device().info());
-    matmul_bf16w_with_tile(batch, a, b, c, shape, bf16w_tile(&shape, &caps))
+    let tile = bf16w_tile(&shape, &caps);
+    if let (Some(_), Some(f16_tile)) = (tile, super::batched_tile(&shape, &caps)) {
+        if converts_first(&shape) {
+            return converted(batch, a, b, c, shape, f16_tile);
+        }
+    }
+    matmul_bf16w_with_tile(batch, a, b, c, shape, tile)
 }
 
-/// [`matmul_bf16w`] with an explicit tensor-core tile (for tuning and
-/// tests), or `None` for the portable kernel. The tile needs a kernel
-/// ([`bf16w_kernel_name`]), must fit the adapter ([`Cm2Tile::fits`]) and
-/// needs [`MatmulCaps::coopmat2_decode`], else [`Error::Unsupported`]
-/// naming what is missing; its launch order (`group`) is passed to the
-/// kernel. Otherwise the errors of [`matmul_bf16w`].
-pub fn matmul_bf16w_with_tile<'a>(
+/// Rows of A from which [`matmul_bf16w`], on the tensor-core path,
+/// converts B (and an f32 A) to f16 first and runs the f16 kernel
+/// ([`super::matmul_f16_batched`]) instead of widening in the tensor loads.
+/// Widening in the loads costs the decode path most of its speed (H200,
+/// 8192³ with f32 A: 121 TFLOP/s against 306 for the f16 kernel; call c6
+/// of the second 2026-11-26 series); the conversion reads and writes B
+/// once more, which a product of this many rows repays many times over.
+pub const BF16W_CONVERT_MIN_ROWS: u32 = 256;
+
+/// Whether [`matmul_bf16w`] converts first for this shape. Pure.
+pub fn converts_first(shape: &BatchedShape) -> bool {
+    shape.m >= BF16W_CONVERT_MIN_ROWS
+}
+
+/// The converted path of [`matmul_bf16w`]: f16 copies of the parts of B
+/// (and of an f32 A) the products read, made by [`crate::ops::convert`] in
+/// `batch` (the batch keeps them until its work completes), a barrier,
+/// then the f16 kernel with `tile`.
+fn converted(
     batch: &mut Batch,
-    a: impl Into<MatmulInput<'a>>,
+    a: MatmulInput<'_>,
     b: &Buffer<Bf16>,
     c: &Buffer<f32>,
     shape: BatchedShape,
-    tile: Option<Cm2Tile>,
+    tile: Cm2Tile,
 ) -> Result<()> {
-    let a = a.into();
-    let BatchedShape { m, k, n, .. } = shape;
+    check_args(&a, b, c, &shape)?;
+    let gpu = b.device();
+    let [a_len, b_len, _] = shape.lens();
+    let b16 = gpu.alloc::<F16>(b_len as usize)?;
+    crate::ops::convert(batch, &b.slice(0..b_len as usize)?, &b16)?;
+    let a16: Buffer<u16> = match a {
+        MatmulInput::F16(x) => reinterpret_bits(x)?,
+        MatmulInput::F16Bits(x) => x.clone(),
+        MatmulInput::F32(x) => {
+            let a16 = gpu.alloc::<F16>(a_len as usize)?;
+            crate::ops::convert(batch, &x.slice(0..a_len as usize)?, &a16)?;
+            reinterpret_bits(&a16)?
+        }
+    };
+    batch.barrier();
+    super::matmul_f16_batched_with_tile(batch, &a16, &reinterpret_bits(&b16)?, c, shape, Some(tile))
+}
+
+/// The argument checks both paths of [`matmul_bf16w`] share (shape,
+/// lengths, aliasing).
+fn check_args(
+    a: &MatmulInput<'_>,
+    b: &Buffer<Bf16>,
+    c: &Buffer<f32>,
+    shape: &BatchedShape,
+) -> Result<()> {
+    let BatchedShape { m, k, n, .. } = *shape;
     if let Some(p) = shape.problem() {
         return Err(shape_error(m, k, n, format!("bf16 weights: {p}")));
     }
@@ -219,6 +267,34 @@ pub fn matmul_bf16w_with_tile<'a>(
                 .into(),
         ));
     }
+    Ok(())
+}
+
+/// `x`'s f16 elements as the IEEE bits the f16 kernels bind.
+fn reinterpret_bits(x: &Buffer<F16>) -> Result<Buffer<u16>> {
+    x.reinterpret::<u16>().ok_or_else(|| Error::OpShape {
+        op: "ops::matmul_bf16w",
+        detail: "an f16 buffer does not reinterpret as u16 words".into(),
+    })
+}
+
+/// [`matmul_bf16w`] with an explicit tensor-core tile (for tuning and
+/// tests), or `None` for the portable kernel. The tile needs a kernel
+/// ([`bf16w_kernel_name`]), must fit the adapter ([`Cm2Tile::fits`]) and
+/// needs [`MatmulCaps::coopmat2_decode`], else [`Error::Unsupported`]
+/// naming what is missing; its launch order (`group`) is passed to the
+/// kernel. Otherwise the errors of [`matmul_bf16w`].
+pub fn matmul_bf16w_with_tile<'a>(
+    batch: &mut Batch,
+    a: impl Into<MatmulInput<'a>>,
+    b: &Buffer<Bf16>,
+    c: &Buffer<f32>,
+    shape: BatchedShape,
+    tile: Option<Cm2Tile>,
+) -> Result<()> {
+    let a = a.into();
+    let BatchedShape { m, k, n, .. } = shape;
+    check_args(&a, b, c, &shape)?;
     let gpu = b.device();
     let info = gpu.info();
     if !info.storage_buffer16 {
@@ -311,6 +387,13 @@ mod tests {
             assert_eq!(r.push_constant_size, 28, "{name}");
             assert_eq!(r.workgroup_size, [256, 1, 1], "{name}");
         }
+    }
+
+    #[test]
+    fn large_products_convert_first() {
+        let at = |m| converts_first(&BatchedShape::packed(1, m, 4096, 4096));
+        assert!(!at(1) && !at(64) && !at(BF16W_CONVERT_MIN_ROWS - 1));
+        assert!(at(BF16W_CONVERT_MIN_ROWS) && at(8192));
     }
 
     #[test]
