@@ -119,7 +119,7 @@ fn submit(
     cbs: &[vk::CommandBuffer],
     need: UseMark,
 ) -> Result<u64> {
-    let value = crate::stream::submit_on(d, stream, cbs, need, std::iter::empty(), 0, 0)?;
+    let value = crate::stream::submit_on(d, stream, cbs, need, std::iter::empty(), 0, 0, false)?;
     d.counters.submissions.fetch_add(1, Ordering::Relaxed);
     Ok(value)
 }

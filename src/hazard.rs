@@ -22,7 +22,10 @@
 //! (a row of independent dispatches over consecutive slices stays one
 //! range); a range a newer access covers is dropped; past [`RANGES`]
 //! ranges a buffer's newest range absorbs the new one (a wider, never a
-//! narrower, record: at worst a barrier more, never one less).
+//! narrower, record: at worst a barrier more, never one less). A batch's
+//! first command, when it has one access, leaves it beside the table
+//! until another command comes: a batch of one dispatch (a round trip)
+//! neither builds a table nor hands one back.
 //!
 //! Barriers are counted in generations: a range noted in generation `g` is
 //! ordered before later commands of a stage once a barrier towards that
@@ -184,6 +187,11 @@ pub(crate) struct Hazards {
     listed: Vec<(Access, u32)>,
     /// `epoch` when `listed` was checked (a clear since stales the indices).
     listed_epoch: u32,
+    /// The batch's first access, when its command had only that one, with
+    /// the command: held here until another command comes, so a batch of
+    /// one command neither builds a table nor hands one back. Only while
+    /// `keys` is empty (and `gen` is 0: nothing was resolved yet).
+    first: Option<(Access, u64)>,
 }
 
 thread_local! {
@@ -218,6 +226,7 @@ impl Hazards {
             resolved: [0; 2],
             listed: Vec::new(),
             listed_epoch: 0,
+            first: None,
         }
     }
 
@@ -226,6 +235,7 @@ impl Hazards {
     #[inline]
     pub(crate) fn clear(&mut self) {
         if self.live == 0 {
+            self.first = None;
             return;
         }
         self.live = 0;
@@ -307,9 +317,22 @@ impl Hazards {
         }
     }
 
+    /// Makes room for `more` keys besides the held first access, which it
+    /// then notes in the table.
     #[cold]
     #[inline(never)]
     fn grow(&mut self, more: usize) {
+        let first = self.first.take();
+        self.grow_table(more + usize::from(first.is_some()));
+        if let Some((a, cmd)) = first {
+            let i = self.key_of(a.owner);
+            self.note_at(i, &a, cmd);
+        }
+    }
+
+    /// Makes room for `more` keys: the thread's spare memory when the
+    /// table has none, else a table twice as large.
+    fn grow_table(&mut self, more: usize) {
         if self.keys.is_empty() {
             let spare = SPARE.with(|s| s.take());
             if !spare.keys.is_empty() {
@@ -380,7 +403,10 @@ impl Hazards {
     /// The hazard `a`, done by a command of `stage`, has with what earlier
     /// commands did and no barrier yet orders before `stage`.
     #[cfg(test)]
-    fn check(&self, stage: Stage, a: &Access) -> Option<Conflict> {
+    fn check(&mut self, stage: Stage, a: &Access) -> Option<Conflict> {
+        if self.first.is_some() {
+            self.grow(0);
+        }
         self.check_at(self.find(a.owner)?, stage, a)
     }
 
@@ -403,7 +429,14 @@ impl Hazards {
         a: &Access,
         cmd: u64,
     ) -> Option<(Conflict, usize)> {
-        self.reserve(1);
+        if (self.live + 1) * 2 > self.keys.len() {
+            if self.keys.is_empty() && self.first.is_none() {
+                // The batch's first access: nothing to conflict with yet.
+                self.first = Some((*a, cmd));
+                return None;
+            }
+            self.grow(1);
+        }
         let mask = self.keys.len() - 1;
         let mut i = hash(a.owner, mask);
         loop {

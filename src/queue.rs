@@ -7,7 +7,7 @@
 //! first spins on the counter for a bounded time (blocking waits wake up tens
 //! of microseconds late on some drivers), then blocks in `vkWaitSemaphores`.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -77,6 +77,11 @@ pub(crate) struct Order<'a> {
     pub stream: Option<&'a AtomicU64>,
     /// Wait for the stream's last value too (read under the lock).
     pub after_stream: bool,
+    /// Submit only while this is false (read under the lock); when it is
+    /// set, nothing is submitted and the value returned is 0. A whole batch
+    /// submitted without its stream's order lock passes the stream's
+    /// "a batch is open" flag ([`StreamState::busy`]).
+    pub gate: Option<&'a AtomicBool>,
 }
 
 /// One queue with its timeline.
@@ -134,7 +139,8 @@ impl Queue {
     /// Submits `cmds` after `waits` (`count` of them; any number: up to
     /// [`INLINE_WAITS`] and more without allocating, beyond it on the heap)
     /// and after what `order` names on this queue's own timeline, and
-    /// returns the value that marks their completion. Values still pending
+    /// returns the value that marks their completion (0, and nothing
+    /// submitted, when `order.gate` is set). Values still pending
     /// on this queue are waited for on the GPU; ones the host has seen
     /// complete are not waited for at all (their writes are visible through
     /// that host synchronisation and the submission's own host-to-device
@@ -175,6 +181,9 @@ impl Queue {
             n += 1;
         }
         let mut next = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+        if order.gate.is_some_and(|g| g.load(Ordering::Relaxed)) {
+            return Ok(0);
+        }
         let value = *next + 1;
         let mut own = order.own;
         if order.whole_queue {

@@ -376,16 +376,17 @@ impl RecorderPool {
     /// Moves recorders whose work completed to the free list, destroying any
     /// beyond the free-list cap.
     pub(crate) fn maintain(&self, device: &ash::Device, counters: &Counters, completed: UseMark) {
-        let ready = self
-            .busy
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take_ready(completed);
-        if ready.is_empty() {
-            return;
-        }
+        // The first ready one apart: a list is allocated only for more
+        // (one recorder a round trip comes back without a heap allocation).
+        let (first, more) = {
+            let mut busy = self.busy.lock().unwrap_or_else(|p| p.into_inner());
+            let Some(first) = busy.take_one_ready(completed) else {
+                return;
+            };
+            (first, busy.take_ready(completed))
+        };
         let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
-        for r in ready {
+        for r in std::iter::once(first).chain(more) {
             if free.len() < MAX_FREE {
                 free.push(r);
             } else {

@@ -52,6 +52,12 @@ use crate::ticket::Ticket;
 /// batch's own earlier chunks, ordered by its barriers, so not waited for.
 /// Values the host has seen complete are never waited for. The stream's
 /// last value becomes the new one.
+///
+/// `whole`: a whole batch submitted without the stream's order lock; it
+/// reaches the queue only while no batch of the stream is open
+/// ([`StreamState::busy`], read under the queue's lock), else nothing is
+/// submitted and the value is 0.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn submit_on(
     d: &DeviceInner,
     stream: &StreamState,
@@ -60,6 +66,7 @@ pub(crate) fn submit_on(
     events: impl Iterator<Item = (vk::Semaphore, u64)>,
     count: usize,
     first_value: u64,
+    whole: bool,
 ) -> Result<u64> {
     let slot = stream.slot;
     let stages = vk::PipelineStageFlags::COMPUTE_SHADER | vk::PipelineStageFlags::TRANSFER;
@@ -87,6 +94,7 @@ pub(crate) fn submit_on(
         whole_queue: false,
         stream: Some(&stream.last),
         after_stream: first_value == 0,
+        gate: whole.then_some(&stream.busy),
     };
     let q = d.queue(slot).unwrap_or(d.compute_queue());
     q.submit_ordered(&d.raw, &d.sticky, cmds, waits.iter(), waits.len(), order)

@@ -169,10 +169,41 @@ impl Batch {
     ///
     /// The stream's order is held meanwhile: while an earlier batch of the
     /// stream is open, the chunk is held back instead (`batch/held.rs`).
+    /// A batch submitted whole (its first submission is its last) goes to
+    /// the queue without the order lock while no batch of its stream is
+    /// open ([`StreamState::busy`], read under the queue's lock), as
+    /// batches did before the stream's order: a round trip takes no lock
+    /// more than the queue's.
     pub(super) fn submit_chunk(&mut self, cmds: &[vk::CommandBuffer]) -> Result<()> {
+        if self.ending && self.place == 0 {
+            let value = submit_work(
+                &self.dev,
+                &self.stream,
+                cmds,
+                self.wait_marks,
+                &mut self.keep,
+                &mut self.events,
+                0,
+                true,
+            )?;
+            if value != 0 {
+                self.wait_marks = UseMark::default();
+                self.first_value = value;
+                self.last_value = value;
+                return Ok(());
+            }
+        }
+        self.submit_in_order(cmds)
+    }
+
+    /// [`Batch::submit_chunk`] under the stream's order lock.
+    #[inline(never)]
+    fn submit_in_order(&mut self, cmds: &[vk::CommandBuffer]) -> Result<()> {
         let stream = self.stream.clone();
         let mut order = stream.order();
-        if order.turn(&mut self.place, self.ending) == Turn::Later {
+        let turn = order.turn(&mut self.place, self.ending);
+        stream.note_order(&order);
+        if turn == Turn::Later {
             self.defer_chunk(&mut order, cmds);
             return Ok(());
         }
@@ -187,6 +218,7 @@ impl Batch {
             &mut self.keep,
             &mut self.events,
             self.first_value,
+            false,
         )?;
         drop(order);
         if self.first_value == 0 {
@@ -201,9 +233,12 @@ impl Batch {
 /// earlier use of the buffers in `keep` (see [`Batch::submit_chunk`]), and
 /// records the submission as their last use (draining both lists).
 /// `first_value`: the batch's first value (0: this is its first
-/// submission). Inlined into [`Batch::submit_chunk`], the path of nearly
-/// every submission.
-#[inline]
+/// submission). `whole`: a whole batch submitted without the stream's
+/// order lock, which submits nothing (and returns 0, the lists untouched)
+/// while a batch of the stream is open. Inlined into
+/// [`Batch::submit_chunk`], the path of nearly every submission.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
 pub(super) fn submit_work(
     d: &DeviceInner,
     stream: &StreamState,
@@ -212,13 +247,18 @@ pub(super) fn submit_work(
     keep: &mut KeepList,
     events: &mut Vec<(Arc<EventInner>, u64)>,
     first_value: u64,
+    whole: bool,
 ) -> Result<u64> {
     let slot = stream.slot;
     for (b, writes) in keep.iter() {
         b.last_use.hazards(*writes, &mut need);
     }
     let sems = events.iter().map(|(e, v)| (e.semaphore(), *v));
-    let value = crate::stream::submit_on(d, stream, cmds, need, sems, events.len(), first_value)?;
+    let n = events.len();
+    let value = crate::stream::submit_on(d, stream, cmds, need, sems, n, first_value, whole)?;
+    if value == 0 {
+        return Ok(0);
+    }
     d.counters.submissions.fetch_add(1, Ordering::Relaxed);
     for (b, writes) in keep.drain(..) {
         b.last_use.used_on(slot, value, writes);

@@ -66,6 +66,7 @@ impl HeldChunk {
                 &mut self.keep,
                 &mut self.events,
                 p.first,
+                false,
             );
             match r {
                 Ok(value) => {
@@ -205,10 +206,18 @@ impl Batch {
     /// Ends the batch if it is the open batch of its stream: the batches
     /// held back behind it go to the queue. The error a chunk of it met
     /// while it was held back, if any.
+    #[inline]
     pub(super) fn end_open(&mut self) -> Result<()> {
+        // One branch for the common batch, never placed.
         if self.place == 0 {
             return Ok(());
         }
+        self.end_open_placed()
+    }
+
+    /// [`Batch::end_open`] for a batch that took a place.
+    #[inline(never)]
+    fn end_open_placed(&mut self) -> Result<()> {
         let r = self.catch_up();
         self.stream.end(self.place, None, None);
         self.place = 0;

@@ -360,6 +360,7 @@ impl<'a> Run<'a> {
             whole_queue: false,
             stream: None,
             after_stream: false,
+            gate: None,
         };
         let value = d.transfer_queue().submit_ordered(
             &d.raw,

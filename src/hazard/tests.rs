@@ -244,3 +244,53 @@ fn table_is_reused_after_drop() {
     assert_eq!(h.check(C, &acc(0x1040, 0..4, true)), None);
     assert!(h.check(C, &acc(0x1000, 0..4, true)).is_some());
 }
+
+#[test]
+fn a_lone_first_access_builds_no_table() {
+    // Whatever an earlier test on this thread left goes first.
+    drop(SPARE.with(|s| s.take()));
+    let w = acc(0x1000, 0..64, true);
+    let mut h = Hazards::new();
+    assert_eq!(h.track_one(C, &w, 0), None);
+    assert!(h.keys.is_empty() && h.live == 0);
+    drop(h);
+    // A batch of one command left nothing to the thread's spare.
+    assert!(SPARE.with(|s| {
+        let m = s.take();
+        let empty = m.keys.is_empty();
+        s.set(m);
+        empty
+    }));
+    // A second command still finds the first one's write.
+    let mut h = Hazards::new();
+    assert_eq!(h.track_one(C, &w, 0), None);
+    let (c, _) = h.track_one(C, &acc(0x1000, 32..33, false), 1).unwrap();
+    assert_eq!(c.kind, HazardKind::ReadAfterWrite);
+    assert_eq!((c.earlier_command, c.start, c.end), (0, 32, 33));
+    assert!(!h.keys.is_empty());
+}
+
+#[test]
+fn the_first_access_meets_a_listed_command_and_a_barrier() {
+    let mut h = Hazards::new();
+    assert_eq!(h.track_one(C, &acc(0x1000, 0..64, true), 0), None);
+    h.start();
+    h.list(acc(0x2000, 0..64, true));
+    h.list(acc(0x1000, 0..4, false));
+    let (c, j) = h.check_listed(T).expect("reads what command 0 wrote");
+    assert_eq!(
+        (c.kind, c.earlier_command, j),
+        (HazardKind::ReadAfterWrite, 0, 1)
+    );
+    // A requested barrier orders the held first access too.
+    let mut h = Hazards::new();
+    assert_eq!(h.track_one(C, &acc(0x1000, 0..64, true), 0), None);
+    h.clear();
+    assert_eq!(h.track_one(C, &acc(0x1000, 0..64, true), 1), None);
+    assert_eq!(
+        h.check(C, &acc(0x1000, 0..64, false))
+            .unwrap()
+            .earlier_command,
+        1
+    );
+}

@@ -4,7 +4,7 @@
 //! ([`crate::Stream`]) and its submission live in the recording layer;
 //! this is what the device holds for its default stream.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -33,6 +33,14 @@ pub(crate) struct StreamState {
     pub last: AtomicU64,
     /// The open batch and the batches held back behind it.
     order: Mutex<BatchOrder>,
+    /// Whether a batch of the stream is open (and, while one ends, until
+    /// the batches held back behind it reached the queue): written under
+    /// the order lock before an opening batch submits, cleared once the
+    /// order is clear again. A whole batch submits without the order lock,
+    /// reading this under the queue's lock ([`crate::queue::Order::gate`]):
+    /// clear there, no batch of the stream can have chunks on the queue
+    /// with more to come, nor batches held back.
+    pub busy: AtomicBool,
     /// Signalled when a batch of the stream ends.
     ended: Condvar,
     /// The queue's user count, released when the stream drops.
@@ -48,6 +56,7 @@ impl StreamState {
             id: NEXT_STREAM.fetch_add(1, Ordering::Relaxed),
             last: AtomicU64::new(0),
             order: Mutex::new(BatchOrder::default()),
+            busy: AtomicBool::new(false),
             ended: Condvar::new(),
             lease,
         }
@@ -57,6 +66,12 @@ impl StreamState {
     /// (uncontended unless two threads submit on one stream at once).
     pub(crate) fn order(&self) -> MutexGuard<'_, BatchOrder> {
         self.order.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Sets [`StreamState::busy`] from `order` (the stream's order, locked):
+    /// after a batch took its turn (before it submits), and after one ended.
+    pub(crate) fn note_order(&self, order: &BatchOrder) {
+        self.busy.store(!order.is_clear(), Ordering::Relaxed);
     }
 
     /// Ends batch `place` (0: a batch never placed, nothing to do): see
@@ -76,6 +91,7 @@ impl StreamState {
             o.defer(place, w);
         }
         o.end(place, pending);
+        self.note_order(&o);
         drop(o);
         self.ended.notify_all();
     }
@@ -237,8 +253,39 @@ pub(crate) fn pick_queue(users: &[usize]) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::{pick_queue, plan_waits};
+    use super::{pick_queue, plan_waits, StreamState, Turn};
     use crate::reclaim::UseMark;
+    use std::sync::atomic::Ordering;
+
+    #[test]
+    fn busy_from_an_opening_turn_until_the_held_back_batches_went() {
+        let s = StreamState::new(0, None);
+        let busy = || s.busy.load(Ordering::Relaxed);
+        let turn = |place: &mut u64, ends: bool| {
+            let mut o = s.order();
+            let t = o.turn(place, ends);
+            s.note_order(&o);
+            t
+        };
+        // A whole batch with nothing open leaves the stream clear.
+        let mut w = 0;
+        assert_eq!(turn(&mut w, true), Turn::Now);
+        assert!(!busy());
+        // A batch that submits a chunk opens it, before it submits.
+        let (mut a, mut b, mut c) = (0, 0, 0);
+        assert_eq!(turn(&mut a, false), Turn::Now);
+        assert!(busy());
+        // B (still open) and C (whole) are held back behind A.
+        assert_eq!(turn(&mut b, false), Turn::Later);
+        assert_eq!(turn(&mut c, true), Turn::Later);
+        s.order().defer(c, Box::new(|| ()));
+        s.end(c, None, None);
+        // A ends: C goes to the queue, B is the open one now.
+        s.end(a, None, None);
+        assert!(busy());
+        s.end(b, None, None);
+        assert!(!busy());
+    }
 
     #[test]
     fn waits_skip_what_completed_and_the_batchs_own_chunks() {
