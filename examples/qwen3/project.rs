@@ -1,6 +1,9 @@
 //! The decoder's projections: `ops::linear` (with the RMSNorm before it
 //! fused in as its prologue, `ops::linear_normed`), or on the prefill's
-//! f16 path the f16 product of `prefill16.rs`.
+//! f16 path the f16 product of `prefill16.rs`. Off that path every product
+//! keeps f32 activations: the plan is `ops::choose_linear`'s with the
+//! tensor-core route left out ([`exact_caps`]), which past 16 rows would
+//! round x to f16.
 
 use vkcompute::ops::nn;
 use vkcompute::ops::{self, Epilogue, MatmulCaps};
@@ -26,7 +29,22 @@ impl Model {
     ) -> Result<()> {
         match half {
             Some(h) if !matches!(w, WBuf::F32(_)) => h.project(b, x, w, out, m, k, n, epilogue),
-            _ => Ok(ops::linear(b, x, w.weights(), out, m, k, n, epilogue)?),
+            _ => {
+                let silu = matches!(epilogue, Epilogue::SiluMul);
+                let wd = w.weights().dtype();
+                let plan = ops::choose_linear(m, k, n, wd, silu, &exact_caps(self));
+                Ok(ops::linear_with_plan(
+                    b,
+                    x,
+                    w.weights(),
+                    out,
+                    m,
+                    k,
+                    n,
+                    epilogue,
+                    plan,
+                )?)
+            }
         }
     }
 
@@ -52,9 +70,9 @@ impl Model {
     ) -> Result<()> {
         let eps = self.dims.eps;
         let silu = matches!(epilogue, Epilogue::SiluMul);
-        let caps = MatmulCaps::of(self.gpu.info());
         let wd = w.weights().dtype();
-        let fused = ops::choose_linear(m, k, n, wd, silu, &caps).rows_per_pass <= 16;
+        let plan = ops::choose_linear(m, k, n, wd, silu, &exact_caps(self));
+        let fused = plan.rows_per_pass <= 16;
         match half {
             Some(h) if !matches!(w, WBuf::F32(_)) => {
                 nn::rms_norm(b, x, g, xn, m, k, eps)?;
@@ -62,9 +80,19 @@ impl Model {
             }
             _ if !fused => {
                 nn::rms_norm(b, x, g, xn, m, k, eps)?;
-                Ok(ops::linear(b, xn, w.weights(), out, m, k, n, epilogue)?)
+                Ok(ops::linear_with_plan(
+                    b,
+                    xn,
+                    w.weights(),
+                    out,
+                    m,
+                    k,
+                    n,
+                    epilogue,
+                    plan,
+                )?)
             }
-            _ => Ok(ops::linear_normed(
+            _ => Ok(ops::linear_normed_with_plan(
                 b,
                 x,
                 g,
@@ -75,7 +103,14 @@ impl Model {
                 k,
                 n,
                 epilogue,
+                plan,
             )?),
         }
     }
+}
+
+/// The adapter's matmul capabilities without the tensor-core route of
+/// `ops::linear` (f32 activations throughout).
+fn exact_caps(m: &Model) -> MatmulCaps {
+    MatmulCaps::of(m.gpu.info()).with_coopmat2_decode(false)
 }
