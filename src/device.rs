@@ -32,7 +32,7 @@ use crate::recorder::RecorderPool;
 use crate::requirements::Capability;
 use crate::set_cache::SetCache;
 use crate::staging::StagingPool;
-use crate::stats::{Counter, Counters, StartupTimes, Stats};
+use crate::stats::{Counter, Counters, StartupTimes};
 use crate::validation_log::ValidationLog;
 
 use crate::options::env_flag;
@@ -288,41 +288,6 @@ impl Device {
     /// [`Error::DeviceLost`].
     pub fn is_lost(&self) -> bool {
         self.inner.sticky.is_lost()
-    }
-
-    /// Starts a new peak of device memory: [`Stats::peak_device_bytes`]
-    /// becomes the memory in use now, so a later [`Device::stats`] gives
-    /// the most used by the work in between (a prefill, one decode step).
-    pub fn reset_peak_memory(&self) {
-        self.inner.counters.reset_peak();
-    }
-
-    /// Counts of live Vulkan objects and memory.
-    pub fn stats(&self) -> Stats {
-        self.inner.maintain_quiet();
-        let mut s = self.inner.counters.snapshot();
-        s.deferred = self
-            .inner
-            .garbage
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .len() as i64
-            + self.inner.compute_recorders.busy_len() as i64
-            + self
-                .inner
-                .transfer_recorders
-                .as_ref()
-                .map_or(0, |r| r.busy_len() as i64);
-        let report = self
-            .inner
-            .allocator
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .generate_report();
-        s.allocator_used_bytes = report.total_allocated_bytes;
-        s.allocator_reserved_bytes = report.total_capacity_bytes;
-        debug_assert_eq!(s.pipelines as usize, self.inner.kernels.len());
-        s
     }
 
     /// Waits until all submitted work is done, then releases parked objects.

@@ -1,5 +1,6 @@
 //! Device memory: buffers created and destroyed through gpu-allocator,
-//! the memory budget, and the staging buffers host transfers borrow.
+//! the memory budget, the staging buffers host transfers borrow, and the
+//! counts [`Device::stats`] reads.
 
 use std::sync::atomic::Ordering;
 
@@ -7,10 +8,11 @@ use ash::vk;
 use gpu_allocator::vulkan::{Allocation, AllocationCreateDesc, AllocationScheme};
 use gpu_allocator::{AllocationError, MemoryLocation};
 
-use super::DeviceInner;
+use super::{Device, DeviceInner};
 use crate::error::{Error, Result};
 use crate::staging::StagingBuffer;
 use crate::stats::Counter;
+use crate::stats::Stats;
 
 impl DeviceInner {
     /// Creates a buffer of `size` bytes with memory at `location`.
@@ -199,4 +201,41 @@ fn device_local(alloc: &Allocation) -> bool {
     alloc
         .memory_properties()
         .contains(vk::MemoryPropertyFlags::DEVICE_LOCAL)
+}
+
+impl Device {
+    /// Starts a new peak of device memory: [`Stats::peak_device_bytes`]
+    /// becomes the memory in use now, so a later [`Device::stats`] gives
+    /// the most used by the work in between (a prefill, one decode step).
+    pub fn reset_peak_memory(&self) {
+        self.inner.counters.reset_peak();
+    }
+
+    /// Counts of live Vulkan objects and memory.
+    pub fn stats(&self) -> Stats {
+        self.inner.maintain_quiet();
+        let mut s = self.inner.counters.snapshot();
+        s.deferred = self
+            .inner
+            .garbage
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .len() as i64
+            + self.inner.compute_recorders.busy_len() as i64
+            + self
+                .inner
+                .transfer_recorders
+                .as_ref()
+                .map_or(0, |r| r.busy_len() as i64);
+        let report = self
+            .inner
+            .allocator
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .generate_report();
+        s.allocator_used_bytes = report.total_allocated_bytes;
+        s.allocator_reserved_bytes = report.total_capacity_bytes;
+        debug_assert_eq!(s.pipelines as usize, self.inner.kernels.len());
+        s
+    }
 }
