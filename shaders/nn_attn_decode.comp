@@ -3,12 +3,33 @@
 // dim]) against a KV cache (k, v [batch, kv_heads, max_seq, dim]) holding
 // len[b] = min(lens[b], max_seq) positions of sequence b. Workgroup
 // (x = chunk, y = (b, kv head, head slice)) takes up to `group` query heads
-// sharing one kv head and the positions [chunk * CHUNK, +CHUNK) below len:
-// scores s = scale * q.k, then, per head, m = max s, e = exp(s - m), the
-// partial sum of e and the partial e-weighted sum of v rows, written to
-// part[(b * q_heads + head) * chunks + chunk] as dim + 2 floats (acc, m,
-// sum). Workgroups whose chunk starts at or past len return at once, so
-// the work grows with the current length, not max_seq.
+// sharing one kv head and the `span` positions [chunk * span, +span) below
+// len (nn_attn_span.glsl: the span grows with len so that all `chunks`
+// workgroups along x share a long sequence). It walks them in tiles of
+// TILE positions with the online softmax, keeping per head the running
+// max m, the running sum of exp(s - m) and the exp-weighted sum of v rows,
+// and writes them to part[(b * q_heads + head) * chunks + chunk] as dim + 2
+// floats (acc, m, sum). Workgroups whose chunk starts at or past len
+// return at once, so the work grows with the current length, not max_seq.
+//
+// Per tile:
+// - scores s = scale * q.k: each subgroup takes positions in turn, its
+//   lanes split dim (lane l reads elements l, l + lanes, ...: adjacent
+//   lanes read adjacent elements of one K row), every lane keeping one
+//   partial dot product per query head (the heads' queries sit in shared
+//   memory), subgroupAdd finishing each;
+// - softmax: a subgroup per head takes the tile's max and sum of
+//   exponentials with subgroupMax / subgroupAdd and rescales the head's
+//   running sum;
+// - V: invocation t owns element d = t % dim for the positions p of the
+//   tile with p % (LOCAL / dim) = t / dim (adjacent invocations read
+//   adjacent elements of one V row), rescaling and adding into one register
+//   per head.
+// After the last tile the position subsets' sums are added in subset order
+// through shared memory.
+// Without subgroup arithmetic (the `_wg` variants, NO_SUBGROUPS) a
+// "subgroup" is one invocation: the same code, one position per invocation
+// and a serial loop over dim.
 //
 // With FUSED (the nn_attn_decode1 variants) pass 2 happens in the same
 // dispatch: each invocation of an active workgroup, after writing its
@@ -18,18 +39,30 @@
 // cnt[y]. The workgroup that brings the counter to the group's number of
 // active chunks is the last: it sets the counter back to 0 for the next
 // launch, issues the matching acquire fence and merges the chunks of its
-// query heads into o exactly as nn_attn_combine.comp does. `part` is
-// coherent so those reads see the other workgroups' writes. (The crate's
-// megakernel pairs fences and atomics the same way where the device has
-// no Vulkan memory model.) A sequence of length 0 has no active chunk:
-// chunk 0 writes its zeros.
+// query heads into o exactly as nn_attn_combine.comp does (invocations
+// over the heads' elements, adjacent invocations reading adjacent floats
+// of a chunk's partial). `part` is coherent so those reads see the other
+// workgroups' writes. (The crate's megakernel pairs fences and atomics the
+// same way where the device has no Vulkan memory model.) A sequence of
+// length 0 has no active chunk: chunk 0 writes its zeros.
 // variant: nn_attn_decode_f16 DTYPE_F16=1
 // variant: nn_attn_decode_bf16 DTYPE_BF16=1
 // variant: nn_attn_decode1 FUSED=1
 // variant: nn_attn_decode1_f16 FUSED=1 DTYPE_F16=1
 // variant: nn_attn_decode1_bf16 FUSED=1 DTYPE_BF16=1
+// variant: nn_attn_decode_wg NO_SUBGROUPS=1
+// variant: nn_attn_decode_wg_f16 DTYPE_F16=1 NO_SUBGROUPS=1
+// variant: nn_attn_decode_wg_bf16 DTYPE_BF16=1 NO_SUBGROUPS=1
+// variant: nn_attn_decode1_wg FUSED=1 NO_SUBGROUPS=1
+// variant: nn_attn_decode1_wg_f16 FUSED=1 DTYPE_F16=1 NO_SUBGROUPS=1
+// variant: nn_attn_decode1_wg_bf16 FUSED=1 DTYPE_BF16=1 NO_SUBGROUPS=1
+#ifndef NO_SUBGROUPS
+#define USE_SUBGROUPS
+#endif
+#extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 #include "nn_dtype.glsl"
+#include "nn_attn_span.glsl"
 layout(local_size_x = 256) in;
 layout(set = 0, binding = 0) readonly buffer Q { ST q[]; };
 layout(set = 0, binding = 1) readonly buffer K { ST k[]; };
@@ -47,14 +80,35 @@ layout(push_constant) uniform P {
     uint chunks; uint group; float scale;
 };
 
-#define CHUNK 64u
+#define TILE 64u
 #define MAX_GROUP 16u
 #define MAX_QS 2048u  // group * dim
 
+#ifdef USE_SUBGROUPS
+#define SG_LANES gl_SubgroupSize
+#define SG_LANE gl_SubgroupInvocationID
+#define SG_ID gl_SubgroupID
+#define SG_COUNT gl_NumSubgroups
+#define SG_SUM(x) subgroupAdd(x)
+#define SG_MAX(x) subgroupMax(x)
+#else
+#define SG_LANES 1u
+#define SG_LANE 0u
+#define SG_ID gl_LocalInvocationIndex
+#define SG_COUNT LOCAL
+#define SG_SUM(x) (x)
+#define SG_MAX(x) (x)
+#endif
+
+// The queries of the workgroup's heads, then (after the last tile) the
+// position subsets' sums on their way to subset 0.
 shared float qs[MAX_QS];
-shared float sc[MAX_GROUP * CHUNK];
-shared float hm[MAX_GROUP];
-shared float hs[MAX_GROUP];
+shared float sc[MAX_GROUP * TILE];  // scores, then exponentials
+// Per head: running max and sum (double-buffered by tile parity), and the
+// tile's rescale factor of the earlier tiles' sums.
+shared float hm[2u * MAX_GROUP];
+shared float hs[2u * MAX_GROUP];
+shared float ha[MAX_GROUP];
 #ifdef FUSED
 shared uint is_last;
 #endif
@@ -69,7 +123,8 @@ void main() {
     uint kvh = bh % kv_heads;
     uint b = bh / kv_heads;
     uint len = min(lens[b], max_seq);
-    uint p0 = c * CHUNK;
+    uint span = attn_span(len, chunks);
+    uint p0 = c * span;
     uint g0 = slice * group;
     uint ng = min(group, ratio - g0);
     uint head0 = b * q_heads + kvh * ratio + g0;  // first query head (flat)
@@ -81,47 +136,114 @@ void main() {
     }
 #endif
     if (p0 >= len) return;  // uniform across the workgroup
-    uint np = min(CHUNK, len - p0);
+    uint np = min(span, len - p0);
     for (uint i = t; i < ng * dim; i += LOCAL) qs[i] = LD(q[head0 * dim + i]);
+    if (t < MAX_GROUP) {
+        hm[t] = NEG_INF;
+        hs[t] = 0.0;
+    }
     barrier();
     uint kbase = ((b * kv_heads + kvh) * max_seq + p0) * dim;
-    for (uint i = t; i < ng * np; i += LOCAL) {
-        uint g = i / np, p = i - g * np;
-        float s = 0.0;
-        for (uint d = 0u; d < dim; ++d) s += qs[g * dim + d] * LD(k[kbase + p * dim + d]);
-        sc[g * CHUNK + p] = s * scale;
-    }
-    barrier();
-    if (t < ng) {
-        float m = NEG_INF;
-        for (uint p = 0u; p < np; ++p) m = nmax(m, sc[t * CHUNK + p]);
-        float s = 0.0;
-        for (uint p = 0u; p < np; ++p) {
-            float e = exp(sc[t * CHUNK + p] - m);
-            sc[t * CHUNK + p] = e;
-            s += e;
+    // V: position subset r of `subsets`, element d.
+    uint subsets = LOCAL / dim;
+    uint r = t / dim, d = t - (t / dim) * dim;
+    float acc[MAX_GROUP];
+    [[unroll]] for (uint g = 0u; g < MAX_GROUP; ++g) acc[g] = 0.0;
+    uint cur = 0u;  // parity of the running max and sum being read
+    for (uint tp = 0u; tp < np; tp += TILE) {
+        uint nt = min(TILE, np - tp);
+        uint tbase = kbase + tp * dim;
+        // Scores: a subgroup per position, its lanes over dim.
+        for (uint p = SG_ID; p < nt; p += SG_COUNT) {
+            float dot[MAX_GROUP];
+            [[unroll]] for (uint g = 0u; g < MAX_GROUP; ++g) dot[g] = 0.0;
+            uint row = tbase + p * dim;
+            for (uint e = SG_LANE; e < dim; e += SG_LANES) {
+                float kv = LD(k[row + e]);
+                [[unroll]] for (uint g = 0u; g < MAX_GROUP; ++g) {
+                    if (g < ng) dot[g] += qs[g * dim + e] * kv;
+                }
+            }
+            [[unroll]] for (uint g = 0u; g < MAX_GROUP; ++g) {
+                if (g < ng) {
+                    float s = SG_SUM(dot[g]);
+                    if (SG_LANE == 0u) sc[g * TILE + p] = s * scale;
+                }
+            }
         }
-        hm[t] = m;
-        hs[t] = s;
+        barrier();
+        // Softmax: a subgroup per head.
+        for (uint g = SG_ID; g < ng; g += SG_COUNT) {
+            float m_old = hm[cur * MAX_GROUP + g];
+            float s_old = hs[cur * MAX_GROUP + g];
+            float lm = NEG_INF;
+            for (uint p = SG_LANE; p < nt; p += SG_LANES) lm = nmax(lm, sc[g * TILE + p]);
+            bool has_nan = SG_MAX(isnan(lm) ? 1u : 0u) != 0u;
+            float tm = SG_MAX(isnan(lm) ? NEG_INF : lm);
+            float m = nmax(m_old, has_nan ? QNAN : tm);
+            float a = m_old == NEG_INF ? 0.0 : exp(m_old - m);
+            float ls = 0.0;
+            for (uint p = SG_LANE; p < nt; p += SG_LANES) {
+                float e = exp(sc[g * TILE + p] - m);
+                sc[g * TILE + p] = e;
+                ls += e;
+            }
+            float ts = SG_SUM(ls);
+            if (SG_LANE == 0u) {
+                hm[(1u - cur) * MAX_GROUP + g] = m;
+                hs[(1u - cur) * MAX_GROUP + g] = s_old * a + ts;
+                ha[g] = a;
+            }
+        }
+        barrier();
+        // V: invocation (r, d) over the tile's positions of subset r.
+        if (r < subsets) {
+            [[unroll]] for (uint g = 0u; g < MAX_GROUP; ++g) {
+                if (g < ng) acc[g] *= ha[g];
+            }
+            for (uint p = r; p < nt; p += subsets) {
+                float x = LD(v[tbase + p * dim + d]);
+                [[unroll]] for (uint g = 0u; g < MAX_GROUP; ++g) {
+                    if (g < ng) acc[g] += sc[g * TILE + p] * x;
+                }
+            }
+        }
+        cur = 1u - cur;
+        barrier();  // sc and ha are rewritten by the next tile
     }
-    barrier();
+    // The subsets' sums, added into subset 0 in subset order through qs
+    // (ng * dim <= MAX_QS).
+    uint used = min(subsets, np);
+    for (uint rr = 1u; rr < used; ++rr) {
+        if (r == rr) {
+            [[unroll]] for (uint g = 0u; g < MAX_GROUP; ++g) {
+                if (g < ng) qs[g * dim + d] = acc[g];
+            }
+        }
+        barrier();
+        if (r == 0u) {
+            [[unroll]] for (uint g = 0u; g < MAX_GROUP; ++g) {
+                if (g < ng) acc[g] += qs[g * dim + d];
+            }
+        }
+        barrier();
+    }
     uint stride = dim + 2u;
-    for (uint i = t; i < ng * dim; i += LOCAL) {
-        uint g = i / dim, d = i - g * dim;
-        float a = 0.0;
-        for (uint p = 0u; p < np; ++p) a += sc[g * CHUNK + p] * LD(v[kbase + p * dim + d]);
-        part[((head0 + g) * chunks + c) * stride + d] = a;
+    if (r == 0u) {
+        [[unroll]] for (uint g = 0u; g < MAX_GROUP; ++g) {
+            if (g < ng) part[((head0 + g) * chunks + c) * stride + d] = acc[g];
+        }
     }
     if (t < ng) {
-        uint o = ((head0 + t) * chunks + c) * stride + dim;
-        part[o] = hm[t];
-        part[o + 1u] = hs[t];
+        uint off = ((head0 + t) * chunks + c) * stride + dim;
+        part[off] = hm[cur * MAX_GROUP + t];
+        part[off + 1u] = hs[cur * MAX_GROUP + t];
     }
 #ifdef FUSED
     memoryBarrierBuffer();  // release: this invocation's partials, then the count
     barrier();
+    uint nc = attn_active(len, chunks);
     if (t == 0u) {
-        uint nc = (len + CHUNK - 1u) / CHUNK;
         uint done = atomicAdd(cnt[y], 1u) + 1u;
         is_last = done == nc ? 1u : 0u;
         // Every active workgroup of y has counted: back to 0 for the next
@@ -131,9 +253,8 @@ void main() {
     barrier();
     if (is_last == 0u) return;  // uniform across the workgroup
     memoryBarrierBuffer();  // acquire: every other workgroup's partials
-    uint nc = (len + CHUNK - 1u) / CHUNK;
     for (uint i = t; i < ng * dim; i += LOCAL) {
-        uint g = i / dim, d = i - g * dim;
+        uint g = i / dim, e = i - g * dim;
         uint hb = (head0 + g) * chunks * stride;
         float m = NEG_INF;
         for (uint cc = 0u; cc < nc; ++cc) m = nmax(m, part[hb + cc * stride + dim]);
@@ -143,9 +264,9 @@ void main() {
             uint pc = hb + cc * stride;
             float w = exp(part[pc + dim] - m);
             sum += part[pc + dim + 1u] * w;
-            a += part[pc + d] * w;
+            a += part[pc + e] * w;
         }
-        o[(head0 + g) * dim + d] = TO(a / sum);
+        o[(head0 + g) * dim + e] = TO(a / sum);
     }
 #endif
 }
