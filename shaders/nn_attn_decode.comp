@@ -12,19 +12,22 @@
 // floats (acc, m, sum). Workgroups whose chunk starts at or past len
 // return at once, so the work grows with the current length, not max_seq.
 //
-// Per tile:
+// K and V rows are read in items of W elements: with `vec` = 1 (dim a
+// multiple of 4, k and v 16-byte aligned) W = 4, one vector load per item
+// (vec4 for f32: 16 bytes; 4 16-bit values: 8 bytes) through the aliases
+// K4 and V4 of k and v; else W = 1, one element. Per tile:
 // - scores s = scale * q.k: each subgroup takes positions in turn, its
-//   lanes split dim (lane l reads elements l, l + lanes, ...: adjacent
-//   lanes read adjacent elements of one K row), every lane keeping one
-//   partial dot product per query head (the heads' queries sit in shared
-//   memory), subgroupAdd finishing each;
+//   lanes split the row's items (lane l reads items l, l + lanes, ...:
+//   adjacent lanes read adjacent items of one K row), every lane keeping
+//   one partial dot product per query head (the heads' queries sit in
+//   shared memory), subgroupAdd finishing each;
 // - softmax: a subgroup per head takes the tile's max and sum of
 //   exponentials with subgroupMax / subgroupAdd and rescales the head's
 //   running sum;
-// - V: invocation t owns element d = t % dim for the positions p of the
-//   tile with p % (LOCAL / dim) = t / dim (adjacent invocations read
-//   adjacent elements of one V row), rescaling and adding into one register
-//   per head.
+// - V: invocation t owns item i = t % items (items = dim / W) for the
+//   positions p of the tile with p % (LOCAL / items) = t / items (adjacent
+//   invocations read adjacent items of one V row), rescaling and adding
+//   into one vec4 register per head.
 // After the last tile the position subsets' sums are added in subset order
 // through shared memory.
 // Without subgroup arithmetic (the `_wg` variants, NO_SUBGROUPS) a
@@ -68,16 +71,30 @@ layout(set = 0, binding = 0) readonly buffer Q { ST q[]; };
 layout(set = 0, binding = 1) readonly buffer K { ST k[]; };
 layout(set = 0, binding = 2) readonly buffer V { ST v[]; };
 layout(set = 0, binding = 3) readonly buffer L { uint lens[]; };
+#if defined(DTYPE_F16)
+#define VT f16vec4
+#define LDV(x) vec4(x)
+#elif defined(DTYPE_BF16)
+#define VT u16vec4
+#define LDV(x) uintBitsToFloat(uvec4(x) << 16)
+#else
+#define VT vec4
+#define LDV(x) (x)
+#endif
 #ifdef FUSED
 layout(set = 0, binding = 4) coherent buffer Part { float part[]; };
 layout(set = 0, binding = 5) writeonly buffer O { ST o[]; };
 layout(set = 0, binding = 6) coherent buffer Cnt { uint cnt[]; };
+layout(set = 0, binding = 7) readonly buffer K4 { VT k4[]; };
+layout(set = 0, binding = 8) readonly buffer V4 { VT v4[]; };
 #else
 layout(set = 0, binding = 4) writeonly buffer Part { float part[]; };
+layout(set = 0, binding = 5) readonly buffer K4 { VT k4[]; };
+layout(set = 0, binding = 6) readonly buffer V4 { VT v4[]; };
 #endif
 layout(push_constant) uniform P {
     uint q_heads; uint kv_heads; uint dim; uint max_seq;
-    uint chunks; uint group; float scale;
+    uint chunks; uint group; float scale; uint vec;
 };
 
 #define TILE 64u
@@ -113,6 +130,25 @@ shared float ha[MAX_GROUP];
 shared uint is_last;
 #endif
 
+// Item i of the row starting at element `row` of k / v (W elements, the
+// rest zeros when W = 1).
+vec4 load_k(uint row, uint i) {
+    if (vec != 0u) return LDV(k4[(row >> 2u) + i]);
+    return vec4(LD(k[row + i]), 0.0, 0.0, 0.0);
+}
+vec4 load_v(uint row, uint i) {
+    if (vec != 0u) return LDV(v4[(row >> 2u) + i]);
+    return vec4(LD(v[row + i]), 0.0, 0.0, 0.0);
+}
+// Item i of head g's query.
+vec4 query(uint g, uint i) {
+    if (vec != 0u) {
+        uint e = g * dim + 4u * i;
+        return vec4(qs[e], qs[e + 1u], qs[e + 2u], qs[e + 3u]);
+    }
+    return vec4(qs[g * dim + i], 0.0, 0.0, 0.0);
+}
+
 void main() {
     uint c = gl_WorkGroupID.x;
     uint ratio = q_heads / kv_heads;
@@ -144,29 +180,31 @@ void main() {
     }
     barrier();
     uint kbase = ((b * kv_heads + kvh) * max_seq + p0) * dim;
-    // V: position subset r of `subsets`, element d.
-    uint subsets = LOCAL / dim;
-    uint r = t / dim, d = t - (t / dim) * dim;
-    float acc[MAX_GROUP];
-    [[unroll]] for (uint g = 0u; g < MAX_GROUP; ++g) acc[g] = 0.0;
+    uint w = vec != 0u ? 4u : 1u;  // elements per item
+    uint items = dim / w;
+    // V: position subset r of `subsets`, item d.
+    uint subsets = LOCAL / items;
+    uint r = t / items, d = t - (t / items) * items;
+    vec4 acc[MAX_GROUP];
+    [[unroll]] for (uint g = 0u; g < MAX_GROUP; ++g) acc[g] = vec4(0.0);
     uint cur = 0u;  // parity of the running max and sum being read
     for (uint tp = 0u; tp < np; tp += TILE) {
         uint nt = min(TILE, np - tp);
         uint tbase = kbase + tp * dim;
         // Scores: a subgroup per position, its lanes over dim.
         for (uint p = SG_ID; p < nt; p += SG_COUNT) {
-            float dot[MAX_GROUP];
-            [[unroll]] for (uint g = 0u; g < MAX_GROUP; ++g) dot[g] = 0.0;
+            float pd[MAX_GROUP];
+            [[unroll]] for (uint g = 0u; g < MAX_GROUP; ++g) pd[g] = 0.0;
             uint row = tbase + p * dim;
-            for (uint e = SG_LANE; e < dim; e += SG_LANES) {
-                float kv = LD(k[row + e]);
+            for (uint e = SG_LANE; e < items; e += SG_LANES) {
+                vec4 kv = load_k(row, e);
                 [[unroll]] for (uint g = 0u; g < MAX_GROUP; ++g) {
-                    if (g < ng) dot[g] += qs[g * dim + e] * kv;
+                    if (g < ng) pd[g] += dot(query(g, e), kv);
                 }
             }
             [[unroll]] for (uint g = 0u; g < MAX_GROUP; ++g) {
                 if (g < ng) {
-                    float s = SG_SUM(dot[g]);
+                    float s = SG_SUM(pd[g]);
                     if (SG_LANE == 0u) sc[g * TILE + p] = s * scale;
                 }
             }
@@ -202,7 +240,7 @@ void main() {
                 if (g < ng) acc[g] *= ha[g];
             }
             for (uint p = r; p < nt; p += subsets) {
-                float x = LD(v[tbase + p * dim + d]);
+                vec4 x = load_v(tbase + p * dim, d);
                 [[unroll]] for (uint g = 0u; g < MAX_GROUP; ++g) {
                     if (g < ng) acc[g] += sc[g * TILE + p] * x;
                 }
@@ -217,13 +255,17 @@ void main() {
     for (uint rr = 1u; rr < used; ++rr) {
         if (r == rr) {
             [[unroll]] for (uint g = 0u; g < MAX_GROUP; ++g) {
-                if (g < ng) qs[g * dim + d] = acc[g];
+                if (g < ng) {
+                    for (uint j = 0u; j < w; ++j) qs[g * dim + d * w + j] = acc[g][j];
+                }
             }
         }
         barrier();
         if (r == 0u) {
             [[unroll]] for (uint g = 0u; g < MAX_GROUP; ++g) {
-                if (g < ng) acc[g] += qs[g * dim + d];
+                if (g < ng) {
+                    for (uint j = 0u; j < w; ++j) acc[g][j] += qs[g * dim + d * w + j];
+                }
             }
         }
         barrier();
@@ -231,7 +273,10 @@ void main() {
     uint stride = dim + 2u;
     if (r == 0u) {
         [[unroll]] for (uint g = 0u; g < MAX_GROUP; ++g) {
-            if (g < ng) part[((head0 + g) * chunks + c) * stride + d] = acc[g];
+            if (g < ng) {
+                uint pb = ((head0 + g) * chunks + c) * stride + d * w;
+                for (uint j = 0u; j < w; ++j) part[pb + j] = acc[g][j];
+            }
         }
     }
     if (t < ng) {

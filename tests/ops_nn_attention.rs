@@ -1,5 +1,5 @@
 //! Rotary embedding, KV-cache append and decode attention against f64
-//! references, at every element type, on odd shapes (head dims 36, 64, 72,
+//! references, at every element type, on odd shapes (head dims 30, 36, 64, 72,
 //! 80, 96, 100, 128, 256; sequence lengths 1, 7, 33, 257, 600; GQA ratios
 //! 1, 2, 4, 8 and 16; batches of 1 to 8); a recorded graph replayed with new positions
 //! and lengths; and the typed errors for bad input.
@@ -296,7 +296,7 @@ fn decode_at<T: TestElem>(gpu: &Device) {
         return;
     }
     let mut rng = common::Rng::new(34);
-    let cases: [DecodeCase; 11] = [
+    let cases: [DecodeCase; 12] = [
         (1, 1, 1, 64, 1, &[1]),
         (3, 4, 4, 72, 40, &[7, 1, 33]),
         (1, 8, 4, 80, 300, &[257]),
@@ -307,6 +307,8 @@ fn decode_at<T: TestElem>(gpu: &Device) {
         // leave invocations idle: ratios 1 and 8.
         (1, 8, 8, 100, 90, &[90]),
         (1, 16, 2, 36, 200, &[200]),
+        // A dim that is no multiple of 4: rows read an element at a time.
+        (2, 6, 2, 30, 150, &[150, 9]),
         // Ratio 2 with a dim of 96.
         (2, 8, 4, 96, 50, &[50, 17]),
         // Qwen3-4B's heads over a short cache: the 4 query heads of a kv

@@ -28,8 +28,9 @@
 //! records the two passes.
 
 use crate::batch::Batch;
-use crate::buffer::Buffer;
+use crate::buffer::{Buffer, GpuBuf};
 use crate::error::Result;
+use crate::ops::aligned16;
 
 use super::{
     check_elems, check_heads, check_nonzero, device_for, kernel_name, launch, product, rows_grid,
@@ -131,7 +132,9 @@ pub fn attention_decode<T: NnElement>(
         batch,
         &gpu,
         name,
-        &[q, k_cache, v_cache, lens, &part, out, &counters],
+        &[
+            q, k_cache, v_cache, lens, &part, out, &counters, k_cache, v_cache,
+        ],
         [plan.chunks, ys, 1],
         &[
             q_heads,
@@ -141,8 +144,16 @@ pub fn attention_decode<T: NnElement>(
             plan.chunks,
             plan.group,
             scale.to_bits(),
+            u32::from(vector_rows(head_dim, k_cache, v_cache)),
         ],
     )
+}
+
+/// Whether the first pass reads key and value rows 4 elements at a time
+/// (its `vec` flag): `head_dim` a multiple of 4 and both caches starting
+/// on a 16-byte boundary.
+fn vector_rows(head_dim: u32, k_cache: &dyn GpuBuf, v_cache: &dyn GpuBuf) -> bool {
+    head_dim % 4 == 0 && aligned16(&[k_cache.view(), v_cache.view()])
 }
 
 /// The y extent of pass 1's grid (sequences × kv heads × head slices),
@@ -245,7 +256,7 @@ pub(in crate::ops) fn record<T: NnElement>(
         batch,
         &gpu,
         pass1,
-        &[q, k_cache, v_cache, lens, part],
+        &[q, k_cache, v_cache, lens, part, k_cache, v_cache],
         [plan.chunks, ys, 1],
         &[
             q_heads,
@@ -255,6 +266,7 @@ pub(in crate::ops) fn record<T: NnElement>(
             plan.chunks,
             plan.group,
             scale.to_bits(),
+            u32::from(vector_rows(head_dim, k_cache, v_cache)),
         ],
     )?;
     batch.barrier();
