@@ -191,21 +191,39 @@ void main() {
     for (uint tp = 0u; tp < np; tp += TILE) {
         uint nt = min(TILE, np - tp);
         uint tbase = kbase + tp * dim;
-        // Scores: a subgroup per position, its lanes over dim.
-        for (uint p = SG_ID; p < nt; p += SG_COUNT) {
+        // Scores: a subgroup per position, its lanes over the row's items;
+        // positions p and p2 = p + SG_COUNT together, so that both rows'
+        // loads are in flight at once (p2 past the tile reads the tile's
+        // last row and is dropped).
+        for (uint p = SG_ID; p < nt; p += 2u * SG_COUNT) {
+            uint p2 = p + SG_COUNT;
             float pd[MAX_GROUP];
-            [[unroll]] for (uint g = 0u; g < MAX_GROUP; ++g) pd[g] = 0.0;
+            float pd2[MAX_GROUP];
+            [[unroll]] for (uint g = 0u; g < MAX_GROUP; ++g) {
+                pd[g] = 0.0;
+                pd2[g] = 0.0;
+            }
             uint row = tbase + p * dim;
+            uint row2 = tbase + min(p2, nt - 1u) * dim;
             for (uint e = SG_LANE; e < items; e += SG_LANES) {
                 vec4 kv = load_k(row, e);
+                vec4 kv2 = load_k(row2, e);
                 [[unroll]] for (uint g = 0u; g < MAX_GROUP; ++g) {
-                    if (g < ng) pd[g] += dot(query(g, e), kv);
+                    if (g < ng) {
+                        vec4 qg = query(g, e);
+                        pd[g] += dot(qg, kv);
+                        pd2[g] += dot(qg, kv2);
+                    }
                 }
             }
             [[unroll]] for (uint g = 0u; g < MAX_GROUP; ++g) {
                 if (g < ng) {
                     float s = SG_SUM(pd[g]);
-                    if (SG_LANE == 0u) sc[g * TILE + p] = s * scale;
+                    float s2 = SG_SUM(pd2[g]);
+                    if (SG_LANE == 0u) {
+                        sc[g * TILE + p] = s * scale;
+                        if (p2 < nt) sc[g * TILE + p2] = s2 * scale;
+                    }
                 }
             }
         }
