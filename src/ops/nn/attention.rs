@@ -79,10 +79,11 @@ pub struct DecodeShape {
 /// with new lengths); a length of 0 gives zeros. `scale` is usually
 /// `1 / sqrt(head_dim)`.
 ///
-/// Allocates an f32 scratch buffer of `batch × q_heads × ceil(max_seq /
-/// 64) × (head_dim + 2)` elements and a zeroed `u32` counter per sequence
-/// and kv head per call; records one dispatch, which leaves the counters
-/// at zero, so a recorded graph replays it.
+/// Allocates an f32 scratch buffer of `batch × q_heads × chunks ×
+/// (head_dim + 2)` elements (chunks: enough for about 512 workgroups, at
+/// most `ceil(max_seq / 16)`) and a zeroed `u32` counter per sequence, kv
+/// head and slice of its query heads per call; records one dispatch, which
+/// leaves the counters at zero, so a recorded graph replays it.
 #[allow(clippy::too_many_arguments)]
 pub fn attention_decode<T: NnElement>(
     batch: &mut Batch,
