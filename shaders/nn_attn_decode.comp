@@ -267,22 +267,29 @@ void main() {
         cur = 1u - cur;
         barrier();  // sc and ha are rewritten by the next tile
     }
-    // The subsets' sums, added into subset 0 in subset order through qs
-    // (ng * dim <= MAX_QS).
+    // The subsets' sums, added into subset 0 in subset order through qs:
+    // each round, as many subsets as qs holds (ng * dim <= MAX_QS floats
+    // each) store theirs side by side and subset 0 adds them.
     uint used = min(subsets, np);
-    for (uint rr = 1u; rr < used; ++rr) {
-        if (r == rr) {
+    uint slots = MAX_QS / (ng * dim);
+    for (uint first = 1u; first < used; first += slots) {
+        uint last = min(first + slots, used);
+        if (r >= first && r < last) {
+            uint sb = (r - first) * ng * dim;
             [[unroll]] for (uint g = 0u; g < MAX_GROUP; ++g) {
                 if (g < ng) {
-                    for (uint j = 0u; j < w; ++j) qs[g * dim + d * w + j] = acc[g][j];
+                    for (uint j = 0u; j < w; ++j) qs[sb + g * dim + d * w + j] = acc[g][j];
                 }
             }
         }
         barrier();
         if (r == 0u) {
-            [[unroll]] for (uint g = 0u; g < MAX_GROUP; ++g) {
-                if (g < ng) {
-                    for (uint j = 0u; j < w; ++j) acc[g][j] += qs[g * dim + d * w + j];
+            for (uint rr = first; rr < last; ++rr) {
+                uint sb = (rr - first) * ng * dim;
+                [[unroll]] for (uint g = 0u; g < MAX_GROUP; ++g) {
+                    if (g < ng) {
+                        for (uint j = 0u; j < w; ++j) acc[g][j] += qs[sb + g * dim + d * w + j];
+                    }
                 }
             }
         }
