@@ -42,9 +42,10 @@
 // cnt[y]. The workgroup that brings the counter to the group's number of
 // active chunks is the last: it sets the counter back to 0 for the next
 // launch, issues the matching acquire fence and merges the chunks of its
-// query heads into o exactly as nn_attn_combine.comp does (invocations
-// over the heads' elements, adjacent invocations reading adjacent floats
-// of a chunk's partial). `part` is coherent so those reads see the other
+// query heads into o with nn_attn_combine.comp's arithmetic in its order
+// (a subgroup per head takes the max of the chunks' maxima; the chunks'
+// weights go through shared memory; invocations over the heads' elements,
+// adjacent invocations reading adjacent floats of a chunk's partial). `part` is coherent so those reads see the other
 // workgroups' writes. (The crate's megakernel pairs fences and atomics the
 // same way where the device has no Vulkan memory model.) A sequence of
 // length 0 has no active chunk: chunk 0 writes its zeros.
@@ -323,20 +324,52 @@ void main() {
     barrier();
     if (is_last == 0u) return;  // uniform across the workgroup
     memoryBarrierBuffer();  // acquire: every other workgroup's partials
-    for (uint i = t; i < ng * dim; i += LOCAL) {
-        uint g = i / dim, e = i - g * dim;
+    // Per head, the max of the chunks' maxima (a subgroup per head), then,
+    // a block of chunks at a time, the chunks' weights exp(m_c - M) in qs
+    // (MAX_QS / ng per head), and per element, in chunk order, the sums of
+    // the weighted partial sums and values: nn_attn_combine.comp's
+    // arithmetic in its order, each weight computed once per head.
+    for (uint g = SG_ID; g < ng; g += SG_COUNT) {
         uint hb = (head0 + g) * chunks * stride;
-        float m = NEG_INF;
-        for (uint cc = 0u; cc < nc; ++cc) m = nmax(m, part[hb + cc * stride + dim]);
-        float sum = 0.0;
-        float a = 0.0;
-        for (uint cc = 0u; cc < nc; ++cc) {
-            uint pc = hb + cc * stride;
-            float w = exp(part[pc + dim] - m);
-            sum += part[pc + dim + 1u] * w;
-            a += part[pc + e] * w;
+        float lm = NEG_INF;
+        for (uint cc = SG_LANE; cc < nc; cc += SG_LANES) lm = nmax(lm, part[hb + cc * stride + dim]);
+        bool has_nan = SG_MAX(isnan(lm) ? 1u : 0u) != 0u;
+        float mx = SG_MAX(isnan(lm) ? NEG_INF : lm);
+        if (SG_LANE == 0u) ha[g] = has_nan ? QNAN : mx;
+    }
+    uint cb_len = MAX_QS / ng;
+    float sums[MAX_QS / LOCAL];
+    float accs[MAX_QS / LOCAL];
+    [[unroll]] for (uint x = 0u; x < MAX_QS / LOCAL; ++x) {
+        sums[x] = 0.0;
+        accs[x] = 0.0;
+    }
+    for (uint cb = 0u; cb < nc; cb += cb_len) {
+        uint nb = min(cb_len, nc - cb);
+        barrier();  // ha written; the last block's weights read
+        for (uint i = t; i < ng * nb; i += LOCAL) {
+            uint g = i / nb, j = i - g * nb;
+            uint pc = ((head0 + g) * chunks + cb + j) * stride;
+            qs[g * cb_len + j] = exp(part[pc + dim] - ha[g]);
         }
-        o[(head0 + g) * dim + e] = TO(a / sum);
+        barrier();
+        [[unroll]] for (uint x = 0u; x < MAX_QS / LOCAL; ++x) {
+            uint i = t + x * LOCAL;
+            if (i < ng * dim) {
+                uint g = i / dim, e = i - g * dim;
+                uint hb = ((head0 + g) * chunks + cb) * stride;
+                for (uint j = 0u; j < nb; ++j) {
+                    uint pc = hb + j * stride;
+                    float w = qs[g * cb_len + j];
+                    sums[x] += part[pc + dim + 1u] * w;
+                    accs[x] += part[pc + e] * w;
+                }
+            }
+        }
+    }
+    [[unroll]] for (uint x = 0u; x < MAX_QS / LOCAL; ++x) {
+        uint i = t + x * LOCAL;
+        if (i < ng * dim) o[head0 * dim + i] = TO(accs[x] / sums[x]);
     }
 #endif
 }
