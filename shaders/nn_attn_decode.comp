@@ -29,7 +29,7 @@
 //   invocations read adjacent items of one V row), rescaling and adding
 //   into one vec4 register per head.
 // After the last tile the position subsets' sums are added in subset order
-// through shared memory.
+// through shared memory. Specialization constant 0 (GROUP) is `group`.
 // Without subgroup arithmetic (the `_wg` variants, NO_SUBGROUPS) a
 // "subgroup" is one invocation: the same code, one position per invocation
 // and a serial loop over dim.
@@ -100,6 +100,10 @@ layout(push_constant) uniform P {
 
 #define TILE 64u
 #define MAX_GROUP 16u
+// The query heads one workgroup takes, as the plan gives them (`group`,
+// at most MAX_GROUP): sizes the per-head registers, so that a small group
+// holds few.
+layout(constant_id = 0) const uint GROUP = MAX_GROUP;
 #define MAX_QS 2048u  // group * dim
 
 #ifdef USE_SUBGROUPS
@@ -186,8 +190,8 @@ void main() {
     // V: position subset r of `subsets`, item d.
     uint subsets = LOCAL / items;
     uint r = t / items, d = t - (t / items) * items;
-    vec4 acc[MAX_GROUP];
-    [[unroll]] for (uint g = 0u; g < MAX_GROUP; ++g) acc[g] = vec4(0.0);
+    vec4 acc[GROUP];
+    [[unroll]] for (uint g = 0u; g < GROUP; ++g) acc[g] = vec4(0.0);
     uint cur = 0u;  // parity of the running max and sum being read
     for (uint tp = 0u; tp < np; tp += TILE) {
         uint nt = min(TILE, np - tp);
@@ -198,9 +202,9 @@ void main() {
         // last row and is dropped).
         for (uint p = SG_ID; p < nt; p += 2u * SG_COUNT) {
             uint p2 = p + SG_COUNT;
-            float pd[MAX_GROUP];
-            float pd2[MAX_GROUP];
-            [[unroll]] for (uint g = 0u; g < MAX_GROUP; ++g) {
+            float pd[GROUP];
+            float pd2[GROUP];
+            [[unroll]] for (uint g = 0u; g < GROUP; ++g) {
                 pd[g] = 0.0;
                 pd2[g] = 0.0;
             }
@@ -209,7 +213,7 @@ void main() {
             for (uint e = SG_LANE; e < items; e += SG_LANES) {
                 vec4 kv = load_k(row, e);
                 vec4 kv2 = load_k(row2, e);
-                [[unroll]] for (uint g = 0u; g < MAX_GROUP; ++g) {
+                [[unroll]] for (uint g = 0u; g < GROUP; ++g) {
                     if (g < ng) {
                         vec4 qg = query(g, e);
                         pd[g] += dot(qg, kv);
@@ -217,7 +221,7 @@ void main() {
                     }
                 }
             }
-            [[unroll]] for (uint g = 0u; g < MAX_GROUP; ++g) {
+            [[unroll]] for (uint g = 0u; g < GROUP; ++g) {
                 if (g < ng) {
                     float s = SG_SUM(pd[g]);
                     float s2 = SG_SUM(pd2[g]);
@@ -255,12 +259,12 @@ void main() {
         barrier();
         // V: invocation (r, d) over the tile's positions of subset r.
         if (r < subsets) {
-            [[unroll]] for (uint g = 0u; g < MAX_GROUP; ++g) {
+            [[unroll]] for (uint g = 0u; g < GROUP; ++g) {
                 if (g < ng) acc[g] *= ha[g];
             }
             for (uint p = r; p < nt; p += subsets) {
                 vec4 x = load_v(tbase + p * dim, d);
-                [[unroll]] for (uint g = 0u; g < MAX_GROUP; ++g) {
+                [[unroll]] for (uint g = 0u; g < GROUP; ++g) {
                     if (g < ng) acc[g] += sc[g * TILE + p] * x;
                 }
             }
@@ -277,7 +281,7 @@ void main() {
         uint last = min(first + slots, used);
         if (r >= first && r < last) {
             uint sb = (r - first) * ng * dim;
-            [[unroll]] for (uint g = 0u; g < MAX_GROUP; ++g) {
+            [[unroll]] for (uint g = 0u; g < GROUP; ++g) {
                 if (g < ng) {
                     for (uint j = 0u; j < w; ++j) qs[sb + g * dim + d * w + j] = acc[g][j];
                 }
@@ -287,7 +291,7 @@ void main() {
         if (r == 0u) {
             for (uint rr = first; rr < last; ++rr) {
                 uint sb = (rr - first) * ng * dim;
-                [[unroll]] for (uint g = 0u; g < MAX_GROUP; ++g) {
+                [[unroll]] for (uint g = 0u; g < GROUP; ++g) {
                     if (g < ng) {
                         for (uint j = 0u; j < w; ++j) acc[g][j] += qs[sb + g * dim + d * w + j];
                     }
@@ -298,7 +302,7 @@ void main() {
     }
     uint stride = dim + 2u;
     if (r == 0u) {
-        [[unroll]] for (uint g = 0u; g < MAX_GROUP; ++g) {
+        [[unroll]] for (uint g = 0u; g < GROUP; ++g) {
             if (g < ng) {
                 uint pb = ((head0 + g) * chunks + c) * stride + d * w;
                 for (uint j = 0u; j < w; ++j) part[pb + j] = acc[g][j];

@@ -129,10 +129,11 @@ pub fn attention_decode<T: NnElement>(
             "nn_attn_decode1_wg_bf16",
         ])
     };
-    launch(
+    launch_pass1(
         batch,
         &gpu,
         name,
+        plan,
         &[
             q, k_cache, v_cache, lens, &part, out, &counters, k_cache, v_cache,
         ],
@@ -148,6 +149,22 @@ pub fn attention_decode<T: NnElement>(
             u32::from(vector_rows(head_dim, k_cache, v_cache)),
         ],
     )
+}
+
+/// Records the first pass (fused or not) with specialization constant 0
+/// (`GROUP`, the size of its per-head registers) set to the plan's group.
+fn launch_pass1(
+    batch: &mut Batch,
+    gpu: &crate::device::Device,
+    name: &'static str,
+    plan: Plan,
+    bufs: &[&dyn GpuBuf],
+    grid: [u32; 3],
+    pc: &[u32],
+) -> Result<()> {
+    let k = crate::builtins::get(&gpu.inner, name, &[(0, plan.group)])?;
+    batch.run_configured(&k, bufs, grid, Some(&crate::ops::words(pc)))?;
+    Ok(())
 }
 
 /// Whether the first pass reads key and value rows 4 elements at a time
@@ -253,10 +270,11 @@ pub(in crate::ops) fn record<T: NnElement>(
             "nn_attn_decode_wg_bf16",
         ])
     };
-    launch(
+    launch_pass1(
         batch,
         &gpu,
         pass1,
+        plan,
         &[q, k_cache, v_cache, lens, part, k_cache, v_cache],
         [plan.chunks, ys, 1],
         &[
