@@ -11,8 +11,11 @@
 //! `len` returns at once, so the work grows with the length, not with the
 //! cache's capacity. Each active workgroup reads its keys and values once
 //! for all its query heads, coalesced (a subgroup per key row, its lanes
-//! over the head's elements; invocations over the elements of value rows),
-//! with the online softmax over tiles of 64 positions, and writes, per
+//! over the head's elements; invocations over the elements of value rows;
+//! 4 elements per load where `head_dim` is a multiple of 4 and the caches
+//! are 16-byte aligned), with the online softmax over tiles of 64
+//! positions and per-head registers sized by the plan's group (a
+//! specialization constant), and writes, per
 //! head, the chunk's max score, its sum of exponentials and its weighted
 //! sum of values (f32). Pass 2 merges the chunks of each (sequence, head)
 //! with the usual rescaling of online softmax. Adapters without subgroup
