@@ -3,12 +3,36 @@
 // dim]) against a KV cache (k, v [batch, kv_heads, max_seq, dim]) holding
 // len[b] = min(lens[b], max_seq) positions of sequence b. Workgroup
 // (x = chunk, y = (b, kv head, head slice)) takes up to `group` query heads
-// sharing one kv head and the positions [chunk * CHUNK, +CHUNK) below len:
-// scores s = scale * q.k, then, per head, m = max s, e = exp(s - m), the
-// partial sum of e and the partial e-weighted sum of v rows, written to
-// part[(b * q_heads + head) * chunks + chunk] as dim + 2 floats (acc, m,
-// sum). Workgroups whose chunk starts at or past len return at once, so
-// the work grows with the current length, not max_seq.
+// sharing one kv head and the `span` positions [chunk * span, +span) below
+// len (nn_attn_span.glsl: the span grows with len so that all `chunks`
+// workgroups along x share a long sequence). It walks them in tiles of
+// TILE positions with the online softmax, keeping per head the running
+// max m, the running sum of exp(s - m) and the exp-weighted sum of v rows,
+// and writes them to part[(b * q_heads + head) * chunks + chunk] as dim + 2
+// floats (acc, m, sum). Workgroups whose chunk starts at or past len
+// return at once, so the work grows with the current length, not max_seq.
+//
+// K and V rows are read in items of W elements: with `vec` = 1 (dim a
+// multiple of 4, k and v 16-byte aligned) W = 4, one vector load per item
+// (vec4 for f32: 16 bytes; 4 16-bit values: 8 bytes) through the aliases
+// K4 and V4 of k and v; else W = 1, one element. Per tile:
+// - scores s = scale * q.k: each subgroup takes positions in turn, its
+//   lanes split the row's items (lane l reads items l, l + lanes, ...:
+//   adjacent lanes read adjacent items of one K row), every lane keeping
+//   one partial dot product per query head (the heads' queries sit in
+//   shared memory), subgroupAdd finishing each;
+// - softmax: a subgroup per head takes the tile's max and sum of
+//   exponentials with subgroupMax / subgroupAdd and rescales the head's
+//   running sum;
+// - V: invocation t owns item i = t % items (items = dim / W) for the
+//   positions p of the tile with p % (LOCAL / items) = t / items (adjacent
+//   invocations read adjacent items of one V row), rescaling and adding
+//   into one vec4 register per head.
+// After the last tile the position subsets' sums are added in subset order
+// through shared memory. Specialization constant 0 (GROUP) is `group`.
+// Without subgroup arithmetic (the `_wg` variants, NO_SUBGROUPS) a
+// "subgroup" is one invocation: the same code, one position per invocation
+// and a serial loop over dim.
 //
 // With FUSED (the nn_attn_decode1 variants) pass 2 happens in the same
 // dispatch: each invocation of an active workgroup, after writing its
@@ -18,46 +42,117 @@
 // cnt[y]. The workgroup that brings the counter to the group's number of
 // active chunks is the last: it sets the counter back to 0 for the next
 // launch, issues the matching acquire fence and merges the chunks of its
-// query heads into o exactly as nn_attn_combine.comp does. `part` is
-// coherent so those reads see the other workgroups' writes. (The crate's
-// megakernel pairs fences and atomics the same way where the device has
-// no Vulkan memory model.) A sequence of length 0 has no active chunk:
-// chunk 0 writes its zeros.
+// query heads into o with nn_attn_combine.comp's arithmetic in its order
+// (a subgroup per head takes the max of the chunks' maxima; the chunks'
+// weights go through shared memory; invocations over the heads' elements,
+// adjacent invocations reading adjacent floats of a chunk's partial). `part` is coherent so those reads see the other
+// workgroups' writes. (The crate's megakernel pairs fences and atomics the
+// same way where the device has no Vulkan memory model.) A sequence of
+// length 0 has no active chunk: chunk 0 writes its zeros.
 // variant: nn_attn_decode_f16 DTYPE_F16=1
 // variant: nn_attn_decode_bf16 DTYPE_BF16=1
 // variant: nn_attn_decode1 FUSED=1
 // variant: nn_attn_decode1_f16 FUSED=1 DTYPE_F16=1
 // variant: nn_attn_decode1_bf16 FUSED=1 DTYPE_BF16=1
+// variant: nn_attn_decode_wg NO_SUBGROUPS=1
+// variant: nn_attn_decode_wg_f16 DTYPE_F16=1 NO_SUBGROUPS=1
+// variant: nn_attn_decode_wg_bf16 DTYPE_BF16=1 NO_SUBGROUPS=1
+// variant: nn_attn_decode1_wg FUSED=1 NO_SUBGROUPS=1
+// variant: nn_attn_decode1_wg_f16 FUSED=1 DTYPE_F16=1 NO_SUBGROUPS=1
+// variant: nn_attn_decode1_wg_bf16 FUSED=1 DTYPE_BF16=1 NO_SUBGROUPS=1
+#ifndef NO_SUBGROUPS
+#define USE_SUBGROUPS
+#endif
+#extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 #include "nn_dtype.glsl"
+#include "nn_attn_span.glsl"
 layout(local_size_x = 256) in;
 layout(set = 0, binding = 0) readonly buffer Q { ST q[]; };
 layout(set = 0, binding = 1) readonly buffer K { ST k[]; };
 layout(set = 0, binding = 2) readonly buffer V { ST v[]; };
 layout(set = 0, binding = 3) readonly buffer L { uint lens[]; };
+#if defined(DTYPE_F16)
+#define VT f16vec4
+#define LDV(x) vec4(x)
+#elif defined(DTYPE_BF16)
+#define VT u16vec4
+#define LDV(x) uintBitsToFloat(uvec4(x) << 16)
+#else
+#define VT vec4
+#define LDV(x) (x)
+#endif
 #ifdef FUSED
 layout(set = 0, binding = 4) coherent buffer Part { float part[]; };
 layout(set = 0, binding = 5) writeonly buffer O { ST o[]; };
 layout(set = 0, binding = 6) coherent buffer Cnt { uint cnt[]; };
+layout(set = 0, binding = 7) readonly buffer K4 { VT k4[]; };
+layout(set = 0, binding = 8) readonly buffer V4 { VT v4[]; };
 #else
 layout(set = 0, binding = 4) writeonly buffer Part { float part[]; };
+layout(set = 0, binding = 5) readonly buffer K4 { VT k4[]; };
+layout(set = 0, binding = 6) readonly buffer V4 { VT v4[]; };
 #endif
 layout(push_constant) uniform P {
     uint q_heads; uint kv_heads; uint dim; uint max_seq;
-    uint chunks; uint group; float scale;
+    uint chunks; uint group; float scale; uint vec;
 };
 
-#define CHUNK 64u
+#define TILE 64u
 #define MAX_GROUP 16u
+// The query heads one workgroup takes, as the plan gives them (`group`,
+// at most MAX_GROUP): sizes the per-head registers, so that a small group
+// holds few.
+layout(constant_id = 0) const uint GROUP = MAX_GROUP;
 #define MAX_QS 2048u  // group * dim
 
+#ifdef USE_SUBGROUPS
+#define SG_LANES gl_SubgroupSize
+#define SG_LANE gl_SubgroupInvocationID
+#define SG_ID gl_SubgroupID
+#define SG_COUNT gl_NumSubgroups
+#define SG_SUM(x) subgroupAdd(x)
+#define SG_MAX(x) subgroupMax(x)
+#else
+#define SG_LANES 1u
+#define SG_LANE 0u
+#define SG_ID gl_LocalInvocationIndex
+#define SG_COUNT LOCAL
+#define SG_SUM(x) (x)
+#define SG_MAX(x) (x)
+#endif
+
+// The queries of the workgroup's heads, then (after the last tile) the
+// position subsets' sums on their way to subset 0.
 shared float qs[MAX_QS];
-shared float sc[MAX_GROUP * CHUNK];
-shared float hm[MAX_GROUP];
-shared float hs[MAX_GROUP];
+shared float sc[MAX_GROUP * TILE];  // scores, then exponentials
+// Per head: running max and sum (double-buffered by tile parity), and the
+// tile's rescale factor of the earlier tiles' sums.
+shared float hm[2u * MAX_GROUP];
+shared float hs[2u * MAX_GROUP];
+shared float ha[MAX_GROUP];
 #ifdef FUSED
 shared uint is_last;
 #endif
+
+// Item i of the row starting at element `row` of k / v (W elements, the
+// rest zeros when W = 1).
+vec4 load_k(uint row, uint i) {
+    if (vec != 0u) return LDV(k4[(row >> 2u) + i]);
+    return vec4(LD(k[row + i]), 0.0, 0.0, 0.0);
+}
+vec4 load_v(uint row, uint i) {
+    if (vec != 0u) return LDV(v4[(row >> 2u) + i]);
+    return vec4(LD(v[row + i]), 0.0, 0.0, 0.0);
+}
+// Item i of head g's query.
+vec4 query(uint g, uint i) {
+    if (vec != 0u) {
+        uint e = g * dim + 4u * i;
+        return vec4(qs[e], qs[e + 1u], qs[e + 2u], qs[e + 3u]);
+    }
+    return vec4(qs[g * dim + i], 0.0, 0.0, 0.0);
+}
 
 void main() {
     uint c = gl_WorkGroupID.x;
@@ -69,7 +164,8 @@ void main() {
     uint kvh = bh % kv_heads;
     uint b = bh / kv_heads;
     uint len = min(lens[b], max_seq);
-    uint p0 = c * CHUNK;
+    uint span = attn_span(len, chunks);
+    uint p0 = c * span;
     uint g0 = slice * group;
     uint ng = min(group, ratio - g0);
     uint head0 = b * q_heads + kvh * ratio + g0;  // first query head (flat)
@@ -81,47 +177,148 @@ void main() {
     }
 #endif
     if (p0 >= len) return;  // uniform across the workgroup
-    uint np = min(CHUNK, len - p0);
+    uint np = min(span, len - p0);
     for (uint i = t; i < ng * dim; i += LOCAL) qs[i] = LD(q[head0 * dim + i]);
+    if (t < MAX_GROUP) {
+        hm[t] = NEG_INF;
+        hs[t] = 0.0;
+    }
     barrier();
     uint kbase = ((b * kv_heads + kvh) * max_seq + p0) * dim;
-    for (uint i = t; i < ng * np; i += LOCAL) {
-        uint g = i / np, p = i - g * np;
-        float s = 0.0;
-        for (uint d = 0u; d < dim; ++d) s += qs[g * dim + d] * LD(k[kbase + p * dim + d]);
-        sc[g * CHUNK + p] = s * scale;
-    }
-    barrier();
-    if (t < ng) {
-        float m = NEG_INF;
-        for (uint p = 0u; p < np; ++p) m = nmax(m, sc[t * CHUNK + p]);
-        float s = 0.0;
-        for (uint p = 0u; p < np; ++p) {
-            float e = exp(sc[t * CHUNK + p] - m);
-            sc[t * CHUNK + p] = e;
-            s += e;
+    uint w = vec != 0u ? 4u : 1u;  // elements per item
+    uint items = dim / w;
+    // V: position subset r of `subsets`, item d.
+    uint subsets = LOCAL / items;
+    uint r = t / items, d = t - (t / items) * items;
+    vec4 acc[GROUP];
+    [[unroll]] for (uint g = 0u; g < GROUP; ++g) acc[g] = vec4(0.0);
+    uint cur = 0u;  // parity of the running max and sum being read
+    for (uint tp = 0u; tp < np; tp += TILE) {
+        uint nt = min(TILE, np - tp);
+        uint tbase = kbase + tp * dim;
+        // Scores: a subgroup per position, its lanes over the row's items;
+        // positions p and p2 = p + SG_COUNT together, so that both rows'
+        // loads are in flight at once (p2 past the tile reads the tile's
+        // last row and is dropped).
+        for (uint p = SG_ID; p < nt; p += 2u * SG_COUNT) {
+            uint p2 = p + SG_COUNT;
+            float pd[GROUP];
+            float pd2[GROUP];
+            [[unroll]] for (uint g = 0u; g < GROUP; ++g) {
+                pd[g] = 0.0;
+                pd2[g] = 0.0;
+            }
+            uint row = tbase + p * dim;
+            uint row2 = tbase + min(p2, nt - 1u) * dim;
+            for (uint e = SG_LANE; e < items; e += SG_LANES) {
+                vec4 kv = load_k(row, e);
+                vec4 kv2 = load_k(row2, e);
+                [[unroll]] for (uint g = 0u; g < GROUP; ++g) {
+                    if (g < ng) {
+                        vec4 qg = query(g, e);
+                        pd[g] += dot(qg, kv);
+                        pd2[g] += dot(qg, kv2);
+                    }
+                }
+            }
+            [[unroll]] for (uint g = 0u; g < GROUP; ++g) {
+                if (g < ng) {
+                    float s = SG_SUM(pd[g]);
+                    float s2 = SG_SUM(pd2[g]);
+                    if (SG_LANE == 0u) {
+                        sc[g * TILE + p] = s * scale;
+                        if (p2 < nt) sc[g * TILE + p2] = s2 * scale;
+                    }
+                }
+            }
         }
-        hm[t] = m;
-        hs[t] = s;
+        barrier();
+        // Softmax: a subgroup per head.
+        for (uint g = SG_ID; g < ng; g += SG_COUNT) {
+            float m_old = hm[cur * MAX_GROUP + g];
+            float s_old = hs[cur * MAX_GROUP + g];
+            float lm = NEG_INF;
+            for (uint p = SG_LANE; p < nt; p += SG_LANES) lm = nmax(lm, sc[g * TILE + p]);
+            bool has_nan = SG_MAX(isnan(lm) ? 1u : 0u) != 0u;
+            float tm = SG_MAX(isnan(lm) ? NEG_INF : lm);
+            float m = nmax(m_old, has_nan ? QNAN : tm);
+            float a = m_old == NEG_INF ? 0.0 : exp(m_old - m);
+            float ls = 0.0;
+            for (uint p = SG_LANE; p < nt; p += SG_LANES) {
+                float e = exp(sc[g * TILE + p] - m);
+                sc[g * TILE + p] = e;
+                ls += e;
+            }
+            float ts = SG_SUM(ls);
+            if (SG_LANE == 0u) {
+                hm[(1u - cur) * MAX_GROUP + g] = m;
+                hs[(1u - cur) * MAX_GROUP + g] = s_old * a + ts;
+                ha[g] = a;
+            }
+        }
+        barrier();
+        // V: invocation (r, d) over the tile's positions of subset r.
+        if (r < subsets) {
+            [[unroll]] for (uint g = 0u; g < GROUP; ++g) {
+                if (g < ng) acc[g] *= ha[g];
+            }
+            for (uint p = r; p < nt; p += subsets) {
+                vec4 x = load_v(tbase + p * dim, d);
+                [[unroll]] for (uint g = 0u; g < GROUP; ++g) {
+                    if (g < ng) acc[g] += sc[g * TILE + p] * x;
+                }
+            }
+        }
+        cur = 1u - cur;
+        barrier();  // sc and ha are rewritten by the next tile
     }
-    barrier();
+    // The subsets' sums, added into subset 0 in subset order through qs:
+    // each round, as many subsets as qs holds (ng * dim <= MAX_QS floats
+    // each) store theirs side by side and subset 0 adds them.
+    uint used = min(subsets, np);
+    uint slots = MAX_QS / (ng * dim);
+    for (uint first = 1u; first < used; first += slots) {
+        uint last = min(first + slots, used);
+        if (r >= first && r < last) {
+            uint sb = (r - first) * ng * dim;
+            [[unroll]] for (uint g = 0u; g < GROUP; ++g) {
+                if (g < ng) {
+                    for (uint j = 0u; j < w; ++j) qs[sb + g * dim + d * w + j] = acc[g][j];
+                }
+            }
+        }
+        barrier();
+        if (r == 0u) {
+            for (uint rr = first; rr < last; ++rr) {
+                uint sb = (rr - first) * ng * dim;
+                [[unroll]] for (uint g = 0u; g < GROUP; ++g) {
+                    if (g < ng) {
+                        for (uint j = 0u; j < w; ++j) acc[g][j] += qs[sb + g * dim + d * w + j];
+                    }
+                }
+            }
+        }
+        barrier();
+    }
     uint stride = dim + 2u;
-    for (uint i = t; i < ng * dim; i += LOCAL) {
-        uint g = i / dim, d = i - g * dim;
-        float a = 0.0;
-        for (uint p = 0u; p < np; ++p) a += sc[g * CHUNK + p] * LD(v[kbase + p * dim + d]);
-        part[((head0 + g) * chunks + c) * stride + d] = a;
+    if (r == 0u) {
+        [[unroll]] for (uint g = 0u; g < GROUP; ++g) {
+            if (g < ng) {
+                uint pb = ((head0 + g) * chunks + c) * stride + d * w;
+                for (uint j = 0u; j < w; ++j) part[pb + j] = acc[g][j];
+            }
+        }
     }
     if (t < ng) {
-        uint o = ((head0 + t) * chunks + c) * stride + dim;
-        part[o] = hm[t];
-        part[o + 1u] = hs[t];
+        uint off = ((head0 + t) * chunks + c) * stride + dim;
+        part[off] = hm[cur * MAX_GROUP + t];
+        part[off + 1u] = hs[cur * MAX_GROUP + t];
     }
 #ifdef FUSED
     memoryBarrierBuffer();  // release: this invocation's partials, then the count
     barrier();
+    uint nc = attn_active(len, chunks);
     if (t == 0u) {
-        uint nc = (len + CHUNK - 1u) / CHUNK;
         uint done = atomicAdd(cnt[y], 1u) + 1u;
         is_last = done == nc ? 1u : 0u;
         // Every active workgroup of y has counted: back to 0 for the next
@@ -131,21 +328,52 @@ void main() {
     barrier();
     if (is_last == 0u) return;  // uniform across the workgroup
     memoryBarrierBuffer();  // acquire: every other workgroup's partials
-    uint nc = (len + CHUNK - 1u) / CHUNK;
-    for (uint i = t; i < ng * dim; i += LOCAL) {
-        uint g = i / dim, d = i - g * dim;
+    // Per head, the max of the chunks' maxima (a subgroup per head), then,
+    // a block of chunks at a time, the chunks' weights exp(m_c - M) in qs
+    // (MAX_QS / ng per head), and per element, in chunk order, the sums of
+    // the weighted partial sums and values: nn_attn_combine.comp's
+    // arithmetic in its order, each weight computed once per head.
+    for (uint g = SG_ID; g < ng; g += SG_COUNT) {
         uint hb = (head0 + g) * chunks * stride;
-        float m = NEG_INF;
-        for (uint cc = 0u; cc < nc; ++cc) m = nmax(m, part[hb + cc * stride + dim]);
-        float sum = 0.0;
-        float a = 0.0;
-        for (uint cc = 0u; cc < nc; ++cc) {
-            uint pc = hb + cc * stride;
-            float w = exp(part[pc + dim] - m);
-            sum += part[pc + dim + 1u] * w;
-            a += part[pc + d] * w;
+        float lm = NEG_INF;
+        for (uint cc = SG_LANE; cc < nc; cc += SG_LANES) lm = nmax(lm, part[hb + cc * stride + dim]);
+        bool has_nan = SG_MAX(isnan(lm) ? 1u : 0u) != 0u;
+        float mx = SG_MAX(isnan(lm) ? NEG_INF : lm);
+        if (SG_LANE == 0u) ha[g] = has_nan ? QNAN : mx;
+    }
+    uint cb_len = MAX_QS / ng;
+    float sums[MAX_QS / LOCAL];
+    float accs[MAX_QS / LOCAL];
+    [[unroll]] for (uint x = 0u; x < MAX_QS / LOCAL; ++x) {
+        sums[x] = 0.0;
+        accs[x] = 0.0;
+    }
+    for (uint cb = 0u; cb < nc; cb += cb_len) {
+        uint nb = min(cb_len, nc - cb);
+        barrier();  // ha written; the last block's weights read
+        for (uint i = t; i < ng * nb; i += LOCAL) {
+            uint g = i / nb, j = i - g * nb;
+            uint pc = ((head0 + g) * chunks + cb + j) * stride;
+            qs[g * cb_len + j] = exp(part[pc + dim] - ha[g]);
         }
-        o[(head0 + g) * dim + d] = TO(a / sum);
+        barrier();
+        [[unroll]] for (uint x = 0u; x < MAX_QS / LOCAL; ++x) {
+            uint i = t + x * LOCAL;
+            if (i < ng * dim) {
+                uint g = i / dim, e = i - g * dim;
+                uint hb = ((head0 + g) * chunks + cb) * stride;
+                for (uint j = 0u; j < nb; ++j) {
+                    uint pc = hb + j * stride;
+                    float w = qs[g * cb_len + j];
+                    sums[x] += part[pc + dim + 1u] * w;
+                    accs[x] += part[pc + e] * w;
+                }
+            }
+        }
+    }
+    [[unroll]] for (uint x = 0u; x < MAX_QS / LOCAL; ++x) {
+        uint i = t + x * LOCAL;
+        if (i < ng * dim) o[head0 * dim + i] = TO(accs[x] / sums[x]);
     }
 #endif
 }

@@ -1,8 +1,9 @@
 //! Rotary embedding, KV-cache append and decode attention against f64
-//! references, at every element type, on odd shapes (head dims 64, 72,
-//! 80, 128, 256; sequence lengths 1, 7, 33, 257; GQA ratios 1, 2, 4 and
-//! 16; batches of 1 and 3); a recorded graph replayed with new positions
-//! and lengths; and the typed errors for bad input.
+//! references, at every element type, on odd shapes (head dims 30, 36, 64,
+//! 72, 80, 96, 100, 128, 256; sequence lengths 1, 7, 33, 257, 600, 8200;
+//! GQA ratios 1, 2, 4, 8 and 16; batches of 1 to 8); a recorded graph
+//! replayed with new positions and lengths; and the typed errors for bad
+//! input.
 //!
 //! Bounds. Rotary: the reference takes the angle as the kernel (and Hugging
 //! Face) does, one f32 product pos * inv_freq, and then cos and sin in f64.
@@ -18,7 +19,7 @@
 //! at large positions: a kernel that fuses the product into the reduction
 //! fails here. Decode attention: the output is a
 //! convex combination of value rows; f32 scores of at most 256 products
-//! and sums of at most 257 weights keep the error under 1e-4 of the largest
+//! and sums of at most 8200 weights keep the error under 1e-4 of the largest
 //! |v|, plus one rounding.
 
 mod common;
@@ -296,13 +297,30 @@ fn decode_at<T: TestElem>(gpu: &Device) {
         return;
     }
     let mut rng = common::Rng::new(34);
-    let cases: [DecodeCase; 6] = [
+    let cases: [DecodeCase; 13] = [
         (1, 1, 1, 64, 1, &[1]),
         (3, 4, 4, 72, 40, &[7, 1, 33]),
         (1, 8, 4, 80, 300, &[257]),
         (3, 8, 2, 128, 260, &[33, 257, 0]),
         (1, 16, 1, 256, 70, &[65]),
         (3, 4, 1, 64, 64, &[100, 64, 2]), // a length past max_seq is clamped
+        // Head dims that no subgroup size divides, and value rows that
+        // leave invocations idle: ratios 1 and 8.
+        (1, 8, 8, 100, 90, &[90]),
+        (1, 16, 2, 36, 200, &[200]),
+        // A dim that is no multiple of 4: rows read an element at a time.
+        (2, 6, 2, 30, 150, &[150, 9]),
+        // Ratio 2 with a dim of 96.
+        (2, 8, 4, 96, 50, &[50, 17]),
+        // Qwen3-4B's heads over a short cache: the 4 query heads of a kv
+        // head go to 4 workgroups.
+        (2, 32, 8, 128, 64, &[3, 64]),
+        // 64 head groups keep 8 heads each and take 8 chunks: a chunk
+        // spans up to 75 positions, more than one tile of 64.
+        (8, 64, 8, 64, 600, &[600, 599, 130, 65, 64, 16, 1, 0]),
+        // One head group of 16 over 512 chunks: the fused merge takes the
+        // chunks' weights 128 chunks at a time.
+        (1, 16, 1, 64, 8200, &[8200]),
     ];
     for (bsz, hq, hkv, d, smax, lens) in cases {
         let shape = DecodeShape {

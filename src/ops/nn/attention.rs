@@ -2,15 +2,25 @@
 //! `shaders/nn_attn_combine.comp`): one query per head against a KV cache,
 //! split over the sequence so that few heads still fill the GPU.
 //!
-//! Pass 1 launches one workgroup per (sequence chunk of [`DECODE_CHUNK`]
-//! positions, sequence, kv head, slice of the query heads sharing it); a
-//! workgroup whose chunk starts at or past the sequence's current length
-//! (read on the GPU) returns at once, so the work grows with the length,
-//! not with the cache's capacity. Each active workgroup reads its keys and
-//! values once for all its query heads and writes, per head, the chunk's
-//! max score, its sum of exponentials and its weighted sum of values
-//! (f32). Pass 2 merges the chunks of each (sequence, head) with the usual
-//! rescaling of online softmax.
+//! Pass 1 launches one workgroup per (chunk of the sequence, sequence, kv
+//! head, slice of the query heads sharing it), as `plan` splits them. A
+//! chunk spans `max(ceil(len / chunks), 16)` positions of the sequence's
+//! current length `len` (read on the GPU, see `span`), so a long
+//! sequence keeps every chunk busy and a short one runs on
+//! `ceil(len / 16)` of them; a workgroup whose chunk starts at or past
+//! `len` returns at once, so the work grows with the length, not with the
+//! cache's capacity. Each active workgroup reads its keys and values once
+//! for all its query heads, coalesced (a subgroup per key row, its lanes
+//! over the head's elements; invocations over the elements of value rows;
+//! 4 elements per load where `head_dim` is a multiple of 4 and the caches
+//! are 16-byte aligned), with the online softmax over tiles of 64
+//! positions and per-head registers sized by the plan's group (a
+//! specialization constant), and writes, per
+//! head, the chunk's max score, its sum of exponentials and its weighted
+//! sum of values (f32). Pass 2 merges the chunks of each (sequence, head)
+//! with the usual rescaling of online softmax. Adapters without subgroup
+//! arithmetic run the `_wg` variants: the same kernel with one invocation
+//! per key row.
 //!
 //! [`attention_decode`] records both passes as one dispatch
 //! (`nn_attn_decode1`): the last workgroup of each head group to finish,
@@ -21,17 +31,28 @@
 //! records the two passes.
 
 use crate::batch::Batch;
-use crate::buffer::Buffer;
+use crate::buffer::{Buffer, GpuBuf};
 use crate::error::Result;
+use crate::ops::aligned16;
 
 use super::{
     check_elems, check_heads, check_nonzero, device_for, kernel_name, launch, product, rows_grid,
     shape_err, NnElement, NnOperand,
 };
 
-/// Positions per chunk of decode attention's first pass (`CHUNK` in
-/// `shaders/nn_attn_decode.comp`).
+/// Positions per tile of decode attention's first pass (`TILE` in
+/// `shaders/nn_attn_decode.comp`), a multiple of the smallest span of a
+/// chunk: a cache capacity rounded to it wastes no partial tile.
 pub const DECODE_CHUNK: u32 = 64;
+
+/// The fewest positions a chunk of the first pass spans (`MIN_SPAN` in
+/// `shaders/nn_attn_span.glsl`).
+const MIN_SPAN: u32 = 16;
+
+/// Workgroups the first pass aims at (chunks × sequences × kv heads ×
+/// head slices) once the sequence is long: a few per compute unit of a
+/// large GPU, so that enough key and value loads are in flight.
+const TARGET_WORKGROUPS: u32 = 512;
 
 /// Query heads one workgroup takes (`MAX_GROUP` in the shader) and the
 /// floats of their queries it keeps (`MAX_QS`).
@@ -61,10 +82,11 @@ pub struct DecodeShape {
 /// with new lengths); a length of 0 gives zeros. `scale` is usually
 /// `1 / sqrt(head_dim)`.
 ///
-/// Allocates an f32 scratch buffer of `batch × q_heads × ceil(max_seq /
-/// 64) × (head_dim + 2)` elements and a zeroed `u32` counter per sequence
-/// and kv head per call; records one dispatch, which leaves the counters
-/// at zero, so a recorded graph replays it.
+/// Allocates an f32 scratch buffer of `batch × q_heads × chunks ×
+/// (head_dim + 2)` elements (chunks: enough for about 512 workgroups, at
+/// most `ceil(max_seq / 16)`) and a zeroed `u32` counter per sequence, kv
+/// head and slice of its query heads per call; records one dispatch, which
+/// leaves the counters at zero, so a recorded graph replays it.
 #[allow(clippy::too_many_arguments)]
 pub fn attention_decode<T: NnElement>(
     batch: &mut Batch,
@@ -94,19 +116,30 @@ pub fn attention_decode<T: NnElement>(
         head_dim,
         max_seq,
     } = shape;
-    let plan = plan(q_heads / kv_heads, head_dim, max_seq);
+    let plan = plan(shape);
     let ys = grid(&gpu, plan, b, kv_heads)?;
     let counters = gpu.upload(&vec![0u32; ys as usize])?;
-    let name = kernel_name::<T>([
-        "nn_attn_decode1",
-        "nn_attn_decode1_f16",
-        "nn_attn_decode1_bf16",
-    ]);
-    launch(
+    let name = if gpu.info().subgroup_arithmetic {
+        kernel_name::<T>([
+            "nn_attn_decode1",
+            "nn_attn_decode1_f16",
+            "nn_attn_decode1_bf16",
+        ])
+    } else {
+        kernel_name::<T>([
+            "nn_attn_decode1_wg",
+            "nn_attn_decode1_wg_f16",
+            "nn_attn_decode1_wg_bf16",
+        ])
+    };
+    launch_pass1(
         batch,
         &gpu,
         name,
-        &[q, k_cache, v_cache, lens, &part, out, &counters],
+        plan,
+        &[
+            q, k_cache, v_cache, lens, &part, out, &counters, k_cache, v_cache,
+        ],
         [plan.chunks, ys, 1],
         &[
             q_heads,
@@ -116,8 +149,32 @@ pub fn attention_decode<T: NnElement>(
             plan.chunks,
             plan.group,
             scale.to_bits(),
+            u32::from(vector_rows(head_dim, k_cache, v_cache)),
         ],
     )
+}
+
+/// Records the first pass (fused or not) with specialization constant 0
+/// (`GROUP`, the size of its per-head registers) set to the plan's group.
+fn launch_pass1(
+    batch: &mut Batch,
+    gpu: &crate::device::Device,
+    name: &'static str,
+    plan: Plan,
+    bufs: &[&dyn GpuBuf],
+    grid: [u32; 3],
+    pc: &[u32],
+) -> Result<()> {
+    let k = crate::builtins::get(&gpu.inner, name, &[(0, plan.group)])?;
+    batch.run_configured(&k, bufs, grid, Some(&crate::ops::words(pc)))?;
+    Ok(())
+}
+
+/// Whether the first pass reads key and value rows 4 elements at a time
+/// (its `vec` flag): `head_dim` a multiple of 4 and both caches starting
+/// on a 16-byte boundary.
+fn vector_rows(head_dim: u32, k_cache: &dyn GpuBuf, v_cache: &dyn GpuBuf) -> bool {
+    head_dim % 4 == 0 && aligned16(&[k_cache.view(), v_cache.view()])
 }
 
 /// The y extent of pass 1's grid (sequences × kv heads × head slices),
@@ -169,11 +226,7 @@ pub(in crate::ops) fn check_args(shape: DecodeShape, scale: f32, elems: [u64; 5]
 
 /// Floats of the scratch buffer [`record`] needs (after [`check_args`]).
 pub(in crate::ops) fn scratch_len(shape: DecodeShape) -> Result<u64> {
-    let p = plan(
-        shape.q_heads / shape.kv_heads,
-        shape.head_dim,
-        shape.max_seq,
-    );
+    let p = plan(shape);
     product(
         "ops::nn::attention_decode",
         "scratch",
@@ -204,19 +257,28 @@ pub(in crate::ops) fn record<T: NnElement>(
         max_seq,
     } = shape;
     let gpu = device_for::<T>(OP, q)?;
-    let plan = plan(q_heads / kv_heads, head_dim, max_seq);
+    let plan = plan(shape);
     let rows = b * q_heads; // <= n_q, so it fits
     let ys = grid(&gpu, plan, b, kv_heads)?;
-    let pass1 = kernel_name::<T>([
-        "nn_attn_decode",
-        "nn_attn_decode_f16",
-        "nn_attn_decode_bf16",
-    ]);
-    launch(
+    let pass1 = if gpu.info().subgroup_arithmetic {
+        kernel_name::<T>([
+            "nn_attn_decode",
+            "nn_attn_decode_f16",
+            "nn_attn_decode_bf16",
+        ])
+    } else {
+        kernel_name::<T>([
+            "nn_attn_decode_wg",
+            "nn_attn_decode_wg_f16",
+            "nn_attn_decode_wg_bf16",
+        ])
+    };
+    launch_pass1(
         batch,
         &gpu,
         pass1,
-        &[q, k_cache, v_cache, lens, part],
+        plan,
+        &[q, k_cache, v_cache, lens, part, k_cache, v_cache],
         [plan.chunks, ys, 1],
         &[
             q_heads,
@@ -226,6 +288,7 @@ pub(in crate::ops) fn record<T: NnElement>(
             plan.chunks,
             plan.group,
             scale.to_bits(),
+            u32::from(vector_rows(head_dim, k_cache, v_cache)),
         ],
     )?;
     batch.barrier();
@@ -252,40 +315,52 @@ struct Plan {
     group: u32,
     /// Workgroups per kv head (slices of its query heads).
     slices: u32,
-    /// Sequence chunks.
+    /// Sequence chunks (the grid's x extent).
     chunks: u32,
 }
 
-fn plan(ratio: u32, head_dim: u32, max_seq: u32) -> Plan {
-    let group = ratio.min(MAX_GROUP).min(MAX_QS / head_dim).max(1);
+/// The split of a decode attention of `shape`, a pure function of it (a
+/// recorded graph replays with other lengths):
+/// - `group`: all the query heads sharing a kv head (each key and value is
+///   then read once), at most 16 and at most 2048 floats of queries; while
+///   even one chunk per 16 positions of the capacity leaves fewer than
+///   [`TARGET_WORKGROUPS`] workgroups, halved (rounding up) down to 1;
+/// - `chunks`: enough for [`TARGET_WORKGROUPS`] workgroups over the
+///   sequences, kv heads and head slices, at least 1 and at most one per
+///   16 positions of the capacity.
+fn plan(shape: DecodeShape) -> Plan {
+    let ratio = shape.q_heads / shape.kv_heads;
+    let heads = u64::from(shape.batch) * u64::from(shape.kv_heads);
+    let max_chunks = shape.max_seq.div_ceil(MIN_SPAN);
+    let target = u64::from(TARGET_WORKGROUPS);
+    let mut group = ratio.min(MAX_GROUP).min(MAX_QS / shape.head_dim).max(1);
+    while group > 1 && heads * u64::from(ratio.div_ceil(group)) * u64::from(max_chunks) < target {
+        group = group.div_ceil(2);
+    }
+    let slices = ratio.div_ceil(group);
+    let per_chunk = heads * u64::from(slices);
+    let chunks = target.div_ceil(per_chunk).clamp(1, u64::from(max_chunks)) as u32;
     Plan {
         group,
-        slices: ratio.div_ceil(group),
-        chunks: max_seq.div_ceil(DECODE_CHUNK),
+        slices,
+        chunks,
     }
+}
+
+/// Positions per chunk for a sequence of `len` positions over `chunks`
+/// chunks (`attn_span` in `shaders/nn_attn_span.glsl`): `max(ceil(len /
+/// chunks), 16)`.
+#[cfg(test)]
+fn span(len: u32, chunks: u32) -> u32 {
+    len.div_ceil(chunks).max(MIN_SPAN)
+}
+
+/// Chunks with positions below `len` (`attn_active`): the workgroups per
+/// head slice that do work.
+#[cfg(test)]
+fn active_chunks(len: u32, chunks: u32) -> u32 {
+    len.div_ceil(span(len, chunks))
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn query_heads_are_grouped_within_shared_memory() {
-        // Llama 3 8B: 32 q heads over 8 kv heads, head_dim 128.
-        assert_eq!(
-            plan(4, 128, 8192),
-            Plan {
-                group: 4,
-                slices: 1,
-                chunks: 128
-            }
-        );
-        // 16 queries of 256 floats exceed 2048: two slices of 8.
-        assert_eq!(plan(16, 256, 64).group, 8);
-        assert_eq!(plan(16, 256, 64).slices, 2);
-        // A ratio past 16 is sliced; the last slice is partial.
-        let p = plan(20, 64, 1);
-        assert_eq!((p.group, p.slices, p.chunks), (16, 2, 1));
-        assert_eq!(plan(1, 72, 65).chunks, 2);
-    }
-}
+mod tests;

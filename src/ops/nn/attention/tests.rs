@@ -1,0 +1,83 @@
+use super::*;
+
+fn shape(batch: u32, q_heads: u32, kv_heads: u32, head_dim: u32, max_seq: u32) -> DecodeShape {
+    DecodeShape {
+        batch,
+        q_heads,
+        kv_heads,
+        head_dim,
+        max_seq,
+    }
+}
+
+#[test]
+fn long_caches_keep_the_query_heads_of_a_kv_head_together() {
+    // Qwen3-4B and Llama 3 8B: 32 q heads over 8 kv heads, head_dim 128:
+    // 8 head groups, 64 chunks: 512 workgroups.
+    for max_seq in [4096, 8192] {
+        assert_eq!(
+            plan(shape(1, 32, 8, 128, max_seq)),
+            Plan {
+                group: 4,
+                slices: 1,
+                chunks: 64
+            }
+        );
+    }
+    // Four sequences: 16 chunks are enough.
+    assert_eq!(plan(shape(4, 32, 8, 128, 4096)).chunks, 16);
+    // 16 queries of 256 floats exceed 2048: two slices of 8.
+    let p = plan(shape(1, 16, 1, 256, 8192));
+    assert_eq!((p.group, p.slices, p.chunks), (8, 2, 256));
+    // A ratio past 16 is sliced; the last slice is partial.
+    let p = plan(shape(1, 20, 1, 64, 1 << 16));
+    assert_eq!((p.group, p.slices, p.chunks), (16, 2, 256));
+    // No grouped query: one head per workgroup.
+    let p = plan(shape(1, 8, 8, 128, 4096));
+    assert_eq!((p.group, p.slices, p.chunks), (1, 1, 64));
+}
+
+#[test]
+fn short_caches_split_the_query_heads_and_the_sequence_finely() {
+    // 64 positions: at most 4 chunks, so the 4 heads of a group split.
+    assert_eq!(
+        plan(shape(1, 32, 8, 128, 64)),
+        Plan {
+            group: 1,
+            slices: 4,
+            chunks: 4
+        }
+    );
+    // 300 positions, 8 heads per kv head: 19 chunks x 4 head groups x 1
+    // slice is 76 workgroups, 2 slices 152, 4 slices 304, 8 slices 608.
+    let p = plan(shape(1, 32, 4, 80, 300));
+    assert_eq!((p.group, p.slices, p.chunks), (1, 8, 16));
+    // The halving rounds up: 3 heads -> 2 -> 1.
+    let p = plan(shape(1, 3, 1, 64, 16));
+    assert_eq!((p.group, p.slices, p.chunks), (1, 3, 1));
+    // Enough sequences keep the group whole.
+    let p = plan(shape(64, 32, 8, 128, 16));
+    assert_eq!((p.group, p.slices, p.chunks), (4, 1, 1));
+    assert_eq!(plan(shape(1, 1, 1, 72, 65)).chunks, 5);
+}
+
+#[test]
+fn the_span_grows_with_the_length_and_covers_it() {
+    for chunks in [1, 4, 64, 256] {
+        for len in (0..5000).step_by(7) {
+            let s = span(len, chunks);
+            let n = active_chunks(len, chunks);
+            assert!(s >= MIN_SPAN, "{len} {chunks}");
+            assert!(n <= chunks, "{len} {chunks}: {n} active");
+            // The active chunks cover [0, len) and each starts below len.
+            assert!(n * s >= len && (n == 0 || (n - 1) * s < len));
+        }
+    }
+    // Qwen3-4B at 4096 positions of capacity (64 chunks, 8 head groups):
+    // 8, 256 and 512 active workgroups at lengths 3, 512 and 4000.
+    let p = plan(shape(1, 32, 8, 128, 4096));
+    let wgs = |len| active_chunks(len, p.chunks) * 8 * p.slices;
+    assert_eq!((wgs(3), wgs(512), wgs(4000)), (8, 256, 512));
+    assert_eq!(span(4000, 64), 63);
+    assert_eq!(active_chunks(0, 64), 0);
+}
