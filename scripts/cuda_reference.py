@@ -248,6 +248,15 @@ def matmul_refs(res, quick):
         check(f"sgemm{k}", (a @ b)[:64], a[:64].double() @ b.double(), 1e-4)
         put_stats(res, f"sgemm{k}_fp32_notf32", flops, lambda: a @ b, quick)
         del a, b
+    # fp32 at a size that is not a multiple of any tile (rows not 16-byte
+    # units), beside the matmul example's 4097³ row.
+    if not quick:
+        k = 4097
+        a = torch.randn(k, k, device=d, generator=g)
+        b = torch.randn(k, k, device=d, generator=g)
+        check(f"sgemm{k}", (a @ b)[:64], a[:64].double() @ b.double(), 1e-4)
+        put_stats(res, f"sgemm{k}_fp32_notf32", 2 * k**3, lambda: a @ b, quick)
+        del a, b
     bt, m, k, n = 32, 512, 128, 512
     for name, dt, tol in (("bmm_f16", torch.float16, 1e-2), ("bmm_bf16", torch.bfloat16, 2e-2)):
         a = torch.randn(bt, m, k, device=d, generator=g).to(dt)
