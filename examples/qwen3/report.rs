@@ -219,13 +219,22 @@ pub fn timings(m: &mut Model, prompt: &[u32], n: u32, peaks: &mut Peaks) -> Mode
         m.tokens()?;
     }
     let mut times = Vec::with_capacity(n as usize);
+    // The launching thread's host work per token, the wait excluded: the
+    // step's launch (position checks, the graph launch) and the read-back
+    // of the tokens after the wait.
+    let mut host = Vec::with_capacity(n as usize);
     let mut generated = Vec::new();
     for _ in warm..n {
         let t = Instant::now();
-        m.step()?.wait()?;
+        let ticket = m.step()?;
+        let launched = t.elapsed();
+        ticket.wait()?;
+        let r = Instant::now();
         generated.push(m.tokens()?[0]);
+        host.push(launched + r.elapsed());
         times.push(t.elapsed());
     }
+    host.sort();
     let st = m.device().stats();
     peaks.decode = peaks.decode.max(st.peak_device_bytes);
     peaks.reserved = peaks.reserved.max(st.allocator_reserved_bytes);
@@ -247,6 +256,15 @@ pub fn timings(m: &mut Model, prompt: &[u32], n: u32, peaks: &mut Peaks) -> Mode
             "decode step: {} commands (dispatches, copies) in one graph launch",
             m.graph().num_commands()
         );
+        if let (Some(lo), Some(hi)) = (host.first(), host.last()) {
+            println!(
+                "host time per token (launch + token read-back, the wait excluded): min {:.1} / \
+                 median {:.1} / max {:.1} µs",
+                lo.as_secs_f64() * 1e6,
+                host[host.len() / 2].as_secs_f64() * 1e6,
+                hi.as_secs_f64() * 1e6
+            );
+        }
         println!("sequence 0 generated: {generated:?}");
     }
     // Pipelined: N launches, one read at the end (positions restart).
