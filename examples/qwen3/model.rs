@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use vkcompute::ops::nn::{self, DecodeShape, NnOperand, QkShape, SampleParams};
 use vkcompute::ops::F16;
 use vkcompute::ops::{self, Epilogue};
-use vkcompute::{Batch, Buffer, BufferSlice, Device, Graph, Profiling, Ticket};
+use vkcompute::{Batch, Buffer, BufferSlice, Device, Graph, Memory, Profiling, Ticket};
 
 use crate::attend::{self, Cursor};
 use crate::buffers::{Dims, Emb16, KvCache, Rows, WBuf};
@@ -719,7 +719,9 @@ impl Model {
 /// The decode step's small `u32` state in one buffer, so that one read
 /// returns the next tokens and both guard words: the tokens (`[batch]`),
 /// then the embedding's and the KV append's flag words, each at an offset the
-/// adapter can bind.
+/// adapter can bind. Host memory (`Memory::HostVisible`): the read after a
+/// step is a copy out of a mapping, not a staged download with a
+/// submission of its own; the kernels touch a few words of it per step.
 pub(crate) struct State {
     pub(crate) buf: Buffer<u32>,
     batch: usize,
@@ -733,7 +735,7 @@ impl State {
         let embed_at = batch.next_multiple_of(align);
         let kv_at = embed_at + align;
         Ok(State {
-            buf: gpu.upload(&vec![0u32; kv_at + 1])?,
+            buf: gpu.alloc_with::<u32>(kv_at + 1, Memory::HostVisible)?,
             batch,
             embed_at,
             kv_at,
