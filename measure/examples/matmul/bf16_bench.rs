@@ -13,12 +13,12 @@
 //! and |C − exact| ≤ K·u·max|a|·max|b| with u = 2⁻²³ is the bound of the
 //! f16 rows (`f16_bench.rs`).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use vkcompute::ops::{self, BatchedShape, Bf16, Cm2Tile};
-use vkcompute::{Batch, BatchOptions, Device, Profiling, Result};
+use vkcompute::{Batch, Device, Result};
 
-use crate::f16_bench::{abs_error, error_bound, f16_inputs};
+use crate::f16_bench::{abs_error, error_bound, f16_inputs, profiled_rounds};
 use crate::Report;
 
 /// bf16 values as stored and as f32: random sign, exponent over [2⁻³,
@@ -106,55 +106,7 @@ pub fn bench_bf16w(
     batch.submit()?;
     let err = abs_error(&a, &b, &gc.download()?, (mu, ku, nu), false);
     let bound = error_bound(&a, &b, k);
-    let start = Instant::now();
-    while start.elapsed() < warm_for {
-        let mut batch = gpu.batch_with(BatchOptions::single_submit())?;
-        for i in 0..4 {
-            if i > 0 {
-                batch.barrier();
-            }
-            record(&mut batch)?;
-        }
-        batch.submit()?;
-    }
-    let mut ns = Vec::new();
-    let mut labels: Vec<String> = Vec::new();
-    if gpu.info().timestamps {
-        let opts = BatchOptions::single_submit().with_profiling(Profiling::Commands);
-        let mut batch = gpu.batch_with(opts)?;
-        let mut spans = Vec::new();
-        for r in 0..=rounds {
-            batch.barrier();
-            let first = batch.len() as usize;
-            record(&mut batch)?;
-            spans.push((r, first, batch.len() as usize));
-        }
-        let ticket = batch.submit_async()?;
-        ticket.wait()?;
-        let profile = ticket.profile()?;
-        let len = profile.commands.len();
-        for (r, first, end) in spans {
-            let cmds = &profile.commands[first.min(len)..end.min(len)];
-            for c in cmds {
-                if !labels.contains(&c.label) {
-                    labels.push(c.label.clone());
-                }
-            }
-            if r > 0 {
-                ns.push(cmds.iter().map(|c| c.gpu_ns).sum::<f64>());
-            }
-        }
-    } else {
-        labels.push("(no timestamps: labels unknown)".into());
-        for _ in 0..rounds {
-            let mut batch = gpu.batch_with(BatchOptions::single_submit())?;
-            record(&mut batch)?;
-            let t = Instant::now();
-            batch.submit()?;
-            ns.push(t.elapsed().as_secs_f64() * 1e9);
-        }
-    }
-    ns.sort_by(f64::total_cmp);
+    let (ns, labels) = profiled_rounds(gpu, rounds, warm_for, record)?;
     let flops = 2.0 * f64::from(m) * f64::from(k) * f64::from(n);
     let tf = |x: f64| flops / x / 1e3;
     let f = |x: f64| {

@@ -524,10 +524,44 @@ pub fn bench_bmm(
         ));
         bound = bound.max(error_bound(ai, bi, k));
     }
+    let (ns, labels) = profiled_rounds(gpu, rounds, warm_for, record_all)?;
+    let flops = 2.0 * f64::from(batch_count) * f64::from(m) * f64::from(k) * f64::from(n);
+    let tf = |x: f64| flops / x / 1e3;
+    let (lo, med, hi) = (ns[0], ns[ns.len() / 2], ns[ns.len() - 1]);
+    rep.push(
+        &key,
+        tf(med),
+        "TFLOPs",
+        Some(worst / bound),
+        1.0,
+        format!(
+            " {batch_count} products, one batched launch; min/med/max {:.3}/{:.3}/{:.3} \
+             TFLOP/s over {} rounds; ran {}; |err| {worst:.2e} (bound {bound:.2e})",
+            tf(hi),
+            tf(med),
+            tf(lo),
+            ns.len(),
+            labels.join(" + ")
+        ),
+    );
+    Ok(())
+}
+
+/// Warms `record` for `warm_for` (one product per submission), then times
+/// `rounds` of it in one profiled batch (a barrier before each; one extra
+/// round first, untimed): the GPU time of each round, sorted, and the
+/// labels of the kernels that ran. Without timestamps, host time of each
+/// round's submission and wait.
+pub fn profiled_rounds(
+    gpu: &Device,
+    rounds: usize,
+    warm_for: Duration,
+    mut record: impl FnMut(&mut Batch) -> Result<()>,
+) -> Result<(Vec<f64>, Vec<String>)> {
     let start = Instant::now();
     while start.elapsed() < warm_for {
         let mut batch = gpu.batch_with(BatchOptions::single_submit())?;
-        record_all(&mut batch)?;
+        record(&mut batch)?;
         batch.submit()?;
     }
     let mut ns = Vec::new();
@@ -539,7 +573,7 @@ pub fn bench_bmm(
         for r in 0..=rounds {
             batch.barrier();
             let first = batch.len() as usize;
-            record_all(&mut batch)?;
+            record(&mut batch)?;
             spans.push((r, first, batch.len() as usize));
         }
         let ticket = batch.submit_async()?;
@@ -561,31 +595,12 @@ pub fn bench_bmm(
         labels.push("(no timestamps: labels unknown)".into());
         for _ in 0..rounds {
             let mut batch = gpu.batch_with(BatchOptions::single_submit())?;
-            record_all(&mut batch)?;
+            record(&mut batch)?;
             let t = Instant::now();
             batch.submit()?;
             ns.push(t.elapsed().as_secs_f64() * 1e9);
         }
     }
     ns.sort_by(f64::total_cmp);
-    let flops = 2.0 * f64::from(batch_count) * f64::from(m) * f64::from(k) * f64::from(n);
-    let tf = |x: f64| flops / x / 1e3;
-    let (lo, med, hi) = (ns[0], ns[ns.len() / 2], ns[ns.len() - 1]);
-    rep.push(
-        &key,
-        tf(med),
-        "TFLOPs",
-        Some(worst / bound),
-        1.0,
-        format!(
-            " {batch_count} products, one batched launch; min/med/max {:.3}/{:.3}/{:.3} \
-             TFLOP/s over {} rounds; ran {}; |err| {worst:.2e} (bound {bound:.2e})",
-            tf(hi),
-            tf(med),
-            tf(lo),
-            ns.len(),
-            labels.join(" + ")
-        ),
-    );
-    Ok(())
+    Ok((ns, labels))
 }

@@ -335,7 +335,7 @@ pub fn matmul_bf16w_with_tile<'a>(
     if !(t.fits(&caps) && caps.coopmat2_decode) {
         return Err(Error::Unsupported {
             what: "the tensor-core bf16-weight matmul (VK_NV_cooperative_matrix2 with a \
-                   256-invocation f16 shape dividing the tile, and cooperativeMatrixBlockLoads)",
+                   workgroup-scope f16 shape dividing the tile, and cooperativeMatrixBlockLoads)",
             adapter: info.name.clone(),
         });
     }
