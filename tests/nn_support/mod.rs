@@ -141,3 +141,57 @@ pub fn shape_error(e: vkcompute::Error) -> (&'static str, &'static str) {
         other => panic!("expected an OpsError::Shape, got {other:?}"),
     }
 }
+
+/// Decode attention in f64 (one query per head against a `[batch, kv_heads,
+/// max_seq, dim]` cache, lengths `lens`), with (max |v| over the rows used)
+/// per output, the bound's scale.
+pub fn decode_ref(
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    lens: &[u32],
+    s: vkcompute::ops::nn::DecodeShape,
+    scale: f32,
+) -> (Vec<f64>, Vec<f64>) {
+    let (hq, hkv, d, smax) = (
+        s.q_heads as usize,
+        s.kv_heads as usize,
+        s.head_dim as usize,
+        s.max_seq as usize,
+    );
+    let mut out = Vec::new();
+    let mut vmax = Vec::new();
+    for (b, &len) in lens.iter().enumerate() {
+        let n = (len as usize).min(smax);
+        for h in 0..hq {
+            let kvh = h / (hq / hkv);
+            let qr = &q[(b * hq + h) * d..][..d];
+            let base = (b * hkv + kvh) * smax * d;
+            let sc: Vec<f64> = (0..n)
+                .map(|p| {
+                    let kr = &k[base + p * d..][..d];
+                    qr.iter()
+                        .zip(kr)
+                        .map(|(&a, &c)| f64::from(a) * f64::from(c))
+                        .sum::<f64>()
+                        * f64::from(scale)
+                })
+                .collect();
+            let m = sc.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let w: Vec<f64> = sc.iter().map(|&x| (x - m).exp()).collect();
+            let total: f64 = w.iter().sum();
+            let mut vm: f64 = 0.0;
+            for j in 0..d {
+                let mut a = 0.0;
+                for (p, &wp) in w.iter().enumerate() {
+                    let x = f64::from(v[base + p * d + j]);
+                    a += wp * x;
+                    vm = vm.max(x.abs());
+                }
+                out.push(if n == 0 { 0.0 } else { a / total });
+            }
+            vmax.extend(std::iter::repeat(vm).take(d));
+        }
+    }
+    (out, vmax)
+}
