@@ -408,67 +408,68 @@ fn bad_inputs_are_typed_errors_naming_the_tensor() {
     )
     .unwrap_err();
     assert_eq!(shape_error(e), (OP, "positions"));
-    // Head counts that do not divide, an odd head_dim, one past the limit.
-    let e = run(
-        &mut b,
-        &q,
-        &k,
-        &v,
-        None,
-        &inv,
-        &kc,
-        &vc,
-        QkShape {
-            kv_heads: 3,
-            ..shape
-        },
+    // Head counts that do not divide, an odd head_dim, one past the limit,
+    // no steps: each a typed error naming what was wrong.
+    let bad_shapes = [
+        (
+            QkShape {
+                kv_heads: 3,
+                ..shape
+            },
+            "not a multiple of kv_heads (3)",
+        ),
+        (
+            QkShape {
+                head_dim: 63,
+                ..shape
+            },
+            "head_dim",
+        ),
+        (
+            QkShape {
+                head_dim: 258,
+                ..shape
+            },
+            "256",
+        ),
+        (QkShape { steps: 0, ..shape }, "steps"),
+    ];
+    for (s, says) in bad_shapes {
+        let e = run(&mut b, &q, &k, &v, None, &inv, &kc, &vc, s);
+        assert!(matches!(e, Error::Ops(_)), "{s:?}: {e:?}");
+        assert!(e.to_string().contains(says), "{s:?}: {e}");
+    }
+    assert_eq!(
+        shape_error(run(
+            &mut b,
+            &q,
+            &k,
+            &v,
+            None,
+            &inv,
+            &kc,
+            &vc,
+            QkShape {
+                head_dim: 63,
+                ..shape
+            }
+        )),
+        (OP, "head_dim")
     );
-    assert!(
-        e.to_string().contains("not a multiple of kv_heads (3)"),
-        "{e}"
+    assert_eq!(
+        shape_error(run(
+            &mut b,
+            &q,
+            &k,
+            &v,
+            None,
+            &inv,
+            &kc,
+            &vc,
+            QkShape { steps: 0, ..shape }
+        )),
+        (OP, "steps")
     );
-    let e = run(
-        &mut b,
-        &q,
-        &k,
-        &v,
-        None,
-        &inv,
-        &kc,
-        &vc,
-        QkShape {
-            head_dim: 63,
-            ..shape
-        },
-    );
-    assert_eq!(shape_error(e), (OP, "head_dim"));
-    let e = run(
-        &mut b,
-        &q,
-        &k,
-        &v,
-        None,
-        &inv,
-        &kc,
-        &vc,
-        QkShape {
-            head_dim: 258,
-            ..shape
-        },
-    );
-    assert!(e.to_string().contains("256"), "{e}");
-    let e = run(
-        &mut b,
-        &q,
-        &k,
-        &v,
-        None,
-        &inv,
-        &kc,
-        &vc,
-        QkShape { steps: 0, ..shape },
-    );
-    assert_eq!(shape_error(e), (OP, "steps"));
     // A bad epsilon, and tensors sharing bytes.
     let bad_eps = QkNorm::new(&w, &w, -1.0);
     let e = run(&mut b, &q, &k, &v, Some(bad_eps), &inv, &kc, &vc, shape);
