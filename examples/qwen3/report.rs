@@ -171,13 +171,18 @@ impl Peaks {
     pub fn print(&self, m: &Model, weight_bytes: u64) {
         let base = (weight_bytes + m.cache_bytes()) as f64;
         let gb = |b: u64| b as f64 / 1e9;
+        let peak =
+            |what: &str, b: u64| format!("{:.3} GB in {what} ({:.3}×)", gb(b), b as f64 / base);
+        // No decode step ran (--decode 0): no decode peak to report.
+        let decode = if self.decode > 0 {
+            format!(", {}", peak("decode", self.decode))
+        } else {
+            String::new()
+        };
         println!(
-            "device memory: peak {:.3} GB in prefill ({:.3}×), {:.3} GB in decode ({:.3}×) of \
-             weights {:.3} GB + KV cache {:.3} GB; allocator reservation {:.3} GB at its largest sample",
-            gb(self.prefill),
-            self.prefill as f64 / base,
-            gb(self.decode),
-            self.decode as f64 / base,
+            "device memory: peak {}{decode} of weights {:.3} GB + KV cache {:.3} GB; \
+             allocator reservation {:.3} GB at its largest sample",
+            peak("prefill", self.prefill),
             gb(weight_bytes),
             gb(m.cache_bytes()),
             gb(self.reserved)
