@@ -1,9 +1,10 @@
 //! Probe of compiled variants of the coopmat2 f16 kernel
 //! (`shaders/matmul_f16_cm2.comp`) that are not built in: each argument
-//! `FILE.spv:BM:BN` is a SPIR-V build of the shader (other tile sizes,
+//! `FILE.spv:BM:BN[:G]` is a SPIR-V build of the shader (other tile sizes,
 //! other workgroup sizes), launched as the built-in is (push constants M,
-//! K, N; grid ceil(N/BN) × ceil(M/BM); specialization constant 0 = 8, the
-//! default launch order) at 4096³ and 8192³ beside the built-in default
+//! K, N; grid ceil(N/BN) × ceil(M/BM); specialization constant 0 = G,
+//! default 8: groups of G block rows, 1 = row-major launch order) at
+//! 4096³ and 8192³, or the sizes of `--sizes A,B,...`, beside the built-in default
 //! (`ops::matmul_f16`). Every variant's result is compared once with the
 //! default's (largest difference over the largest |c|) and 16 entries
 //! with an f64 product; then the rows of one shape are interleaved, each
@@ -11,6 +12,7 @@
 //!
 //! ```text
 //! cargo run --release -p vkcompute-measure --example cm2_probe -- a.spv:128:256 b.spv:256:256
+//! cargo run --release -p vkcompute-measure --example cm2_probe -- --sizes 1024,2048 a.spv:128:128:1
 //! ```
 
 use std::time::Instant;
@@ -82,12 +84,33 @@ fn main() -> Result<()> {
         kernel: None,
         times: vec![],
     }];
-    for arg in std::env::args().skip(1) {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut sizes: Vec<u32> = vec![4096, 8192];
+    let mut variants = Vec::new();
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        if arg == "--sizes" {
+            let list = it.next().map(String::as_str).unwrap_or("");
+            sizes = list.split(',').filter_map(|v| v.trim().parse().ok()).collect();
+            if sizes.is_empty() || sizes.iter().any(|&v| v == 0 || v > 16384) {
+                eprintln!("--sizes {list:?}: expected a comma-separated list of sizes in 1..=16384");
+                std::process::exit(2);
+            }
+        } else {
+            variants.push(arg.clone());
+        }
+    }
+    for arg in &variants {
         let parts: Vec<&str> = arg.split(':').collect();
-        let [file, bm, bn] = parts[..] else {
-            eprintln!("argument {arg:?}: expected FILE.spv:BM:BN");
-            std::process::exit(2);
+        let (file, bm, bn, group) = match parts[..] {
+            [file, bm, bn] => (file, bm, bn, "8"),
+            [file, bm, bn, g] => (file, bm, bn, g),
+            _ => {
+                eprintln!("argument {arg:?}: expected FILE.spv:BM:BN[:G]");
+                std::process::exit(2);
+            }
         };
+        let group: u32 = group.parse().unwrap_or(8).max(1);
         let bytes = std::fs::read(file).unwrap_or_else(|e| {
             eprintln!("{file}: {e}");
             std::process::exit(2)
@@ -95,26 +118,28 @@ fn main() -> Result<()> {
         let k = Kernel::builder(&gpu)
             .spirv(&bytes[..])
             .label(file)
-            .spec_u32(0, 8)
+            .spec_u32(0, group)
             // The buffers hold f16 bits as u16, as ops::matmul_f16 takes them.
             .raw_elements()
             .build()?;
         let dims = (bm.parse().unwrap_or(128), bn.parse().unwrap_or(128));
         println!(
-            "{file}: workgroup {:?}, tile {}×{}",
+            "{file}: workgroup {:?}, tile {}×{}, groups of {group} block rows",
             k.workgroup_size(),
             dims.0,
             dims.1
         );
         rows.push(Row {
-            name: file.into(),
+            name: format!("{file} g{group}"),
             kernel: Some((k, dims.0, dims.1)),
             times: vec![],
         });
     }
     let quick = std::env::var_os("VKCOMPUTE_QUICK").is_some();
-    let sizes: &[u32] = if quick { &[256] } else { &[4096, 8192] };
-    for &s in sizes {
+    if quick {
+        sizes = vec![256];
+    }
+    for &s in &sizes {
         let n = (s * s) as usize;
         let (ab, av) = inputs(3, n);
         let (bb, bv) = inputs(4, n);

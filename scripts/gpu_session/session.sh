@@ -5,7 +5,7 @@
 # scripts/gpu_bundle.sh packs it) and the scripts it names
 # (compare_dispatch.py, ffn_reference.py, cuda_reference.py as
 # cuda_reference_mm.py), then run it there with the parts wanted.
-# Usage there: bash .gpu/session.sh PART... (dispatch ffn sweep tests matmul qwen3 churn abprobe stats)
+# Usage there: bash .gpu/session.sh PART... (dispatch ffn sweep tests matmul spread qwen3 churn abprobe stats)
 set -uo pipefail
 g=$(cd "$(dirname "$0")" && pwd)
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -23,11 +23,18 @@ git_rev=$(cat "$g/REV" 2>/dev/null); echo "commit: $git_rev"
 part_dispatch() {
   echo "== cuda_anchor.py"
   python3 "$g/cuda_anchor.py" > "$W/cuda_anchor.json" 2> "$W/cuda_anchor.err"; tail -c 600 "$W/cuda_anchor.json"; echo
+  # Both builds run pinned to the same cores (DISPATCH_CPUS, default 2,3;
+  # empty: unpinned), round-trip children included: unpinned processes
+  # read bimodal round trips (one process 18 µs isolated, the next 70 µs)
+  # whichever build ran.
+  local cpus=${DISPATCH_CPUS-2,3} pin=()
+  [ -z "$cpus" ] || pin=(taskset -c "$cpus")
+  echo "dispatch processes pinned to: ${cpus:-none}"; lscpu | grep -E "^(Model name|CPU\(s\)|NUMA node|Thread)" || true
   for i in 1 2 3; do
     for b in base new; do
       echo "== gpu_report --only dispatch ($b, process $i)"
       bin="$g/bin/gpu_report_$b"; [ -f "$bin" ] || bin="$g/bin/gpu_report"
-      "$bin" --only dispatch --cuda "$W/cuda_anchor.json" --json "$W/dispatch_${b}_$i.json" > "$W/dispatch_${b}_$i.txt" 2>&1
+      "${pin[@]}" "$bin" --only dispatch --cuda "$W/cuda_anchor.json" --json "$W/dispatch_${b}_$i.json" > "$W/dispatch_${b}_$i.txt" 2>&1
       echo "rc=$?"; grep -E "record|chain|round|independent|auto" "$W/dispatch_${b}_$i.txt" | head -30
     done
   done
@@ -104,6 +111,10 @@ part_stats() {
   echo "== kernel_statistics (VK_KHR_pipeline_executable_properties)"
   timeout 120 "$g/bin/kernel_statistics" > "$W/kernel_statistics.txt" 2>&1; echo "rc=$?"
   head -80 "$W/kernel_statistics.txt"
+}
+part_spread() {
+  echo "== matmul spread"
+  bash "$g/matmul_spread.sh" "$g" "$W" 2>&1
 }
 part_matmul() {
   echo "== matmul"

@@ -1,8 +1,12 @@
 //! The f16 matmul benchmark: every candidate kernel of a shape, each row
 //! recording the plan it names and printing the label of the kernel that
 //! ran (from the GPU profile), warmed for at least [`WARM_FOR`] of its own
-//! work, timed interleaved with the other candidates of the shape (one
-//! command of each per round, barriers between), min / median / max over
+//! work, timed interleaved with the other candidates of the shape (each
+//! round runs every candidate in turn, barriers between: an untimed launch,
+//! then the timed one, so the timed launch finds L2 as a launch of the same
+//! kernel left it, as in the cuBLAS reference's loop of one product; with
+//! the previous candidate's output in L2 instead, 2048³ read 205 TFLOP/s
+//! where the same kernel back to back reads 244), min / median / max over
 //! the rounds, checked once against an error bound; then the default
 //! plan's median over the best candidate's (the rule: at most
 //! [`RULE_LIMIT`]). Candidates reading B stored N×K ([`Run::BatchedBt`],
@@ -309,8 +313,9 @@ pub fn bench_shape(
     Ok(ok)
 }
 
-/// One profiled batch: a discarded round, then `rounds` rounds of one
-/// record per candidate, barriers between.
+/// One profiled batch: a discarded round, then `rounds` rounds; in each,
+/// every candidate in turn records an untimed lead launch and then the
+/// timed one, barriers between.
 fn timed_rounds(
     gpu: &Device,
     ins: &Inputs,
@@ -325,6 +330,8 @@ fn timed_rounds(
     let mut spans = Vec::new();
     for r in 0..=rounds {
         for (i, (c, gc)) in candidates.iter().zip(outs).enumerate() {
+            batch.barrier();
+            record(&mut batch, ins, gc, shape, c.run)?;
             batch.barrier();
             let first = batch.len();
             record(&mut batch, ins, gc, shape, c.run)?;
