@@ -12,15 +12,11 @@
 // when `vec` = 1: K a multiple of 4 for f32 and of 8 for 16-bit weights;
 // one element otherwise) and of the MT rows of x (from L1: every subgroup reads the
 // same x), keeping R × MT f32 sums; subgroupAdd finishes each.
-// With `ksub` > 1 (the KSUB variants only, at most 2 rows of x per pass),
-// ksub subgroups share a unit: each takes one of ksub consecutive parts of
-// the K slice, writes its sums to shared memory, and after a barrier the
-// parts are added in order and stored: narrower workgroups (upw · ksub
-// subgroups' worth of work, upw units) in place of a split-K second pass.
-// The other variants declare no shared memory (ksub must be 1): a kernel
-// that declares some gets a smaller L1 beside it on NVIDIA, and x is read
-// through L1 (H200, bf16 FFN stack at 4 rows: 2.45 ms per forward before
-// the shared sums were declared, 2.85 after).
+// With `ksub` > 1 (at most 4 rows of x per pass), ksub subgroups share a
+// unit: each takes one of ksub consecutive parts of the K slice, writes its
+// sums to shared memory, and after a barrier the parts are added in order
+// and stored: narrower workgroups (upw · ksub subgroups' worth of work,
+// upw units) in place of a split-K second pass.
 // Grid: x = column groups × `mchunks` (the row chunks of one column group
 // adjacent, so a repeated read of W hits L2), y = K slices (split-K): slice
 // s covers chunks [s·kchunk, (s+1)·kchunk) of every row.
@@ -89,7 +85,7 @@ float xscale[MT];
 #define GV1(i) 1.0
 #endif
 
-#if defined(KSUB)
+#if MT <= 4
 // Sums of the work items of shared units (ksub > 1: at most KSUB_ITEMS
 // items, R × MT sums each).
 #define KSUB_ITEMS 64u
@@ -296,7 +292,7 @@ void main() {
             [[unroll]] for (uint m = 0u; m < uint(MT); ++m) acc[i][m] = subgroupAdd(acc[i][m]);
         if (ksub == 1u) {
             store(u, s, m0, lane, width, acc);
-#if defined(KSUB)
+#if MT <= 4
         } else {
             [[unroll]] for (uint i = 0u; i < R; ++i)
                 [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
@@ -306,7 +302,7 @@ void main() {
 #endif
         }
     }
-#if defined(KSUB)
+#if MT <= 4
     // Shared units: each unit's parts added in part order, then stored.
     if (ksub > 1u) {
         barrier();

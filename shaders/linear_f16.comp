@@ -11,10 +11,5 @@
 // variant: linear_f16_m2_norm MT=2 NORM=1
 // variant: linear_f16_m8_norm MT=8 NORM=1
 // variant: linear_f16_m16_norm MT=16 NORM=1
-// Narrower workgroups (KSUB: K parts summed in shared memory), 1 and 2 rows:
-// variant: linear_f16_m1_ks MT=1 KSUB=1
-// variant: linear_f16_m2_ks MT=2 KSUB=1
-// variant: linear_f16_m1_norm_ks MT=1 NORM=1 KSUB=1
-// variant: linear_f16_m2_norm_ks MT=2 NORM=1 KSUB=1
 #define WTYPE_F16
 #include "linear.glsl"

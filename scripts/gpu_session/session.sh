@@ -5,7 +5,7 @@
 # scripts/gpu_bundle.sh packs it) and the scripts it names
 # (compare_dispatch.py, ffn_reference.py, cuda_reference.py as
 # cuda_reference_mm.py), then run it there with the parts wanted.
-# Usage there: bash .gpu/session.sh PART... (dispatch ffn sweep tests matmul spread qwen3 churn abprobe stats)
+# Usage there: bash .gpu/session.sh PART... (dispatch ffn ffn_ab sweep tests matmul spread qwen3 churn abprobe stats)
 set -uo pipefail
 g=$(cd "$(dirname "$0")" && pwd)
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -46,6 +46,20 @@ part_ffn() {
   python3 "$g/ffn_reference.py" --out "$W/ffn_torch.json" > "$W/ffn_torch.txt" 2>&1; echo "rc=$?"; tail -25 "$W/ffn_torch.txt"
   echo "== ffn_stack"
   "$g/bin/ffn_stack" --torch "$W/ffn_torch.json" --json "$W/ffn_ours.json" > "$W/ffn_stack.txt" 2>&1; echo "rc=$?"; cat "$W/ffn_stack.txt" | tail -40
+}
+part_ffn_ab() {
+  # ffn_stack at the base commit packed as bin/ffn_stack_base beside this
+  # build, alternating, T = 1 and 4 (the skinny kernels), after PyTorch.
+  echo "== ffn_reference.py (PyTorch, CUDA graph)"
+  python3 "$g/ffn_reference.py" --out "$W/ffn_torch.json" > "$W/ffn_torch.txt" 2>&1; echo "rc=$?"; tail -8 "$W/ffn_torch.txt"
+  for i in 1 2; do
+    for b in base new; do
+      bin="$g/bin/ffn_stack_$b"; [ -f "$bin" ] || bin="$g/bin/ffn_stack"
+      echo "== ffn_stack $b (process $i), T = 1, 4"
+      "$bin" --tokens 1,4 --torch "$W/ffn_torch.json" > "$W/ffn_ab_${b}_$i.txt" 2>&1; echo "rc=$?"
+      grep -E "median|match|copy" "$W/ffn_ab_${b}_$i.txt" | cut -c1-200
+    done
+  done
 }
 part_tests() {
   export VK_LAYER_PATH="$g/layer" VKCOMPUTE_VALIDATION=1 VKCOMPUTE_VALIDATION_ERRORS=1

@@ -450,7 +450,7 @@ fn record(
             plan.splits
         )));
     }
-    let name = kernel_name(w.dtype(), plan.rows_per_pass, norm.is_some(), l.ksub > 1);
+    let name = kernel_name(w.dtype(), plan.rows_per_pass, norm.is_some());
     let kernel = crate::builtins::get(&gpu.inner, name, &[])?;
     let push = |mode: u32| {
         let mut p = vec![
@@ -594,14 +594,8 @@ fn tiled_kernel_name(dtype: DType, rows: u32) -> &'static str {
 }
 
 /// The built-in kernel for `dtype` weights and `rows` rows per pass (with
-/// `norm`, its RMSNorm-prologue variant; with `shared_parts`, the variant
-/// whose subgroups share units through shared memory, which
-/// [`launch_narrowed`] asks for at most [`NARROW_MAX_ROWS`] rows: the
-/// others declare no shared memory and keep the whole L1 for x).
-fn kernel_name(dtype: DType, rows: u32, norm: bool, shared_parts: bool) -> &'static str {
-    if shared_parts {
-        return narrowed_kernel_name(dtype, rows, norm);
-    }
+/// `norm`, its RMSNorm-prologue variant).
+fn kernel_name(dtype: DType, rows: u32, norm: bool) -> &'static str {
     if norm {
         return normed::kernel_name(dtype, rows);
     }
@@ -631,26 +625,6 @@ fn kernel_name(dtype: DType, rows: u32, norm: bool, shared_parts: bool) -> &'sta
         DType::F16 => F16[i],
         DType::Bf16 => BF16[i],
         _ => F32[i],
-    }
-}
-
-/// The variants with K parts summed in shared memory (1 or 2 rows per
-/// pass, the only counts [`launch_narrowed`] narrows).
-fn narrowed_kernel_name(dtype: DType, rows: u32, norm: bool) -> &'static str {
-    let two = rows >= 2;
-    match (dtype, norm, two) {
-        (DType::F16, false, false) => "linear_f16_m1_ks",
-        (DType::F16, false, true) => "linear_f16_m2_ks",
-        (DType::F16, true, false) => "linear_f16_m1_norm_ks",
-        (DType::F16, true, true) => "linear_f16_m2_norm_ks",
-        (DType::Bf16, false, false) => "linear_bf16_m1_ks",
-        (DType::Bf16, false, true) => "linear_bf16_m2_ks",
-        (DType::Bf16, true, false) => "linear_bf16_m1_norm_ks",
-        (DType::Bf16, true, true) => "linear_bf16_m2_norm_ks",
-        (_, false, false) => "linear_f32_m1_ks",
-        (_, false, true) => "linear_f32_m2_ks",
-        (_, true, false) => "linear_f32_m1_norm_ks",
-        (_, true, true) => "linear_f32_m2_norm_ks",
     }
 }
 

@@ -210,10 +210,8 @@ fn kernel_names_exist_for_every_plan() {
     for dtype in [DType::F32, DType::F16, DType::Bf16] {
         for rows in [1, 2, 4, 8, 16] {
             for norm in [false, true] {
-                for shared in [false, true] {
-                    let name = kernel_name(dtype, rows, norm, shared);
-                    assert!(crate::builtins::builtin_names().contains(&name), "{name}");
-                }
+                let name = kernel_name(dtype, rows, norm);
+                assert!(crate::builtins::builtin_names().contains(&name), "{name}");
             }
         }
     }
@@ -224,43 +222,10 @@ fn kernel_names_exist_for_every_plan() {
         }
     }
     assert_eq!(tiled_kernel_name(DType::Bf16, 32), "linear_bf16_tiled_m32");
-    assert_eq!(kernel_name(DType::Bf16, 4, false, false), "linear_bf16");
-    assert_eq!(kernel_name(DType::F32, 16, false, false), "linear_f32_m16");
-    assert_eq!(kernel_name(DType::Bf16, 1, true, false), "linear_bf16_m1_norm");
-    assert_eq!(kernel_name(DType::F16, 4, true, false), "linear_f16_norm");
-    assert_eq!(kernel_name(DType::Bf16, 1, false, true), "linear_bf16_m1_ks");
-    assert_eq!(kernel_name(DType::F32, 2, true, true), "linear_f32_m2_norm_ks");
-}
-
-#[test]
-fn only_one_or_two_rows_share_units() {
-    // Only the 1- and 2-row kernels have shared-memory variants: the
-    // narrowing must never give more rows per pass shared units.
-    let caps = h100();
-    for rows in [1, 2, 4, 8, 16] {
-        for (k, n) in [(2560, 2560), (2560, 19456), (9728, 2560), (128, 64), (4096, 1024)] {
-            for m in [1, 2, 3, 4, 7, 16] {
-                for silu in [false, true] {
-                    let p = LinearPlan {
-                        rows_per_pass: rows,
-                        splits: 1,
-                    };
-                    let l = launch_narrowed(m, k, n, DType::Bf16, silu, &caps, p);
-                    assert!(
-                        l.ksub == 1 || rows <= NARROW_MAX_ROWS,
-                        "rows {rows}, m {m}, k {k}, n {n}: ksub {}",
-                        l.ksub
-                    );
-                }
-            }
-        }
-    }
-    // And it does narrow one or two rows where the units are few.
-    let p = LinearPlan {
-        rows_per_pass: 1,
-        splits: 1,
-    };
-    assert!(launch_narrowed(1, 9728, 2560, DType::Bf16, false, &caps, p).ksub > 1);
+    assert_eq!(kernel_name(DType::Bf16, 4, false), "linear_bf16");
+    assert_eq!(kernel_name(DType::F32, 16, false), "linear_f32_m16");
+    assert_eq!(kernel_name(DType::Bf16, 1, true), "linear_bf16_m1_norm");
+    assert_eq!(kernel_name(DType::F16, 4, true), "linear_f16_norm");
 }
 
 #[test]
