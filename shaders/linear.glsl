@@ -11,7 +11,10 @@
 // unit's R rows (16-byte loads, 4 f32 or 8 16-bit values, two per step,
 // when `vec` = 1: K a multiple of 4 for f32 and of 8 for 16-bit weights;
 // one element otherwise) and of the MT rows of x (from L1: every subgroup reads the
-// same x), keeping R × MT f32 sums; subgroupAdd finishes each.
+// same x), keeping R × MT f32 sums; subgroupAdd finishes each. The `_sg32`
+// variants (16-bit weights, subgroups of 32) take linear_loops.glsl's loop
+// (CPS chunks per step) and butterfly finish instead; the loop's
+// PREFETCH and UNIT_ROWS (R) are for measure/examples/linear_probe.
 // With `ksub` > 1 (at most 4 rows of x per pass), ksub subgroups share a
 // unit: each takes one of ksub consecutive parts of the K slice, writes its
 // sums to shared memory, and after a barrier the parts are added in order
@@ -33,6 +36,9 @@
 // y[(s·M + m)·N + row] = acc, finished by linear_reduce.comp.
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
+#if defined(BUTTERFLY)
+#extension GL_KHR_shader_subgroup_shuffle : require
+#endif
 #extension GL_EXT_control_flow_attributes : require
 #if !defined(WTYPE_F32)
 #extension GL_EXT_shader_16bit_storage : require
@@ -44,7 +50,11 @@ layout(local_size_x = 256) in;
 #ifndef MT
 #define MT 4
 #endif
+#if defined(UNIT_ROWS)
+#define R uint(UNIT_ROWS)
+#else
 #define R 4u
+#endif
 
 layout(set = 0, binding = 0) readonly buffer X4 { vec4 x4[]; };
 layout(set = 0, binding = 1) readonly buffer X1 { float x1[]; };
@@ -92,6 +102,14 @@ float xscale[MT];
 shared float kpart_sum[KSUB_ITEMS * R * uint(MT)];
 #endif
 
+#if defined(BUTTERFLY)
+// linear_loops.glsl's butterfly: lane (t << BF_SHIFT) holds sum t.
+#define OWNS(t, lane, width) ((lane) == ((t) << BF_SHIFT))
+#else
+// Every lane holds every sum; lane t % width stores sum t.
+#define OWNS(t, lane, width) ((t) % (width) == (lane))
+#endif
+
 // One stored weight as f32.
 float wscalar(uint i) {
 #if defined(WTYPE_F32)
@@ -137,6 +155,10 @@ uvec2 kpart(uint s, uint part, uint len) {
     return uvec2(pb, min(pb + span, e));
 }
 
+#if (defined(CPS_LOOP) && !defined(WTYPE_F32)) || defined(BUTTERFLY)
+#include "linear_loops.glsl"
+#endif
+
 // Adds part `part` of K slice `s` of x's rows `xr` times W's `rows` into acc
 // (per lane; the subgroup's lanes split the chunks).
 void accumulate(uint rows[R], uint xr[MT], uint s, uint part, uint lane, uint width,
@@ -146,6 +168,9 @@ void accumulate(uint rows[R], uint xr[MT], uint s, uint part, uint lane, uint wi
         uint k4 = K / 4u;     // vec4s per row of x
         uvec2 be = kpart(s, part, kv);
         uint b = be.x, e = be.y;
+#if defined(CPS_LOOP) && !defined(WTYPE_F32)
+        cps_loop(rows, xr, b, e, kv, k4, lane, width, acc);
+#else
         // Two chunks per lane and step (k and k + width), all 2·R loads
         // of W issued before the FMAs: twice the bytes in flight. Past
         // e the second chunk's W and x read as 0 (and add nothing).
@@ -194,6 +219,7 @@ void accumulate(uint rows[R], uint xr[MT], uint s, uint part, uint lane, uint wi
             }
 #endif
         }
+#endif
     } else {
         uvec2 be = kpart(s, part, K);
         uint b = be.x, e = be.y;
@@ -218,7 +244,7 @@ void store(uint u, uint s, uint m0, uint lane, uint width, float acc[R][MT]) {
             uint j = u * (R / 2u) + i;
             [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
                 uint t = i * uint(MT) + m;
-                if (t % width == lane && j < half_n && m0 + m < M) {
+                if (OWNS(t, lane, width) && j < half_n && m0 + m < M) {
                     float g = acc[i][m];
                     y[(m0 + m) * half_n + j] = g * vkc_sigmoid(g) * acc[i + R / 2u][m];
                 }
@@ -229,7 +255,7 @@ void store(uint u, uint s, uint m0, uint lane, uint width, float acc[R][MT]) {
             uint row = wrow(u, i);
             [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
                 uint t = i * uint(MT) + m;
-                if (t % width == lane && row < N && m0 + m < M) {
+                if (OWNS(t, lane, width) && row < N && m0 + m < M) {
                     uint at = (m0 + m) * N + row;
                     if (mode == 3u) {
                         y[s * M * N + at] = acc[i][m];
@@ -288,8 +314,12 @@ void main() {
         [[unroll]] for (uint i = 0u; i < R; ++i)
             [[unroll]] for (uint m = 0u; m < uint(MT); ++m) acc[i][m] = 0.0;
         accumulate(rows, xr, s, part, lane, width, acc);
+#if defined(BUTTERFLY)
+        butterfly(acc, lane);
+#else
         [[unroll]] for (uint i = 0u; i < R; ++i)
             [[unroll]] for (uint m = 0u; m < uint(MT); ++m) acc[i][m] = subgroupAdd(acc[i][m]);
+#endif
         if (ksub == 1u) {
             store(u, s, m0, lane, width, acc);
 #if MT <= 4
@@ -297,7 +327,7 @@ void main() {
             [[unroll]] for (uint i = 0u; i < R; ++i)
                 [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
                     uint t = i * uint(MT) + m;
-                    if (t % width == lane) kpart_sum[it * R * uint(MT) + t] = acc[i][m];
+                    if (OWNS(t, lane, width)) kpart_sum[it * R * uint(MT) + t] = acc[i][m];
                 }
 #endif
         }

@@ -280,18 +280,44 @@ fn the_chosen_plan_matches_the_cpu() {
 /// and single-element loads.
 #[test]
 fn narrow_workgroups_share_k_and_match_the_cpu() {
+    let shapes = [(2048usize, 2048usize), (2051, 2050), (8192, 512)];
+    let unsplit = chosen_plans_match_the_cpu(&shapes, &[1, 2, 3], &[Dt::F32, Dt::F16, Dt::Bf16]);
+    assert!(unsplit > 0, "no case ran without split-K");
+}
+
+#[test]
+fn subgroup_32_kernels_match_the_cpu() {
+    // 16-bit weights at 1 and 4 rows per pass take the `_sg32` kernels
+    // (CPS loop, butterfly finish) where subgroups have 32 lanes, narrowed
+    // at 4 rows too: Qwen3-4B's down projection (9728 → 2560) and a
+    // merged gate|up, every row count they serve.
+    let gpu = common::gpu();
+    let lanes = gpu.info().subgroup_size;
+    if lanes != 32 {
+        common::skipped(format!(
+            "the _sg32 kernels need subgroups of 32 lanes, this adapter's have {lanes}"
+        ));
+        return;
+    }
+    drop(gpu);
+    let shapes = [(9728usize, 2560usize), (2560, 2 * 1536), (2056, 520)];
+    let unsplit = chosen_plans_match_the_cpu(&shapes, &[1, 3, 4], &[Dt::F16, Dt::Bf16]);
+    assert!(unsplit > 0, "no case ran without split-K");
+}
+
+/// Every shape, row count, weight type and epilogue through `ops::linear`
+/// (the plan its rule chooses) against the CPU; returns how many cases ran
+/// without split-K.
+fn chosen_plans_match_the_cpu(shapes: &[(usize, usize)], ms: &[usize], dts: &[Dt]) -> usize {
     let gpu = common::gpu();
     let caps = ops::MatmulCaps::of(gpu.info());
     let mut batch = gpu.batch().unwrap();
     let mut cases = Vec::new();
     let mut keep = Vec::new();
     let mut unsplit = 0;
-    for (si, &(k, n)) in [(2048usize, 2048usize), (2051, 2050), (8192, 512)]
-        .iter()
-        .enumerate()
-    {
-        for m in [1usize, 2, 3] {
-            for dt in [Dt::F32, Dt::F16, Dt::Bf16] {
+    for (si, &(k, n)) in shapes.iter().enumerate() {
+        for &m in ms {
+            for &dt in dts {
                 for epi in [Epi::None, Epi::ResidualInPlace, Epi::SiluMul] {
                     let silu_mul = epi == Epi::SiluMul;
                     let dtype = match dt {
@@ -346,16 +372,12 @@ fn narrow_workgroups_share_k_and_match_the_cpu() {
             }
         }
     }
-    assert!(
-        unsplit > 0,
-        "no case ran without split-K on {}",
-        gpu.info().name
-    );
     batch.submit().unwrap();
     for (dt, c) in &cases {
         check(c, &c.y.download().unwrap(), *dt);
     }
     common::assert_clean(&gpu);
+    unsplit
 }
 
 #[test]

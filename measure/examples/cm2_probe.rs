@@ -91,9 +91,14 @@ fn main() -> Result<()> {
     while let Some(arg) = it.next() {
         if arg == "--sizes" {
             let list = it.next().map(String::as_str).unwrap_or("");
-            sizes = list.split(',').filter_map(|v| v.trim().parse().ok()).collect();
+            sizes = list
+                .split(',')
+                .filter_map(|v| v.trim().parse().ok())
+                .collect();
             if sizes.is_empty() || sizes.iter().any(|&v| v == 0 || v > 16384) {
-                eprintln!("--sizes {list:?}: expected a comma-separated list of sizes in 1..=16384");
+                eprintln!(
+                    "--sizes {list:?}: expected a comma-separated list of sizes in 1..=16384"
+                );
                 std::process::exit(2);
             }
         } else {

@@ -5,7 +5,7 @@
 # scripts/gpu_bundle.sh packs it) and the scripts it names
 # (compare_dispatch.py, ffn_reference.py, cuda_reference.py as
 # cuda_reference_mm.py), then run it there with the parts wanted.
-# Usage there: bash .gpu/session.sh PART... (dispatch ffn ffn_ab sweep tests matmul spread qwen3 churn abprobe stats)
+# Usage there: bash .gpu/session.sh PART... (dispatch ffn ffn_ab sweep tests matmul spread lprobe qwen3 churn abprobe stats)
 set -uo pipefail
 g=$(cd "$(dirname "$0")" && pwd)
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -129,6 +129,9 @@ part_stats() {
 part_spread() {
   echo "== matmul spread"
   bash "$g/matmul_spread.sh" "$g" "$W" 2>&1
+}
+part_lprobe() {
+  bash "$g/linear_probe.sh" "$g" "$W" 2>&1
 }
 part_matmul() {
   echo "== matmul"

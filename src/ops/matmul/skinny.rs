@@ -26,8 +26,12 @@
 //! (outputs), each subgroup reads 4 of them with 16-byte loads spread over
 //! its lanes along K, multiplies them with the chunk's rows of x (read
 //! through the cache: every subgroup reads the same x) and finishes each
-//! sum with a subgroup reduction. When that gives fewer workgroups than
-//! twice the compute units, up to 2 rows take narrower workgroups first
+//! sum with a subgroup reduction. With 16-bit weights at 1 or 4 rows on
+//! adapters whose subgroups have 32 lanes, the `_sg32` kernels
+//! (`shaders/linear_loops.glsl`) read four (1 row) or one (4 rows) 16-byte
+//! chunks per lane and step and finish the sums by halving exchanges
+//! between lanes. When that gives fewer workgroups than
+//! twice the compute units, up to 2 rows (4 with the `_sg32` kernels) take narrower workgroups first
 //! (fewer units each, several subgroups sharing a unit's K and adding
 //! their parts in shared memory); where that cannot reach the count, K is
 //! split over workgroups (split-K): each slice writes its partial sums and
@@ -220,11 +224,13 @@ fn wanted_groups(caps: &MatmulCaps) -> u64 {
 /// The most rows per pass that take narrower workgroups before split-K.
 /// H200, the FFN stack with bf16 weights at 4 rows: 2.98 ms per forward
 /// with narrower workgroups (call c8), 2.85 with split-K under this limit
-/// (c9); at 1 row the decode of Qwen3-4B lost its 180 reduce passes.
+/// (c9); at 1 row the decode of Qwen3-4B lost its 180 reduce passes. The
+/// subgroup-32 kernels narrow up to `sg32::SG32_NARROW_MAX_ROWS`.
 const NARROW_MAX_ROWS: u32 = 2;
 
 /// [`launch`] with narrower workgroups where they reach the wanted count
-/// without split-K: at most [`NARROW_MAX_ROWS`] rows per pass and one K slice, the widest of
+/// without split-K: at most [`NARROW_MAX_ROWS`] rows per pass (with the
+/// subgroup-32 kernels `sg32::SG32_NARROW_MAX_ROWS`) and one K slice, the widest of
 /// halving units per workgroup (the freed subgroups sharing each unit's K,
 /// each still reading at least 4 chunks of 16 bytes per lane) whose
 /// workgroups number at least [`wanted_groups`]; else `launch` as it is.
@@ -240,7 +246,7 @@ fn launch_narrowed(
 ) -> Launch {
     let l = launch(m, k, n, dtype, silu, caps.subgroup_size, p);
     let want = wanted_groups(caps);
-    if p.rows_per_pass > NARROW_MAX_ROWS
+    if p.rows_per_pass > narrow_max_rows(dtype, caps)
         || p.splits > 1
         || u64::from(l.groups) * u64::from(l.mchunks) >= want
     {
@@ -450,7 +456,8 @@ fn record(
             plan.splits
         )));
     }
-    let name = kernel_name(w.dtype(), plan.rows_per_pass, norm.is_some());
+    let sg32 = uses_sg32(w.dtype(), plan.rows_per_pass, &caps);
+    let name = kernel_name(w.dtype(), plan.rows_per_pass, norm.is_some(), sg32);
     let kernel = crate::builtins::get(&gpu.inner, name, &[])?;
     let push = |mode: u32| {
         let mut p = vec![
@@ -594,8 +601,11 @@ fn tiled_kernel_name(dtype: DType, rows: u32) -> &'static str {
 }
 
 /// The built-in kernel for `dtype` weights and `rows` rows per pass (with
-/// `norm`, its RMSNorm-prologue variant).
-fn kernel_name(dtype: DType, rows: u32, norm: bool) -> &'static str {
+/// `norm`, its RMSNorm-prologue variant; with `sg32`, `sg32::uses_sg32`'s).
+fn kernel_name(dtype: DType, rows: u32, norm: bool, sg32: bool) -> &'static str {
+    if sg32 {
+        return sg32::kernel_name(dtype, rows, norm);
+    }
     if norm {
         return normed::kernel_name(dtype, rows);
     }
@@ -750,7 +760,9 @@ mod cm2;
 pub use cm2::{tensor_applies, tensor_splits, tensor_tile, TensorTile, LINEAR_TENSOR_TILES};
 mod normed;
 use normed::Norm;
+mod sg32;
 pub use normed::{linear_normed, linear_normed_with_plan, NORM_FUSED_MAX_ROWS};
+use sg32::{narrow_max_rows, uses_sg32};
 
 #[cfg(test)]
 mod tests;

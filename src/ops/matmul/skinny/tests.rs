@@ -81,10 +81,14 @@ fn few_rows_take_narrower_workgroups_over_split_k() {
             assert!(u64::from(l.groups) >= 264);
         }
     }
-    // Past 2 rows per pass: split-K (measured faster at 4 rows).
+    // Past 2 rows per pass: split-K (measured faster at 4 rows with the
+    // subgroupAdd kernels), except 4 rows (m = 3, 4) of 16-bit weights on
+    // the subgroup-32 kernels, which narrow.
     for m in [3, 4, 8] {
         let p = choose_linear(m, 9728, 2560, DType::Bf16, false, &c);
-        assert!(p.splits > 1, "m = {m}");
+        assert_eq!(p.splits > 1, m == 8, "m = {m}");
+        let p = choose_linear(m, 9728, 2560, DType::F32, false, &c);
+        assert!(p.splits > 1, "m = {m}, f32");
     }
     // Too few outputs to reach 264 even at one unit per workgroup (256
     // units): split-K as before.
@@ -210,8 +214,12 @@ fn kernel_names_exist_for_every_plan() {
     for dtype in [DType::F32, DType::F16, DType::Bf16] {
         for rows in [1, 2, 4, 8, 16] {
             for norm in [false, true] {
-                let name = kernel_name(dtype, rows, norm);
+                let name = kernel_name(dtype, rows, norm, false);
                 assert!(crate::builtins::builtin_names().contains(&name), "{name}");
+                let sg32 = uses_sg32(dtype, rows, &h100());
+                let name = kernel_name(dtype, rows, norm, sg32);
+                assert!(crate::builtins::builtin_names().contains(&name), "{name}");
+                assert_eq!(name.ends_with("_sg32"), sg32, "{name}");
             }
         }
     }
@@ -222,10 +230,63 @@ fn kernel_names_exist_for_every_plan() {
         }
     }
     assert_eq!(tiled_kernel_name(DType::Bf16, 32), "linear_bf16_tiled_m32");
-    assert_eq!(kernel_name(DType::Bf16, 4, false), "linear_bf16");
-    assert_eq!(kernel_name(DType::F32, 16, false), "linear_f32_m16");
-    assert_eq!(kernel_name(DType::Bf16, 1, true), "linear_bf16_m1_norm");
-    assert_eq!(kernel_name(DType::F16, 4, true), "linear_f16_norm");
+    assert_eq!(kernel_name(DType::Bf16, 4, false, false), "linear_bf16");
+    assert_eq!(kernel_name(DType::F32, 16, false, false), "linear_f32_m16");
+    assert_eq!(
+        kernel_name(DType::Bf16, 1, true, false),
+        "linear_bf16_m1_norm"
+    );
+    assert_eq!(kernel_name(DType::F16, 4, true, false), "linear_f16_norm");
+    assert_eq!(
+        kernel_name(DType::Bf16, 1, true, true),
+        "linear_bf16_m1_norm_sg32"
+    );
+    assert_eq!(kernel_name(DType::F16, 4, false, true), "linear_f16_sg32");
+}
+
+#[test]
+fn subgroup_32_kernels_take_16_bit_weights_at_1_and_4_rows() {
+    let c = h100();
+    assert!(uses_sg32(DType::Bf16, 1, &c));
+    assert!(uses_sg32(DType::F16, 4, &c));
+    assert!(!uses_sg32(DType::F32, 1, &c));
+    assert!(!uses_sg32(DType::Bf16, 2, &c));
+    assert!(!uses_sg32(DType::Bf16, 8, &c));
+    // Other subgroup sizes (lavapipe's 8, 64-lane waves) keep the
+    // subgroupAdd kernels.
+    for lanes in [4, 8, 16, 64] {
+        let other = MatmulCaps {
+            subgroup_size: lanes,
+            ..c
+        };
+        assert!(!uses_sg32(DType::Bf16, 1, &other), "{lanes}");
+    }
+}
+
+#[test]
+fn four_rows_narrow_with_the_subgroup_32_kernels() {
+    // The Qwen3-4B FFN's down projection at 4 rows: 640 units, 80
+    // workgroups of 8; narrowed to 4 subgroups per unit with bf16 weights
+    // on 32-lane subgroups, split over K with f32 weights or other lanes.
+    let c = h100();
+    let p = choose_linear(4, 9728, 2560, DType::Bf16, false, &c);
+    assert_eq!(p.splits, 1);
+    let single = LinearPlan {
+        rows_per_pass: 4,
+        splits: 1,
+    };
+    let l = launch_narrowed(4, 9728, 2560, DType::Bf16, false, &c, single);
+    assert!(
+        l.ksub > 1 && u64::from(l.groups) >= wanted_groups(&c),
+        "{l:?}"
+    );
+    assert!(choose_linear(4, 9728, 2560, DType::F32, false, &c).splits > 1);
+    let eight = MatmulCaps {
+        subgroup_size: 8,
+        ..c
+    };
+    let l = launch_narrowed(4, 9728, 2560, DType::Bf16, false, &eight, single);
+    assert_eq!(l.ksub, 1);
 }
 
 #[test]
