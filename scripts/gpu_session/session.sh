@@ -5,7 +5,7 @@
 # scripts/gpu_bundle.sh packs it) and the scripts it names
 # (compare_dispatch.py, ffn_reference.py, cuda_reference.py as
 # cuda_reference_mm.py), then run it there with the parts wanted.
-# Usage there: bash .gpu/session.sh PART... (dispatch ffn ffn_ab sweep tests matmul spread lprobe qwen3 churn abprobe stats)
+# Usage there: bash .gpu/session.sh PART... (dispatch ffn ffn_ab sweep tests matmul spread lprobe qwen3 qwen3_ab churn abprobe stats)
 set -uo pipefail
 g=$(cd "$(dirname "$0")" && pwd)
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -119,6 +119,24 @@ part_qwen3() {
   for b in 4 16; do
     echo "== qwen3 4b --batch $b"
     timeout 120 "$g/bin/qwen3" "$q" --batch "$b" --decode 32 > "$W/q3_b$b.txt" 2>&1; echo "rc=$?"; tail -25 "$W/q3_b$b.txt"
+  done
+}
+part_qwen3_ab() {
+  # Qwen3-4B decode at the base build packed as bin/qwen3_base beside this
+  # build, alternating, after this build's check against transformers.
+  local q=/tmp/q3; rm -rf "$q"
+  echo "== qwen3_reference.py --size 4b --no-timing (checkpoint and f32 logits)"
+  python3 "$g/qwen3_reference.py" --out "$q" --size 4b --no-timing > "$W/q3_ref.txt" 2>&1; echo "rc=$?"; tail -5 "$W/q3_ref.txt"
+  echo "== qwen3 4b --reference (this build)"
+  timeout 240 "$g/bin/qwen3" "$q" --reference "$q/reference.safetensors" > "$W/q3_check.txt" 2>&1; echo "rc=$?"; grep -E "reference|worst|FAIL|PASS" "$W/q3_check.txt" | tail -8
+  for i in 1 2; do
+    for bs in 1 4; do
+      for b in base new; do
+        bin="$g/bin/qwen3_$b"; [ -f "$bin" ] || bin="$g/bin/qwen3"
+        echo "== qwen3 4b --batch $bs --decode 64 ($b, process $i)"
+        timeout 120 "$bin" "$q" --batch "$bs" --decode 64 > "$W/q3_ab_b${bs}_${b}_$i.txt" 2>&1; echo "rc=$?"; grep -E "decode|host|commands" "$W/q3_ab_b${bs}_${b}_$i.txt" | head -8
+      done
+    done
   done
 }
 part_stats() {

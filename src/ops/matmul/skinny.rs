@@ -26,8 +26,9 @@
 //! (outputs), each subgroup reads 4 of them with 16-byte loads spread over
 //! its lanes along K, multiplies them with the chunk's rows of x (read
 //! through the cache: every subgroup reads the same x) and finishes each
-//! sum with a subgroup reduction. With 16-bit weights at 1 or 4 rows on
-//! adapters whose subgroups have 32 lanes, the `_sg32` kernels
+//! sum with a subgroup reduction. With 16-bit weights at 4 rows, or at 1
+//! row without the norm prologue and narrowing, on adapters whose
+//! subgroups have 32 lanes, the `_sg32` kernels
 //! (`shaders/linear_loops.glsl`) read four (1 row) or one (4 rows) 16-byte
 //! chunks per lane and step and finish the sums by halving exchanges
 //! between lanes. When that gives fewer workgroups than
@@ -456,7 +457,7 @@ fn record(
             plan.splits
         )));
     }
-    let sg32 = uses_sg32(w.dtype(), plan.rows_per_pass, &caps);
+    let sg32 = sg32::kernel_applies(w.dtype(), plan.rows_per_pass, norm.is_some(), l.ksub, &caps);
     let name = kernel_name(w.dtype(), plan.rows_per_pass, norm.is_some(), sg32);
     let kernel = crate::builtins::get(&gpu.inner, name, &[])?;
     let push = |mode: u32| {
@@ -601,10 +602,11 @@ fn tiled_kernel_name(dtype: DType, rows: u32) -> &'static str {
 }
 
 /// The built-in kernel for `dtype` weights and `rows` rows per pass (with
-/// `norm`, its RMSNorm-prologue variant; with `sg32`, `sg32::uses_sg32`'s).
+/// `norm`, its RMSNorm-prologue variant; with `sg32`, the `_sg32` kernel
+/// where there is one: `sg32::kernel_applies`).
 fn kernel_name(dtype: DType, rows: u32, norm: bool, sg32: bool) -> &'static str {
-    if sg32 {
-        return sg32::kernel_name(dtype, rows, norm);
+    if let Some(name) = sg32.then(|| sg32::kernel_name(dtype, rows, norm)).flatten() {
+        return name;
     }
     if norm {
         return normed::kernel_name(dtype, rows);
@@ -762,7 +764,7 @@ mod normed;
 use normed::Norm;
 mod sg32;
 pub use normed::{linear_normed, linear_normed_with_plan, NORM_FUSED_MAX_ROWS};
-use sg32::{narrow_max_rows, uses_sg32};
+use sg32::narrow_max_rows;
 
 #[cfg(test)]
 mod tests;

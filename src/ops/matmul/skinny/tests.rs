@@ -1,3 +1,4 @@
+use super::sg32::uses_sg32;
 use super::*;
 
 fn h100() -> MatmulCaps {
@@ -216,7 +217,7 @@ fn kernel_names_exist_for_every_plan() {
             for norm in [false, true] {
                 let name = kernel_name(dtype, rows, norm, false);
                 assert!(crate::builtins::builtin_names().contains(&name), "{name}");
-                let sg32 = uses_sg32(dtype, rows, &h100());
+                let sg32 = sg32::kernel_applies(dtype, rows, norm, 1, &h100());
                 let name = kernel_name(dtype, rows, norm, sg32);
                 assert!(crate::builtins::builtin_names().contains(&name), "{name}");
                 assert_eq!(name.ends_with("_sg32"), sg32, "{name}");
@@ -237,9 +238,14 @@ fn kernel_names_exist_for_every_plan() {
         "linear_bf16_m1_norm"
     );
     assert_eq!(kernel_name(DType::F16, 4, true, false), "linear_f16_norm");
+    // No 1-row `_sg32` kernel with the norm prologue: the subgroupAdd one.
     assert_eq!(
         kernel_name(DType::Bf16, 1, true, true),
-        "linear_bf16_m1_norm_sg32"
+        "linear_bf16_m1_norm"
+    );
+    assert_eq!(
+        kernel_name(DType::Bf16, 4, true, true),
+        "linear_bf16_norm_sg32"
     );
     assert_eq!(kernel_name(DType::F16, 4, false, true), "linear_f16_sg32");
 }
@@ -252,6 +258,11 @@ fn subgroup_32_kernels_take_16_bit_weights_at_1_and_4_rows() {
     assert!(!uses_sg32(DType::F32, 1, &c));
     assert!(!uses_sg32(DType::Bf16, 2, &c));
     assert!(!uses_sg32(DType::Bf16, 8, &c));
+    // One row: not with the norm prologue, not narrowed; four rows: both.
+    assert!(sg32::kernel_applies(DType::Bf16, 1, false, 1, &c));
+    assert!(!sg32::kernel_applies(DType::Bf16, 1, true, 1, &c));
+    assert!(!sg32::kernel_applies(DType::Bf16, 1, false, 4, &c));
+    assert!(sg32::kernel_applies(DType::Bf16, 4, true, 4, &c));
     // Other subgroup sizes (lavapipe's 8, 64-lane waves) keep the
     // subgroupAdd kernels.
     for lanes in [4, 8, 16, 64] {
