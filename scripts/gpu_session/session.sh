@@ -49,14 +49,15 @@ part_ffn() {
 }
 part_ffn_ab() {
   # ffn_stack at the base commit packed as bin/ffn_stack_base beside this
-  # build, alternating, T = 1 and 4 (the skinny kernels), after PyTorch.
+  # build, alternating, after PyTorch: T = 1 and 4 (the skinny kernels)
+  # and both weight types unless FFN_AB_TOKENS / FFN_AB_DTYPES say others.
   echo "== ffn_reference.py (PyTorch, CUDA graph)"
   python3 "$g/ffn_reference.py" --out "$W/ffn_torch.json" > "$W/ffn_torch.txt" 2>&1; echo "rc=$?"; tail -8 "$W/ffn_torch.txt"
   for i in 1 2; do
     for b in base new; do
       bin="$g/bin/ffn_stack_$b"; [ -f "$bin" ] || bin="$g/bin/ffn_stack"
-      echo "== ffn_stack $b (process $i), T = 1, 4"
-      "$bin" --tokens 1,4 --torch "$W/ffn_torch.json" > "$W/ffn_ab_${b}_$i.txt" 2>&1; echo "rc=$?"
+      echo "== ffn_stack $b (process $i), T = ${FFN_AB_TOKENS:-1,4}, ${FFN_AB_DTYPES:-f32,bf16}"
+      "$bin" --tokens "${FFN_AB_TOKENS:-1,4}" --dtypes "${FFN_AB_DTYPES:-f32,bf16}" --torch "$W/ffn_torch.json" > "$W/ffn_ab_${b}_$i.txt" 2>&1; echo "rc=$?"
       grep -E "median|match|copy" "$W/ffn_ab_${b}_$i.txt" | cut -c1-200
     done
   done
