@@ -10,8 +10,7 @@
 // slice. Both slices are stored k-major with rows padded by 4 floats, so
 // the inner loop reads x and W as vec4s along M and N.
 //
-// Thread t owns rows RT·(t / 8) .. + RT − 1 (RT = 4, or 8 with ROWS8 and
-// half the invocations) and two column pieces of 4, at tile
+// Thread t owns rows 4·(t / 8) .. + 3 and two column pieces of 4, at tile
 // columns 4·(t % 8) and 32 + 4·(t % 8). A tile's 64 columns are W rows
 // n0 .. n0 + 63, or with `pairs` (SiLU·mul of a merged [2·I, K] gate|up
 // weight) the gate rows j0 .. j0 + 31 and the up rows I + j0 .. I + j0 + 31:
@@ -36,26 +35,9 @@
 #ifndef TILE_M
 #define TILE_M 64
 #endif
-// Rows of the tile each invocation holds (4, or 8 with ROWS8): 8 column
-// groups × BM / RT invocations.
-#if defined(ROWS8)
-#define RT 8u
-#define RT_LOOP 8u
-layout(local_size_x = TILE_M) in;
-#define THREADS (uint(TILE_M))
-#else
-#define RT 4u
-#define RT_LOOP 4u
 layout(local_size_x = 2 * TILE_M) in;
-#define THREADS (2u * BM)
-#endif
 #define BM uint(TILE_M)
-#define XE (4u * BM / THREADS)  // x quads per invocation and slice
-#if defined(ROWS8)
-#define XE_LOOP XE
-#else
-#define XE_LOOP 2u
-#endif
+#define THREADS (2u * BM)
 #define BK 16u
 #define AS 68u            // padded row stride (floats) of the k-major W slices
 #define AS4 17u           // AS / 4
@@ -122,11 +104,7 @@ vec4 wquad_scalar(uint row, uint k, uint kend) {
     return v;
 }
 
-#if defined(ROWS8)
-vec4 rx[XE];
-#else
 vec4 rx[2];
-#endif
 vec4 rw[EW];
 
 // Slice [k0, k0 + BK) into registers. x: quads q = tid, tid + THREADS of
@@ -134,7 +112,7 @@ vec4 rw[EW];
 // THREADS of the tile's 64 × 4 (column q / 4); 16-bit octets o = tid +
 // e · THREADS of its 64 × 2 (column o / 2, k 8·(o % 2)).
 void load_slice(uint tid, uint tile, uint k0, uint kend) {
-    [[unroll]] for (uint e = 0u; e < XE_LOOP; ++e) {
+    [[unroll]] for (uint e = 0u; e < 2u; ++e) {
         uint q = tid + e * THREADS;
         rx[e] = xquad(q / 4u, k0 + 4u * (q % 4u), kend);
     }
@@ -176,7 +154,7 @@ void load_slice(uint tid, uint tile, uint k0, uint kend) {
 // Registers into shared buffer `buf`, k-major.
 void store_slice(uint tid, uint buf) {
     uint xbase = buf * BK * XS;
-    [[unroll]] for (uint e = 0u; e < XE_LOOP; ++e) {
+    [[unroll]] for (uint e = 0u; e < 2u; ++e) {
         uint q = tid + e * THREADS;
         uint r = q / 4u, k = 4u * (q % 4u);
         [[unroll]] for (uint i = 0u; i < 4u; ++i) {
@@ -216,8 +194,8 @@ void main() {
     uint kend = min(kbeg + kslice, K);
     uint slices = (kend - kbeg + BK - 1u) / BK;
 
-    vec4 acc[RT_LOOP][2];
-    [[unroll]] for (uint i = 0u; i < RT_LOOP; ++i) {
+    vec4 acc[4][2];
+    [[unroll]] for (uint i = 0u; i < 4u; ++i) {
         acc[i][0] = vec4(0.0);
         acc[i][1] = vec4(0.0);
     }
@@ -233,17 +211,6 @@ void main() {
         if (more) load_slice(tid, tile, kbeg + (t + 1u) * BK, kend);
         uint base = cur * BK * AS4, xbase = cur * BK * XS4;
         [[unroll]] for (uint k = 0u; k < BK; ++k) {
-#if defined(ROWS8)
-            vec4 b0 = Ws[base + k * AS4 + tx];
-            vec4 b1 = Ws[base + k * AS4 + 8u + tx];
-            [[unroll]] for (uint h = 0u; h < 2u; ++h) {
-                vec4 a = Xs[xbase + k * XS4 + 2u * ty + h];
-                [[unroll]] for (uint i = 0u; i < 4u; ++i) {
-                    acc[4u * h + i][0] = fma(vec4(a[i]), b0, acc[4u * h + i][0]);
-                    acc[4u * h + i][1] = fma(vec4(a[i]), b1, acc[4u * h + i][1]);
-                }
-            }
-#else
             vec4 a = Xs[xbase + k * XS4 + ty];
             vec4 b0 = Ws[base + k * AS4 + tx];
             vec4 b1 = Ws[base + k * AS4 + 8u + tx];
@@ -251,14 +218,13 @@ void main() {
                 acc[i][0] = fma(vec4(a[i]), b0, acc[i][0]);
                 acc[i][1] = fma(vec4(a[i]), b1, acc[i][1]);
             }
-#endif
         }
         if (more) store_slice(tid, cur ^ 1u);
         barrier();
     }
 
-    [[unroll]] for (uint i = 0u; i < RT_LOOP; ++i) {
-        uint m = ty * RT_LOOP + i;
+    [[unroll]] for (uint i = 0u; i < 4u; ++i) {
+        uint m = ty * 4u + i;
         if (m >= M) continue;
         if (mode == 2u) {
             uint half_n = N / 2u;
