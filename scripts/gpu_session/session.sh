@@ -42,10 +42,11 @@ part_dispatch() {
   cp "$W"/dispatch_*.json "$W/compare.md" "$OUT/" 2>/dev/null
 }
 part_ffn() {
+  # FFN_TOKENS: the row counts of both sides (default 1,4,64).
   echo "== ffn_reference.py (PyTorch, CUDA graph)"
-  python3 "$g/ffn_reference.py" --out "$W/ffn_torch.json" > "$W/ffn_torch.txt" 2>&1; echo "rc=$?"; tail -25 "$W/ffn_torch.txt"
+  python3 "$g/ffn_reference.py" --tokens "${FFN_TOKENS:-1,4,64}" --out "$W/ffn_torch.json" > "$W/ffn_torch.txt" 2>&1; echo "rc=$?"; tail -25 "$W/ffn_torch.txt"
   echo "== ffn_stack"
-  "$g/bin/ffn_stack" --torch "$W/ffn_torch.json" --json "$W/ffn_ours.json" > "$W/ffn_stack.txt" 2>&1; echo "rc=$?"; cat "$W/ffn_stack.txt" | tail -40
+  "$g/bin/ffn_stack" --tokens "${FFN_TOKENS:-1,4,64}" --torch "$W/ffn_torch.json" --json "$W/ffn_ours.json" > "$W/ffn_stack.txt" 2>&1; echo "rc=$?"; cat "$W/ffn_stack.txt" | tail -40
 }
 part_ffn_ab() {
   # ffn_stack at the base commit packed as bin/ffn_stack_base beside this
