@@ -41,7 +41,8 @@
 //! linear (`--rows-per-pass 16 --splits 1` at 64 tokens is the streaming
 //! kernel's plan for them), 4294967295 ([`ops::LINEAR_TENSOR_TILES`]) the
 //! tensor-core kernel the plan picks there for bf16 weights on coopmat2
-//! adapters.
+//! adapters (forced at fewer rows, with that route's own split count
+//! unless `--splits` says one).
 
 use vkcompute_measure::bandwidth;
 use vkcompute_measure::cuda_ref;
@@ -142,10 +143,18 @@ impl Weight {
             Weight::Bf16(w) => (ops::DType::Bf16, w.into()),
         };
         let silu = matches!(e, Epilogue::SiluMul);
-        let auto = ops::choose_linear(m, k, n, dtype, silu, &MatmulCaps::of(x.device().info()));
+        let caps = MatmulCaps::of(x.device().info());
+        let auto = ops::choose_linear(m, k, n, dtype, silu, &caps);
+        let rows_per_pass = force.0.unwrap_or(auto.rows_per_pass);
+        // A forced tensor-core plan takes that route's own split count.
+        let auto_splits = if rows_per_pass == ops::LINEAR_TENSOR_TILES && force.0.is_some() {
+            ops::matmul::tensor_splits(m, k, n, silu, &caps)
+        } else {
+            auto.splits
+        };
         let plan = LinearPlan {
-            rows_per_pass: force.0.unwrap_or(auto.rows_per_pass),
-            splits: force.1.unwrap_or(auto.splits),
+            rows_per_pass,
+            splits: force.1.unwrap_or(auto_splits),
         };
         ops::linear_with_plan(b, x, w, y, m, k, n, e, plan)
     }
