@@ -15,10 +15,11 @@
 //! cargo run --release -p vkcompute-measure --example cm2_probe -- --sizes 1024,2048 a.spv:128:128:1
 //! ```
 
-use std::time::Instant;
+use std::time::Duration;
 
 use vkcompute::ops::{self, F16};
 use vkcompute::{BatchOptions, Buffer, Device, Kernel, Profiling, Result};
+use vkcompute_measure::probe::{interleaved_rounds, min_median_max};
 
 /// f16 bits of values in ±[1/8, 2) with random 10-bit significands.
 fn inputs(seed: u64, len: usize) -> (Vec<u16>, Vec<f32>) {
@@ -43,7 +44,6 @@ fn inputs(seed: u64, len: usize) -> (Vec<u16>, Vec<f32>) {
 struct Row {
     name: String,
     kernel: Option<(Kernel, u32, u32)>,
-    times: Vec<f64>,
 }
 
 fn record(
@@ -82,7 +82,6 @@ fn main() -> Result<()> {
     let mut rows = vec![Row {
         name: "built-in default (ops::matmul_f16)".into(),
         kernel: None,
-        times: vec![],
     }];
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut sizes: Vec<u32> = vec![4096, 8192];
@@ -137,7 +136,6 @@ fn main() -> Result<()> {
         rows.push(Row {
             name: format!("{file} g{group}"),
             kernel: Some((k, dims.0, dims.1)),
-            times: vec![],
         });
     }
     let quick = std::env::var_os("VKCOMPUTE_QUICK").is_some();
@@ -191,32 +189,19 @@ fn main() -> Result<()> {
             }
         }
         // Warm each row 500 ms, then 15 interleaved rounds of 5 launches.
-        for row in &rows {
-            let t = Instant::now();
-            while t.elapsed().as_millis() < 500 {
-                record(&gpu, row, (&a, &b, &c), s, 5)?;
-            }
-        }
-        for row in rows.iter_mut() {
-            row.times.clear();
-        }
-        for _ in 0..15 {
-            for row in rows.iter_mut() {
-                let mut ns = record(&gpu, row, (&a, &b, &c), s, 5)?;
-                ns.sort_by(f64::total_cmp);
-                row.times.push(ns[ns.len() / 2]);
-            }
-        }
+        let times = interleaved_rounds(rows.len(), Duration::from_millis(500), 15, |i| {
+            record(&gpu, &rows[i], (&a, &b, &c), s, 5)
+        })?;
         let flops = 2.0 * f64::from(s).powi(3);
-        for row in &mut rows {
-            row.times.sort_by(f64::total_cmp);
+        for (row, t) in rows.iter().zip(&times) {
+            let (lo, med, hi) = min_median_max(t);
             let tf = |ns: f64| flops / ns / 1e3;
             println!(
                 "{s}³ {:<60} TFLOP/s min {:.1} / median {:.1} / max {:.1}",
                 row.name,
-                tf(*row.times.last().unwrap_or(&f64::NAN)),
-                tf(row.times[row.times.len() / 2]),
-                tf(row.times[0])
+                tf(hi),
+                tf(med),
+                tf(lo)
             );
         }
     }

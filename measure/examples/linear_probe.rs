@@ -24,27 +24,14 @@
 //! cargo run --release -p vkcompute-measure --example linear_probe -- a.spv:4:4 b.spv:8:4
 //! ```
 
-use std::time::Instant;
+use std::time::Duration;
 
 use vkcompute::ops::{self, Bf16, Epilogue, LinearPlan};
 use vkcompute::{BatchOptions, Buffer, Device, Kernel, Profiling, Result};
+use vkcompute_measure::probe::{interleaved_rounds, min_median_max, values};
 
 /// Invocations of the linear kernels' workgroup.
 const THREADS: u32 = 256;
-
-/// Deterministic values in [-1, 1).
-fn values(seed: u64, len: usize) -> Vec<f32> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x >> 12;
-            x ^= x << 25;
-            x ^= x >> 27;
-            let r = (x.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 40) as f32;
-            r / (1u64 << 23) as f32 - 1.0
-        })
-        .collect()
-}
 
 enum Run {
     Default,
@@ -55,7 +42,6 @@ enum Run {
 struct Row {
     name: String,
     run: Run,
-    times: Vec<f64>,
 }
 
 struct Shape {
@@ -205,7 +191,6 @@ fn main() -> Result<()> {
     let mut rows = vec![Row {
         name: "default (ops::linear)".into(),
         run: Run::Default,
-        times: vec![],
     }];
     let mut mts = Vec::new();
     let mut vrows = Vec::new();
@@ -232,14 +217,12 @@ fn main() -> Result<()> {
         vrows.push(Row {
             name: format!("{file} (R {r}, MT {mt})"),
             run: Run::Variant { kernel, r, mt },
-            times: vec![],
         });
     }
     for mt in mts {
         rows.push(Row {
             name: format!("built-in, {mt} rows per pass, one K slice"),
             run: Run::Builtin(mt),
-            times: vec![],
         });
     }
     rows.extend(vrows);
@@ -289,30 +272,12 @@ fn main() -> Result<()> {
                 if diff / big > 1e-5 { "  FAIL" } else { "" }
             );
         }
-        for row in &rows {
-            let t = Instant::now();
-            while t.elapsed().as_millis() < 300 {
-                record(&gpu, row, s, (&x, &w, &y), 5)?;
-            }
-        }
-        for row in rows.iter_mut() {
-            row.times.clear();
-        }
-        for _ in 0..15 {
-            for row in rows.iter_mut() {
-                let mut ns = record(&gpu, row, s, (&x, &w, &y), 5)?;
-                ns.sort_by(f64::total_cmp);
-                row.times.push(ns[ns.len() / 2]);
-            }
-        }
+        let times = interleaved_rounds(rows.len(), Duration::from_millis(300), 15, |i| {
+            record(&gpu, &rows[i], s, (&x, &w, &y), 5)
+        })?;
         let bytes = f64::from(s.n) * f64::from(s.k) * 2.0;
-        for row in &mut rows {
-            row.times.sort_by(f64::total_cmp);
-            let (lo, med, hi) = (
-                row.times[0],
-                row.times[row.times.len() / 2],
-                row.times[row.times.len() - 1],
-            );
+        for (row, t) in rows.iter().zip(&times) {
+            let (lo, med, hi) = min_median_max(t);
             println!(
                 "  {:<64} µs min {:.1} / median {:.1} / max {:.1}; weights {:.0} GB/s (median)",
                 row.name,

@@ -11,7 +11,8 @@
 //!   warm, beside [`startup_floor`] (instance and device alone);
 //! - [`rules`]: pure rules the report follows (chunking, saxpy launch
 //!   shape), unit-tested by `tests/measure_rules.rs`;
-//! - [`cuda_ref`]: reading the CUDA references' JSON output.
+//! - [`cuda_ref`]: reading the CUDA references' JSON output;
+//! - [`probe`]: the kernel probes' inputs and interleaved timing rounds.
 //!
 //! The programs, each timing vkcompute beside a floor, a reference (CUDA,
 //! PyTorch) or a goal, every timed result checked:
@@ -48,6 +49,7 @@ pub mod bandwidth;
 pub mod cuda_ref;
 #[cfg(feature = "glsl")]
 pub mod floor;
+pub mod probe;
 pub mod rules;
 #[cfg(feature = "glsl")]
 pub mod startup;

@@ -52,6 +52,7 @@ use vkcompute::ops::{
     self, Cm2Tile, CoopTile, MatmulCaps, MatmulDtype, MatmulKernel, MatmulPlan, TileConfig,
 };
 use vkcompute::{Batch, BatchOptions, Buffer, Device, Profiling, Result};
+use vkcompute_measure::probe::values;
 
 mod bf16_bench;
 mod f16_bench;
@@ -66,20 +67,6 @@ use peak::{
     cm2_peak, cm2_peak_in_child, coopmat_peak, peak_in_child, CM2_PEAK_CHILD, CM2_PEAK_KERNELS,
     PEAK_CHILD,
 };
-
-/// Deterministic inputs in [-1, 1) with full 24-bit significands (so
-/// products and sums round, and the error figures mean something).
-fn values(seed: u64, len: usize) -> Vec<f32> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x >> 12;
-            x ^= x << 25;
-            x ^= x >> 27;
-            ((x.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 40) as f32 / (1u64 << 23) as f32) - 1.0
-        })
-        .collect()
-}
 
 /// f16 bits of a multiple of 1/64 in [-1, 1) (exact).
 fn f16_bits(x: f32) -> u16 {

@@ -1,0 +1,85 @@
+//! Pieces the kernel probes share (`measure/examples/cm2_probe`,
+//! `linear_probe`, `matmul`): deterministic inputs, and the timing of rows
+//! warmed one by one and then interleaved round by round.
+
+use std::time::{Duration, Instant};
+
+/// Deterministic values in [-1, 1) with full 24-bit significands (so
+/// products and sums round, and error figures mean something): a
+/// xorshift stream seeded by `seed`.
+pub fn values(seed: u64, len: usize) -> Vec<f32> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x >> 12;
+            x ^= x << 25;
+            x ^= x >> 27;
+            ((x.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 40) as f32 / (1u64 << 23) as f32) - 1.0
+        })
+        .collect()
+}
+
+/// Times `rows` rows: each is warmed by calling `record(row)` for `warm`,
+/// then `rounds` rounds call every row in turn. `record` returns the GPU
+/// ns of each launch it recorded; a round keeps their median. Returns,
+/// per row, its rounds' medians sorted (min first).
+pub fn interleaved_rounds<E>(
+    rows: usize,
+    warm: Duration,
+    rounds: usize,
+    mut record: impl FnMut(usize) -> Result<Vec<f64>, E>,
+) -> Result<Vec<Vec<f64>>, E> {
+    for row in 0..rows {
+        let t = Instant::now();
+        while t.elapsed() < warm {
+            record(row)?;
+        }
+    }
+    let mut times = vec![Vec::with_capacity(rounds); rows];
+    for _ in 0..rounds {
+        for (row, out) in times.iter_mut().enumerate() {
+            let mut ns = record(row)?;
+            ns.sort_by(f64::total_cmp);
+            out.push(ns.get(ns.len() / 2).copied().unwrap_or(f64::NAN));
+        }
+    }
+    for t in &mut times {
+        t.sort_by(f64::total_cmp);
+    }
+    Ok(times)
+}
+
+/// (min, median, max) of sorted values.
+pub fn min_median_max(sorted: &[f64]) -> (f64, f64, f64) {
+    match sorted {
+        [] => (f64::NAN, f64::NAN, f64::NAN),
+        s => (s[0], s[s.len() / 2], s[s.len() - 1]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_are_deterministic_and_in_range() {
+        let a = values(3, 1000);
+        assert_eq!(a, values(3, 1000));
+        assert_ne!(a, values(4, 1000));
+        assert!(a.iter().all(|v| (-1.0..1.0).contains(v)));
+    }
+
+    #[test]
+    fn rounds_keep_each_rounds_median_sorted() {
+        let mut calls = [0usize; 2];
+        let times = interleaved_rounds::<()>(2, Duration::ZERO, 3, |row| {
+            calls[row] += 1;
+            Ok(vec![30.0, 10.0 * calls[row] as f64, 20.0])
+        })
+        .unwrap();
+        // Medians of [30, 10k, 20] for k = 1, 2, 3: 20, 20, 30.
+        assert_eq!(times[0], vec![20.0, 20.0, 30.0]);
+        assert_eq!(min_median_max(&times[1]), (20.0, 20.0, 30.0));
+        assert!(min_median_max(&[]).0.is_nan());
+    }
+}
