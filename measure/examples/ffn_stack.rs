@@ -160,17 +160,11 @@ impl Weight {
     }
 }
 
-/// Deterministic values in [-scale, scale).
+/// Deterministic values in [-scale, scale) (the probes' stream, scaled).
 fn random(seed: u64, n: usize, scale: f32) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s >> 12;
-            s ^= s << 25;
-            s ^= s >> 27;
-            let u = (s.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 40) as f32 / (1u64 << 24) as f32;
-            (u * 2.0 - 1.0) * scale
-        })
+    vkcompute_measure::probe::values(seed, n)
+        .into_iter()
+        .map(|v| v * scale)
         .collect()
 }
 
