@@ -33,6 +33,10 @@
 //! | `multi_gpu` | saxpy and a dependent chain sharded over every adapter |
 //! | `megakernel` | persistent-kernel steps and tasks beside a chain of dispatches |
 //! | `megakernel_resident` | a task pushed into a running kernel beside the floor's mailbox |
+//! | `cm2_probe` | SPIR-V builds of the coopmat2 f16 matmul kernel (other blocks, invocations, launch orders) beside the built-in default |
+//! | `linear_probe` | SPIR-V builds of the skinny linear kernel (rows per unit and pass, chunks per step, prefetch, butterfly, narrowed launches) beside the built-in kernels |
+//! | `kernel_statistics` | the driver's pipeline statistics (registers, spills, occupancy) of the built-in matmul and linear kernels |
+//! | `roundtrip_profile` | one-dispatch round trips through named functions, a target for callgrind |
 //!
 //! `cargo run --release -p vkcompute-measure --example NAME -- ARGS` (each
 //! program's top comment lists its arguments); `VKCOMPUTE_QUICK=1` shrinks
