@@ -472,7 +472,7 @@ impl Floor {
 
     /// `n` dependent dispatches, a barrier between each: (GPU time from
     /// timestamps, wall time from the start of recording to the end of the
-    /// wait). Panics unless every x[i] went from i to i + n.
+    /// wait). Panics unless every `x[i]` went from i to i + n.
     pub fn chain_gpu(&mut self, n: usize) -> (Duration, Duration) {
         self.chain_gpu_with(n, vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT)
     }
@@ -497,7 +497,7 @@ impl Floor {
 
     /// `n` dispatches with no barrier between them: (GPU time, wall time).
     /// They race on the buffer, so increments may be lost; the check is
-    /// only that each x[i] grew by a whole number in 1..=n.
+    /// only that each `x[i]` grew by a whole number in 1..=n.
     pub fn independent_gpu(&mut self, n: usize) -> (Duration, Duration) {
         let r = self.timed_run(n, false, vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
         for (i, v) in self.read().into_iter().enumerate() {
@@ -571,7 +571,7 @@ impl Floor {
         (submitted - start, submitted.elapsed())
     }
 
-    /// x[i] = i, written through the mapping.
+    /// `x[i]` = i, written through the mapping.
     fn reset_buffer(&mut self) {
         // SAFETY: `mapped` points at ELEMENTS coherent f32s; no GPU work is
         // pending (every submission is waited for, and ends with a barrier

@@ -12,7 +12,7 @@ impl Floor {
     /// Wall time from submitting `n` dependent dispatches (x = x + 1, a
     /// barrier between each), recorded before the timer into the floor's
     /// command buffer, to the end of a spinning wait. Panics unless every
-    /// x[i] went from i to i + n.
+    /// `x[i]` went from i to i + n.
     pub fn chain_prerecorded(&mut self, n: usize) -> Duration {
         assert!(n > 0, "floor: at least one dispatch");
         let (cb, pc) = (self.cb, push(1.0, 1.0));
@@ -47,7 +47,7 @@ impl Floor {
     /// driver's share of a graph launch. `simultaneous` begins it with
     /// `SIMULTANEOUS_USE` (what a graph that may be launched while an
     /// earlier launch is in flight needs), else with no usage flags.
-    /// Panics unless every x[i] went from i to i + n × reps.
+    /// Panics unless every `x[i]` went from i to i + n × reps.
     pub fn submit_cost(&mut self, n: usize, simultaneous: bool, reps: usize) -> Vec<Duration> {
         assert!(
             n > 0 && reps > 0,
@@ -85,7 +85,7 @@ impl Floor {
         costs
     }
 
-    /// Panics unless every x[i] grew by `total` (`exact`), or, for
+    /// Panics unless every `x[i]` grew by `total` (`exact`), or, for
     /// dispatches that raced with no barrier between them, by a whole
     /// number in 1..=total.
     fn check_grown(&self, total: usize, exact: bool, what: &str) {
@@ -156,7 +156,7 @@ impl Floor {
     /// As [`Floor::submit_cost`] (no usage flags), with the command buffer
     /// allocated from a pool of its own created with `pool_flags`, and the
     /// barriers between dispatches left out when `barriers` is false (then
-    /// the dispatches race, so each x[i] is only checked to have grown by
+    /// the dispatches race, so each `x[i]` is only checked to have grown by
     /// a whole number in 1..=n × reps): what the driver's submit cost
     /// follows.
     pub fn submit_cost_pool(

@@ -174,7 +174,7 @@ impl FloorMore {
     /// (barrier between each) recorded and submitted in chunks of
     /// `lengths` (`rules::chunk_lengths`), each submitted as soon as it is
     /// recorded, then one blocking wait: the strategy of vkcompute's
-    /// default batch. Panics unless every x[i] went from i to i + n.
+    /// default batch. Panics unless every `x[i]` went from i to i + n.
     pub fn chain_wall_chunked(&mut self, fl: &mut Floor, lengths: &[usize]) -> f64 {
         let n: usize = lengths.iter().sum();
         assert!(
