@@ -109,49 +109,68 @@ pub fn attention_decode<T: NnElement>(
     check_args(shape, scale, elems)?;
     let gpu = device_for::<T>(OP, q)?;
     let part = gpu.alloc::<f32>(scratch_len(shape)? as usize)?;
-    let DecodeShape {
-        batch: b,
-        q_heads,
-        kv_heads,
-        head_dim,
-        max_seq,
-    } = shape;
     let plan = plan(shape);
-    let ys = grid(&gpu, plan, b, kv_heads)?;
+    let ys = grid(&gpu, plan, shape.batch, shape.kv_heads)?;
     let counters = gpu.upload(&vec![0u32; ys as usize])?;
-    let name = if gpu.info().subgroup_arithmetic {
-        kernel_name::<T>([
-            "nn_attn_decode1",
-            "nn_attn_decode1_f16",
-            "nn_attn_decode1_bf16",
-        ])
-    } else {
-        kernel_name::<T>([
-            "nn_attn_decode1_wg",
-            "nn_attn_decode1_wg_f16",
-            "nn_attn_decode1_wg_bf16",
-        ])
-    };
     launch_pass1(
         batch,
         &gpu,
-        name,
+        pass1_name::<T>(&gpu, true),
         plan,
         &[
             q, k_cache, v_cache, lens, &part, out, &counters, k_cache, v_cache,
         ],
         [plan.chunks, ys, 1],
-        &[
-            q_heads,
-            kv_heads,
-            head_dim,
-            max_seq,
-            plan.chunks,
-            plan.group,
-            scale.to_bits(),
-            u32::from(vector_rows(head_dim, k_cache, v_cache)),
-        ],
+        &pass1_push(shape, plan, scale, k_cache, v_cache),
     )
+}
+
+/// The first pass's kernel for `T`: fused with the merge
+/// (`nn_attn_decode1*`) or not, the `_wg` variant where the adapter has no
+/// subgroup arithmetic.
+fn pass1_name<T: NnElement>(gpu: &crate::device::Device, fused: bool) -> &'static str {
+    match (fused, gpu.info().subgroup_arithmetic) {
+        (true, true) => kernel_name::<T>([
+            "nn_attn_decode1",
+            "nn_attn_decode1_f16",
+            "nn_attn_decode1_bf16",
+        ]),
+        (true, false) => kernel_name::<T>([
+            "nn_attn_decode1_wg",
+            "nn_attn_decode1_wg_f16",
+            "nn_attn_decode1_wg_bf16",
+        ]),
+        (false, true) => kernel_name::<T>([
+            "nn_attn_decode",
+            "nn_attn_decode_f16",
+            "nn_attn_decode_bf16",
+        ]),
+        (false, false) => kernel_name::<T>([
+            "nn_attn_decode_wg",
+            "nn_attn_decode_wg_f16",
+            "nn_attn_decode_wg_bf16",
+        ]),
+    }
+}
+
+/// The first pass's push constants (`shaders/nn_attn_decode.comp`).
+fn pass1_push(
+    shape: DecodeShape,
+    plan: Plan,
+    scale: f32,
+    k_cache: &dyn GpuBuf,
+    v_cache: &dyn GpuBuf,
+) -> [u32; 8] {
+    [
+        shape.q_heads,
+        shape.kv_heads,
+        shape.head_dim,
+        shape.max_seq,
+        plan.chunks,
+        plan.group,
+        scale.to_bits(),
+        u32::from(vector_rows(shape.head_dim, k_cache, v_cache)),
+    ]
 }
 
 /// Records the first pass (fused or not) with specialization constant 0
@@ -260,36 +279,14 @@ pub(in crate::ops) fn record<T: NnElement>(
     let plan = plan(shape);
     let rows = b * q_heads; // <= n_q, so it fits
     let ys = grid(&gpu, plan, b, kv_heads)?;
-    let pass1 = if gpu.info().subgroup_arithmetic {
-        kernel_name::<T>([
-            "nn_attn_decode",
-            "nn_attn_decode_f16",
-            "nn_attn_decode_bf16",
-        ])
-    } else {
-        kernel_name::<T>([
-            "nn_attn_decode_wg",
-            "nn_attn_decode_wg_f16",
-            "nn_attn_decode_wg_bf16",
-        ])
-    };
     launch_pass1(
         batch,
         &gpu,
-        pass1,
+        pass1_name::<T>(&gpu, false),
         plan,
         &[q, k_cache, v_cache, lens, part, k_cache, v_cache],
         [plan.chunks, ys, 1],
-        &[
-            q_heads,
-            kv_heads,
-            head_dim,
-            max_seq,
-            plan.chunks,
-            plan.group,
-            scale.to_bits(),
-            u32::from(vector_rows(head_dim, k_cache, v_cache)),
-        ],
+        &pass1_push(shape, plan, scale, k_cache, v_cache),
     )?;
     batch.barrier();
     let pass2 = kernel_name::<T>([
