@@ -86,12 +86,18 @@ pub fn peak_in_child(
     spirv13: bool,
     shared: bool,
 ) -> std::result::Result<f64, String> {
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let opt = if optimize { "O" } else { "O0" };
     let spv = if spirv13 { "spv13" } else { "spv15" };
     let from = if shared { "shared" } else { "registers" };
+    child_peak(&[PEAK_CHILD, &acc.to_string(), opt, spv, from])
+}
+
+/// Runs this program with `args` in a child process and reads the
+/// TFLOP/s of its `peak` line, or says why there is none.
+fn child_peak(args: &[&str]) -> std::result::Result<f64, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let out = std::process::Command::new(exe)
-        .args([PEAK_CHILD, &acc.to_string(), opt, spv, from])
+        .args(args)
         .output()
         .map_err(|e| e.to_string())?;
     let text = String::from_utf8_lossy(&out.stdout);
@@ -163,20 +169,5 @@ pub fn cm2_peak(gpu: &Device, name: &str, quick: bool) -> Result<f64> {
 /// Runs [`cm2_peak`] for `name` in a child process: its TFLOP/s, or why
 /// there is none.
 pub fn cm2_peak_in_child(name: &str) -> std::result::Result<f64, String> {
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let out = std::process::Command::new(exe)
-        .args([CM2_PEAK_CHILD, name])
-        .output()
-        .map_err(|e| e.to_string())?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    if !out.status.success() {
-        return Err(format!(
-            "child {}: {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    text.lines()
-        .find_map(|l| l.strip_prefix("peak ")?.parse().ok())
-        .ok_or_else(|| format!("child printed no figure: {text}"))
+    child_peak(&[CM2_PEAK_CHILD, name])
 }
