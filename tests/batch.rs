@@ -7,6 +7,7 @@
 mod common;
 use common::glsl::{bytes, saxpy_pc, ADD, INC, SAXPY, SPIN, STEP};
 use common::*;
+use vkcompute_measure::spin::xorshift;
 
 use vkcompute::{Batch, BatchOptions, Buffer, Device, DeviceOptions, Error, Kernel, Profiling};
 
@@ -647,16 +648,6 @@ fn dropping_a_batch_discards_only_what_was_not_submitted() {
     gpu.wait_idle().unwrap();
     assert_eq!(gpu.stats().deferred, 0);
     assert_clean(&gpu);
-}
-
-/// `iters` rounds of the SPIN kernel's xorshift32 on `v`.
-fn xorshift(mut v: u32, iters: u32) -> u32 {
-    for _ in 0..iters {
-        v ^= v << 13;
-        v ^= v >> 17;
-        v ^= v << 5;
-    }
-    v
 }
 
 #[test]

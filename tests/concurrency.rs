@@ -250,13 +250,8 @@ void main() {
 "#;
 
 /// The CPU's answer to [`SPIN`] for one start value.
-fn spin(mut v: u32) -> u32 {
-    for _ in 0..20000 {
-        v ^= v << 13;
-        v ^= v >> 17;
-        v ^= v << 5;
-    }
-    v
+fn spin(v: u32) -> u32 {
+    vkcompute_measure::spin::xorshift(v, 20000)
 }
 
 #[test]

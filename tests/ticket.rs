@@ -4,6 +4,7 @@
 mod common;
 use common::glsl::SPIN;
 use common::*;
+use vkcompute_measure::spin::xorshift_n;
 
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -33,39 +34,6 @@ const LONG_N: usize = 16_384;
 const LONG_JOB: Duration = Duration::from_millis(500);
 /// At most this many dispatches in one long job.
 const MAX_DISPATCHES: u32 = 20_000;
-
-/// xorshift32 as a GF(2)-linear map: the images of the 32 unit vectors.
-type BitMatrix = [u32; 32];
-
-fn apply(m: &BitMatrix, v: u32) -> u32 {
-    (0..32)
-        .filter(|b| v >> b & 1 == 1)
-        .fold(0, |acc, b| acc ^ m[b])
-}
-
-fn compose(a: &BitMatrix, b: &BitMatrix) -> BitMatrix {
-    std::array::from_fn(|j| apply(a, b[j]))
-}
-
-/// xorshift32 applied `n` times to each of `seeds`, by squaring its matrix.
-fn xorshift_n(seeds: &[u32], mut n: u64) -> Vec<u32> {
-    let step = |mut v: u32| {
-        v ^= v << 13;
-        v ^= v >> 17;
-        v ^= v << 5;
-        v
-    };
-    let mut base: BitMatrix = std::array::from_fn(|b| step(1 << b));
-    let mut acc: BitMatrix = std::array::from_fn(|b| 1 << b);
-    while n > 0 {
-        if n & 1 == 1 {
-            acc = compose(&base, &acc);
-        }
-        base = compose(&base, &base);
-        n >>= 1;
-    }
-    seeds.iter().map(|&v| apply(&acc, v)).collect()
-}
 
 struct LongJob {
     buf: Buffer<u32>,

@@ -27,6 +27,7 @@
 use std::time::{Duration, Instant};
 
 use vkcompute::{BatchOptions, Buffer, Device, DeviceOptions, Kernel, Stream};
+use vkcompute_measure::spin::{xorshift_n, SPIN};
 
 /// c[i] += 1: the short batch.
 const INC: &str = r#"
@@ -36,25 +37,6 @@ layout(set = 0, binding = 0) buffer C { uint c[]; };
 void main() {
     uint i = gl_GlobalInvocationID.x;
     if (i < c.length()) c[i] += 1u;
-}
-"#;
-
-/// `iters` rounds of xorshift32 per element: the long kernel.
-const SPIN: &str = r#"
-#version 450
-layout(local_size_x = 64) in;
-layout(set = 0, binding = 0) buffer S { uint s[]; };
-layout(push_constant) uniform P { uint iters; };
-void main() {
-    uint i = gl_GlobalInvocationID.x;
-    if (i >= s.length()) return;
-    uint v = s[i];
-    for (uint k = 0u; k < iters; k++) {
-        v ^= v << 13;
-        v ^= v >> 17;
-        v ^= v << 5;
-    }
-    s[i] = v;
 }
 "#;
 
@@ -71,38 +53,6 @@ void main() {
 "#;
 
 /// xorshift32 as a GF(2)-linear map: the images of the 32 unit vectors.
-type BitMatrix = [u32; 32];
-
-fn apply(m: &BitMatrix, v: u32) -> u32 {
-    (0..32)
-        .filter(|b| v >> b & 1 == 1)
-        .fold(0, |acc, b| acc ^ m[b])
-}
-
-fn compose(a: &BitMatrix, b: &BitMatrix) -> BitMatrix {
-    std::array::from_fn(|j| apply(a, b[j]))
-}
-
-/// xorshift32 applied `n` times to each of `seeds` (by squaring its matrix).
-fn xorshift_n(seeds: &[u32], mut n: u64) -> Vec<u32> {
-    let step = |mut v: u32| {
-        v ^= v << 13;
-        v ^= v >> 17;
-        v ^= v << 5;
-        v
-    };
-    let mut base: BitMatrix = std::array::from_fn(|b| step(1 << b));
-    let mut acc: BitMatrix = std::array::from_fn(|b| 1 << b);
-    while n > 0 {
-        if n & 1 == 1 {
-            acc = compose(&base, &acc);
-        }
-        base = compose(&base, &base);
-        n >>= 1;
-    }
-    seeds.iter().map(|&v| apply(&acc, v)).collect()
-}
-
 struct Args {
     tries: usize,
     long_ms: f64,

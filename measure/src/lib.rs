@@ -12,7 +12,8 @@
 //! - [`rules`]: pure rules the report follows (chunking, saxpy launch
 //!   shape), unit-tested by `tests/measure_rules.rs`;
 //! - [`cuda_ref`]: reading the CUDA references' JSON output;
-//! - [`probe`]: the kernel probes' inputs and interleaved timing rounds.
+//! - [`probe`]: the kernel probes' inputs and interleaved timing rounds;
+//! - [`spin`]: a long xorshift kernel and its CPU answer (tests, streams).
 //!
 //! The programs, each timing vkcompute beside a floor, a reference (CUDA,
 //! PyTorch) or a goal, every timed result checked:
@@ -55,6 +56,7 @@ pub mod cuda_ref;
 pub mod floor;
 pub mod probe;
 pub mod rules;
+pub mod spin;
 #[cfg(feature = "glsl")]
 pub mod startup;
 pub mod startup_floor;

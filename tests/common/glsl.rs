@@ -61,26 +61,11 @@ pub fn saxpy_pc(a: f32, n: u32) -> Vec<u8> {
     bytes(&[a.to_bits(), n])
 }
 
-/// Each invocation runs `iters` rounds of xorshift32 on its element.
-/// (Lavapipe stops any loop after about 65535 iterations, so a long job is
-/// many invocations of a loop below that, not one long loop.)
-pub const SPIN: &str = r#"
-#version 450
-layout(local_size_x = 64) in;
-layout(set = 0, binding = 0) buffer S { uint s[]; };
-layout(push_constant) uniform P { uint iters; };
-void main() {
-    uint i = gl_GlobalInvocationID.x;
-    if (i >= s.length()) return;
-    uint v = s[i];
-    for (uint k = 0u; k < iters; k++) {
-        v ^= v << 13;
-        v ^= v >> 17;
-        v ^= v << 5;
-    }
-    s[i] = v;
-}
-"#;
+/// The long xorshift32 kernel (push constant `iters`), shared with
+/// `measure/examples/streams`. (Each test file compiles common/ itself;
+/// those without SPIN would otherwise warn.)
+#[allow(unused_imports)]
+pub use vkcompute_measure::spin::SPIN;
 
 /// A uniform block and a storage output.
 pub const UNIFORM: &str = r#"
