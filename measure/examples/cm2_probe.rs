@@ -17,29 +17,9 @@
 
 use std::time::Duration;
 
-use vkcompute::ops::{self, F16};
+use vkcompute::ops;
 use vkcompute::{BatchOptions, Buffer, Device, Kernel, Profiling, Result};
-use vkcompute_measure::probe::{interleaved_rounds, min_median_max};
-
-/// f16 bits of values in ±[1/8, 2) with random 10-bit significands.
-fn inputs(seed: u64, len: usize) -> (Vec<u16>, Vec<f32>) {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    let mut bits = Vec::with_capacity(len);
-    let mut vals = Vec::with_capacity(len);
-    for _ in 0..len {
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        let r = x.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 32;
-        let sign = (r & 1) as u16;
-        let exp = 12 + ((r >> 1) & 3) as u16;
-        let mant = ((r >> 3) & 0x3ff) as u16;
-        let h = (sign << 15) | (exp << 10) | mant;
-        vals.push(F16(h).to_f32());
-        bits.push(h);
-    }
-    (bits, vals)
-}
+use vkcompute_measure::probe::{f16_inputs, interleaved_rounds, min_median_max, relative_diff};
 
 struct Row {
     name: String,
@@ -144,8 +124,8 @@ fn main() -> Result<()> {
     }
     for &s in &sizes {
         let n = (s * s) as usize;
-        let (ab, av) = inputs(3, n);
-        let (bb, bv) = inputs(4, n);
+        let (ab, av) = f16_inputs(3, n);
+        let (bb, bv) = f16_inputs(4, n);
         let (a, b) = (gpu.upload(&ab)?, gpu.upload(&bb)?);
         let c = gpu.alloc::<f32>(n)?;
         // Checks: the default against 16 f64 entries, each variant against
@@ -169,22 +149,10 @@ fn main() -> Result<()> {
                 println!("{s}³ default: 16 entries within {worst:.2e} of f64");
                 reference = got;
             } else {
-                let big = reference.iter().fold(0f32, |m, x| m.max(x.abs()));
-                let diff = got
-                    .iter()
-                    .zip(&reference)
-                    .map(|(g, r)| {
-                        if g.is_nan() {
-                            f32::INFINITY
-                        } else {
-                            (g - r).abs()
-                        }
-                    })
-                    .fold(0f32, f32::max);
                 println!(
                     "{s}³ {}: max |c - default| / max |c| = {:.2e}",
                     row.name,
-                    diff / big
+                    relative_diff(&got, &reference)
                 );
             }
         }

@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use vkcompute::ops::{self, Bf16, Epilogue, LinearPlan};
 use vkcompute::{BatchOptions, Buffer, Device, Kernel, Profiling, Result};
-use vkcompute_measure::probe::{interleaved_rounds, min_median_max, values};
+use vkcompute_measure::probe::{interleaved_rounds, min_median_max, relative_diff, values};
 
 /// Invocations of the linear kernels' workgroup.
 const THREADS: u32 = 256;
@@ -253,23 +253,12 @@ fn main() -> Result<()> {
                 reference = got;
                 continue;
             }
-            let big = reference.iter().fold(0f32, |m, v| m.max(v.abs()));
-            let diff = got
-                .iter()
-                .zip(&reference)
-                .map(|(g, r)| {
-                    if g.is_nan() {
-                        f32::INFINITY
-                    } else {
-                        (g - r).abs()
-                    }
-                })
-                .fold(0f32, f32::max);
+            let d = relative_diff(&got, &reference);
             println!(
                 "  {}: max |y - default| / max |y| = {:.2e}{}",
                 row.name,
-                diff / big,
-                if diff / big > 1e-5 { "  FAIL" } else { "" }
+                d,
+                if d > 1e-5 { "  FAIL" } else { "" }
             );
         }
         let times = interleaved_rounds(rows.len(), Duration::from_millis(300), 15, |i| {

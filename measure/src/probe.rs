@@ -1,6 +1,7 @@
 //! Pieces the kernel probes share (`measure/examples/cm2_probe`,
-//! `linear_probe`, `matmul`): deterministic inputs, and the timing of rows
-//! warmed one by one and then interleaved round by round.
+//! `linear_probe`, `matmul`): deterministic inputs, the distance of a
+//! variant's output from the default's, and the timing of rows warmed one
+//! by one and then interleaved round by round.
 
 use std::time::{Duration, Instant};
 
@@ -17,6 +18,47 @@ pub fn values(seed: u64, len: usize) -> Vec<f32> {
             ((x.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 40) as f32 / (1u64 << 23) as f32) - 1.0
         })
         .collect()
+}
+
+/// f16 bits and their exact f32 values: random sign, exponent over
+/// [2⁻³, 2¹), random 10-bit significand (a deterministic xorshift), so
+/// products and sums of f16 inputs round.
+pub fn f16_inputs(seed: u64, len: usize) -> (Vec<u16>, Vec<f32>) {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut bits = Vec::with_capacity(len);
+    let mut vals = Vec::with_capacity(len);
+    for _ in 0..len {
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        let r = x.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 32;
+        let sign = (r & 1) as u16;
+        let exp = 12 + ((r >> 1) & 3) as u16; // biased 12..=15: [1/8, 2)
+        let mant = ((r >> 3) & 0x3ff) as u16;
+        bits.push((sign << 15) | (exp << 10) | mant);
+        let v = (1.0 + f32::from(mant) / 1024.0) * 2f32.powi(i32::from(exp) - 15);
+        vals.push(if sign == 1 { -v } else { v });
+    }
+    (bits, vals)
+}
+
+/// The largest |got − reference| over the largest |reference| (a NaN in
+/// `got` counts as infinitely far): how far a variant's output is from
+/// the default's.
+pub fn relative_diff(got: &[f32], reference: &[f32]) -> f32 {
+    let big = reference.iter().fold(0f32, |m, v| m.max(v.abs()));
+    let diff = got
+        .iter()
+        .zip(reference)
+        .map(|(g, r)| {
+            if g.is_nan() {
+                f32::INFINITY
+            } else {
+                (g - r).abs()
+            }
+        })
+        .fold(0f32, f32::max);
+    diff / big
 }
 
 /// Times `rows` rows: each is warmed by calling `record(row)` for `warm`,
@@ -67,6 +109,11 @@ mod tests {
         assert_eq!(a, values(3, 1000));
         assert_ne!(a, values(4, 1000));
         assert!(a.iter().all(|v| (-1.0..1.0).contains(v)));
+        let (bits, vals) = f16_inputs(5, 100);
+        assert!(vals.iter().all(|v| (0.125..2.0).contains(&v.abs())));
+        assert_eq!(bits.len(), 100);
+        assert_eq!(relative_diff(&[1.0, 2.5], &[1.0, 2.0]), 0.25);
+        assert!(relative_diff(&[f32::NAN], &[1.0]).is_infinite());
     }
 
     #[test]

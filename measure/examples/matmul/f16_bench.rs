@@ -26,6 +26,7 @@ use vkcompute::ops::{self, BatchedShape, Cm2Tile, MatmulDtype, MatmulPlan};
 use vkcompute::{Batch, BatchOptions, Buffer, Device, Profiling, Result};
 
 use crate::Report;
+pub use vkcompute_measure::probe::f16_inputs;
 
 /// Back-to-back work of one candidate before its shape's timed rounds.
 pub const WARM_FOR: Duration = Duration::from_millis(500);
@@ -69,27 +70,6 @@ fn transposed(bits: &[u16], k: usize, n: usize) -> Vec<u16> {
         }
     }
     out
-}
-
-/// f16 bits and their exact f32 values: random sign, exponent over
-/// [2⁻³, 2¹), random 10-bit significand (a deterministic xorshift).
-pub fn f16_inputs(seed: u64, len: usize) -> (Vec<u16>, Vec<f32>) {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    let mut bits = Vec::with_capacity(len);
-    let mut vals = Vec::with_capacity(len);
-    for _ in 0..len {
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        let r = x.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 32;
-        let sign = (r & 1) as u16;
-        let exp = 12 + ((r >> 1) & 3) as u16; // biased 12..=15: [1/8, 2)
-        let mant = ((r >> 3) & 0x3ff) as u16;
-        bits.push((sign << 15) | (exp << 10) | mant);
-        let v = (1.0 + f32::from(mant) / 1024.0) * 2f32.powi(i32::from(exp) - 15);
-        vals.push(if sign == 1 { -v } else { v });
-    }
-    (bits, vals)
 }
 
 /// Largest |C − exact| over the checked entries (every entry when `full`,
