@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! cargo run --release -p vkcompute-measure --example gpu_report -- [--cuda cuda.json] [--json out.json]
-//!     [--only dispatch|bandwidth|startup|diag[,...]]
+//!     [--only dispatch|bandwidth|startup|diag|chunkdiag[,...]]
 //! ```
 //!
 //! Parts: dispatch (record cost on one buffer, with a new buffer per
@@ -23,7 +23,9 @@
 //! `measure/src/startup.rs`). Without `--only`, all three run. `diag`
 //! runs only when named: where vkcompute's record cost and round trip part
 //! from the floor's, as `diag: ` lines (printed as measured, and kept in
-//! the JSON's notes; `diag.rs`).
+//! the JSON's notes; `diag.rs`). `chunkdiag` too runs only when named:
+//! the chunked chain's wall time run by run, each side alone, alternating
+//! and after idling (`chunkdiag.rs`).
 //!
 //! Every figure is a median over repeated runs after warm-up. The `clock`
 //! column says what was timed: `gpu` is GPU timestamps around the work,
@@ -32,6 +34,7 @@
 //! higher is better). `VKCOMPUTE_QUICK=1` shrinks the workloads (lavapipe, CI).
 
 use vkcompute_measure::bandwidth;
+mod chunkdiag;
 mod diag;
 mod dispatch;
 use vkcompute_measure::floor;
@@ -387,7 +390,7 @@ fn main() -> vkcompute::Result<()> {
         .unwrap_or_default();
     let cuda_get = |k: &str| cuda.iter().find(|(n, _)| n == k).map(|(_, v)| *v);
     let only = arg("--only");
-    const PARTS: [&str; 4] = ["dispatch", "bandwidth", "startup", "diag"];
+    const PARTS: [&str; 5] = ["dispatch", "bandwidth", "startup", "diag", "chunkdiag"];
     if let Some(o) = &only {
         if let Some(bad) = o.split(',').find(|p| !PARTS.contains(p)) {
             eprintln!("--only: unknown part {bad:?}; parts: {}", PARTS.join(", "));
@@ -422,6 +425,10 @@ fn main() -> vkcompute::Result<()> {
     }
     if named("diag") {
         let i = diag::diag_section(&mut notes)?;
+        info.get_or_insert(i);
+    }
+    if named("chunkdiag") {
+        let i = chunkdiag::chunkdiag_section(&mut notes)?;
         info.get_or_insert(i);
     }
     let info = info.expect("at least one part ran");
@@ -470,7 +477,10 @@ fn main() -> vkcompute::Result<()> {
         );
     }
     // diag's notes were printed as they were measured.
-    for n in notes.iter().filter(|n| !n.starts_with("diag: ")) {
+    for n in notes
+        .iter()
+        .filter(|n| !n.starts_with("diag: ") && !n.starts_with("chunkdiag: "))
+    {
         println!("{n}");
     }
     if let Some(path) = arg("--json") {
