@@ -48,7 +48,10 @@
 // adjacent invocations reading adjacent floats of a chunk's partial). `part` is coherent so those reads see the other
 // workgroups' writes. (The crate's megakernel pairs fences and atomics the
 // same way where the device has no Vulkan memory model.) A sequence of
-// length 0 has no active chunk: chunk 0 writes its zeros.
+// length 0 has no active chunk: chunk 0 writes its zeros. A sequence with
+// one active chunk (len <= MIN_SPAN, or one span) needs no merge: that
+// chunk's workgroup applies pass 2's arithmetic to its own sums and writes
+// o directly, touching neither the partials nor the counter.
 // variant: nn_attn_decode_f16 DTYPE_F16=1
 // variant: nn_attn_decode_bf16 DTYPE_BF16=1
 // variant: nn_attn_decode1 FUSED=1
@@ -300,6 +303,28 @@ void main() {
         }
         barrier();
     }
+#ifdef FUSED
+    uint nc = attn_active(len, chunks);
+    if (nc == 1u) {
+        // The only active chunk of its heads (c = 0): pass 2's arithmetic
+        // on it alone, in its order (M = the chunk's max, or NaN; weight
+        // exp(m - M), 1 for a finite m), written to o at once: no partials,
+        // no fence, no counter.
+        if (r == 0u) {
+            [[unroll]] for (uint g = 0u; g < GROUP; ++g) {
+                if (g < ng) {
+                    float m = hm[cur * MAX_GROUP + g];
+                    float lm = nmax(NEG_INF, m);
+                    float wt = exp(m - (isnan(lm) ? QNAN : lm));
+                    float sum = 0.0 + hs[cur * MAX_GROUP + g] * wt;
+                    uint ob = (head0 + g) * dim + d * w;
+                    for (uint j = 0u; j < w; ++j) o[ob + j] = TO((0.0 + acc[g][j] * wt) / sum);
+                }
+            }
+        }
+        return;
+    }
+#endif
     uint stride = dim + 2u;
     if (r == 0u) {
         [[unroll]] for (uint g = 0u; g < GROUP; ++g) {
@@ -317,7 +342,6 @@ void main() {
 #ifdef FUSED
     memoryBarrierBuffer();  // release: this invocation's partials, then the count
     barrier();
-    uint nc = attn_active(len, chunks);
     if (t == 0u) {
         uint done = atomicAdd(cnt[y], 1u) + 1u;
         is_last = done == nc ? 1u : 0u;

@@ -7,7 +7,7 @@
 // src/ops/nn/attention.rs.)
 #ifndef VKC_NN_ATTN_SPAN_GLSL
 #define VKC_NN_ATTN_SPAN_GLSL
-#define MIN_SPAN 16u
+#define MIN_SPAN 64u
 uint attn_span(uint len, uint chunks) { return max((len + chunks - 1u) / chunks, MIN_SPAN); }
 uint attn_active(uint len, uint chunks) {
     uint span = attn_span(len, chunks);

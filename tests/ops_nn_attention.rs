@@ -266,8 +266,8 @@ fn decode_at<T: TestElem>(gpu: &Device) {
         // 64 head groups keep 8 heads each and take 8 chunks: a chunk
         // spans up to 75 positions, more than one tile of 64.
         (8, 64, 8, 64, 600, &[600, 599, 130, 65, 64, 16, 1, 0]),
-        // One head group of 16 over 512 chunks: the fused merge takes the
-        // chunks' weights 128 chunks at a time.
+        // One head group of 16 over 129 chunks: the fused merge takes the
+        // chunks' weights 128 chunks at a time (two blocks).
         (1, 16, 1, 64, 8200, &[8200]),
     ];
     for (bsz, hq, hkv, d, smax, lens) in cases {

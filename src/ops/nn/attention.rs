@@ -4,10 +4,11 @@
 //!
 //! Pass 1 launches one workgroup per (chunk of the sequence, sequence, kv
 //! head, slice of the query heads sharing it), as `plan` splits them. A
-//! chunk spans `max(ceil(len / chunks), 16)` positions of the sequence's
+//! chunk spans `max(ceil(len / chunks), 64)` positions of the sequence's
 //! current length `len` (read on the GPU, see `span`), so a long
 //! sequence keeps every chunk busy and a short one runs on
-//! `ceil(len / 16)` of them; a workgroup whose chunk starts at or past
+//! `ceil(len / 64)` of them (one tile: up to 64 positions take one
+//! workgroup, which then writes the result itself, with no merge); a workgroup whose chunk starts at or past
 //! `len` returns at once, so the work grows with the length, not with the
 //! cache's capacity. Each active workgroup reads its keys and values once
 //! for all its query heads, coalesced (a subgroup per key row, its lanes
@@ -47,7 +48,7 @@ pub const DECODE_CHUNK: u32 = 64;
 
 /// The fewest positions a chunk of the first pass spans (`MIN_SPAN` in
 /// `shaders/nn_attn_span.glsl`).
-const MIN_SPAN: u32 = 16;
+const MIN_SPAN: u32 = 64;
 
 /// Workgroups the first pass aims at (chunks × sequences × kv heads ×
 /// head slices) once the sequence is long: a few per compute unit of a
@@ -84,7 +85,7 @@ pub struct DecodeShape {
 ///
 /// Allocates an f32 scratch buffer of `batch × q_heads × chunks ×
 /// (head_dim + 2)` elements (chunks: enough for about 512 workgroups, at
-/// most `ceil(max_seq / 16)`) and a zeroed `u32` counter per sequence, kv
+/// most `ceil(max_seq / 64)`) and a zeroed `u32` counter per sequence, kv
 /// head and slice of its query heads per call; records one dispatch, which
 /// leaves the counters at zero, so a recorded graph replays it.
 #[allow(clippy::too_many_arguments)]
@@ -320,11 +321,11 @@ struct Plan {
 /// recorded graph replays with other lengths):
 /// - `group`: all the query heads sharing a kv head (each key and value is
 ///   then read once), at most 16 and at most 2048 floats of queries; while
-///   even one chunk per 16 positions of the capacity leaves fewer than
+///   even one chunk per 64 positions of the capacity leaves fewer than
 ///   [`TARGET_WORKGROUPS`] workgroups, halved (rounding up) down to 1;
 /// - `chunks`: enough for [`TARGET_WORKGROUPS`] workgroups over the
 ///   sequences, kv heads and head slices, at least 1 and at most one per
-///   16 positions of the capacity.
+///   64 positions of the capacity.
 fn plan(shape: DecodeShape) -> Plan {
     let ratio = shape.q_heads / shape.kv_heads;
     let heads = u64::from(shape.batch) * u64::from(shape.kv_heads);
@@ -346,7 +347,7 @@ fn plan(shape: DecodeShape) -> Plan {
 
 /// Positions per chunk for a sequence of `len` positions over `chunks`
 /// chunks (`attn_span` in `shaders/nn_attn_span.glsl`): `max(ceil(len /
-/// chunks), 16)`.
+/// chunks), 64)`.
 #[cfg(test)]
 fn span(len: u32, chunks: u32) -> u32 {
     len.div_ceil(chunks).max(MIN_SPAN)

@@ -26,9 +26,10 @@ fn long_caches_keep_the_query_heads_of_a_kv_head_together() {
     }
     // Four sequences: 16 chunks are enough.
     assert_eq!(plan(shape(4, 32, 8, 128, 4096)).chunks, 16);
-    // 16 queries of 256 floats exceed 2048: two slices of 8.
+    // 16 queries of 256 floats exceed 2048: slices of at most 8; two
+    // slices of 8 over 128 chunks give 256 workgroups, four of 4 give 512.
     let p = plan(shape(1, 16, 1, 256, 8192));
-    assert_eq!((p.group, p.slices, p.chunks), (8, 2, 256));
+    assert_eq!((p.group, p.slices, p.chunks), (4, 4, 128));
     // A ratio past 16 is sliced; the last slice is partial.
     let p = plan(shape(1, 20, 1, 64, 1 << 16));
     assert_eq!((p.group, p.slices, p.chunks), (16, 2, 256));
@@ -39,26 +40,26 @@ fn long_caches_keep_the_query_heads_of_a_kv_head_together() {
 
 #[test]
 fn short_caches_split_the_query_heads_and_the_sequence_finely() {
-    // 64 positions: at most 4 chunks, so the 4 heads of a group split.
+    // 64 positions: one chunk, so the 4 heads of a group split.
     assert_eq!(
         plan(shape(1, 32, 8, 128, 64)),
         Plan {
             group: 1,
             slices: 4,
-            chunks: 4
+            chunks: 1
         }
     );
-    // 300 positions, 8 heads per kv head: 19 chunks x 4 head groups x 1
-    // slice is 76 workgroups, 2 slices 152, 4 slices 304, 8 slices 608.
+    // 300 positions, 8 heads per kv head: 5 chunks x 4 head groups, even
+    // at 8 slices (160 workgroups), stay under 512: one head each.
     let p = plan(shape(1, 32, 4, 80, 300));
-    assert_eq!((p.group, p.slices, p.chunks), (1, 8, 16));
+    assert_eq!((p.group, p.slices, p.chunks), (1, 8, 5));
     // The halving rounds up: 3 heads -> 2 -> 1.
     let p = plan(shape(1, 3, 1, 64, 16));
     assert_eq!((p.group, p.slices, p.chunks), (1, 3, 1));
     // Enough sequences keep the group whole.
     let p = plan(shape(64, 32, 8, 128, 16));
     assert_eq!((p.group, p.slices, p.chunks), (4, 1, 1));
-    assert_eq!(plan(shape(1, 1, 1, 72, 65)).chunks, 5);
+    assert_eq!(plan(shape(1, 1, 1, 72, 65)).chunks, 2);
 }
 
 #[test]
@@ -74,10 +75,12 @@ fn the_span_grows_with_the_length_and_covers_it() {
         }
     }
     // Qwen3-4B at 4096 positions of capacity (64 chunks, 8 head groups):
-    // 8, 256 and 512 active workgroups at lengths 3, 512 and 4000.
+    // 8, 64 and 504 active workgroups at lengths 3, 512 and 4000 (a chunk
+    // spans at least one 64-position tile).
     let p = plan(shape(1, 32, 8, 128, 4096));
     let wgs = |len| active_chunks(len, p.chunks) * 8 * p.slices;
-    assert_eq!((wgs(3), wgs(512), wgs(4000)), (8, 256, 512));
-    assert_eq!(span(4000, 64), 63);
+    assert_eq!((wgs(3), wgs(512), wgs(4000)), (8, 64, 504));
+    assert_eq!(span(4000, 64), 64);
+    assert_eq!(span(8000, 64), 125);
     assert_eq!(active_chunks(0, 64), 0);
 }
