@@ -231,14 +231,10 @@ const NARROW_MAX_ROWS: u32 = 2;
 
 /// [`launch`] with narrower workgroups where they reach the wanted count
 /// without split-K: at most [`NARROW_MAX_ROWS`] rows per pass (with the
-/// subgroup-32 kernels `sg32::SG32_NARROW_MAX_ROWS`) and one K slice,
-/// halving the units per workgroup (the freed subgroups sharing each
-/// unit's K, each still reading at least 4 chunks of 16 bytes per lane)
-/// until the workgroups number at least [`wanted_groups`]; else `launch`
-/// as it is. Up to [`NARROW_MAX_ROWS`] rows the halving goes on while
-/// each part keeps its 4 chunks per lane (the narrowest such workgroups:
-/// more subgroups in flight, and the workgroups spread more evenly over
-/// the compute units); the subgroup-32 kernels' 4 rows take the widest.
+/// subgroup-32 kernels `sg32::SG32_NARROW_MAX_ROWS`) and one K slice, the widest of
+/// halving units per workgroup (the freed subgroups sharing each unit's K,
+/// each still reading at least 4 chunks of 16 bytes per lane) whose
+/// workgroups number at least [`wanted_groups`]; else `launch` as it is.
 /// Pure.
 fn launch_narrowed(
     m: u32,
@@ -264,8 +260,6 @@ fn launch_narrowed(
     };
     let per_part = caps.subgroup_size.max(1) * MIN_CHUNKS_PER_LANE;
     let full = l.upw;
-    let narrowest = p.rows_per_pass <= NARROW_MAX_ROWS;
-    let mut found = None;
     let mut upw = full / 2;
     while upw >= 1 && full % upw == 0 {
         let ksub = full / upw;
@@ -274,19 +268,16 @@ fn launch_narrowed(
         }
         let g = units.div_ceil(upw);
         if u64::from(g) * u64::from(l.mchunks) >= want {
-            found = Some(Launch {
+            return Launch {
                 upw,
                 groups: g,
                 ksub,
                 ..l
-            });
-            if !narrowest {
-                break;
-            }
+            };
         }
         upw /= 2;
     }
-    found.unwrap_or(l)
+    l
 }
 
 /// The tiled kernel's launch: column tiles and the K depth of a slice (a
@@ -320,12 +311,10 @@ fn tiled_launch(k: u32, n: u32, silu: bool, splits: u32) -> (u32, u32) {
 ///   the compute units (128 when the adapter does not say): narrower
 ///   workgroups, halving the units (4 rows of W each) a workgroup holds
 ///   while the freed subgroups share each unit's K (each lane still reading
-///   at least 4 chunks of 16 bytes), until the workgroups reach that count
-///   and on while the parts keep those 4 chunks (the narrowest such
-///   workgroups); the parts are added in the workgroup, so this costs no
-///   second pass and no barrier. Qwen3-4B's o_proj (K = 4,096) and down
-///   (K = 9,728; 2,560 outputs: 80 full workgroups) run as 320 workgroups
-///   of 2 units and 640 of 1 unit on 132 compute units.
+///   at least 4 chunks of 16 bytes), until the workgroups reach that count;
+///   the parts are added in the workgroup, so this costs no second pass
+///   and no barrier. Qwen3-4B's o_proj and down (2,560 outputs: 80 full
+///   workgroups) run as 320 workgroups of 2 units on 132 compute units.
 /// - Otherwise split-K when the workgroups number fewer than that: enough
 ///   slices to reach it, while each lane still reads at least 4 chunks of
 ///   16 bytes per slice, at most [`LINEAR_MAX_SPLITS`].

@@ -46,13 +46,12 @@ fn qwen3_4b_ffn_shapes() {
     let l = launch(1, 2560, 2 * 9728, DType::F32, true, 32, gu);
     assert_eq!((l.upw, l.groups, l.mchunks, l.vec), (8, 608, 1, true));
     // down: 2560 outputs, 80 full workgroups, under 264: narrower
-    // workgroups, down to 1 unit (8 subgroups sharing its K, each part
-    // 304 loads: 9.5 per lane), number 640, so no split-K (no second
-    // pass, no barrier).
+    // workgroups of 2 units (4 subgroups sharing each unit's K) number
+    // 320, so no split-K (no second pass, no barrier).
     let down = choose_linear(1, 9728, 2560, DType::F32, false, &c);
     assert_eq!(down.splits, 1);
     let l = launch_narrowed(1, 9728, 2560, DType::F32, false, &c, down);
-    assert_eq!((l.upw, l.ksub, l.groups, l.kchunk), (1, 8, 640, 2432));
+    assert_eq!((l.upw, l.ksub, l.groups, l.kchunk), (2, 4, 320, 2432));
     // An explicit split-K plan keeps full workgroups.
     let split = LinearPlan {
         rows_per_pass: 4,
@@ -68,14 +67,12 @@ fn few_rows_take_narrower_workgroups_over_split_k() {
     let c = h100();
     // Qwen3-4B at one or two sequences, bf16 (K, N): the fused q|k|v
     // (192 full workgroups), o_proj and down (80) all reach 264 workgroups
-    // with narrower ones, the narrowest whose parts keep 4 loads per lane
-    // (q|k|v: 320 loads, 2 parts; o_proj: 512, 4 parts; down: 1216, 8
-    // parts); gate|up (608) needs none.
+    // with narrower ones; gate|up (608) needs none.
     for m in [1, 2] {
         for (k, n, silu, upw) in [
             (2560, 4096 + 2 * 1024, false, 4),
             (4096, 2560, false, 2),
-            (9728, 2560, false, 1),
+            (9728, 2560, false, 2),
             (2560, 2 * 9728, true, 8),
         ] {
             let p = choose_linear(m, k, n, DType::Bf16, silu, &c);
