@@ -5,7 +5,7 @@
 # scripts/gpu_bundle.sh packs it) and the scripts it names
 # (compare_dispatch.py, ffn_reference.py, cuda_reference.py as
 # cuda_reference_mm.py), then run it there with the parts wanted.
-# Usage there: bash .gpu/session.sh PART... (dispatch ffn ffn_ab sweep tests matmul spread lprobe qwen3 qwen3_ab churn abprobe stats)
+# Usage there: bash .gpu/session.sh PART... (dispatch ffn ffn_ab sweep tests matmul spread lprobe qwen3 qwen3_ab decode_ab chunkdiag churn abprobe stats)
 set -uo pipefail
 g=$(cd "$(dirname "$0")" && pwd)
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -140,6 +140,40 @@ part_qwen3_ab() {
       done
     done
   done
+}
+part_decode_ab() {
+  # Qwen3-4B decode at every build packed as bin/qwen3_<name> beside this
+  # one (bin/qwen3, as "new"), alternating, after this build's check
+  # against transformers; DECODE_AB_ROUNDS (default 2) rounds at B = 1,
+  # one at B = 4.
+  local q=/tmp/q3; rm -rf "$q"
+  echo "== qwen3_reference.py --size 4b --no-timing (checkpoint and f32 logits)"
+  python3 "$g/qwen3_reference.py" --out "$q" --size 4b --no-timing > "$W/q3_ref.txt" 2>&1; echo "rc=$?"; tail -5 "$W/q3_ref.txt"
+  echo "== qwen3 4b --reference (this build)"
+  timeout 240 "$g/bin/qwen3" "$q" --reference "$q/reference.safetensors" > "$W/q3_check.txt" 2>&1; echo "rc=$?"; grep -E "reference|worst|FAIL|PASS" "$W/q3_check.txt" | tail -8
+  local bins=("$g/bin/qwen3" "$g"/bin/qwen3_*)
+  for i in $(seq 1 "${DECODE_AB_ROUNDS:-2}"); do
+    for bs in 1 4; do
+      [ "$bs" = 4 ] && [ "$i" -gt 1 ] && continue
+      for bin in "${bins[@]}"; do
+        n=$(basename "$bin"); [ "$n" = qwen3 ] && n=qwen3_new
+        echo "== qwen3 4b --batch $bs --decode 64 ($n, round $i)"
+        timeout 120 "$bin" "$q" --batch "$bs" --decode 64 > "$W/q3_ab_b${bs}_${n}_$i.txt" 2>&1; echo "rc=$?"; grep -E "decode|host|commands" "$W/q3_ab_b${bs}_${n}_$i.txt" | head -8
+      done
+    done
+  done
+  for bin in "${bins[@]}"; do
+    n=$(basename "$bin")
+    echo "== $n --decode 32 --profile"
+    timeout 120 "$bin" "$q" --decode 32 --profile > "$W/q3_profile_$n.txt" 2>&1; echo "rc=$?"; grep -A12 "profile of one decode step" "$W/q3_profile_$n.txt"
+  done
+}
+part_chunkdiag() {
+  # gpu_report's chunkdiag part, pinned as the dispatch part pins.
+  local cpus=${DISPATCH_CPUS-2,3} pin=()
+  [ -n "$cpus" ] && command -v taskset >/dev/null && pin=(taskset -c "$cpus")
+  echo "== gpu_report --only chunkdiag (pinned to ${cpus:-none})"
+  "${pin[@]}" "$g/bin/gpu_report" --only chunkdiag > "$W/chunkdiag.txt" 2>&1; echo "rc=$?"; cat "$W/chunkdiag.txt"
 }
 part_stats() {
   echo "== kernel_statistics (VK_KHR_pipeline_executable_properties)"
