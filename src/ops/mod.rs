@@ -63,7 +63,7 @@ pub use crate::builtins::{
 };
 pub use convert::convert;
 pub use counter::increment;
-pub use dtype::{Bf16, DType, Element, F16};
+pub use dtype::{Bf16, DType, Element, TensorElement, F16};
 pub use elementwise::{
     add, binary, copy, fill, gelu, gelu_tanh, mul, relu, saxpy, scale, sigmoid, sub, swish, tanh,
     unary, Binary, Unary,
