@@ -154,7 +154,10 @@ fn typed(g: &Program, gr: &Group) -> (bool, bool) {
         .iter()
         .flat_map(|&n| {
             let node = &g.nodes[n];
-            node.op.inputs().into_iter().chain(std::iter::once(node.out))
+            node.op
+                .inputs()
+                .into_iter()
+                .chain(std::iter::once(node.out))
         })
         .collect();
     let any = vals.iter().any(|&v| g.values[v].dtype != DType::F32);
@@ -582,7 +585,11 @@ mod tests {
         };
         let gen = elementwise(&g, &gr, &[true], 7);
         assert!(!gen.vec4 && gen.scalars == [1.5]);
-        assert!(gen.source.contains("float t0 = vkc_rh(float(S[0]));"), "{}", gen.source);
+        assert!(
+            gen.source.contains("float t0 = vkc_rh(float(S[0]));"),
+            "{}",
+            gen.source
+        );
         assert!(gen.source.contains("d0[idx] = uint16_t(vkc_f2h(t0));"));
         let _ = f;
     }

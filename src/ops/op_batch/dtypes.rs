@@ -32,7 +32,10 @@ pub(super) fn dtype_err(op: &'static str, t: &Tensor, what: &str, detail: String
 /// and negatives give 0, values from 2^32 give `u32::MAX`).
 pub(crate) fn cast_defined(from: DType, to: DType) -> bool {
     (from.is_float() && to.is_float())
-        || matches!((from, to), (DType::U32, DType::F32) | (DType::F32, DType::U32))
+        || matches!(
+            (from, to),
+            (DType::U32, DType::F32) | (DType::F32, DType::U32)
+        )
 }
 
 /// Whether a node runs as a generated kernel when it is not fused: an
@@ -239,7 +242,9 @@ mod tests {
         g.op(Op::Fill(1.0), v);
         g.op_typed(Op::Fill(1.0), v, DType::Bf16);
         g.op(Op::Sum(x), Shape::Vector(1));
-        let got: Vec<bool> = (0..g.nodes.len()).map(|n| generated_single(&g, n)).collect();
+        let got: Vec<bool> = (0..g.nodes.len())
+            .map(|n| generated_single(&g, n))
+            .collect();
         assert_eq!(got, [false, true, true, false, true, false]);
         assert_eq!(g.values[h].bytes(), 8);
         assert_eq!(g.values[x].bytes(), 16);

@@ -40,7 +40,10 @@ impl OpBatch {
         const OP: &str = "ops::nn::rms_norm";
         check_row_vector(OP, "weight", x, weight)?;
         nn::check_eps(OP, eps)?;
-        let (x_v, w) = (self.f32_value(OP, "x", x)?, self.f32_value(OP, "weight", weight)?);
+        let (x_v, w) = (
+            self.f32_value(OP, "x", x)?,
+            self.f32_value(OP, "weight", weight)?,
+        );
         Ok(self.push(Op::Nn(NnOp::RmsNorm { x: x_v, w, eps }), x.shape))
     }
 
@@ -75,7 +78,10 @@ impl OpBatch {
             ));
         }
         const OP: &str = "ops::nn::silu_mul";
-        let (g, u) = (self.f32_value(OP, "gate", gate)?, self.f32_value(OP, "up", up)?);
+        let (g, u) = (
+            self.f32_value(OP, "gate", gate)?,
+            self.f32_value(OP, "up", up)?,
+        );
         let op = Op::Nn(NnOp::SiluMul { gate: g, up: u });
         Ok(self.push(op, gate.shape))
     }
@@ -264,7 +270,10 @@ impl OpBatch {
         nn::kv::check_args(shape, elems)?;
         self.same_device(OP, "positions", positions)?;
         self.same_device(OP, "flag", flag)?;
-        let (nv, cv) = (self.f32_value(OP, "new", new)?, self.f32_value(OP, "cache", cache)?);
+        let (nv, cv) = (
+            self.f32_value(OP, "new", new)?,
+            self.f32_value(OP, "cache", cache)?,
+        );
         let (pos, flag) = (self.keep_words(positions), self.keep_words(flag));
         let op = Op::Nn(NnOp::KvAppend {
             new: nv,
