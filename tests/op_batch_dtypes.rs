@@ -115,28 +115,6 @@ fn casts_round_exactly_as_the_cpu_conversions() {
         return;
     }
     let x = delicate();
-    let u: Vec<u32> = vec![
-        0,
-        1,
-        7,
-        (1 << 24) + 1,
-        (1 << 24) + 3,
-        123_456_789,
-        u32::MAX,
-        1 << 31,
-    ];
-    let f: Vec<f32> = vec![
-        -1.5,
-        -0.0,
-        0.0,
-        0.7,
-        2.9,
-        16_777_217.0,
-        4e9,
-        5e9,
-        1e30,
-        4_294_967_040.0,
-    ];
     for fused in [false, true] {
         let mut ops = gpu.ops_with(options(fused));
         let tx = ops.upload(&x).unwrap();
@@ -146,13 +124,10 @@ fn casts_round_exactly_as_the_cpu_conversions() {
         let bh = ops.cast(&b, DType::F16).unwrap();
         let hf = ops.cast(&h, DType::F32).unwrap();
         let bf = ops.cast(&b, DType::F32).unwrap();
-        let tu = ops.upload_as(&u).unwrap();
-        let uf = ops.cast(&tu, DType::F32).unwrap();
-        let tf = ops.upload(&f).unwrap();
-        let fu = ops.cast(&tf, DType::U32).unwrap();
+        let ff = ops.cast(&tx, DType::F32).unwrap();
         assert_eq!(
-            (h.dtype(), b.dtype(), fu.dtype()),
-            (DType::F16, DType::Bf16, DType::U32)
+            (h.dtype(), b.dtype(), ff.dtype()),
+            (DType::F16, DType::Bf16, DType::F32)
         );
         ops.execute_blocking().unwrap();
         let want_h: Vec<F16> = x.iter().map(|&v| F16::from_f32(v)).collect();
@@ -179,8 +154,51 @@ fn casts_round_exactly_as_the_cpu_conversions() {
             wide(want_hf.clone())
         );
         assert_eq!(wide(ops.read_as::<f32>(&bf).unwrap()), wide(want_bf));
+        assert_eq!(wide(ops.read(&ff).unwrap()), wide(x.clone()), "f32 -> f32");
         // `read` widens 16-bit tensors.
         assert_eq!(wide(ops.read(&h).unwrap()), wide(want_hf));
+    }
+    common::assert_clean(&gpu);
+}
+
+/// u32 to f32 rounds to nearest even above 2^24, f32 to u32 truncates and
+/// saturates: both as Rust's `as`.
+#[cfg(feature = "glsl")]
+#[test]
+fn u32_casts_convert_as_rust_does() {
+    let gpu = common::gpu();
+    let u: Vec<u32> = vec![
+        0,
+        1,
+        7,
+        (1 << 24) + 1,
+        (1 << 24) + 3,
+        123_456_789,
+        u32::MAX,
+        1 << 31,
+    ];
+    let f: Vec<f32> = vec![
+        -1.5,
+        -0.0,
+        0.0,
+        0.7,
+        2.9,
+        16_777_217.0,
+        4e9,
+        5e9,
+        1e30,
+        4_294_967_040.0,
+    ];
+    for fused in [false, true] {
+        let mut ops = gpu.ops_with(options(fused));
+        let tu = ops.upload_as(&u).unwrap();
+        let uf = ops.cast(&tu, DType::F32).unwrap();
+        let tf = ops.upload(&f).unwrap();
+        let fu = ops.cast(&tf, DType::U32).unwrap();
+        // Back and forth in one fused run.
+        let fuf = ops.cast(&fu, DType::F32).unwrap();
+        assert_eq!(fu.dtype(), DType::U32);
+        ops.execute_blocking().unwrap();
         let want_uf: Vec<f32> = u.iter().map(|&v| v as f32).collect();
         assert_eq!(
             ops.read(&uf).unwrap(),
@@ -193,6 +211,12 @@ fn casts_round_exactly_as_the_cpu_conversions() {
             want_fu,
             "f32 -> u32 (fused {fused})"
         );
+        let want_fuf: Vec<f32> = want_fu.iter().map(|&v| v as f32).collect();
+        assert_eq!(
+            ops.read(&fuf).unwrap(),
+            want_fuf,
+            "f32 -> u32 -> f32 (fused {fused})"
+        );
         assert_eq!(
             ops.read_as::<u32>(&tu).unwrap(),
             u,
@@ -202,6 +226,35 @@ fn casts_round_exactly_as_the_cpu_conversions() {
     common::assert_clean(&gpu);
 }
 
+/// Without generated kernels (no `glsl` feature) the op batch refuses
+/// element-wise ops and fills of 16-bit tensors and casts that touch u32,
+/// fused or not; casts among f32, f16 and bf16 run on the built-in
+/// conversion kernels (checked bit for bit by the test above).
+#[cfg(not(feature = "glsl"))]
+#[test]
+fn without_generated_kernels_sixteen_bit_arithmetic_is_refused() {
+    let gpu = common::gpu();
+    if !sixteen_bit_ok(&gpu) {
+        return;
+    }
+    for fused in [false, true] {
+        let mut ops = gpu.ops_with(options(fused));
+        let h = ops.upload_as(&[F16::from_f32(1.0); 4]).unwrap();
+        let u = ops.upload_as(&[1u32; 4]).unwrap();
+        let glsl = |e: Error| match &e {
+            Error::OpDtype { .. } if e.to_string().contains("`glsl` feature") => {}
+            other => panic!("expected OpDtype naming the glsl feature, got {other:?}"),
+        };
+        glsl(ops.relu(&h).unwrap_err());
+        glsl(ops.add(&h, &h).unwrap_err());
+        glsl(ops.full_as(Shape::Vector(4), 1.0, DType::Bf16).unwrap_err());
+        glsl(ops.cast(&u, DType::F32).unwrap_err());
+        assert_eq!(ops.num_operations(), 0);
+    }
+    common::assert_clean(&gpu);
+}
+
+#[cfg(feature = "glsl")]
 #[test]
 fn sixteen_bit_elementwise_ops_match_the_cpu_fused_and_unfused() {
     let gpu = common::gpu();
@@ -353,6 +406,7 @@ fn sixteen_bit_elementwise_ops_match_the_cpu_fused_and_unfused() {
     common::assert_clean(&gpu);
 }
 
+#[cfg(feature = "glsl")]
 #[test]
 fn a_cast_of_a_sixteen_bit_chain_is_one_fused_kernel() {
     let gpu = common::gpu();
@@ -528,6 +582,7 @@ fn mixed_and_unsupported_types_are_typed_errors_at_record_time() {
     common::assert_clean(&gpu);
 }
 
+#[cfg(feature = "glsl")]
 #[test]
 fn imports_of_every_type_read_back_and_compute() {
     let gpu = common::gpu();
@@ -601,6 +656,7 @@ fn imports_of_every_type_read_back_and_compute() {
     common::assert_clean(&gpu);
 }
 
+#[cfg(feature = "glsl")]
 #[test]
 fn liveness_reuses_buffers_across_types() {
     let gpu = common::gpu();
@@ -643,6 +699,7 @@ fn liveness_reuses_buffers_across_types() {
     common::assert_clean(&gpu);
 }
 
+#[cfg(feature = "glsl")]
 #[test]
 fn a_graph_launched_twice_sees_new_f16_input() {
     let gpu = common::gpu();

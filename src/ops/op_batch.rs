@@ -370,8 +370,8 @@ impl OpBatch {
 
     fn binary_operands(&self, op: &'static str, a: &Tensor, b: &Tensor) -> Result<(V, V)> {
         self.same_numel(op, a, b)?;
-        let va = self.float_value(op, "a", a)?;
         self.same_dtype(op, a, "b", b)?;
+        let va = self.float_value(op, "a", a)?;
         Ok((va, self.value(b)?))
     }
 
@@ -490,8 +490,8 @@ impl OpBatch {
                 ),
             ));
         }
-        let va = self.float_value("ops::add_row", "a", a)?;
         self.same_dtype("ops::add_row", a, "bias", bias)?;
+        let va = self.float_value("ops::add_row", "a", a)?;
         Ok((va, self.value(bias)?))
     }
 

@@ -555,7 +555,7 @@ mod tests {
         let a = g.op_typed(Op::Binary(Binary::Add, x, y), v, DType::F16);
         let r = g.op_typed(Op::Unary(Unary::Relu, a), v, DType::F16);
         let c = g.op(Op::Cast(r), v);
-        let b = g.op_typed(Op::Cast(c), v, DType::Bf16);
+        g.op_typed(Op::Cast(c), v, DType::Bf16);
         let mut stored = vec![true; g.values.len()];
         stored[a] = false;
         stored[r] = false;

@@ -57,20 +57,15 @@ pub(crate) fn generated_single(g: &crate::ops::fusion::program::Program, n: usiz
     }
 }
 
-/// Whether this build runs element-wise ops of `d` that no built-in
-/// kernel covers (they need generated kernels).
-fn generated_available(op: &'static str, d: DType) -> Result<()> {
-    if d != DType::F32 && !cfg!(feature = "glsl") {
-        return Err(Error::OpDtype {
-            op,
-            operand: "an operand".into(),
-            dtype: d,
-            detail: "element-wise ops on types other than f32 run as generated kernels, \
-                     which need the `glsl` feature"
-                .into(),
-        });
-    }
-    Ok(())
+/// Why this build cannot run element-wise ops of a type other than f32:
+/// no built-in kernel covers them, and generated kernels need the `glsl`
+/// feature (`None` when it can).
+fn generated_missing(d: DType) -> Option<String> {
+    (d != DType::F32 && !cfg!(feature = "glsl")).then(|| {
+        "element-wise ops on types other than f32 run as generated kernels, \
+         which need the `glsl` feature"
+            .into()
+    })
 }
 
 impl OpBatch {
@@ -88,7 +83,9 @@ impl OpBatch {
             ));
         }
         t.dtype.check(&self.gpu)?;
-        generated_available(op, t.dtype)?;
+        if let Some(why) = generated_missing(t.dtype) {
+            return Err(dtype_err(op, t, what, why));
+        }
         Ok(v)
     }
 
@@ -182,7 +179,14 @@ impl OpBatch {
             });
         }
         dtype.check(&self.gpu)?;
-        generated_available(OP, dtype)?;
+        if let Some(detail) = generated_missing(dtype) {
+            return Err(Error::OpDtype {
+                op: OP,
+                operand: format!("the fill {shape}"),
+                dtype,
+                detail,
+            });
+        }
         Ok(self.push_typed(Op::Fill(value), shape, dtype))
     }
 
