@@ -13,6 +13,8 @@
 //! fused and unfused runs of exact arithmetic (add, mul, relu, scale)
 //! agree bit for bit.
 
+#![cfg_attr(not(feature = "glsl"), allow(dead_code))]
+
 mod common;
 
 use vkcompute::ops::{Bf16, DType, OpBatchOptions, Shape, F16};

@@ -100,12 +100,33 @@ static NEXT_BATCH: AtomicU64 = AtomicU64::new(1);
 /// same buffers and kernels: nothing is compiled, allocated or re-planned
 /// unless the recording or the set of tensors the user holds changed.
 ///
+/// **Element types** ([`Tensor::dtype`]): f32 (what [`OpBatch::upload`],
+/// [`OpBatch::import`] and the ops on f32 tensors make), f16 ([`F16`](super::F16)),
+/// bf16 ([`Bf16`](super::Bf16)) and `u32`, uploaded and imported with
+/// [`OpBatch::upload_as`], [`OpBatch::import_as`] and
+/// [`OpBatch::import_slice_as`] (same checks as the f32 forms), read
+/// exactly with [`OpBatch::read_as`] ([`OpBatch::read`] widens f16 and bf16
+/// to f32). [`OpBatch::cast`] converts among f32, f16 and bf16 (rounding
+/// to nearest even, as the host's [`F16::from_f32`](super::F16::from_f32)
+/// and [`Bf16::from_f32`](super::Bf16::from_f32)) and between `u32` and
+/// f32; it is an element-wise op, fused with its neighbours. The
+/// element-wise ops (unary, binary, in place, [`OpBatch::add_row`],
+/// [`OpBatch::full_as`]) take f32, f16 and bf16 tensors, compute in f32 and
+/// round each result to the tensor's type, fused or not (16-bit tensors
+/// need `shaderFloat16` and 16-bit storage for f16, 16-bit storage for
+/// bf16, else [`Error::Unsupported`], and the `glsl` feature, else
+/// [`Error::OpDtype`]); operands of two types are an [`Error::OpDtype`]
+/// naming both. Every other op (matmul, reductions, softmax, transpose,
+/// the transformer ops) takes f32 tensors only and refuses others with
+/// [`Error::OpDtype`]: cast first.
+///
 /// **Memory**: the op batch's own values (results and intermediates, not
 /// uploads or imports) live in pooled buffers reused by liveness: a value
 /// no held tensor names needs memory only from the step that writes it to
 /// the last step that reads it, after which its buffer serves a later
-/// value of a similar size (at least as many elements, at most twice as
-/// many). A long chain of steps thus takes a few buffers, not one per
+/// value of a similar size (at least as many bytes, at most twice as
+/// many: a 16-bit value takes half an f32's, and values of any types share
+/// buffers). A long chain of steps thus takes a few buffers, not one per
 /// value ([`OpBatch::num_buffers`]). A held tensor's buffer is never
 /// given to a value after it, nor is a buffer handed out by
 /// [`OpBatch::buffer`] ever given to another value. The barriers are
@@ -147,7 +168,8 @@ static NEXT_BATCH: AtomicU64 = AtomicU64::new(1);
 /// executes or launches replays the recording with new values. Argmax and
 /// sampling (`u32` results) are free ops only.
 ///
-/// Not yet: dot products with a prologue, f16 tensors.
+/// Not yet: dot products with a prologue, 16-bit operands of the
+/// matmul, reduction and transformer ops.
 pub struct OpBatch {
     gpu: Device,
     id: u64,
@@ -495,7 +517,8 @@ impl OpBatch {
         Ok((va, self.value(bias)?))
     }
 
-    /// A tensor of `shape` with every element `value`.
+    /// An f32 tensor of `shape` with every element `value` (see
+    /// [`OpBatch::full_as`] for other types).
     pub fn full(&mut self, shape: Shape, value: f32) -> Result<Tensor> {
         self.full_as(shape, value, DType::F32)
     }

@@ -93,8 +93,7 @@ impl Tensor {
         self.shape.numel() * self.dtype.size()
     }
 
-    /// How errors name the tensor: `what`, its shape and its element type
-    /// (`b [4] bf16`).
+    /// How errors name the tensor: `what` and its shape (`b [4]`).
     pub(crate) fn describe(&self, what: &str) -> String {
         format!("{what} {}", self.shape)
     }

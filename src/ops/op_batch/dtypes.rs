@@ -136,8 +136,24 @@ impl OpBatch {
     /// 2^32 and above `u32::MAX`, as Rust's `as u32`). Other pairs are an
     /// [`Error::OpDtype`]. A cast fuses with the element-wise ops around
     /// it: `cast(relu(x + y), F32)` of f16 `x` and `y` is one kernel.
-    /// Casts that touch `u32`, and 16-bit casts fused with other ops, need
-    /// the `glsl` feature.
+    /// Casts that touch `u32` need the `glsl` feature (without it, casts
+    /// among the float types run on the built-in conversion kernels).
+    ///
+    /// ```
+    /// # fn main() -> vkcompute::Result<()> {
+    /// use vkcompute::ops::{DType, F16};
+    /// let gpu = vkcompute::Device::new()?;
+    /// let mut ops = gpu.ops();
+    /// // 1 + 2^-11 lies halfway between two halves: it rounds to even.
+    /// let x = ops.upload(&[1.0f32, 1.00048828125, -3.0])?;
+    /// let h = ops.cast(&x, DType::F16)?;
+    /// ops.execute_blocking()?;
+    /// assert_eq!(h.dtype(), DType::F16);
+    /// assert_eq!(ops.read_as::<F16>(&h)?, [1.0f32, 1.0, -3.0].map(F16::from_f32));
+    /// assert_eq!(ops.read(&h)?, [1.0, 1.0, -3.0]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn cast(&mut self, x: &Tensor, dtype: DType) -> Result<Tensor> {
         const OP: &str = "ops::cast";
         let v = self.value(x)?;

@@ -261,6 +261,31 @@ mod tests {
     }
 
     #[test]
+    fn storages_of_different_element_types_share_buffers_by_bytes() {
+        use crate::ops::DType;
+        // f32 × 64 (256 bytes) -> f16 × 128 (256 bytes) -> f16 × 64 (128
+        // bytes) -> f32 × 64: each step reads the one before.
+        let sizes = [
+            64 * DType::F32.size(),
+            128 * DType::F16.size(),
+            64 * DType::F16.size(),
+            64 * DType::F32.size(),
+        ];
+        let mut st = vec![INPUT];
+        st.extend(sizes.iter().enumerate().map(|(i, &b)| own(b, i == 3)));
+        let acc: Access = (1..=4).map(|i| (set(&[i - 1]), set(&[i]))).collect();
+        let a = assign(&st, &acc, &[]);
+        // Ping-pong by bytes: the 64 f16 values (128 bytes) take the
+        // buffer of the first 64 f32 values (256 bytes, within twice), and
+        // the last f32 value the buffer of the 128 f16 values (the same
+        // 256 bytes).
+        assert_eq!(a.of[1], a.of[3], "{:?}", a.of);
+        assert_eq!(a.of[2], a.of[4], "{:?}", a.of);
+        assert_ne!(a.of[1], a.of[2]);
+        assert_eq!(a.bytes, [256, 256]);
+    }
+
+    #[test]
     fn a_chain_ping_pongs_between_two_buffers_and_keeps_the_held_one() {
         let (st, acc) = chain(50);
         let a = assign(&st, &acc, &[]);
