@@ -2,8 +2,10 @@
 //! ops (unary, binary, in place on inputs and intermediates), row biases,
 //! matmuls and matvecs, transposes, reductions, softmaxes and the
 //! transformer norms, over imported buffers (some of them views of one
-//! shared buffer at 16-byte-aligned offsets), gives what an f64 CPU
-//! interpreter gives (within allowances derived op by op, see
+//! shared buffer at 16-byte-aligned offsets), some inputs f16 or bf16 with
+//! element-wise ops on them and casts among the three types, gives what an
+//! f64 CPU interpreter gives (within allowances derived op by op, rounding
+//! to the 16-bit types where the GPU rounds, see
 //! `op_batch_props/reference.rs`):
 //!
 //! - executed with fusion on, and with fusion off;
@@ -36,7 +38,7 @@ mod program;
 mod reference;
 
 use proptest::test_runner::{Config, RngAlgorithm, TestError, TestRng, TestRunner};
-use vkcompute::ops::{Binary, OpBatch, OpBatchOptions, Shape, Tensor, Unary};
+use vkcompute::ops::{Bf16, Binary, DType, OpBatch, OpBatchOptions, Shape, Tensor, Unary, F16};
 use vkcompute::{Buffer, Device, Error};
 
 use program::{Input, Program, Step};
@@ -74,10 +76,17 @@ fn rng() -> TestRng {
     }
 }
 
+/// An input's own buffer, of its element type.
+enum Own {
+    F32(Buffer<f32>),
+    F16(Buffer<F16>),
+    Bf16(Buffer<Bf16>),
+}
+
 /// The imported buffers of a program: a buffer per input that has its
 /// own, and one buffer holding every view at an aligned offset.
 struct Memory {
-    own: Vec<Option<Buffer<f32>>>,
+    own: Vec<Option<Own>>,
     shared: Option<Buffer<f32>>,
     offsets: Vec<usize>,
 }
@@ -96,7 +105,11 @@ impl Memory {
                 own.push(None);
             } else {
                 offsets.push(0);
-                own.push(Some(gpu.alloc::<f32>(n)?));
+                own.push(Some(match inp.dtype {
+                    DType::F16 => Own::F16(gpu.alloc(n)?),
+                    DType::Bf16 => Own::Bf16(gpu.alloc(n)?),
+                    _ => Own::F32(gpu.alloc(n)?),
+                }));
             }
         }
         let shared = if end > 0 {
@@ -111,10 +124,12 @@ impl Memory {
         })
     }
 
-    /// Input `i`'s buffer and first element.
+    /// Input `i`'s f32 buffer and first element (views, and f32 inputs of
+    /// their own).
     fn place(&self, i: usize) -> (&Buffer<f32>, usize) {
         match &self.own[i] {
-            Some(b) => (b, 0),
+            Some(Own::F32(b)) => (b, 0),
+            Some(_) => panic!("input {i} is a 16-bit buffer"),
             None => (
                 self.shared.as_ref().expect("views have a shared buffer"),
                 self.offsets[i],
@@ -125,22 +140,45 @@ impl Memory {
     /// Writes each input's values (after every launch that uses them).
     fn write(&self, data: &[Vec<f32>]) -> vkcompute::Result<()> {
         for (i, d) in data.iter().enumerate() {
-            let (buf, at) = self.place(i);
-            buf.write(at, d)?;
+            match &self.own[i] {
+                Some(Own::F16(b)) => {
+                    b.write(0, &d.iter().map(|&v| F16::from_f32(v)).collect::<Vec<_>>())?
+                }
+                Some(Own::Bf16(b)) => {
+                    b.write(0, &d.iter().map(|&v| Bf16::from_f32(v)).collect::<Vec<_>>())?
+                }
+                _ => {
+                    let (buf, at) = self.place(i);
+                    buf.write(at, d)?;
+                }
+            }
         }
         Ok(())
     }
 
+    /// Input `i`'s buffer, widened to f32.
     fn read(&self, i: usize, len: usize) -> vkcompute::Result<Vec<f32>> {
-        let (buf, at) = self.place(i);
-        buf.read_range(at..at + len)
+        match &self.own[i] {
+            Some(Own::F16(b)) => Ok(b.download()?.into_iter().map(F16::to_f32).collect()),
+            Some(Own::Bf16(b)) => Ok(b.download()?.into_iter().map(Bf16::to_f32).collect()),
+            _ => {
+                let (buf, at) = self.place(i);
+                buf.read_range(at..at + len)
+            }
+        }
     }
 }
 
+/// Random inputs in [-1, 1], each a value of its input's type.
 fn random_inputs(p: &Program, rng: &mut common::Rng) -> Vec<Vec<f32>> {
     p.inputs
         .iter()
-        .map(|inp| rng.vec_f32(inp.shape.numel() as usize))
+        .map(|inp| {
+            let v = rng.vec_f32(inp.shape.numel() as usize);
+            v.into_iter()
+                .map(|x| reference::round(inp.dtype, f64::from(x)) as f32)
+                .collect()
+        })
         .collect()
 }
 
@@ -150,7 +188,28 @@ fn record(ops: &mut OpBatch, p: &Program, mem: &Memory) -> vkcompute::Result<Vec
     for step in &p.steps {
         let made = match *step {
             Step::Import(i) => {
-                let Input { shape, view } = p.inputs[i];
+                let Input { shape, view, .. } = p.inputs[i];
+                let (r, c) = (shape.rows(), shape.cols());
+                let matrix = matches!(shape, Shape::Matrix(..));
+                match &mem.own[i] {
+                    Some(Own::F16(b)) => {
+                        t.push(if matrix {
+                            ops.import_matrix_as(b, r, c)?
+                        } else {
+                            ops.import_as(b)?
+                        });
+                        continue;
+                    }
+                    Some(Own::Bf16(b)) => {
+                        t.push(if matrix {
+                            ops.import_matrix_as(b, r, c)?
+                        } else {
+                            ops.import_as(b)?
+                        });
+                        continue;
+                    }
+                    _ => {}
+                }
                 let (buf, at) = mem.place(i);
                 let n = shape.numel() as usize;
                 Some(match (view, shape) {
@@ -197,6 +256,7 @@ fn record(ops: &mut OpBatch, p: &Program, mem: &Memory) -> vkcompute::Result<Vec
             Step::RmsNorm { x, w, eps } => Some(ops.rms_norm(&t[x], &t[w], eps)?),
             Step::LayerNorm { x, w, b, eps } => Some(ops.layer_norm(&t[x], &t[w], &t[b], eps)?),
             Step::SiluMul { gate, up } => Some(ops.silu_mul(&t[gate], &t[up])?),
+            Step::Cast { x, to } => Some(ops.cast(&t[x], to)?),
         };
         t.extend(made);
     }
@@ -376,6 +436,7 @@ fn the_property_fails_against_a_wrong_reference() {
     let x = Input {
         shape: Shape::Vector(7),
         view: true,
+        dtype: DType::F32,
     };
     let p = program::fixed(
         &[x],
@@ -397,7 +458,11 @@ fn the_property_fails_against_a_wrong_reference() {
 #[test]
 fn a_fixed_program_with_every_kind_of_step_agrees() {
     let gpu = common::gpu();
-    let input = |shape, view| Input { shape, view };
+    let input = |shape, view| Input {
+        shape,
+        view,
+        dtype: DType::F32,
+    };
     let inputs = [
         input(Shape::Matrix(5, 7), false), // s0
         input(Shape::Matrix(7, 3), true),  // s1
@@ -445,6 +510,62 @@ fn a_fixed_program_with_every_kind_of_step_agrees() {
     property(&gpu, &p, reference::unary).unwrap_or_else(|e| panic!("{e}\n{p:?}"));
 }
 
+/// f16 and bf16 inputs through element-wise ops (in place too), casts
+/// among the three types fused with them, and f32-only ops after a cast:
+/// every value checked against the reference, which rounds where the GPU
+/// rounds (casts of exact values bit for bit).
+#[test]
+fn a_fixed_program_with_sixteen_bit_steps_agrees() {
+    let gpu = common::gpu();
+    let i = gpu.info();
+    if !(i.float16 && i.storage_buffer16) {
+        common::skipped("the adapter lacks shaderFloat16 + storageBuffer16BitAccess");
+        return;
+    }
+    let input = |shape, dtype| Input {
+        shape,
+        view: false,
+        dtype,
+    };
+    let inputs = [
+        input(Shape::Matrix(4, 6), DType::F16),  // s0
+        input(Shape::Matrix(4, 6), DType::F16),  // s1
+        input(Shape::Vector(6), DType::F16),     // s2
+        input(Shape::Matrix(4, 6), DType::Bf16), // s3
+        input(Shape::Matrix(4, 6), DType::F32),  // s4
+    ];
+    let bin = |g, a, b, in_place| Step::Binary { g, a, b, in_place };
+    let un = |f, x, in_place| Step::Unary { f, x, in_place };
+    let cast = |x, to| Step::Cast { x, to };
+    let steps = [
+        bin(Binary::Add, 0, 1, false), // s5 f16
+        un(Unary::Gelu, 5, false),     // s6 f16
+        Step::AddRow {
+            a: 6,
+            bias: 2,
+            in_place: true,
+        },
+        cast(6, DType::F32),                 // s7
+        cast(4, DType::Bf16),                // s8 (exact input: bit for bit)
+        bin(Binary::Mul, 8, 3, false),       // s9 bf16
+        bin(Binary::Axpy(-1.5), 3, 9, true), // s3 in place
+        cast(9, DType::F16),                 // s10
+        cast(0, DType::Bf16),                // s11
+        un(Unary::Scale(0.25), 1, true),     // s1 in place
+        Step::Sum(7),                        // s12
+        Step::Softmax(7),                    // s13
+        un(Unary::Sigmoid, 10, false),       // s14 f16
+        cast(14, DType::F32),                // s15
+    ];
+    let p = program::fixed(&inputs, &steps, 17);
+    property(&gpu, &p, reference::unary).unwrap_or_else(|e| panic!("{e}\n{p:?}"));
+    let mut dropped = p.clone();
+    for s in [5, 6, 8, 9, 14] {
+        dropped.keep[s] = false;
+    }
+    property(&gpu, &dropped, reference::unary).unwrap_or_else(|e| panic!("{e}\n{dropped:?}"));
+}
+
 /// `p` with slots `dropped` no longer held when it executes.
 fn dropping(mut p: Program, dropped: &[usize]) -> Program {
     for &s in dropped {
@@ -463,7 +584,11 @@ fn dropping(mut p: Program, dropped: &[usize]) -> Program {
 #[test]
 fn fused_groups_with_dead_values_run() {
     let gpu = common::gpu();
-    let own = |shape| Input { shape, view: false };
+    let own = |shape| Input {
+        shape,
+        view: false,
+        dtype: DType::F32,
+    };
     let un = |f, x| Step::Unary {
         f,
         x,
@@ -552,7 +677,11 @@ fn fused_groups_with_dead_values_run() {
 #[test]
 fn a_fused_kernel_whose_optimizer_folds_a_binding_away_runs() {
     let gpu = common::gpu();
-    let own = |shape| Input { shape, view: false };
+    let own = |shape| Input {
+        shape,
+        view: false,
+        dtype: DType::F32,
+    };
     let p = program::fixed(
         &[
             own(Shape::Matrix(3, 2)),

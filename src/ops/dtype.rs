@@ -1,5 +1,7 @@
 //! Element types of the built-in ops: `f32`, and [`F16`] storage; [`Bf16`]
-//! storage for the weights of [`linear`](super::linear).
+//! storage for the weights of [`linear`](super::linear); and the element
+//! types of an [`OpBatch`](super::OpBatch)'s tensors ([`TensorElement`]:
+//! f32, f16, bf16 and `u32`).
 
 use bytemuck::Pod;
 
@@ -14,15 +16,51 @@ pub enum DType {
     F32,
     /// 16-bit IEEE float (storage only; ops compute in f32).
     F16,
-    /// bfloat16 (storage only, the weights of [`linear`](super::linear);
-    /// no element-wise op takes it).
+    /// bfloat16 (storage only: the weights of [`linear`](super::linear),
+    /// and [`OpBatch`](super::OpBatch) tensors, whose ops compute in f32;
+    /// no free element-wise op takes it).
     Bf16,
+    /// 32-bit unsigned integer ([`OpBatch`](super::OpBatch) tensors only:
+    /// uploaded, imported, read and cast to and from f32).
+    U32,
 }
 
 mod sealed {
     pub trait Sealed {}
     impl Sealed for f32 {}
     impl Sealed for super::F16 {}
+    pub trait SealedTensor {}
+    impl SealedTensor for f32 {}
+    impl SealedTensor for super::F16 {}
+    impl SealedTensor for super::Bf16 {}
+    impl SealedTensor for u32 {}
+}
+
+/// An element type of an [`OpBatch`](super::OpBatch)'s tensors, for its
+/// typed uploads, imports and reads
+/// ([`OpBatch::upload_as`](super::OpBatch::upload_as),
+/// [`OpBatch::import_as`](super::OpBatch::import_as),
+/// [`OpBatch::read_as`](super::OpBatch::read_as)). Sealed: `f32`, [`F16`],
+/// [`Bf16`] and `u32`.
+pub trait TensorElement: Pod + sealed::SealedTensor {
+    /// The tensor's element type.
+    const DTYPE: DType;
+}
+
+impl TensorElement for f32 {
+    const DTYPE: DType = DType::F32;
+}
+
+impl TensorElement for F16 {
+    const DTYPE: DType = DType::F16;
+}
+
+impl TensorElement for Bf16 {
+    const DTYPE: DType = DType::Bf16;
+}
+
+impl TensorElement for u32 {
+    const DTYPE: DType = DType::U32;
 }
 
 /// An element type the built-in ops accept. Sealed: `f32` and [`F16`].
@@ -43,13 +81,30 @@ impl DType {
     /// Bytes per element.
     pub fn size(self) -> u64 {
         match self {
-            DType::F32 => 4,
+            DType::F32 | DType::U32 => 4,
             DType::F16 | DType::Bf16 => 2,
         }
     }
 
+    /// The type's short name (`f32`, `f16`, `bf16`, `u32`), as errors
+    /// name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            DType::F32 => "f32",
+            DType::F16 => "f16",
+            DType::Bf16 => "bf16",
+            DType::U32 => "u32",
+        }
+    }
+
+    /// A floating-point type (f32, f16, bf16): element-wise ops take it.
+    pub fn is_float(self) -> bool {
+        matches!(self, DType::F32 | DType::F16 | DType::Bf16)
+    }
+
     /// Whether `gpu` can run element-wise kernels on this type: f16 needs
-    /// `shaderFloat16` and `storageBuffer16BitAccess`.
+    /// `shaderFloat16` and `storageBuffer16BitAccess`, bf16 (read and
+    /// written as 16-bit words) `storageBuffer16BitAccess`.
     pub(crate) fn check(self, gpu: &Device) -> Result<()> {
         let i = gpu.info();
         if self == DType::F16 && !(i.float16 && i.storage_buffer16) {
@@ -58,7 +113,19 @@ impl DType {
                 adapter: i.name.clone(),
             });
         }
+        if self == DType::Bf16 && !i.storage_buffer16 {
+            return Err(Error::Unsupported {
+                what: "bf16 storage (storageBuffer16BitAccess)",
+                adapter: i.name.clone(),
+            });
+        }
         Ok(())
+    }
+}
+
+impl std::fmt::Display for DType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }
 
@@ -127,6 +194,18 @@ impl F16 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_and_names() {
+        assert_eq!(DType::F32.size(), 4);
+        assert_eq!(DType::U32.size(), 4);
+        assert_eq!(DType::F16.size(), 2);
+        assert_eq!(DType::Bf16.size(), 2);
+        assert_eq!(DType::Bf16.to_string(), "bf16");
+        assert!(DType::F16.is_float() && !DType::U32.is_float());
+        assert_eq!(<u32 as TensorElement>::DTYPE, DType::U32);
+        assert_eq!(<Bf16 as TensorElement>::DTYPE, DType::Bf16);
+    }
 
     #[test]
     fn halves_round_trip_and_round_to_nearest_even() {

@@ -36,6 +36,11 @@
 //! Operands are [`Buffer`]s or [`BufferSlice`]s of
 //! `f32`, or of [`F16`] for the element-wise ops where the adapter has
 //! `shaderFloat16` and 16-bit storage (arithmetic is f32 either way).
+//! The [`OpBatch`] records these ops on [`Tensor`]s of f32, f16, bf16 or
+//! `u32` ([`DType`], [`TensorElement`]): element-wise ops and casts on any
+//! of the float types (computed in f32, rounded to the tensor's type),
+//! every other op on f32.
+//!
 //! Lengths and shapes that do not fit together are an
 //! [`Error::OpShape`] (for the transformer ops of [`nn`], an
 //! [`Error::Ops`]); nothing is recorded then.
@@ -63,7 +68,7 @@ pub use crate::builtins::{
 };
 pub use convert::convert;
 pub use counter::increment;
-pub use dtype::{Bf16, DType, Element, F16};
+pub use dtype::{Bf16, DType, Element, TensorElement, F16};
 pub use elementwise::{
     add, binary, copy, fill, gelu, gelu_tanh, mul, relu, saxpy, scale, sigmoid, sub, swish, tanh,
     unary, Binary, Unary,

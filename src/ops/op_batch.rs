@@ -4,12 +4,14 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
+use super::dtype::DType;
 use super::fusion::program::{Op, Program, V};
 use super::tensor::{Shape, Tensor, TensorId};
 use super::{Binary, Unary};
 use crate::{Buffer, Device, Error, Result, Ticket};
 use inputs::{Bound, ParamsValue};
 
+mod dtypes;
 mod exec;
 mod graph;
 mod inputs;
@@ -98,12 +100,33 @@ static NEXT_BATCH: AtomicU64 = AtomicU64::new(1);
 /// same buffers and kernels: nothing is compiled, allocated or re-planned
 /// unless the recording or the set of tensors the user holds changed.
 ///
+/// **Element types** ([`Tensor::dtype`]): f32 (what [`OpBatch::upload`],
+/// [`OpBatch::import`] and the ops on f32 tensors make), f16 ([`F16`](super::F16)),
+/// bf16 ([`Bf16`](super::Bf16)) and `u32`, uploaded and imported with
+/// [`OpBatch::upload_as`], [`OpBatch::import_as`] and
+/// [`OpBatch::import_slice_as`] (same checks as the f32 forms), read
+/// exactly with [`OpBatch::read_as`] ([`OpBatch::read`] widens f16 and bf16
+/// to f32). [`OpBatch::cast`] converts among f32, f16 and bf16 (rounding
+/// to nearest even, as the host's [`F16::from_f32`](super::F16::from_f32)
+/// and [`Bf16::from_f32`](super::Bf16::from_f32)) and between `u32` and
+/// f32; it is an element-wise op, fused with its neighbours. The
+/// element-wise ops (unary, binary, in place, [`OpBatch::add_row`],
+/// [`OpBatch::full_as`]) take f32, f16 and bf16 tensors, compute in f32 and
+/// round each result to the tensor's type, fused or not (16-bit tensors
+/// need `shaderFloat16` and 16-bit storage for f16, 16-bit storage for
+/// bf16, else [`Error::Unsupported`], and the `glsl` feature, else
+/// [`Error::OpDtype`]); operands of two types are an [`Error::OpDtype`]
+/// naming both. Every other op (matmul, reductions, softmax, transpose,
+/// the transformer ops) takes f32 tensors only and refuses others with
+/// [`Error::OpDtype`]: cast first.
+///
 /// **Memory**: the op batch's own values (results and intermediates, not
 /// uploads or imports) live in pooled buffers reused by liveness: a value
 /// no held tensor names needs memory only from the step that writes it to
 /// the last step that reads it, after which its buffer serves a later
-/// value of a similar size (at least as many elements, at most twice as
-/// many). A long chain of steps thus takes a few buffers, not one per
+/// value of a similar size (at least as many bytes, at most twice as
+/// many: a 16-bit value takes half an f32's, and values of any types share
+/// buffers). A long chain of steps thus takes a few buffers, not one per
 /// value ([`OpBatch::num_buffers`]). A held tensor's buffer is never
 /// given to a value after it, nor is a buffer handed out by
 /// [`OpBatch::buffer`] ever given to another value. The barriers are
@@ -145,7 +168,8 @@ static NEXT_BATCH: AtomicU64 = AtomicU64::new(1);
 /// executes or launches replays the recording with new values. Argmax and
 /// sampling (`u32` results) are free ops only.
 ///
-/// Not yet: dot products with a prologue, f16 tensors.
+/// Not yet: dot products with a prologue, 16-bit operands of the
+/// matmul, reduction and transformer ops.
 pub struct OpBatch {
     gpu: Device,
     id: u64,
@@ -161,8 +185,7 @@ pub struct OpBatch {
     /// Per storage: whether its memory was given when it was recorded (an
     /// upload or an import); the others draw on the pool.
     fixed: Vec<bool>,
-    /// Imports seen: (buffer identity, first element, end element,
-    /// storage).
+    /// Imports seen: (buffer identity, first byte, end byte, storage).
     import_keys: Vec<(usize, u64, u64, usize)>,
     /// Pooled buffers of the op batch's own storages (liveness reuse).
     pool: Vec<Buffer<f32>>,
@@ -271,6 +294,7 @@ impl OpBatch {
         Tensor {
             id,
             shape: self.graph.values[v].shape,
+            dtype: self.graph.values[v].dtype,
         }
     }
 
@@ -309,9 +333,14 @@ impl OpBatch {
         Ok(())
     }
 
-    /// Records `op` producing a new tensor of `shape`.
+    /// Records `op` producing a new f32 tensor of `shape`.
     fn push(&mut self, op: Op, shape: Shape) -> Tensor {
-        let v = self.graph.op(op, shape);
+        self.push_typed(op, shape, DType::F32)
+    }
+
+    /// Records `op` producing a new tensor of `shape` and `dtype`.
+    fn push_typed(&mut self, op: Op, shape: Shape, dtype: DType) -> Tensor {
+        let v = self.graph.op_typed(op, shape, dtype);
         self.grow_storages();
         self.new_tensor(v)
     }
@@ -335,31 +364,37 @@ impl OpBatch {
         Ok(())
     }
 
-    /// `f(x)` as a new tensor.
+    /// `f(x)` as a new tensor of `x`'s element type (f32, f16 or bf16;
+    /// computed in f32).
     pub fn unary(&mut self, f: Unary, x: &Tensor) -> Result<Tensor> {
-        let v = self.value(x)?;
-        Ok(self.push(Op::Unary(f, v), x.shape))
+        let v = self.float_value(f.name(), "x", x)?;
+        Ok(self.push_typed(Op::Unary(f, v), x.shape, x.dtype))
     }
 
     /// `x = f(x)` in place.
     pub fn unary_(&mut self, f: Unary, x: &Tensor) -> Result<()> {
-        let v = self.value(x)?;
+        let v = self.float_value(f.name(), "x", x)?;
         self.push_into(Op::Unary(f, v), x)
     }
 
-    /// `g(a, b)` as a new tensor of `a`'s shape (`b` must have as many
-    /// elements).
+    /// `g(a, b)` as a new tensor of `a`'s shape and element type (`b` must
+    /// have as many elements, of the same type: else [`Error::OpDtype`]).
     pub fn binary(&mut self, g: Binary, a: &Tensor, b: &Tensor) -> Result<Tensor> {
-        self.same_numel(binary_name(g), a, b)?;
-        let (va, vb) = (self.value(a)?, self.value(b)?);
-        Ok(self.push(Op::Binary(g, va, vb), a.shape))
+        let (va, vb) = self.binary_operands(binary_name(g), a, b)?;
+        Ok(self.push_typed(Op::Binary(g, va, vb), a.shape, a.dtype))
     }
 
     /// `a = g(a, b)` in place.
     pub fn binary_(&mut self, g: Binary, a: &Tensor, b: &Tensor) -> Result<()> {
-        self.same_numel(binary_name(g), a, b)?;
-        let (va, vb) = (self.value(a)?, self.value(b)?);
+        let (va, vb) = self.binary_operands(binary_name(g), a, b)?;
         self.push_into(Op::Binary(g, va, vb), a)
+    }
+
+    fn binary_operands(&self, op: &'static str, a: &Tensor, b: &Tensor) -> Result<(V, V)> {
+        self.same_numel(op, a, b)?;
+        self.same_dtype(op, a, "b", b)?;
+        let va = self.float_value(op, "a", a)?;
+        Ok((va, self.value(b)?))
     }
 
     /// `a + b`.
@@ -392,8 +427,7 @@ impl OpBatch {
     }
     /// `y = alpha * x + y` in place on `y` (saxpy).
     pub fn saxpy_(&mut self, alpha: f32, x: &Tensor, y: &Tensor) -> Result<()> {
-        self.same_numel("ops::saxpy", x, y)?;
-        let (vx, vy) = (self.value(x)?, self.value(y)?);
+        let (vx, vy) = self.binary_operands("ops::saxpy", x, y)?;
         self.push_into(Op::Binary(Binary::Axpy(alpha), vx, vy), y)
     }
     /// `alpha * x`.
@@ -457,7 +491,7 @@ impl OpBatch {
     /// elements) added to every row: a bias.
     pub fn add_row(&mut self, a: &Tensor, bias: &Tensor) -> Result<Tensor> {
         let (va, vb) = self.row_operands(a, bias)?;
-        Ok(self.push(Op::AddRow(va, vb), a.shape))
+        Ok(self.push_typed(Op::AddRow(va, vb), a.shape, a.dtype))
     }
 
     /// `a += bias` per row, in place.
@@ -478,13 +512,15 @@ impl OpBatch {
                 ),
             ));
         }
-        Ok((self.value(a)?, self.value(bias)?))
+        self.same_dtype("ops::add_row", a, "bias", bias)?;
+        let va = self.float_value("ops::add_row", "a", a)?;
+        Ok((va, self.value(bias)?))
     }
 
-    /// A tensor of `shape` with every element `value`.
+    /// An f32 tensor of `shape` with every element `value` (see
+    /// [`OpBatch::full_as`] for other types).
     pub fn full(&mut self, shape: Shape, value: f32) -> Result<Tensor> {
-        Self::check_shape("ops::fill", "the shape", shape)?;
-        Ok(self.push(Op::Fill(value), shape))
+        self.full_as(shape, value, DType::F32)
     }
 
     /// `a · b`: `a` is M×K, `b` is K×N (matrices), the result M×N.
@@ -505,38 +541,40 @@ impl OpBatch {
         }
         let out = Shape::Matrix(m, n);
         Self::check_shape("ops::matmul", "the product", out)?;
-        let (va, vb) = (self.value(a)?, self.value(b)?);
+        let va = self.f32_value("ops::matmul", "a", a)?;
+        let vb = self.f32_value("ops::matmul", "b", b)?;
         Ok(self.push(Op::Matmul(va, vb), out))
     }
 
     /// Sum of all elements (a 1-element tensor).
     pub fn sum(&mut self, x: &Tensor) -> Result<Tensor> {
-        let v = self.value(x)?;
+        let v = self.f32_value("ops::sum", "x", x)?;
         Ok(self.push(Op::Sum(v), Shape::Vector(1)))
     }
 
     /// Largest element (a 1-element tensor).
     pub fn max(&mut self, x: &Tensor) -> Result<Tensor> {
-        let v = self.value(x)?;
+        let v = self.f32_value("ops::max", "x", x)?;
         Ok(self.push(Op::Max(v), Shape::Vector(1)))
     }
 
     /// Dot product of two tensors of equal size (a 1-element tensor).
     pub fn dot(&mut self, a: &Tensor, b: &Tensor) -> Result<Tensor> {
         self.same_numel("ops::dot", a, b)?;
-        let (va, vb) = (self.value(a)?, self.value(b)?);
+        let va = self.f32_value("ops::dot", "a", a)?;
+        let vb = self.f32_value("ops::dot", "b", b)?;
         Ok(self.push(Op::Dot(va, vb), Shape::Vector(1)))
     }
 
     /// Softmax of each row (a vector is one row).
     pub fn softmax(&mut self, x: &Tensor) -> Result<Tensor> {
-        let v = self.value(x)?;
+        let v = self.f32_value("ops::softmax", "x", x)?;
         Ok(self.push(Op::Softmax(v), x.shape))
     }
 
     /// The transpose of a matrix (a vector of n becomes an n×1 matrix).
     pub fn transpose(&mut self, x: &Tensor) -> Result<Tensor> {
-        let v = self.value(x)?;
+        let v = self.f32_value("ops::transpose", "x", x)?;
         let out = Shape::Matrix(x.shape.cols(), x.shape.rows());
         Ok(self.push(Op::Transpose(v), out))
     }
@@ -556,7 +594,8 @@ impl OpBatch {
                 ),
             });
         }
-        let (va, vx) = (self.value(a)?, self.value(x)?);
+        let va = self.f32_value("ops::matvec", "a", a)?;
+        let vx = self.f32_value("ops::matvec", "x", x)?;
         let v = self.graph.op(Op::Matmul(va, vx), Shape::Vector(m));
         self.grow_storages();
         Ok(self.new_tensor(v))
@@ -587,8 +626,17 @@ impl OpBatch {
     /// for another value, though it reuses pooled buffers otherwise).
     /// Same errors as [`OpBatch::read`], and [`Error::TensorUnavailable`]
     /// for a tensor imported from a slice that does not start the buffer
-    /// (bind that slice of your buffer instead).
+    /// (bind that slice of your buffer instead); [`Error::OpDtype`] for a
+    /// tensor that is not f32.
     pub fn buffer(&self, t: &Tensor) -> Result<Buffer<f32>> {
+        if t.dtype != DType::F32 {
+            return Err(dtypes::dtype_err(
+                "OpBatch::buffer",
+                t,
+                "t",
+                "only f32 tensors are handed out as buffers".into(),
+            ));
+        }
         let b = self.bound(t)?;
         let s = self.graph.values[self.value(t)?].storage;
         if !self.fixed[s] {
@@ -598,15 +646,16 @@ impl OpBatch {
                 given.push((b.key(), s));
             }
         }
-        if b.start != 0 {
+        let (buf, start) = b.f32_buffer()?;
+        if start != 0 {
             return Err(Error::TensorUnavailable {
                 detail: format!(
-                    "the tensor {} lives at element {} of an imported buffer; bind that slice of it",
-                    t.shape, b.start
+                    "the tensor {} lives at element {start} of an imported buffer; bind that slice of it",
+                    t.shape
                 ),
             });
         }
-        Ok(b.buf.clone())
+        Ok(buf.clone())
     }
 
     /// The memory holding `t`.
@@ -639,13 +688,32 @@ impl OpBatch {
     }
 
     /// The value of `t` after the last execute or graph launch,
-    /// downloaded (waits for the GPU work submitted that uses it).
-    /// [`Error::TensorUnavailable`] for a tensor of another op batch, or
-    /// one recorded or changed in place after the last execute or
-    /// [`OpBatch::graph`].
+    /// downloaded (waits for the GPU work submitted that uses it), as f32s:
+    /// f16 and bf16 tensors are widened (exactly). [`Error::TensorUnavailable`]
+    /// for a tensor of another op batch, or one recorded or changed in
+    /// place after the last execute or [`OpBatch::graph`];
+    /// [`Error::OpDtype`] for a `u32` tensor (read it with
+    /// [`OpBatch::read_as`]).
     pub fn read(&self, t: &Tensor) -> Result<Vec<f32>> {
-        let b = self.bound(t)?;
-        b.buf.read_range(b.start..b.start + t.numel() as usize)
+        match t.dtype {
+            DType::F32 => self.read_as::<f32>(t),
+            DType::F16 => Ok(self
+                .read_as::<super::F16>(t)?
+                .into_iter()
+                .map(super::F16::to_f32)
+                .collect()),
+            DType::Bf16 => Ok(self
+                .read_as::<super::Bf16>(t)?
+                .into_iter()
+                .map(super::Bf16::to_f32)
+                .collect()),
+            DType::U32 => Err(dtypes::dtype_err(
+                "OpBatch::read",
+                t,
+                "t",
+                "read u32 tensors with read_as::<u32>".into(),
+            )),
+        }
     }
 }
 

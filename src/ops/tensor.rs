@@ -3,6 +3,8 @@
 
 use std::sync::Arc;
 
+use super::dtype::DType;
+
 /// The shape of a tensor: a vector of `len` elements or a row-major
 /// `rows`×`cols` matrix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -66,6 +68,7 @@ pub(crate) struct TensorId {
 pub struct Tensor {
     pub(crate) id: Arc<TensorId>,
     pub(crate) shape: Shape,
+    pub(crate) dtype: DType,
 }
 
 impl Tensor {
@@ -77,6 +80,22 @@ impl Tensor {
     /// Number of elements.
     pub fn numel(&self) -> u64 {
         self.shape.numel()
+    }
+
+    /// The element type (f32 for what the f32 uploads, imports and ops
+    /// make; see [`OpBatch::cast`](super::OpBatch::cast)).
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    /// Bytes its elements take in memory.
+    pub fn byte_size(&self) -> u64 {
+        self.shape.numel() * self.dtype.size()
+    }
+
+    /// How errors name the tensor: `what` and its shape (`b [4]`).
+    pub(crate) fn describe(&self, what: &str) -> String {
+        format!("{what} {}", self.shape)
     }
 }
 

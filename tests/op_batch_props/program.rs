@@ -6,14 +6,16 @@
 use std::fmt;
 
 use proptest::prelude::*;
-use vkcompute::ops::{Binary, Shape, Unary};
+use vkcompute::ops::{Binary, DType, Shape, Unary};
 
 /// An input the program imports: a buffer of its own, or a view (a slice
-/// at a 16-byte-aligned offset) of one buffer shared by every view.
+/// at a 16-byte-aligned offset) of one buffer shared by every view (f32
+/// inputs only); of f32, f16 or bf16.
 #[derive(Clone, Copy, PartialEq)]
 pub struct Input {
     pub shape: Shape,
     pub view: bool,
+    pub dtype: DType,
 }
 
 /// One recorded op. `usize` fields name slots; a step that makes a tensor
@@ -70,6 +72,11 @@ pub enum Step {
         gate: usize,
         up: usize,
     },
+    /// `x` converted to `to` (f32, f16 or bf16).
+    Cast {
+        x: usize,
+        to: DType,
+    },
 }
 
 impl Step {
@@ -92,6 +99,8 @@ pub struct Program {
     pub steps: Vec<Step>,
     /// Per slot: its shape.
     pub shapes: Vec<Shape>,
+    /// Per slot: its element type.
+    pub dtypes: Vec<DType>,
     /// Per slot: held at execute (else dropped after recording).
     pub keep: Vec<bool>,
     /// Per slot: the input it imports, if it is an import.
@@ -128,6 +137,7 @@ impl fmt::Debug for Program {
                     } else {
                         "a buffer of its own"
                     };
+                    let how = format!("{how}, {}", inp.dtype);
                     (format!("import in{i}"), format!(" ({how})"), None)
                 }
                 Step::Unary { f: u, x, in_place } => {
@@ -170,6 +180,7 @@ impl fmt::Debug for Program {
                     format!("({}, {})", s(&gate), s(&up)),
                     None,
                 ),
+                Step::Cast { x, to } => ("cast".into(), format!("({}, {to})", s(&x)), None),
             };
             match in_place_on {
                 Some(t) => writeln!(f, "  {name}_{args}   in place, {}", self.shapes[t])?,
@@ -177,8 +188,8 @@ impl fmt::Debug for Program {
                     let held = if self.keep[slot] { "held" } else { "dropped" };
                     writeln!(
                         f,
-                        "  s{slot} = {name}{args}   {}, {held}",
-                        self.shapes[slot]
+                        "  s{slot} = {name}{args}   {} {}, {held}",
+                        self.shapes[slot], self.dtypes[slot]
                     )?;
                     slot += 1;
                 }
@@ -195,6 +206,7 @@ pub struct RawInput {
     matrix: bool,
     rows: u32,
     len: u32,
+    dtype: u8,
 }
 
 /// Raw choices of one step: the op, three operand picks, flags and a
@@ -234,10 +246,16 @@ enum Kind {
     RmsNorm,
     LayerNorm,
     SiluMul,
+    Cast,
 }
 
+/// The element types inputs and casts take (f32 half the time).
+const DTYPES: [DType; 4] = [DType::F32, DType::F32, DType::F16, DType::Bf16];
+
 /// Element-wise ops come up most (they are what fusion chains).
-const KINDS: [Kind; 19] = [
+const KINDS: [Kind; 21] = [
+    Kind::Cast,
+    Kind::Cast,
     Kind::Unary,
     Kind::Binary,
     Kind::Unary,
@@ -266,43 +284,62 @@ struct Decoder {
 }
 
 impl Decoder {
-    fn slot(&mut self, shape: Shape, bound: f64, keep: bool, input: Option<usize>) -> usize {
+    fn slot(
+        &mut self,
+        shape: Shape,
+        dtype: DType,
+        bound: f64,
+        keep: bool,
+        input: Option<usize>,
+    ) -> usize {
         self.p.shapes.push(shape);
+        self.p.dtypes.push(dtype);
         self.p.keep.push(keep);
         self.p.input_of.push(input);
         self.bound.push(bound);
         self.p.shapes.len() - 1
     }
 
-    fn import(&mut self, shape: Shape, view: bool, keep: bool) -> usize {
+    fn import(&mut self, shape: Shape, view: bool, keep: bool, dtype: DType) -> usize {
         let i = self.p.inputs.len();
-        self.p.inputs.push(Input { shape, view });
+        // Views of the shared buffer are f32 (16-bit inputs have buffers
+        // of their own).
+        let view = view && dtype == DType::F32;
+        self.p.inputs.push(Input { shape, view, dtype });
         self.p.steps.push(Step::Import(i));
-        self.slot(shape, 1.0, keep, Some(i))
+        self.slot(shape, dtype, 1.0, keep, Some(i))
     }
 
-    /// A slot that `fits`, chosen by `pick` among them and a new input of
-    /// shape `make` (a weight: a view of the shared buffer when `view`).
+    /// A slot of `dtype` that `fits`, chosen by `pick` among them and a new
+    /// input of shape `make` (a weight: a view of the shared buffer when
+    /// `view`).
     fn operand(
         &mut self,
         pick: u16,
         fits: impl Fn(Shape) -> bool,
         make: Shape,
         view: bool,
+        dtype: DType,
     ) -> usize {
         let cands: Vec<usize> = (0..self.p.shapes.len())
-            .filter(|&s| fits(self.p.shapes[s]))
+            .filter(|&s| fits(self.p.shapes[s]) && self.p.dtypes[s] == dtype)
             .collect();
         let i = pick as usize % (cands.len() + 1);
         match cands.get(i) {
             Some(&s) => s,
-            None => self.import(make, view, pick % 3 == 0),
+            None => self.import(make, view, pick % 3 == 0, dtype),
         }
     }
 
     fn matrix(&mut self, pick: u16, dims: u16, view: bool) -> usize {
         let make = Shape::Matrix(1 + u32::from(dims) % 17, 1 + u32::from(dims / 17) % 19);
-        self.operand(pick, |s| matches!(s, Shape::Matrix(..)), make, view)
+        self.operand(
+            pick,
+            |s| matches!(s, Shape::Matrix(..)),
+            make,
+            view,
+            DType::F32,
+        )
     }
 
     fn step(&mut self, r: &RawStep) {
@@ -324,7 +361,17 @@ impl Decoder {
         let row_vec = Shape::Vector(cols);
         let fits_row = move |s: Shape| s.numel() == u64::from(cols);
         let eps = EPS[usize::from(r.param) % EPS.len()];
-        let (step, shape, bound) = match KINDS[usize::from(r.op) % KINDS.len()] {
+        let dx = self.p.dtypes[x];
+        let f32 = DType::F32;
+        let mut kind = KINDS[usize::from(r.op) % KINDS.len()];
+        let elementwise = matches!(kind, Kind::Unary | Kind::Binary | Kind::AddRow | Kind::Cast);
+        // Only element-wise ops take 16-bit operands: other ops of a 16-bit
+        // slot become a cast of it to f32.
+        let to_f32 = dx != f32 && !elementwise;
+        if to_f32 {
+            kind = Kind::Cast;
+        }
+        let (step, shape, bound) = match kind {
             Kind::Unary => {
                 let f = [
                     Unary::Relu,
@@ -347,7 +394,7 @@ impl Decoder {
             Kind::Binary => {
                 let g = [Binary::Add, Binary::Sub, Binary::Mul, Binary::Axpy(alpha)]
                     [usize::from(r.param) % 4];
-                let b = self.operand(r.b, same_numel, sx, view);
+                let b = self.operand(r.b, same_numel, sx, view, dx);
                 let bb = self.bound[b];
                 let bound = match g {
                     Binary::Add | Binary::Sub => bx + bb,
@@ -364,7 +411,7 @@ impl Decoder {
                 (step, sx, bound)
             }
             Kind::AddRow => {
-                let bias = self.operand(r.b, fits_row, row_vec, view);
+                let bias = self.operand(r.b, fits_row, row_vec, view, dx);
                 let step = Step::AddRow {
                     a: x,
                     bias,
@@ -381,13 +428,13 @@ impl Decoder {
                 if matches!(KINDS[usize::from(r.op) % KINDS.len()], Kind::Matmul) {
                     let make = Shape::Matrix(k, 1 + u32::from(r.c / 7) % 19);
                     let fits = move |s: Shape| matches!(s, Shape::Matrix(rows, _) if rows == k);
-                    let b = self.operand(r.b, fits, make, view);
+                    let b = self.operand(r.b, fits, make, view, f32);
                     let nn = self.p.shapes[b].cols();
                     let bound = f64::from(k) * ba * self.bound[b];
                     (Step::Matmul { a, b }, Shape::Matrix(m, nn), bound)
                 } else {
                     let fits = move |s: Shape| s.numel() == u64::from(k);
-                    let v = self.operand(r.b, fits, Shape::Vector(k), view);
+                    let v = self.operand(r.b, fits, Shape::Vector(k), view, f32);
                     let bound = f64::from(k) * ba * self.bound[v];
                     (Step::Matvec { a, x: v }, Shape::Vector(m), bound)
                 }
@@ -396,7 +443,7 @@ impl Decoder {
             Kind::Sum => (Step::Sum(x), Shape::Vector(1), numel as f64 * bx),
             Kind::Max => (Step::Max(x), Shape::Vector(1), bx),
             Kind::Dot => {
-                let b = self.operand(r.b, same_numel, sx, view);
+                let b = self.operand(r.b, same_numel, sx, view, f32);
                 let bound = numel as f64 * bx * self.bound[b];
                 (Step::Dot(x, b), Shape::Vector(1), bound)
             }
@@ -408,20 +455,28 @@ impl Decoder {
                 (Step::CausalSoftmax { x, q_len }, sx, 1.0)
             }
             Kind::RmsNorm => {
-                let w = self.operand(r.b, fits_row, row_vec, view);
+                let w = self.operand(r.b, fits_row, row_vec, view, f32);
                 let bound = f64::from(cols).sqrt() * self.bound[w];
                 (Step::RmsNorm { x, w, eps }, sx, bound)
             }
             Kind::LayerNorm => {
-                let w = self.operand(r.b, fits_row, row_vec, view);
-                let b = self.operand(r.c, fits_row, row_vec, !view);
+                let w = self.operand(r.b, fits_row, row_vec, view, f32);
+                let b = self.operand(r.c, fits_row, row_vec, !view, f32);
                 let bound = f64::from(cols).sqrt() * self.bound[w] + self.bound[b];
                 (Step::LayerNorm { x, w, b, eps }, sx, bound)
             }
             Kind::SiluMul => {
-                let up = self.operand(r.b, move |s| s == sx, sx, view);
+                let up = self.operand(r.b, move |s| s == sx, sx, view, f32);
                 let bound = bx * self.bound[up];
                 (Step::SiluMul { gate: x, up }, sx, bound)
+            }
+            Kind::Cast => {
+                let to = if to_f32 {
+                    f32
+                } else {
+                    DTYPES[usize::from(r.param) % DTYPES.len()]
+                };
+                (Step::Cast { x, to }, sx, bx)
             }
         };
         let (step, shape, bound) = if bound > LIMIT {
@@ -456,7 +511,8 @@ impl Decoder {
                 ..
             } => self.bound[t] = bound,
             _ => {
-                self.slot(shape, bound, r.keep, None);
+                let dtype = crate::reference::dtype_of(&self.p.dtypes, &step);
+                self.slot(shape, dtype, bound, r.keep, None);
             }
         }
     }
@@ -468,6 +524,7 @@ fn decode(inputs: &[RawInput], steps: &[RawStep], seed: u64) -> Program {
             inputs: Vec::new(),
             steps: Vec::new(),
             shapes: Vec::new(),
+            dtypes: Vec::new(),
             keep: Vec::new(),
             input_of: Vec::new(),
             seed,
@@ -488,7 +545,8 @@ fn decode(inputs: &[RawInput], steps: &[RawStep], seed: u64) -> Program {
             _ => shape,
         };
         first.get_or_insert(shape);
-        d.import(shape, r.view, i % 2 == 0 || r.rows > 8);
+        let dtype = DTYPES[usize::from(r.dtype) % DTYPES.len()];
+        d.import(shape, r.view, i % 2 == 0 || r.rows > 8, dtype);
     }
     for r in steps {
         d.step(r);
@@ -499,14 +557,20 @@ fn decode(inputs: &[RawInput], steps: &[RawStep], seed: u64) -> Program {
 /// Programs of 1 to 12 steps over 1 to 3 inputs (plus the weights steps
 /// import): vectors of 1..=67, matrices up to 17×19.
 pub fn programs() -> impl Strategy<Value = Program> {
-    let input = (any::<bool>(), any::<bool>(), 1u32..=17, 1u32..=67).prop_map(
-        |(view, matrix, rows, len)| RawInput {
+    let input = (
+        any::<bool>(),
+        any::<bool>(),
+        1u32..=17,
+        1u32..=67,
+        any::<u8>(),
+    )
+        .prop_map(|(view, matrix, rows, len, dtype)| RawInput {
             view,
             matrix,
             rows,
             len,
-        },
-    );
+            dtype,
+        });
     let step = (
         0u8..KINDS.len() as u8,
         any::<u16>(),
@@ -540,6 +604,7 @@ pub fn fixed(inputs: &[Input], steps: &[Step], seed: u64) -> Program {
         inputs: inputs.to_vec(),
         steps: Vec::new(),
         shapes: Vec::new(),
+        dtypes: Vec::new(),
         keep: Vec::new(),
         input_of: Vec::new(),
         seed,
@@ -547,6 +612,7 @@ pub fn fixed(inputs: &[Input], steps: &[Step], seed: u64) -> Program {
     for (i, inp) in inputs.iter().enumerate() {
         p.steps.push(Step::Import(i));
         p.shapes.push(inp.shape);
+        p.dtypes.push(inp.dtype);
         p.input_of.push(Some(i));
         p.keep.push(true);
     }
@@ -554,6 +620,7 @@ pub fn fixed(inputs: &[Input], steps: &[Step], seed: u64) -> Program {
         p.steps.push(s);
         if s.makes_slot() {
             p.shapes.push(crate::reference::shape_of(&p.shapes, &s));
+            p.dtypes.push(crate::reference::dtype_of(&p.dtypes, &s));
             p.input_of.push(None);
             p.keep.push(true);
         }
@@ -571,7 +638,8 @@ impl Step {
             | Step::Sum(x)
             | Step::Max(x)
             | Step::Softmax(x)
-            | Step::CausalSoftmax { x, .. } => vec![x],
+            | Step::CausalSoftmax { x, .. }
+            | Step::Cast { x, .. } => vec![x],
             Step::Binary { a, b, .. }
             | Step::AddRow { a, bias: b, .. }
             | Step::Matmul { a, b }
@@ -605,6 +673,7 @@ impl Program {
             }
         }
         p.shapes.remove(slot);
+        p.dtypes.remove(slot);
         p.keep.remove(slot);
         p.input_of.remove(slot);
         if let Step::Import(i) = step {

@@ -26,9 +26,18 @@
 //!   row (sums are backward stable) plus `ρ` of its result;
 //! - `TINY` = 1e-30 absorbs results the GPU flushes to zero (f32
 //!   subnormals); slot magnitudes stay below 1e4 (the decoder's limit), so
-//!   nothing amplifies it past 1e-20.
+//!   nothing amplifies it past 1e-20;
+//! - a value of a 16-bit type (f16 or bf16: an input, the result of an
+//!   element-wise op on 16-bit operands, or a cast) is rounded where the
+//!   GPU rounds it: the reference rounds its own value to the type (to
+//!   nearest even, through f32, as `F16::from_f32` and `Bf16::from_f32`),
+//!   and the allowance grows by what rounding a GPU value within `e` of it
+//!   can differ by: `u · (2|v| + e) + e` plus the type's smallest spacing,
+//!   `u` the type's unit roundoff (2⁻¹¹ for f16, 2⁻⁸ for bf16). An exact
+//!   value (`e = 0`, an input or a cast of one) rounds exactly as the GPU
+//!   rounds it: its allowance stays 0, so casts are checked bit for bit.
 
-use vkcompute::ops::{Binary, Shape, Unary};
+use vkcompute::ops::{Bf16, Binary, DType, Shape, Unary, F16};
 
 use crate::program::{Program, Step};
 
@@ -99,6 +108,52 @@ fn slope(f: Unary) -> (f64, f64) {
     }
 }
 
+/// The element type a slot-making step gives: a cast its target, an
+/// element-wise op its first operand's, every other op f32.
+pub fn dtype_of(dtypes: &[DType], step: &Step) -> DType {
+    match *step {
+        Step::Import(_) => unreachable!("imports take their input's type"),
+        Step::Cast { to, .. } => to,
+        Step::Unary { x, .. } => dtypes[x],
+        Step::Binary { a, .. } | Step::AddRow { a, .. } => dtypes[a],
+        _ => DType::F32,
+    }
+}
+
+/// `x` rounded to `d` through f32 (what the GPU stores for an f32 result).
+pub fn round(d: DType, x: f64) -> f64 {
+    let f = x as f32;
+    f64::from(match d {
+        DType::F16 => F16::from_f32(f).to_f32(),
+        DType::Bf16 => Bf16::from_f32(f).to_f32(),
+        _ => f,
+    })
+}
+
+/// A value of type `d`: rounded as the GPU rounds it, the allowance grown
+/// by what that rounding can add (see the module's rule).
+fn round_val(d: DType, val: Val) -> Val {
+    let (u, spacing) = match d {
+        DType::F16 => (2f64.powi(-11), 2f64.powi(-24)),
+        DType::Bf16 => (2f64.powi(-8), 1e-38),
+        _ => return val,
+    };
+    let (v, e) = val
+        .v
+        .iter()
+        .zip(&val.e)
+        .map(|(&v, &e)| {
+            let e2 = if e == 0.0 {
+                0.0
+            } else {
+                e + u * (2.0 * v.abs() + e) + spacing
+            };
+            (round(d, v), e2)
+        })
+        .unzip();
+    Val { v, e }
+}
+
 /// The shape a slot-making step gives, from its operands' shapes.
 pub fn shape_of(shapes: &[Shape], step: &Step) -> Shape {
     match *step {
@@ -108,7 +163,8 @@ pub fn shape_of(shapes: &[Shape], step: &Step) -> Shape {
         | Step::CausalSoftmax { x, .. }
         | Step::RmsNorm { x, .. }
         | Step::LayerNorm { x, .. }
-        | Step::SiluMul { gate: x, .. } => shapes[x],
+        | Step::SiluMul { gate: x, .. }
+        | Step::Cast { x, .. } => shapes[x],
         Step::Binary { a, .. } | Step::AddRow { a, .. } => shapes[a],
         Step::Matmul { a, b } => Shape::Matrix(shapes[a].rows(), shapes[b].cols()),
         Step::Matvec { a, .. } => Shape::Vector(shapes[a].rows()),
@@ -182,6 +238,7 @@ pub fn interpret(p: &Program, inputs: &[Vec<f32>], unary: UnaryFn) -> Vec<Val> {
         let shape = |s: usize| p.shapes[s];
         let val: Val = match *step {
             Step::Import(i) => {
+                // The inputs hold values of their type already.
                 let v: Vec<f64> = inputs[i].iter().map(|&x| f64::from(x)).collect();
                 let e = vec![0.0; v.len()];
                 Val { v, e }
@@ -317,7 +374,30 @@ pub fn interpret(p: &Program, inputs: &[Vec<f32>], unary: UnaryFn) -> Vec<Val> {
                     .unzip();
                 Val { v, e }
             }
+            Step::Cast { x, .. } => slots[x].clone(),
         };
+        // Where the GPU rounds: every value of a 16-bit type (an in-place
+        // step's target keeps its slot's type).
+        let d = match *step {
+            Step::Import(_) => DType::F32,
+            Step::Unary {
+                x: t,
+                in_place: true,
+                ..
+            }
+            | Step::Binary {
+                a: t,
+                in_place: true,
+                ..
+            }
+            | Step::AddRow {
+                a: t,
+                in_place: true,
+                ..
+            } => p.dtypes[t],
+            _ => p.dtypes[slots.len()],
+        };
+        let val = round_val(d, val);
         match *step {
             Step::Unary {
                 x: t,

@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 
 use super::plan::{group_inputs, Group};
 use super::program::{Op, Program, S, V};
-use crate::ops::{Binary, Unary};
+use crate::ops::{Binary, DType, Unary};
 
 /// Workgroup size of the generated element-wise kernels.
 pub(crate) const LOCAL: u32 = 256;
@@ -39,8 +39,137 @@ VKC_VEC4(vkc_gelu_erf)
 VKC_VEC4(vkc_gelu_tanh)
 ";
 
+/// Conversions between the stored element types and the f32 the kernels
+/// compute in, with integer bit operations (no 16-bit arithmetic, and the
+/// same rounding on every device): loads widen (`vkc_h2f`, `vkc_b2f`,
+/// `vkc_u2f`), stores narrow (`vkc_f2h`, `vkc_f2b`, `vkc_f2u`), and
+/// `vkc_r*` rounds an f32 to the nearest value of a type, as every value
+/// of that type is rounded where it is computed (stored or not). f16 and
+/// bf16 round to nearest even (overflow to infinity, NaN quiet), as the
+/// crate's `F16::from_f32` and `Bf16::from_f32`; u32 to f32 rounds to
+/// nearest even (one correctly rounded addition of two exact halves); f32
+/// to u32 truncates toward zero, saturating (NaN and negatives to 0).
+const DTYPE_FNS: &str = "
+float vkc_h2f(uint h) { return unpackHalf2x16(h).x; }
+uint vkc_f2h(float f) {
+    uint b = floatBitsToUint(f);
+    uint sign = (b >> 16) & 0x8000u;
+    int e = int((b >> 23) & 0xffu);
+    uint man = b & 0x7fffffu;
+    if (e == 0xff) return sign | 0x7c00u | (man != 0u ? 0x200u : 0u);
+    int he = e - 127 + 15;
+    if (he >= 0x1f) return sign | 0x7c00u;
+    if (he <= 0) {
+        if (he < -10) return sign;
+        uint m = man | 0x800000u;
+        uint shift = uint(14 - he);
+        uint half_ = m >> shift;
+        uint rem = m & ((1u << shift) - 1u);
+        uint mid = 1u << (shift - 1u);
+        bool up = rem > mid || (rem == mid && (half_ & 1u) == 1u);
+        return sign | (half_ + (up ? 1u : 0u));
+    }
+    uint half_ = (uint(he) << 10) | (man >> 13);
+    uint rem = man & 0x1fffu;
+    bool up = rem > 0x1000u || (rem == 0x1000u && (half_ & 1u) == 1u);
+    return sign | (half_ + (up ? 1u : 0u));
+}
+float vkc_b2f(uint b) { return uintBitsToFloat(b << 16); }
+uint vkc_f2b(float f) {
+    uint u = floatBitsToUint(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (u >> 16) | 0x40u;
+    return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+}
+float vkc_u2f(uint u) { return float(u >> 16) * 65536.0 + float(u & 0xffffu); }
+uint vkc_f2u(float x) {
+    return (x != x || x <= 0.0) ? 0u : (x >= 4294967296.0 ? 0xffffffffu : uint(x));
+}
+float vkc_rh(float x) { return vkc_h2f(vkc_f2h(x)); }
+float vkc_rb(float x) { return vkc_b2f(vkc_f2b(x)); }
+float vkc_ru(float x) { return vkc_u2f(vkc_f2u(x)); }
+#define VKC_WIDEN4(f) vec4 f(uvec4 x) { return vec4(f(x.x), f(x.y), f(x.z), f(x.w)); }
+#define VKC_NARROW4(f) uvec4 f(vec4 x) { return uvec4(f(x.x), f(x.y), f(x.z), f(x.w)); }
+#define VKC_ROUND4(f) vec4 f(vec4 x) { return vec4(f(x.x), f(x.y), f(x.z), f(x.w)); }
+VKC_WIDEN4(vkc_h2f)
+VKC_WIDEN4(vkc_b2f)
+VKC_WIDEN4(vkc_u2f)
+VKC_NARROW4(vkc_f2h)
+VKC_NARROW4(vkc_f2b)
+VKC_NARROW4(vkc_f2u)
+VKC_ROUND4(vkc_rh)
+VKC_ROUND4(vkc_rb)
+VKC_ROUND4(vkc_ru)
+";
+
+/// The GLSL element type a binding of `d` declares (`vec4`: the vec4
+/// kernels' type).
+fn storage_type(d: DType, vec4: bool) -> &'static str {
+    match (d, vec4) {
+        (DType::F16 | DType::Bf16, false) => "uint16_t",
+        (DType::F16 | DType::Bf16, true) => "u16vec4",
+        (DType::U32, false) => "uint",
+        (DType::U32, true) => "uvec4",
+        (_, false) => "float",
+        (_, true) => "vec4",
+    }
+}
+
+/// `x`, an element loaded from a binding of `d`, as f32.
+fn widen(d: DType, x: &str, vec4: bool) -> String {
+    let u = if vec4 { "uvec4" } else { "uint" };
+    match d {
+        DType::F16 => format!("vkc_h2f({u}({x}))"),
+        DType::Bf16 => format!("vkc_b2f({u}({x}))"),
+        DType::U32 => format!("vkc_u2f({x})"),
+        _ => x.to_string(),
+    }
+}
+
+/// `t`, an f32 local, as the element stored in a binding of `d`.
+fn narrow(d: DType, t: &str, vec4: bool) -> String {
+    let h = if vec4 { "u16vec4" } else { "uint16_t" };
+    match d {
+        DType::F16 => format!("{h}(vkc_f2h({t}))"),
+        DType::Bf16 => format!("{h}(vkc_f2b({t}))"),
+        DType::U32 => format!("vkc_f2u({t})"),
+        _ => t.to_string(),
+    }
+}
+
+/// `e` rounded to the nearest value of `d`.
+fn round(d: DType, e: &str) -> String {
+    match d {
+        DType::F16 => format!("vkc_rh({e})"),
+        DType::Bf16 => format!("vkc_rb({e})"),
+        DType::U32 => format!("vkc_ru({e})"),
+        _ => e.to_string(),
+    }
+}
+
+/// Whether a group touches a type other than f32 (its kernel needs the
+/// conversions, and 16-bit storage where it touches f16 or bf16).
+fn typed(g: &Program, gr: &Group) -> (bool, bool) {
+    let vals: Vec<V> = gr
+        .nodes
+        .iter()
+        .flat_map(|&n| {
+            let node = &g.nodes[n];
+            node.op
+                .inputs()
+                .into_iter()
+                .chain(std::iter::once(node.out))
+        })
+        .collect();
+    let any = vals.iter().any(|&v| g.values[v].dtype != DType::F32);
+    let half = vals
+        .iter()
+        .any(|&v| matches!(g.values[v].dtype, DType::F16 | DType::Bf16));
+    (any, half)
+}
+
 /// The expression of element-wise `op` over local names.
-fn expr(op: &Op, name: &dyn Fn(V) -> String, scalar: &mut usize, zero: &str) -> String {
+fn expr(op: &Op, name: &dyn Fn(V) -> String, scalar: &mut usize, ty: &str) -> String {
+    let zero = if ty == "vec4" { "vec4(0.0)" } else { "0.0" };
     let mut s = || {
         let i = *scalar;
         *scalar += 1;
@@ -70,6 +199,8 @@ fn expr(op: &Op, name: &dyn Fn(V) -> String, scalar: &mut usize, zero: &str) -> 
             }
         }
         Op::AddRow(a, _) => name(a), // the bias term is added by the caller
+        Op::Cast(x) => name(x),      // the caller rounds to the output's type
+        Op::Fill(_) => format!("{ty}({})", s()),
         _ => unreachable!("only element-wise ops are fused"),
     }
 }
@@ -100,7 +231,7 @@ fn body(
     if let Some(h) = head {
         local.insert(h, 0);
     }
-    let zero = if ty == "vec4" { "vec4(0.0)" } else { "0.0" };
+    let vec4 = ty == "vec4";
     for v in group_inputs(g, gr) {
         if head == Some(v) {
             continue;
@@ -114,14 +245,17 @@ fn body(
             op => op.inputs().contains(&v),
         });
         let j = bind(g.values[v].storage);
+        let d = g.values[v].dtype;
         if plain {
             let t = local.len();
             local.insert(v, t);
-            let _ = writeln!(src, "    {ty} t{t} = {arr}{j}[idx];");
+            let load = widen(d, &format!("{arr}{j}[idx]"), vec4);
+            let _ = writeln!(src, "    {ty} t{t} = {load};");
         }
         if bcast {
             rows.insert(v, j);
-            let _ = writeln!(src, "    float r{j} = d{j}[col];");
+            let load = widen(d, &format!("d{j}[col]"), false);
+            let _ = writeln!(src, "    float r{j} = {load};");
         }
     }
     let mut scalars = Vec::new();
@@ -130,12 +264,13 @@ fn body(
         let node = &g.nodes[n];
         scalars.extend(node.op.scalars());
         let name = |v: V| format!("t{}", local[&v]);
-        let mut e = expr(&node.op, &name, &mut scalar, zero);
+        let mut e = expr(&node.op, &name, &mut scalar, ty);
         if let Op::AddRow(_, b) = node.op {
             e = format!("{e} + r{}", rows[&b]);
         }
         let t = local.len();
         local.insert(node.out, t);
+        let e = round(g.values[node.out].dtype, &e);
         let _ = writeln!(src, "    {ty} t{t} = {e};");
     }
     // Store the last stored value of each storage (earlier versions in the
@@ -151,7 +286,8 @@ fn body(
             .any(|&w| stored[w] && g.values[w].storage == s);
         if stored[v] && !later {
             let j = bind(s);
-            let _ = writeln!(src, "    {arr}{j}[idx] = t{};", local[&v]);
+            let t = narrow(g.values[v].dtype, &format!("t{}", local[&v]), vec4);
+            let _ = writeln!(src, "    {arr}{j}[idx] = {t};");
         }
     }
     (src, bindings, scalars, local)
@@ -176,6 +312,18 @@ fn buffers(first: usize, count: usize, ty: &str) -> String {
         .collect()
 }
 
+/// Bindings from 0, each declared as its storage's element type.
+fn typed_buffers(g: &Program, bindings: &[S], vec4: bool) -> String {
+    bindings
+        .iter()
+        .enumerate()
+        .map(|(j, &s)| {
+            let ty = storage_type(g.storage_dtype[s], vec4);
+            format!("layout(std430, set = 0, binding = {j}) buffer B{j} {{ {ty} d{j}[]; }};\n")
+        })
+        .collect()
+}
+
 /// An element-wise group (no head) as one kernel. Push constants: items
 /// (invocations with work), cols (row length, for broadcasts), scalars.
 pub(crate) fn elementwise(g: &Program, gr: &Group, stored: &[bool], numel: u64) -> Generated {
@@ -186,13 +334,25 @@ pub(crate) fn elementwise(g: &Program, gr: &Group, stored: &[bool], numel: u64) 
     let vec4 = !bcast && numel % 4 == 0;
     let ty = if vec4 { "vec4" } else { "float" };
     let (b, bindings, scalars, _) = body(g, gr, stored, ty, None, "d");
+    let (any, half) = typed(g, gr);
     let mut src = String::from("#version 450\n// vkcompute fused element-wise chain\n");
+    if half {
+        src += "#extension GL_EXT_shader_16bit_storage : require\n";
+        src += "#extension GL_EXT_shader_explicit_arithmetic_types_int16 : require\n";
+    }
     let _ = writeln!(src, "layout(local_size_x = {LOCAL}) in;");
-    src += &buffers(0, bindings.len(), ty);
+    if any {
+        src += &typed_buffers(g, &bindings, vec4);
+    } else {
+        src += &buffers(0, bindings.len(), ty);
+    }
     src += &push_block("uint items; uint cols;", scalars.len());
     src += ACTIVATIONS;
     if vec4 {
         src += VEC4_WRAPPERS;
+    }
+    if any {
+        src += DTYPE_FNS;
     }
     src += "void main() {\n";
     src += "    uint idx = gl_GlobalInvocationID.x\n";
@@ -384,6 +544,54 @@ mod tests {
         assert_eq!(a.scalars, vec![2.0]);
         assert_eq!(a.bindings.len(), 3);
         assert!(a.source.contains("S[0] * t0"));
+    }
+
+    #[test]
+    fn typed_chains_convert_on_load_round_each_value_and_narrow_on_store() {
+        let v = Shape::Vector(8);
+        let mut g = Program::default();
+        let x = g.leaf_typed(v, DType::F16);
+        let y = g.leaf_typed(v, DType::F16);
+        let a = g.op_typed(Op::Binary(Binary::Add, x, y), v, DType::F16);
+        let r = g.op_typed(Op::Unary(Unary::Relu, a), v, DType::F16);
+        let c = g.op(Op::Cast(r), v);
+        g.op_typed(Op::Cast(c), v, DType::Bf16);
+        let mut stored = vec![true; g.values.len()];
+        stored[a] = false;
+        stored[r] = false;
+        let gr = Group {
+            head: None,
+            nodes: vec![0, 1, 2, 3],
+            tail: None,
+        };
+        let gen = elementwise(&g, &gr, &stored, 8);
+        assert!(gen.vec4);
+        let src = &gen.source;
+        assert!(src.contains("GL_EXT_shader_16bit_storage"), "{src}");
+        assert!(src.contains("buffer B0 { u16vec4 d0[]; }"), "{src}");
+        assert!(src.contains("buffer B2 { vec4 d2[]; }"), "{src}");
+        assert!(src.contains("vec4 t0 = vkc_h2f(uvec4(d0[idx]));"), "{src}");
+        assert!(src.contains("vec4 t2 = vkc_rh(t0 + t1);"), "{src}");
+        assert!(src.contains("vec4 t5 = vkc_rb(t4);"), "{src}");
+        assert!(src.contains("d3[idx] = u16vec4(vkc_f2b(t5));"), "{src}");
+        assert_eq!(gen.bindings.len(), 4);
+        // A lone fill of a 16-bit tensor (scalar kernel: 7 elements).
+        let mut g = Program::default();
+        let f = g.op_typed(Op::Fill(1.5), Shape::Vector(7), DType::F16);
+        let gr = Group {
+            head: None,
+            nodes: vec![0],
+            tail: None,
+        };
+        let gen = elementwise(&g, &gr, &[true], 7);
+        assert!(!gen.vec4 && gen.scalars == [1.5]);
+        assert!(
+            gen.source.contains("float t0 = vkc_rh(float(S[0]));"),
+            "{}",
+            gen.source
+        );
+        assert!(gen.source.contains("d0[idx] = uint16_t(vkc_f2h(t0));"));
+        let _ = f;
     }
 
     #[test]

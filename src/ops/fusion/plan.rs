@@ -115,6 +115,18 @@ fn broadcast_reads(g: &Program, node: usize) -> Option<S> {
     }
 }
 
+/// Whether node `n` reads and writes f32 values only: matmul epilogues
+/// and reduction prologues (f32 kernels rewritten) take only such nodes;
+/// plain element-wise runs take any element type.
+fn all_f32(g: &Program, n: usize) -> bool {
+    let node = &g.nodes[n];
+    node.op
+        .inputs()
+        .into_iter()
+        .chain(std::iter::once(node.out))
+        .all(|v| g.values[v].dtype == crate::ops::DType::F32)
+}
+
 /// Groups maximal runs of element-wise nodes over the same shape.
 fn group(g: &Program, epilogue_ok: &dyn Fn(usize) -> bool, tail_ok: bool) -> Vec<Step> {
     let mut steps: Vec<Step> = Vec::new();
@@ -135,7 +147,8 @@ fn group(g: &Program, epilogue_ok: &dyn Fn(usize) -> bool, tail_ok: bool) -> Vec
             if let (Op::Sum(x) | Op::Max(x), Some(gr)) = (node.op, cur.as_mut()) {
                 let produced = gr.nodes.iter().any(|&n| g.nodes[n].out == x);
                 let bcast = gr.nodes.iter().any(|&n| broadcast_reads(g, n).is_some());
-                if tail_ok && gr.head.is_none() && produced && !bcast {
+                let f32s = gr.nodes.iter().all(|&n| all_f32(g, n));
+                if tail_ok && gr.head.is_none() && produced && !bcast && f32s {
                     gr.tail = Some(i);
                     let done = cur.take();
                     if let Some(done) = done {
@@ -159,6 +172,7 @@ fn group(g: &Program, epilogue_ok: &dyn Fn(usize) -> bool, tail_ok: bool) -> Vec
                 let pm = &g.nodes[p];
                 if matches!(pm.op, Op::Matmul(..))
                     && epilogue_ok(p)
+                    && all_f32(g, i)
                     && node.op.inputs().contains(&pm.out)
                     && g.values[pm.out].shape.numel() == g.values[node.out].shape.numel()
                 {
@@ -206,6 +220,9 @@ fn group(g: &Program, epilogue_ok: &dyn Fn(usize) -> bool, tail_ok: bool) -> Vec
 fn fits_group(g: &Program, gr: &Group, i: usize) -> bool {
     let node = &g.nodes[i];
     let shape = g.values[node.out].shape;
+    if gr.head.is_some() && !all_f32(g, i) {
+        return false;
+    }
     let first = gr.head.or(gr.nodes.first().copied());
     if let Some(f) = first {
         let s0 = g.values[g.nodes[f].out].shape;
@@ -649,6 +666,43 @@ mod tests {
                 tail: Some(2)
             })]
         );
+    }
+
+    #[test]
+    fn sixteen_bit_runs_fuse_but_not_into_matmuls_or_reductions() {
+        use crate::ops::DType;
+        let v = Shape::Vector(8);
+        let mut g = Program::default();
+        let x = g.leaf_typed(v, DType::F16);
+        let y = g.leaf_typed(v, DType::F16);
+        let a = g.op_typed(Op::Binary(Binary::Add, x, y), v, DType::F16);
+        let r = g.op_typed(Op::Unary(Unary::Relu, a), v, DType::F16);
+        let c = g.op(Op::Cast(r), v);
+        let s = g.op(Op::Sum(c), Shape::Vector(1));
+        let mut live = vec![false; g.values.len()];
+        live[s] = true;
+        let p = plan(&g, &live, true, &|_| true, true);
+        assert_eq!(
+            p.steps,
+            vec![
+                Step::Fused(Group {
+                    head: None,
+                    nodes: vec![0, 1, 2],
+                    tail: None
+                }),
+                Step::Single(3)
+            ]
+        );
+        // A matmul does not take a cast to f16 as its epilogue.
+        let m = Shape::Matrix(2, 2);
+        let mut g = Program::default();
+        let a = g.leaf(m);
+        let c = g.op(Op::Matmul(a, a), m);
+        let h = g.op_typed(Op::Cast(c), m, DType::F16);
+        let live = vec![false, false, true];
+        let _ = h;
+        let p = plan(&g, &live, true, &|_| true, true);
+        assert_eq!(p.steps, vec![Step::Single(0), Step::Single(1)]);
     }
 
     #[test]

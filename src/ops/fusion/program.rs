@@ -2,6 +2,7 @@
 //! [`crate::Graph`]): values, the storage they live in, and the ops that
 //! produce them. Pure data; planning and execution read it.
 
+use crate::ops::dtype::DType;
 use crate::ops::tensor::Shape;
 use crate::ops::{Binary, Unary};
 
@@ -10,12 +11,21 @@ pub(crate) type V = usize;
 /// Index of a storage (one GPU buffer at execution).
 pub(crate) type S = usize;
 
-/// One value: a shape, and the storage it is (or would be) written to. An
-/// in-place op makes a new value in its input's storage.
+/// One value: a shape, an element type, and the storage it is (or would
+/// be) written to. An in-place op makes a new value in its input's storage
+/// (of the storage's element type: a storage holds one type).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Value {
     pub shape: Shape,
+    pub dtype: DType,
     pub storage: S,
+}
+
+impl Value {
+    /// Bytes the value takes in memory.
+    pub fn bytes(&self) -> u64 {
+        self.shape.numel() * self.dtype.size()
+    }
 }
 
 /// What an op computes.
@@ -39,8 +49,10 @@ pub(crate) enum Op {
     Softmax(V),
     /// Transpose.
     Transpose(V),
-    /// Every element `value`.
+    /// Every element `value` (rounded to the output's element type).
     Fill(f32),
+    /// `x` converted to the output's element type (element-wise).
+    Cast(V),
     /// A transformer op ([`crate::ops::nn`]) on f32 tensors.
     Nn(NnOp),
 }
@@ -102,7 +114,12 @@ impl Op {
     /// The values the op reads.
     pub fn inputs(&self) -> Vec<V> {
         match *self {
-            Op::Unary(_, x) | Op::Sum(x) | Op::Max(x) | Op::Softmax(x) | Op::Transpose(x) => {
+            Op::Unary(_, x)
+            | Op::Sum(x)
+            | Op::Max(x)
+            | Op::Softmax(x)
+            | Op::Transpose(x)
+            | Op::Cast(x) => {
                 vec![x]
             }
             Op::Binary(_, a, b) | Op::AddRow(a, b) | Op::Matmul(a, b) | Op::Dot(a, b) => {
@@ -123,7 +140,10 @@ impl Op {
 
     /// Element-wise (fusable into a chain).
     pub fn is_elementwise(&self) -> bool {
-        matches!(self, Op::Unary(..) | Op::Binary(..) | Op::AddRow(..))
+        matches!(
+            self,
+            Op::Unary(..) | Op::Binary(..) | Op::AddRow(..) | Op::Cast(..)
+        )
     }
 
     /// The op's short name (`add`, `gelu`, `matmul`), as a fused kernel's
@@ -142,6 +162,7 @@ impl Op {
             Op::Softmax(_) => "softmax",
             Op::Transpose(_) => "transpose",
             Op::Fill(_) => "fill",
+            Op::Cast(_) => "cast",
             Op::Nn(NnOp::RmsNorm { .. }) => "rms_norm",
             Op::Nn(NnOp::LayerNorm { .. }) => "layer_norm",
             Op::Nn(NnOp::SiluMul { .. }) => "silu_mul",
@@ -157,7 +178,9 @@ impl Op {
     /// Scalars the op passes to a fused kernel.
     pub fn scalars(&self) -> Vec<f32> {
         match *self {
-            Op::Unary(Unary::Scale(a), _) | Op::Binary(Binary::Axpy(a), _, _) => vec![a],
+            Op::Unary(Unary::Scale(a), _) | Op::Binary(Binary::Axpy(a), _, _) | Op::Fill(a) => {
+                vec![a]
+            }
             _ => Vec::new(),
         }
     }
@@ -179,13 +202,20 @@ pub(crate) struct Program {
     pub producer: Vec<Option<usize>>,
     /// Number of storages.
     pub storages: usize,
+    /// Element type of each storage (of every value in it).
+    pub storage_dtype: Vec<DType>,
 }
 
 impl Program {
-    /// A new value in a new storage, with no producer.
+    /// A new f32 value in a new storage, with no producer.
+    #[cfg(test)]
     pub fn leaf(&mut self, shape: Shape) -> V {
-        let s = self.storages;
-        self.storages += 1;
+        self.leaf_typed(shape, DType::F32)
+    }
+
+    /// A new value of `dtype` in a new storage, with no producer.
+    pub fn leaf_typed(&mut self, shape: Shape, dtype: DType) -> V {
+        let s = self.new_storage(dtype);
         self.push_value(shape, s, None)
     }
 
@@ -194,11 +224,21 @@ impl Program {
         self.push_value(shape, storage, None)
     }
 
-    /// Records `op` writing a new storage.
+    /// Records `op` writing a new f32 storage.
     pub fn op(&mut self, op: Op, shape: Shape) -> V {
-        let s = self.storages;
-        self.storages += 1;
+        self.op_typed(op, shape, DType::F32)
+    }
+
+    /// Records `op` writing a new storage of `dtype`.
+    pub fn op_typed(&mut self, op: Op, shape: Shape, dtype: DType) -> V {
+        let s = self.new_storage(dtype);
         self.op_into(op, shape, s)
+    }
+
+    fn new_storage(&mut self, dtype: DType) -> S {
+        self.storages += 1;
+        self.storage_dtype.push(dtype);
+        self.storages - 1
     }
 
     /// Records `op` writing `storage` (in place).
@@ -210,7 +250,12 @@ impl Program {
     }
 
     fn push_value(&mut self, shape: Shape, storage: S, producer: Option<usize>) -> V {
-        self.values.push(Value { shape, storage });
+        let dtype = self.storage_dtype[storage];
+        self.values.push(Value {
+            shape,
+            dtype,
+            storage,
+        });
         self.producer.push(producer);
         self.values.len() - 1
     }

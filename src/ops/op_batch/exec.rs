@@ -3,11 +3,12 @@
 
 use std::sync::Arc;
 
+use super::dtypes::generated_single;
 use super::inputs::Bound;
 use super::liveness::{self, Existing, StorageInfo};
 use super::OpBatch;
 use crate::batch::BatchOptions;
-use crate::ops::fusion::plan::{barriers, plan, step_access, Plan, Step};
+use crate::ops::fusion::plan::{barriers, plan, step_access, Group, Plan, Step};
 use crate::ops::fusion::program::{Op, V};
 use crate::ops::matmul::{choose_matmul, matmul_views, MatmulCaps, MatmulDtype, MatmulKernel};
 use crate::ops::reduce::{self, Kind};
@@ -151,9 +152,24 @@ fn prepare(ob: &mut OpBatch, live: Vec<bool>) -> Result<Prepared> {
     let mut memo = std::mem::take(&mut ob.kernel_memo);
     let mut fused = Vec::with_capacity(plan.steps.len());
     for s in &plan.steps {
-        let k = match s {
+        let lone;
+        let gr = match s {
+            // An element-wise node of a type no built-in kernel covers runs
+            // as a generated kernel of its own.
+            Step::Single(n) if cfg!(feature = "glsl") && generated_single(&ob.graph, *n) => {
+                lone = Group {
+                    head: None,
+                    nodes: vec![*n],
+                    tail: None,
+                };
+                Some(&lone)
+            }
             Step::Single(_) => None,
-            Step::Fused(gr) => match fused_kernel(ob, gr, &plan, &caps, &mut memo) {
+            Step::Fused(gr) => Some(gr),
+        };
+        let k = match gr {
+            None => None,
+            Some(gr) => match fused_kernel(ob, gr, &plan, &caps, &mut memo) {
                 Ok(k) => Some(k),
                 Err(e) => {
                     ob.kernel_memo = memo;
@@ -272,9 +288,11 @@ fn fused_kernel(
     let kernel = match memo.get(&key) {
         Some(k) => k.clone(),
         None => {
+            // Bound as bytes (any element type; the source declares each).
             let k = Kernel::builder(&ob.gpu)
                 .glsl(&gen.source)
                 .label(&gr.label(g))
+                .raw_elements()
                 .build()?;
             memo.insert(key, k.clone());
             k
@@ -310,10 +328,12 @@ fn assign_buffers(ob: &mut OpBatch, plan: &mut Plan, live: &[bool]) -> Result<()
         .iter()
         .map(|s| step_access(g, s, &plan.stored))
         .collect();
-    let mut numel = vec![0u64; g.storages];
+    // Sizes in bytes, rounded up to whole f32 words (pooled buffers are
+    // made of them), so storages of any element types share buffers.
+    let mut bytes = vec![0u64; g.storages];
     let mut pinned = vec![false; g.storages];
     for (v, val) in g.values.iter().enumerate() {
-        numel[val.storage] = val.shape.numel();
+        bytes[val.storage] = bytes[val.storage].max(val.bytes());
         pinned[val.storage] |= live.get(v).copied().unwrap_or(false);
     }
     if ob.graphed {
@@ -328,7 +348,7 @@ fn assign_buffers(ob: &mut OpBatch, plan: &mut Plan, live: &[bool]) -> Result<()
         .map(|s| StorageInfo {
             fixed: ob.fixed[s],
             pinned: pinned[s],
-            numel: numel[s],
+            bytes: bytes[s].next_multiple_of(4),
             prev: ob.pool_of[s],
         })
         .collect();
@@ -337,7 +357,7 @@ fn assign_buffers(ob: &mut OpBatch, plan: &mut Plan, live: &[bool]) -> Result<()
         .pool
         .iter()
         .map(|b| Existing {
-            len: b.len() as u64,
+            bytes: b.byte_size(),
             only: given
                 .iter()
                 .find(|(k, _)| *k == Arc::as_ptr(&b.inner) as usize)
@@ -345,16 +365,20 @@ fn assign_buffers(ob: &mut OpBatch, plan: &mut Plan, live: &[bool]) -> Result<()
         })
         .collect();
     let a = liveness::assign(&infos, &access, &existing);
-    let mut pool = Vec::with_capacity(a.lens.len());
-    for (&len, kept) in a.lens.iter().zip(&a.kept) {
+    let mut pool = Vec::with_capacity(a.bytes.len());
+    for (&len, kept) in a.bytes.iter().zip(&a.kept) {
         pool.push(match kept {
             Some(i) => ob.pool[*i].clone(),
-            None => ob.gpu.alloc::<f32>(len as usize)?,
+            None => ob.gpu.alloc::<f32>(len.div_ceil(4) as usize)?,
         });
     }
-    for (s, &n) in numel.iter().enumerate() {
+    for (s, &n) in bytes.iter().enumerate() {
         if !ob.fixed[s] {
-            ob.buffers[s] = a.of[s].map(|p| Bound::head(pool[p].clone(), n as usize));
+            ob.buffers[s] = a.of[s].map(|p| {
+                let mut b = Bound::of(&pool[p], 0, 0);
+                b.bytes = n;
+                b
+            });
         }
     }
     // Keys of buffers no longer pooled may name new buffers later.
@@ -387,9 +411,9 @@ fn record(ob: &OpBatch) -> Result<Ticket> {
         .with_auto_barriers(false);
     let mut batch = ob.gpu.batch_with(options)?;
     for (s, value) in &ob.params {
-        let b = buf(ob, *s)?;
+        let (b, start) = buf(ob, *s)?.f32_buffer()?;
         // Ordered as if a barrier stood on both sides (auto barriers off).
-        batch.write(&b.buf, b.start, &value())?;
+        batch.write(b, start, &value())?;
     }
     record_steps(ob, &mut batch)?;
     batch.submit_async()
@@ -407,19 +431,26 @@ pub(super) fn record_steps(ob: &OpBatch, batch: &mut Batch) -> Result<()> {
             batch.barrier();
         }
         match (step, &p.fused[i]) {
-            (Step::Single(n), _) => single(ob, batch, *n)?,
-            (Step::Fused(_), Some(f)) => {
+            (Step::Single(n), None) => single(ob, batch, *n)?,
+            (_, Some(f)) => {
+                if let Launch::Invocations(items) = f.launch {
+                    let bufs = f
+                        .bindings
+                        .iter()
+                        .map(|&s| buf(ob, s).and_then(Bound::raw_slice))
+                        .collect::<Result<Vec<BufferSlice<'_, u8>>>>()?;
+                    let b: Vec<&dyn GpuBuf> = bufs.iter().map(|b| b as &dyn GpuBuf).collect();
+                    let b = declared(&f.kernel, b);
+                    batch.run_with_push_constants(&f.kernel, &b, items, &f.push)?;
+                    continue;
+                }
                 let bufs = f
                     .bindings
                     .iter()
                     .map(|&s| buf(ob, s).and_then(Bound::slice))
                     .collect::<Result<Vec<BufferSlice<'_, f32>>>>()?;
                 match f.launch {
-                    Launch::Invocations(items) => {
-                        let b: Vec<&dyn GpuBuf> = bufs.iter().map(|b| b as &dyn GpuBuf).collect();
-                        let b = declared(&f.kernel, b);
-                        batch.run_with_push_constants(&f.kernel, &b, items, &f.push)?;
-                    }
+                    Launch::Invocations(_) => {}
                     Launch::Reduce(groups, tail) => {
                         let scratch = ob
                             .scratch
@@ -520,8 +551,49 @@ fn single(ob: &OpBatch, batch: &mut Batch, n: usize) -> Result<()> {
             o::transpose(batch, &sbuf(ob, x)?, &out, s.rows(), s.cols())
         }
         Op::Fill(value) => o::fill::<f32>(batch, value, &out),
+        Op::Cast(x) => cast(ob, batch, x, node.out),
         Op::Nn(op) => super::transformer::record(ob, batch, op, &out, shape),
     }
+}
+
+/// A cast run by the built-in conversion kernels (without generated
+/// kernels; the op batch records casts between f32, f16 and bf16 only
+/// then).
+fn cast(ob: &OpBatch, batch: &mut Batch, x: V, out: V) -> Result<()> {
+    use crate::ops::{Bf16, DType, F16};
+    let (vx, vo) = (ob.graph.values[x], ob.graph.values[out]);
+    let (bx, bo) = (buf(ob, vx.storage)?, buf(ob, vo.storage)?);
+    let n = vx.shape.numel() as usize;
+    macro_rules! run {
+        ($s:ty, $d:ty) => {{
+            let (tx, sx) = typed::<$s>(bx)?;
+            let (to, so) = typed::<$d>(bo)?;
+            o::convert::<$s, $d>(batch, &tx.slice(sx..sx + n)?, &to.slice(so..so + n)?)
+        }};
+    }
+    match (vx.dtype, vo.dtype) {
+        (DType::F32, DType::F32) => o::copy::<f32>(batch, &bx.slice()?, &bo.slice()?),
+        (DType::F32, DType::F16) => run!(f32, F16),
+        (DType::F32, DType::Bf16) => run!(f32, Bf16),
+        (DType::F16, DType::F32) => run!(F16, f32),
+        (DType::F16, DType::F16) => run!(F16, F16),
+        (DType::F16, DType::Bf16) => run!(F16, Bf16),
+        (DType::Bf16, DType::F32) => run!(Bf16, f32),
+        (DType::Bf16, DType::F16) => run!(Bf16, F16),
+        (DType::Bf16, DType::Bf16) => run!(Bf16, Bf16),
+        _ => Err(internal("a cast without a built-in kernel")),
+    }
+}
+
+/// A storage's buffer as `T`s, and the storage's first element in it.
+fn typed<T: bytemuck::Pod>(b: &Bound) -> Result<(crate::Buffer<T>, usize)> {
+    let size = std::mem::size_of::<T>() as u64;
+    let buf = b
+        .raw
+        .reinterpret::<T>()
+        .filter(|_| b.start % size == 0)
+        .ok_or_else(|| internal("a storage is not a whole number of its elements"))?;
+    Ok((buf, (b.start / size) as usize))
 }
 
 /// A sum, max or dot with the node's own scratch.

@@ -8,7 +8,8 @@
 //! Any other storage is *transient*: it needs memory only from the first
 //! step that touches it to the last, and its buffer goes back to the pool
 //! after that last step, for a later step's storage of a similar size
-//! (at least as many elements, at most twice as many). A step never gets
+//! (at least as many bytes, at most twice as many: sizes are in bytes,
+//! so storages of different element types share buffers). A step never gets
 //! a buffer that one of its own operands gives back, so no single kernel
 //! reads and writes one buffer through two storages. Reuse adds
 //! write-after-read and write-after-write hazards between steps; the
@@ -25,10 +26,10 @@ pub(crate) struct Assignment {
     /// Per storage: the pooled buffer it is bound to (`None`: a storage
     /// with a buffer of its own, or one no step touches).
     pub of: Vec<Option<usize>>,
-    /// Per pooled buffer, its length in elements. The first ones are the
+    /// Per pooled buffer, its size in bytes. The first ones are the
     /// `existing` buffers given to [`assign`] that are still used (see
     /// `kept`); the rest are new.
-    pub lens: Vec<u64>,
+    pub bytes: Vec<u64>,
     /// Per pooled buffer, the index among `existing` it reuses (`None`:
     /// make a new one).
     pub kept: Vec<Option<usize>>,
@@ -41,8 +42,8 @@ pub(crate) struct StorageInfo {
     pub fixed: bool,
     /// A value of it must be readable after execution.
     pub pinned: bool,
-    /// Elements.
-    pub numel: u64,
+    /// Bytes.
+    pub bytes: u64,
     /// The existing buffer it had last time (preferred when free and
     /// large enough).
     pub prev: Option<usize>,
@@ -51,16 +52,16 @@ pub(crate) struct StorageInfo {
 /// A pooled buffer made before this plan.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Existing {
-    /// Elements.
-    pub len: u64,
+    /// Bytes.
+    pub bytes: u64,
     /// Only this storage may take it (a buffer handed out while it held
     /// that storage's value: it keeps that value's role or goes).
     pub only: Option<S>,
 }
 
-/// Whether a free buffer of `len` elements may hold a storage of `numel`.
-fn fits(len: u64, numel: u64) -> bool {
-    len >= numel && len <= numel.saturating_mul(2)
+/// Whether a free buffer of `len` bytes may hold a storage of `want`.
+fn fits(len: u64, want: u64) -> bool {
+    len >= want && len <= want.saturating_mul(2)
 }
 
 /// Assigns the op batch's own storages to pooled buffers. `access[i]`:
@@ -98,7 +99,7 @@ pub(crate) fn assign(
     let mut bufs: Vec<(u64, Option<usize>, Option<S>)> = existing
         .iter()
         .enumerate()
-        .map(|(i, e)| (e.len, Some(i), e.only))
+        .map(|(i, e)| (e.bytes, Some(i), e.only))
         .collect();
     let mut free: BTreeSet<usize> = (0..bufs.len()).collect();
     // Per buffer, the step after which it was last given back: among
@@ -117,7 +118,7 @@ pub(crate) fn assign(
             }
         }
         for &s in &starts[i] {
-            let want = storages[s].numel;
+            let want = storages[s].bytes;
             let prev = storages[s].prev.filter(|&p| {
                 free.contains(&p) && bufs[p].0 >= want && bufs[p].2.map_or(true, |o| o == s)
             });
@@ -144,17 +145,17 @@ pub(crate) fn assign(
     // Existing buffers no storage took are dropped: renumber the rest.
     let used: BTreeSet<usize> = of.iter().flatten().copied().collect();
     let mut renumber = vec![usize::MAX; bufs.len()];
-    let mut lens = Vec::new();
+    let mut bytes = Vec::new();
     let mut kept = Vec::new();
     for b in used {
-        renumber[b] = lens.len();
-        lens.push(bufs[b].0);
+        renumber[b] = bytes.len();
+        bytes.push(bufs[b].0);
         kept.push(bufs[b].1);
     }
     for o in of.iter_mut().flatten() {
         *o = renumber[*o];
     }
-    Assignment { of, lens, kept }
+    Assignment { of, bytes, kept }
 }
 
 /// The resource each storage's memory is, for barriers: storages in one
@@ -223,25 +224,25 @@ mod tests {
         v.iter().copied().collect()
     }
 
-    fn own(numel: u64, pinned: bool) -> StorageInfo {
+    fn own(bytes: u64, pinned: bool) -> StorageInfo {
         StorageInfo {
             fixed: false,
             pinned,
-            numel,
+            bytes,
             prev: None,
         }
     }
 
     fn free(lens: &[u64]) -> Vec<Existing> {
         lens.iter()
-            .map(|&len| Existing { len, only: None })
+            .map(|&bytes| Existing { bytes, only: None })
             .collect()
     }
 
     const INPUT: StorageInfo = StorageInfo {
         fixed: true,
         pinned: false,
-        numel: 8,
+        bytes: 8,
         prev: None,
     };
 
@@ -260,11 +261,36 @@ mod tests {
     }
 
     #[test]
+    fn storages_of_different_element_types_share_buffers_by_bytes() {
+        use crate::ops::DType;
+        // f32 × 64 (256 bytes) -> f16 × 128 (256 bytes) -> f16 × 64 (128
+        // bytes) -> f32 × 64: each step reads the one before.
+        let sizes = [
+            64 * DType::F32.size(),
+            128 * DType::F16.size(),
+            64 * DType::F16.size(),
+            64 * DType::F32.size(),
+        ];
+        let mut st = vec![INPUT];
+        st.extend(sizes.iter().enumerate().map(|(i, &b)| own(b, i == 3)));
+        let acc: Access = (1..=4).map(|i| (set(&[i - 1]), set(&[i]))).collect();
+        let a = assign(&st, &acc, &[]);
+        // Ping-pong by bytes: the 64 f16 values (128 bytes) take the
+        // buffer of the first 64 f32 values (256 bytes, within twice), and
+        // the last f32 value the buffer of the 128 f16 values (the same
+        // 256 bytes).
+        assert_eq!(a.of[1], a.of[3], "{:?}", a.of);
+        assert_eq!(a.of[2], a.of[4], "{:?}", a.of);
+        assert_ne!(a.of[1], a.of[2]);
+        assert_eq!(a.bytes, [256, 256]);
+    }
+
+    #[test]
     fn a_chain_ping_pongs_between_two_buffers_and_keeps_the_held_one() {
         let (st, acc) = chain(50);
         let a = assign(&st, &acc, &[]);
         assert_eq!(a.of[0], None, "an input is never pooled");
-        assert!(a.lens.len() <= 3, "{:?}", a.lens);
+        assert!(a.bytes.len() <= 3, "{:?}", a.bytes);
         // Neighbours never share: a step reads one and writes the other.
         for i in 1..50 {
             assert_ne!(a.of[i], a.of[i + 1]);
@@ -329,15 +355,15 @@ mod tests {
             (set(&[2]), set(&[3])),
         ];
         let a = assign(&st, &acc, &[]);
-        assert_eq!(a.lens.len(), 3);
+        assert_eq!(a.bytes.len(), 3);
         // 40 elements in the freed 100-element buffer? 100 > 2·40: no.
         assert_ne!(a.of[3], a.of[1]);
         // Existing buffers: the one of 64 elements serves the 40; the
         // 1000-element one serves nobody and is dropped.
         let a = assign(&st, &acc, &free(&[1000, 64, 100]));
-        assert_eq!(a.lens.iter().filter(|l| **l == 1000).count(), 0);
+        assert_eq!(a.bytes.iter().filter(|l| **l == 1000).count(), 0);
         let i40 = a.of[3].unwrap();
-        assert_eq!((a.lens[i40], a.kept[i40]), (64, Some(1)));
+        assert_eq!((a.bytes[i40], a.kept[i40]), (64, Some(1)));
         assert_eq!(a.kept[a.of[1].unwrap()], Some(2));
         assert_eq!(a.kept[a.of[2].unwrap()], None);
     }
@@ -392,7 +418,7 @@ mod tests {
             (set(&[2]), set(&[3])),
         ];
         let reserved = [Existing {
-            len: 8,
+            bytes: 8,
             only: Some(3),
         }];
         let a = assign(&st, &acc, &reserved);

@@ -40,7 +40,10 @@ impl OpBatch {
         const OP: &str = "ops::nn::rms_norm";
         check_row_vector(OP, "weight", x, weight)?;
         nn::check_eps(OP, eps)?;
-        let (x_v, w) = (self.value(x)?, self.value(weight)?);
+        let (x_v, w) = (
+            self.f32_value(OP, "x", x)?,
+            self.f32_value(OP, "weight", weight)?,
+        );
         Ok(self.push(Op::Nn(NnOp::RmsNorm { x: x_v, w, eps }), x.shape))
     }
 
@@ -57,7 +60,9 @@ impl OpBatch {
         check_row_vector(OP, "weight", x, weight)?;
         check_row_vector(OP, "bias", x, bias)?;
         nn::check_eps(OP, eps)?;
-        let (x_v, w, b) = (self.value(x)?, self.value(weight)?, self.value(bias)?);
+        let x_v = self.f32_value(OP, "x", x)?;
+        let w = self.f32_value(OP, "weight", weight)?;
+        let b = self.f32_value(OP, "bias", bias)?;
         let op = Op::Nn(NnOp::LayerNorm { x: x_v, w, b, eps });
         Ok(self.push(op, x.shape))
     }
@@ -72,7 +77,11 @@ impl OpBatch {
                 format!("is {}, but gate is {}", up.shape, gate.shape),
             ));
         }
-        let (g, u) = (self.value(gate)?, self.value(up)?);
+        const OP: &str = "ops::nn::silu_mul";
+        let (g, u) = (
+            self.f32_value(OP, "gate", gate)?,
+            self.f32_value(OP, "up", up)?,
+        );
         let op = Op::Nn(NnOp::SiluMul { gate: g, up: u });
         Ok(self.push(op, gate.shape))
     }
@@ -96,7 +105,7 @@ impl OpBatch {
                 format!("{rows} rows are not a multiple of q_len ({q_len})"),
             ));
         }
-        let v = self.value(x)?;
+        let v = self.f32_value(OP, "x", x)?;
         Ok(self.push(Op::Nn(NnOp::CausalSoftmax { x: v, q_len }), x.shape))
     }
 
@@ -124,7 +133,9 @@ impl OpBatch {
         ];
         nn::rope::check_args([tokens, heads, head_dim], elems)?;
         self.same_device("ops::nn::rotary", "positions", positions)?;
-        let (x_v, inv) = (self.value(x)?, self.value(inv_freq)?);
+        const OP: &str = "ops::nn::rotary";
+        let x_v = self.f32_value(OP, "x", x)?;
+        let inv = self.f32_value(OP, "inv_freq", inv_freq)?;
         let pos = self.keep_words(positions);
         let op = Op::Nn(NnOp::Rotary {
             x: x_v,
@@ -148,7 +159,10 @@ impl OpBatch {
         scale: f32,
     ) -> Result<Tensor> {
         nn::prefill::check_args(shape, scale, [q.numel(), k.numel(), v.numel(), q.numel()])?;
-        let (qv, kv, vv) = (self.value(q)?, self.value(k)?, self.value(v)?);
+        const OP: &str = "ops::nn::attention_prefill";
+        let qv = self.f32_value(OP, "q", q)?;
+        let kv = self.f32_value(OP, "k", k)?;
+        let vv = self.f32_value(OP, "v", v)?;
         let op = Op::Nn(NnOp::Prefill {
             q: qv,
             k: kv,
@@ -183,7 +197,7 @@ impl OpBatch {
         let tokens = nn::gather::check_args([vocab, dim], elems)?;
         self.same_device(OP, "ids", ids)?;
         self.same_device(OP, "flag", flag)?;
-        let t = self.value(table)?;
+        let t = self.f32_value(OP, "table", table)?;
         let (ids, flag) = (self.keep_words(ids), self.keep_words(flag));
         let op = Op::Nn(NnOp::Embedding {
             table: t,
@@ -218,7 +232,9 @@ impl OpBatch {
         ];
         nn::attention::check_args(shape, scale, elems)?;
         self.same_device(OP, "lens", lens)?;
-        let (qv, kv, vv) = (self.value(q)?, self.value(k_cache)?, self.value(v_cache)?);
+        let qv = self.f32_value(OP, "q", q)?;
+        let kv = self.f32_value(OP, "k_cache", k_cache)?;
+        let vv = self.f32_value(OP, "v_cache", v_cache)?;
         let len = nn::attention::scratch_len(shape)? as usize;
         self.nn_scratch.push(self.gpu.alloc::<f32>(len)?);
         let lens = self.keep_words(lens);
@@ -254,7 +270,10 @@ impl OpBatch {
         nn::kv::check_args(shape, elems)?;
         self.same_device(OP, "positions", positions)?;
         self.same_device(OP, "flag", flag)?;
-        let (nv, cv) = (self.value(new)?, self.value(cache)?);
+        let (nv, cv) = (
+            self.f32_value(OP, "new", new)?,
+            self.f32_value(OP, "cache", cache)?,
+        );
         let (pos, flag) = (self.keep_words(positions), self.keep_words(flag));
         let op = Op::Nn(NnOp::KvAppend {
             new: nv,
