@@ -550,23 +550,6 @@ pub enum Error {
         detail: String,
     },
 
-    /// An [`OpBatch`](crate::ops::OpBatch) op was given a tensor of an
-    /// element type it does not take (an f32-only op given an f16 tensor),
-    /// or operands of different element types (an f16 tensor added to a
-    /// bf16 one). Nothing is recorded then.
-    #[error("{op}: {operand} is {dtype}; {detail}")]
-    OpDtype {
-        /// The op.
-        op: &'static str,
-        /// The operand at fault and its shape (`b [4]`).
-        operand: String,
-        /// Its element type.
-        dtype: crate::ops::DType,
-        /// What the op takes instead (the other operand's type, or the
-        /// types it accepts).
-        detail: String,
-    },
-
     /// A matmul's dimensions or buffers do not fit: a zero or oversized
     /// dimension, or a buffer whose length is not the shape's.
     #[error("matmul of {m}×{k} by {k}×{n}: {detail}")]

@@ -17,6 +17,7 @@
 
 mod common;
 
+use vkcompute::ops::OpsError;
 use vkcompute::ops::{Bf16, DType, OpBatchOptions, Shape, F16};
 use vkcompute::Error;
 
@@ -244,8 +245,8 @@ fn without_generated_kernels_sixteen_bit_arithmetic_is_refused() {
         let h = ops.upload_as(&[F16::from_f32(1.0); 4]).unwrap();
         let u = ops.upload_as(&[1u32; 4]).unwrap();
         let glsl = |e: Error| match &e {
-            Error::OpDtype { .. } if e.to_string().contains("`glsl` feature") => {}
-            other => panic!("expected OpDtype naming the glsl feature, got {other:?}"),
+            Error::Ops(OpsError::Dtype { .. }) if e.to_string().contains("`glsl` feature") => {}
+            other => panic!("expected OpsError::Dtype naming the glsl feature, got {other:?}"),
         };
         glsl(ops.relu(&h).unwrap_err());
         glsl(ops.add(&h, &h).unwrap_err());
@@ -458,16 +459,16 @@ fn mixed_and_unsupported_types_are_typed_errors_at_record_time() {
     let f2 = ops.upload(&[1.0f32; 2]).unwrap();
     let before = ops.num_operations();
     let check = |e: Error, op: &str, dtype: DType, words: &[&str]| match &e {
-        Error::OpDtype {
+        Error::Ops(OpsError::Dtype {
             op: o, dtype: d, ..
-        } => {
-            assert_eq!((*o, *d), (op, dtype), "{e}");
+        }) => {
+            assert_eq!((*o, *d), (op, dtype.name()), "{e}");
             let msg = e.to_string();
             for w in words {
                 assert!(msg.contains(w), "{msg} lacks {w}");
             }
         }
-        other => panic!("{op}: expected OpDtype, got {other:?}"),
+        other => panic!("{op}: expected OpsError::Dtype, got {other:?}"),
     };
     check(
         ops.add(&h, &b).unwrap_err(),

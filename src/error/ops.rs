@@ -33,6 +33,23 @@ pub enum OpsError {
         /// The value given and the range allowed.
         detail: String,
     },
+    /// An [`OpBatch`](crate::ops::OpBatch) op was given a tensor of an
+    /// element type it does not take (an f32-only op given an f16 tensor),
+    /// or operands of different element types (an f16 tensor added to a
+    /// bf16 one). Nothing is recorded then.
+    #[error("{op}: {operand} is {dtype}; {detail}")]
+    Dtype {
+        /// The op.
+        op: &'static str,
+        /// The operand at fault and its shape (`b [4]`).
+        operand: String,
+        /// Its element type's name (`f16`, as
+        /// [`DType::name`](crate::ops::DType::name) gives it).
+        dtype: &'static str,
+        /// What the op takes instead (the other operand's type, or the
+        /// types it accepts).
+        detail: String,
+    },
     /// A model-configuration field the op does not implement (an unknown
     /// `rope_scaling` type) or whose value it cannot use.
     #[error("{op}: config field {field}: {detail}")]

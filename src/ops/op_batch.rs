@@ -115,10 +115,10 @@ static NEXT_BATCH: AtomicU64 = AtomicU64::new(1);
 /// round each result to the tensor's type, fused or not (16-bit tensors
 /// need `shaderFloat16` and 16-bit storage for f16, 16-bit storage for
 /// bf16, else [`Error::Unsupported`], and the `glsl` feature, else
-/// [`Error::OpDtype`]); operands of two types are an [`Error::OpDtype`]
+/// [`OpsError::Dtype`](crate::ops::OpsError::Dtype)); operands of two types are an [`OpsError::Dtype`](crate::ops::OpsError::Dtype)
 /// naming both. Every other op (matmul, reductions, softmax, transpose,
 /// the transformer ops) takes f32 tensors only and refuses others with
-/// [`Error::OpDtype`]: cast first.
+/// [`OpsError::Dtype`](crate::ops::OpsError::Dtype): cast first.
 ///
 /// **Memory**: the op batch's own values (results and intermediates, not
 /// uploads or imports) live in pooled buffers reused by liveness: a value
@@ -378,7 +378,7 @@ impl OpBatch {
     }
 
     /// `g(a, b)` as a new tensor of `a`'s shape and element type (`b` must
-    /// have as many elements, of the same type: else [`Error::OpDtype`]).
+    /// have as many elements, of the same type: else [`OpsError::Dtype`](crate::ops::OpsError::Dtype)).
     pub fn binary(&mut self, g: Binary, a: &Tensor, b: &Tensor) -> Result<Tensor> {
         let (va, vb) = self.binary_operands(binary_name(g), a, b)?;
         Ok(self.push_typed(Op::Binary(g, va, vb), a.shape, a.dtype))
@@ -626,7 +626,7 @@ impl OpBatch {
     /// for another value, though it reuses pooled buffers otherwise).
     /// Same errors as [`OpBatch::read`], and [`Error::TensorUnavailable`]
     /// for a tensor imported from a slice that does not start the buffer
-    /// (bind that slice of your buffer instead); [`Error::OpDtype`] for a
+    /// (bind that slice of your buffer instead); [`OpsError::Dtype`](crate::ops::OpsError::Dtype) for a
     /// tensor that is not f32.
     pub fn buffer(&self, t: &Tensor) -> Result<Buffer<f32>> {
         if t.dtype != DType::F32 {
@@ -692,7 +692,7 @@ impl OpBatch {
     /// f16 and bf16 tensors are widened (exactly). [`Error::TensorUnavailable`]
     /// for a tensor of another op batch, or one recorded or changed in
     /// place after the last execute or [`OpBatch::graph`];
-    /// [`Error::OpDtype`] for a `u32` tensor (read it with
+    /// [`OpsError::Dtype`](crate::ops::OpsError::Dtype) for a `u32` tensor (read it with
     /// [`OpBatch::read_as`]).
     pub fn read(&self, t: &Tensor) -> Result<Vec<f32>> {
         match t.dtype {

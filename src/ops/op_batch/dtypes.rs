@@ -18,12 +18,12 @@ use crate::{Error, Result};
 
 /// The error for an operand of the wrong element type.
 pub(super) fn dtype_err(op: &'static str, t: &Tensor, what: &str, detail: String) -> Error {
-    Error::OpDtype {
+    Error::Ops(crate::error::OpsError::Dtype {
         op,
         operand: t.describe(what),
-        dtype: t.dtype,
+        dtype: t.dtype.name(),
         detail,
-    }
+    })
 }
 
 /// Whether a cast from `from` to `to` is defined: among f32, f16 and
@@ -134,7 +134,7 @@ impl OpBatch {
     /// (exact below 2^24, else rounded to nearest even, as Rust's `as f32`)
     /// and f32 to `u32` (toward zero, saturating: NaN and negatives give 0,
     /// 2^32 and above `u32::MAX`, as Rust's `as u32`). Other pairs are an
-    /// [`Error::OpDtype`]. A cast fuses with the element-wise ops around
+    /// [`OpsError::Dtype`](crate::ops::OpsError::Dtype). A cast fuses with the element-wise ops around
     /// it: `cast(relu(x + y), F32)` of f16 `x` and `y` is one kernel.
     /// Casts that touch `u32` need the `glsl` feature (without it, casts
     /// among the float types run on the built-in conversion kernels).
@@ -187,28 +187,28 @@ impl OpBatch {
         const OP: &str = "ops::fill";
         Self::check_shape(OP, "the shape", shape)?;
         if !dtype.is_float() {
-            return Err(Error::OpDtype {
+            return Err(Error::Ops(crate::error::OpsError::Dtype {
                 op: OP,
                 operand: format!("the fill {shape}"),
-                dtype,
+                dtype: dtype.name(),
                 detail: "fills make f32, f16 and bf16 tensors".into(),
-            });
+            }));
         }
         dtype.check(&self.gpu)?;
         if let Some(detail) = generated_missing(dtype) {
-            return Err(Error::OpDtype {
+            return Err(Error::Ops(crate::error::OpsError::Dtype {
                 op: OP,
                 operand: format!("the fill {shape}"),
-                dtype,
+                dtype: dtype.name(),
                 detail,
-            });
+            }));
         }
         Ok(self.push_typed(Op::Fill(value), shape, dtype))
     }
 
     /// The value of `t` after the last execute or graph launch, downloaded
     /// as its own element type `T` (exact: the bits the GPU holds). Errors
-    /// as [`OpBatch::read`], and [`Error::OpDtype`] when `T` is not `t`'s
+    /// as [`OpBatch::read`], and [`OpsError::Dtype`](crate::ops::OpsError::Dtype) when `T` is not `t`'s
     /// element type.
     pub fn read_as<T: TensorElement>(&self, t: &Tensor) -> Result<Vec<T>> {
         if T::DTYPE != t.dtype {
