@@ -17,6 +17,7 @@ mod graph;
 mod inputs;
 mod liveness;
 mod transformer;
+mod views;
 
 /// Generated kernels by (source, specialization), kept across replans.
 type KernelMemo = std::collections::HashMap<(String, Vec<u32>), crate::Kernel>;
@@ -345,12 +346,18 @@ impl OpBatch {
         self.new_tensor(v)
     }
 
-    /// Records `op` overwriting `t` (in place).
+    /// Records `op` overwriting `t` (in place; through its layout where it
+    /// is a view), then points the other views of its storage at the
+    /// result.
     fn push_into(&mut self, op: Op, t: &Tensor) -> Result<()> {
         let old = self.value(t)?;
+        self.check_overlap(op.name(), old, &op.inputs())?;
         let val = self.graph.values[old];
-        let v = self.graph.op_into(op, val.shape, val.storage);
+        let v = self
+            .graph
+            .op_into_layout(op, val.shape, val.storage, val.layout);
         self.tensors[t.id.slot].1 = v;
+        self.rebase_views(t.id.slot, old, v);
         Ok(())
     }
 
@@ -572,8 +579,20 @@ impl OpBatch {
         Ok(self.push(Op::Softmax(v), x.shape))
     }
 
-    /// The transpose of a matrix (a vector of n becomes an n×1 matrix).
+    /// The transpose of a matrix (a vector of n becomes an n×1 matrix),
+    /// copied; tensors of rank 3 and 4 are an [`Error::OpShape`] (reorder
+    /// their dimensions with [`OpBatch::permute`], a view).
     pub fn transpose(&mut self, x: &Tensor) -> Result<Tensor> {
+        if x.shape.rank() > 2 {
+            return Err(shape_err(
+                "ops::transpose",
+                format!(
+                    "{} has rank {}; transpose takes rank 1 or 2 (OpBatch::permute reorders any rank)",
+                    x.describe("x"),
+                    x.shape.rank()
+                ),
+            ));
+        }
         let v = self.f32_value("ops::transpose", "x", x)?;
         let out = Shape::Matrix(x.shape.cols(), x.shape.rows());
         Ok(self.push(Op::Transpose(v), out))
@@ -638,7 +657,16 @@ impl OpBatch {
             ));
         }
         let b = self.bound(t)?;
-        let s = self.graph.values[self.value(t)?].storage;
+        let val = self.graph.values[self.value(t)?];
+        if val.layout.is_some() {
+            return Err(Error::TensorUnavailable {
+                detail: format!(
+                    "the tensor {} is a view at an offset or with strides; hand out OpBatch::contiguous of it",
+                    t.shape
+                ),
+            });
+        }
+        let s = val.storage;
         if !self.fixed[s] {
             // Pooled: from now on it serves only this tensor's storage.
             let mut given = self.given.lock().unwrap_or_else(|p| p.into_inner());
@@ -674,7 +702,7 @@ impl OpBatch {
 
     fn readable(&self, t: &Tensor) -> Result<V> {
         let v = self.value(t)?;
-        if let Some(p) = self.graph.producer[v] {
+        if let Some(p) = self.graph.producer[self.graph.root(v)] {
             if self.executed_nodes.map_or(true, |n| p >= n) {
                 return Err(Error::TensorUnavailable {
                     detail: format!(
