@@ -341,6 +341,15 @@ fn a_held_view_keeps_its_pooled_storage_alive() {
             .collect();
         assert_eq!(ops.read(&v).unwrap(), want, "fused {fused}");
         assert!(ops.read(&acc).is_ok());
+        // Only a view held: an in-place op on its dropped base (fusable
+        // with the op making it) must still reach memory for the view.
+        let b = ops.relu(&tx).unwrap();
+        let w = ops.select(&b, 0, 1).unwrap();
+        ops.scale_(&b, 2.0).unwrap();
+        drop(b);
+        ops.execute_blocking().unwrap();
+        let want: Vec<f32> = x[16..32].iter().map(|v| 2.0 * v.max(0.0)).collect();
+        assert_eq!(ops.read(&w).unwrap(), want, "fused {fused}");
     }
     common::assert_clean(&gpu);
 }
