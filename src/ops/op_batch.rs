@@ -351,7 +351,7 @@ impl OpBatch {
     /// result.
     fn push_into(&mut self, op: Op, t: &Tensor) -> Result<()> {
         let old = self.value(t)?;
-        self.check_overlap(op.name(), old, &op.inputs())?;
+        self.check_overlap(&op, old)?;
         let val = self.graph.values[old];
         let v = self
             .graph

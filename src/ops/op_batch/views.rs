@@ -161,13 +161,21 @@ impl OpBatch {
     /// An in-place op writing `target`'s storage may read no other view of
     /// that storage through another mapping (one invocation would read
     /// what another writes).
-    pub(super) fn check_overlap(&self, op: &'static str, target: V, inputs: &[V]) -> Result<()> {
+    /// A broadcast operand (a row bias) may not live in that storage at
+    /// all (every invocation reads it).
+    pub(super) fn check_overlap(&self, op: &Op, target: V) -> Result<()> {
         let g = &self.graph;
         let t = g.values[target];
         let m = mapping(t.shape, t.layout);
-        for &v in inputs {
+        let bias = match *op {
+            Op::AddRow(_, b) => Some(b),
+            _ => None,
+        };
+        for v in op.inputs() {
             let val = g.values[v];
-            if v != target && val.storage == t.storage && mapping(val.shape, val.layout) != m {
+            let differs = mapping(val.shape, val.layout) != m || Some(v) == bias;
+            if v != target && val.storage == t.storage && differs {
+                let op = op.name();
                 return Err(shape_err(
                     op,
                     format!(
