@@ -39,6 +39,8 @@ mod common;
 mod program;
 #[path = "op_batch_props/reference.rs"]
 mod reference;
+#[path = "op_batch_props/shrink.rs"]
+mod shrink;
 #[path = "op_batch_props/views.rs"]
 mod views;
 

@@ -183,7 +183,10 @@ fn views_feed_matmul_and_norms_through_contiguous() {
         match ops.matmul(&head, &tw) {
             Err(Error::OpShape { op, detail }) => {
                 assert_eq!(op, "ops::matmul");
-                assert!(detail.contains("[3×4]") && detail.contains("contiguous"), "{detail}");
+                assert!(
+                    detail.contains("[3×4]") && detail.contains("contiguous"),
+                    "{detail}"
+                );
             }
             other => panic!("expected OpShape, got {other:?}"),
         }
@@ -261,15 +264,23 @@ fn op_shape(r: vkcompute::Result<vkcompute::ops::Tensor>) -> (&'static str, Stri
 fn bad_views_are_typed_errors_at_record_time() {
     let gpu = common::gpu();
     let mut ops = gpu.ops();
-    let x = ops.upload_shaped(&thd(2, 3, 4), Shape::Dims3(2, 3, 4)).unwrap();
+    let x = ops
+        .upload_shaped(&thd(2, 3, 4), Shape::Dims3(2, 3, 4))
+        .unwrap();
     let (op, d) = op_shape(ops.permute(&x, &[0, 0, 1]));
     assert_eq!(op, "ops::permute");
-    assert!(d.contains("x [2×3×4]") && d.contains("permutation of 0..3"), "{d}");
+    assert!(
+        d.contains("x [2×3×4]") && d.contains("permutation of 0..3"),
+        "{d}"
+    );
     let (op, d) = op_shape(ops.permute(&x, &[0, 1]));
     assert!(op == "ops::permute" && d.contains("rank 3"), "{d}");
     let (op, d) = op_shape(ops.slice_rows(&x, 1, 2));
     assert_eq!(op, "ops::slice_rows");
-    assert!(d.contains("rows 1..3") && d.contains("first dimension of 2"), "{d}");
+    assert!(
+        d.contains("rows 1..3") && d.contains("first dimension of 2"),
+        "{d}"
+    );
     let p = ops.permute(&x, &[1, 0, 2]).unwrap();
     let (op, d) = op_shape(ops.reshape(&p, Shape::Vector(24)));
     assert_eq!(op, "ops::reshape");
@@ -277,7 +288,10 @@ fn bad_views_are_typed_errors_at_record_time() {
     let (_, d) = op_shape(ops.reshape(&x, Shape::Matrix(5, 5)));
     assert!(d.contains("25 elements") && d.contains("24"), "{d}");
     let (op, d) = op_shape(ops.select(&x, 3, 0));
-    assert!(op == "ops::select" && d.contains("dim 3") && d.contains("rank 3"), "{d}");
+    assert!(
+        op == "ops::select" && d.contains("dim 3") && d.contains("rank 3"),
+        "{d}"
+    );
     let (_, d) = op_shape(ops.select(&x, 2, 4));
     assert!(d.contains("index 4") && d.contains("0 to 3"), "{d}");
     let v = ops.upload(&[1.0f32; 4]).unwrap();
@@ -286,14 +300,20 @@ fn bad_views_are_typed_errors_at_record_time() {
     match Shape::from_dims(&[1, 2, 3, 4, 5]) {
         Err(Error::OpShape { op, detail }) => {
             assert_eq!(op, "Shape::from_dims");
-            assert!(detail.contains("rank 5") && detail.contains("1 to 4"), "{detail}");
+            assert!(
+                detail.contains("rank 5") && detail.contains("1 to 4"),
+                "{detail}"
+            );
         }
         other => panic!("expected OpShape, got {other:?}"),
     }
     let (op, d) = op_shape(ops.transpose(&x));
     assert!(op == "ops::transpose" && d.contains("rank 3"), "{d}");
     let (op, d) = op_shape(ops.sum(&p));
-    assert!(op == "ops::sum" && d.contains("x [3×2×4]") && d.contains("contiguous"), "{d}");
+    assert!(
+        op == "ops::sum" && d.contains("x [3×2×4]") && d.contains("contiguous"),
+        "{d}"
+    );
     // Matmul of rank 3 is refused with the matmul's own error.
     let m = ops.upload_matrix(&[1.0f32; 8], 4, 2).unwrap();
     assert!(matches!(ops.matmul(&x, &m), Err(Error::MatmulShape { .. })));
@@ -302,6 +322,13 @@ fn bad_views_are_typed_errors_at_record_time() {
     let rt = ops.slice_rows(&r, 0, 2).unwrap();
     let rb = ops.slice_rows(&r, 2, 2).unwrap();
     match ops.add_(&rt, &rb) {
+        Err(Error::OpShape { detail, .. }) => assert!(detail.contains("in place"), "{detail}"),
+        other => panic!("expected OpShape, got {other:?}"),
+    }
+    // Nor a row bias living in that memory (every invocation reads it).
+    let row0 = ops.slice_rows(&r, 0, 1).unwrap();
+    let b0 = ops.reshape(&row0, Shape::Vector(4)).unwrap();
+    match ops.add_row_(&r, &b0) {
         Err(Error::OpShape { detail, .. }) => assert!(detail.contains("in place"), "{detail}"),
         other => panic!("expected OpShape, got {other:?}"),
     }
@@ -383,9 +410,17 @@ fn graph_launches_see_views_of_new_inputs_and_in_place_writes_in_order() {
             for (w, v) in want_acc.iter_mut().zip(&hv) {
                 *w += v;
             }
-            assert_eq!(acc.download().unwrap(), want_acc, "fused {fused} step {step}");
+            assert_eq!(
+                acc.download().unwrap(),
+                want_acc,
+                "fused {fused} step {step}"
+            );
             let scaled: Vec<f32> = hv.iter().map(|v| v * 3.0).collect();
-            assert_eq!(ops.read(&seen).unwrap(), scaled, "fused {fused} step {step}");
+            assert_eq!(
+                ops.read(&seen).unwrap(),
+                scaled,
+                "fused {fused} step {step}"
+            );
             let all: Vec<f32> = data.iter().map(|v| v * 3.0).collect();
             assert_eq!(input.download().unwrap(), all);
         }

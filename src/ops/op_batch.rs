@@ -84,7 +84,29 @@ static NEXT_BATCH: AtomicU64 = AtomicU64::new(1);
 ///
 /// **Recording** checks shapes at once: sizes that do not fit are an
 /// [`Error::OpShape`] (a matmul's, an [`Error::MatmulShape`]) and nothing is
-/// recorded. A tensor is a vector or a row-major matrix ([`Shape`]).
+/// recorded. A tensor is row-major of rank 1 to 4 ([`Shape`]: a vector, a
+/// matrix, [`Shape::Dims3`], [`Shape::Dims4`]; [`OpBatch::upload_shaped`],
+/// [`OpBatch::import_shaped`]). Element-wise ops take any rank (operands
+/// of as many elements; [`OpBatch::add_row`] adds along the last
+/// dimension); softmax, the norms and the other per-row ops see rows ×
+/// the last dimension; matmul and matvec take matrices, transpose rank 1
+/// or 2 (else an error naming the op and the rank).
+///
+/// **Views** copy nothing: [`OpBatch::reshape`], [`OpBatch::slice_rows`]
+/// (an offset into the same memory), [`OpBatch::permute`] and
+/// [`OpBatch::select`] (strided views: head `h` of a `[T×H×D]` tensor is
+/// a `[T×D]` view whose rows lie `H·D` apart) name the memory of the
+/// tensor they view. Element-wise ops read and write views in place,
+/// fused or not; an in-place op on a view writes the tensor viewed, and
+/// one on the tensor changes its views (in recording order). Ops that bind
+/// whole buffers (matmul, reductions, softmax, transpose, the transformer
+/// ops) take a view only where it is its whole memory in order (a
+/// reshape), and refuse others with [`Error::OpShape`]: pass
+/// [`OpBatch::contiguous`] of it, which copies only where needed. Bad
+/// views (axes that are no permutation, rows past the end, a reshape of a
+/// strided view or of another element count) are [`Error::OpShape`]s
+/// naming the op, the tensor and the limit. See the `views` module of the
+/// op batch for the aliasing rules.
 /// [`OpBatch::upload`] copies data to the GPU at once;
 /// [`OpBatch::import`] uses a [`Buffer`] in place (no copy) and keeps it
 /// alive; [`OpBatch::import_slice`] uses a [`BufferSlice`](crate::BufferSlice)
@@ -170,7 +192,8 @@ static NEXT_BATCH: AtomicU64 = AtomicU64::new(1);
 /// sampling (`u32` results) are free ops only.
 ///
 /// Not yet: dot products with a prologue, 16-bit operands of the
-/// matmul, reduction and transformer ops.
+/// matmul, reduction and transformer ops, views read in place by those
+/// ops, vec4 loads in kernels that read views.
 pub struct OpBatch {
     gpu: Device,
     id: u64,

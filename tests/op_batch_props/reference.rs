@@ -265,7 +265,8 @@ pub fn interpret(p: &Program, inputs: &[Vec<f32>], unary: UnaryFn) -> Vec<Val> {
         let same = match *step {
             Step::Contiguous(x) => {
                 let (r, m) = &alias[x];
-                let whole = m.len() == store[*r].v.len() && m.iter().enumerate().all(|(k, &i)| k == i);
+                let whole =
+                    m.len() == store[*r].v.len() && m.iter().enumerate().all(|(k, &i)| k == i);
                 whole.then_some(x)
             }
             _ => None,

@@ -641,9 +641,17 @@ mod tests {
         let gen = elementwise(&g, &gr, &stored, hs.numel());
         assert!(!gen.vec4);
         let at = "(4u + (idx % 4u) * 1u + (idx / 4u) * 12u)";
-        assert!(gen.source.contains(&format!("float t0 = d0[{at}];")), "{}", gen.source);
+        assert!(
+            gen.source.contains(&format!("float t0 = d0[{at}];")),
+            "{}",
+            gen.source
+        );
         assert!(gen.source.contains("float t1 = d1[idx];"), "{}", gen.source);
-        assert!(gen.source.contains(&format!("d0[{at}] = t2;")), "{}", gen.source);
+        assert!(
+            gen.source.contains(&format!("d0[{at}] = t2;")),
+            "{}",
+            gen.source
+        );
         let _ = out;
     }
 

@@ -157,11 +157,10 @@ fn views_fit(g: &Program, nodes: &[usize]) -> bool {
         let out = &g.values[node.out];
         access.push((out.storage, mapping(out.shape, out.layout), true));
     }
-    access.iter().filter(|a| a.2).all(|&(s, m, _)| {
-        access
-            .iter()
-            .all(|&(s2, m2, _)| s2 != s || m2 == m)
-    })
+    access
+        .iter()
+        .filter(|a| a.2)
+        .all(|&(s, m, _)| access.iter().all(|&(s2, m2, _)| s2 != s || m2 == m))
 }
 
 /// Groups maximal runs of element-wise nodes over the same shape.

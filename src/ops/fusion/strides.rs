@@ -148,7 +148,8 @@ pub(crate) fn slice_rows(
     }
     d[0] = len;
     let offset = u64::from(l.offset) + u64::from(start) * u64::from(l.strides[0]);
-    let offset = u32::try_from(offset).map_err(|_| "the offset passes 2^32 elements".to_string())?;
+    let offset =
+        u32::try_from(offset).map_err(|_| "the offset passes 2^32 elements".to_string())?;
     Ok((with_dims(&d[..r]), Layout { offset, ..l }))
 }
 
@@ -204,14 +205,21 @@ pub(crate) fn select(
         ));
     }
     let offset = u64::from(l.offset) + u64::from(index) * u64::from(l.strides[dim]);
-    let offset = u32::try_from(offset).map_err(|_| "the offset passes 2^32 elements".to_string())?;
+    let offset =
+        u32::try_from(offset).map_err(|_| "the offset passes 2^32 elements".to_string())?;
     let mut nd = Vec::with_capacity(r - 1);
     let mut ns = [0u32; MAX_RANK];
     for k in (0..r).filter(|&k| k != dim) {
         ns[nd.len()] = l.strides[k];
         nd.push(d[k]);
     }
-    Ok((with_dims(&nd), Layout { offset, strides: ns }))
+    Ok((
+        with_dims(&nd),
+        Layout {
+            offset,
+            strides: ns,
+        },
+    ))
 }
 
 /// `new` over the same elements: the value must be contiguous.
@@ -283,7 +291,10 @@ mod tests {
         assert!(select(s, l, 3, 0).is_err());
         assert!(select(Shape::Vector(3), Layout::of(Shape::Vector(3), None), 0, 0).is_err());
         // Index expressions agree with `element`.
-        assert_eq!(hl.glsl_index(hs, "i"), "(4u + (i % 4u) * 1u + (i / 4u) * 12u)");
+        assert_eq!(
+            hl.glsl_index(hs, "i"),
+            "(4u + (i % 4u) * 1u + (i / 4u) * 12u)"
+        );
     }
 
     #[test]
@@ -303,7 +314,9 @@ mod tests {
         assert_eq!((rs, rl.offset, rl.strides[0]), (Shape::Vector(6), 3, 1));
         assert!(reshape(ss, sl, Shape::Vector(5)).is_err());
         let (ps, pl) = permute(s, l, &[1, 0]).unwrap();
-        assert!(reshape(ps, pl, Shape::Vector(12)).unwrap_err().contains("contiguous"));
+        assert!(reshape(ps, pl, Shape::Vector(12))
+            .unwrap_err()
+            .contains("contiguous"));
         // A permute that keeps a size-1 dimension's place is contiguous.
         let one = Shape::Dims3(1, 4, 3);
         let (os, ol) = permute(one, Layout::of(one, None), &[1, 0, 2]).unwrap();

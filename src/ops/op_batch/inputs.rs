@@ -141,7 +141,11 @@ impl OpBatch {
     /// itself (no copy; as [`OpBatch::import`]), of `T`'s element type;
     /// `buf` must have `shape.numel()` elements, else an
     /// [`Error::OpShape`].
-    pub fn import_shaped<T: TensorElement>(&mut self, buf: &Buffer<T>, shape: Shape) -> Result<Tensor> {
+    pub fn import_shaped<T: TensorElement>(
+        &mut self,
+        buf: &Buffer<T>,
+        shape: Shape,
+    ) -> Result<Tensor> {
         self.import_range("OpBatch::import_shaped", buf, 0, buf.len(), shape)
     }
 

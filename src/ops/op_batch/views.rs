@@ -144,7 +144,13 @@ impl OpBatch {
 
     /// Without generated kernels, element-wise ops take only tensors the
     /// built-in kernels bind.
-    pub(super) fn check_view_kernels(&self, op: &'static str, what: &str, t: &Tensor, v: V) -> Result<()> {
+    pub(super) fn check_view_kernels(
+        &self,
+        op: &'static str,
+        what: &str,
+        t: &Tensor,
+        v: V,
+    ) -> Result<()> {
         if cfg!(feature = "glsl") || self.graph.plain(v) {
             return Ok(());
         }
@@ -194,7 +200,8 @@ impl OpBatch {
     /// the written tensor) now names the storage as the write left it.
     pub(super) fn rebase_views(&mut self, slot: usize, old: V, written: V) {
         let s = self.graph.values[written].storage;
-        let through_view = self.graph.alias[old].is_some() || self.graph.values[old].layout.is_some();
+        let through_view =
+            self.graph.alias[old].is_some() || self.graph.values[old].layout.is_some();
         for k in 0..self.tensors.len() {
             let (ref w, v) = self.tensors[k];
             if k == slot || w.strong_count() == 0 || self.graph.values[v].storage != s {
@@ -227,9 +234,14 @@ impl OpBatch {
         let mut out = Vec::with_capacity(t.byte_size() as usize);
         for i in 0..val.shape.numel() {
             let at = l.element(val.shape, i) as usize * size;
-            let e = all.get(at..at + size).ok_or_else(|| Error::TensorUnavailable {
-                detail: format!("op batch internal error: the view {} reads past its storage", t.shape),
-            })?;
+            let e = all
+                .get(at..at + size)
+                .ok_or_else(|| Error::TensorUnavailable {
+                    detail: format!(
+                        "op batch internal error: the view {} reads past its storage",
+                        t.shape
+                    ),
+                })?;
             out.extend_from_slice(e);
         }
         Ok(out)
