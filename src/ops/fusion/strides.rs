@@ -322,4 +322,47 @@ mod tests {
         let (os, ol) = permute(one, Layout::of(one, None), &[1, 0, 2]).unwrap();
         assert!(ol.is_contiguous(os));
     }
+
+    #[test]
+    fn views_split_groups_where_one_invocation_would_read_what_another_writes() {
+        use crate::ops::fusion::plan::{plan, Step};
+        use crate::ops::fusion::program::{Op, Program};
+        use crate::ops::{Binary, Unary};
+        let m = Shape::Matrix(4, 4);
+        let mut g = Program::default();
+        let x = g.leaf(m);
+        let r = g.op(Op::Unary(Unary::Relu, x), m);
+        // A view of `r` is read from memory: not in `r`'s group, and `r`
+        // is stored for it.
+        let (ps, pl) = permute(m, Layout::of(m, None), &[1, 0]).expect("a permute");
+        let t = g.view(r, ps, pl);
+        let y = g.op(Op::Unary(Unary::Tanh, t), ps);
+        let live: Vec<bool> = (0..g.values.len()).map(|v| v == y).collect();
+        let p = plan(&g, &live, true, &|_| true, true);
+        assert_eq!(p.steps, vec![Step::Single(0), Step::Single(1)]);
+        assert!(p.stored[r] && p.barriers[1]);
+        // In place on `x` beside a read of its transpose: one mapping per
+        // written storage, so the two do not share a kernel.
+        let mut g = Program::default();
+        let x = g.leaf(m);
+        let b = g.leaf(m);
+        let t = g.view(x, ps, pl);
+        let y = g.op(Op::Unary(Unary::Tanh, t), ps);
+        let sx = g.values[x].storage;
+        let w = g.op_into(Op::Binary(Binary::Add, x, b), m, sx);
+        let live: Vec<bool> = (0..g.values.len()).map(|v| v == y || v == w).collect();
+        let p = plan(&g, &live, true, &|_| true, true);
+        assert_eq!(p.steps, vec![Step::Single(0), Step::Single(1)]);
+        assert!(p.barriers[1], "the write waits for the strided read");
+        // Two contiguous views through one mapping do share a kernel.
+        let mut g = Program::default();
+        let x = g.leaf(Shape::Vector(16));
+        let v = g.view(x, m, Layout::of(m, None));
+        let sx = g.values[x].storage;
+        g.op_into(Op::Unary(Unary::Relu, v), m, sx);
+        g.op(Op::Unary(Unary::Tanh, x), Shape::Vector(16));
+        let live = vec![true; g.values.len()];
+        let p = plan(&g, &live, true, &|_| true, true);
+        assert_eq!(p.steps.len(), 1, "{:?}", p.steps);
+    }
 }
