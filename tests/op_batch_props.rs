@@ -3,7 +3,10 @@
 //! matmuls and matvecs, transposes, reductions, softmaxes and the
 //! transformer norms, over imported buffers (some of them views of one
 //! shared buffer at 16-byte-aligned offsets), some inputs f16 or bf16 with
-//! element-wise ops on them and casts among the three types, gives what an
+//! element-wise ops on them and casts among the three types, views that
+//! copy nothing (reshapes to ranks 1 to 4, row slices, permutes, selects;
+//! element-wise ops on them, in place too, writing the memory they view)
+//! and `contiguous` copies, gives what an
 //! f64 CPU interpreter gives (within allowances derived op by op, rounding
 //! to the 16-bit types where the GPU rounds, see
 //! `op_batch_props/reference.rs`):
@@ -36,6 +39,10 @@ mod common;
 mod program;
 #[path = "op_batch_props/reference.rs"]
 mod reference;
+#[path = "op_batch_props/shrink.rs"]
+mod shrink;
+#[path = "op_batch_props/views.rs"]
+mod views;
 
 use proptest::test_runner::{Config, RngAlgorithm, TestError, TestRng, TestRunner};
 use vkcompute::ops::{Bf16, Binary, DType, OpBatch, OpBatchOptions, Shape, Tensor, Unary, F16};
@@ -219,6 +226,11 @@ fn record(ops: &mut OpBatch, p: &Program, mem: &Memory) -> vkcompute::Result<Vec
                     (true, Shape::Matrix(r, c)) => {
                         ops.import_slice_matrix(&buf.slice(at..at + n)?, r, c)?
                     }
+                    (false, other) => ops.import_shaped(buf, other)?,
+                    (true, other) => {
+                        let flat = ops.import_slice(&buf.slice(at..at + n)?)?;
+                        ops.reshape(&flat, other)?
+                    }
                 })
             }
             Step::Unary { f, x, in_place } => {
@@ -257,6 +269,15 @@ fn record(ops: &mut OpBatch, p: &Program, mem: &Memory) -> vkcompute::Result<Vec
             Step::LayerNorm { x, w, b, eps } => Some(ops.layer_norm(&t[x], &t[w], &t[b], eps)?),
             Step::SiluMul { gate, up } => Some(ops.silu_mul(&t[gate], &t[up])?),
             Step::Cast { x, to } => Some(ops.cast(&t[x], to)?),
+            Step::Reshape { x, to } => Some(ops.reshape(&t[x], to)?),
+            Step::SliceRows { x, start, len } => Some(ops.slice_rows(&t[x], start, len)?),
+            Step::Permute { x, axes } => {
+                let r = t[x].shape().rank();
+                let axes: Vec<usize> = axes[..r].iter().map(|&a| usize::from(a)).collect();
+                Some(ops.permute(&t[x], &axes)?)
+            }
+            Step::Select { x, dim, index } => Some(ops.select(&t[x], usize::from(dim), index)?),
+            Step::Contiguous(x) => Some(ops.contiguous(&t[x])?),
         };
         t.extend(made);
     }

@@ -78,7 +78,7 @@ pub use grid::{elementwise_grid, reduce_grid};
 pub use reduce::{dot, max, sum};
 mod op_batch;
 pub use op_batch::{OpBatch, OpBatchOptions};
-pub use tensor::{Shape, Tensor};
+pub use tensor::{Shape, Tensor, MAX_RANK};
 mod tensor;
 pub use softmax::{softmax, SOFTMAX_ONE_READ_MAX_COLS};
 pub use transpose::transpose;

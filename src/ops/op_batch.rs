@@ -17,6 +17,7 @@ mod graph;
 mod inputs;
 mod liveness;
 mod transformer;
+mod views;
 
 /// Generated kernels by (source, specialization), kept across replans.
 type KernelMemo = std::collections::HashMap<(String, Vec<u32>), crate::Kernel>;
@@ -83,7 +84,29 @@ static NEXT_BATCH: AtomicU64 = AtomicU64::new(1);
 ///
 /// **Recording** checks shapes at once: sizes that do not fit are an
 /// [`Error::OpShape`] (a matmul's, an [`Error::MatmulShape`]) and nothing is
-/// recorded. A tensor is a vector or a row-major matrix ([`Shape`]).
+/// recorded. A tensor is row-major of rank 1 to 4 ([`Shape`]: a vector, a
+/// matrix, [`Shape::Dims3`], [`Shape::Dims4`]; [`OpBatch::upload_shaped`],
+/// [`OpBatch::import_shaped`]). Element-wise ops take any rank (operands
+/// of as many elements; [`OpBatch::add_row`] adds along the last
+/// dimension); softmax, the norms and the other per-row ops see rows ×
+/// the last dimension; matmul and matvec take matrices, transpose rank 1
+/// or 2 (else an error naming the op and the rank).
+///
+/// **Views** copy nothing: [`OpBatch::reshape`], [`OpBatch::slice_rows`]
+/// (an offset into the same memory), [`OpBatch::permute`] and
+/// [`OpBatch::select`] (strided views: head `h` of a `[T×H×D]` tensor is
+/// a `[T×D]` view whose rows lie `H·D` apart) name the memory of the
+/// tensor they view. Element-wise ops read and write views in place,
+/// fused or not; an in-place op on a view writes the tensor viewed, and
+/// one on the tensor changes its views (in recording order). Ops that bind
+/// whole buffers (matmul, reductions, softmax, transpose, the transformer
+/// ops) take a view only where it is its whole memory in order (a
+/// reshape), and refuse others with [`Error::OpShape`]: pass
+/// [`OpBatch::contiguous`] of it, which copies only where needed. Bad
+/// views (axes that are no permutation, rows past the end, a reshape of a
+/// strided view or of another element count) are [`Error::OpShape`]s
+/// naming the op, the tensor and the limit. See the `views` module of the
+/// op batch for the aliasing rules.
 /// [`OpBatch::upload`] copies data to the GPU at once;
 /// [`OpBatch::import`] uses a [`Buffer`] in place (no copy) and keeps it
 /// alive; [`OpBatch::import_slice`] uses a [`BufferSlice`](crate::BufferSlice)
@@ -169,7 +192,8 @@ static NEXT_BATCH: AtomicU64 = AtomicU64::new(1);
 /// sampling (`u32` results) are free ops only.
 ///
 /// Not yet: dot products with a prologue, 16-bit operands of the
-/// matmul, reduction and transformer ops.
+/// matmul, reduction and transformer ops, views read in place by those
+/// ops, vec4 loads in kernels that read views.
 pub struct OpBatch {
     gpu: Device,
     id: u64,
@@ -345,12 +369,18 @@ impl OpBatch {
         self.new_tensor(v)
     }
 
-    /// Records `op` overwriting `t` (in place).
+    /// Records `op` overwriting `t` (in place; through its layout where it
+    /// is a view), then points the other views of its storage at the
+    /// result.
     fn push_into(&mut self, op: Op, t: &Tensor) -> Result<()> {
         let old = self.value(t)?;
+        self.check_overlap(&op, old)?;
         let val = self.graph.values[old];
-        let v = self.graph.op_into(op, val.shape, val.storage);
+        let v = self
+            .graph
+            .op_into_layout(op, val.shape, val.storage, val.layout);
         self.tensors[t.id.slot].1 = v;
+        self.rebase_views(t.id.slot, old, v);
         Ok(())
     }
 
@@ -572,8 +602,20 @@ impl OpBatch {
         Ok(self.push(Op::Softmax(v), x.shape))
     }
 
-    /// The transpose of a matrix (a vector of n becomes an n×1 matrix).
+    /// The transpose of a matrix (a vector of n becomes an n×1 matrix),
+    /// copied; tensors of rank 3 and 4 are an [`Error::OpShape`] (reorder
+    /// their dimensions with [`OpBatch::permute`], a view).
     pub fn transpose(&mut self, x: &Tensor) -> Result<Tensor> {
+        if x.shape.rank() > 2 {
+            return Err(shape_err(
+                "ops::transpose",
+                format!(
+                    "{} has rank {}; transpose takes rank 1 or 2 (OpBatch::permute reorders any rank)",
+                    x.describe("x"),
+                    x.shape.rank()
+                ),
+            ));
+        }
         let v = self.f32_value("ops::transpose", "x", x)?;
         let out = Shape::Matrix(x.shape.cols(), x.shape.rows());
         Ok(self.push(Op::Transpose(v), out))
@@ -638,7 +680,16 @@ impl OpBatch {
             ));
         }
         let b = self.bound(t)?;
-        let s = self.graph.values[self.value(t)?].storage;
+        let val = self.graph.values[self.value(t)?];
+        if val.layout.is_some() {
+            return Err(Error::TensorUnavailable {
+                detail: format!(
+                    "the tensor {} is a view at an offset or with strides; hand out OpBatch::contiguous of it",
+                    t.shape
+                ),
+            });
+        }
+        let s = val.storage;
         if !self.fixed[s] {
             // Pooled: from now on it serves only this tensor's storage.
             let mut given = self.given.lock().unwrap_or_else(|p| p.into_inner());
@@ -674,7 +725,7 @@ impl OpBatch {
 
     fn readable(&self, t: &Tensor) -> Result<V> {
         let v = self.value(t)?;
-        if let Some(p) = self.graph.producer[v] {
+        if let Some(p) = self.graph.producer[self.graph.root(v)] {
             if self.executed_nodes.map_or(true, |n| p >= n) {
                 return Err(Error::TensorUnavailable {
                     detail: format!(

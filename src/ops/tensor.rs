@@ -1,52 +1,100 @@
 //! Tensors of an [`OpBatch`](super::OpBatch): handles to values recorded in
-//! it, shaped as vectors or row-major matrices.
+//! it, shaped as row-major tensors of rank 1 to 4 (vectors, matrices,
+//! [`Shape::Dims3`], [`Shape::Dims4`]).
 
 use std::sync::Arc;
 
 use super::dtype::DType;
 
-/// The shape of a tensor: a vector of `len` elements or a row-major
-/// `rows`×`cols` matrix.
+/// The shape of a tensor: a vector of `len` elements, a row-major
+/// `rows`×`cols` matrix, or a row-major tensor of rank 3 or 4 (the last
+/// dimension varies fastest). Ops that work per row see a tensor of any
+/// rank as [`Shape::rows`] rows of [`Shape::cols`] elements (the product of
+/// the leading dimensions by the last one).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Shape {
     /// A vector.
     Vector(u32),
     /// A row-major matrix (rows, cols).
     Matrix(u32, u32),
+    /// A row-major rank-3 tensor (d0, d1, d2), e.g. tokens × heads × head_dim.
+    Dims3(u32, u32, u32),
+    /// A row-major rank-4 tensor (d0, d1, d2, d3).
+    Dims4(u32, u32, u32, u32),
 }
 
+/// The largest rank a [`Shape`] has.
+pub const MAX_RANK: usize = 4;
+
 impl Shape {
+    /// The shape of rank `dims.len()` (1 to [`MAX_RANK`]) with these
+    /// dimensions; an [`Error::OpShape`](crate::Error::OpShape) for rank 0
+    /// or a rank above 4.
+    pub fn from_dims(dims: &[u32]) -> crate::Result<Shape> {
+        Ok(match *dims {
+            [a] => Shape::Vector(a),
+            [a, b] => Shape::Matrix(a, b),
+            [a, b, c] => Shape::Dims3(a, b, c),
+            [a, b, c, d] => Shape::Dims4(a, b, c, d),
+            _ => {
+                return Err(crate::Error::OpShape {
+                    op: "Shape::from_dims",
+                    detail: format!(
+                        "dims {dims:?} have rank {}; ranks 1 to {MAX_RANK} are allowed",
+                        dims.len()
+                    ),
+                })
+            }
+        })
+    }
+
+    /// The dimensions, outermost first (as many as the rank).
+    pub fn dims(self) -> Vec<u32> {
+        let (d, r) = self.dims_array();
+        d[..r].to_vec()
+    }
+
+    /// The dimensions padded with 1s to four, and the rank.
+    pub(crate) fn dims_array(self) -> ([u32; MAX_RANK], usize) {
+        match self {
+            Shape::Vector(n) => ([n, 1, 1, 1], 1),
+            Shape::Matrix(r, c) => ([r, c, 1, 1], 2),
+            Shape::Dims3(a, b, c) => ([a, b, c, 1], 3),
+            Shape::Dims4(a, b, c, d) => ([a, b, c, d], 4),
+        }
+    }
+
+    /// Number of dimensions: 1 for a vector, 2 for a matrix, 3 or 4.
+    pub fn rank(self) -> usize {
+        self.dims_array().1
+    }
+
     /// Number of elements.
     pub fn numel(self) -> u64 {
-        match self {
-            Shape::Vector(n) => u64::from(n),
-            Shape::Matrix(r, c) => u64::from(r) * u64::from(c),
-        }
+        let (d, r) = self.dims_array();
+        d[..r].iter().map(|&x| u64::from(x)).product()
     }
 
-    /// Columns: the row length of a matrix, the length of a vector.
+    /// Columns: the last dimension (the row length of a matrix, the length
+    /// of a vector).
     pub fn cols(self) -> u32 {
-        match self {
-            Shape::Vector(n) => n,
-            Shape::Matrix(_, c) => c,
-        }
+        let (d, r) = self.dims_array();
+        d[r - 1]
     }
 
-    /// Rows: a matrix's rows, 1 for a vector.
+    /// Rows: the product of every dimension but the last (1 for a vector),
+    /// saturating at `u32::MAX`.
     pub fn rows(self) -> u32 {
-        match self {
-            Shape::Vector(_) => 1,
-            Shape::Matrix(r, _) => r,
-        }
+        let (d, r) = self.dims_array();
+        let rows: u64 = d[..r - 1].iter().map(|&x| u64::from(x)).product();
+        u32::try_from(rows).unwrap_or(u32::MAX)
     }
 }
 
 impl std::fmt::Display for Shape {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Shape::Vector(n) => write!(f, "[{n}]"),
-            Shape::Matrix(r, c) => write!(f, "[{r}×{c}]"),
-        }
+        let dims: Vec<String> = self.dims().iter().map(u32::to_string).collect();
+        write!(f, "[{}]", dims.join("×"))
     }
 }
 
@@ -110,5 +158,14 @@ mod tests {
         assert_eq!(Shape::Matrix(3, 5).cols(), 5);
         assert_eq!(Shape::Vector(7).rows(), 1);
         assert_eq!(Shape::Matrix(3, 5).to_string(), "[3×5]");
+        assert_eq!(Shape::Vector(7).to_string(), "[7]");
+        let s = Shape::Dims4(2, 3, 4, 5);
+        assert_eq!((s.rank(), s.numel(), s.rows(), s.cols()), (4, 120, 24, 5));
+        assert_eq!(s.to_string(), "[2×3×4×5]");
+        assert_eq!(Shape::from_dims(&[2, 3, 4]).unwrap(), Shape::Dims3(2, 3, 4));
+        assert_eq!(Shape::from_dims(&[6]).unwrap().dims(), [6]);
+        assert!(Shape::from_dims(&[]).is_err());
+        let e = Shape::from_dims(&[1, 2, 3, 4, 5]).unwrap_err().to_string();
+        assert!(e.contains("rank 5") && e.contains("1 to 4"), "{e}");
     }
 }

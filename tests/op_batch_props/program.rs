@@ -77,9 +77,44 @@ pub enum Step {
         x: usize,
         to: DType,
     },
+    /// `x` as `to` (a view: no copy).
+    Reshape {
+        x: usize,
+        to: Shape,
+    },
+    /// Rows `start..start + len` of `x`'s first dimension (a view).
+    SliceRows {
+        x: usize,
+        start: u32,
+        len: u32,
+    },
+    /// `x`'s dimensions reordered (a view; the first rank entries).
+    Permute {
+        x: usize,
+        axes: [u8; 4],
+    },
+    /// Entry `index` of `x`'s dimension `dim` (a view).
+    Select {
+        x: usize,
+        dim: u8,
+        index: u32,
+    },
+    /// `x` made contiguous (a copy where it is a view).
+    Contiguous(usize),
 }
 
 impl Step {
+    /// The slot a view step views (reshape, row slice, permute, select).
+    pub fn view_operand(&self) -> Option<usize> {
+        match *self {
+            Step::Reshape { x, .. }
+            | Step::SliceRows { x, .. }
+            | Step::Permute { x, .. }
+            | Step::Select { x, .. } => Some(x),
+            _ => None,
+        }
+    }
+
     /// Whether the step makes a new slot (else it changes one in place).
     pub fn makes_slot(&self) -> bool {
         !matches!(
@@ -181,6 +216,23 @@ impl fmt::Debug for Program {
                     None,
                 ),
                 Step::Cast { x, to } => ("cast".into(), format!("({}, {to})", s(&x)), None),
+                Step::Reshape { x, to } => ("reshape".into(), format!("({}, {to})", s(&x)), None),
+                Step::SliceRows { x, start, len } => (
+                    "slice_rows".into(),
+                    format!("({}, {start}, {len})", s(&x)),
+                    None,
+                ),
+                Step::Permute { x, axes } => {
+                    let r = self.shapes[x].rank();
+                    let axes = &axes[..r];
+                    ("permute".into(), format!("({}, {axes:?})", s(&x)), None)
+                }
+                Step::Select { x, dim, index } => (
+                    "select".into(),
+                    format!("({}, dim {dim}, {index})", s(&x)),
+                    None,
+                ),
+                Step::Contiguous(x) => ("contiguous".into(), format!("({})", s(&x)), None),
             };
             match in_place_on {
                 Some(t) => writeln!(f, "  {name}_{args}   in place, {}", self.shapes[t])?,
@@ -247,13 +299,19 @@ enum Kind {
     LayerNorm,
     SiluMul,
     Cast,
+    View,
+    Contiguous,
 }
 
 /// The element types inputs and casts take (f32 half the time).
 const DTYPES: [DType; 4] = [DType::F32, DType::F32, DType::F16, DType::Bf16];
 
 /// Element-wise ops come up most (they are what fusion chains).
-const KINDS: [Kind; 21] = [
+const KINDS: [Kind; 25] = [
+    Kind::View,
+    Kind::View,
+    Kind::View,
+    Kind::Contiguous,
     Kind::Cast,
     Kind::Cast,
     Kind::Unary,
@@ -281,6 +339,12 @@ struct Decoder {
     p: Program,
     /// Per slot: a bound on the magnitude of its elements.
     bound: Vec<f64>,
+    /// The step being decoded is element-wise (its operands may be views).
+    elementwise: bool,
+    /// Per slot: the slot whose memory it names (itself unless a view).
+    root: Vec<usize>,
+    /// Per slot: the root's element of each of its elements.
+    map: Vec<Vec<usize>>,
 }
 
 impl Decoder {
@@ -297,7 +361,26 @@ impl Decoder {
         self.p.keep.push(keep);
         self.p.input_of.push(input);
         self.bound.push(bound);
-        self.p.shapes.len() - 1
+        let s = self.p.shapes.len() - 1;
+        self.root.push(s);
+        self.map.push((0..shape.numel() as usize).collect());
+        s
+    }
+
+    /// Whether slot `s` is its memory's elements in order from the first
+    /// (a reshape of it is allowed).
+    fn contiguous(&self, s: usize) -> bool {
+        let m = &self.map[s];
+        m.windows(2).all(|w| w[1] == w[0] + 1)
+    }
+
+    /// Whether slot `s` is all of its memory in order (the ops other than
+    /// element-wise ones take only such slots).
+    fn plain(&self, s: usize) -> bool {
+        let r = self.root[s];
+        self.contiguous(s)
+            && self.map[s].first() == Some(&0)
+            && self.map[s].len() == self.map[r].len()
     }
 
     fn import(&mut self, shape: Shape, view: bool, keep: bool, dtype: DType) -> usize {
@@ -321,8 +404,11 @@ impl Decoder {
         view: bool,
         dtype: DType,
     ) -> usize {
+        // Only element-wise ops (which take 16-bit operands) take views.
+        let whole = dtype == DType::F32 && !self.elementwise;
         let cands: Vec<usize> = (0..self.p.shapes.len())
             .filter(|&s| fits(self.p.shapes[s]) && self.p.dtypes[s] == dtype)
+            .filter(|&s| !whole || self.plain(s))
             .collect();
         let i = pick as usize % (cands.len() + 1);
         match cands.get(i) {
@@ -371,6 +457,15 @@ impl Decoder {
         if to_f32 {
             kind = Kind::Cast;
         }
+        // Other ops take whole tensors: a view becomes a copy first, and
+        // a reshape of a strided view a copy.
+        let viewish = matches!(kind, Kind::View | Kind::Contiguous);
+        if (!elementwise && !to_f32 && !viewish && !self.plain(x))
+            || (matches!(kind, Kind::Transpose) && sx.rank() > 2)
+        {
+            kind = Kind::Contiguous;
+        }
+        self.elementwise = elementwise;
         let (step, shape, bound) = match kind {
             Kind::Unary => {
                 let f = [
@@ -402,11 +497,13 @@ impl Decoder {
                     Binary::Axpy(a) => f64::from(a.abs()) * bx + bb,
                     other => unreachable!("the decoder makes no {other:?}"),
                 };
+                // In place, the other operand may not be another view of
+                // the memory written (the op batch refuses it).
                 let step = Step::Binary {
                     g,
                     a: x,
                     b,
-                    in_place: r.in_place,
+                    in_place: r.in_place && (b == x || self.root[b] != self.root[x]),
                 };
                 (step, sx, bound)
             }
@@ -415,7 +512,7 @@ impl Decoder {
                 let step = Step::AddRow {
                     a: x,
                     bias,
-                    in_place: r.in_place,
+                    in_place: r.in_place && (bias == x || self.root[bias] != self.root[x]),
                 };
                 (step, sx, bx + self.bound[bias])
             }
@@ -470,6 +567,36 @@ impl Decoder {
                 let bound = bx * self.bound[up];
                 (Step::SiluMul { gate: x, up }, sx, bound)
             }
+            Kind::Contiguous => (Step::Contiguous(x), sx, bx),
+            Kind::View => {
+                let rank = sx.rank();
+                let d = sx.dims();
+                let step = match r.param % 4 {
+                    0 if self.contiguous(x) => Step::Reshape {
+                        x,
+                        to: crate::views::reshape_target(numel as u32, r.param >> 2, r.c),
+                    },
+                    1 if rank >= 2 => Step::Permute {
+                        x,
+                        axes: crate::views::nth_permutation(rank, usize::from(r.c)),
+                    },
+                    2 if rank >= 2 => {
+                        let dim = usize::from(r.c) % rank;
+                        Step::Select {
+                            x,
+                            dim: dim as u8,
+                            index: u32::from(r.b) % d[dim],
+                        }
+                    }
+                    _ => {
+                        let start = u32::from(r.b) % d[0];
+                        let len = 1 + u32::from(r.c) % (d[0] - start);
+                        Step::SliceRows { x, start, len }
+                    }
+                };
+                let (shape, _) = crate::views::view_of(sx, &step).expect("a view step");
+                (step, shape, bx)
+            }
             Kind::Cast => {
                 let to = if to_f32 {
                     f32
@@ -509,10 +636,27 @@ impl Decoder {
                 a: t,
                 in_place: true,
                 ..
-            } => self.bound[t] = bound,
+            } => {
+                // Every view of the memory written may see the new values.
+                for o in 0..self.root.len() {
+                    if self.root[o] == self.root[t] {
+                        self.bound[o] = self.bound[o].max(bound);
+                    }
+                }
+                self.bound[t] = bound;
+            }
             _ => {
                 let dtype = crate::reference::dtype_of(&self.p.dtypes, &step);
-                self.slot(shape, dtype, bound, r.keep, None);
+                let s = self.slot(shape, dtype, bound, r.keep, None);
+                if let Some((_, m)) = crate::views::view_of(sx, &step) {
+                    self.root[s] = self.root[x];
+                    self.map[s] = m.iter().map(|&i| self.map[x][i]).collect();
+                }
+                // `contiguous` of a whole slot is that slot (no copy).
+                if matches!(step, Step::Contiguous(_)) && self.plain(x) {
+                    self.root[s] = self.root[x];
+                    self.map[s] = self.map[x].clone();
+                }
             }
         }
     }
@@ -530,6 +674,9 @@ fn decode(inputs: &[RawInput], steps: &[RawStep], seed: u64) -> Program {
             seed,
         },
         bound: Vec::new(),
+        elementwise: false,
+        root: Vec::new(),
+        map: Vec::new(),
     };
     let mut first = None;
     for (i, r) in inputs.iter().enumerate() {
@@ -626,92 +773,4 @@ pub fn fixed(inputs: &[Input], steps: &[Step], seed: u64) -> Program {
         }
     }
     p
-}
-
-impl Step {
-    /// The slots the step reads (an in-place step's target among them).
-    fn slots_mut(&mut self) -> Vec<&mut usize> {
-        match self {
-            Step::Import(_) => vec![],
-            Step::Unary { x, .. }
-            | Step::Transpose(x)
-            | Step::Sum(x)
-            | Step::Max(x)
-            | Step::Softmax(x)
-            | Step::CausalSoftmax { x, .. }
-            | Step::Cast { x, .. } => vec![x],
-            Step::Binary { a, b, .. }
-            | Step::AddRow { a, bias: b, .. }
-            | Step::Matmul { a, b }
-            | Step::Matvec { a, x: b }
-            | Step::Dot(a, b)
-            | Step::RmsNorm { x: a, w: b, .. }
-            | Step::SiluMul { gate: a, up: b } => vec![a, b],
-            Step::LayerNorm { x, w, b, .. } => vec![x, w, b],
-        }
-    }
-}
-
-impl Program {
-    /// The program without step `k`, if no later step reads the slot it
-    /// makes (slots and inputs after it renumbered).
-    pub fn without(&self, k: usize) -> Option<Program> {
-        let mut p = self.clone();
-        let step = p.steps.remove(k);
-        if !step.makes_slot() {
-            return Some(p);
-        }
-        let slot = self.steps[..k].iter().filter(|s| s.makes_slot()).count();
-        for s in &mut p.steps[k..] {
-            for r in s.slots_mut() {
-                if *r == slot {
-                    return None;
-                }
-                if *r > slot {
-                    *r -= 1;
-                }
-            }
-        }
-        p.shapes.remove(slot);
-        p.dtypes.remove(slot);
-        p.keep.remove(slot);
-        p.input_of.remove(slot);
-        if let Step::Import(i) = step {
-            p.inputs.remove(i);
-            for s in &mut p.steps {
-                if let Step::Import(j) = s {
-                    if *j > i {
-                        *j -= 1;
-                    }
-                }
-            }
-            for j in p.input_of.iter_mut().flatten() {
-                if *j > i {
-                    *j -= 1;
-                }
-            }
-        }
-        Some(p)
-    }
-
-    /// The smallest program reachable from this one by removing steps
-    /// (latest first) while `fails` still holds, and its failure.
-    pub fn minimise(
-        &self,
-        why: String,
-        fails: &mut dyn FnMut(&Program) -> Option<String>,
-    ) -> (Program, String) {
-        let (mut p, mut why) = (self.clone(), why);
-        let mut k = p.steps.len();
-        while k > 0 {
-            k -= 1;
-            if let Some(q) = p.without(k) {
-                if let Some(w) = fails(&q) {
-                    (p, why) = (q, w);
-                    k = p.steps.len();
-                }
-            }
-        }
-        (p, why)
-    }
 }

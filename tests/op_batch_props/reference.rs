@@ -114,7 +114,12 @@ pub fn dtype_of(dtypes: &[DType], step: &Step) -> DType {
     match *step {
         Step::Import(_) => unreachable!("imports take their input's type"),
         Step::Cast { to, .. } => to,
-        Step::Unary { x, .. } => dtypes[x],
+        Step::Unary { x, .. }
+        | Step::Reshape { x, .. }
+        | Step::SliceRows { x, .. }
+        | Step::Permute { x, .. }
+        | Step::Select { x, .. }
+        | Step::Contiguous(x) => dtypes[x],
         Step::Binary { a, .. } | Step::AddRow { a, .. } => dtypes[a],
         _ => DType::F32,
     }
@@ -164,7 +169,16 @@ pub fn shape_of(shapes: &[Shape], step: &Step) -> Shape {
         | Step::RmsNorm { x, .. }
         | Step::LayerNorm { x, .. }
         | Step::SiluMul { gate: x, .. }
-        | Step::Cast { x, .. } => shapes[x],
+        | Step::Cast { x, .. }
+        | Step::Contiguous(x) => shapes[x],
+        Step::Reshape { x, .. }
+        | Step::SliceRows { x, .. }
+        | Step::Permute { x, .. }
+        | Step::Select { x, .. } => {
+            crate::views::view_of(shapes[x], step)
+                .expect("a view step")
+                .0
+        }
         Step::Binary { a, .. } | Step::AddRow { a, .. } => shapes[a],
         Step::Matmul { a, b } => Shape::Matrix(shapes[a].rows(), shapes[b].cols()),
         Step::Matvec { a, .. } => Shape::Vector(shapes[a].rows()),
@@ -233,9 +247,44 @@ fn norm_row(x: &[f64], ex: &[f64], eps: f64, center: bool) -> Vec<(f64, f64)> {
 /// The final value of every slot after running `p` on `inputs` (one f32
 /// vector per input), with `unary` as the unary ops.
 pub fn interpret(p: &Program, inputs: &[Vec<f32>], unary: UnaryFn) -> Vec<Val> {
-    let mut slots: Vec<Val> = Vec::new();
+    // Memory as the op batch shares it: per slot the values of the slots
+    // that are not views, and per slot the slot whose memory it names and
+    // which element of it each of its elements is.
+    let mut store: Vec<Val> = Vec::new();
+    let mut alias: Vec<(usize, Vec<usize>)> = Vec::new();
+    let gather = |store: &[Val], (r, m): &(usize, Vec<usize>)| Val {
+        v: m.iter().map(|&i| store[*r].v[i]).collect(),
+        e: m.iter().map(|&i| store[*r].e[i]).collect(),
+    };
     for step in &p.steps {
         let shape = |s: usize| p.shapes[s];
+        // Every slot's value now (a view reads its memory as it is now).
+        let slots: Vec<Val> = alias.iter().map(|a| gather(&store, a)).collect();
+        // `contiguous` of a slot that is all of its memory in order is
+        // that slot (the op batch copies nothing).
+        let same = match *step {
+            Step::Contiguous(x) => {
+                let (r, m) = &alias[x];
+                let whole =
+                    m.len() == store[*r].v.len() && m.iter().enumerate().all(|(k, &i)| k == i);
+                whole.then_some(x)
+            }
+            _ => None,
+        };
+        if let Some(x) = step.view_operand().or(same) {
+            let n = shape(x).numel() as usize;
+            let m = match crate::views::view_of(shape(x), step) {
+                Some((_, m)) => m,
+                None => (0..n).collect(),
+            };
+            let (r, mx) = &alias[x];
+            alias.push((*r, m.iter().map(|&i| mx[i]).collect()));
+            store.push(Val {
+                v: Vec::new(),
+                e: Vec::new(),
+            });
+            continue;
+        }
         let val: Val = match *step {
             Step::Import(i) => {
                 // The inputs hold values of their type already.
@@ -374,7 +423,11 @@ pub fn interpret(p: &Program, inputs: &[Vec<f32>], unary: UnaryFn) -> Vec<Val> {
                     .unzip();
                 Val { v, e }
             }
-            Step::Cast { x, .. } => slots[x].clone(),
+            Step::Cast { x, .. } | Step::Contiguous(x) => slots[x].clone(),
+            Step::Reshape { .. }
+            | Step::SliceRows { .. }
+            | Step::Permute { .. }
+            | Step::Select { .. } => unreachable!("views are taken above"),
         };
         // Where the GPU rounds: every value of a 16-bit type (an in-place
         // step's target keeps its slot's type).
@@ -413,11 +466,21 @@ pub fn interpret(p: &Program, inputs: &[Vec<f32>], unary: UnaryFn) -> Vec<Val> {
                 a: t,
                 in_place: true,
                 ..
-            } => slots[t] = val,
-            _ => slots.push(val),
+            } => {
+                // Written through the target's view of its memory.
+                let (r, m) = &alias[t];
+                for (k, &i) in m.iter().enumerate() {
+                    store[*r].v[i] = val.v[k];
+                    store[*r].e[i] = val.e[k];
+                }
+            }
+            _ => {
+                alias.push((store.len(), (0..val.v.len()).collect()));
+                store.push(val);
+            }
         }
     }
-    slots
+    alias.iter().map(|a| gather(&store, a)).collect()
 }
 
 /// Softmax of each row; with `q_len` > 0, the causal form (query `i` of a

@@ -205,6 +205,16 @@ fn expr(op: &Op, name: &dyn Fn(V) -> String, scalar: &mut usize, ty: &str) -> St
     }
 }
 
+/// Where element `var` of value `v` lives in its binding: `var` itself for
+/// a value contiguous from its storage's start, else through its layout
+/// (views; only scalar kernels have them).
+fn index(g: &Program, v: V, var: &str) -> String {
+    match g.values[v].layout {
+        None => var.to_string(),
+        Some(l) => l.glsl_index(g.values[v].shape, var),
+    }
+}
+
 /// The body shared by both kernel kinds: loads of external inputs, one
 /// local per value, stores of stored values. `head`: the matmul output,
 /// already in local `t0`. Returns (body, bindings in order, scalars).
@@ -249,12 +259,14 @@ fn body(
         if plain {
             let t = local.len();
             local.insert(v, t);
-            let load = widen(d, &format!("{arr}{j}[idx]"), vec4);
+            let at = index(g, v, "idx");
+            let load = widen(d, &format!("{arr}{j}[{at}]"), vec4);
             let _ = writeln!(src, "    {ty} t{t} = {load};");
         }
         if bcast {
             rows.insert(v, j);
-            let load = widen(d, &format!("d{j}[col]"), false);
+            let at = index(g, v, "col");
+            let load = widen(d, &format!("d{j}[{at}]"), false);
             let _ = writeln!(src, "    float r{j} = {load};");
         }
     }
@@ -287,7 +299,8 @@ fn body(
         if stored[v] && !later {
             let j = bind(s);
             let t = narrow(g.values[v].dtype, &format!("t{}", local[&v]), vec4);
-            let _ = writeln!(src, "    {arr}{j}[idx] = {t};");
+            let at = index(g, v, "idx");
+            let _ = writeln!(src, "    {arr}{j}[{at}] = {t};");
         }
     }
     (src, bindings, scalars, local)
@@ -331,7 +344,16 @@ pub(crate) fn elementwise(g: &Program, gr: &Group, stored: &[bool], numel: u64) 
         .nodes
         .iter()
         .any(|&n| matches!(g.nodes[n].op, Op::AddRow(..)));
-    let vec4 = !bcast && numel % 4 == 0;
+    // Views index element by element: scalar loads.
+    let views = gr.nodes.iter().any(|&n| {
+        let node = &g.nodes[n];
+        node.op
+            .inputs()
+            .into_iter()
+            .chain(std::iter::once(node.out))
+            .any(|v| g.values[v].layout.is_some())
+    });
+    let vec4 = !bcast && !views && numel % 4 == 0;
     let ty = if vec4 { "vec4" } else { "float" };
     let (b, bindings, scalars, _) = body(g, gr, stored, ty, None, "d");
     let (any, half) = typed(g, gr);
@@ -592,6 +614,45 @@ mod tests {
         );
         assert!(gen.source.contains("d0[idx] = uint16_t(vkc_f2h(t0));"));
         let _ = f;
+    }
+
+    #[test]
+    fn views_load_and_store_through_their_layouts() {
+        use crate::ops::fusion::strides::{select, Layout};
+        let base = Shape::Dims3(2, 3, 4);
+        let mut g = Program::default();
+        let x = g.leaf(base);
+        let (hs, hl) = select(base, Layout::of(base, None), 1, 1).expect("a head");
+        let h = g.view(x, hs, hl);
+        let y = g.leaf(hs);
+        // `h += y` in place through the view: loaded and stored strided.
+        let out = g.op_into_layout(
+            Op::Binary(Binary::Add, h, y),
+            hs,
+            g.values[x].storage,
+            g.values[h].layout,
+        );
+        let gr = Group {
+            head: None,
+            nodes: vec![0],
+            tail: None,
+        };
+        let stored = vec![true; g.values.len()];
+        let gen = elementwise(&g, &gr, &stored, hs.numel());
+        assert!(!gen.vec4);
+        let at = "(4u + (idx % 4u) * 1u + (idx / 4u) * 12u)";
+        assert!(
+            gen.source.contains(&format!("float t0 = d0[{at}];")),
+            "{}",
+            gen.source
+        );
+        assert!(gen.source.contains("float t1 = d1[idx];"), "{}", gen.source);
+        assert!(
+            gen.source.contains(&format!("d0[{at}] = t2;")),
+            "{}",
+            gen.source
+        );
+        let _ = out;
     }
 
     #[test]

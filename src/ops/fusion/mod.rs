@@ -7,3 +7,4 @@
 pub(crate) mod codegen;
 pub(crate) mod plan;
 pub(crate) mod program;
+pub(crate) mod strides;

@@ -115,16 +115,52 @@ fn broadcast_reads(g: &Program, node: usize) -> Option<S> {
     }
 }
 
-/// Whether node `n` reads and writes f32 values only: matmul epilogues
-/// and reduction prologues (f32 kernels rewritten) take only such nodes;
-/// plain element-wise runs take any element type.
+/// Whether node `n` reads and writes f32 values only, each contiguous
+/// from its storage's first element: matmul epilogues and reduction
+/// prologues (f32 kernels rewritten, indexing every binding alike) take
+/// only such nodes; plain element-wise runs take any element type and
+/// views.
 fn all_f32(g: &Program, n: usize) -> bool {
     let node = &g.nodes[n];
     node.op
         .inputs()
         .into_iter()
         .chain(std::iter::once(node.out))
-        .all(|v| g.values[v].dtype == crate::ops::DType::F32)
+        .all(|v| g.values[v].dtype == crate::ops::DType::F32 && g.values[v].layout.is_none())
+}
+
+/// Whether the nodes of a group (in order) may share one kernel as far as
+/// views go: no node reads a view of a value the group itself computes
+/// (a kernel loads its inputs before it stores anything), and every
+/// storage the group writes is accessed through one mapping of element
+/// index to storage element (else one invocation would read what another
+/// writes). Broadcast operands are checked apart (see `fits_group`).
+fn views_fit(g: &Program, nodes: &[usize]) -> bool {
+    use super::strides::mapping;
+    let mut access: Vec<(S, super::strides::Mapping, bool)> = Vec::new();
+    for (k, &n) in nodes.iter().enumerate() {
+        let node = &g.nodes[n];
+        let bcast = broadcast_reads(g, n);
+        for v in node.op.inputs() {
+            if g.alias[v].is_some() {
+                let r = g.root(v);
+                if g.producer[r].is_some_and(|p| nodes[..=k].contains(&p)) {
+                    return false;
+                }
+            }
+            let val = &g.values[v];
+            if bcast == Some(val.storage) && matches!(node.op, Op::AddRow(_, b) if b == v) {
+                continue;
+            }
+            access.push((val.storage, mapping(val.shape, val.layout), false));
+        }
+        let out = &g.values[node.out];
+        access.push((out.storage, mapping(out.shape, out.layout), true));
+    }
+    access
+        .iter()
+        .filter(|a| a.2)
+        .all(|&(s, m, _)| access.iter().all(|&(s2, m2, _)| s2 != s || m2 == m))
 }
 
 /// Groups maximal runs of element-wise nodes over the same shape.
@@ -261,6 +297,16 @@ fn fits_group(g: &Program, gr: &Group, i: usize) -> bool {
     if touched.len() > MAX_STORAGES {
         return false;
     }
+    let nodes: Vec<usize> = gr
+        .head
+        .iter()
+        .chain(&gr.nodes)
+        .chain(std::iter::once(&i))
+        .copied()
+        .collect();
+    if !views_fit(g, &nodes) {
+        return false;
+    }
     let written: BTreeSet<S> = gr
         .nodes
         .iter()
@@ -315,6 +361,16 @@ fn stored_values(g: &Program, steps: &[Step], live: &[bool]) -> Vec<bool> {
                     stored[v] = true;
                 }
             }
+            // A view is read from memory: what it views must be there.
+            if g.alias[v].is_some() {
+                stored[g.root(v)] = true;
+            }
+        }
+    }
+    // A held view needs what it views in memory.
+    for (v, &l) in live.iter().enumerate() {
+        if l && g.alias.get(v).copied().flatten().is_some() {
+            stored[g.root(v)] = true;
         }
     }
     // A single built-in op, and a reduction tail, always write their output.

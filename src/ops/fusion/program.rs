@@ -2,6 +2,7 @@
 //! [`crate::Graph`]): values, the storage they live in, and the ops that
 //! produce them. Pure data; planning and execution read it.
 
+use super::strides::Layout;
 use crate::ops::dtype::DType;
 use crate::ops::tensor::Shape;
 use crate::ops::{Binary, Unary};
@@ -11,14 +12,17 @@ pub(crate) type V = usize;
 /// Index of a storage (one GPU buffer at execution).
 pub(crate) type S = usize;
 
-/// One value: a shape, an element type, and the storage it is (or would
-/// be) written to. An in-place op makes a new value in its input's storage
-/// (of the storage's element type: a storage holds one type).
+/// One value: a shape, an element type, the storage it is (or would be)
+/// written to, and where in it ([`Layout`]; `None`: contiguous from the
+/// storage's first element). An in-place op makes a new value in its
+/// input's storage with its input's layout (of the storage's element type:
+/// a storage holds one type).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Value {
     pub shape: Shape,
     pub dtype: DType,
     pub storage: S,
+    pub layout: Option<Layout>,
 }
 
 impl Value {
@@ -204,6 +208,11 @@ pub(crate) struct Program {
     pub storages: usize,
     /// Element type of each storage (of every value in it).
     pub storage_dtype: Vec<DType>,
+    /// Elements of each storage (of the value that made it).
+    pub storage_numel: Vec<u64>,
+    /// Per value: for a view (no producer), the value whose memory it
+    /// names (its storage as that value left it); `None` for the others.
+    pub alias: Vec<Option<V>>,
 }
 
 impl Program {
@@ -215,7 +224,7 @@ impl Program {
 
     /// A new value of `dtype` in a new storage, with no producer.
     pub fn leaf_typed(&mut self, shape: Shape, dtype: DType) -> V {
-        let s = self.new_storage(dtype);
+        let s = self.new_storage(dtype, shape);
         self.push_value(shape, s, None)
     }
 
@@ -231,14 +240,56 @@ impl Program {
 
     /// Records `op` writing a new storage of `dtype`.
     pub fn op_typed(&mut self, op: Op, shape: Shape, dtype: DType) -> V {
-        let s = self.new_storage(dtype);
+        let s = self.new_storage(dtype, shape);
         self.op_into(op, shape, s)
     }
 
-    fn new_storage(&mut self, dtype: DType) -> S {
+    fn new_storage(&mut self, dtype: DType, shape: Shape) -> S {
         self.storages += 1;
         self.storage_dtype.push(dtype);
+        self.storage_numel.push(shape.numel());
         self.storages - 1
+    }
+
+    /// A view of `of`'s storage as `of` left it: `shape` at `layout`
+    /// (normalized: `None` where contiguous from element 0). No node
+    /// computes it; reading it reads the storage.
+    pub fn view(&mut self, of: V, shape: Shape, layout: Layout) -> V {
+        let storage = self.values[of].storage;
+        let v = self.push_value(shape, storage, None);
+        self.values[v].layout = layout.normalized(shape);
+        self.alias[v] = Some(of);
+        v
+    }
+
+    /// The value whose memory `v` names: `v` itself unless it is a view,
+    /// else the root of what it views (a producer's output or a leaf).
+    pub fn root(&self, mut v: V) -> V {
+        while let Some(a) = self.alias.get(v).copied().flatten() {
+            v = a;
+        }
+        v
+    }
+
+    /// Whether `v` is its whole storage, contiguous from element 0 (what
+    /// the built-in kernels bind).
+    pub fn plain(&self, v: V) -> bool {
+        let val = &self.values[v];
+        val.layout.is_none() && val.shape.numel() == self.storage_numel[val.storage]
+    }
+
+    /// Records `op` writing `storage` in place through `layout` (the
+    /// layout of the value it overwrites).
+    pub fn op_into_layout(
+        &mut self,
+        op: Op,
+        shape: Shape,
+        storage: S,
+        layout: Option<Layout>,
+    ) -> V {
+        let v = self.op_into(op, shape, storage);
+        self.values[v].layout = layout;
+        v
     }
 
     /// Records `op` writing `storage` (in place).
@@ -255,8 +306,10 @@ impl Program {
             shape,
             dtype,
             storage,
+            layout: None,
         });
         self.producer.push(producer);
+        self.alias.push(None);
         self.values.len() - 1
     }
 }

@@ -52,7 +52,9 @@ pub(crate) fn generated_single(g: &crate::ops::fusion::program::Program, n: usiz
     };
     match node.op {
         Op::Cast(_) => true,
-        Op::Unary(..) | Op::Binary(..) | Op::AddRow(..) | Op::Fill(_) => typed(),
+        Op::Unary(..) | Op::Binary(..) | Op::AddRow(..) | Op::Fill(_) => {
+            typed() || super::views::touches_views(g, n)
+        }
         _ => false,
     }
 }
@@ -86,6 +88,7 @@ impl OpBatch {
         if let Some(why) = generated_missing(t.dtype) {
             return Err(dtype_err(op, t, what, why));
         }
+        self.check_view_kernels(op, what, t, v)?;
         Ok(v)
     }
 
@@ -100,6 +103,7 @@ impl OpBatch {
                 "the op takes f32 tensors only (cast it with OpBatch::cast first)".into(),
             ));
         }
+        self.check_plain(op, what, t, v)?;
         Ok(v)
     }
 
@@ -170,6 +174,7 @@ impl OpBatch {
         }
         x.dtype.check(&self.gpu)?;
         dtype.check(&self.gpu)?;
+        self.check_view_kernels(OP, "x", x, v)?;
         if !cfg!(feature = "glsl") && (x.dtype == DType::U32 || dtype == DType::U32) {
             return Err(dtype_err(
                 OP,
@@ -219,7 +224,7 @@ impl OpBatch {
                 format!("read_as::<{}> reads {} tensors", T::DTYPE, T::DTYPE),
             ));
         }
-        let bytes = self.bound(t)?.read_bytes(t.byte_size())?;
+        let bytes = self.read_elements(t)?;
         if bytes.len() as u64 != t.byte_size() {
             return Err(shape_err(
                 "OpBatch::read_as",

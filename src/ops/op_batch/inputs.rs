@@ -117,7 +117,10 @@ impl OpBatch {
         self.upload_shaped(data, Shape::Matrix(rows, cols))
     }
 
-    fn upload_shaped<T: TensorElement>(&mut self, data: &[T], shape: Shape) -> Result<Tensor> {
+    /// A tensor of any [`Shape`] (rank 1 to 4, row-major) and `T`'s
+    /// element type holding `data` (copied to the GPU now); `data` must
+    /// have `shape.numel()` elements, else an [`Error::OpShape`].
+    pub fn upload_shaped<T: TensorElement>(&mut self, data: &[T], shape: Shape) -> Result<Tensor> {
         Self::check_shape("OpBatch::upload", "the data", shape)?;
         if data.len() as u64 != shape.numel() {
             return Err(shape_err(
@@ -132,6 +135,18 @@ impl OpBatch {
         self.buffers[s] = Some(Bound::of(&buf, 0, data.len()));
         self.fixed[s] = true;
         Ok(self.new_tensor(v))
+    }
+
+    /// A tensor of any [`Shape`] (rank 1 to 4, row-major) over `buf`
+    /// itself (no copy; as [`OpBatch::import`]), of `T`'s element type;
+    /// `buf` must have `shape.numel()` elements, else an
+    /// [`Error::OpShape`].
+    pub fn import_shaped<T: TensorElement>(
+        &mut self,
+        buf: &Buffer<T>,
+        shape: Shape,
+    ) -> Result<Tensor> {
+        self.import_range("OpBatch::import_shaped", buf, 0, buf.len(), shape)
     }
 
     /// A vector tensor over `buf` itself (no copy; the op batch keeps the
@@ -152,7 +167,7 @@ impl OpBatch {
     /// tensors would alias).
     pub fn import_as<T: TensorElement>(&mut self, buf: &Buffer<T>) -> Result<Tensor> {
         let n = u32::try_from(buf.len()).unwrap_or(u32::MAX);
-        self.import_shaped("OpBatch::import", buf, 0, buf.len(), Shape::Vector(n))
+        self.import_range("OpBatch::import", buf, 0, buf.len(), Shape::Vector(n))
     }
 
     /// [`OpBatch::import_as`] as a `rows`×`cols` matrix (`buf` exactly that
@@ -164,7 +179,7 @@ impl OpBatch {
         cols: u32,
     ) -> Result<Tensor> {
         let shape = Shape::Matrix(rows, cols);
-        self.import_shaped("OpBatch::import", buf, 0, buf.len(), shape)
+        self.import_range("OpBatch::import", buf, 0, buf.len(), shape)
     }
 
     /// [`OpBatch::import_slice`] for a slice of any [`TensorElement`], with
@@ -172,7 +187,7 @@ impl OpBatch {
     /// `minStorageBufferOffsetAlignment` and of 16).
     pub fn import_slice_as<T: TensorElement>(&mut self, s: &BufferSlice<'_, T>) -> Result<Tensor> {
         let n = u32::try_from(s.len()).unwrap_or(u32::MAX);
-        self.import_shaped(
+        self.import_range(
             "OpBatch::import_slice",
             s.buffer(),
             s.start(),
@@ -190,7 +205,7 @@ impl OpBatch {
         cols: u32,
     ) -> Result<Tensor> {
         let shape = Shape::Matrix(rows, cols);
-        self.import_shaped(
+        self.import_range(
             "OpBatch::import_slice",
             s.buffer(),
             s.start(),
@@ -244,7 +259,7 @@ impl OpBatch {
         })?;
         let key = Arc::as_ptr(&buf.inner) as usize;
         let seen = self.import_keys.iter().any(|k| k.0 == key);
-        let t = self.import_shaped("OpBatch::import_params", &buf, 0, N, Shape::Vector(n))?;
+        let t = self.import_range("OpBatch::import_params", &buf, 0, N, Shape::Vector(n))?;
         if !seen {
             let s = self.graph.values[self.value(&t)?].storage;
             let p = p.clone();
@@ -253,7 +268,7 @@ impl OpBatch {
         Ok(t)
     }
 
-    fn import_shaped<T: TensorElement>(
+    fn import_range<T: TensorElement>(
         &mut self,
         op: &'static str,
         buf: &Buffer<T>,
