@@ -46,6 +46,7 @@ fn at(x: &[f32], (h, d): (u32, u32), (i, j, k): (u32, u32, u32)) -> f32 {
     x[(i * h * d + j * d + k) as usize]
 }
 
+#[cfg(feature = "glsl")]
 #[test]
 fn views_read_as_the_cpu_gathers_them_fused_and_unfused() {
     let gpu = common::gpu();
@@ -110,6 +111,7 @@ fn views_read_as_the_cpu_gathers_them_fused_and_unfused() {
     common::assert_clean(&gpu);
 }
 
+#[cfg(feature = "glsl")]
 #[test]
 fn in_place_ops_through_views_write_the_base_and_views_see_base_writes() {
     let gpu = common::gpu();
@@ -166,6 +168,7 @@ fn in_place_ops_through_views_write_the_base_and_views_see_base_writes() {
     common::assert_clean(&gpu);
 }
 
+#[cfg(feature = "glsl")]
 #[test]
 fn views_feed_matmul_and_norms_through_contiguous() {
     let gpu = common::gpu();
@@ -317,19 +320,31 @@ fn bad_views_are_typed_errors_at_record_time() {
     // Matmul of rank 3 is refused with the matmul's own error.
     let m = ops.upload_matrix(&[1.0f32; 8], 4, 2).unwrap();
     assert!(matches!(ops.matmul(&x, &m), Err(Error::MatmulShape { .. })));
-    // An in-place op may not read another view of the memory it writes.
+    // An in-place op may not read another view of the memory it writes
+    // (without the `glsl` feature, element-wise ops on such views are
+    // refused before that, naming the feature).
+    let why = if cfg!(feature = "glsl") {
+        "in place"
+    } else {
+        "`glsl` feature"
+    };
     let r = ops.reshape(&x, Shape::Matrix(6, 4)).unwrap();
     let rt = ops.slice_rows(&r, 0, 2).unwrap();
     let rb = ops.slice_rows(&r, 2, 2).unwrap();
     match ops.add_(&rt, &rb) {
-        Err(Error::OpShape { detail, .. }) => assert!(detail.contains("in place"), "{detail}"),
+        Err(Error::OpShape { detail, .. }) => assert!(detail.contains(why), "{detail}"),
         other => panic!("expected OpShape, got {other:?}"),
     }
     // Nor a row bias living in that memory (every invocation reads it).
     let row0 = ops.slice_rows(&r, 0, 1).unwrap();
     let b0 = ops.reshape(&row0, Shape::Vector(4)).unwrap();
     match ops.add_row_(&r, &b0) {
-        Err(Error::OpShape { detail, .. }) => assert!(detail.contains("in place"), "{detail}"),
+        Err(Error::OpShape { detail, .. }) => {
+            assert!(
+                detail.contains("in place") || detail.contains(why),
+                "{detail}"
+            )
+        }
         other => panic!("expected OpShape, got {other:?}"),
     }
     // Upload shapes must match the data.
@@ -381,6 +396,7 @@ fn a_held_view_keeps_its_pooled_storage_alive() {
     common::assert_clean(&gpu);
 }
 
+#[cfg(feature = "glsl")]
 #[test]
 fn graph_launches_see_views_of_new_inputs_and_in_place_writes_in_order() {
     let gpu = common::gpu();
@@ -425,5 +441,45 @@ fn graph_launches_see_views_of_new_inputs_and_in_place_writes_in_order() {
             assert_eq!(input.download().unwrap(), all);
         }
     }
+    common::assert_clean(&gpu);
+}
+
+/// Without the `glsl` feature the views themselves work (they record
+/// nothing, reads gather them, and an op that takes a whole storage in
+/// order takes a reshape of it), while element-wise ops on a view that is
+/// not a whole storage, `contiguous` of one included, are refused naming
+/// the feature, and nothing is recorded.
+#[cfg(not(feature = "glsl"))]
+#[test]
+fn without_glsl_views_read_and_reshape_but_element_wise_ops_on_them_are_refused() {
+    let gpu = common::gpu();
+    let mut ops = gpu.ops();
+    let data = thd(2, 3, 4);
+    let x = ops.upload_shaped(&data, Shape::Dims3(2, 3, 4)).unwrap();
+    let h = ops.select(&x, 1, 2).unwrap(); // [2×4], rows 12 apart
+    let p = ops.permute(&x, &[1, 0, 2]).unwrap();
+    let flat = ops.reshape(&x, Shape::Vector(24)).unwrap();
+    let total = ops.sum(&flat).unwrap();
+    for (what, r) in [
+        ("relu of a select", ops.relu(&h)),
+        ("add of a permute", ops.add(&p, &p)),
+        ("contiguous of a select", ops.contiguous(&h)),
+    ] {
+        match r {
+            Err(Error::OpShape { detail, .. }) => {
+                assert!(detail.contains("`glsl` feature"), "{what}: {detail}")
+            }
+            other => panic!("{what}: expected OpShape, got {other:?}"),
+        }
+    }
+    assert_eq!(ops.num_operations(), 1, "only the sum was recorded");
+    ops.execute_blocking().unwrap();
+    let want: Vec<f32> = (0..2u32)
+        .flat_map(|t| (0..4u32).map(move |d| (t, d)))
+        .map(|(t, d)| at(&data, (3, 4), (t, 2, d)))
+        .collect();
+    assert_eq!(ops.read(&h).unwrap(), want);
+    let sum: f64 = data.iter().map(|&v| f64::from(v)).sum();
+    close(&ops.read(&total).unwrap(), &[sum], 1e-6);
     common::assert_clean(&gpu);
 }
