@@ -117,12 +117,30 @@ impl Step {
 
     /// Whether the step makes a new slot (else it changes one in place).
     pub fn makes_slot(&self) -> bool {
-        !matches!(
-            self,
-            Step::Unary { in_place: true, .. }
-                | Step::Binary { in_place: true, .. }
-                | Step::AddRow { in_place: true, .. }
-        )
+        self.in_place_target().is_none()
+    }
+
+    /// The slot an in-place step writes; `None` for a step that makes a
+    /// new slot.
+    pub fn in_place_target(&self) -> Option<usize> {
+        match *self {
+            Step::Unary {
+                x: t,
+                in_place: true,
+                ..
+            }
+            | Step::Binary {
+                a: t,
+                in_place: true,
+                ..
+            }
+            | Step::AddRow {
+                a: t,
+                in_place: true,
+                ..
+            } => Some(t),
+            _ => None,
+        }
     }
 }
 
@@ -621,22 +639,8 @@ impl Decoder {
             (step, shape, bound)
         };
         self.p.steps.push(step);
-        match step {
-            Step::Unary {
-                x: t,
-                in_place: true,
-                ..
-            }
-            | Step::Binary {
-                a: t,
-                in_place: true,
-                ..
-            }
-            | Step::AddRow {
-                a: t,
-                in_place: true,
-                ..
-            } => {
+        match step.in_place_target() {
+            Some(t) => {
                 // Every view of the memory written may see the new values.
                 for o in 0..self.root.len() {
                     if self.root[o] == self.root[t] {
@@ -645,7 +649,7 @@ impl Decoder {
                 }
                 self.bound[t] = bound;
             }
-            _ => {
+            None => {
                 let dtype = crate::reference::dtype_of(&self.p.dtypes, &step);
                 let s = self.slot(shape, dtype, bound, r.keep, None);
                 if let Some((_, m)) = crate::views::view_of(sx, &step) {

@@ -431,42 +431,14 @@ pub fn interpret(p: &Program, inputs: &[Vec<f32>], unary: UnaryFn) -> Vec<Val> {
         };
         // Where the GPU rounds: every value of a 16-bit type (an in-place
         // step's target keeps its slot's type).
-        let d = match *step {
-            Step::Import(_) => DType::F32,
-            Step::Unary {
-                x: t,
-                in_place: true,
-                ..
-            }
-            | Step::Binary {
-                a: t,
-                in_place: true,
-                ..
-            }
-            | Step::AddRow {
-                a: t,
-                in_place: true,
-                ..
-            } => p.dtypes[t],
-            _ => p.dtypes[slots.len()],
+        let d = match (step, step.in_place_target()) {
+            (Step::Import(_), _) => DType::F32,
+            (_, Some(t)) => p.dtypes[t],
+            (_, None) => p.dtypes[slots.len()],
         };
         let val = round_val(d, val);
-        match *step {
-            Step::Unary {
-                x: t,
-                in_place: true,
-                ..
-            }
-            | Step::Binary {
-                a: t,
-                in_place: true,
-                ..
-            }
-            | Step::AddRow {
-                a: t,
-                in_place: true,
-                ..
-            } => {
+        match step.in_place_target() {
+            Some(t) => {
                 // Written through the target's view of its memory.
                 let (r, m) = &alias[t];
                 for (k, &i) in m.iter().enumerate() {
@@ -474,7 +446,7 @@ pub fn interpret(p: &Program, inputs: &[Vec<f32>], unary: UnaryFn) -> Vec<Val> {
                     store[*r].e[i] = val.e[k];
                 }
             }
-            _ => {
+            None => {
                 alias.push((store.len(), (0..val.v.len()).collect()));
                 store.push(val);
             }
