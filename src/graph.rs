@@ -98,7 +98,7 @@ use crate::queue::StreamState;
 use crate::reclaim::{SharedUse, UseMark};
 use crate::recorder::Recorder;
 use crate::stream::Stream;
-use crate::ticket::{QueryReadout, Ticket};
+use crate::ticket::{LaunchReport, QueryReadout, Ticket};
 
 mod params;
 mod pool;
@@ -145,6 +145,8 @@ pub struct GraphRecorder {
     batch: Batch,
     dev: Arc<DeviceInner>,
     pool: Option<Arc<CapturePool>>,
+    /// Reports each launch's ticket reads (see [`LaunchReport`]).
+    reports: Vec<Arc<dyn LaunchReport>>,
 }
 
 impl std::fmt::Debug for GraphRecorder {
@@ -179,6 +181,7 @@ impl GraphRecorder {
             batch: Batch::for_graph(d, stream, profiling)?,
             dev: d.clone(),
             pool: None,
+            reports: Vec::new(),
         })
     }
 }
@@ -229,10 +232,20 @@ impl GraphRecorder {
         self.pool.as_ref()
     }
 
+    /// Has every launch's ticket read `report` once the launch completed.
+    pub(crate) fn add_report(&mut self, report: Arc<dyn LaunchReport>) {
+        self.reports.push(report);
+    }
+
     /// Ends the recording: a graph ready to launch. Nothing recorded is
     /// [`Error::EmptyGraph`].
     pub fn finish(self) -> Result<Graph> {
-        let GraphRecorder { batch, dev, pool } = self;
+        let GraphRecorder {
+            batch,
+            dev,
+            pool,
+            reports,
+        } = self;
         let mut parts = batch.finish_graph()?;
         let mut params: Vec<Arc<ParamsCore>> = parts
             .buffers
@@ -273,6 +286,7 @@ impl GraphRecorder {
             launches: Mutex::new(Launches::default()),
             prewarmed: AtomicBool::new(false),
             prewarm_lock: Mutex::new(()),
+            reports,
         })
     }
 }
@@ -300,6 +314,8 @@ pub struct Graph {
     launches: Mutex<Launches>,
     prewarmed: AtomicBool,
     prewarm_lock: Mutex<()>,
+    /// Reports each launch's ticket reads (see [`LaunchReport`]).
+    reports: Vec<Arc<dyn LaunchReport>>,
 }
 
 impl std::fmt::Debug for Graph {
@@ -472,9 +488,15 @@ impl Graph {
         let mark = UseMark::at(slot, value);
         launches.prev = mark;
         launches.all = launches.all.join(mark);
+        // Under the launch lock: reports number launches in submission
+        // order.
+        let mut ticket = Ticket::new(self.dev.clone(), slot, mark, None);
+        for r in &self.reports {
+            ticket = ticket.with_report(r.clone());
+        }
         drop(launches);
         self.replays.fetch_add(1, Ordering::Relaxed);
-        Ok(Ticket::new(self.dev.clone(), slot, mark, None))
+        Ok(ticket)
     }
 
     /// Raises `need` to the other queues' (and streams') conflicting use

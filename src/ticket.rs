@@ -85,6 +85,21 @@ pub struct Ticket {
     /// Completions of batches held back when they were submitted, joined
     /// with `mark` (empty for nearly every ticket).
     held: Vec<Held>,
+    /// Reports a wait reads once the work completed, each with its
+    /// launch's token (none for nearly every ticket).
+    reports: Option<Box<Vec<(Arc<dyn LaunchReport>, u64)>>>,
+}
+
+/// What a launch's work tells its ticket beyond completing: read by
+/// [`Ticket::wait`] once the work has completed (the op batch's report of
+/// the bound flags its kernels raised). Each launch takes a token as it is
+/// submitted, in submission order.
+pub(crate) trait LaunchReport: Send + Sync {
+    /// The token of the launch just submitted.
+    fn launched(&self) -> u64;
+    /// The report of launch `token`, read after its work completed: an
+    /// error the launch raised, or `Ok`.
+    fn check(&self, token: u64) -> Result<()>;
 }
 
 impl std::fmt::Debug for Ticket {
@@ -119,7 +134,18 @@ impl Ticket {
             queries,
             validation_from: None,
             held: Vec::new(),
+            reports: None,
         }
+    }
+
+    /// This ticket with `report` read by its waits, for the launch just
+    /// submitted (which takes its token now).
+    pub(crate) fn with_report(mut self, report: Arc<dyn LaunchReport>) -> Ticket {
+        let token = report.launched();
+        self.reports
+            .get_or_insert_with(Default::default)
+            .push((report, token));
+        self
     }
 
     /// A ticket for a batch of `stream` held back behind an open batch:
@@ -301,6 +327,12 @@ impl Ticket {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
             },
+            reports: match (&self.reports, &other.reports) {
+                (None, None) => None,
+                (a, b) => Some(Box::new(
+                    a.iter().chain(b).flat_map(|r| r.iter()).cloned().collect(),
+                )),
+            },
         })
     }
 
@@ -337,6 +369,13 @@ impl Ticket {
     /// span). A joined ticket's span starts at the earliest of its
     /// batches'. Tickets of graph launches and transfers, futures
     /// ([`Ticket::wait_async`]) and [`Ticket::is_ready`] report none.
+    ///
+    /// A launch of an op batch (an execute or a graph launch) whose
+    /// kernels counted values past their limits into a bound flag (token
+    /// ids past the vocabulary, positions past the cache) returns the ops
+    /// error `Flagged` once the work completed, with that launch's count;
+    /// a joined ticket reports each of its launches' (see the op batch's
+    /// notes on launch reports).
     pub fn wait(&self) -> Result<()> {
         self.wait_inner(None)
     }
@@ -386,13 +425,16 @@ impl Ticket {
         if !idled.get() {
             d.release_ready(d.completed_cached());
         }
-        match self
+        if let Some(e) = self
             .validation_from
             .and_then(|from| d.instance.log.since(from))
         {
-            Some(e) => Err(e),
-            None => Ok(()),
+            return Err(e);
         }
+        for (report, token) in self.reports.iter().flat_map(|r| r.iter()) {
+            report.check(*token)?;
+        }
+        Ok(())
     }
 
     /// Whether the work has completed (never blocks); after a device loss,

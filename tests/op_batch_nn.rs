@@ -209,8 +209,16 @@ fn rotary_prefill_and_embedding_replay_with_new_words() {
         ids_buf.write(0, &ids).unwrap();
         pos_buf.write(0, &pos).unwrap();
         flag.write(0, &[0]).unwrap();
-        ops.execute_blocking().unwrap();
+        let done = ops.execute_blocking();
         let (want_q, want_out, want_flag) = free_ops(&gpu, &table, &ids, &inv, &pos, &k, &v, s);
+        // The execute's ticket reports the ids past the vocabulary.
+        match done {
+            Ok(()) => assert_eq!(want_flag, 0, "{ids:?}: nothing reported"),
+            Err(Error::Ops(OpsError::Flagged { op, count, .. })) => {
+                assert_eq!((op, count), ("ops::nn::embedding", u64::from(want_flag)))
+            }
+            Err(e) => panic!("{ids:?}: {e}"),
+        }
         assert_eq!(ops.read(&q).unwrap(), want_q, "rotary at {pos:?}");
         assert_eq!(ops.read(&out).unwrap(), want_out, "prefill after {ids:?}");
         assert_eq!(
@@ -316,7 +324,7 @@ fn a_decode_step_appends_and_attends_in_an_op_batch() {
         pos.write(0, &step).unwrap();
         lens.write(0, &[step[0] + 1, step[1] + 1]).unwrap();
         flag.write(0, &[0]).unwrap();
-        ops.execute_blocking().unwrap();
+        let done = ops.execute_blocking();
         // The append on the host.
         let mut dropped = 0;
         for (s, &p) in step.iter().enumerate() {
@@ -330,6 +338,14 @@ fn a_decode_step_appends_and_attends_in_an_op_batch() {
                 k_host[dst..dst + d].copy_from_slice(&k_new[src..src + d]);
                 v_host[dst..dst + d].copy_from_slice(&v_new[src..src + d]);
             }
+        }
+        // The execute's ticket reports what its appends dropped.
+        match done {
+            Ok(()) => assert_eq!(dropped, 0, "step {step:?}: nothing reported"),
+            Err(Error::Ops(OpsError::Flagged { op, count, .. })) => {
+                assert_eq!((op, count), ("ops::nn::kv_append", u64::from(dropped)))
+            }
+            Err(e) => panic!("step {step:?}: {e}"),
         }
         assert!(kc.download().unwrap() == k_host, "keys after step {step:?}");
         assert!(

@@ -50,6 +50,20 @@ pub enum OpsError {
         /// types it accepts).
         detail: String,
     },
+    /// Kernels of an op batch's launch (an execute or a graph launch)
+    /// raised a bound flag: they met values only known at launch past
+    /// their limits (token ids past the vocabulary, positions past the
+    /// cache), wrote nothing out of bounds for them and counted them. Read
+    /// by the launch's ticket once its work completed.
+    #[error("{op}: {count} {detail} in this launch")]
+    Flagged {
+        /// The op whose flag grew (the first, where several share it).
+        op: &'static str,
+        /// How much the flag grew in this launch.
+        count: u64,
+        /// What was counted, and the flags of other ops that grew too.
+        detail: String,
+    },
     /// A model-configuration field the op does not implement (an unknown
     /// `rope_scaling` type) or whose value it cannot use.
     #[error("{op}: config field {field}: {detail}")]

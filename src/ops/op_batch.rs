@@ -16,6 +16,7 @@ mod exec;
 mod graph;
 mod inputs;
 mod liveness;
+mod report;
 mod transformer;
 mod views;
 
@@ -156,6 +157,21 @@ static NEXT_BATCH: AtomicU64 = AtomicU64::new(1);
 /// planned over the buffers, so a reused buffer is written only after the
 /// steps that read its previous value.
 ///
+/// **Launch reports**: the transformer ops that meet values only known at
+/// launch (the embedding's token ids, the KV append's positions) guard
+/// their bounds and count what falls outside into their `flag` buffer.
+/// Every execute and graph launch of an op batch with such ops ends with
+/// one small kernel that notes how much each flag grew in that launch, and
+/// the launch's ticket returns [`OpsError::Flagged`](crate::ops::OpsError::Flagged)
+/// from [`Ticket::wait`] when one did, with that launch's count, also
+/// while later launches are in flight. The flags keep their running
+/// counts (a flag the user resets counts from zero again). At most 4
+/// distinct flag buffers per op batch (ops may share one; a fifth is an
+/// [`Error::OpShape`]); launches are numbered in submission order, so an
+/// op batch whose executes and graph launches go to different queues at
+/// once may see a count reported by its neighbour; a ticket waited after
+/// 1024 later launches of its op batch completed reports nothing.
+///
 /// **Graphs** ([`OpBatch::graph`], [`OpBatch::graph_on`],
 /// [`OpBatch::graph_in`]): the same plan recorded once into a
 /// [`Graph`](crate::Graph) and launched any number of times, with new
@@ -230,6 +246,9 @@ pub struct OpBatch {
     /// The `u32` buffers transformer ops read or count into (positions,
     /// token ids, flag words), by the index their op names.
     words: Vec<Buffer<u32>>,
+    /// The launch reports of the flags its transformer ops count into
+    /// (made with the first such op).
+    report: Option<Arc<report::FlagReport>>,
     /// Scratch of each decode attention op, made when it is recorded.
     nn_scratch: Vec<Buffer<f32>>,
     /// Nodes covered by the last successful execute.
@@ -273,6 +292,7 @@ impl Device {
             kernel_memo: KernelMemo::new(),
             scratch: std::collections::HashMap::new(),
             words: Vec::new(),
+            report: None,
             nn_scratch: Vec::new(),
             executed_nodes: None,
         }

@@ -416,7 +416,11 @@ fn record(ob: &OpBatch) -> Result<Ticket> {
         batch.write(b, start, &value())?;
     }
     record_steps(ob, &mut batch)?;
-    batch.submit_async()
+    let ticket = batch.submit_async()?;
+    Ok(match &ob.report {
+        Some(r) if !r.is_empty() => ticket.with_report(r.clone()),
+        _ => ticket,
+    })
 }
 
 /// Records the prepared plan's steps and barriers into `batch`: an
@@ -478,6 +482,10 @@ pub(super) fn record_steps(ob: &OpBatch, batch: &mut Batch) -> Result<()> {
             }
             (Step::Fused(_), None) => return Err(internal("a fused step has no kernel")),
         }
+    }
+    // The launch's report of its flags, after everything that counts.
+    if let Some(r) = ob.report.as_ref().filter(|r| !r.is_empty()) {
+        r.record(batch)?;
     }
     Ok(())
 }

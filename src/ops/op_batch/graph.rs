@@ -91,6 +91,9 @@ impl OpBatch {
         // execute.
         rec.set_auto_barriers(false);
         exec::record_steps(self, &mut rec)?;
+        if let Some(r) = self.report.as_ref().filter(|r| !r.is_empty()) {
+            rec.add_report(r.clone());
+        }
         let graph = rec.finish()?;
         self.graphed = true;
         self.executed_nodes = Some(self.graph.nodes.len());

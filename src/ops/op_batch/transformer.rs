@@ -176,7 +176,9 @@ impl OpBatch {
     /// Rows of `table` (a `vocab × dim` matrix) for the token ids in `ids`:
     /// a `tokens × dim` matrix (see [`nn::embedding`]). The op batch keeps
     /// `ids` and `flag` and reads them at each execute; ids past the
-    /// vocabulary give zero rows and are counted in `flag[0]`.
+    /// vocabulary give zero rows and are counted in `flag[0]`, and the
+    /// launch's ticket reports them ([`OpsError::Flagged`]; see the op
+    /// batch's notes on launch reports).
     pub fn embedding(
         &mut self,
         table: &Tensor,
@@ -198,6 +200,7 @@ impl OpBatch {
         self.same_device(OP, "ids", ids)?;
         self.same_device(OP, "flag", flag)?;
         let t = self.f32_value(OP, "table", table)?;
+        self.note_flag(OP, "token ids past the vocabulary", flag)?;
         let (ids, flag) = (self.keep_words(ids), self.keep_words(flag));
         let op = Op::Nn(NnOp::Embedding {
             table: t,
@@ -255,7 +258,8 @@ impl OpBatch {
     /// positions in `positions` (one per sequence), which the op batch
     /// keeps and reads at each execute; see [`nn::kv_append`]. Call once for
     /// the keys and once for the values: a position past `max_seq` writes
-    /// nothing and adds 1 to `flag[0]` per token and head in each call.
+    /// nothing and adds 1 to `flag[0]` per token and head in each call,
+    /// and the launch's ticket reports it ([`OpsError::Flagged`]).
     pub fn kv_append_(
         &mut self,
         cache: &Tensor,
@@ -274,6 +278,7 @@ impl OpBatch {
             self.f32_value(OP, "new", new)?,
             self.f32_value(OP, "cache", cache)?,
         );
+        self.note_flag(OP, "positions past the cache (token x kv head)", flag)?;
         let (pos, flag) = (self.keep_words(positions), self.keep_words(flag));
         let op = Op::Nn(NnOp::KvAppend {
             new: nv,
@@ -289,6 +294,25 @@ impl OpBatch {
     fn keep_words(&mut self, b: &Buffer<u32>) -> usize {
         self.words.push(b.clone());
         self.words.len() - 1
+    }
+
+    /// Has every launch report `flag` (which `op` counts `what` into):
+    /// checked before anything of the op is kept.
+    fn note_flag(
+        &mut self,
+        op: &'static str,
+        what: &'static str,
+        flag: &Buffer<u32>,
+    ) -> Result<()> {
+        if self.report.is_none() {
+            self.report = Some(std::sync::Arc::new(super::report::FlagReport::new(
+                &self.gpu,
+            )?));
+        }
+        match &self.report {
+            Some(r) => r.note(op, what, flag),
+            None => Ok(()),
+        }
     }
 
     /// A buffer of another device is refused.
