@@ -87,8 +87,11 @@ pub struct Ticket {
     held: Vec<Held>,
     /// Reports a wait reads once the work completed, each with its
     /// launch's token (none for nearly every ticket).
-    reports: Option<Box<Vec<(Arc<dyn LaunchReport>, u64)>>>,
+    reports: Option<Box<Reports>>,
 }
+
+/// A ticket's launch reports, each with its launch's token.
+type Reports = Vec<(Arc<dyn LaunchReport>, u64)>;
 
 /// What a launch's work tells its ticket beyond completing: read by
 /// [`Ticket::wait`] once the work has completed (the op batch's report of
