@@ -27,16 +27,11 @@ fn arg(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
-/// Deterministic values in [-1, 1), rounded to bf16.
+/// `probe::values` of `seed`, rounded to bf16.
 fn values(n: usize, seed: u64) -> Vec<Bf16> {
-    let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            Bf16::from_f32(((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0)
-        })
+    vkcompute_measure::probe::values(seed, n)
+        .into_iter()
+        .map(Bf16::from_f32)
         .collect()
 }
 

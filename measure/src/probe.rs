@@ -5,33 +5,36 @@
 
 use std::time::{Duration, Instant};
 
-/// Deterministic values in [-1, 1) with full 24-bit significands (so
-/// products and sums round, and error figures mean something): a
-/// xorshift stream seeded by `seed`.
-pub fn values(seed: u64, len: usize) -> Vec<f32> {
+/// The deterministic stream the probes' inputs come from: a xorshift of
+/// `seed`, each state multiplied out to 64 bits (xorshift*); callers take
+/// the high bits they need.
+pub fn stream(seed: u64) -> impl Iterator<Item = u64> {
     let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x >> 12;
-            x ^= x << 25;
-            x ^= x >> 27;
-            ((x.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 40) as f32 / (1u64 << 23) as f32) - 1.0
-        })
+    std::iter::repeat_with(move || {
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    })
+}
+
+/// Deterministic values in [-1, 1) with full 24-bit significands (so
+/// products and sums round, and error figures mean something): the
+/// [`stream`] of `seed`.
+pub fn values(seed: u64, len: usize) -> Vec<f32> {
+    stream(seed)
+        .take(len)
+        .map(|r| ((r >> 40) as f32 / (1u64 << 23) as f32) - 1.0)
         .collect()
 }
 
 /// f16 bits and their exact f32 values: random sign, exponent over
-/// [2⁻³, 2¹), random 10-bit significand (a deterministic xorshift), so
+/// [2⁻³, 2¹), random 10-bit significand (the [`stream`] of `seed`), so
 /// products and sums of f16 inputs round.
 pub fn f16_inputs(seed: u64, len: usize) -> (Vec<u16>, Vec<f32>) {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
     let mut bits = Vec::with_capacity(len);
     let mut vals = Vec::with_capacity(len);
-    for _ in 0..len {
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        let r = x.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 32;
+    for r in stream(seed).take(len).map(|r| r >> 32) {
         let sign = (r & 1) as u16;
         let exp = 12 + ((r >> 1) & 3) as u16; // biased 12..=15: [1/8, 2)
         let mant = ((r >> 3) & 0x3ff) as u16;

@@ -22,16 +22,14 @@ use crate::f16_bench::{abs_error, error_bound, f16_inputs, profiled_rounds};
 use crate::Report;
 
 /// bf16 values as stored and as f32: random sign, exponent over [2⁻³,
-/// 2¹), random 7-bit significand (a deterministic xorshift).
+/// 2¹), random 7-bit significand (`probe::stream`).
 fn bf16_inputs(seed: u64, len: usize) -> (Vec<Bf16>, Vec<f32>) {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
     let mut out = Vec::with_capacity(len);
     let mut vals = Vec::with_capacity(len);
-    for _ in 0..len {
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        let r = x.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 32;
+    for r in vkcompute_measure::probe::stream(seed)
+        .take(len)
+        .map(|r| r >> 32)
+    {
         let sign = (r & 1) as u16;
         let exp = 124 + ((r >> 1) & 3) as u16; // biased 124..=127: [1/8, 2)
         let mant = ((r >> 3) & 0x7f) as u16;
