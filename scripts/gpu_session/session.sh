@@ -123,14 +123,20 @@ part_qwen3() {
     timeout 120 "$g/bin/qwen3" "$q" --batch "$b" --decode 32 > "$W/q3_b$b.txt" 2>&1; echo "rc=$?"; tail -25 "$W/q3_b$b.txt"
   done
 }
+q3_checked() {
+  # The A/B parts' start: a Qwen3-4B checkpoint and its f32 logits from
+  # transformers in $1, and this build checked against them.
+  rm -rf "$1"
+  echo "== qwen3_reference.py --size 4b --no-timing (checkpoint and f32 logits)"
+  python3 "$g/qwen3_reference.py" --out "$1" --size 4b --no-timing > "$W/q3_ref.txt" 2>&1; echo "rc=$?"; tail -5 "$W/q3_ref.txt"
+  echo "== qwen3 4b --reference (this build)"
+  timeout 240 "$g/bin/qwen3" "$1" --reference "$1/reference.safetensors" > "$W/q3_check.txt" 2>&1; echo "rc=$?"; grep -E "reference|worst|FAIL|PASS" "$W/q3_check.txt" | tail -8
+}
 part_qwen3_ab() {
   # Qwen3-4B decode at the base build packed as bin/qwen3_base beside this
   # build, alternating, after this build's check against transformers.
-  local q=/tmp/q3; rm -rf "$q"
-  echo "== qwen3_reference.py --size 4b --no-timing (checkpoint and f32 logits)"
-  python3 "$g/qwen3_reference.py" --out "$q" --size 4b --no-timing > "$W/q3_ref.txt" 2>&1; echo "rc=$?"; tail -5 "$W/q3_ref.txt"
-  echo "== qwen3 4b --reference (this build)"
-  timeout 240 "$g/bin/qwen3" "$q" --reference "$q/reference.safetensors" > "$W/q3_check.txt" 2>&1; echo "rc=$?"; grep -E "reference|worst|FAIL|PASS" "$W/q3_check.txt" | tail -8
+  local q=/tmp/q3
+  q3_checked "$q"
   for i in 1 2; do
     for bs in 1 4; do
       for b in base new; do
@@ -146,11 +152,8 @@ part_decode_ab() {
   # one (bin/qwen3, as "new"), alternating, after this build's check
   # against transformers; DECODE_AB_ROUNDS (default 2) rounds at B = 1,
   # one at B = 4.
-  local q=/tmp/q3; rm -rf "$q"
-  echo "== qwen3_reference.py --size 4b --no-timing (checkpoint and f32 logits)"
-  python3 "$g/qwen3_reference.py" --out "$q" --size 4b --no-timing > "$W/q3_ref.txt" 2>&1; echo "rc=$?"; tail -5 "$W/q3_ref.txt"
-  echo "== qwen3 4b --reference (this build)"
-  timeout 240 "$g/bin/qwen3" "$q" --reference "$q/reference.safetensors" > "$W/q3_check.txt" 2>&1; echo "rc=$?"; grep -E "reference|worst|FAIL|PASS" "$W/q3_check.txt" | tail -8
+  local q=/tmp/q3
+  q3_checked "$q"
   local bins=("$g/bin/qwen3" "$g"/bin/qwen3_*)
   for i in $(seq 1 "${DECODE_AB_ROUNDS:-2}"); do
     for bs in 1 4; do
