@@ -572,11 +572,7 @@ mod tests {
     fn typed_chains_convert_on_load_round_each_value_and_narrow_on_store() {
         let v = Shape::Vector(8);
         let mut g = Program::default();
-        let x = g.leaf_typed(v, DType::F16);
-        let y = g.leaf_typed(v, DType::F16);
-        let a = g.op_typed(Op::Binary(Binary::Add, x, y), v, DType::F16);
-        let r = g.op_typed(Op::Unary(Unary::Relu, a), v, DType::F16);
-        let c = g.op(Op::Cast(r), v);
+        let (a, r, c) = g.f16_chain(8);
         g.op_typed(Op::Cast(c), v, DType::Bf16);
         let mut stored = vec![true; g.values.len()];
         stored[a] = false;

@@ -727,13 +727,8 @@ mod tests {
     #[test]
     fn sixteen_bit_runs_fuse_but_not_into_matmuls_or_reductions() {
         use crate::ops::DType;
-        let v = Shape::Vector(8);
         let mut g = Program::default();
-        let x = g.leaf_typed(v, DType::F16);
-        let y = g.leaf_typed(v, DType::F16);
-        let a = g.op_typed(Op::Binary(Binary::Add, x, y), v, DType::F16);
-        let r = g.op_typed(Op::Unary(Unary::Relu, a), v, DType::F16);
-        let c = g.op(Op::Cast(r), v);
+        let (_, _, c) = g.f16_chain(8);
         let s = g.op(Op::Sum(c), Shape::Vector(1));
         let mut live = vec![false; g.values.len()];
         live[s] = true;

@@ -222,6 +222,20 @@ impl Program {
         self.leaf_typed(shape, DType::F32)
     }
 
+    /// The 16-bit chain the fusion tests share: `c = cast(relu(x + y))` to
+    /// f32 of f16 leaves `x` and `y` (nodes 0–2), returning `(a, r, c)`:
+    /// the sum, the relu and the cast.
+    #[cfg(test)]
+    pub fn f16_chain(&mut self, len: u32) -> (V, V, V) {
+        use crate::ops::{Binary, Unary};
+        let v = Shape::Vector(len);
+        let x = self.leaf_typed(v, DType::F16);
+        let y = self.leaf_typed(v, DType::F16);
+        let a = self.op_typed(Op::Binary(Binary::Add, x, y), v, DType::F16);
+        let r = self.op_typed(Op::Unary(Unary::Relu, a), v, DType::F16);
+        (a, r, self.op(Op::Cast(r), v))
+    }
+
     /// A new value of `dtype` in a new storage, with no producer.
     pub fn leaf_typed(&mut self, shape: Shape, dtype: DType) -> V {
         let s = self.new_storage(dtype, shape);
