@@ -304,15 +304,15 @@ impl OpBatch {
         what: &'static str,
         flag: &Buffer<u32>,
     ) -> Result<()> {
-        if self.report.is_none() {
-            self.report = Some(std::sync::Arc::new(super::report::FlagReport::new(
-                &self.gpu,
-            )?));
-        }
-        match &self.report {
-            Some(r) => r.note(op, what, flag),
-            None => Ok(()),
-        }
+        let report = match &self.report {
+            Some(r) => r.clone(),
+            None => {
+                let r = std::sync::Arc::new(super::report::FlagReport::new(&self.gpu)?);
+                self.report = Some(r.clone());
+                r
+            }
+        };
+        report.note(op, what, flag)
     }
 
     /// A buffer of another device is refused.
