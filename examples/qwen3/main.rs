@@ -28,6 +28,8 @@
 //! exactly; the timings use the chosen path and name it.
 //! `--profile` prints one decode step's GPU time per kernel beside the
 //! weight-streaming floor at the copy bandwidth measured in the same run.
+//! `--wait-spin-us N` sets how long a wait spins before it blocks
+//! (`DeviceOptions::wait_spin`; the default is the crate's).
 
 mod attend;
 mod buffers;
@@ -49,7 +51,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use vkcompute::ops::nn::SampleParams;
-use vkcompute::Device;
+use vkcompute::{Device, DeviceOptions};
 
 use checkpoint::Checkpoint;
 use config::{Arch, WeightDtype};
@@ -69,12 +71,14 @@ struct Args {
     prompt_len: bool,
     kv_f32: bool,
     prefill: PrefillMatmul,
+    /// `DeviceOptions::wait_spin` when given (`--wait-spin-us`).
+    wait_spin: Option<std::time::Duration>,
 }
 
 const USAGE: &str =
     "usage: qwen3 DIR | --tiny OUTDIR [--prompt 1,2,3 | --prompt-len N] [--decode N] [--batch B] \
                      [--sample T,K,P,SEED] [--reference FILE] [--kv-16] [--profile] \
-                     [--prefill exact|f16|auto]";
+                     [--prefill exact|f16|auto] [--wait-spin-us N]";
 
 fn parse_list<T: std::str::FromStr>(s: &str, what: &str) -> Result<Vec<T>, String> {
     s.split(',')
@@ -99,6 +103,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
         kv_f32: true,
         prompt_len: false,
         prefill: PrefillMatmul::Auto,
+        wait_spin: None,
     };
     let mut dir = None;
     let mut it = args.iter();
@@ -159,6 +164,12 @@ fn parse(args: &[String]) -> Result<Args, String> {
                 a.prefill = PrefillMatmul::parse(&v)
                     .ok_or(format!("--prefill: {v:?} is not exact, f16 or auto"))?;
             }
+            "--wait-spin-us" => {
+                let us: u64 = val("--wait-spin-us")?
+                    .parse()
+                    .map_err(|_| "--wait-spin-us: not a number")?;
+                a.wait_spin = Some(std::time::Duration::from_micros(us));
+            }
             s if s.starts_with("--") => return Err(format!("unknown option {s}\n{USAGE}")),
             s => dir = Some(s.to_string()),
         }
@@ -188,8 +199,18 @@ fn run(args: &[String]) -> Result<bool, Box<dyn std::error::Error>> {
         }
         None => None,
     };
-    let gpu = Device::new()?;
-    println!("device: {}", gpu.info().name);
+    let gpu = match a.wait_spin {
+        Some(spin) => Device::with_options(DeviceOptions {
+            wait_spin: spin,
+            ..DeviceOptions::default()
+        })?,
+        None => Device::new()?,
+    };
+    println!(
+        "device: {}; waits spin {} µs before blocking",
+        gpu.info().name,
+        gpu.options().wait_spin.as_micros()
+    );
     let t = Instant::now();
     let ck = Checkpoint::open(&a.dir)?;
     let vocab = ck.config.vocab;

@@ -343,6 +343,38 @@ pub fn profile(m: &mut Model, prompt: &[u32]) -> ModelResult<()> {
     for (label, count, ns) in rows {
         println!("  {label:<32} {count:5} {:10.1} µs", ns / 1e3);
     }
+    // The same by place in the step: a command's key is its label and the
+    // labels of the commands around it (the normed q|k|v and gate|up
+    // launches share a kernel, as do o and down, but not their
+    // neighbours), so each projection gets a row of its own.
+    let mut places: Vec<(String, Vec<f64>)> = Vec::new();
+    for (i, c) in p.commands.iter().enumerate() {
+        let short = |l: &str| l.trim_start_matches("vkcompute ").to_string();
+        let prev = i
+            .checked_sub(1)
+            .map_or("the start".into(), |j| short(&p.commands[j].label));
+        let next = p
+            .commands
+            .get(i + 1)
+            .map_or("the end".into(), |n| short(&n.label));
+        let key = format!("{} ({prev} → · → {next})", short(&c.label));
+        match places.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, v)) => v.push(c.gpu_ns),
+            None => places.push((key, vec![c.gpu_ns])),
+        }
+    }
+    println!("by place (a kernel between the kernels before and after it):");
+    for (key, mut v) in places {
+        v.sort_by(f64::total_cmp);
+        println!(
+            "  {key:<72} {:4} {:9.1} µs; per launch min {:.1} / median {:.1} / max {:.1} µs",
+            v.len(),
+            v.iter().sum::<f64>() / 1e3,
+            v[0] / 1e3,
+            v[v.len() / 2] / 1e3,
+            v[v.len() - 1] / 1e3
+        );
+    }
     let bw = copy_bandwidth(m)?;
     let floor = m.step_weight_bytes() as f64 / bw;
     println!(

@@ -3,11 +3,15 @@
 //! `shaders/linear_exp.glsl`) that are not built in, beside the built-in
 //! kernels, on bf16 weights stored [N, K] as `ops::linear` takes them.
 //!
-//! Each argument `FILE.spv:R:MT` is a SPIR-V build of `shaders/linear_bf16.comp`
+//! Each argument `FILE.spv:R:MT[:UPW]` is a SPIR-V build of `shaders/linear_bf16.comp`
 //! whose units are R rows of W and whose passes hold MT rows of x; it is
 //! launched as `ops::linear` launches its kernels with one K slice (push
 //! constants M, K, N, mode, vec, kchunk, upw, mchunks, pairs, ksub; grid
-//! ceil(units / 8) × ceil(M / MT); 256 invocations, subgroups of 32). For
+//! ceil(units / upw) × ceil(M / MT); subgroups of 32). The build's
+//! workgroup size (`WG_SIZE`, 256 unless the build says) gives its
+//! subgroups S: with UPW, a workgroup holds UPW units and S / UPW
+//! subgroups share each (the shape's ksub is ignored); without, it holds
+//! S / ksub units. For
 //! each shape (`--shapes M,K,N,silu[,ksub];...`: ksub subgroups share a
 //! unit in the variants' launches, the narrower workgroups of
 //! `ops::linear`; default the Qwen3-4B FFN's
@@ -18,10 +22,12 @@
 //! over the largest |y|); then each row is warmed for 300 ms and 15
 //! interleaved rounds time 5 launches back to back each (GPU timestamps,
 //! the median launch of a round): min / median / max µs and the weights'
-//! GB/s.
+//! GB/s. `--copies C` (default 1) uploads C copies of W and has launch i
+//! read copy i mod C: with C × |W| well past the L2 cache, a launch reads
+//! its weights from memory, as each layer of a model does.
 //!
 //! ```text
-//! cargo run --release -p vkcompute-measure --example linear_probe -- a.spv:4:4 b.spv:8:4
+//! cargo run --release -p vkcompute-measure --example linear_probe -- [--copies 4] a.spv:4:4 b.spv:8:4:5
 //! ```
 
 use std::time::Duration;
@@ -30,13 +36,19 @@ use vkcompute::ops::{self, Bf16, Epilogue, LinearPlan};
 use vkcompute::{BatchOptions, Buffer, Device, Kernel, Profiling, Result};
 use vkcompute_measure::probe::{interleaved_rounds, min_median_max, relative_diff, values};
 
-/// Invocations of the linear kernels' workgroup.
-const THREADS: u32 = 256;
+/// Lanes of the subgroups the variants are built for.
+const LANES: u32 = 32;
 
 enum Run {
     Default,
     Builtin(u32),
-    Variant { kernel: Kernel, r: u32, mt: u32 },
+    Variant {
+        kernel: Kernel,
+        r: u32,
+        mt: u32,
+        /// Units per workgroup when the argument names them.
+        upw: Option<u32>,
+    },
 }
 
 struct Row {
@@ -59,7 +71,7 @@ fn record(
     gpu: &Device,
     row: &Row,
     s: &Shape,
-    (x, w, y): (&Buffer<f32>, &Buffer<Bf16>, &Buffer<f32>),
+    (x, ws, y): (&Buffer<f32>, &[Buffer<Bf16>], &Buffer<f32>),
     reps: usize,
 ) -> Result<Vec<f64>> {
     let opts = BatchOptions::single_submit().with_profiling(Profiling::Commands);
@@ -77,6 +89,7 @@ fn record(
             batch.barrier();
         }
         let first = batch.len() as usize;
+        let w = &ws[i % ws.len()];
         match &row.run {
             Run::Default => ops::linear(&mut batch, x, w, y, s.m, s.k, s.n, epi())?,
             Run::Builtin(mt) => {
@@ -86,13 +99,17 @@ fn record(
                 };
                 ops::linear_with_plan(&mut batch, x, w, y, s.m, s.k, s.n, epi(), plan)?
             }
-            Run::Variant { kernel, r, mt } => {
+            Run::Variant { kernel, r, mt, upw } => {
                 let units = if s.silu {
                     (s.n / 2).div_ceil(r / 2)
                 } else {
                     s.n.div_ceil(*r)
                 };
-                let upw = THREADS / 32 / s.ksub;
+                let subgroups = (kernel.workgroup_size()[0] / LANES).max(1);
+                let (upw, ksub) = match upw {
+                    Some(u) => (*u, (subgroups / u).max(1)),
+                    None => ((subgroups / s.ksub).max(1), s.ksub),
+                };
                 let groups = units.div_ceil(upw);
                 let mchunks = s.m.div_ceil(*mt);
                 let vec = s.k % 8 == 0;
@@ -108,7 +125,7 @@ fn record(
                     upw,
                     mchunks,
                     u32::from(s.silu),
-                    s.ksub,
+                    ksub,
                 ];
                 let bytes: Vec<u8> = push.iter().flat_map(|v| v.to_le_bytes()).collect();
                 batch.run_configured(
@@ -174,10 +191,19 @@ fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut shapes = "1,2560,19456,1;4,2560,19456,1;1,2560,151936,0".to_string();
     let mut variants = Vec::new();
+    let mut copies = 1usize;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         if a == "--shapes" {
             shapes = it.next().cloned().unwrap_or_default();
+        } else if a == "--copies" {
+            copies = match it.next().and_then(|v| v.parse().ok()) {
+                Some(c) if c >= 1 => c,
+                _ => {
+                    eprintln!("--copies: expected a count of at least 1");
+                    std::process::exit(2);
+                }
+            };
         } else {
             variants.push(a.clone());
         }
@@ -196,9 +222,13 @@ fn main() -> Result<()> {
     let mut vrows = Vec::new();
     for arg in &variants {
         let parts: Vec<&str> = arg.split(':').collect();
-        let [file, r, mt] = parts[..] else {
-            eprintln!("argument {arg:?}: expected FILE.spv:R:MT");
-            std::process::exit(2);
+        let (file, r, mt, upw) = match parts[..] {
+            [file, r, mt] => (file, r, mt, None),
+            [file, r, mt, upw] => (file, r, mt, upw.parse::<u32>().ok().filter(|&u| u >= 1)),
+            _ => {
+                eprintln!("argument {arg:?}: expected FILE.spv:R:MT[:UPW]");
+                std::process::exit(2);
+            }
         };
         let (r, mt): (u32, u32) = (r.parse().unwrap_or(4), mt.parse().unwrap_or(4));
         let bytes = std::fs::read(file).unwrap_or_else(|e| {
@@ -214,9 +244,14 @@ fn main() -> Result<()> {
         if !mts.contains(&mt) {
             mts.push(mt);
         }
+        let wg = kernel.workgroup_size()[0];
+        let name = match upw {
+            Some(u) => format!("{file} (R {r}, MT {mt}, {wg} invocations, {u} units each)"),
+            None => format!("{file} (R {r}, MT {mt}, {wg} invocations)"),
+        };
         vrows.push(Row {
-            name: format!("{file} (R {r}, MT {mt})"),
-            run: Run::Variant { kernel, r, mt },
+            name,
+            run: Run::Variant { kernel, r, mt, upw },
         });
     }
     for mt in mts {
@@ -228,13 +263,15 @@ fn main() -> Result<()> {
     rows.extend(vrows);
     for s in &shapes {
         println!(
-            "== {} × {} · [{} × {}]ᵀ bf16{}; variants with {} subgroup(s) per unit",
+            "== {} × {} · [{} × {}]ᵀ bf16{}; variants with {} subgroup(s) per unit; {} cop{} of W",
             s.m,
             s.k,
             s.n,
             s.k,
             if s.silu { ", SiLU·mul" } else { "" },
-            s.ksub
+            s.ksub,
+            copies,
+            if copies == 1 { "y" } else { "ies" }
         );
         let xv = values(1, (s.m * s.k) as usize);
         let wv: Vec<Bf16> = values(2, (s.n * s.k) as usize)
@@ -242,12 +279,15 @@ fn main() -> Result<()> {
             .map(|v| Bf16::from_f32(v * 0.05))
             .collect();
         let outs = if s.silu { s.n / 2 } else { s.n };
-        let (x, w) = (gpu.upload(&xv)?, gpu.upload(&wv)?);
+        let x = gpu.upload(&xv)?;
+        let ws = (0..copies)
+            .map(|_| gpu.upload(&wv))
+            .collect::<Result<Vec<_>>>()?;
         let y = gpu.alloc::<f32>((s.m * outs) as usize)?;
         let mut reference = Vec::new();
         for (i, row) in rows.iter().enumerate() {
             y.write(0, &vec![f32::NAN; (s.m * outs) as usize])?;
-            record(&gpu, row, s, (&x, &w, &y), 1)?;
+            record(&gpu, row, s, (&x, &ws, &y), 1)?;
             let got = y.download()?;
             if i == 0 {
                 reference = got;
@@ -262,7 +302,7 @@ fn main() -> Result<()> {
             );
         }
         let times = interleaved_rounds(rows.len(), Duration::from_millis(300), 15, |i| {
-            record(&gpu, &rows[i], s, (&x, &w, &y), 5)
+            record(&gpu, &rows[i], s, (&x, &ws, &y), 5)
         })?;
         let bytes = f64::from(s.n) * f64::from(s.k) * 2.0;
         for (row, t) in rows.iter().zip(&times) {
