@@ -24,17 +24,12 @@
 // adjacent, so a repeated read of W hits L2), y = K slices (split-K): slice
 // s covers chunks [s·kchunk, (s+1)·kchunk) of every row.
 //
-// With NORM (the `_norm` variants) x is normalised as it is read (a fused
-// RMSNorm, scale[m] = 1 / sqrt(sum of x[m]² / K + eps), as nn_rmsnorm.comp
-// takes it; g the norm weight, [K] f32). With one K slice the scale is
-// deferred: every x element enters the products as x · g[k], the lanes
-// sum the squares of the x elements they read beside the products (each
-// element of a unit's K once, over its ksub parts), and each unit's sums
-// are multiplied by scale[m] once complete, so no subgroup waits for a
-// pass over x before its first weight load. Split over K slices (a
-// slice sees part of K), each subgroup first sums the squares of its MT
-// rows over all of K itself (no shared memory, no barrier) and every x
-// element enters as x · scale[m] · g[k].
+// With NORM (the `_norm` variants) x is normalised as it is read (an
+// RMSNorm prologue): each subgroup first sums the squares of its MT rows
+// of x over all of K itself (no shared memory, no barrier) and takes
+// scale[m] = 1 / sqrt(sum / K + eps), as nn_rmsnorm.comp does; every x
+// element then enters the products as x · scale[m] · g[k] (g the norm
+// weight, [K] f32).
 //
 // Stores (`mode`): 0 y = acc; 1 y = acc + res (res may be y itself);
 // 2 y[m, j] = silu(gate) · up (y is [M, I]); 3 a split-K partial:
@@ -92,23 +87,11 @@ layout(push_constant) uniform P {
 };
 
 #if defined(NORM)
-// The RMSNorm scale of each row of x this subgroup reads: 1 while it is
-// deferred (one K slice), else taken by the prologue.
+// The RMSNorm scale of each row of x this subgroup reads.
 float xscale[MT];
-// The squares of the x elements of row slot m this lane has read for the
-// current work item (the deferred scale's sum).
-float xss[MT];
-// An x value (vec4 or float) of row slot m, its square counted, times the
-// scale and the norm weight `g` of its element(s).
-vec4 xnorm(vec4 v, uint m, vec4 g) {
-    xss[m] += dot(v, v);
-    return v * xscale[m] * g;
-}
-float xnorm(float v, uint m, float g) {
-    xss[m] += v * v;
-    return v * xscale[m] * g;
-}
-#define XN(v, m, g) xnorm(v, m, g)
+// An x value (vec4 or float) of row slot m, normalised with the norm
+// weight `g` of its element(s).
+#define XN(v, m, g) ((v) * xscale[m] * (g))
 #define GV4(i) g4[i]
 #define GV1(i) g1[i]
 #else
@@ -122,10 +105,6 @@ float xnorm(float v, uint m, float g) {
 // items, R × MT sums each).
 #define KSUB_ITEMS 64u
 shared float kpart_sum[KSUB_ITEMS * R * uint(MT)];
-#if defined(NORM)
-// The deferred scale's sums of squares of those items (MT each).
-shared float kpart_ss[KSUB_ITEMS * uint(MT)];
-#endif
 #endif
 
 #if defined(BUTTERFLY)
@@ -307,13 +286,9 @@ void main() {
     uint xr[MT];
     [[unroll]] for (uint m = 0u; m < uint(MT); ++m) xr[m] = min(m0 + m, M - 1u);
 #if defined(NORM)
-    // One K slice: the scale is deferred (see the top). Else the RMSNorm
-    // prologue: each subgroup sums the squares of its rows of x over all
-    // of K (vec4 loads when K is a multiple of 4).
-    bool defer = gl_NumWorkGroups.y == 1u;
+    // The RMSNorm prologue: each subgroup sums the squares of its rows of
+    // x over all of K (vec4 loads when K is a multiple of 4).
     [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
-        xscale[m] = 1.0;
-        if (defer) continue;
         float ss = 0.0;
         if (K % 4u == 0u) {
             uint k4 = K / 4u;
@@ -343,9 +318,6 @@ void main() {
         float acc[R][MT];
         [[unroll]] for (uint i = 0u; i < R; ++i)
             [[unroll]] for (uint m = 0u; m < uint(MT); ++m) acc[i][m] = 0.0;
-#if defined(NORM)
-        [[unroll]] for (uint m = 0u; m < uint(MT); ++m) xss[m] = 0.0;
-#endif
         accumulate(rows, xr, s, part, lane, width, acc);
 #if defined(BUTTERFLY)
         butterfly(acc, lane);
@@ -353,19 +325,7 @@ void main() {
         [[unroll]] for (uint i = 0u; i < R; ++i)
             [[unroll]] for (uint m = 0u; m < uint(MT); ++m) acc[i][m] = subgroupAdd(acc[i][m]);
 #endif
-#if defined(NORM)
-        // This item's sums of squares (the whole of K when ksub is 1).
-        [[unroll]] for (uint m = 0u; m < uint(MT); ++m) xss[m] = subgroupAdd(xss[m]);
-#endif
         if (ksub == 1u) {
-#if defined(NORM)
-            if (defer) {
-                [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
-                    float sc = inversesqrt(xss[m] / float(K) + eps);
-                    [[unroll]] for (uint i = 0u; i < R; ++i) acc[i][m] *= sc;
-                }
-            }
-#endif
             store(u, s, m0, lane, width, acc);
 #if MT <= 4
         } else {
@@ -374,11 +334,6 @@ void main() {
                     uint t = i * uint(MT) + m;
                     if (OWNS(t, lane, width)) kpart_sum[it * R * uint(MT) + t] = acc[i][m];
                 }
-#if defined(NORM)
-            if (lane == 0u) {
-                [[unroll]] for (uint m = 0u; m < uint(MT); ++m) kpart_ss[it * uint(MT) + m] = xss[m];
-            }
-#endif
 #endif
         }
     }
@@ -397,16 +352,6 @@ void main() {
                     for (uint p = 0u; p < ksub; ++p) a += kpart_sum[(lu * ksub + p) * R * uint(MT) + t];
                     acc[i][m] = a;
                 }
-#if defined(NORM)
-            if (defer) {
-                [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
-                    float ss = 0.0;
-                    for (uint p = 0u; p < ksub; ++p) ss += kpart_ss[(lu * ksub + p) * uint(MT) + m];
-                    float sc = inversesqrt(ss / float(K) + eps);
-                    [[unroll]] for (uint i = 0u; i < R; ++i) acc[i][m] *= sc;
-                }
-            }
-#endif
             store(u, s, m0, lane, width, acc);
         }
     }
