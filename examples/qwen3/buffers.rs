@@ -28,6 +28,25 @@ impl WBuf {
         }
     }
 
+    /// Records `ops::prefetch` of the first `max_bytes` of the matrix
+    /// (all of it when it is smaller).
+    pub(crate) fn prefetch(&self, b: &mut Batch, max_bytes: u64) -> Result<()> {
+        fn go<T: vkcompute::bytemuck::Pod>(b: &mut Batch, w: &Buffer<T>, max: u64) -> Result<()> {
+            let n = (max / std::mem::size_of::<T>() as u64).min(w.len() as u64) as usize;
+            if n == w.len() {
+                ops::prefetch(b, w)?;
+            } else {
+                ops::prefetch(b, &w.slice(0..n)?)?;
+            }
+            Ok(())
+        }
+        match self {
+            WBuf::F32(w) => go(b, w, max_bytes),
+            WBuf::F16(w) => go(b, w, max_bytes),
+            WBuf::Bf16(w) => go(b, w, max_bytes),
+        }
+    }
+
     pub(crate) fn bytes(&self) -> u64 {
         match self {
             WBuf::F32(b) => b.byte_size(),

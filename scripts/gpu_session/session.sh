@@ -5,7 +5,7 @@
 # scripts/gpu_bundle.sh packs it) and the scripts it names
 # (compare_dispatch.py, ffn_reference.py, cuda_reference.py as
 # cuda_reference_mm.py), then run it there with the parts wanted.
-# Usage there: bash .gpu/session.sh PART... (dispatch ffn ffn_ab sweep tests matmul spread lprobe qwen3 qwen3_ab decode_ab chunkdiag churn abprobe stats)
+# Usage there: bash .gpu/session.sh PART... (dispatch ffn ffn_ab sweep tests matmul spread lprobe qwen3 qwen3_ab decode_ab spin attn_ab chunkdiag churn abprobe stats)
 set -uo pipefail
 g=$(cd "$(dirname "$0")" && pwd)
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -169,6 +169,31 @@ part_decode_ab() {
     n=$(basename "$bin")
     echo "== $n --decode 32 --profile"
     timeout 120 "$bin" "$q" --decode 32 --profile > "$W/q3_profile_$n.txt" 2>&1; echo "rc=$?"; grep -A12 "profile of one decode step" "$W/q3_profile_$n.txt"
+  done
+}
+part_spin() {
+  # Qwen3-4B decode at B = 1 with waits that spin 50 µs (the crate's
+  # default) or SPIN_LONG_US (default 20000: the whole step) before
+  # blocking, alternating, two rounds; the checkpoint of decode_ab (or a
+  # new one).
+  local q=/tmp/q3
+  [ -f "$q/config.json" ] || q3_checked "$q"
+  for i in 1 2; do
+    for us in 50 "${SPIN_LONG_US:-20000}"; do
+      echo "== qwen3 4b --decode 64 --wait-spin-us $us (round $i)"
+      timeout 120 "$g/bin/qwen3" "$q" --decode 64 --wait-spin-us "$us" > "$W/q3_spin${us}_$i.txt" 2>&1; echo "rc=$?"; grep -E "waits|decode|host" "$W/q3_spin${us}_$i.txt" | head -6
+    done
+  done
+}
+part_attn_ab() {
+  # measure/examples/attn_probe of this build and of every build packed
+  # as bin/attn_probe_<name>, alternating, two rounds.
+  for i in 1 2; do
+    for bin in "$g/bin/attn_probe" "$g"/bin/attn_probe_*; do
+      n=$(basename "$bin")
+      echo "== $n (round $i)"
+      timeout 120 "$bin" > "$W/${n}_$i.txt" 2>&1; echo "rc=$?"; cat "$W/${n}_$i.txt" | tail -12
+    done
   done
 }
 part_chunkdiag() {
