@@ -108,6 +108,8 @@ layout(push_constant) uniform P {
 // holds few.
 layout(constant_id = 0) const uint GROUP = MAX_GROUP;
 #define MAX_QS 2048u  // group * dim
+// Chunks whose partials the merge loads before adding them.
+#define MERGE_LOADS 8u
 
 #ifdef USE_SUBGROUPS
 #define SG_LANES gl_SubgroupSize
@@ -386,11 +388,24 @@ void main() {
             if (i < ng * dim) {
                 uint g = i / dim, e = i - g * dim;
                 uint hb = ((head0 + g) * chunks + cb) * stride;
-                for (uint j = 0u; j < nb; ++j) {
-                    uint pc = hb + j * stride;
-                    float w = qs[g * cb_len + j];
-                    sums[x] += part[pc + dim + 1u] * w;
-                    accs[x] += part[pc + e] * w;
+                // MERGE_LOADS chunks' values loaded together, then added
+                // in chunk order: the same sums, with the loads in flight
+                // at once rather than one chunk's after another's.
+                for (uint j0 = 0u; j0 < nb; j0 += MERGE_LOADS) {
+                    float ps[MERGE_LOADS];
+                    float pa[MERGE_LOADS];
+                    [[unroll]] for (uint u = 0u; u < MERGE_LOADS; ++u) {
+                        uint pc = hb + min(j0 + u, nb - 1u) * stride;
+                        ps[u] = part[pc + dim + 1u];
+                        pa[u] = part[pc + e];
+                    }
+                    [[unroll]] for (uint u = 0u; u < MERGE_LOADS; ++u) {
+                        if (j0 + u < nb) {
+                            float w = qs[g * cb_len + j0 + u];
+                            sums[x] += ps[u] * w;
+                            accs[x] += pa[u] * w;
+                        }
+                    }
                 }
             }
         }
