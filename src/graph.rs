@@ -85,6 +85,7 @@
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use ash::vk;
 
@@ -92,6 +93,7 @@ use crate::batch::Batch;
 use crate::buffer::BufferInner;
 use crate::device::{Device, DeviceInner, Garbage};
 use crate::error::{Error, Result};
+use crate::pace::Pace;
 use crate::pipeline_cache::KernelCore;
 use crate::profile::Profiling;
 use crate::queue::StreamState;
@@ -287,6 +289,7 @@ impl GraphRecorder {
             prewarmed: AtomicBool::new(false),
             prewarm_lock: Mutex::new(()),
             reports,
+            pace: Arc::new(Pace::default()),
         })
     }
 }
@@ -316,6 +319,8 @@ pub struct Graph {
     prewarm_lock: Mutex<()>,
     /// Reports each launch's ticket reads (see [`LaunchReport`]).
     reports: Vec<Arc<dyn LaunchReport>>,
+    /// The launches' learned duration, which paces their waits.
+    pace: Arc<Pace>,
 }
 
 impl std::fmt::Debug for Graph {
@@ -392,6 +397,23 @@ impl Graph {
     /// [`Stream::queue_id`]).
     pub fn queue_id(&self) -> usize {
         self.stream.slot
+    }
+
+    /// How long a launch takes as the last wait on one saw it, from the
+    /// launch to its completion (zero before any wait saw one complete).
+    /// A wait on a launch's ticket with no timeout blocks in the driver
+    /// until shortly before this time has passed since the launch, then
+    /// spins on the queue's timeline (for twice its margin: 100 µs plus
+    /// 1/32 of this time, or [`DeviceOptions::wait_spin`] when longer),
+    /// then blocks: it returns about when a wait spinning through the
+    /// launch would, without a core spinning through it (blocking waits
+    /// wake late on some drivers). A launch that completes during the
+    /// sleep wakes the wait at once, and the next wait starts spinning
+    /// earlier. With `wait_spin` zero, waits never spin.
+    ///
+    /// [`DeviceOptions::wait_spin`]: crate::DeviceOptions::wait_spin
+    pub fn learned_duration(&self) -> Duration {
+        self.pace.expected()
     }
 
     /// Successful launches so far.
@@ -490,7 +512,8 @@ impl Graph {
         launches.all = launches.all.join(mark);
         // Under the launch lock: reports number launches in submission
         // order.
-        let mut ticket = Ticket::new(self.dev.clone(), slot, mark, None);
+        let mut ticket = Ticket::new(self.dev.clone(), slot, mark, None)
+            .with_pace(self.pace.clone(), Instant::now());
         for r in &self.reports {
             ticket = ticket.with_report(r.clone());
         }

@@ -272,6 +272,7 @@ mod install_hint;
 mod layout_class;
 mod memory;
 mod options;
+mod pace;
 mod portability;
 mod profile;
 mod reclaim;

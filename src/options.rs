@@ -63,6 +63,10 @@ pub struct DeviceOptions {
     /// How long a wait spins on the timeline before blocking in the driver.
     /// Spinning costs one CPU core for at most this long per wait and cuts
     /// the latency of short waits (blocking waits wake late on some drivers).
+    /// Waits on graph launches are paced instead: they block until shortly
+    /// before the launch is expected to end, then spin (at least this long;
+    /// see [`Graph::learned_duration`](crate::Graph::learned_duration)).
+    /// Zero: waits never spin.
     pub wait_spin: Duration,
     /// Directory of the on-disk caches: the driver's pipeline cache (per
     /// adapter and driver build) and GLSL compilations. `None`: the

@@ -2,7 +2,9 @@
 //!
 //! A ticket is a timeline value on the queue its batch ran on (a joined
 //! ticket: one value per queue, the latest of each). Waiting spins briefly
-//! on the timeline, then blocks (see [`DeviceOptions::wait_spin`]). A ticket
+//! on the timeline, then blocks (see [`DeviceOptions::wait_spin`]); a wait
+//! on a graph launch blocks until shortly before the graph's launches
+//! usually end, then spins (see `Graph::learned_duration`). A ticket
 //! holds nothing the GPU uses: buffers record their own last use, so
 //! dropping a ticket early neither blocks nor frees anything in flight.
 //! Tickets are cheap to clone, and [`crate::Batch::wait_for`] orders a batch
@@ -21,14 +23,15 @@
 //! [`DeviceOptions::validation_errors`]: crate::DeviceOptions::validation_errors
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use ash::vk;
 
 use crate::device::{DeviceInner, Garbage};
 use crate::error::{Error, Result};
+use crate::pace::{Pace, Seen};
 use crate::profile::Profile;
-use crate::queue::{PendingMark, StreamState};
+use crate::queue::{PendingMark, Queue, StreamState};
 use crate::reclaim::UseMark;
 
 /// Timestamp queries a profiled batch wrote.
@@ -85,13 +88,25 @@ pub struct Ticket {
     /// Completions of batches held back when they were submitted, joined
     /// with `mark` (empty for nearly every ticket).
     held: Vec<Held>,
-    /// Reports a wait reads once the work completed, each with its
-    /// launch's token (none for nearly every ticket).
-    reports: Option<Box<Reports>>,
+    /// What a graph launch's ticket carries beyond a batch's: launch
+    /// reports and the graph's wait pacing (none for a batch's ticket).
+    extras: Option<Box<Extras>>,
 }
 
 /// A ticket's launch reports, each with its launch's token.
 type Reports = Vec<(Arc<dyn LaunchReport>, u64)>;
+
+/// The parts of a graph launch's ticket.
+#[derive(Default, Clone)]
+struct Extras {
+    /// Reports a wait reads once the work completed, each with its
+    /// launch's token.
+    reports: Reports,
+    /// The launching graph's learned duration and when this launch was
+    /// submitted: its waits are paced (`crate::pace`). A joined ticket
+    /// has none.
+    pace: Option<(Arc<Pace>, Instant)>,
+}
 
 /// What a launch's work tells its ticket beyond completing: read by
 /// [`Ticket::wait`] once the work has completed (the op batch's report of
@@ -137,7 +152,7 @@ impl Ticket {
             queries,
             validation_from: None,
             held: Vec::new(),
-            reports: None,
+            extras: None,
         }
     }
 
@@ -145,9 +160,17 @@ impl Ticket {
     /// submitted (which takes its token now).
     pub(crate) fn with_report(mut self, report: Arc<dyn LaunchReport>) -> Ticket {
         let token = report.launched();
-        self.reports
+        self.extras
             .get_or_insert_with(Default::default)
+            .reports
             .push((report, token));
+        self
+    }
+
+    /// This ticket with its waits paced by `pace`, for a launch submitted
+    /// at `at` (see `crate::pace`).
+    pub(crate) fn with_pace(mut self, pace: Arc<Pace>, at: Instant) -> Ticket {
+        self.extras.get_or_insert_with(Default::default).pace = Some((pace, at));
         self
     }
 
@@ -330,11 +353,17 @@ impl Ticket {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
             },
-            reports: match (&self.reports, &other.reports) {
+            extras: match (&self.extras, &other.extras) {
                 (None, None) => None,
-                (a, b) => Some(Box::new(
-                    a.iter().chain(b).flat_map(|r| r.iter()).cloned().collect(),
-                )),
+                (a, b) => Some(Box::new(Extras {
+                    reports: a
+                        .iter()
+                        .chain(b)
+                        .flat_map(|e| e.reports.iter())
+                        .cloned()
+                        .collect(),
+                    pace: None,
+                })),
             },
         })
     }
@@ -403,25 +432,33 @@ impl Ticket {
         };
         let spin = d.options.wait_spin;
         let idled = std::cell::Cell::new(false);
+        // Housekeeping runs while a wait on the compute queue spins (the
+        // first poll found the work unfinished): release what earlier
+        // completions made free, then ready a recorder for the next batch.
+        let housekeeping = |slot: usize| {
+            if slot != 0 {
+                return;
+            }
+            idled.set(true);
+            let done = d.completed_cached();
+            d.release_ready(done);
+            let pipeline = d.compute_queue().last_pipeline();
+            d.compute_recorders()
+                .prime(&d.raw, &d.sticky, &d.counters, done, pipeline)
+        };
+        let pace = match (&self.extras, timeout) {
+            (Some(e), None) => e.pace.as_ref(),
+            _ => None,
+        };
         for (slot, value) in mark.points() {
             let Some(q) = d.queue(slot) else { continue };
-            let left = timeout.map(|t| t.saturating_sub(start.elapsed()));
-            if slot != 0 {
-                q.wait(&d.raw, &d.sticky, value, left, spin)?;
-                continue;
+            match pace {
+                Some((p, at)) => wait_paced(d, q, value, p, *at, spin, || housekeeping(slot))?,
+                None => {
+                    let left = timeout.map(|t| t.saturating_sub(start.elapsed()));
+                    q.wait_with_idle(&d.raw, &d.sticky, value, left, spin, || housekeeping(slot))?
+                }
             }
-            // Housekeeping runs while the wait spins (the first poll found
-            // the work unfinished): release what earlier completions made
-            // free, then ready a recorder for the next batch.
-            let idle = || {
-                idled.set(true);
-                let done = d.completed_cached();
-                d.release_ready(done);
-                let pipeline = d.compute_queue().last_pipeline();
-                d.compute_recorders()
-                    .prime(&d.raw, &d.sticky, &d.counters, done, pipeline)
-            };
-            q.wait_with_idle(&d.raw, &d.sticky, value, left, spin, idle)?;
         }
         // Only when the work was already done does housekeeping run after
         // the wait, on the values it saw.
@@ -434,7 +471,7 @@ impl Ticket {
         {
             return Err(e);
         }
-        for (report, token) in self.reports.iter().flat_map(|r| r.iter()) {
+        for (report, token) in self.extras.iter().flat_map(|e| e.reports.iter()) {
             report.check(*token)?;
         }
         Ok(())
@@ -491,6 +528,47 @@ impl Ticket {
             bits,
         ))
     }
+}
+
+/// A wait for `value` on `q` paced by `pace` for a launch submitted at
+/// `at` (the rules are in `crate::pace`): work already done returns at
+/// once and teaches nothing; else `idle` runs, the thread blocks until
+/// shortly before the expected end (returning when the work completes
+/// first), then spins, then blocks; the completion seen teaches the next
+/// wait.
+fn wait_paced(
+    d: &DeviceInner,
+    q: &Queue,
+    value: u64,
+    pace: &Pace,
+    at: Instant,
+    spin: Duration,
+    idle: impl FnOnce(),
+) -> Result<()> {
+    if q.is_done(&d.raw, &d.sticky, value)? {
+        return Ok(());
+    }
+    idle();
+    let plan = pace.plan(at.elapsed(), spin);
+    if !plan.sleep.is_zero() {
+        match q.wait(&d.raw, &d.sticky, value, Some(plan.sleep), Duration::ZERO) {
+            Ok(()) => {
+                pace.observe(at.elapsed(), Seen::Sleeping);
+                return Ok(());
+            }
+            Err(Error::Timeout { .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let spun = Instant::now();
+    q.wait(&d.raw, &d.sticky, value, None, plan.spin)?;
+    let seen = if spun.elapsed() < plan.spin {
+        Seen::Spinning
+    } else {
+        Seen::Blocked
+    };
+    pace.observe(at.elapsed(), seen);
+    Ok(())
 }
 
 const _: () = {

@@ -517,3 +517,62 @@ fn a_profiled_graph_times_its_latest_launch() {
     assert_eq!(gpu.stats().query_pools, 0, "released with the graphs");
     common::assert_clean(&gpu);
 }
+
+/// Waits on launches are paced by the graph's learned duration: zero until
+/// a wait sees a launch complete, then about a launch's time; a wait on
+/// work already done teaches nothing; paced waits (and one on a joined
+/// ticket, which is not paced) return with the work done, also on a
+/// device whose waits never spin.
+#[test]
+fn waits_on_launches_learn_the_launch_duration() {
+    for spin in [None, Some(std::time::Duration::ZERO)] {
+        let gpu = match spin {
+            None => common::gpu(),
+            Some(s) => common::gpu_with(DeviceOptions {
+                wait_spin: s,
+                ..Default::default()
+            }),
+        };
+        let slow = gpu.kernel_glsl(SLOW_STEP).unwrap();
+        let x = gpu.alloc::<u32>(64).unwrap();
+        let iters = if quick() { 20_000u32 } else { 100_000 };
+        let mut rec = gpu.graph_recorder().unwrap();
+        for _ in 0..2 {
+            rec.run_with_push_constants(&slow, &[&x], 64, &iters.to_le_bytes())
+                .unwrap();
+            rec.barrier();
+        }
+        let graph = rec.finish().unwrap();
+        assert_eq!(graph.learned_duration(), std::time::Duration::ZERO);
+        let mut steps = 0;
+        for i in 0..4 {
+            let t = Instant::now();
+            graph.launch().unwrap().wait().unwrap();
+            let whole = t.elapsed();
+            steps += 2;
+            assert_eq!(x.download().unwrap(), vec![steps; 64], "launch {i}");
+            let learned = graph.learned_duration();
+            assert!(
+                !learned.is_zero() && learned <= whole,
+                "launch {i} (spin {spin:?}): learned {learned:?}, the launch and wait took {whole:?}"
+            );
+        }
+        // Work already done when the wait begins: nothing learned.
+        let learned = graph.learned_duration();
+        let t = graph.launch().unwrap();
+        while !t.is_ready().unwrap() {
+            std::thread::yield_now();
+        }
+        t.wait().unwrap();
+        assert_eq!(graph.learned_duration(), learned);
+        // A joined ticket waits unpaced.
+        let a = graph.launch().unwrap();
+        let b = graph.launch().unwrap();
+        a.join(&b).unwrap().wait().unwrap();
+        steps += 6;
+        assert_eq!(x.download().unwrap(), vec![steps; 64]);
+        drop(graph);
+        drop(x);
+        common::assert_clean(&gpu);
+    }
+}
