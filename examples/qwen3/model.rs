@@ -68,8 +68,10 @@ pub struct ModelOptions {
 
 /// What the decode step prefetches (`ops::prefetch`) while memory is
 /// idle: during the q/k norms, rotary and cache append, the layer's o
-/// projection (read right after attention); during attention, the first
-/// `gate_up_bytes` of its merged gate|up projection.
+/// projection (read right after attention); during attention,
+/// `gate_up_bytes` of its merged gate|up projection, half from the first
+/// gate rows and half from the matching up rows (the rows its first
+/// workgroups read).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Prefetch {
     /// Prefetch the o projection.
@@ -617,11 +619,11 @@ impl Model {
             // and the next barrier (before attention, before o) waits
             // for both.
             if pf.o {
-                l.o.prefetch(b, u64::MAX)?;
+                l.o.prefetch(b, u64::MAX, 1)?;
             }
             attend::decode(b, r, &l.cache, &cursor, ds, self.scale())?;
             if pf.gate_up_bytes > 0 {
-                l.gate_up.prefetch(b, pf.gate_up_bytes)?;
+                l.gate_up.prefetch(b, pf.gate_up_bytes, 2)?;
             }
             self.record_post_attn(b, l, r, None)?;
         }

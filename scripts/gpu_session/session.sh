@@ -5,7 +5,7 @@
 # scripts/gpu_bundle.sh packs it) and the scripts it names
 # (compare_dispatch.py, ffn_reference.py, cuda_reference.py as
 # cuda_reference_mm.py), then run it there with the parts wanted.
-# Usage there: bash .gpu/session.sh PART... (dispatch ffn ffn_ab sweep tests matmul spread lprobe qwen3 qwen3_ab decode_ab spin attn_ab chunkdiag churn abprobe stats)
+# Usage there: bash .gpu/session.sh PART... (dispatch ffn ffn_ab sweep tests matmul spread lprobe qwen3 qwen3_ab decode_ab spin attn_ab q3var longctx chunkdiag churn abprobe stats)
 set -uo pipefail
 g=$(cd "$(dirname "$0")" && pwd)
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -193,6 +193,38 @@ part_attn_ab() {
       n=$(basename "$bin")
       echo "== $n (round $i)"
       timeout 120 "$bin" > "$W/${n}_$i.txt" 2>&1; echo "rc=$?"; cat "$W/${n}_$i.txt" | tail -12
+    done
+  done
+}
+part_q3var() {
+  # Qwen3-4B decode at B = 1 of this build with each option set of
+  # QWEN3_VARIANTS (';'-separated, e.g. "--prefetch none;--prefetch o"),
+  # alternating, two rounds, then a profile of each.
+  local q=/tmp/q3
+  [ -f "$q/config.json" ] || q3_checked "$q"
+  IFS=';' read -r -a vars <<< "${QWEN3_VARIANTS:---prefetch none}"
+  for i in 1 2; do
+    for j in "${!vars[@]}"; do
+      echo "== qwen3 4b --decode 64 ${vars[$j]} (round $i)"
+      timeout 120 "$g/bin/qwen3" "$q" --decode 64 ${vars[$j]} > "$W/q3_var${j}_$i.txt" 2>&1; echo "rc=$?"; grep -E "decode|host" "$W/q3_var${j}_$i.txt" | head -4
+    done
+  done
+  for j in "${!vars[@]}"; do
+    echo "== qwen3 4b --decode 32 --profile ${vars[$j]}"
+    timeout 120 "$g/bin/qwen3" "$q" --decode 32 --profile ${vars[$j]} > "$W/q3_var${j}_profile.txt" 2>&1; echo "rc=$?"; grep -A30 "by place" "$W/q3_var${j}_profile.txt" | head -24
+  done
+}
+part_longctx() {
+  # Decode after a prompt of 600 and 4000 tokens, this build and every
+  # packed bin/qwen3_<name>, alternating (LONGCTX_ARGS: more options for
+  # every run).
+  local q=/tmp/q3
+  [ -f "$q/config.json" ] || q3_checked "$q"
+  for p in 600 4000; do
+    for bin in "$g/bin/qwen3" "$g"/bin/qwen3_*; do
+      n=$(basename "$bin")
+      echo "== $n: decode after a prompt of $p tokens ${LONGCTX_ARGS:-}"
+      timeout 150 "$bin" "$q" --prompt-len "$p" --decode 32 ${LONGCTX_ARGS:-} > "$W/q3_pos${p}_$n.txt" 2>&1; echo "rc=$?"; grep -E "decode" "$W/q3_pos${p}_$n.txt"
     done
   done
 }
