@@ -45,12 +45,11 @@ struct Registry<'a>(&'a BuiltinStore);
 /// read [`F16`](crate::element::F16) and [`Bf16`](crate::element::Bf16)
 /// weights as `uvec4` and `uint16_t` words, and so do the bf16-weight
 /// matmuls and the workgroup-scope linear kernels (`matmul_cm2_decode.comp`,
-/// `matmul_bf16w_batched.comp`), their f16 operands as `float16_t`; the
-/// prefetch kernel (`ops::prefetch`) reads any buffer as `uint` words.
+/// `matmul_bf16w_batched.comp`), their f16 operands as `float16_t`.
 fn reads_raw_words(name: &str) -> bool {
     matches!(
         name,
-        "copy" | "convert_f16_f32" | "matmul_f16_batched" | "matmul_f16_batched_bt" | "l2_prefetch"
+        "copy" | "convert_f16_f32" | "matmul_f16_batched" | "matmul_f16_batched_bt"
     ) || name.starts_with("cast")
         || name.starts_with("matmul_f16_coopmat")
         || name.starts_with("matmul_f16_cm2")

@@ -51,7 +51,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use checkpoint::Checkpoint;
 use config::{Arch, WeightDtype};
-use model::{Model, ModelError, ModelOptions, Prefetch, PrefillMatmul};
+use model::{Model, ModelError, ModelOptions, PrefillMatmul};
 use reference::{Fault, Reference};
 use vkcompute::ops::nn::SampleParams;
 
@@ -238,37 +238,6 @@ fn llama_bf16_weights_match_the_reference() {
         &[vec![3, 1, 4, 1, 5]],
         &LLAMA_FAULTS,
     );
-}
-
-/// The decode step with prefetches of the o and gate|up projections
-/// beside the q/k op and attention (no barrier between them) gives the
-/// reference's logits, under synchronization validation.
-#[test]
-fn prefetching_decode_matches_the_reference() {
-    let gpu = common::gpu();
-    let (_dir, ck) = tiny_checkpoint(Arch::Qwen3, WeightDtype::Bf16, 4);
-    if !gpu.info().storage_buffer16 {
-        common::skipped("16-bit weights need storageBuffer16BitAccess");
-        return;
-    }
-    let reference = Reference::load(&ck).expect("reference weights");
-    let opts = ModelOptions {
-        prefetch: Prefetch::parse("o,gu=1").expect("a prefetch list"),
-        ..options(2)
-    };
-    let mut m = Model::load(&gpu, &ck, opts).expect("load");
-    let runs = run_model(&mut m, &[vec![5, 17, 3, 88, 41], vec![90, 2, 64]]);
-    for (s, r) in runs.iter().enumerate() {
-        let e = worst_error(r, &reference, Fault::None);
-        assert!(
-            e <= TOL,
-            "sequence {s}: worst relative error {e:e} > {TOL:e}"
-        );
-    }
-    assert_eq!(Prefetch::parse("none"), Some(Prefetch::default()));
-    assert_eq!(Prefetch::parse("o,gu"), None);
-    drop(m);
-    common::assert_clean(&gpu);
 }
 
 /// Prefill in chunks of 2 rows (so later chunks read the cache) gives the

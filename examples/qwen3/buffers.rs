@@ -28,31 +28,6 @@ impl WBuf {
         }
     }
 
-    /// Records `ops::prefetch` of the matrix's rows from each of `parts`
-    /// equal blocks of rows (1: the whole matrix; 2: a merged gate|up
-    /// weight, whose unit j reads gate row j and up row I + j), the first
-    /// `max_bytes / parts` bytes of each (all of it when it is smaller).
-    pub(crate) fn prefetch(&self, b: &mut Batch, max_bytes: u64, parts: usize) -> Result<()> {
-        fn go<T: vkcompute::bytemuck::Pod>(
-            b: &mut Batch,
-            w: &Buffer<T>,
-            max: u64,
-            parts: usize,
-        ) -> Result<()> {
-            let block = w.len() / parts;
-            let n = ((max / parts as u64) / std::mem::size_of::<T>() as u64).min(block as u64);
-            for p in 0..parts {
-                ops::prefetch(b, &w.slice(p * block..p * block + n as usize)?)?;
-            }
-            Ok(())
-        }
-        match self {
-            WBuf::F32(w) => go(b, w, max_bytes, parts),
-            WBuf::F16(w) => go(b, w, max_bytes, parts),
-            WBuf::Bf16(w) => go(b, w, max_bytes, parts),
-        }
-    }
-
     pub(crate) fn bytes(&self) -> u64 {
         match self {
             WBuf::F32(b) => b.byte_size(),

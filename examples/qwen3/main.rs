@@ -30,9 +30,6 @@
 //! weight-streaming floor at the copy bandwidth measured in the same run.
 //! `--wait-spin-us N` sets how long a wait spins before it blocks
 //! (`DeviceOptions::wait_spin`; the default is the crate's).
-//! `--prefetch o[,gu=MB]` has the decode step read each layer's o
-//! projection (and the first MB of its gate|up projection) into the GPU's
-//! L2 cache while memory is idle (`ops::prefetch`; default none).
 
 mod attend;
 mod buffers;
@@ -58,7 +55,7 @@ use vkcompute::{Device, DeviceOptions};
 
 use checkpoint::Checkpoint;
 use config::{Arch, WeightDtype};
-use model::{Model, ModelOptions, Prefetch, PrefillMatmul};
+use model::{Model, ModelOptions, PrefillMatmul};
 
 /// The command line.
 struct Args {
@@ -76,13 +73,12 @@ struct Args {
     prefill: PrefillMatmul,
     /// `DeviceOptions::wait_spin` when given (`--wait-spin-us`).
     wait_spin: Option<std::time::Duration>,
-    prefetch: Prefetch,
 }
 
 const USAGE: &str =
     "usage: qwen3 DIR | --tiny OUTDIR [--prompt 1,2,3 | --prompt-len N] [--decode N] [--batch B] \
                      [--sample T,K,P,SEED] [--reference FILE] [--kv-16] [--profile] \
-                     [--prefill exact|f16|auto] [--wait-spin-us N] [--prefetch none|o[,gu=MB]]";
+                     [--prefill exact|f16|auto] [--wait-spin-us N]";
 
 fn parse_list<T: std::str::FromStr>(s: &str, what: &str) -> Result<Vec<T>, String> {
     s.split(',')
@@ -108,7 +104,6 @@ fn parse(args: &[String]) -> Result<Args, String> {
         prompt_len: false,
         prefill: PrefillMatmul::Auto,
         wait_spin: None,
-        prefetch: Prefetch::default(),
     };
     let mut dir = None;
     let mut it = args.iter();
@@ -174,12 +169,6 @@ fn parse(args: &[String]) -> Result<Args, String> {
                     .parse()
                     .map_err(|_| "--wait-spin-us: not a number")?;
                 a.wait_spin = Some(std::time::Duration::from_micros(us));
-            }
-            "--prefetch" => {
-                let v = val("--prefetch")?;
-                a.prefetch = Prefetch::parse(&v).ok_or(format!(
-                    "--prefetch: {v:?} is not none or a list of o and gu=MB"
-                ))?;
             }
             s if s.starts_with("--") => return Err(format!("unknown option {s}\n{USAGE}")),
             s => dir = Some(s.to_string()),
@@ -251,7 +240,6 @@ fn run(args: &[String]) -> Result<bool, Box<dyn std::error::Error>> {
         sample: a.sample,
         profile: a.profile,
         kv_f32: a.kv_f32,
-        prefetch: a.prefetch,
     };
     let mut m = Model::load(&gpu, &ck, opts)?;
     drop(ck);

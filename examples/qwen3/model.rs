@@ -61,41 +61,6 @@ pub struct ModelOptions {
     /// and step, q and the attention output, and q, k, v and the attention
     /// output rounded to 16 bits).
     pub kv_f32: bool,
-    /// Weights the decode step reads into the GPU's L2 cache ahead of
-    /// their projections, in the time memory is idle ([`Prefetch`]).
-    pub prefetch: Prefetch,
-}
-
-/// What the decode step prefetches (`ops::prefetch`) while memory is
-/// idle: during the q/k norms, rotary and cache append, the layer's o
-/// projection (read right after attention); during attention,
-/// `gate_up_bytes` of its merged gate|up projection, half from the first
-/// gate rows and half from the matching up rows (the rows its first
-/// workgroups read).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Prefetch {
-    /// Prefetch the o projection.
-    pub o: bool,
-    /// Bytes of the gate|up projection to prefetch (0: none).
-    pub gate_up_bytes: u64,
-}
-
-impl Prefetch {
-    /// `none`, or a comma list of `o` and `gu=MB`.
-    pub fn parse(s: &str) -> Option<Prefetch> {
-        let mut p = Prefetch::default();
-        if s == "none" {
-            return Some(p);
-        }
-        for part in s.split(',') {
-            match part.split_once('=') {
-                None if part == "o" => p.o = true,
-                Some(("gu", mb)) => p.gate_up_bytes = mb.parse::<u64>().ok()? << 20,
-                _ => return None,
-            }
-        }
-        Some(p)
-    }
 }
 
 impl Default for ModelOptions {
@@ -108,7 +73,6 @@ impl Default for ModelOptions {
             sample: None,
             profile: false,
             kv_f32: true,
-            prefetch: Prefetch::default(),
         }
     }
 }
@@ -611,20 +575,9 @@ impl Model {
             flag: &kv_flag,
         };
         let all = 0..(bsz * d.kv_heads * self.max_seq * d.head_dim) as usize;
-        let pf = self.opts.prefetch;
         for l in &self.layers {
             self.record_pre_attn(b, l, r, &cursor, all.clone(), bsz, None)?;
-            // Recorded after the q/k op and after attention, which read
-            // nothing a prefetch touches: no barrier comes between them,
-            // and the next barrier (before attention, before o) waits
-            // for both.
-            if pf.o {
-                l.o.prefetch(b, u64::MAX, 1)?;
-            }
             attend::decode(b, r, &l.cache, &cursor, ds, self.scale())?;
-            if pf.gate_up_bytes > 0 {
-                l.gate_up.prefetch(b, pf.gate_up_bytes, 2)?;
-            }
             self.record_post_attn(b, l, r, None)?;
         }
         ops::linear_normed(

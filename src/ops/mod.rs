@@ -58,7 +58,6 @@ pub(crate) mod fusion;
 mod gemv;
 pub(crate) mod grid;
 pub mod nn;
-mod prefetch;
 pub(crate) mod reduce;
 mod softmax;
 mod transpose;
@@ -76,7 +75,6 @@ pub use elementwise::{
 };
 pub use gemv::gemv;
 pub use grid::{elementwise_grid, reduce_grid};
-pub use prefetch::prefetch;
 pub use reduce::{dot, max, sum};
 mod op_batch;
 pub use op_batch::{OpBatch, OpBatchOptions};
