@@ -85,20 +85,20 @@ pub struct Ticket {
     /// Where the validation span of the ticket's batch starts in the
     /// device's log (`None`: waits report no validation messages).
     validation_from: Option<usize>,
-    /// Completions of batches held back when they were submitted, joined
-    /// with `mark` (empty for nearly every ticket).
-    held: Vec<Held>,
-    /// What a graph launch's ticket carries beyond a batch's: launch
-    /// reports and the graph's wait pacing (none for a batch's ticket).
+    /// What few tickets carry: completions of held-back batches, launch
+    /// reports, the graph's wait pacing (none for nearly every ticket).
     extras: Option<Box<Extras>>,
 }
 
 /// A ticket's launch reports, each with its launch's token.
 type Reports = Vec<(Arc<dyn LaunchReport>, u64)>;
 
-/// The parts of a graph launch's ticket.
+/// The parts of a ticket beyond a batch's value.
 #[derive(Default, Clone)]
 struct Extras {
+    /// Completions of batches held back when they were submitted, joined
+    /// with the ticket's mark.
+    held: Vec<Held>,
     /// Reports a wait reads once the work completed, each with its
     /// launch's token.
     reports: Reports,
@@ -151,7 +151,6 @@ impl Ticket {
             mark,
             queries,
             validation_from: None,
-            held: Vec::new(),
             extras: None,
         }
     }
@@ -191,7 +190,10 @@ impl Ticket {
                 readout,
             })
         });
-        t.held.push((stream, pending));
+        t.extras
+            .get_or_insert_with(Default::default)
+            .held
+            .push((stream, pending));
         t
     }
 
@@ -205,8 +207,21 @@ impl Ticket {
         pending: Vec<Arc<PendingMark>>,
     ) -> Ticket {
         let mut t = Ticket::new(dev, stream.slot, mark, None);
-        t.held = pending.into_iter().map(|p| (stream.clone(), p)).collect();
+        if !pending.is_empty() {
+            t.extras.get_or_insert_with(Default::default).held =
+                pending.into_iter().map(|p| (stream.clone(), p)).collect();
+        }
         t
+    }
+
+    /// Completions of batches held back when they were submitted, joined
+    /// with the ticket's mark (empty for nearly every ticket).
+    #[inline]
+    fn held_back(&self) -> &[Held] {
+        match &self.extras {
+            Some(e) => &e.held,
+            None => &[],
+        }
     }
 
     /// The ticket's values, waiting (up to `timeout` from `start`) for
@@ -219,7 +234,7 @@ impl Ticket {
         what: &'static str,
     ) -> Result<UseMark> {
         let mut mark = self.mark;
-        for (s, p) in &self.held {
+        for (s, p) in self.held_back() {
             let left = timeout.map(|t| t.saturating_sub(start.elapsed()));
             mark = mark.join(s.resolve(p, left, what)?);
         }
@@ -235,7 +250,7 @@ impl Ticket {
     /// The values known so far: `None` while a held-back batch has none.
     fn known(&self) -> Option<Result<UseMark>> {
         let mut mark = self.mark;
-        for (_, p) in &self.held {
+        for (_, p) in self.held_back() {
             match p.get()? {
                 Ok(m) => mark = mark.join(m),
                 Err(e) => return Some(Err(e)),
@@ -257,7 +272,7 @@ impl Ticket {
         what: &'static str,
     ) -> Result<UseMark> {
         let mut mark = self.mark;
-        for (s, p) in &self.held {
+        for (s, p) in self.held_back() {
             if let Some(r) = p.get() {
                 mark = mark.join(r?);
                 continue;
@@ -278,7 +293,7 @@ impl Ticket {
     ) -> std::task::Poll<Result<UseMark>> {
         use std::task::Poll;
         let mut mark = self.mark;
-        for (s, p) in &self.held {
+        for (s, p) in self.held_back() {
             match s.poll_resolve(p, cx.waker(), "a ticket's future") {
                 Some(Ok(m)) => mark = mark.join(m),
                 Some(Err(e)) => return Poll::Ready(Err(e)),
@@ -303,7 +318,7 @@ impl Ticket {
     /// of the rest of the ticket (0 when nothing else is joined).
     pub fn timeline_value(&self) -> u64 {
         let mut mark = self.mark;
-        for (_, p) in &self.held {
+        for (_, p) in self.held_back() {
             if let Some(Ok(m)) = p.get() {
                 mark = mark.join(m);
             }
@@ -346,7 +361,6 @@ impl Ticket {
             dev: self.dev.clone(),
             slot: self.slot,
             mark: self.mark.join(other.mark),
-            held: self.held.iter().chain(&other.held).cloned().collect(),
             queries: None,
             // The earlier span covers both.
             validation_from: match (self.validation_from, other.validation_from) {
@@ -356,6 +370,12 @@ impl Ticket {
             extras: match (&self.extras, &other.extras) {
                 (None, None) => None,
                 (a, b) => Some(Box::new(Extras {
+                    held: self
+                        .held_back()
+                        .iter()
+                        .chain(other.held_back())
+                        .cloned()
+                        .collect(),
                     reports: a
                         .iter()
                         .chain(b)
@@ -424,45 +444,63 @@ impl Ticket {
         // Device loss is sticky: even work the host already saw complete
         // reports it (its results can no longer be read back anyway).
         d.sticky.check()?;
+        if let (Some(e), None) = (&self.extras, timeout) {
+            if let Some((pace, at)) = &e.pace {
+                return self.wait_paced(pace, *at);
+            }
+        }
         let start = std::time::Instant::now();
-        let mark = if self.held.is_empty() {
+        let mark = if self.held_back().is_empty() {
             self.mark
         } else {
             self.settled(timeout, start, "Ticket::wait")?
         };
         let spin = d.options.wait_spin;
         let idled = std::cell::Cell::new(false);
-        // Housekeeping runs while a wait on the compute queue spins (the
-        // first poll found the work unfinished): release what earlier
-        // completions made free, then ready a recorder for the next batch.
-        let housekeeping = |slot: usize| {
-            if slot != 0 {
-                return;
-            }
-            idled.set(true);
-            let done = d.completed_cached();
-            d.release_ready(done);
-            let pipeline = d.compute_queue().last_pipeline();
-            d.compute_recorders()
-                .prime(&d.raw, &d.sticky, &d.counters, done, pipeline)
-        };
-        let pace = match (&self.extras, timeout) {
-            (Some(e), None) => e.pace.as_ref(),
-            _ => None,
-        };
         for (slot, value) in mark.points() {
             let Some(q) = d.queue(slot) else { continue };
-            match pace {
-                Some((p, at)) => wait_paced(d, q, value, p, *at, spin, || housekeeping(slot))?,
-                None => {
-                    let left = timeout.map(|t| t.saturating_sub(start.elapsed()));
-                    q.wait_with_idle(&d.raw, &d.sticky, value, left, spin, || housekeeping(slot))?
-                }
+            let left = timeout.map(|t| t.saturating_sub(start.elapsed()));
+            if slot != 0 {
+                q.wait(&d.raw, &d.sticky, value, left, spin)?;
+                continue;
             }
+            // Housekeeping runs while the wait spins (the first poll found
+            // the work unfinished): release what earlier completions made
+            // free, then ready a recorder for the next batch.
+            q.wait_with_idle(&d.raw, &d.sticky, value, left, spin, || {
+                idled.set(true);
+                housekeeping(d)
+            })?;
         }
-        // Only when the work was already done does housekeeping run after
-        // the wait, on the values it saw.
-        if !idled.get() {
+        self.after_wait(idled.get())
+    }
+
+    /// [`Ticket::wait`] of a graph launch's ticket: paced by the graph's
+    /// learned duration (`crate::pace`).
+    #[inline(never)]
+    fn wait_paced(&self, pace: &Pace, at: Instant) -> Result<()> {
+        let d = &self.dev;
+        let spin = d.options.wait_spin;
+        let idled = std::cell::Cell::new(false);
+        for (slot, value) in self.mark.points() {
+            let Some(q) = d.queue(slot) else { continue };
+            wait_paced(d, q, value, pace, at, spin, || {
+                if slot == 0 {
+                    idled.set(true);
+                    housekeeping(d)
+                }
+            })?;
+        }
+        self.after_wait(idled.get())
+    }
+
+    /// A wait's end: housekeeping after work already done (on the values
+    /// the wait saw), then the validation messages of the ticket's span
+    /// and its launch reports.
+    #[inline(always)]
+    fn after_wait(&self, idled: bool) -> Result<()> {
+        let d = &self.dev;
+        if !idled {
             d.release_ready(d.completed_cached());
         }
         if let Some(e) = self
@@ -528,6 +566,17 @@ impl Ticket {
             bits,
         ))
     }
+}
+
+/// What a wait on the compute queue does while the work runs: release
+/// what earlier completions made free, then ready a recorder for the next
+/// batch.
+fn housekeeping(d: &DeviceInner) {
+    let done = d.completed_cached();
+    d.release_ready(done);
+    let pipeline = d.compute_queue().last_pipeline();
+    d.compute_recorders()
+        .prime(&d.raw, &d.sticky, &d.counters, done, pipeline)
 }
 
 /// A wait for `value` on `q` paced by `pace` for a launch submitted at
