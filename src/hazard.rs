@@ -613,8 +613,22 @@ pub(crate) fn command_index(current: u64, stored: u32) -> u64 {
 }
 
 impl Drop for Hazards {
+    #[inline]
     fn drop(&mut self) {
-        if !self.keys.is_empty() && self.keys.len() <= KEEP_SLOTS {
+        // A batch of one command never made its table: nothing to keep.
+        if !self.keys.is_empty() {
+            self.keep_spare();
+        }
+    }
+}
+
+impl Hazards {
+    /// Hands the table's memory to the thread's spare (the larger of the
+    /// two is kept) when it is small enough to keep.
+    #[cold]
+    #[inline(never)]
+    fn keep_spare(&mut self) {
+        if self.keys.len() <= KEEP_SLOTS {
             let memory = Memory {
                 keys: std::mem::take(&mut self.keys),
                 ranges: std::mem::take(&mut self.ranges),
