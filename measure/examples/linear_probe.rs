@@ -22,12 +22,15 @@
 //! over the largest |y|); then each row is warmed for 300 ms and 15
 //! interleaved rounds time 5 launches back to back each (GPU timestamps,
 //! the median launch of a round): min / median / max µs and the weights'
-//! GB/s. `--copies C` (default 1) uploads C copies of W and has launch i
+//! GB/s. `--norm` makes every row an RMSNorm-prologue layer: the default
+//! is `ops::linear_normed`, the built-in rows `ops::linear_normed_with_plan`,
+//! and the variants (builds with `NORM`) bind the norm weight and take eps
+//! (1e-6). `--copies C` (default 1) uploads C copies of W and has launch i
 //! read copy i mod C: with C × |W| well past the L2 cache, a launch reads
 //! its weights from memory, as each layer of a model does.
 //!
 //! ```text
-//! cargo run --release -p vkcompute-measure --example linear_probe -- [--copies 4] a.spv:4:4 b.spv:8:4:5
+//! cargo run --release -p vkcompute-measure --example linear_probe -- [--copies 4] [--norm] a.spv:4:4 b.spv:8:4:5
 //! ```
 
 use std::time::Duration;
@@ -67,11 +70,15 @@ struct Shape {
     ksub: u32,
 }
 
+/// The RMSNorm's epsilon of `--norm` runs.
+const EPS: f32 = 1e-6;
+
 fn record(
     gpu: &Device,
     row: &Row,
     s: &Shape,
     (x, ws, y): (&Buffer<f32>, &[Buffer<Bf16>], &Buffer<f32>),
+    g: Option<&Buffer<f32>>,
     reps: usize,
 ) -> Result<Vec<f64>> {
     let opts = BatchOptions::single_submit().with_profiling(Profiling::Commands);
@@ -90,16 +97,34 @@ fn record(
         }
         let first = batch.len() as usize;
         let w = &ws[i % ws.len()];
-        match &row.run {
-            Run::Default => ops::linear(&mut batch, x, w, y, s.m, s.k, s.n, epi())?,
-            Run::Builtin(mt) => {
+        match (&row.run, g) {
+            (Run::Default, None) => ops::linear(&mut batch, x, w, y, s.m, s.k, s.n, epi())?,
+            (Run::Default, Some(g)) => {
+                ops::linear_normed(&mut batch, x, g, EPS, w, y, s.m, s.k, s.n, epi())?
+            }
+            (Run::Builtin(mt), g) => {
                 let plan = LinearPlan {
                     rows_per_pass: *mt,
                     splits: 1,
                 };
-                ops::linear_with_plan(&mut batch, x, w, y, s.m, s.k, s.n, epi(), plan)?
+                match g {
+                    None => ops::linear_with_plan(&mut batch, x, w, y, s.m, s.k, s.n, epi(), plan)?,
+                    Some(g) => ops::linear_normed_with_plan(
+                        &mut batch,
+                        x,
+                        g,
+                        EPS,
+                        w,
+                        y,
+                        s.m,
+                        s.k,
+                        s.n,
+                        epi(),
+                        plan,
+                    )?,
+                }
             }
-            Run::Variant { kernel, r, mt, upw } => {
+            (Run::Variant { kernel, r, mt, upw }, g) => {
                 let units = if s.silu {
                     (s.n / 2).div_ceil(r / 2)
                 } else {
@@ -127,13 +152,22 @@ fn record(
                     u32::from(s.silu),
                     ksub,
                 ];
-                let bytes: Vec<u8> = push.iter().flat_map(|v| v.to_le_bytes()).collect();
-                batch.run_configured(
-                    kernel,
-                    &[x, x, w, w, y, y],
-                    [groups * mchunks, 1, 1],
-                    Some(&bytes),
-                )?;
+                let mut bytes: Vec<u8> = push.iter().flat_map(|v| v.to_le_bytes()).collect();
+                let groups = [groups * mchunks, 1, 1];
+                match g {
+                    None => {
+                        batch.run_configured(kernel, &[x, x, w, w, y, y], groups, Some(&bytes))?;
+                    }
+                    Some(g) => {
+                        bytes.extend_from_slice(&EPS.to_le_bytes());
+                        batch.run_configured(
+                            kernel,
+                            &[x, x, w, w, y, y, g, g],
+                            groups,
+                            Some(&bytes),
+                        )?;
+                    }
+                }
             }
         }
         spans.push((first, batch.len() as usize));
@@ -192,10 +226,13 @@ fn main() -> Result<()> {
     let mut shapes = "1,2560,19456,1;4,2560,19456,1;1,2560,151936,0".to_string();
     let mut variants = Vec::new();
     let mut copies = 1usize;
+    let mut norm = false;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         if a == "--shapes" {
             shapes = it.next().cloned().unwrap_or_default();
+        } else if a == "--norm" {
+            norm = true;
         } else if a == "--copies" {
             copies = match it.next().and_then(|v| v.parse().ok()) {
                 Some(c) if c >= 1 => c,
@@ -263,7 +300,8 @@ fn main() -> Result<()> {
     rows.extend(vrows);
     for s in &shapes {
         println!(
-            "== {} × {} · [{} × {}]ᵀ bf16{}; variants with {} subgroup(s) per unit; {} cop{} of W",
+            "== {}{} × {} · [{} × {}]ᵀ bf16{}; variants with {} subgroup(s) per unit; {} cop{} of W",
+            if norm { "RMSNorm, " } else { "" },
             s.m,
             s.k,
             s.n,
@@ -279,6 +317,8 @@ fn main() -> Result<()> {
             .map(|v| Bf16::from_f32(v * 0.05))
             .collect();
         let outs = if s.silu { s.n / 2 } else { s.n };
+        let gv: Vec<f32> = values(3, s.k as usize).iter().map(|v| 1.0 + v).collect();
+        let g = if norm { Some(gpu.upload(&gv)?) } else { None };
         let x = gpu.upload(&xv)?;
         let ws = (0..copies)
             .map(|_| gpu.upload(&wv))
@@ -287,7 +327,7 @@ fn main() -> Result<()> {
         let mut reference = Vec::new();
         for (i, row) in rows.iter().enumerate() {
             y.write(0, &vec![f32::NAN; (s.m * outs) as usize])?;
-            record(&gpu, row, s, (&x, &ws, &y), 1)?;
+            record(&gpu, row, s, (&x, &ws, &y), g.as_ref(), 1)?;
             let got = y.download()?;
             if i == 0 {
                 reference = got;
@@ -302,7 +342,7 @@ fn main() -> Result<()> {
             );
         }
         let times = interleaved_rounds(rows.len(), Duration::from_millis(300), 15, |i| {
-            record(&gpu, &rows[i], s, (&x, &ws, &y), 5)
+            record(&gpu, &rows[i], s, (&x, &ws, &y), g.as_ref(), 5)
         })?;
         let bytes = f64::from(s.n) * f64::from(s.k) * 2.0;
         for (row, t) in rows.iter().zip(&times) {
