@@ -100,29 +100,6 @@ float xscale[MT];
 #define GV1(i) 1.0
 #endif
 
-#if defined(XSHARED)
-// XSHARED (with NORM): the workgroup normalises its rows of x once, into
-// shared memory (x · scale[m] · g, row m at m · K/4), and the products
-// read them there: the norm's pass over x is shared by the workgroup's
-// subgroups, and the K loop multiplies no norm weight. XS_VEC4 vec4s hold
-// MT · K/4 (the kernels are launched so only where that fits; past it,
-// and for K not a multiple of 4, x is read and scaled as without).
-#ifndef XS_VEC4
-#define XS_VEC4 1024u
-#endif
-shared vec4 xs[XS_VEC4];
-// Whether this launch's x sits in `xs`.
-bool xs_on;
-// The partial sums of squares of the workgroup's subgroups, per row.
-shared float xs_red[(WG_SIZE / 8) * MT];
-#define XV4(m, idx, g) (xs_on ? xs[(m) * k4 + (idx)] : XN(x4[xr[m] * k4 + idx], m, g))
-#else
-// The x values of row slot m at vec4 index idx, normalised (NORM) with
-// the norm weight g of those elements (idx unparenthesised: the built-in
-// kernels' index arithmetic stays as it was written).
-#define XV4(m, idx, g) XN(x4[xr[m] * k4 + idx], m, g)
-#endif
-
 #if MT <= 4
 // Sums of the work items of shared units (ksub > 1: at most KSUB_ITEMS
 // items, R × MT sums each).
@@ -213,8 +190,8 @@ void accumulate(uint rows[R], uint xr[MT], uint s, uint part, uint lane, uint wi
             }
             vec4 ga = GV4(k), gb = two ? GV4(k2) : vec4(0.0);
             [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
-                vec4 xv = XV4(m, k, ga);
-                vec4 xw = two ? XV4(m, k2, gb) : vec4(0.0);
+                vec4 xv = XN(x4[xr[m] * k4 + k], m, ga);
+                vec4 xw = two ? XN(x4[xr[m] * k4 + k2], m, gb) : vec4(0.0);
                 [[unroll]] for (uint i = 0u; i < R; ++i) {
                     float a = fma(xv.x, wv[0][i].x, fma(xv.y, wv[0][i].y,
                               fma(xv.z, wv[0][i].z, fma(xv.w, wv[0][i].w, acc[i][m]))));
@@ -235,8 +212,8 @@ void accumulate(uint rows[R], uint xr[MT], uint s, uint part, uint lane, uint wi
                 [[unroll]] for (uint i = 0u; i < R; ++i) wdecode(wraw[h][i], wlo[i], whi[i]);
                 vec4 ga = ok ? GV4(2u * kk) : vec4(0.0), gb = ok ? GV4(2u * kk + 1u) : vec4(0.0);
                 [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
-                    vec4 xa = ok ? XV4(m, 2u * kk, ga) : vec4(0.0);
-                    vec4 xb = ok ? XV4(m, 2u * kk + 1u, gb) : vec4(0.0);
+                    vec4 xa = ok ? XN(x4[xr[m] * k4 + 2u * kk], m, ga) : vec4(0.0);
+                    vec4 xb = ok ? XN(x4[xr[m] * k4 + 2u * kk + 1u], m, gb) : vec4(0.0);
                     [[unroll]] for (uint i = 0u; i < R; ++i) {
                         float a = fma(xa.x, wlo[i].x, fma(xa.y, wlo[i].y,
                                   fma(xa.z, wlo[i].z, fma(xa.w, wlo[i].w, acc[i][m]))));
@@ -308,43 +285,7 @@ void main() {
     // Rows of x past M read the last row again and are never stored.
     uint xr[MT];
     [[unroll]] for (uint m = 0u; m < uint(MT); ++m) xr[m] = min(m0 + m, M - 1u);
-#if defined(XSHARED)
-    // The RMSNorm prologue, shared: the workgroup sums the squares of each
-    // row of x (every invocation a strided part, the subgroups' sums added
-    // in subgroup order), then writes the normalised rows to `xs`.
-    xs_on = K % 4u == 0u && uint(MT) * (K / 4u) <= XS_VEC4;
-    {
-        uint k4 = K / 4u;
-        [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
-            float ss = 0.0;
-            if (K % 4u == 0u) {
-                for (uint c = gl_LocalInvocationIndex; c < k4; c += WG_SIZE) {
-                    vec4 e = x4[xr[m] * k4 + c];
-                    ss += dot(e, e);
-                }
-            } else {
-                for (uint c = gl_LocalInvocationIndex; c < K; c += WG_SIZE) {
-                    float e = x1[xr[m] * K + c];
-                    ss += e * e;
-                }
-            }
-            ss = subgroupAdd(ss);
-            if (subgroupElect()) xs_red[gl_SubgroupID * uint(MT) + m] = ss;
-        }
-        barrier();
-        [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
-            float t = 0.0;
-            for (uint i = 0u; i < gl_NumSubgroups; ++i) t += xs_red[i * uint(MT) + m];
-            xscale[m] = inversesqrt(t / float(K) + eps);
-        }
-        if (xs_on) {
-            [[unroll]] for (uint m = 0u; m < uint(MT); ++m)
-                for (uint c = gl_LocalInvocationIndex; c < k4; c += WG_SIZE)
-                    xs[m * k4 + c] = x4[xr[m] * k4 + c] * xscale[m] * g4[c];
-        }
-        barrier();
-    }
-#elif defined(NORM)
+#if defined(NORM)
     // The RMSNorm prologue: each subgroup sums the squares of its rows of
     // x over all of K (vec4 loads when K is a multiple of 4).
     [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
