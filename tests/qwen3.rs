@@ -497,10 +497,15 @@ fn f16_prefill_stays_close() {
         let (_dir, ck) = tiny_checkpoint(arch, WeightDtype::Bf16, seed);
         let reference = Reference::load(&ck).expect("reference weights");
         let auto = Model::load(&gpu, &ck, ModelOptions::default()).expect("load");
+        let rows = prompt.len() as u32;
         assert_eq!(
-            auto.prefill_uses_f16(),
+            auto.prefill_uses_f16(rows),
             prefill16::tensor_cores(gpu.info()),
-            "Auto takes the f16 path exactly where there are tensor cores"
+            "Auto takes the f16 path for a {rows}-token prompt exactly where there are tensor cores"
+        );
+        assert!(
+            !auto.prefill_uses_f16(prefill16::AUTO_F16_MIN_ROWS),
+            "Auto takes the exact path for a prompt of one exact chunk"
         );
         drop(auto);
         let opts = ModelOptions {
@@ -509,7 +514,7 @@ fn f16_prefill_stays_close() {
             ..options(1)
         };
         let mut m = Model::load(&gpu, &ck, opts).expect("load");
-        assert!(m.prefill_uses_f16(), "{}", m.prefill_path());
+        assert!(m.prefill_uses_f16(1), "{}", m.prefill_path(1));
         let runs = run_model(&mut m, std::slice::from_ref(&prompt));
         let e = worst_error(&runs[0], &reference, Fault::None);
         eprintln!("{arch:?} bf16, f16 prefill + decode: worst {e:.2e}");

@@ -23,8 +23,8 @@
 //! through `ops::linear`, 64 prompt rows per call), `f16` (f16 products
 //! over all prompt rows at once, f32 accumulation; tensor cores where the
 //! adapter has `VK_NV_cooperative_matrix2`, else a portable kernel) or
-//! `auto` (the default: `f16` where there are tensor cores and 16-bit
-//! weights, else `exact`). The `--reference` comparison always prefills
+//! `auto` (the default: `f16` for prompts past 64 tokens where there are
+//! tensor cores and 16-bit weights, else `exact`). The `--reference` comparison always prefills
 //! exactly; the timings use the chosen path and name it.
 //! `--profile` prints one decode step's GPU time per kernel beside the
 //! weight-streaming floor at the copy bandwidth measured in the same run.

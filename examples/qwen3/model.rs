@@ -399,18 +399,18 @@ impl Model {
         self.opts.prefill_matmul = p;
     }
 
-    /// Whether the prefill takes the f16 path (the option, resolved on this
-    /// adapter and these weights).
-    pub fn prefill_uses_f16(&self) -> bool {
+    /// Whether the prefill of a prompt of `rows` tokens takes the f16
+    /// path (the option, resolved on this adapter and these weights).
+    pub fn prefill_uses_f16(&self, rows: u32) -> bool {
         self.opts
             .prefill_matmul
-            .uses_f16(self.gpu.info(), self.dims.dtype)
+            .uses_f16(self.gpu.info(), self.dims.dtype, rows)
     }
 
-    /// The prefill's path, in words.
-    pub fn prefill_path(&self) -> &'static str {
+    /// The path of the prefill of a prompt of `rows` tokens, in words.
+    pub fn prefill_path(&self, rows: u32) -> &'static str {
         match (
-            self.prefill_uses_f16(),
+            self.prefill_uses_f16(rows),
             prefill16::tensor_cores(self.gpu.info()),
         ) {
             (false, _) => "exact (f32 activations, ops::linear in 64-row chunks)",
@@ -422,7 +422,7 @@ impl Model {
     /// The f16 prefill's scratch for `n` rows (the weight scratch made at
     /// its first use), or `None` on the exact path.
     pub(crate) fn half(&mut self, n: u32) -> Result<Option<Half>> {
-        if !self.prefill_uses_f16() {
+        if !self.prefill_uses_f16(n) {
             return Ok(None);
         }
         let w = match &self.w16 {

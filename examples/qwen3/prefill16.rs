@@ -31,9 +31,13 @@ use crate::model::{ModelError, Result};
 /// cache, residuals) stay in f32.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum PrefillMatmul {
-    /// [`PrefillMatmul::F16`] where the adapter has workgroup-scope
+    /// [`PrefillMatmul::F16`] for prompts of more than
+    /// [`AUTO_F16_MIN_ROWS`] tokens where the adapter has workgroup-scope
     /// cooperative matrices (`VK_NV_cooperative_matrix2`: tensor cores)
-    /// and the weights are 16-bit; else [`PrefillMatmul::Exact`].
+    /// and the weights are 16-bit; else [`PrefillMatmul::Exact`] (a prompt
+    /// that fits one exact chunk runs each projection as one
+    /// `ops::linear` call, on the tensor cores past 16 rows, with no
+    /// conversion of every weight to f16 first).
     #[default]
     Auto,
     /// `ops::linear` on f32 activations, at most 64 prompt rows per call
@@ -57,17 +61,25 @@ impl PrefillMatmul {
         }
     }
 
-    /// Whether the prefill takes the f16 path on an adapter of `info`
-    /// with weights of `dtype`.
-    pub fn uses_f16(self, info: &AdapterInfo, dtype: WeightDtype) -> bool {
+    /// Whether the prefill of a prompt of `rows` tokens takes the f16 path
+    /// on an adapter of `info` with weights of `dtype`.
+    pub fn uses_f16(self, info: &AdapterInfo, dtype: WeightDtype, rows: u32) -> bool {
         let sixteen = dtype != WeightDtype::F32 && info.storage_buffer16;
         match self {
             PrefillMatmul::Exact => false,
             PrefillMatmul::F16 => sixteen,
-            PrefillMatmul::Auto => sixteen && tensor_cores(info),
+            PrefillMatmul::Auto => sixteen && tensor_cores(info) && rows > AUTO_F16_MIN_ROWS,
         }
     }
 }
+
+/// Prompts of at most this many tokens take the exact path under
+/// [`PrefillMatmul::Auto`]: one exact chunk. The f16 path converts every
+/// weight of the model to f16 in each prefill (12.3 ms of the Qwen3-4B
+/// prefill on an H200, docs/runs/2026-11-26e-h200-e5), which a short
+/// prompt's products never win back: its 3-token prefill took 37.5 ms
+/// there.
+pub const AUTO_F16_MIN_ROWS: u32 = 64;
 
 /// Whether the adapter has the workgroup-scope cooperative matrices the
 /// f16 products run on.

@@ -212,7 +212,7 @@ pub fn timings(m: &mut Model, prompt: &[u32], n: u32, peaks: &mut Peaks) -> Mode
         ms(prefill),
         prompt.len() as f64 / prefill.as_secs_f64(),
         ms(cold),
-        m.prefill_path()
+        m.prefill_path(prompt.len() as u32)
     );
     if n == 0 {
         return Ok(());
