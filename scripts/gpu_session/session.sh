@@ -5,7 +5,7 @@
 # scripts/gpu_bundle.sh packs it) and the scripts it names
 # (compare_dispatch.py, ffn_reference.py, cuda_reference.py as
 # cuda_reference_mm.py), then run it there with the parts wanted.
-# Usage there: bash .gpu/session.sh PART... (dispatch ffn ffn_ab sweep tests matmul spread lprobe qwen3 qwen3_ab decode_ab spin attn_ab q3var longctx chunkdiag churn abprobe stats)
+# Usage there: bash .gpu/session.sh PART... (dispatch ffn ffn_ab sweep tests matmul spread lprobe qwen3 qwen3_ab decode_ab spin attn_ab q3var longctx prefill_len chunkdiag churn abprobe stats)
 set -uo pipefail
 g=$(cd "$(dirname "$0")" && pwd)
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -230,6 +230,16 @@ part_longctx() {
       echo "== $n: decode after a prompt of $p tokens ${LONGCTX_ARGS:-}"
       timeout 150 "$bin" "$q" --prompt-len "$p" --decode 32 ${LONGCTX_ARGS:-} > "$W/q3_pos${p}_$n.txt" 2>&1; echo "rc=$?"; grep -E "decode" "$W/q3_pos${p}_$n.txt"
     done
+  done
+}
+part_prefill_len() {
+  # Prefill time by prompt length (PREFILL_LENS, default 3 16 64 65 128
+  # 512) on the default path, each in a process of its own.
+  local q=/tmp/q3
+  [ -f "$q/config.json" ] || q3_checked "$q"
+  for p in ${PREFILL_LENS:-3 16 64 65 128 512}; do
+    echo "== qwen3 4b --prompt-len $p --decode 8"
+    timeout 120 "$g/bin/qwen3" "$q" --prompt-len "$p" --decode 8 > "$W/q3_prefill$p.txt" 2>&1; echo "rc=$?"; grep -E "^prefill" "$W/q3_prefill$p.txt"
   done
 }
 part_chunkdiag() {
