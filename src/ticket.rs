@@ -446,7 +446,7 @@ impl Ticket {
         d.sticky.check()?;
         if let (Some(e), None) = (&self.extras, timeout) {
             if let Some((pace, at)) = &e.pace {
-                return self.wait_paced(pace, *at);
+                return self.wait_launch(pace, *at);
             }
         }
         let start = std::time::Instant::now();
@@ -475,10 +475,10 @@ impl Ticket {
         self.after_wait(idled.get())
     }
 
-    /// [`Ticket::wait`] of a graph launch's ticket: paced by the graph's
-    /// learned duration (`crate::pace`).
+    /// [`Ticket::wait`] of a graph launch's ticket: each queue's value
+    /// waited for with [`wait_paced`], by the graph's learned duration.
     #[inline(never)]
-    fn wait_paced(&self, pace: &Pace, at: Instant) -> Result<()> {
+    fn wait_launch(&self, pace: &Pace, at: Instant) -> Result<()> {
         let d = &self.dev;
         let spin = d.options.wait_spin;
         let idled = std::cell::Cell::new(false);
