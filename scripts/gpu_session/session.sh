@@ -234,12 +234,18 @@ part_longctx() {
 }
 part_prefill_len() {
   # Prefill time by prompt length (PREFILL_LENS, default 3 16 64 65 128
-  # 512) on the default path, each in a process of its own.
+  # 512) on the default path, each in a process of its own; then
+  # PREFILL_PROFILE's lengths profiled per kernel.
   local q=/tmp/q3
   [ -f "$q/config.json" ] || q3_checked "$q"
   for p in ${PREFILL_LENS:-3 16 64 65 128 512}; do
     echo "== qwen3 4b --prompt-len $p --decode 8"
     timeout 120 "$g/bin/qwen3" "$q" --prompt-len "$p" --decode 8 > "$W/q3_prefill$p.txt" 2>&1; echo "rc=$?"; grep -E "^prefill" "$W/q3_prefill$p.txt"
+  done
+  # PREFILL_PROFILE: prompt lengths whose prefill is also profiled per kernel.
+  for p in ${PREFILL_PROFILE:-}; do
+    echo "== qwen3 4b --prompt-len $p --decode 4 --profile"
+    timeout 120 "$g/bin/qwen3" "$q" --prompt-len "$p" --decode 4 --profile > "$W/q3_prefill${p}_profile.txt" 2>&1; echo "rc=$?"; grep -E "^prefill" "$W/q3_prefill${p}_profile.txt"; grep -A16 "profile of the prefill" "$W/q3_prefill${p}_profile.txt"
   done
 }
 part_chunkdiag() {
