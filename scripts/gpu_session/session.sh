@@ -234,13 +234,17 @@ part_longctx() {
 }
 part_prefill_len() {
   # Prefill time by prompt length (PREFILL_LENS, default 3 16 64 65 128
-  # 512) on the default path, each in a process of its own; then
+  # 512) on the default path, each in a process of its own (this build
+  # and every packed bin/qwen3_<name>, alternating); then
   # PREFILL_PROFILE's lengths profiled per kernel.
   local q=/tmp/q3
   [ -f "$q/config.json" ] || q3_checked "$q"
   for p in ${PREFILL_LENS:-3 16 64 65 128 512}; do
-    echo "== qwen3 4b --prompt-len $p --decode 8"
-    timeout 120 "$g/bin/qwen3" "$q" --prompt-len "$p" --decode 8 > "$W/q3_prefill$p.txt" 2>&1; echo "rc=$?"; grep -E "^prefill" "$W/q3_prefill$p.txt"
+    for bin in "$g/bin/qwen3" "$g"/bin/qwen3_*; do
+      n=$(basename "$bin")
+      echo "== $n 4b --prompt-len $p --decode 8"
+      timeout 120 "$bin" "$q" --prompt-len "$p" --decode 8 > "$W/q3_prefill${p}_$n.txt" 2>&1; echo "rc=$?"; grep -E "^prefill" "$W/q3_prefill${p}_$n.txt"
+    done
   done
   # PREFILL_PROFILE: prompt lengths whose prefill is also profiled per kernel.
   for p in ${PREFILL_PROFILE:-}; do
