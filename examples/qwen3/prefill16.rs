@@ -149,45 +149,29 @@ impl Half {
         n: u32,
         epilogue: Epilogue<'_>,
     ) -> Result<()> {
+        let wn = k as usize * n as usize;
+        let wdst = self.w.slice(0..wn)?;
+        match w {
+            WBuf::F16(src) => ops::convert(b, src, &wdst)?,
+            WBuf::Bf16(src) => ops::convert(b, src, &wdst)?,
+            WBuf::F32(_) => {
+                return Err(ModelError::Input {
+                    what: "f16 projection",
+                    detail: "the weight is f32; f32 weights take ops::linear".into(),
+                })
+            }
+        }
+        ops::convert(b, x, &self.a.slice(0..m as usize * k as usize)?)?;
         let shape = BatchedShape::packed(1, m, k, n).with_b_transposed();
         let mn = m as usize * n as usize;
-        // bf16 weights below `BF16W_CONVERT_MIN_ROWS` rows: `matmul_bf16w`
-        // widens them in its tensor loads (x rounded there too), with no
-        // conversion of the whole weight first; else both operands are
-        // converted to f16 into the scratch and the f16 kernel runs.
-        let widened = match w {
-            WBuf::Bf16(wb) if !ops::converts_first(&shape) => Some(wb),
-            _ => None,
-        };
-        let product = |b: &mut Batch, dst: &Buffer<f32>| -> Result<()> {
-            match widened {
-                Some(wb) => ops::matmul_bf16w(b, x, wb, dst, shape)?,
-                None => ops::matmul_f16_batched(b, &self.a_bits, &self.w_bits, dst, shape)?,
-            }
-            Ok(())
-        };
-        if widened.is_none() {
-            let wdst = self.w.slice(0..k as usize * n as usize)?;
-            match w {
-                WBuf::F16(src) => ops::convert(b, src, &wdst)?,
-                WBuf::Bf16(src) => ops::convert(b, src, &wdst)?,
-                WBuf::F32(_) => {
-                    return Err(ModelError::Input {
-                        what: "f16 projection",
-                        detail: "the weight is f32; f32 weights take ops::linear".into(),
-                    })
-                }
-            }
-            ops::convert(b, x, &self.a.slice(0..m as usize * k as usize)?)?;
-        }
         match epilogue {
-            Epilogue::None => product(b, out)?,
+            Epilogue::None => ops::matmul_f16_batched(b, &self.a_bits, &self.w_bits, out, shape)?,
             Epilogue::Residual(r) => {
-                product(b, &self.c)?;
+                ops::matmul_f16_batched(b, &self.a_bits, &self.w_bits, &self.c, shape)?;
                 ops::add(b, r, &self.c.slice(0..mn)?, out)?;
             }
             Epilogue::SiluMul => {
-                product(b, &self.c)?;
+                ops::matmul_f16_batched(b, &self.a_bits, &self.w_bits, &self.c, shape)?;
                 nn::silu_mul_halves(b, &self.c.slice(0..mn)?, out, m, n / 2)?;
             }
         }
