@@ -56,15 +56,34 @@ void main() {
     uint dim = 2u * half_dim;
     uint base = is_q ? (tok * q_heads + hh) * dim : (tok * kv_heads + kvh) * dim;
     uint t = gl_LocalInvocationIndex;
-    float x0[PAIRS], x1[PAIRS];
+    uint b = tok / steps, st = tok - b * steps;
+    uint p0 = pos[b];
+    // Every load that does not depend on the norm is issued, and the
+    // rotation angles computed, before the norm's reduction waits.
+    float x0[PAIRS], x1[PAIRS], w0[PAIRS], w1[PAIRS], cs[PAIRS], sn[PAIRS];
     float s = 0.0;
     [[unroll]] for (uint j = 0u; j < PAIRS; ++j) {
         uint p = t + j * WG;
         x0[j] = 0.0;
         x1[j] = 0.0;
+        w0[j] = 1.0;
+        w1[j] = 1.0;
+        cs[j] = 1.0;
+        sn[j] = 0.0;
         if (p < half_dim) {
             x0[j] = is_q ? q[base + p] : k[base + p];
             x1[j] = is_q ? q[base + p + half_dim] : k[base + p + half_dim];
+            if (has_norm != 0u) {
+                w0[j] = is_q ? qw[p] : kw[p];
+                w1[j] = is_q ? qw[p + half_dim] : kw[p + half_dim];
+            }
+            precise float a = float(p0 + st) * inv_freq[p];
+            float kr = round(a * INV_TWO_PI);
+            precise float r1 = a - kr * C1;
+            precise float r2 = r1 - kr * C2;
+            precise float r = r2 - kr * C3;
+            cs[j] = cos(r);
+            sn[j] = sin(r);
         }
         s += x0[j] * x0[j] + x1[j] * x1[j];
     }
@@ -77,31 +96,18 @@ void main() {
         barrier();
         float inv = inversesqrt(red[0] / float(dim) + eps);
         [[unroll]] for (uint j = 0u; j < PAIRS; ++j) {
-            uint p = t + j * WG;
-            if (p < half_dim) {
-                float w0 = is_q ? qw[p] : kw[p];
-                float w1 = is_q ? qw[p + half_dim] : kw[p + half_dim];
-                x0[j] = x0[j] * inv * w0;
-                x1[j] = x1[j] * inv * w1;
-            }
+            x0[j] = x0[j] * inv * w0[j];
+            x1[j] = x1[j] * inv * w1[j];
         }
     }
-    uint b = tok / steps, st = tok - b * steps;
-    uint p0 = pos[b];
     bool in_cache = p0 < max_seq && st < max_seq - p0;
     if (!is_q && !in_cache && t == 0u) atomicAdd(flag[0], 1u);
     uint dst = ((b * kv_heads + kvh) * max_seq + p0 + st) * dim;
     [[unroll]] for (uint j = 0u; j < PAIRS; ++j) {
         uint p = t + j * WG;
         if (p >= half_dim) continue;
-        precise float a = float(p0 + st) * inv_freq[p];
-        float kr = round(a * INV_TWO_PI);
-        precise float r1 = a - kr * C1;
-        precise float r2 = r1 - kr * C2;
-        precise float r = r2 - kr * C3;
-        float cs = cos(r), sn = sin(r);
-        float y0 = x0[j] * cs - x1[j] * sn;
-        float y1 = x1[j] * cs + x0[j] * sn;
+        float y0 = x0[j] * cs[j] - x1[j] * sn[j];
+        float y1 = x1[j] * cs[j] + x0[j] * sn[j];
         if (is_q) {
             q[base + p] = y0;
             q[base + p + half_dim] = y1;
