@@ -9,7 +9,10 @@ For each row that has a floor, the ratio ours / floor is taken within each
 process; the figure of a build is the median of its processes' ratios. A row
 whose new median ratio exceeds the base's by more than --limit is reported
 as a regression and the script exits 1. Rows present in one build only are
-listed (new rows have no base to compare with). Prints a Markdown table.
+listed (new rows have no base to compare with). Prints a Markdown table,
+with each side's own figures beside the ratios (medians over the
+processes of ours and of the floor): a ratio that moves while ours does
+not is the floor's doing.
 """
 import argparse
 import json
@@ -18,8 +21,9 @@ import sys
 
 
 def ratios(paths):
-    """Row name -> list of ours/floor ratios (one per process), and units."""
-    out, units = {}, {}
+    """Row name -> list of ours/floor ratios (one per process), units, and
+    row name -> (list of ours, list of floors)."""
+    out, units, sides = {}, {}, {}
     for p in paths:
         with open(p) as f:
             doc = json.load(f)
@@ -28,7 +32,15 @@ def ratios(paths):
                 continue
             out.setdefault(r["name"], []).append(r["ours"] / r["floor"])
             units[r["name"]] = r.get("unit", "")
-    return out, units
+            o, fl = sides.setdefault(r["name"], ([], []))
+            o.append(r["ours"])
+            fl.append(r["floor"])
+    return out, units, sides
+
+
+def fmt3(v):
+    """A figure to three decimals, or a dash."""
+    return "—" if v is None else "%.3f" % v
 
 
 def main():
@@ -37,25 +49,32 @@ def main():
     ap.add_argument("--new", nargs="+", required=True)
     ap.add_argument("--limit", type=float, default=0.03)
     a = ap.parse_args()
-    base, units = ratios(a.base)
-    new, units_new = ratios(a.new)
+    base, units, base_sides = ratios(a.base)
+    new, units_new, new_sides = ratios(a.new)
     units.update(units_new)
     worse = []
-    print("| row | unit | base ratio (median of %d) | new ratio (median of %d) | new − base | within %.2f |"
+    print("| row | unit | base ratio (median of %d) | new ratio (median of %d) | new − base | within %.2f "
+          "| ours, base → new (medians) | floor, base → new (medians) |"
           % (len(a.base), len(a.new), a.limit))
-    print("| --- | --- | --- | --- | --- | --- |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+
+    def side(name, i):
+        b = statistics.median(base_sides[name][i]) if name in base_sides else None
+        n = statistics.median(new_sides[name][i]) if name in new_sides else None
+        return f"{fmt3(b)} → {fmt3(n)}"
+
     for name in list(base) + [n for n in new if n not in base]:
         b = statistics.median(base[name]) if name in base else None
         n = statistics.median(new[name]) if name in new else None
-        fmt = lambda v: "—" if v is None else "%.3f" % v
+        sides = f"{side(name, 0)} | {side(name, 1)}"
         if b is not None and n is not None:
             d = n - b
             ok = d <= a.limit
             if not ok:
                 worse.append(name)
-            print(f"| {name} | {units[name]} | {fmt(b)} | {fmt(n)} | {d:+.3f} | {'yes' if ok else 'NO'} |")
+            print(f"| {name} | {units[name]} | {fmt3(b)} | {fmt3(n)} | {d:+.3f} | {'yes' if ok else 'NO'} | {sides} |")
         else:
-            print(f"| {name} | {units[name]} | {fmt(b)} | {fmt(n)} | — | {'new row' if b is None else 'row gone'} |")
+            print(f"| {name} | {units[name]} | {fmt3(b)} | {fmt3(n)} | — | {'new row' if b is None else 'row gone'} | {sides} |")
     if worse:
         print(f"\n{len(worse)} row(s) worse than the base by more than {a.limit}: {', '.join(worse)}")
         sys.exit(1)
