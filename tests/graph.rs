@@ -76,6 +76,19 @@ fn chain_graph(
     rec.finish().unwrap()
 }
 
+/// A graph of `steps` SLOW_STEP dispatches on `x` (`iters` loop rounds
+/// each), a barrier after each: launches that stay in flight on lavapipe.
+fn slow_graph(gpu: &Device, x: &vkcompute::Buffer<u32>, steps: usize, iters: u32) -> Graph {
+    let slow = gpu.kernel_glsl(SLOW_STEP).unwrap();
+    let mut rec = gpu.graph_recorder().unwrap();
+    for _ in 0..steps {
+        rec.run_with_push_constants(&slow, &[x], 64, &iters.to_le_bytes())
+            .unwrap();
+        rec.barrier();
+    }
+    rec.finish().unwrap()
+}
+
 /// 100 dependent dispatches and a parameter-indexed write, launched many
 /// times with every launch in flight at once: launch L (parameter L) must
 /// see the chain advanced by 100 × (L + 1) and write twice that to out[L].
@@ -209,16 +222,8 @@ fn a_graph_keeps_what_it_uses_after_every_user_handle_is_dropped() {
 fn dropping_a_graph_with_launches_in_flight_neither_blocks_nor_frees_early() {
     let gpu = common::gpu();
     let base = gpu.stats();
-    let slow = gpu.kernel_glsl(SLOW_STEP).unwrap();
     let x = gpu.alloc::<u32>(64).unwrap();
-    let iters = 200_000u32;
-    let mut rec = gpu.graph_recorder().unwrap();
-    for _ in 0..4 {
-        rec.run_with_push_constants(&slow, &[&x], 64, &iters.to_le_bytes())
-            .unwrap();
-        rec.barrier();
-    }
-    let graph = rec.finish().unwrap();
+    let graph = slow_graph(&gpu, &x, 4, 200_000);
     let launches = 20;
     let mut last = None;
     for _ in 0..launches {
@@ -533,16 +538,9 @@ fn waits_on_launches_learn_the_launch_duration() {
                 ..Default::default()
             }),
         };
-        let slow = gpu.kernel_glsl(SLOW_STEP).unwrap();
         let x = gpu.alloc::<u32>(64).unwrap();
         let iters = if quick() { 20_000u32 } else { 100_000 };
-        let mut rec = gpu.graph_recorder().unwrap();
-        for _ in 0..2 {
-            rec.run_with_push_constants(&slow, &[&x], 64, &iters.to_le_bytes())
-                .unwrap();
-            rec.barrier();
-        }
-        let graph = rec.finish().unwrap();
+        let graph = slow_graph(&gpu, &x, 2, iters);
         assert_eq!(graph.learned_duration(), std::time::Duration::ZERO);
         let mut steps = 0;
         for i in 0..4 {

@@ -199,13 +199,11 @@ fn run(args: &[String]) -> Result<bool, Box<dyn std::error::Error>> {
         }
         None => None,
     };
-    let gpu = match a.wait_spin {
-        Some(spin) => Device::with_options(DeviceOptions {
-            wait_spin: spin,
-            ..DeviceOptions::default()
-        })?,
-        None => Device::new()?,
-    };
+    let mut options = DeviceOptions::default();
+    if let Some(spin) = a.wait_spin {
+        options.wait_spin = spin;
+    }
+    let gpu = Device::with_options(options)?;
     println!(
         "device: {}; waits spin {} µs before blocking",
         gpu.info().name,

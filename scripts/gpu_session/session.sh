@@ -136,6 +136,10 @@ q3_checked() {
   echo "== qwen3 4b --reference (this build)"
   timeout 240 "$g/bin/qwen3" "$1" --reference "$1/reference.safetensors" > "$W/q3_check.txt" 2>&1; echo "rc=$?"; grep -E "reference|worst|FAIL|PASS" "$W/q3_check.txt" | tail -8
 }
+q3_ready() {
+  # The checkpoint of an earlier part of this call in $1, or a new one.
+  [ -f "$1/config.json" ] || q3_checked "$1"
+}
 part_qwen3_ab() {
   # Qwen3-4B decode at the base build packed as bin/qwen3_base beside this
   # build, alternating, after this build's check against transformers.
@@ -181,7 +185,7 @@ part_spin() {
   # blocking, alternating, two rounds; the checkpoint of decode_ab (or a
   # new one).
   local q=/tmp/q3
-  [ -f "$q/config.json" ] || q3_checked "$q"
+  q3_ready "$q"
   for i in 1 2; do
     for us in 50 "${SPIN_LONG_US:-20000}"; do
       echo "== qwen3 4b --decode 64 --wait-spin-us $us (round $i)"
@@ -205,7 +209,7 @@ part_q3var() {
   # QWEN3_VARIANTS (';'-separated, e.g. "--prefetch none;--prefetch o"),
   # alternating, two rounds, then a profile of each.
   local q=/tmp/q3
-  [ -f "$q/config.json" ] || q3_checked "$q"
+  q3_ready "$q"
   IFS=';' read -r -a vars <<< "${QWEN3_VARIANTS:---prefetch none}"
   for i in 1 2; do
     for j in "${!vars[@]}"; do
@@ -223,7 +227,7 @@ part_longctx() {
   # packed bin/qwen3_<name>, alternating (LONGCTX_ARGS: more options for
   # every run).
   local q=/tmp/q3
-  [ -f "$q/config.json" ] || q3_checked "$q"
+  q3_ready "$q"
   for p in 600 4000; do
     for bin in "$g/bin/qwen3" "$g"/bin/qwen3_*; do
       n=$(basename "$bin")
@@ -238,7 +242,7 @@ part_prefill_len() {
   # and every packed bin/qwen3_<name>, alternating); then
   # PREFILL_PROFILE's lengths profiled per kernel.
   local q=/tmp/q3
-  [ -f "$q/config.json" ] || q3_checked "$q"
+  q3_ready "$q"
   for p in ${PREFILL_LENS:-3 16 64 65 128 512}; do
     for bin in "$g/bin/qwen3" "$g"/bin/qwen3_*; do
       n=$(basename "$bin")
