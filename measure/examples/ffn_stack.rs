@@ -31,11 +31,17 @@
 //! cargo run --release -p vkcompute-measure --example ffn_stack -- [--hidden 2560] [--inter 9728]
 //!     [--layers 36] [--tokens 1,4,64] [--dtypes f32,bf16] [--warm 5]
 //!     [--warm-ms 500] [--reps 30] [--check-layers 2] [--json out.json] [--torch torch.json]
-//!     [--rows-per-pass R] [--splits S]
+//!     [--rows-per-pass R] [--splits S] [--profile]
 //! ```
 //!
+//! `--profile` launches each timed graph once more recorded with GPU
+//! timestamps per command (after the timing, which runs unprofiled) and
+//! prints the time per kernel and place in the layer (the gate|up launch,
+//! the down launch and the split-K reductions after each).
+//!
 //! `--rows-per-pass` and `--splits` replace those of [`ops::choose_linear`]'s
-//! plan for every layer (for tuning: [`ops::linear_with_plan`]): rows per
+//! plan for every layer (`--splits S_GATE_UP,S_DOWN`: one count for each
+//! of the two launches) (for tuning: [`ops::linear_with_plan`]): rows per
 //! pass 1 to 16 run the streaming kernel, 64 the register-tiled one that
 //! the plan picks past 16 tokens where the adapter has no tensor-core
 //! linear (`--rows-per-pass 16 --splits 1` at 64 tokens is the streaming
@@ -50,7 +56,7 @@ use vkcompute_measure::cuda_ref;
 use std::time::Instant;
 
 use vkcompute::ops::{self, Bf16, Epilogue, LinearPlan, MatmulCaps};
-use vkcompute::{Buffer, Device, Graph, Result};
+use vkcompute::{Buffer, Device, Graph, Profiling, Result};
 
 /// Command-line settings.
 struct Args {
@@ -66,7 +72,8 @@ struct Args {
     json: Option<String>,
     torch: Option<String>,
     rows_per_pass: Option<u32>,
-    splits: Option<u32>,
+    splits: Option<(u32, u32)>,
+    profile: bool,
 }
 
 fn args() -> Args {
@@ -100,7 +107,14 @@ fn args() -> Args {
         json: flag("--json"),
         torch: flag("--torch"),
         rows_per_pass: flag("--rows-per-pass").map(|v| v.parse().expect("--rows-per-pass")),
-        splits: flag("--splits").map(|v| v.parse().expect("--splits")),
+        splits: flag("--splits").map(|v| {
+            let n = |s: &str| s.parse().expect("--splits takes S or S_GATE_UP,S_DOWN");
+            match v.split_once(',') {
+                Some((g, d)) => (n(g), n(d)),
+                None => (n(&v), n(&v)),
+            }
+        }),
+        profile: std::env::args().any(|a| a == "--profile"),
     };
     assert!(
         args.layers >= 1 && args.reps >= 1,
@@ -160,6 +174,47 @@ impl Weight {
     }
 }
 
+/// Prints a profiled forward's GPU time per place in a layer: after the
+/// first command (the input copy) the `layers` layers repeat one pattern
+/// of commands, and each command is keyed by its label and its position
+/// in that pattern (so the reduction after gate|up and the one after down
+/// get rows of their own).
+fn print_profile(what: &str, p: &vkcompute::Profile, layers: usize) {
+    let body = p.commands.len().saturating_sub(1);
+    let period = if layers > 0 && body % layers == 0 {
+        body / layers
+    } else {
+        0
+    };
+    let mut places: Vec<(String, usize, f64)> = Vec::new();
+    for (n, c) in p.commands.iter().enumerate() {
+        let key = match (n, period) {
+            (0, _) | (_, 0) => c.label.clone(),
+            _ => format!(
+                "{} (command {} of each layer)",
+                c.label,
+                (n - 1) % period + 1
+            ),
+        };
+        match places.iter_mut().find(|(k, _, _)| *k == key) {
+            Some(e) => {
+                e.1 += 1;
+                e.2 += c.gpu_ns;
+            }
+            None => places.push((key, 1, c.gpu_ns)),
+        }
+    }
+    println!("{what}: profile of one forward (GPU timestamps per command):");
+    for (key, count, ns) in places {
+        println!(
+            "  {key:<60} {count:4} × {:8.1} µs = {:9.1} µs",
+            ns / count as f64 / 1e3,
+            ns / 1e3
+        );
+    }
+    println!("  total {:.1} µs", p.total_ns / 1e3);
+}
+
 /// Deterministic values in [-scale, scale) (the probes' stream, scaled).
 fn random(seed: u64, n: usize, scale: f32) -> Vec<f32> {
     vkcompute_measure::probe::values(seed, n)
@@ -211,9 +266,10 @@ fn record(
     layers: &[(Weight, Weight)],
     a: &Acts,
     (t, h, i): (u32, u32, u32),
-    force: (Option<u32>, Option<u32>),
+    force: (Option<u32>, Option<(u32, u32)>),
+    profiling: Profiling,
 ) -> Result<Graph> {
-    let mut rec = gpu.graph_recorder()?;
+    let mut rec = gpu.graph_recorder_with(profiling)?;
     rec.copy(&a.x, &a.y)?;
     for (gu, d) in layers {
         rec.barrier();
@@ -223,7 +279,7 @@ fn record(
             &a.h,
             (t, h, 2 * i),
             Epilogue::SiluMul,
-            force,
+            (force.0, force.1.map(|s| s.0)),
         )?;
         rec.barrier();
         d.linear(
@@ -232,7 +288,7 @@ fn record(
             &a.y,
             (t, i, h),
             Epilogue::Residual(&a.y),
-            force,
+            (force.0, force.1.map(|s| s.1)),
         )?;
     }
     rec.finish()
@@ -347,7 +403,7 @@ fn main() -> Result<()> {
             // Correctness on the first layers, at the full width.
             let nc = a.check_layers.min(a.layers);
             if nc > 0 {
-                let g = record(&gpu, &layers[..nc], &acts, (t, h, i), force)?;
+                let g = record(&gpu, &layers[..nc], &acts, (t, h, i), force, Profiling::Off)?;
                 g.launch()?.wait()?;
                 let got = acts.y.download()?;
                 let want = reference(&x, &sets, nc, tu, hu, iu);
@@ -370,7 +426,7 @@ fn main() -> Result<()> {
                 );
                 println!("{dt} T={t}: {nc} layers match the f64 reference (max error {err:.1e} of the largest output)");
             }
-            let graph = record(&gpu, &layers, &acts, (t, h, i), force)?;
+            let graph = record(&gpu, &layers, &acts, (t, h, i), force, Profiling::Off)?;
             // Warm-up: the same graph, back to back, until the clocks have
             // ramped (at least --warm-ms and --warm launches).
             let warm_for = std::time::Duration::from_millis(a.warm_ms);
@@ -411,6 +467,12 @@ fn main() -> Result<()> {
                 min * 1e3,
                 max * 1e3
             ));
+            if a.profile {
+                let g = record(&gpu, &layers, &acts, (t, h, i), force, Profiling::Commands)?;
+                g.launch()?.wait()?;
+                g.launch()?.wait()?;
+                print_profile(&format!("{dt} T={t}"), &g.last_profile()?, layers.len());
+            }
         }
     }
     if let Some(path) = a.json {

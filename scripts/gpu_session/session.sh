@@ -5,7 +5,7 @@
 # scripts/gpu_bundle.sh packs it) and the scripts it names
 # (compare_dispatch.py, ffn_reference.py, cuda_reference.py as
 # cuda_reference_mm.py), then run it there with the parts wanted.
-# Usage there: bash .gpu/session.sh PART... (dispatch ffn ffn_ab sweep tests matmul spread lprobe qwen3 qwen3_ab decode_ab spin attn_ab q3var longctx prefill_len chunkdiag churn abprobe stats)
+# Usage there: bash .gpu/session.sh PART... (dispatch ffn ffn_ab ffn_splits sweep tests matmul spread lprobe qwen3 qwen3_ab decode_ab spin attn_ab q3var longctx prefill_len chunkdiag churn abprobe stats)
 set -uo pipefail
 g=$(cd "$(dirname "$0")" && pwd)
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -61,6 +61,16 @@ part_ffn_ab() {
       "$bin" --tokens "${FFN_AB_TOKENS:-1,4}" --dtypes "${FFN_AB_DTYPES:-f32,bf16}" --torch "$W/ffn_torch.json" > "$W/ffn_ab_${b}_$i.txt" 2>&1; echo "rc=$?"
       grep -E "median|match|copy" "$W/ffn_ab_${b}_$i.txt" | cut -c1-200
     done
+  done
+}
+part_ffn_splits() {
+  # ffn_stack with every layer's K slices forced (`--splits S` for each S
+  # of FFN_SPLITS), T = FFN_SPLITS_TOKENS (64), f32 weights: how the
+  # tiled kernel's time moves with the plan's split count.
+  for s in ${FFN_SPLITS:-1 2 4 8}; do
+    echo "== ffn_stack --splits $s, T = ${FFN_SPLITS_TOKENS:-64}, f32"
+    "$g/bin/ffn_stack" --tokens "${FFN_SPLITS_TOKENS:-64}" --dtypes f32 --splits "$s" > "$W/ffn_splits_$s.txt" 2>&1; echo "rc=$?"
+    grep -E "median|match" "$W/ffn_splits_$s.txt" | cut -c1-200
   done
 }
 part_tests() {
