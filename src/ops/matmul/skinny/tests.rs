@@ -126,17 +126,17 @@ fn past_16_rows_the_tiled_kernel_runs() {
         }
     );
     assert_eq!(tiled_launch(2560, 2 * 9728, true, 2), (304, 1280));
-    // down: 2560 / 64 = 40 tiles: 14 slices, 695 deep rounded up to
-    // the 16-deep steps.
+    // down: 2560 / 64 = 40 tiles: 14 slices reach 528 (560 workgroups,
+    // 5 per unit), and 16 keep 5 per unit (640 ≤ 660): 608 deep.
     let down = choose_linear(33, 9728, 2560, DType::Bf16, false, &c);
     assert_eq!(
         down,
         LinearPlan {
             rows_per_pass: 64,
-            splits: 14
+            splits: 16
         }
     );
-    assert_eq!(tiled_launch(9728, 2560, false, 14), (40, 704));
+    assert_eq!(tiled_launch(9728, 2560, false, 16), (40, 608));
     // Enough tiles: no split. Short K: slices of at least 256.
     assert_eq!(
         choose_linear(17, 4096, 64 * 600, DType::F16, false, &c).splits,
@@ -172,6 +172,26 @@ fn past_16_rows_the_tiled_kernel_runs() {
     assert_eq!(p.rows_per_pass, 16);
     let p = choose_linear(32, 2560, 2 * 9728, DType::F32, true, &small);
     assert_eq!(p.rows_per_pass, 32);
+}
+
+#[test]
+fn more_slices_fill_the_rounds_the_workgroups_take() {
+    let c = h100();
+    // 40 tiles × 14 = 560 workgroups: 5 per unit of 132; 16 slices (640)
+    // still 5, 17 (680) would be 6.
+    assert_eq!(fill_rounds(40, 14, 38, &c), 16);
+    // 304 × 2 = 608: 5 per unit; 3 slices would be 7.
+    assert_eq!(fill_rounds(304, 2, 10, &c), 2);
+    // Capped by the deepest split K allows, never below the given count.
+    assert_eq!(fill_rounds(40, 14, 15, &c), 15);
+    assert_eq!(fill_rounds(40, 14, 3, &c), 14);
+    // Without a unit count, unchanged.
+    let lava = MatmulCaps {
+        compute_units: 0,
+        ..c
+    };
+    assert_eq!(fill_rounds(40, 14, 38, &lava), 14);
+    assert_eq!(fill_rounds(0, 1, 38, &c), 1);
 }
 
 #[test]
