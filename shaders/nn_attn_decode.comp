@@ -52,6 +52,22 @@
 // one active chunk (len <= MIN_SPAN, or one span) needs no merge: that
 // chunk's workgroup applies pass 2's arithmetic to its own sums and writes
 // o directly, touching neither the partials nor the counter.
+//
+// With QK (the nn_attn_decode1_qk variants, FUSED with subgroups) the
+// dispatch also does nn_qk_rope_append.comp's work for the one new token
+// of each sequence: q, k and v arrive as the projection wrote them (f32:
+// q [batch, q_heads, dim], k and v [batch, kv_heads, dim]); each workgroup
+// normalises its heads' queries and its kv head's key (per-head RMSNorm
+// with qw / kw, when has_norm: a subgroup per head, the squares added by
+// subgroupAdd), rotates them at position pos[b] (the same angle reduction)
+// and rounds them, and v, to the cache's type. The new position's key and
+// value come from shared memory in the tile loop, never from the cache;
+// one workgroup per (sequence, kv head) (head slice 0, the chunk holding
+// the position, else chunk 0) writes them to the caches at pos[b], or,
+// past max_seq, adds 1 to flag[0] and writes nothing.
+// variant: nn_attn_decode1_qk FUSED=1 QK=1
+// variant: nn_attn_decode1_qk_f16 FUSED=1 QK=1 DTYPE_F16=1
+// variant: nn_attn_decode1_qk_bf16 FUSED=1 QK=1 DTYPE_BF16=1
 // variant: nn_attn_decode_f16 DTYPE_F16=1
 // variant: nn_attn_decode_bf16 DTYPE_BF16=1
 // variant: nn_attn_decode1 FUSED=1
@@ -71,9 +87,15 @@
 #include "nn_dtype.glsl"
 #include "nn_attn_span.glsl"
 layout(local_size_x = 256) in;
+#ifdef QK
+layout(set = 0, binding = 0) readonly buffer Q { float q[]; };
+layout(set = 0, binding = 1) buffer K { ST k[]; };
+layout(set = 0, binding = 2) buffer V { ST v[]; };
+#else
 layout(set = 0, binding = 0) readonly buffer Q { ST q[]; };
 layout(set = 0, binding = 1) readonly buffer K { ST k[]; };
 layout(set = 0, binding = 2) readonly buffer V { ST v[]; };
+#endif
 layout(set = 0, binding = 3) readonly buffer L { uint lens[]; };
 #if defined(DTYPE_F16)
 #define VT f16vec4
@@ -96,9 +118,21 @@ layout(set = 0, binding = 4) writeonly buffer Part { float part[]; };
 layout(set = 0, binding = 5) readonly buffer K4 { VT k4[]; };
 layout(set = 0, binding = 6) readonly buffer V4 { VT v4[]; };
 #endif
+#ifdef QK
+layout(set = 0, binding = 9) readonly buffer KR { float kr[]; };
+layout(set = 0, binding = 10) readonly buffer VR { float vr[]; };
+layout(set = 0, binding = 11) readonly buffer QW { float qw[]; };
+layout(set = 0, binding = 12) readonly buffer KW { float kw[]; };
+layout(set = 0, binding = 13) readonly buffer F { float inv_freq[]; };
+layout(set = 0, binding = 14) readonly buffer Pos { uint pos[]; };
+layout(set = 0, binding = 15) buffer Flag { uint flag[]; };
+#endif
 layout(push_constant) uniform P {
     uint q_heads; uint kv_heads; uint dim; uint max_seq;
     uint chunks; uint group; float scale; uint vec;
+#ifdef QK
+    float eps; uint has_norm;
+#endif
 };
 
 #define TILE 64u
@@ -139,6 +173,21 @@ shared float ha[MAX_GROUP];
 #ifdef FUSED
 shared uint is_last;
 #endif
+#ifdef QK
+#define MAX_DIM 256u
+// The new position's key and value (rounded to the cache's type), and
+// the per-head norm scales (the workgroup's query heads, then its key).
+shared float kn[MAX_DIM];
+shared float vn[MAX_DIM];
+shared float nsc[MAX_GROUP + 1u];
+// The new token's position (its sequence's pos[b]).
+uint pnew;
+// 2pi = C1 + C2 + C3, as in nn_rope.comp and nn_qk_rope_append.comp.
+const float C1 = 6.25;
+const float C2 = 0.033203125;
+const float C3 = -1.781782e-5;
+const float INV_TWO_PI = 0.15915494309189535;
+#endif
 
 // Item i of the row starting at element `row` of k / v (W elements, the
 // rest zeros when W = 1).
@@ -150,6 +199,99 @@ vec4 load_v(uint row, uint i) {
     if (vec != 0u) return LDV(v4[(row >> 2u) + i]);
     return vec4(LD(v[row + i]), 0.0, 0.0, 0.0);
 }
+#ifdef QK
+// Item i of the new key (`key`) or value, from shared memory.
+vec4 new_item(bool key, uint i) {
+    if (vec != 0u) {
+        uint e = 4u * i;
+        return key ? vec4(kn[e], kn[e + 1u], kn[e + 2u], kn[e + 3u])
+                   : vec4(vn[e], vn[e + 1u], vn[e + 2u], vn[e + 3u]);
+    }
+    return vec4(key ? kn[i] : vn[i], 0.0, 0.0, 0.0);
+}
+// Item i of position `pabs`'s key / value row (starting at element `row`):
+// the new position's from shared memory, the others from the cache.
+vec4 key_item(uint row, uint pabs, uint i) {
+    if (pabs == pnew) return new_item(true, i);
+    return load_k(row, i);
+}
+vec4 value_item(uint row, uint pabs, uint i) {
+    if (pabs == pnew) return new_item(false, i);
+    return load_v(row, i);
+}
+
+// The q/k side of the new token: queries of heads head0 .. + ng into qs,
+// the key and value of kv head kvh into kn / vn (normed with has_norm,
+// rotated at pnew, rounded to the cache's type); the writer stores them
+// in the caches at pnew, or flags a position past max_seq.
+void qk_prologue(uint b, uint kvh, uint head0, uint ng, bool writer, uint t) {
+    uint half_dim = dim / 2u;
+    uint kvb = (b * kv_heads + kvh) * dim;
+    for (uint i = t; i < ng * dim; i += LOCAL) qs[i] = q[head0 * dim + i];
+    for (uint i = t; i < dim; i += LOCAL) {
+        kn[i] = kr[kvb + i];
+        vn[i] = LD(TO(vr[kvb + i]));
+    }
+    barrier();
+    if (has_norm != 0u) {
+        for (uint h = SG_ID; h <= ng; h += SG_COUNT) {
+            float ss = 0.0;
+            for (uint e = SG_LANE; e < dim; e += SG_LANES) {
+                float x = h < ng ? qs[h * dim + e] : kn[e];
+                ss += x * x;
+            }
+            float tot = SG_SUM(ss);
+            if (SG_LANE == 0u) nsc[h] = inversesqrt(tot / float(dim) + eps);
+        }
+        barrier();
+        for (uint i = t; i < (ng + 1u) * dim; i += LOCAL) {
+            uint h = i / dim, e = i - h * dim;
+            if (h < ng) {
+                qs[i] = qs[i] * nsc[h] * qw[e];
+            } else {
+                kn[e] = kn[e] * nsc[ng] * kw[e];
+            }
+        }
+        barrier();
+    }
+    for (uint i = t; i < (ng + 1u) * half_dim; i += LOCAL) {
+        uint h = i / half_dim, p = i - h * half_dim;
+        precise float a = float(pnew) * inv_freq[p];
+        float kq = round(a * INV_TWO_PI);
+        precise float r1 = a - kq * C1;
+        precise float r2 = r1 - kq * C2;
+        precise float rr = r2 - kq * C3;
+        float cs = cos(rr), sn = sin(rr);
+        if (h < ng) {
+            uint e = h * dim + p;
+            float x0 = qs[e], x1 = qs[e + half_dim];
+            qs[e] = LD(TO(x0 * cs - x1 * sn));
+            qs[e + half_dim] = LD(TO(x1 * cs + x0 * sn));
+        } else {
+            float x0 = kn[p], x1 = kn[p + half_dim];
+            kn[p] = LD(TO(x0 * cs - x1 * sn));
+            kn[p + half_dim] = LD(TO(x1 * cs + x0 * sn));
+        }
+    }
+    barrier();
+    if (writer) {
+        if (pnew < max_seq) {
+            uint dst = ((b * kv_heads + kvh) * max_seq + pnew) * dim;
+            for (uint i = t; i < dim; i += LOCAL) {
+                k[dst + i] = TO(kn[i]);
+                v[dst + i] = TO(vn[i]);
+            }
+        } else if (t == 0u) {
+            atomicAdd(flag[0], 1u);
+        }
+    }
+}
+#define KEY(row, pabs, i) key_item(row, pabs, i)
+#define VALUE(row, pabs, i) value_item(row, pabs, i)
+#else
+#define KEY(row, pabs, i) load_k(row, i)
+#define VALUE(row, pabs, i) load_v(row, i)
+#endif
 // Item i of head g's query.
 vec4 query(uint g, uint i) {
     if (vec != 0u) {
@@ -175,6 +317,12 @@ void main() {
     uint ng = min(group, ratio - g0);
     uint head0 = b * q_heads + kvh * ratio + g0;  // first query head (flat)
     uint t = gl_LocalInvocationIndex;
+#ifdef QK
+    pnew = pos[b];
+    bool writer = slice == 0u && c == (pnew < len ? pnew / span : 0u);
+    if (p0 >= len && !writer && !(len == 0u && c == 0u)) return;  // uniform
+    qk_prologue(b, kvh, head0, ng, writer, t);
+#endif
 #ifdef FUSED
     if (len == 0u && c == 0u) {
         for (uint i = t; i < ng * dim; i += LOCAL) o[head0 * dim + i] = TO(0.0);
@@ -183,7 +331,9 @@ void main() {
 #endif
     if (p0 >= len) return;  // uniform across the workgroup
     uint np = min(span, len - p0);
+#ifndef QK
     for (uint i = t; i < ng * dim; i += LOCAL) qs[i] = LD(q[head0 * dim + i]);
+#endif
     if (t < MAX_GROUP) {
         hm[t] = NEG_INF;
         hs[t] = 0.0;
@@ -215,9 +365,12 @@ void main() {
             }
             uint row = tbase + p * dim;
             uint row2 = tbase + min(p2, nt - 1u) * dim;
+#ifdef QK
+            uint pa = p0 + tp + p, pa2 = p0 + tp + min(p2, nt - 1u);
+#endif
             for (uint e = SG_LANE; e < items; e += SG_LANES) {
-                vec4 kv = load_k(row, e);
-                vec4 kv2 = load_k(row2, e);
+                vec4 kv = KEY(row, pa, e);
+                vec4 kv2 = KEY(row2, pa2, e);
                 [[unroll]] for (uint g = 0u; g < GROUP; ++g) {
                     if (g < ng) {
                         vec4 qg = query(g, e);
@@ -268,7 +421,7 @@ void main() {
                 if (g < ng) acc[g] *= ha[g];
             }
             for (uint p = r; p < nt; p += subsets) {
-                vec4 x = load_v(tbase + p * dim, d);
+                vec4 x = VALUE(tbase + p * dim, p0 + tp + p, d);
                 [[unroll]] for (uint g = 0u; g < GROUP; ++g) {
                     if (g < ng) acc[g] += sc[g * TILE + p] * x;
                 }

@@ -161,6 +161,18 @@ fn options(batch: u32) -> ModelOptions {
 /// Runs `prompts` through the model of `arch`/`dtype`, checks every logit
 /// against the reference, and each of `faults` must fail the same check.
 fn check(arch: Arch, dtype: WeightDtype, prompts: &[Vec<u32>], faults: &[Fault]) {
+    check_with(arch, dtype, prompts, faults, true);
+}
+
+/// [`check`] with the decode step's q/k side inside attention's dispatch
+/// (`fused_qk`, the default) or as a dispatch of its own.
+fn check_with(
+    arch: Arch,
+    dtype: WeightDtype,
+    prompts: &[Vec<u32>],
+    faults: &[Fault],
+    fused_qk: bool,
+) {
     let gpu = common::gpu();
     if dtype != WeightDtype::F32 && !gpu.info().storage_buffer16 {
         common::skipped("16-bit weights need storageBuffer16BitAccess");
@@ -168,7 +180,11 @@ fn check(arch: Arch, dtype: WeightDtype, prompts: &[Vec<u32>], faults: &[Fault])
     }
     let (_dir, ck) = tiny_checkpoint(arch, dtype, 7);
     let reference = Reference::load(&ck).expect("reference weights");
-    let mut m = Model::load(&gpu, &ck, options(prompts.len() as u32)).expect("load");
+    let opts = ModelOptions {
+        fused_qk,
+        ..options(prompts.len() as u32)
+    };
+    let mut m = Model::load(&gpu, &ck, opts).expect("load");
     let runs = run_model(&mut m, prompts);
     for (s, r) in runs.iter().enumerate() {
         let e = worst_error(r, &reference, Fault::None);
@@ -216,6 +232,12 @@ fn qwen3_f32_one_sequence_matches_the_reference() {
 fn qwen3_f32_two_sequences_at_different_positions() {
     let prompts = [vec![5, 17, 3, 88, 41], vec![90, 2, 64]];
     check(Arch::Qwen3, WeightDtype::F32, &prompts, &QWEN_FAULTS);
+}
+
+#[test]
+fn qwen3_f32_with_the_q_k_op_as_a_dispatch_of_its_own() {
+    let prompts = [vec![5, 17, 3, 88, 41], vec![90, 2, 64]];
+    check_with(Arch::Qwen3, WeightDtype::F32, &prompts, &QWEN_FAULTS, false);
 }
 
 #[test]

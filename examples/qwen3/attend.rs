@@ -73,6 +73,33 @@ pub(crate) fn qk(
     Ok(())
 }
 
+/// Records decode attention with the q/k side in the same dispatch
+/// (`nn::attention_decode_qk`): `r`'s raw q, k and v of one new token per
+/// sequence, the layer's q/k norms (Qwen3), rotary at `c.pos` and the
+/// append to the layer's f32 caches, then attention into `r.ao`.
+pub(crate) fn decode_qk(
+    b: &mut Batch,
+    r: &Rows,
+    l: &Layer,
+    c: &Cursor,
+    (inv_freq, eps): (&Buffer<f32>, f32),
+    ds: DecodeShape,
+    scale: f32,
+) -> Result<()> {
+    let norm = match (&l.q_norm, &l.k_norm) {
+        (Some(qn), Some(kn)) => Some(QkNorm::new(qn, kn, eps)),
+        _ => None,
+    };
+    let (q, k, v) = (r.q()?, r.k()?, r.v()?);
+    let KvCache::F32(kc, vc) = &l.cache else {
+        return Err(mismatch());
+    };
+    nn::attention_decode_qk(
+        b, &q, &k, &v, norm, inv_freq, c.pos, kc, vc, c.lens, c.flag, &r.ao, ds, scale,
+    )?;
+    Ok(())
+}
+
 /// Records decode attention of `r`'s queries over the cache into `r.ao`
 /// (the keys and values already appended by [`qk`]).
 pub(crate) fn decode(

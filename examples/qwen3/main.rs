@@ -30,6 +30,10 @@
 //! weight-streaming floor at the copy bandwidth measured in the same run.
 //! `--wait-spin-us N` sets how long a wait spins before it blocks
 //! (`DeviceOptions::wait_spin`; the default is the crate's).
+//! `--two-op-attention` records each decode layer's q/k norms, rotary and
+//! KV append as a dispatch of its own before attention, instead of inside
+//! attention's dispatch (`nn::attention_decode_qk`, the default with an f32
+//! cache where the adapter has subgroup arithmetic).
 
 mod attend;
 mod buffers;
@@ -70,6 +74,8 @@ struct Args {
     /// The prompt is `--prompt-len`'s generated ids.
     prompt_len: bool,
     kv_f32: bool,
+    /// `--two-op-attention`: the q/k op and attention as two dispatches.
+    fused_qk: bool,
     prefill: PrefillMatmul,
     /// `DeviceOptions::wait_spin` when given (`--wait-spin-us`).
     wait_spin: Option<std::time::Duration>,
@@ -78,7 +84,7 @@ struct Args {
 const USAGE: &str =
     "usage: qwen3 DIR | --tiny OUTDIR [--prompt 1,2,3 | --prompt-len N] [--decode N] [--batch B] \
                      [--sample T,K,P,SEED] [--reference FILE] [--kv-16] [--profile] \
-                     [--prefill exact|f16|auto] [--wait-spin-us N]";
+                     [--prefill exact|f16|auto] [--wait-spin-us N] [--two-op-attention]";
 
 fn parse_list<T: std::str::FromStr>(s: &str, what: &str) -> Result<Vec<T>, String> {
     s.split(',')
@@ -101,6 +107,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
         reference: None,
         profile: false,
         kv_f32: true,
+        fused_qk: true,
         prompt_len: false,
         prefill: PrefillMatmul::Auto,
         wait_spin: None,
@@ -159,6 +166,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
             "--reference" => a.reference = Some(PathBuf::from(val("--reference")?)),
             "--profile" => a.profile = true,
             "--kv-16" => a.kv_f32 = false,
+            "--two-op-attention" => a.fused_qk = false,
             "--prefill" => {
                 let v = val("--prefill")?;
                 a.prefill = PrefillMatmul::parse(&v)
@@ -238,6 +246,7 @@ fn run(args: &[String]) -> Result<bool, Box<dyn std::error::Error>> {
         sample: a.sample,
         profile: a.profile,
         kv_f32: a.kv_f32,
+        fused_qk: a.fused_qk,
     };
     let mut m = Model::load(&gpu, &ck, opts)?;
     drop(ck);

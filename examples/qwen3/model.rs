@@ -61,6 +61,12 @@ pub struct ModelOptions {
     /// and step, q and the attention output, and q, k, v and the attention
     /// output rounded to 16 bits).
     pub kv_f32: bool,
+    /// Record each decode layer's q/k norms, rotary and KV append inside
+    /// its attention dispatch (`nn::attention_decode_qk`: one launch
+    /// fewer per layer) where the cache is f32 and the adapter has
+    /// subgroup arithmetic; else the two ops (`qk_norm_rope_append`, then
+    /// `attention_decode`).
+    pub fused_qk: bool,
 }
 
 impl Default for ModelOptions {
@@ -73,6 +79,7 @@ impl Default for ModelOptions {
             sample: None,
             profile: false,
             kv_f32: true,
+            fused_qk: true,
         }
     }
 }
@@ -496,11 +503,7 @@ impl Model {
     ) -> Result<()> {
         let d = &self.dims;
         let m = r.m;
-        let qkv_w = d.qw() + 2 * d.kvw();
-        let shape = (m, d.hidden, qkv_w);
-        let norm = (&l.in_norm, &r.xn);
-        self.project_normed(b, half, &r.h, norm, &l.qkv, &r.qkv, shape, Epilogue::None)?;
-        r.split_qkv(b)?;
+        self.record_qkv(b, l, r, half)?;
         let qs = QkShape {
             batch: seqs,
             steps: m / seqs,
@@ -510,6 +513,17 @@ impl Model {
             max_seq: self.max_seq,
         };
         attend::qk(b, r, l, range, c, &self.inv_freq, d.eps, qs)
+    }
+
+    /// Records a layer's norm fused into the q|k|v projection, q, k and v
+    /// then views of its output or split out of it (f16 products with
+    /// `half`).
+    fn record_qkv(&self, b: &mut Batch, l: &Layer, r: &Rows, half: Option<&Half>) -> Result<()> {
+        let d = &self.dims;
+        let shape = (r.m, d.hidden, d.qw() + 2 * d.kvw());
+        let norm = (&l.in_norm, &r.xn);
+        self.project_normed(b, half, &r.h, norm, &l.qkv, &r.qkv, shape, Epilogue::None)?;
+        r.split_qkv(b)
     }
 
     /// Records a layer from its attention output `r.ao`: o_proj with the
@@ -575,9 +589,16 @@ impl Model {
             flag: &kv_flag,
         };
         let all = 0..(bsz * d.kv_heads * self.max_seq * d.head_dim) as usize;
+        let fused = self.opts.fused_qk && self.gpu.info().subgroup_arithmetic;
         for l in &self.layers {
-            self.record_pre_attn(b, l, r, &cursor, all.clone(), bsz, None)?;
-            attend::decode(b, r, &l.cache, &cursor, ds, self.scale())?;
+            if fused && matches!(l.cache, KvCache::F32(..)) {
+                self.record_qkv(b, l, r, None)?;
+                let qk = (&self.inv_freq, d.eps);
+                attend::decode_qk(b, r, l, &cursor, qk, ds, self.scale())?;
+            } else {
+                self.record_pre_attn(b, l, r, &cursor, all.clone(), bsz, None)?;
+                attend::decode(b, r, &l.cache, &cursor, ds, self.scale())?;
+            }
             self.record_post_attn(b, l, r, None)?;
         }
         ops::linear_normed(

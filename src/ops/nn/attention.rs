@@ -155,7 +155,7 @@ fn pass1_name<T: NnElement>(gpu: &crate::device::Device, fused: bool) -> &'stati
 }
 
 /// The first pass's push constants (`shaders/nn_attn_decode.comp`).
-fn pass1_push(
+pub(super) fn pass1_push(
     shape: DecodeShape,
     plan: Plan,
     scale: f32,
@@ -176,7 +176,7 @@ fn pass1_push(
 
 /// Records the first pass (fused or not) with specialization constant 0
 /// (`GROUP`, the size of its per-head registers) set to the plan's group.
-fn launch_pass1(
+pub(super) fn launch_pass1(
     batch: &mut Batch,
     gpu: &crate::device::Device,
     name: &'static str,
@@ -199,7 +199,7 @@ fn vector_rows(head_dim: u32, k_cache: &dyn GpuBuf, v_cache: &dyn GpuBuf) -> boo
 
 /// The y extent of pass 1's grid (sequences × kv heads × head slices),
 /// or an error when the grid exceeds the adapter's.
-fn grid(gpu: &crate::device::Device, plan: Plan, b: u32, kv_heads: u32) -> Result<u32> {
+pub(super) fn grid(gpu: &crate::device::Device, plan: Plan, b: u32, kv_heads: u32) -> Result<u32> {
     let ys = u64::from(b) * u64::from(kv_heads) * u64::from(plan.slices);
     let max = gpu.info().max_workgroup_count;
     if plan.chunks > max[0] || ys > u64::from(max[1]) {
@@ -219,7 +219,16 @@ fn grid(gpu: &crate::device::Device, plan: Plan, b: u32, kv_heads: u32) -> Resul
 /// counts of q, k_cache, v_cache, lens and out (shared with the op batch's
 /// recording).
 pub(in crate::ops) fn check_args(shape: DecodeShape, scale: f32, elems: [u64; 5]) -> Result<()> {
-    const OP: &str = "ops::nn::attention_decode";
+    check_args_of("ops::nn::attention_decode", shape, scale, elems)
+}
+
+/// [`check_args`] for `op` (its name in the errors).
+pub(super) fn check_args_of(
+    op: &'static str,
+    shape: DecodeShape,
+    scale: f32,
+    elems: [u64; 5],
+) -> Result<()> {
     let DecodeShape {
         batch: b,
         q_heads,
@@ -227,20 +236,20 @@ pub(in crate::ops) fn check_args(shape: DecodeShape, scale: f32, elems: [u64; 5]
         head_dim,
         max_seq,
     } = shape;
-    check_nonzero(OP, "batch", b)?;
-    check_heads(OP, q_heads, kv_heads, head_dim)?;
-    check_nonzero(OP, "max_seq", max_seq)?;
-    super::check_scale(OP, scale)?;
-    let n_q = product(OP, "q", &[b, q_heads, head_dim])?;
-    let n_cache = product(OP, "k_cache", &[b, kv_heads, max_seq, head_dim])?;
-    check_elems(OP, "q", elems[0], n_q)?;
-    check_elems(OP, "k_cache", elems[1], n_cache)?;
-    check_elems(OP, "v_cache", elems[2], n_cache)?;
-    check_elems(OP, "lens", elems[3], u64::from(b))?;
-    check_elems(OP, "out", elems[4], n_q)?;
+    check_nonzero(op, "batch", b)?;
+    check_heads(op, q_heads, kv_heads, head_dim)?;
+    check_nonzero(op, "max_seq", max_seq)?;
+    super::check_scale(op, scale)?;
+    let n_q = product(op, "q", &[b, q_heads, head_dim])?;
+    let n_cache = product(op, "k_cache", &[b, kv_heads, max_seq, head_dim])?;
+    check_elems(op, "q", elems[0], n_q)?;
+    check_elems(op, "k_cache", elems[1], n_cache)?;
+    check_elems(op, "v_cache", elems[2], n_cache)?;
+    check_elems(op, "lens", elems[3], u64::from(b))?;
+    check_elems(op, "out", elems[4], n_q)?;
     let n = scratch_len(shape)?;
     usize::try_from(n)
-        .map_err(|_| shape_err(OP, "scratch", format!("{n} floats exceed the host's usize")))?;
+        .map_err(|_| shape_err(op, "scratch", format!("{n} floats exceed the host's usize")))?;
     Ok(())
 }
 
@@ -308,13 +317,13 @@ pub(in crate::ops) fn record<T: NnElement>(
 
 /// How decode attention splits its work.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Plan {
+pub(super) struct Plan {
     /// Query heads per workgroup.
     group: u32,
     /// Workgroups per kv head (slices of its query heads).
     slices: u32,
     /// Sequence chunks (the grid's x extent).
-    chunks: u32,
+    pub(super) chunks: u32,
 }
 
 /// The split of a decode attention of `shape`, a pure function of it (a
@@ -326,7 +335,7 @@ struct Plan {
 /// - `chunks`: enough for [`TARGET_WORKGROUPS`] workgroups over the
 ///   sequences, kv heads and head slices, at least 1 and at most one per
 ///   64 positions of the capacity.
-fn plan(shape: DecodeShape) -> Plan {
+pub(super) fn plan(shape: DecodeShape) -> Plan {
     let ratio = shape.q_heads / shape.kv_heads;
     let heads = u64::from(shape.batch) * u64::from(shape.kv_heads);
     let max_chunks = shape.max_seq.div_ceil(MIN_SPAN);

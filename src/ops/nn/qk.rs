@@ -44,10 +44,10 @@ pub struct QkShape {
 /// and epsilon.
 #[derive(Clone, Copy)]
 pub struct QkNorm<'a> {
-    q_weight: &'a dyn GpuBuf,
-    k_weight: &'a dyn GpuBuf,
-    elems: [u64; 2],
-    eps: f32,
+    pub(super) q_weight: &'a dyn GpuBuf,
+    pub(super) k_weight: &'a dyn GpuBuf,
+    pub(super) elems: [u64; 2],
+    pub(super) eps: f32,
 }
 
 impl<'a> QkNorm<'a> {
@@ -81,6 +81,16 @@ impl std::fmt::Debug for QkNorm<'_> {
 /// counts of q, k, v, inv_freq, positions, k_cache, v_cache, flag and
 /// (with a norm) the two norm weights; the query and key/value elements.
 fn check_args(shape: QkShape, elems: [u64; 8], norm: Option<[u64; 2]>) -> Result<(u64, u64)> {
+    check_args_of(OP, shape, elems, norm)
+}
+
+/// [`check_args`] for `op` (its name in the errors).
+pub(super) fn check_args_of(
+    op: &'static str,
+    shape: QkShape,
+    elems: [u64; 8],
+    norm: Option<[u64; 2]>,
+) -> Result<(u64, u64)> {
     let QkShape {
         batch: b,
         steps,
@@ -89,27 +99,27 @@ fn check_args(shape: QkShape, elems: [u64; 8], norm: Option<[u64; 2]>) -> Result
         head_dim,
         max_seq,
     } = shape;
-    check_nonzero(OP, "batch", b)?;
-    check_nonzero(OP, "steps", steps)?;
-    check_heads(OP, q_heads, kv_heads, head_dim)?;
-    rope::check_head_dim(OP, head_dim)?;
-    check_nonzero(OP, "max_seq", max_seq)?;
-    let n_q = product(OP, "q", &[b, steps, q_heads, head_dim])?;
-    let n_kv = product(OP, "k", &[b, steps, kv_heads, head_dim])?;
-    let n_cache = product(OP, "k_cache", &[b, kv_heads, max_seq, head_dim])?;
-    check_elems(OP, "q", elems[0], n_q)?;
-    check_elems(OP, "k", elems[1], n_kv)?;
-    check_elems(OP, "v", elems[2], n_kv)?;
-    check_elems(OP, "inv_freq", elems[3], u64::from(head_dim / 2))?;
-    check_elems(OP, "positions", elems[4], u64::from(b))?;
-    check_elems(OP, "k_cache", elems[5], n_cache)?;
-    check_elems(OP, "v_cache", elems[6], n_cache)?;
-    check_at_least(OP, "flag", elems[7], 1)?;
+    check_nonzero(op, "batch", b)?;
+    check_nonzero(op, "steps", steps)?;
+    check_heads(op, q_heads, kv_heads, head_dim)?;
+    rope::check_head_dim(op, head_dim)?;
+    check_nonzero(op, "max_seq", max_seq)?;
+    let n_q = product(op, "q", &[b, steps, q_heads, head_dim])?;
+    let n_kv = product(op, "k", &[b, steps, kv_heads, head_dim])?;
+    let n_cache = product(op, "k_cache", &[b, kv_heads, max_seq, head_dim])?;
+    check_elems(op, "q", elems[0], n_q)?;
+    check_elems(op, "k", elems[1], n_kv)?;
+    check_elems(op, "v", elems[2], n_kv)?;
+    check_elems(op, "inv_freq", elems[3], u64::from(head_dim / 2))?;
+    check_elems(op, "positions", elems[4], u64::from(b))?;
+    check_elems(op, "k_cache", elems[5], n_cache)?;
+    check_elems(op, "v_cache", elems[6], n_cache)?;
+    check_at_least(op, "flag", elems[7], 1)?;
     if let Some([qw, kw]) = norm {
-        check_elems(OP, "q_weight", qw, u64::from(head_dim))?;
-        check_elems(OP, "k_weight", kw, u64::from(head_dim))?;
+        check_elems(op, "q_weight", qw, u64::from(head_dim))?;
+        check_elems(op, "k_weight", kw, u64::from(head_dim))?;
     }
-    product(OP, "rows", &[b, steps, q_heads + kv_heads])?;
+    product(op, "rows", &[b, steps, q_heads + kv_heads])?;
     Ok((n_q, n_kv))
 }
 
