@@ -78,6 +78,22 @@ struct Got {
     flag: u32,
 }
 
+impl Got {
+    fn read<C: TestElem>(
+        out: &Buffer<C>,
+        kc: &Buffer<C>,
+        vc: &Buffer<C>,
+        flag: &Buffer<u32>,
+    ) -> Got {
+        Got {
+            out: download(out),
+            kc: download(kc),
+            vc: download(vc),
+            flag: flag.download().unwrap()[0],
+        }
+    }
+}
+
 fn shapes(c: Case) -> (QkShape, DecodeShape) {
     let (bsz, hq, hkv, dim, smax, _, _) = c;
     let qs = QkShape {
@@ -120,12 +136,7 @@ fn two_ops<C: TestElem>(gpu: &Device, s: &Setup<C>, c: Case) -> Got {
     b.barrier();
     nn::attention_decode(&mut b, &qc, &kc, &vc, &s.lens, &out, ds, scale(c)).unwrap();
     b.submit().unwrap();
-    Got {
-        out: download(&out),
-        kc: download(&kc),
-        vc: download(&vc),
-        flag: flag.download().unwrap()[0],
-    }
+    Got::read(&out, &kc, &vc, &flag)
 }
 
 fn scale(c: Case) -> f32 {
@@ -173,12 +184,7 @@ fn fused<C: TestElem>(gpu: &Device, s: &Setup<C>, c: Case, pos: &Buffer<u32>) ->
     record_fused(&mut b, s, c, pos, &s.lens, &kc, &vc, &flag, &out).unwrap();
     assert_eq!(b.len(), 1, "one dispatch");
     b.submit().unwrap();
-    Got {
-        out: download(&out),
-        kc: download(&kc),
-        vc: download(&vc),
-        flag: flag.download().unwrap()[0],
-    }
+    Got::read(&out, &kc, &vc, &flag)
 }
 
 /// The output's bound, relative to the largest |v| the caches hold.

@@ -42,6 +42,8 @@ mod reference;
 #[allow(dead_code)]
 #[path = "../examples/qwen3/report.rs"]
 mod report;
+#[path = "../examples/qwen3/state.rs"]
+mod state;
 #[allow(dead_code)]
 #[path = "../examples/qwen3/tiny.rs"]
 mod tiny;

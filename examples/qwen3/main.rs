@@ -47,6 +47,7 @@ mod prefill;
 mod prefill16;
 mod project;
 mod report;
+mod state;
 #[allow(dead_code)]
 mod tiny;
 
