@@ -86,6 +86,9 @@
 #include "common.glsl"
 #include "nn_dtype.glsl"
 #include "nn_attn_span.glsl"
+#ifdef QK
+#include "rope_angle.glsl"
+#endif
 layout(local_size_x = 256) in;
 #ifdef QK
 layout(set = 0, binding = 0) readonly buffer Q { float q[]; };
@@ -182,11 +185,6 @@ shared float vn[MAX_DIM];
 shared float nsc[MAX_GROUP + 1u];
 // The new token's position (its sequence's pos[b]).
 uint pnew;
-// 2pi = C1 + C2 + C3, as in nn_rope.comp and nn_qk_rope_append.comp.
-const float C1 = 6.25;
-const float C2 = 0.033203125;
-const float C3 = -1.781782e-5;
-const float INV_TWO_PI = 0.15915494309189535;
 #endif
 
 // Item i of the row starting at element `row` of k / v (W elements, the
@@ -256,12 +254,8 @@ void qk_prologue(uint b, uint kvh, uint head0, uint ng, bool writer, uint t) {
     }
     for (uint i = t; i < (ng + 1u) * half_dim; i += LOCAL) {
         uint h = i / half_dim, p = i - h * half_dim;
-        precise float a = float(pnew) * inv_freq[p];
-        float kq = round(a * INV_TWO_PI);
-        precise float r1 = a - kq * C1;
-        precise float r2 = r1 - kq * C2;
-        precise float rr = r2 - kq * C3;
-        float cs = cos(rr), sn = sin(rr);
+        vec2 cs_sn = rope_cos_sin(pnew, inv_freq[p]);
+        float cs = cs_sn.x, sn = cs_sn.y;
         if (h < ng) {
             uint e = h * dim + p;
             float x0 = qs[e], x1 = qs[e + half_dim];

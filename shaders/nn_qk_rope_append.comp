@@ -9,7 +9,7 @@
 // (token, head) over the q heads then the kv heads of each token:
 //   x = rms(x) * w           (has_norm; the rms_norm kernel's f32 formula)
 //   x = rotary(x, position)  (nn_rope.comp's rotate-half form and its
-//                             exact-but-for-one-rounding angle reduction)
+//                             angle reduction, rope_angle.glsl)
 // written back in place (q and k), and for a kv head k and v also written
 // to the caches at the position. A position at or past max_seq writes no
 // cache and adds 1 to flag[0] (once per token and kv head), as
@@ -19,6 +19,7 @@
 // variant: nn_qk_rope_append_bf16 DTYPE_BF16=1
 #extension GL_EXT_control_flow_attributes : require
 #include "nn_dtype.glsl"
+#include "rope_angle.glsl"
 #define WG 64u
 #define PAIRS 2u
 layout(local_size_x = 64) in;
@@ -37,12 +38,6 @@ layout(push_constant) uniform P {
     uint max_seq; float eps; uint has_norm;
 };
 
-// 2pi = C1 + C2 + C3, as in nn_rope.comp (C1: 5 significant bits, C2: 6,
-// C3: the rest).
-const float C1 = 6.25;
-const float C2 = 0.033203125;
-const float C3 = -1.781782e-5;
-const float INV_TWO_PI = 0.15915494309189535;
 
 shared float red[WG];
 
@@ -77,13 +72,9 @@ void main() {
                 w0[j] = is_q ? qw[p] : kw[p];
                 w1[j] = is_q ? qw[p + half_dim] : kw[p + half_dim];
             }
-            precise float a = float(p0 + st) * inv_freq[p];
-            float kr = round(a * INV_TWO_PI);
-            precise float r1 = a - kr * C1;
-            precise float r2 = r1 - kr * C2;
-            precise float r = r2 - kr * C3;
-            cs[j] = cos(r);
-            sn[j] = sin(r);
+            vec2 cs_sn = rope_cos_sin(p0 + st, inv_freq[p]);
+            cs[j] = cs_sn.x;
+            sn[j] = cs_sn.y;
         }
         s += x0[j] * x0[j] + x1[j] * x1[j];
     }

@@ -341,7 +341,7 @@ mod tests {
         );
     }
 
-    /// `shaders/nn_rope.comp`'s split of 2 pi (C1, C2, C3) and 1 / 2 pi.
+    /// `shaders/rope_angle.glsl`'s split of 2 pi (ROPE_C1, ROPE_C2, ROPE_C3) and 1 / 2 pi.
     const TWO_PI_PARTS: [f32; 3] = [6.25, 0.033203125, -1.781782e-5];
     const INV_TWO_PI: f32 = 0.159_154_94;
 
@@ -363,8 +363,8 @@ mod tests {
 
     #[test]
     fn the_kernels_angle_reduction_is_exact_but_for_its_last_step() {
-        let shader = include_str!("../../../shaders/nn_rope.comp");
-        for (name, c) in ["C1", "C2", "C3"].iter().zip(TWO_PI_PARTS) {
+        let shader = include_str!("../../../shaders/rope_angle.glsl");
+        for (name, c) in ["ROPE_C1", "ROPE_C2", "ROPE_C3"].iter().zip(TWO_PI_PARTS) {
             assert!(
                 shader.contains(&format!("const float {name} = {c:?};")),
                 "{name} = {c:?} is not the kernel's"
