@@ -29,6 +29,14 @@ fn mismatch() -> ModelError {
     }
 }
 
+/// The layer's q/k norms (Qwen3) with `eps`; `None` for Llama.
+fn qk_norm(l: &Layer, eps: f32) -> Option<QkNorm<'_>> {
+    match (&l.q_norm, &l.k_norm) {
+        (Some(qn), Some(kn)) => Some(QkNorm::new(qn, kn, eps)),
+        _ => None,
+    }
+}
+
 /// Records the q/k side of `r`'s rows in one dispatch: the layer's q/k
 /// norms (Qwen3), rotary at each row's position (row `s` of sequence `b`
 /// at `c.pos[b] + s`) and the append of the rotated keys and the values to
@@ -45,10 +53,7 @@ pub(crate) fn qk(
     eps: f32,
     shape: QkShape,
 ) -> Result<()> {
-    let norm = match (&l.q_norm, &l.k_norm) {
-        (Some(qn), Some(kn)) => Some(QkNorm::new(qn, kn, eps)),
-        _ => None,
-    };
+    let norm = qk_norm(l, eps);
     let (q, k, v) = (r.q()?, r.k()?, r.v()?);
     match &l.cache {
         KvCache::F32(kc, vc) => {
@@ -86,10 +91,7 @@ pub(crate) fn decode_qk(
     ds: DecodeShape,
     scale: f32,
 ) -> Result<()> {
-    let norm = match (&l.q_norm, &l.k_norm) {
-        (Some(qn), Some(kn)) => Some(QkNorm::new(qn, kn, eps)),
-        _ => None,
-    };
+    let norm = qk_norm(l, eps);
     let (q, k, v) = (r.q()?, r.k()?, r.v()?);
     let KvCache::F32(kc, vc) = &l.cache else {
         return Err(mismatch());

@@ -109,21 +109,52 @@ pub fn attention_decode<T: NnElement>(
     ];
     check_args(shape, scale, elems)?;
     let gpu = device_for::<T>(OP, q)?;
-    let part = gpu.alloc::<f32>(scratch_len(shape)? as usize)?;
-    let plan = plan(shape);
-    let ys = grid(&gpu, plan, shape.batch, shape.kv_heads)?;
-    let counters = gpu.upload(&vec![0u32; ys as usize])?;
+    let f = Fused::new(&gpu, shape)?;
     launch_pass1(
         batch,
         &gpu,
         pass1_name::<T>(&gpu, true),
-        plan,
+        f.plan,
         &[
-            q, k_cache, v_cache, lens, &part, out, &counters, k_cache, v_cache,
+            q,
+            k_cache,
+            v_cache,
+            lens,
+            &f.part,
+            out,
+            &f.counters,
+            k_cache,
+            v_cache,
         ],
-        [plan.chunks, ys, 1],
-        &pass1_push(shape, plan, scale, k_cache, v_cache),
+        f.grid,
+        &pass1_push(shape, f.plan, scale, k_cache, v_cache),
     )
+}
+
+/// What a one-dispatch decode attention (`nn_attn_decode1*`) launches
+/// with: its plan and grid, the partials' scratch buffer and a zeroed
+/// counter per head group (the kernel leaves them at zero).
+pub(super) struct Fused {
+    pub(super) plan: Plan,
+    pub(super) grid: [u32; 3],
+    pub(super) part: Buffer<f32>,
+    pub(super) counters: Buffer<u32>,
+}
+
+impl Fused {
+    /// Allocates for `shape` (after [`check_args`]).
+    pub(super) fn new(gpu: &crate::device::Device, shape: DecodeShape) -> Result<Fused> {
+        let part = gpu.alloc::<f32>(scratch_len(shape)? as usize)?;
+        let plan = plan(shape);
+        let ys = grid(gpu, plan, shape.batch, shape.kv_heads)?;
+        let counters = gpu.upload(&vec![0u32; ys as usize])?;
+        Ok(Fused {
+            plan,
+            grid: [plan.chunks, ys, 1],
+            part,
+            counters,
+        })
+    }
 }
 
 /// The first pass's kernel for `T`: fused with the merge
@@ -199,7 +230,7 @@ fn vector_rows(head_dim: u32, k_cache: &dyn GpuBuf, v_cache: &dyn GpuBuf) -> boo
 
 /// The y extent of pass 1's grid (sequences × kv heads × head slices),
 /// or an error when the grid exceeds the adapter's.
-pub(super) fn grid(gpu: &crate::device::Device, plan: Plan, b: u32, kv_heads: u32) -> Result<u32> {
+fn grid(gpu: &crate::device::Device, plan: Plan, b: u32, kv_heads: u32) -> Result<u32> {
     let ys = u64::from(b) * u64::from(kv_heads) * u64::from(plan.slices);
     let max = gpu.info().max_workgroup_count;
     if plan.chunks > max[0] || ys > u64::from(max[1]) {
@@ -323,7 +354,7 @@ pub(super) struct Plan {
     /// Workgroups per kv head (slices of its query heads).
     slices: u32,
     /// Sequence chunks (the grid's x extent).
-    pub(super) chunks: u32,
+    chunks: u32,
 }
 
 /// The split of a decode attention of `shape`, a pure function of it (a
@@ -335,7 +366,7 @@ pub(super) struct Plan {
 /// - `chunks`: enough for [`TARGET_WORKGROUPS`] workgroups over the
 ///   sequences, kv heads and head slices, at least 1 and at most one per
 ///   64 positions of the capacity.
-pub(super) fn plan(shape: DecodeShape) -> Plan {
+fn plan(shape: DecodeShape) -> Plan {
     let ratio = shape.q_heads / shape.kv_heads;
     let heads = u64::from(shape.batch) * u64::from(shape.kv_heads);
     let max_chunks = shape.max_seq.div_ceil(MIN_SPAN);

@@ -120,17 +120,14 @@ pub fn attention_decode_qk<C: NnElement>(
             adapter: gpu.info().name.clone(),
         });
     }
-    let part = gpu.alloc::<f32>(attention::scratch_len(shape)? as usize)?;
-    let plan = attention::plan(shape);
-    let ys = attention::grid(&gpu, plan, shape.batch, shape.kv_heads)?;
-    let counters = gpu.upload(&vec![0u32; ys as usize])?;
+    let f = attention::Fused::new(&gpu, shape)?;
     // Without a norm the weight bindings take inv_freq, which the kernel
     // then does not read.
     let (qw, kw, eps, has_norm): (&dyn GpuBuf, &dyn GpuBuf, f32, u32) = match &norm {
         Some(n) => (n.q_weight, n.k_weight, n.eps, 1),
         None => (inv_freq, inv_freq, 0.0, 0),
     };
-    let base = attention::pass1_push(shape, plan, scale, k_cache, v_cache);
+    let base = attention::pass1_push(shape, f.plan, scale, k_cache, v_cache);
     let mut pc = [0u32; 10];
     pc[..8].copy_from_slice(&base);
     pc[8] = eps.to_bits();
@@ -144,12 +141,26 @@ pub fn attention_decode_qk<C: NnElement>(
         batch,
         &gpu,
         name,
-        plan,
+        f.plan,
         &[
-            q, k_cache, v_cache, lens, &part, out, &counters, k_cache, v_cache, k, v, qw, kw,
-            inv_freq, positions, flag,
+            q,
+            k_cache,
+            v_cache,
+            lens,
+            &f.part,
+            out,
+            &f.counters,
+            k_cache,
+            v_cache,
+            k,
+            v,
+            qw,
+            kw,
+            inv_freq,
+            positions,
+            flag,
         ],
-        [plan.chunks, ys, 1],
+        f.grid,
         &pc,
     )
 }
