@@ -1,0 +1,157 @@
+// One stage of linear_chain.comp, included once per stage: CS is its
+// index, CX / CW / CQ / CY / CG its x, W, residual, y and norm weight
+// buffers, CPRE / CRUN the names of its two functions.
+
+// Loads this subgroup's first step of the stage (the first chunks of its
+// range in the workgroup's first pass) into `pre`: weights only, which no
+// stage writes, so it may run before the barrier that opens the stage.
+void CPRE() {
+    uvec4 d = dims[CS];
+    uint K = d.y, N = d.z;
+    bool pairs = (d.w & 3u) == 2u;
+    uint C = K / WVEC;
+    uint S = gl_NumSubgroups, sg = gl_SubgroupID;
+    uint lane = gl_SubgroupInvocationID, width = gl_SubgroupSize;
+    [[unroll]] for (uint h = 0u; h < 2u; ++h)
+        [[unroll]] for (uint i = 0u; i < R; ++i) pre[h][i] = WV(0);
+    uvec2 us = wg_units(units_of(N, pairs));
+    uint n = min(us.y - us.x, pass_units(S));
+    uvec3 r = sg_range(n, C, sg, S);
+    if (r.x >= r.y) return;
+    uint ul = r.x / C;
+    uint kb = r.x - ul * C, ke = min(C, r.y - ul * C);
+    uint k = kb + lane, k2 = k + width;
+    [[unroll]] for (uint i = 0u; i < R; ++i) {
+        uint row = wrow(us.x + ul, i, N, pairs);
+        if (row < N && k < ke) pre[0][i] = CW[row * C + k];
+        if (row < N && k2 < ke) pre[1][i] = CW[row * C + k2];
+    }
+}
+
+// Runs the stage: the norm's scales (when asked), then the workgroup's
+// passes, each ending with its outputs stored.
+void CRUN() {
+    uvec4 d = dims[CS];
+    uint M = d.x, K = d.y, N = d.z, mode = d.w & 3u;
+    bool pairs = mode == 2u, norm = (d.w & 4u) != 0u;
+    uint C = K / WVEC, k4 = K / 4u;
+    uint S = gl_NumSubgroups, sg = gl_SubgroupID;
+    uint lane = gl_SubgroupInvocationID, width = gl_SubgroupSize;
+
+    [[unroll]] for (uint m = 0u; m < uint(MT); ++m) xscale[m] = 1.0;
+    if (norm) {
+        uint per = (k4 + S - 1u) / S;
+        uint b = min(sg * per, k4), e = min(b + per, k4);
+        [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
+            float ss = 0.0;
+            if (m < M) {
+                for (uint c = b + lane; c < e; c += width) {
+                    vec4 v = CX[m * k4 + c];
+                    ss += dot(v, v);
+                }
+            }
+            float t = subgroupAdd(ss);
+            if (subgroupElect()) norm_part[m * MAX_SGS + sg] = t;
+        }
+        barrier();
+        [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
+            float tot = 0.0;
+            for (uint g = 0u; g < S; ++g) tot += norm_part[m * MAX_SGS + g];
+            xscale[m] = inversesqrt(tot / float(K) + eps[CS]);
+        }
+    }
+
+    uvec2 us = wg_units(units_of(N, pairs));
+    uint P = pass_units(S);
+    uint J = SLOTS / (S * R * uint(MT));
+    bool usepre = true;
+    for (uint p0 = us.x; p0 < us.y; p0 += P) {
+        uint n = min(us.y - p0, P);
+        uvec3 r = sg_range(n, C, sg, S);
+        uint j = 0u;
+        for (uint pos = r.x; pos < r.y; ++j) {
+            uint ul = pos / C;
+            uint kb = pos - ul * C, ke = min(C, r.y - ul * C);
+            uint rows[R];
+            bool ok[R];
+            [[unroll]] for (uint i = 0u; i < R; ++i) {
+                uint row = wrow(p0 + ul, i, N, pairs);
+                ok[i] = row < N;
+                rows[i] = min(row, N - 1u);
+            }
+            float acc[R][MT];
+            [[unroll]] for (uint i = 0u; i < R; ++i)
+                [[unroll]] for (uint m = 0u; m < uint(MT); ++m) acc[i][m] = 0.0;
+            for (uint k = kb + lane; k < ke; k += 2u * width) {
+                uint k2 = k + width;
+                bool two = k2 < ke;
+                WV wv[2][R];
+                if (usepre) {
+                    wv = pre;
+                    usepre = false;
+                } else {
+                    [[unroll]] for (uint i = 0u; i < R; ++i) {
+                        wv[0][i] = ok[i] ? CW[rows[i] * C + k] : WV(0);
+                        wv[1][i] = (ok[i] && two) ? CW[rows[i] * C + k2] : WV(0);
+                    }
+                }
+                [[unroll]] for (uint h = 0u; h < 2u; ++h) {
+                    uint kk = h == 0u ? k : (two ? k2 : k);
+#if defined(WTYPE_F32)
+                    vec4 ga = norm ? CG[kk] : vec4(1.0);
+#else
+                    vec4 ga = norm ? CG[2u * kk] : vec4(1.0);
+                    vec4 gb = norm ? CG[2u * kk + 1u] : vec4(1.0);
+#endif
+                    [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
+                        if (m >= M) continue;
+                        float s = xscale[m];
+#if defined(WTYPE_F32)
+                        vec4 xa = CX[m * k4 + kk] * s * ga;
+#else
+                        vec4 xa = CX[m * k4 + 2u * kk] * s * ga;
+                        vec4 xb = CX[m * k4 + 2u * kk + 1u] * s * gb;
+#endif
+                        [[unroll]] for (uint i = 0u; i < R; ++i) {
+                            vec4 lo, hi;
+                            wdecode(wv[h][i], lo, hi);
+#if defined(WTYPE_F32)
+                            acc[i][m] += dot(lo, xa);
+#else
+                            acc[i][m] += dot(lo, xa) + dot(hi, xb);
+#endif
+                        }
+                    }
+                }
+            }
+            [[unroll]] for (uint i = 0u; i < R; ++i)
+                [[unroll]] for (uint m = 0u; m < uint(MT); ++m) acc[i][m] = subgroupAdd(acc[i][m]);
+            if (subgroupElect()) {
+                [[unroll]] for (uint i = 0u; i < R; ++i)
+                    [[unroll]] for (uint m = 0u; m < uint(MT); ++m)
+                        part[((sg * J + j) * R + i) * uint(MT) + m] = acc[i][m];
+            }
+            usepre = false;
+            pos = (ul + 1u) * C;
+        }
+        barrier();
+        uint outs = pairs ? R / 2u : R;
+        for (uint idx = gl_LocalInvocationIndex; idx < n * outs * uint(MT); idx += uint(WG_SIZE)) {
+            uint m = idx % uint(MT), t = idx / uint(MT);
+            uint i = t % outs, ul = t / outs;
+            if (m >= M) continue;
+            float a = sum_parts(ul, i, m, C, r.z, S, J);
+            if (pairs) {
+                uint jo = (p0 + ul) * (R / 2u) + i;
+                if (jo < N / 2u) {
+                    float up = sum_parts(ul, i + R / 2u, m, C, r.z, S, J);
+                    CY[m * (N / 2u) + jo] = a * vkc_sigmoid(a) * up;
+                }
+            } else {
+                uint row = (p0 + ul) * R + i;
+                if (row < N) CY[m * N + row] = mode == 1u ? a + CQ[m * N + row] : a;
+            }
+        }
+        barrier();
+    }
+}
