@@ -32,12 +32,38 @@
 // (0 store, 1 add the residual, 2 SiLU(gate)·up of a merged gate|up
 // weight: y is [M, N/2]), bit 2 the RMSNorm prologue (with eps[s] and the
 // norm weight G_s).
-// The file itself: bf16 weights, up to 4 rows; the variants:
+//
+// Visibility across workgroups: with VMM (the `_vmm` variants, for more
+// than one workgroup) the activations are `nonprivate` and the barrier
+// is made of acquire/release atomics and barriers with MakeAvailable /
+// MakeVisible under the Vulkan memory model, so a workgroup's later plain
+// loads see what every other workgroup stored before the barrier, cached
+// or not. (The classic form, memoryBarrierBuffer around atomics, read
+// stale activations through the cache on an H200 from two workgroups on;
+// it serves one workgroup, where every store and load is the
+// workgroup's own.)
+//
+// The file itself: bf16 weights, up to 4 rows, classic; the variants:
 // variant: linear_chain_f32_m1 WTYPE_F32=1 MT=1
 // variant: linear_chain_f32 WTYPE_F32=1 MT=4
 // variant: linear_chain_f16_m1 WTYPE_F16=1 MT=1
 // variant: linear_chain_f16 WTYPE_F16=1 MT=4
 // variant: linear_chain_bf16_m1 WTYPE_BF16=1 MT=1
+// variant: linear_chain_f32_m1_vmm WTYPE_F32=1 MT=1 VMM=1
+// variant: linear_chain_f32_vmm WTYPE_F32=1 MT=4 VMM=1
+// variant: linear_chain_f16_m1_vmm WTYPE_F16=1 MT=1 VMM=1
+// variant: linear_chain_f16_vmm WTYPE_F16=1 MT=4 VMM=1
+// variant: linear_chain_bf16_m1_vmm WTYPE_BF16=1 MT=1 VMM=1
+// variant: linear_chain_bf16_vmm WTYPE_BF16=1 MT=4 VMM=1
+#if defined(VMM)
+#pragma use_vulkan_memory_model
+#extension GL_KHR_memory_scope_semantics : require
+#define ACT nonprivate
+#define SEM gl_StorageSemanticsBuffer
+#define AR (gl_SemanticsAcquireRelease | gl_SemanticsMakeAvailable | gl_SemanticsMakeVisible)
+#else
+#define ACT
+#endif
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #extension GL_EXT_control_flow_attributes : require
@@ -49,6 +75,13 @@ layout(local_size_x = WG_SIZE) in;
 #define MT 4
 #endif
 #define R 4u
+// 16-byte chunks per row each lane loads per step: 4 at one row (16 loads
+// in flight per lane), 2 at four rows (the 16 sums need registers too).
+#if MT == 1
+#define CPS 4u
+#else
+#define CPS 2u
+#endif
 
 #if !defined(WTYPE_F32) && !defined(WTYPE_F16)
 #define WTYPE_BF16 1
@@ -67,25 +100,25 @@ layout(set = 0, binding = 1) buffer Fault { uint fault_w[]; };
 // Stage s's buffers at bindings 2 + 5s ... 6 + 5s: x, W, residual, y, norm
 // weight. The activations are plain (neither readonly nor writeonly): a
 // later stage reads what an earlier one wrote, through another binding.
-layout(set = 0, binding = 2) buffer X0 { vec4 x_0[]; };
+layout(set = 0, binding = 2) ACT buffer X0 { vec4 x_0[]; };
 layout(set = 0, binding = 3) readonly buffer W0 { WV w_0[]; };
-layout(set = 0, binding = 4) buffer Q0 { float r_0[]; };
-layout(set = 0, binding = 5) buffer Y0 { float y_0[]; };
+layout(set = 0, binding = 4) ACT buffer Q0 { float r_0[]; };
+layout(set = 0, binding = 5) ACT buffer Y0 { float y_0[]; };
 layout(set = 0, binding = 6) readonly buffer G0 { vec4 g_0[]; };
-layout(set = 0, binding = 7) buffer X1 { vec4 x_1[]; };
+layout(set = 0, binding = 7) ACT buffer X1 { vec4 x_1[]; };
 layout(set = 0, binding = 8) readonly buffer W1 { WV w_1[]; };
-layout(set = 0, binding = 9) buffer Q1 { float r_1[]; };
-layout(set = 0, binding = 10) buffer Y1 { float y_1[]; };
+layout(set = 0, binding = 9) ACT buffer Q1 { float r_1[]; };
+layout(set = 0, binding = 10) ACT buffer Y1 { float y_1[]; };
 layout(set = 0, binding = 11) readonly buffer G1 { vec4 g_1[]; };
-layout(set = 0, binding = 12) buffer X2 { vec4 x_2[]; };
+layout(set = 0, binding = 12) ACT buffer X2 { vec4 x_2[]; };
 layout(set = 0, binding = 13) readonly buffer W2 { WV w_2[]; };
-layout(set = 0, binding = 14) buffer Q2 { float r_2[]; };
-layout(set = 0, binding = 15) buffer Y2 { float y_2[]; };
+layout(set = 0, binding = 14) ACT buffer Q2 { float r_2[]; };
+layout(set = 0, binding = 15) ACT buffer Y2 { float y_2[]; };
 layout(set = 0, binding = 16) readonly buffer G2 { vec4 g_2[]; };
-layout(set = 0, binding = 17) buffer X3 { vec4 x_3[]; };
+layout(set = 0, binding = 17) ACT buffer X3 { vec4 x_3[]; };
 layout(set = 0, binding = 18) readonly buffer W3 { WV w_3[]; };
-layout(set = 0, binding = 19) buffer Q3 { float r_3[]; };
-layout(set = 0, binding = 20) buffer Y3 { float y_3[]; };
+layout(set = 0, binding = 19) ACT buffer Q3 { float r_3[]; };
+layout(set = 0, binding = 20) ACT buffer Y3 { float y_3[]; };
 layout(set = 0, binding = 21) readonly buffer G3 { vec4 g_3[]; };
 
 layout(push_constant) uniform P {
@@ -106,7 +139,7 @@ shared float norm_part[uint(MT) * MAX_SGS];
 
 // The weights of this subgroup's first step of the next stage, loaded
 // before the device-wide barrier.
-WV pre[2][R];
+WV pre[CPS][R];
 float xscale[MT];
 
 // One stored 16-byte chunk of weights as two vec4 (f32: one, hi unused).
@@ -177,6 +210,31 @@ float sum_parts(uint ul, uint i, uint m, uint C, uint span, uint S, uint J) {
 // every read after it. One invocation per workgroup arrives; the last to
 // arrive resets the arrival count and moves the generation on.
 void grid_sync() {
+#if defined(VMM)
+    // Every invocation's stores made available before the one arrival;
+    // the generation's acquire and the closing barrier make every other
+    // workgroup's stores visible to every invocation here.
+    controlBarrier(gl_ScopeWorkgroup, gl_ScopeQueueFamily, SEM, AR);
+    if (gl_LocalInvocationIndex == 0u) {
+        uint seen = atomicLoad(sync_w[1], gl_ScopeQueueFamily, SEM,
+                               gl_SemanticsAcquire | gl_SemanticsMakeVisible);
+        if (atomicAdd(sync_w[0], 1u, gl_ScopeQueueFamily, SEM, AR) == gl_NumWorkGroups.x - 1u) {
+            atomicStore(sync_w[0], 0u, gl_ScopeQueueFamily, 0, gl_SemanticsRelaxed);
+            atomicAdd(sync_w[1], 1u, gl_ScopeQueueFamily, SEM,
+                      gl_SemanticsRelease | gl_SemanticsMakeAvailable);
+        } else {
+            uint n = 0u;
+            while (atomicLoad(sync_w[1], gl_ScopeQueueFamily, SEM,
+                              gl_SemanticsAcquire | gl_SemanticsMakeVisible) == seen) {
+                if (++n >= spin_limit) {
+                    atomicAdd(fault_w[fault_at], 1u);
+                    break;
+                }
+            }
+        }
+    }
+    controlBarrier(gl_ScopeWorkgroup, gl_ScopeQueueFamily, SEM, AR);
+#else
     memoryBarrierBuffer();
     barrier();
     if (gl_LocalInvocationIndex == 0u) {
@@ -199,6 +257,7 @@ void grid_sync() {
     }
     barrier();
     memoryBarrierBuffer();
+#endif
 }
 
 #define CS 0

@@ -12,19 +12,20 @@ void CPRE() {
     uint C = K / WVEC;
     uint S = gl_NumSubgroups, sg = gl_SubgroupID;
     uint lane = gl_SubgroupInvocationID, width = gl_SubgroupSize;
-    [[unroll]] for (uint h = 0u; h < 2u; ++h)
-        [[unroll]] for (uint i = 0u; i < R; ++i) pre[h][i] = WV(0);
+    [[unroll]] for (uint c = 0u; c < CPS; ++c)
+        [[unroll]] for (uint i = 0u; i < R; ++i) pre[c][i] = WV(0);
     uvec2 us = wg_units(units_of(N, pairs));
     uint n = min(us.y - us.x, pass_units(S));
     uvec3 r = sg_range(n, C, sg, S);
     if (r.x >= r.y) return;
     uint ul = r.x / C;
     uint kb = r.x - ul * C, ke = min(C, r.y - ul * C);
-    uint k = kb + lane, k2 = k + width;
     [[unroll]] for (uint i = 0u; i < R; ++i) {
         uint row = wrow(us.x + ul, i, N, pairs);
-        if (row < N && k < ke) pre[0][i] = CW[row * C + k];
-        if (row < N && k2 < ke) pre[1][i] = CW[row * C + k2];
+        [[unroll]] for (uint c = 0u; c < CPS; ++c) {
+            uint k = kb + lane + c * width;
+            if (row < N && k < ke) pre[c][i] = CW[row * C + k];
+        }
     }
 }
 
@@ -82,21 +83,24 @@ void CRUN() {
             float acc[R][MT];
             [[unroll]] for (uint i = 0u; i < R; ++i)
                 [[unroll]] for (uint m = 0u; m < uint(MT); ++m) acc[i][m] = 0.0;
-            for (uint k = kb + lane; k < ke; k += 2u * width) {
-                uint k2 = k + width;
-                bool two = k2 < ke;
-                WV wv[2][R];
+            // CPS chunks per lane and step (k, k + width, ...), all R·CPS
+            // loads of W issued before the products; chunks past ke read
+            // as 0 and add nothing.
+            for (uint k = kb + lane; k < ke; k += CPS * width) {
+                WV wv[CPS][R];
                 if (usepre) {
                     wv = pre;
                     usepre = false;
                 } else {
-                    [[unroll]] for (uint i = 0u; i < R; ++i) {
-                        wv[0][i] = ok[i] ? CW[rows[i] * C + k] : WV(0);
-                        wv[1][i] = (ok[i] && two) ? CW[rows[i] * C + k2] : WV(0);
+                    [[unroll]] for (uint c = 0u; c < CPS; ++c) {
+                        uint kc = k + c * width;
+                        [[unroll]] for (uint i = 0u; i < R; ++i)
+                            wv[c][i] = (ok[i] && kc < ke) ? CW[rows[i] * C + kc] : WV(0);
                     }
                 }
-                [[unroll]] for (uint h = 0u; h < 2u; ++h) {
-                    uint kk = h == 0u ? k : (two ? k2 : k);
+                [[unroll]] for (uint c = 0u; c < CPS; ++c) {
+                    uint kc = k + c * width;
+                    uint kk = kc < ke ? kc : k;
 #if defined(WTYPE_F32)
                     vec4 ga = norm ? CG[kk] : vec4(1.0);
 #else
@@ -114,7 +118,7 @@ void CRUN() {
 #endif
                         [[unroll]] for (uint i = 0u; i < R; ++i) {
                             vec4 lo, hi;
-                            wdecode(wv[h][i], lo, hi);
+                            wdecode(wv[c][i], lo, hi);
 #if defined(WTYPE_F32)
                             acc[i][m] += dot(lo, xa);
 #else

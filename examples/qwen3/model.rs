@@ -635,20 +635,18 @@ impl Model {
                 self.record_post_attn(b, l, r, None)?;
             }
         }
-        if !chain {
-            ops::linear_normed(
-                b,
-                &r.h,
-                &self.norm,
-                d.eps,
-                self.lm_head().weights(),
-                &self.logits,
-                bsz,
-                d.hidden,
-                d.vocab,
-                Epilogue::None,
-            )?;
-        }
+        ops::linear_normed(
+            b,
+            &r.h,
+            &self.norm,
+            d.eps,
+            self.lm_head().weights(),
+            &self.logits,
+            bsz,
+            d.hidden,
+            d.vocab,
+            Epilogue::None,
+        )?;
         match self.opts.sample {
             Some(p) => nn::sample(b, &self.logits, &self.pos, &tokens, bsz, d.vocab, p)?,
             None => nn::argmax(b, &self.logits, &tokens, bsz, d.vocab)?,
