@@ -130,12 +130,18 @@ layout(push_constant) uniform P {
 };
 
 // Per-subgroup sums of the units a pass touches: SLOTS floats in all.
-#define SLOTS 4096u
+#define SLOTS 2048u
 shared float part[SLOTS];
 // Each subgroup's part of the norm's sums of squares (subgroups of at
-// least 4 lanes).
-#define MAX_SGS (uint(WG_SIZE) / 4u)
-shared float norm_part[uint(MT) * MAX_SGS];
+// least 8 lanes; 4 rows' worth in every variant).
+#define MAX_SGS (uint(WG_SIZE) / 8u)
+shared float norm_part[4u * MAX_SGS];
+// The stage's x (M rows of K, normalised when the stage has the norm),
+// read once per stage from memory: the products read it here. XV vec4s,
+// what the adapter's shared memory holds beside the rest (the host sets
+// it; M·K ≤ 4·XV).
+layout(constant_id = 0) const uint XV = 2432u;
+shared vec4 xs[XV];
 
 // The weights of this subgroup's first step of the next stage, loaded
 // before the device-wide barrier.

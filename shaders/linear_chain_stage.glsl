@@ -39,7 +39,9 @@ void CRUN() {
     uint S = gl_NumSubgroups, sg = gl_SubgroupID;
     uint lane = gl_SubgroupInvocationID, width = gl_SubgroupSize;
 
-    [[unroll]] for (uint m = 0u; m < uint(MT); ++m) xscale[m] = 1.0;
+    // x into shared memory: one coalesced read per stage.
+    for (uint i = gl_LocalInvocationIndex; i < M * k4; i += uint(WG_SIZE)) xs[i] = CX[i];
+    barrier();
     if (norm) {
         uint per = (k4 + S - 1u) / S;
         uint b = min(sg * per, k4), e = min(b + per, k4);
@@ -47,7 +49,7 @@ void CRUN() {
             float ss = 0.0;
             if (m < M) {
                 for (uint c = b + lane; c < e; c += width) {
-                    vec4 v = CX[m * k4 + c];
+                    vec4 v = xs[m * k4 + c];
                     ss += dot(v, v);
                 }
             }
@@ -60,6 +62,11 @@ void CRUN() {
             for (uint g = 0u; g < S; ++g) tot += norm_part[m * MAX_SGS + g];
             xscale[m] = inversesqrt(tot / float(K) + eps[CS]);
         }
+        for (uint i = gl_LocalInvocationIndex; i < M * k4; i += uint(WG_SIZE)) {
+            uint m = i / k4;
+            xs[i] = xs[i] * xscale[m] * CG[i - m * k4];
+        }
+        barrier();
     }
 
     uvec2 us = wg_units(units_of(N, pairs));
@@ -101,20 +108,13 @@ void CRUN() {
                 [[unroll]] for (uint c = 0u; c < CPS; ++c) {
                     uint kc = k + c * width;
                     uint kk = kc < ke ? kc : k;
-#if defined(WTYPE_F32)
-                    vec4 ga = norm ? CG[kk] : vec4(1.0);
-#else
-                    vec4 ga = norm ? CG[2u * kk] : vec4(1.0);
-                    vec4 gb = norm ? CG[2u * kk + 1u] : vec4(1.0);
-#endif
                     [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
                         if (m >= M) continue;
-                        float s = xscale[m];
 #if defined(WTYPE_F32)
-                        vec4 xa = CX[m * k4 + kk] * s * ga;
+                        vec4 xa = xs[m * k4 + kk];
 #else
-                        vec4 xa = CX[m * k4 + 2u * kk] * s * ga;
-                        vec4 xb = CX[m * k4 + 2u * kk + 1u] * s * gb;
+                        vec4 xa = xs[m * k4 + 2u * kk];
+                        vec4 xb = xs[m * k4 + 2u * kk + 1u];
 #endif
                         [[unroll]] for (uint i = 0u; i < R; ++i) {
                             vec4 lo, hi;

@@ -52,6 +52,12 @@ pub const CHAIN_MAX_STAGES: usize = 4;
 pub const CHAIN_MAX_ROWS: u32 = 4;
 /// Invocations per workgroup of `shaders/linear_chain.comp`.
 const CHAIN_THREADS: u32 = 512;
+/// Shared memory the kernel declares beside x: the parts' 2048 floats and
+/// the norm's 4 × 64.
+const CHAIN_SHARED_REST: u32 = (2048 + 4 * 64) * 4;
+/// The most x floats the kernel stages (its default `XV`, 9728 floats:
+/// Qwen3-4B's down projection at one row).
+const CHAIN_X_DEFAULT: u32 = 9728;
 /// Polls of the barrier's generation before a workgroup gives up waiting
 /// (about a second on an H100) and counts a fault.
 const SPIN_LIMIT: u32 = 1 << 20;
@@ -120,6 +126,13 @@ pub enum ChainPlan {
     Separate,
 }
 
+/// The most elements of x (m · k) a stage of the one-dispatch chain takes
+/// on this adapter: the kernel holds a stage's x in shared memory, beside
+/// its own 9 KiB. Pure.
+pub fn chain_x_capacity(info: &AdapterInfo) -> u32 {
+    (info.max_shared_memory.saturating_sub(CHAIN_SHARED_REST) / 16 * 4).min(CHAIN_X_DEFAULT)
+}
+
 /// The workgroups of the one-dispatch chain this adapter is known to keep
 /// resident at once: one per compute unit on NVIDIA (a workgroup of 512
 /// invocations fits a streaming multiprocessor at any register count the
@@ -128,7 +141,7 @@ pub enum ChainPlan {
 pub fn chain_residency(info: &AdapterInfo) -> Option<u32> {
     let fits = info.max_workgroup_invocations >= CHAIN_THREADS
         && info.max_workgroup_size[0] >= CHAIN_THREADS
-        && info.subgroup_size >= 4
+        && info.subgroup_size >= 8
         && info.subgroup_arithmetic;
     let known = match info.vendor_id {
         NVIDIA => info.max_threads_per_compute_unit >= CHAIN_THREADS,
@@ -151,22 +164,27 @@ pub fn choose_chain(stages: &[ChainStage<'_>], info: &AdapterInfo) -> ChainPlan 
 
 /// Whether the one dispatch can take `stages`: 1 to [`CHAIN_MAX_STAGES`]
 /// of them, weights of one type, at most [`CHAIN_MAX_ROWS`] rows, each K
-/// a whole number of 16-byte loads (4 f32 or 8 16-bit weights), and an
-/// adapter with subgroup arithmetic, subgroups of at least 4 lanes and
-/// workgroups of 512 invocations. Pure.
+/// a whole number of 16-byte loads (4 f32 or 8 16-bit weights), each x
+/// (m · k) at most [`chain_x_capacity`], and an adapter with subgroup
+/// arithmetic, subgroups of at least 8 lanes and workgroups of 512
+/// invocations. Pure.
 pub fn chain_applies(stages: &[ChainStage<'_>], info: &AdapterInfo) -> bool {
     let Some(first) = stages.first() else {
         return false;
     };
     let dtype = first.w.dtype();
+    let cap = u64::from(chain_x_capacity(info));
     stages.len() <= CHAIN_MAX_STAGES
         && info.subgroup_arithmetic
-        && info.subgroup_size >= 4
+        && info.subgroup_size >= 8
         && info.max_workgroup_invocations >= CHAIN_THREADS
         && info.max_workgroup_size[0] >= CHAIN_THREADS
         && stages.iter().all(|s| {
             let (m, k, _) = s.mkn;
-            s.w.dtype() == dtype && m <= CHAIN_MAX_ROWS && k % per_load(dtype) == 0
+            s.w.dtype() == dtype
+                && m <= CHAIN_MAX_ROWS
+                && k % per_load(dtype) == 0
+                && u64::from(m) * u64::from(k) <= cap
         })
 }
 
@@ -239,9 +257,11 @@ pub fn linear_chain_with_plan(
                     None,
                     format!(
                         "the one-dispatch plan needs 1 to {CHAIN_MAX_STAGES} stages of one weight \
-                         type, at most {CHAIN_MAX_ROWS} rows, k a multiple of {} and an adapter with \
-                         subgroup arithmetic and workgroups of {CHAIN_THREADS} invocations",
-                        per_load(stages[0].w.dtype())
+                         type, at most {CHAIN_MAX_ROWS} rows, k a multiple of {}, m·k at most {} \
+                         and an adapter with subgroup arithmetic, subgroups of at least 8 lanes \
+                         and workgroups of {CHAIN_THREADS} invocations",
+                        per_load(stages[0].w.dtype()),
+                        chain_x_capacity(info)
                     ),
                 ));
             }
@@ -294,7 +314,8 @@ fn record_persistent(
         (_, true, true) => "linear_chain_f32_m1_vmm",
         (_, false, true) => "linear_chain_f32_vmm",
     };
-    let kernel = crate::builtins::get(&gpu.inner, name, &[])?;
+    let xv = chain_x_capacity(gpu.info()) / 4;
+    let kernel = crate::builtins::get(&gpu.inner, name, &[(0, xv)])?;
     // [arrivals, generation, own fault count, unused]: the kernel leaves
     // the arrivals at zero, so a recorded graph replays it.
     let sync = gpu.upload(&[0u32; 4])?;
@@ -445,7 +466,7 @@ mod tests {
         small.max_workgroup_invocations = 256;
         assert_eq!(chain_residency(&small), None);
         let mut narrow = nvidia(132, 2048);
-        narrow.subgroup_size = 2;
+        narrow.subgroup_size = 4;
         assert_eq!(chain_residency(&narrow), None);
         let mut plain = nvidia(132, 2048);
         plain.subgroup_arithmetic = false;
@@ -453,9 +474,24 @@ mod tests {
     }
 
     #[test]
+    fn x_capacity_is_what_shared_memory_holds_beside_the_rest() {
+        let mut a = nvidia(132, 2048);
+        a.max_shared_memory = 49152;
+        assert_eq!(chain_x_capacity(&a), 9728);
+        a.max_shared_memory = 32768;
+        assert_eq!(chain_x_capacity(&a), (32768 - CHAIN_SHARED_REST) / 16 * 4);
+        a.max_shared_memory = 4096;
+        assert_eq!(chain_x_capacity(&a), 0);
+        a.max_shared_memory = 1 << 20;
+        assert_eq!(chain_x_capacity(&a), CHAIN_X_DEFAULT);
+    }
+
+    #[test]
     fn the_shader_and_the_host_agree_on_the_workgroup() {
         let src = include_str!("../../../../shaders/linear_chain.comp");
         assert!(src.contains(&format!("#define WG_SIZE {CHAIN_THREADS}")));
+        assert!(src.contains("#define SLOTS 2048u"));
+        assert!(src.contains(&format!("const uint XV = {}u;", CHAIN_X_DEFAULT / 4)));
         assert!(src.contains("uvec4 dims[4];"));
         assert_eq!(CHAIN_MAX_STAGES, 4);
     }
