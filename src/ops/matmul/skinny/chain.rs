@@ -205,17 +205,7 @@ pub fn linear_chain(
     fault: Option<(&Buffer<u32>, u32)>,
 ) -> Result<ChainPlan> {
     let plan = match stages.first() {
-        Some(s) => {
-            let gpu = s.x.device();
-            match choose_chain(stages, gpu.info()) {
-                ChainPlan::Persistent { workgroups }
-                    if workgroups > 1 && !gpu.inner.shader_features.memory_model =>
-                {
-                    ChainPlan::Separate
-                }
-                p => p,
-            }
-        }
+        Some(s) => choose_chain(stages, s.x.device().info()),
         None => ChainPlan::Separate,
     };
     linear_chain_with_plan(batch, stages, fault, plan)?;
@@ -223,9 +213,7 @@ pub fn linear_chain(
 }
 
 /// [`linear_chain`] with an explicit plan: `Persistent` needs
-/// [`chain_applies`] and at least one workgroup, and more than one needs
-/// the Vulkan memory model (`vulkanMemoryModel`: the barrier's stores and
-/// loads across workgroups are ordered under it). The caller answers for
+/// [`chain_applies`] and at least one workgroup. The caller answers for
 /// the workgroups being resident at once (more than the adapter keeps
 /// waits on the barrier's bound and counts a fault).
 pub fn linear_chain_with_plan(
@@ -274,17 +262,7 @@ pub fn linear_chain_with_plan(
                     ),
                 ));
             }
-            let vmm = gpu.inner.shader_features.memory_model;
-            if workgroups > 1 && !vmm {
-                return Err(Error::Unsupported {
-                    what: "a linear chain over more than one workgroup (vulkanMemoryModel)",
-                    adapter: info.name.clone(),
-                });
-            }
-            // One workgroup reads only its own stores: the classic form
-            // (lavapipe's memory-model code read stale values within one
-            // workgroup).
-            record_persistent(batch, &gpu, stages, fault, workgroups, workgroups > 1)
+            record_persistent(batch, &gpu, stages, fault, workgroups)
         }
     }
 }
@@ -296,23 +274,16 @@ fn record_persistent(
     stages: &[ChainStage<'_>],
     fault: Option<(&Buffer<u32>, u32)>,
     workgroups: u32,
-    vmm: bool,
 ) -> Result<()> {
     let dtype = stages[0].w.dtype();
     let one_row = stages.iter().all(|s| s.mkn.0 == 1);
-    let name = match (dtype, one_row, vmm) {
-        (DType::F16, true, false) => "linear_chain_f16_m1",
-        (DType::F16, false, false) => "linear_chain_f16",
-        (DType::Bf16, true, false) => "linear_chain_bf16_m1",
-        (DType::Bf16, false, false) => "linear_chain",
-        (_, true, false) => "linear_chain_f32_m1",
-        (_, false, false) => "linear_chain_f32",
-        (DType::F16, true, true) => "linear_chain_f16_m1_vmm",
-        (DType::F16, false, true) => "linear_chain_f16_vmm",
-        (DType::Bf16, true, true) => "linear_chain_bf16_m1_vmm",
-        (DType::Bf16, false, true) => "linear_chain_bf16_vmm",
-        (_, true, true) => "linear_chain_f32_m1_vmm",
-        (_, false, true) => "linear_chain_f32_vmm",
+    let name = match (dtype, one_row) {
+        (DType::F16, true) => "linear_chain_f16_m1",
+        (DType::F16, false) => "linear_chain_f16",
+        (DType::Bf16, true) => "linear_chain_bf16_m1",
+        (DType::Bf16, false) => "linear_chain",
+        (_, true) => "linear_chain_f32_m1",
+        (_, false) => "linear_chain_f32",
     };
     let xv = chain_x_capacity(gpu.info()) / 4;
     let kernel = crate::builtins::get(&gpu.inner, name, &[(0, xv)])?;
