@@ -188,6 +188,34 @@ uvec3 sg_range(uint n, uint C, uint sg, uint S) {
     return uvec3(a, min(a + span, total), span);
 }
 
+// Adds one step's products to acc: the chunks k, k + width, ... (those
+// before ke) of the R weight rows in wv times x in shared memory.
+void products(WV wv[CPS][R], uint k, uint ke, uint width, uint M, uint k4,
+              inout float acc[R][MT]) {
+    [[unroll]] for (uint c = 0u; c < CPS; ++c) {
+        uint kc = k + c * width;
+        uint kk = kc < ke ? kc : k;
+        [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
+            if (m >= M) continue;
+#if defined(WTYPE_F32)
+            vec4 xa = xs[m * k4 + kk];
+#else
+            vec4 xa = xs[m * k4 + 2u * kk];
+            vec4 xb = xs[m * k4 + 2u * kk + 1u];
+#endif
+            [[unroll]] for (uint i = 0u; i < R; ++i) {
+                vec4 lo, hi;
+                wdecode(wv[c][i], lo, hi);
+#if defined(WTYPE_F32)
+                acc[i][m] += dot(lo, xa);
+#else
+                acc[i][m] += dot(lo, xa) + dot(hi, xb);
+#endif
+            }
+        }
+    }
+}
+
 // The sum, in subgroup order, of the parts of output slot (i, m) of the
 // pass's unit ul: the subgroups whose ranges (of `span` chunks each) meet
 // the unit's chunks each left one in their slot for it.

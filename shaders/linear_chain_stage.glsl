@@ -92,41 +92,22 @@ void CRUN() {
                 [[unroll]] for (uint m = 0u; m < uint(MT); ++m) acc[i][m] = 0.0;
             // CPS chunks per lane and step (k, k + width, ...), all R·CPS
             // loads of W issued before the products; chunks past ke read
-            // as 0 and add nothing.
-            for (uint k = kb + lane; k < ke; k += CPS * width) {
+            // as 0 and add nothing. The workgroup's first step was loaded
+            // before the barrier (`pre`): it is taken apart from the loop,
+            // so `pre` is dead once the loop starts.
+            uint k = kb + lane;
+            if (usepre) {
+                if (k < ke) products(pre, k, ke, width, M, k4, acc);
+                k += CPS * width;
+            }
+            for (; k < ke; k += CPS * width) {
                 WV wv[CPS][R];
-                if (usepre) {
-                    wv = pre;
-                    usepre = false;
-                } else {
-                    [[unroll]] for (uint c = 0u; c < CPS; ++c) {
-                        uint kc = k + c * width;
-                        [[unroll]] for (uint i = 0u; i < R; ++i)
-                            wv[c][i] = (ok[i] && kc < ke) ? CW[rows[i] * C + kc] : WV(0);
-                    }
-                }
                 [[unroll]] for (uint c = 0u; c < CPS; ++c) {
                     uint kc = k + c * width;
-                    uint kk = kc < ke ? kc : k;
-                    [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
-                        if (m >= M) continue;
-#if defined(WTYPE_F32)
-                        vec4 xa = xs[m * k4 + kk];
-#else
-                        vec4 xa = xs[m * k4 + 2u * kk];
-                        vec4 xb = xs[m * k4 + 2u * kk + 1u];
-#endif
-                        [[unroll]] for (uint i = 0u; i < R; ++i) {
-                            vec4 lo, hi;
-                            wdecode(wv[c][i], lo, hi);
-#if defined(WTYPE_F32)
-                            acc[i][m] += dot(lo, xa);
-#else
-                            acc[i][m] += dot(lo, xa) + dot(hi, xb);
-#endif
-                        }
-                    }
+                    [[unroll]] for (uint i = 0u; i < R; ++i)
+                        wv[c][i] = (ok[i] && kc < ke) ? CW[rows[i] * C + kc] : WV(0);
                 }
+                products(wv, k, ke, width, M, k4, acc);
             }
             [[unroll]] for (uint i = 0u; i < R; ++i)
                 [[unroll]] for (uint m = 0u; m < uint(MT); ++m) acc[i][m] = subgroupAdd(acc[i][m]);
