@@ -39,8 +39,20 @@ void CRUN() {
     uint S = gl_NumSubgroups, sg = gl_SubgroupID;
     uint lane = gl_SubgroupInvocationID, width = gl_SubgroupSize;
 
-    // x into shared memory: one coalesced read per stage.
-    for (uint i = gl_LocalInvocationIndex; i < M * k4; i += uint(WG_SIZE)) xs[i] = CX[i];
+    // x into shared memory: one coalesced read per stage, every load of
+    // an invocation issued before its first store (XV ≤ 5 · WG_SIZE).
+    {
+        uint n4 = M * k4, t = gl_LocalInvocationIndex;
+        vec4 v[5];
+        [[unroll]] for (uint j = 0u; j < 5u; ++j) {
+            uint i = t + j * uint(WG_SIZE);
+            v[j] = i < n4 ? CX[i] : vec4(0.0);
+        }
+        [[unroll]] for (uint j = 0u; j < 5u; ++j) {
+            uint i = t + j * uint(WG_SIZE);
+            if (i < n4) xs[i] = v[j];
+        }
+    }
     barrier();
     if (norm) {
         uint per = (k4 + S - 1u) / S;

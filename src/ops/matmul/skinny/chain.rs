@@ -130,7 +130,10 @@ pub enum ChainPlan {
 /// on this adapter: the kernel holds a stage's x in shared memory, beside
 /// its own 9 KiB. Pure.
 pub fn chain_x_capacity(info: &AdapterInfo) -> u32 {
-    (info.max_shared_memory.saturating_sub(CHAIN_SHARED_REST) / 16 * 4).min(CHAIN_X_DEFAULT)
+    // The kernel reads at most five vec4 of x per invocation.
+    (info.max_shared_memory.saturating_sub(CHAIN_SHARED_REST) / 16 * 4)
+        .min(CHAIN_X_DEFAULT)
+        .min(5 * 4 * CHAIN_THREADS)
 }
 
 /// The workgroups of the one-dispatch chain this adapter is known to keep
