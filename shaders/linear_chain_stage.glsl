@@ -29,8 +29,9 @@ void CPRE() {
     }
 }
 
-// Runs the stage: the norm's scales (when asked), then the workgroup's
-// passes, each ending with its outputs stored.
+// Runs the stage: x into shared memory (and the norm's scales, when
+// asked), then the workgroup's passes, each ending with its outputs
+// stored.
 void CRUN() {
     uvec4 d = dims[CS];
     uint M = d.x, K = d.y, N = d.z, mode = d.w & 3u;
@@ -39,46 +40,43 @@ void CRUN() {
     uint S = gl_NumSubgroups, sg = gl_SubgroupID;
     uint lane = gl_SubgroupInvocationID, width = gl_SubgroupSize;
 
-    // x into shared memory: one coalesced read per stage, every load of
-    // an invocation issued before its first store (XV ≤ 5 · WG_SIZE).
+    // x (times the norm weight, with the norm) into shared memory: one
+    // coalesced read per stage, every load of an invocation issued before
+    // its first store (XV ≤ 5 · WG_SIZE). The norm's sums of squares are
+    // taken in the same pass; its scale, one factor per row, multiplies
+    // the finished sums, so no step waits on a second read of x.
     {
         uint n4 = M * k4, t = gl_LocalInvocationIndex;
-        vec4 v[5];
+        vec4 v[5], gv[5];
         [[unroll]] for (uint j = 0u; j < 5u; ++j) {
             uint i = t + j * uint(WG_SIZE);
             v[j] = i < n4 ? CX[i] : vec4(0.0);
+            gv[j] = (norm && i < n4) ? CG[i % k4] : vec4(1.0);
         }
+        float ss[MT];
+        [[unroll]] for (uint m = 0u; m < uint(MT); ++m) ss[m] = 0.0;
         [[unroll]] for (uint j = 0u; j < 5u; ++j) {
             uint i = t + j * uint(WG_SIZE);
-            if (i < n4) xs[i] = v[j];
+            if (i < n4) {
+                xs[i] = v[j] * gv[j];
+                uint row = i / k4;
+                [[unroll]] for (uint m = 0u; m < uint(MT); ++m)
+                    if (m == row) ss[m] += dot(v[j], v[j]);
+            }
+        }
+        if (norm) {
+            [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
+                float tot = subgroupAdd(ss[m]);
+                if (subgroupElect()) norm_part[m * MAX_SGS + sg] = tot;
+            }
         }
     }
     barrier();
-    if (norm) {
-        uint per = (k4 + S - 1u) / S;
-        uint b = min(sg * per, k4), e = min(b + per, k4);
-        [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
-            float ss = 0.0;
-            if (m < M) {
-                for (uint c = b + lane; c < e; c += width) {
-                    vec4 v = xs[m * k4 + c];
-                    ss += dot(v, v);
-                }
-            }
-            float t = subgroupAdd(ss);
-            if (subgroupElect()) norm_part[m * MAX_SGS + sg] = t;
-        }
-        barrier();
-        [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
-            float tot = 0.0;
+    [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
+        float tot = 0.0;
+        if (norm)
             for (uint g = 0u; g < S; ++g) tot += norm_part[m * MAX_SGS + g];
-            xscale[m] = inversesqrt(tot / float(K) + eps[CS]);
-        }
-        for (uint i = gl_LocalInvocationIndex; i < M * k4; i += uint(WG_SIZE)) {
-            uint m = i / k4;
-            xs[i] = xs[i] * xscale[m] * CG[i - m * k4];
-        }
-        barrier();
+        xscale[m] = norm ? inversesqrt(tot / float(K) + eps[CS]) : 1.0;
     }
 
     uvec2 us = wg_units(units_of(N, pairs));
@@ -137,11 +135,11 @@ void CRUN() {
             uint m = idx % uint(MT), t = idx / uint(MT);
             uint i = t % outs, ul = t / outs;
             if (m >= M) continue;
-            float a = sum_parts(ul, i, m, C, r.z, S, J);
+            float a = sum_parts(ul, i, m, C, r.z, S, J) * xscale[m];
             if (pairs) {
                 uint jo = (p0 + ul) * (R / 2u) + i;
                 if (jo < N / 2u) {
-                    float up = sum_parts(ul, i + R / 2u, m, C, r.z, S, J);
+                    float up = sum_parts(ul, i + R / 2u, m, C, r.z, S, J) * xscale[m];
                     CY[m * (N / 2u) + jo] = a * vkc_sigmoid(a) * up;
                 }
             } else {
