@@ -22,8 +22,6 @@ mod attend;
 #[allow(dead_code)]
 #[path = "../examples/qwen3/buffers.rs"]
 mod buffers;
-#[path = "../examples/qwen3/chain.rs"]
-mod chain;
 #[allow(dead_code)]
 #[path = "../examples/qwen3/checkpoint.rs"]
 mod checkpoint;
@@ -165,19 +163,17 @@ fn options(batch: u32) -> ModelOptions {
 /// Runs `prompts` through the model of `arch`/`dtype`, checks every logit
 /// against the reference, and each of `faults` must fail the same check.
 fn check(arch: Arch, dtype: WeightDtype, prompts: &[Vec<u32>], faults: &[Fault]) {
-    check_with(arch, dtype, prompts, faults, |_| {});
+    check_with(arch, dtype, prompts, faults, true);
 }
 
-/// [`check`] with the model's options changed by `tweak` (the decode
-/// step's q/k side as a dispatch of its own, say). The layer chain runs
-/// its one dispatch on one workgroup where the adapter has no residency
-/// rule (lavapipe), so that path is checked there too.
+/// [`check`] with the decode step's q/k side inside attention's dispatch
+/// (`fused_qk`, the default) or as a dispatch of its own.
 fn check_with(
     arch: Arch,
     dtype: WeightDtype,
     prompts: &[Vec<u32>],
     faults: &[Fault],
-    tweak: fn(&mut ModelOptions),
+    fused_qk: bool,
 ) {
     let gpu = common::gpu();
     if dtype != WeightDtype::F32 && !gpu.info().storage_buffer16 {
@@ -186,13 +182,10 @@ fn check_with(
     }
     let (_dir, ck) = tiny_checkpoint(arch, dtype, 7);
     let reference = Reference::load(&ck).expect("reference weights");
-    let mut opts = ModelOptions {
-        chain_workgroups: vkcompute::ops::chain_residency(gpu.info())
-            .is_none()
-            .then_some(1),
+    let opts = ModelOptions {
+        fused_qk,
         ..options(prompts.len() as u32)
     };
-    tweak(&mut opts);
     let mut m = Model::load(&gpu, &ck, opts).expect("load");
     let runs = run_model(&mut m, prompts);
     for (s, r) in runs.iter().enumerate() {
@@ -246,17 +239,7 @@ fn qwen3_f32_two_sequences_at_different_positions() {
 #[test]
 fn qwen3_f32_with_the_q_k_op_as_a_dispatch_of_its_own() {
     let prompts = [vec![5, 17, 3, 88, 41], vec![90, 2, 64]];
-    check_with(Arch::Qwen3, WeightDtype::F32, &prompts, &QWEN_FAULTS, |o| {
-        o.fused_qk = false
-    });
-}
-
-#[test]
-fn qwen3_f32_with_each_projection_a_launch_of_its_own() {
-    let prompts = [vec![5u32, 17, 42], vec![9u32, 1]];
-    check_with(Arch::Qwen3, WeightDtype::F32, &prompts, &QWEN_FAULTS, |o| {
-        o.chain = false
-    });
+    check_with(Arch::Qwen3, WeightDtype::F32, &prompts, &QWEN_FAULTS, false);
 }
 
 #[test]

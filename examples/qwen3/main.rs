@@ -34,13 +34,9 @@
 //! KV append as a dispatch of its own before attention, instead of inside
 //! attention's dispatch (`nn::attention_decode_qk`, the default with an f32
 //! cache where the adapter has subgroup arithmetic).
-//! `--no-chain` records each decode layer's o, gate|up and down
-//! projections and the next layer's q|k|v projection as launches of their
-//! own, instead of one `ops::linear_chain` (the default).
 
 mod attend;
 mod buffers;
-mod chain;
 #[allow(dead_code)]
 mod checkpoint;
 #[allow(dead_code)]
@@ -81,8 +77,6 @@ struct Args {
     kv_f32: bool,
     /// `--two-op-attention`: the q/k op and attention as two dispatches.
     fused_qk: bool,
-    /// `--no-chain`: each layer's projections as launches of their own.
-    chain: bool,
     prefill: PrefillMatmul,
     /// `DeviceOptions::wait_spin` when given (`--wait-spin-us`).
     wait_spin: Option<std::time::Duration>,
@@ -91,7 +85,7 @@ struct Args {
 const USAGE: &str =
     "usage: qwen3 DIR | --tiny OUTDIR [--prompt 1,2,3 | --prompt-len N] [--decode N] [--batch B] \
                      [--sample T,K,P,SEED] [--reference FILE] [--kv-16] [--profile] \
-                     [--prefill exact|f16|auto] [--wait-spin-us N] [--two-op-attention] [--no-chain]";
+                     [--prefill exact|f16|auto] [--wait-spin-us N] [--two-op-attention]";
 
 fn parse_list<T: std::str::FromStr>(s: &str, what: &str) -> Result<Vec<T>, String> {
     s.split(',')
@@ -115,7 +109,6 @@ fn parse(args: &[String]) -> Result<Args, String> {
         profile: false,
         kv_f32: true,
         fused_qk: true,
-        chain: true,
         prompt_len: false,
         prefill: PrefillMatmul::Auto,
         wait_spin: None,
@@ -175,7 +168,6 @@ fn parse(args: &[String]) -> Result<Args, String> {
             "--profile" => a.profile = true,
             "--kv-16" => a.kv_f32 = false,
             "--two-op-attention" => a.fused_qk = false,
-            "--no-chain" => a.chain = false,
             "--prefill" => {
                 let v = val("--prefill")?;
                 a.prefill = PrefillMatmul::parse(&v)
@@ -256,8 +248,6 @@ fn run(args: &[String]) -> Result<bool, Box<dyn std::error::Error>> {
         profile: a.profile,
         kv_f32: a.kv_f32,
         fused_qk: a.fused_qk,
-        chain: a.chain,
-        chain_workgroups: None,
     };
     let mut m = Model::load(&gpu, &ck, opts)?;
     drop(ck);

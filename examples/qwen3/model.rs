@@ -68,14 +68,6 @@ pub struct ModelOptions {
     /// subgroup arithmetic; else the two ops (`qk_norm_rope_append`, then
     /// `attention_decode`).
     pub fused_qk: bool,
-    /// Record each decode layer's tail (o, gate|up, down) and the next
-    /// layer's q|k|v projection (after the last layer, the LM head) as one
-    /// `ops::linear_chain` (one persistent dispatch where the adapter's
-    /// resident workgroups are known, else the layers one by one).
-    pub chain: bool,
-    /// The chain's workgroups, forcing its one-dispatch plan (tests on
-    /// adapters without a residency rule: 1); `None` takes the op's plan.
-    pub chain_workgroups: Option<u32>,
 }
 
 impl Default for ModelOptions {
@@ -89,8 +81,6 @@ impl Default for ModelOptions {
             profile: false,
             kv_f32: true,
             fused_qk: true,
-            chain: true,
-            chain_workgroups: None,
         }
     }
 }
@@ -512,24 +502,9 @@ impl Model {
         seqs: u32,
         half: Option<&Half>,
     ) -> Result<()> {
-        self.record_qkv(b, l, r, half)?;
-        self.record_rope(b, l, r, c, range, seqs)
-    }
-
-    /// Records the fused q/k norms (Qwen3), rotary and KV append of a
-    /// layer whose q|k|v projection is done ([`attend::qk`]; see
-    /// [`Model::record_pre_attn`]).
-    pub(crate) fn record_rope(
-        &self,
-        b: &mut Batch,
-        l: &Layer,
-        r: &Rows,
-        c: &Cursor,
-        range: std::ops::Range<usize>,
-        seqs: u32,
-    ) -> Result<()> {
         let d = &self.dims;
         let m = r.m;
+        self.record_qkv(b, l, r, half)?;
         let qs = QkShape {
             batch: seqs,
             steps: m / seqs,
@@ -616,24 +591,16 @@ impl Model {
         };
         let all = 0..(bsz * d.kv_heads * self.max_seq * d.head_dim) as usize;
         let fused = self.opts.fused_qk && self.gpu.info().subgroup_arithmetic;
-        let chain = self.opts.chain;
-        for (i, l) in self.layers.iter().enumerate() {
-            // With the chain, the previous layer's chain projected q|k|v.
-            if !chain || i == 0 {
-                self.record_qkv(b, l, r, None)?;
-            }
+        for l in &self.layers {
             if fused && matches!(l.cache, KvCache::F32(..)) {
+                self.record_qkv(b, l, r, None)?;
                 let qk = (&self.inv_freq, d.eps);
                 attend::decode_qk(b, r, l, &cursor, qk, ds, self.scale())?;
             } else {
-                self.record_rope(b, l, r, &cursor, all.clone(), bsz)?;
+                self.record_pre_attn(b, l, r, &cursor, all.clone(), bsz, None)?;
                 attend::decode(b, r, &l.cache, &cursor, ds, self.scale())?;
             }
-            if chain {
-                self.record_chain(b, l, self.layers.get(i + 1), r)?;
-            } else {
-                self.record_post_attn(b, l, r, None)?;
-            }
+            self.record_post_attn(b, l, r, None)?;
         }
         ops::linear_normed(
             b,

@@ -6,9 +6,9 @@ use vkcompute::{Buffer, BufferSlice, Device, Memory};
 use crate::model::{ModelError, Result};
 
 /// The decode step's small `u32` state in one buffer, so that one read
-/// returns the next tokens and the guard words: the tokens (`[batch]`),
+/// returns the next tokens and both guard words: the tokens (`[batch]`),
 /// then the embedding's and the KV append's flag words, each at an offset the
-/// adapter can bind, then the layer chains' fault word. Host memory (`Memory::HostVisible`): the read after a
+/// adapter can bind. Host memory (`Memory::HostVisible`): the read after a
 /// step is a copy out of a mapping, not a staged download with a
 /// submission of its own; the kernels touch a few words of it per step.
 pub(crate) struct State {
@@ -16,7 +16,6 @@ pub(crate) struct State {
     batch: usize,
     embed_at: usize,
     kv_at: usize,
-    chain_at: usize,
 }
 
 impl State {
@@ -24,13 +23,11 @@ impl State {
         let align = (gpu.info().min_storage_buffer_offset_alignment as usize / 4).max(1);
         let embed_at = batch.next_multiple_of(align);
         let kv_at = embed_at + align;
-        let chain_at = kv_at + 1;
         Ok(State {
-            buf: gpu.alloc_with::<u32>(chain_at + 1, Memory::HostVisible)?,
+            buf: gpu.alloc_with::<u32>(kv_at + 1, Memory::HostVisible)?,
             batch,
             embed_at,
             kv_at,
-            chain_at,
         })
     }
 
@@ -50,19 +47,12 @@ impl State {
         Ok(self.buf.slice(self.kv_at..self.kv_at + 1)?)
     }
 
-    /// The layer chains' fault word (a device-wide barrier wait that ran
-    /// out: `ops::linear_chain`), as the buffer and the word's index.
-    pub(crate) fn chain_fault(&self) -> (&Buffer<u32>, u32) {
-        (&self.buf, self.chain_at as u32)
-    }
-
-    /// The tokens, after checking the guard words (one read).
+    /// The tokens, after checking both guard words (one read).
     pub(crate) fn read(&self) -> Result<Vec<u32>> {
         let mut all = self.buf.download()?;
         for (what, at) in [
             ("token ids (embedding)", self.embed_at),
             ("cache positions (kv_append)", self.kv_at),
-            ("layer chain barrier waits (linear_chain)", self.chain_at),
         ] {
             if all[at] != 0 {
                 return Err(ModelError::Guard {

@@ -69,11 +69,9 @@ pub use sgemm::{
     SGEMM_MIN_SLICE, SGEMM_THREADS,
 };
 pub use skinny::{
-    chain_applies, chain_residency, choose_chain, choose_linear, linear, linear_chain,
-    linear_chain_with_plan, linear_normed, linear_normed_with_plan, linear_with_plan,
-    tensor_applies, tensor_splits, tensor_tile, ChainPlan, ChainStage, Epilogue, LinearPlan,
-    TensorTile, Weights, CHAIN_MAX_ROWS, CHAIN_MAX_STAGES, LINEAR_MAX_M, LINEAR_MAX_SPLITS,
-    LINEAR_TENSOR_TILES, NORM_FUSED_MAX_ROWS,
+    choose_linear, linear, linear_normed, linear_normed_with_plan, linear_with_plan,
+    tensor_applies, tensor_splits, tensor_tile, Epilogue, LinearPlan, TensorTile, Weights,
+    LINEAR_MAX_M, LINEAR_MAX_SPLITS, LINEAR_TENSOR_TILES, NORM_FUSED_MAX_ROWS,
 };
 
 /// Columns per workgroup of the M = 1 kernel (`vecmat_f32.comp`'s COLS).

@@ -168,11 +168,9 @@ pub(crate) fn reduction_variant(gpu: &Device, sg: &'static str, wg: &'static str
 pub mod matmul;
 pub use matmul::converts_first;
 pub use matmul::{
-    batched_tile, chain_applies, chain_residency, choose_chain, choose_linear, choose_matmul,
-    linear, linear_chain, linear_chain_with_plan, linear_normed, linear_normed_with_plan,
+    batched_tile, choose_linear, choose_matmul, linear, linear_normed, linear_normed_with_plan,
     linear_with_plan, matmul, matmul_bf16w, matmul_bf16w_with_tile, matmul_f16, matmul_f16_batched,
-    BatchedShape, ChainPlan, ChainStage, Cm2Tile, CoopTile, Epilogue, LinearPlan, MatmulCaps,
-    MatmulDtype, MatmulInput, MatmulKernel, MatmulPlan, SgemmTile, TileConfig, Weights,
-    BF16W_CONVERT_MIN_ROWS, CHAIN_MAX_ROWS, CHAIN_MAX_STAGES, LINEAR_MAX_M, LINEAR_MAX_SPLITS,
-    LINEAR_TENSOR_TILES,
+    BatchedShape, Cm2Tile, CoopTile, Epilogue, LinearPlan, MatmulCaps, MatmulDtype, MatmulInput,
+    MatmulKernel, MatmulPlan, SgemmTile, TileConfig, Weights, BF16W_CONVERT_MIN_ROWS, LINEAR_MAX_M,
+    LINEAR_MAX_SPLITS, LINEAR_TENSOR_TILES,
 };

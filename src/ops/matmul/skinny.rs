@@ -781,11 +781,6 @@ mod weights;
 pub use weights::Weights;
 mod cm2;
 pub use cm2::{tensor_applies, tensor_splits, tensor_tile, TensorTile, LINEAR_TENSOR_TILES};
-mod chain;
-pub use chain::{
-    chain_applies, chain_residency, choose_chain, linear_chain, linear_chain_with_plan, ChainPlan,
-    ChainStage, CHAIN_MAX_ROWS, CHAIN_MAX_STAGES,
-};
 mod normed;
 use normed::Norm;
 mod sg32;

@@ -116,7 +116,7 @@ pub fn linear_normed_with_plan<'w>(
 
 /// The norm's own checks: the weight holds `k` elements and is not `y`,
 /// eps is finite and above 0.
-pub(super) fn check_norm(g: &Buffer<f32>, eps: f32, y: &Buffer<f32>, k: u32) -> Result<()> {
+fn check_norm(g: &Buffer<f32>, eps: f32, y: &Buffer<f32>, k: u32) -> Result<()> {
     if g.len() as u64 != u64::from(k) {
         return Err(Error::Ops(OpsError::Shape {
             op: OP_NORMED,
