@@ -11,7 +11,11 @@
 //!
 //! ```text
 //! cargo run --release -p vkcompute-measure --example kernel_statistics
+//! cargo run --release -p vkcompute-measure --example kernel_statistics -- --only linear_bf16
 //! ```
+//!
+//! `--only PREFIX` lists only the built-ins whose names start with PREFIX
+//! and runs no matmul plan (building every pipeline takes minutes).
 
 use vkcompute::ops::{
     self, Cm2Tile, CoopTile, MatmulKernel, MatmulPlan, SgemmTile, TileConfig, F16,
@@ -55,9 +59,22 @@ fn main() -> Result<()> {
         .iter()
         .flat_map(|&t| [MatmulKernel::CoopMatF16(t), MatmulKernel::CoopMatKhrF16(t)])
         .chain(Cm2Tile::ALL.iter().map(|&t| MatmulKernel::CoopMat2F16(t)));
+    let args: Vec<String> = std::env::args().collect();
+    let only = match args.iter().position(|a| a == "--only") {
+        Some(i) => match args.get(i + 1) {
+            Some(p) => Some(p.clone()),
+            None => {
+                eprintln!("usage: kernel_statistics [--only PREFIX]");
+                std::process::exit(2);
+            }
+        },
+        None => None,
+    };
     let mut not_run = Vec::new();
     let mut batch = gpu.batch()?;
     let m = 16u32;
+    let f32_plans = f32_plans.filter(|_| only.is_none());
+    let f16_plans = f16_plans.filter(|_| only.is_none());
     for kernel in f32_plans {
         for kn in [64u32, 63] {
             let a = gpu.alloc::<f32>((m * kn) as usize)?;
@@ -105,6 +122,12 @@ fn main() -> Result<()> {
             .into_iter()
             .filter(|n| n.starts_with("linear_")),
     );
+    if let Some(p) = &only {
+        names = ops::builtin_names()
+            .into_iter()
+            .filter(|n| n.starts_with(p.as_str()))
+            .collect();
+    }
     let mut seen = std::collections::HashSet::new();
     names.retain(|n| seen.insert(*n));
 

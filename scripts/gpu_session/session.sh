@@ -274,6 +274,17 @@ part_chunkdiag() {
   "${pin[@]}" "$g/bin/gpu_report" --only chunkdiag > "$W/chunkdiag.txt" 2>&1; echo "rc=$?"; cat "$W/chunkdiag.txt"
 }
 part_stats() {
+  # KSTATS_ONLY: ';'-separated name prefixes, one run of --only each
+  # (building every pipeline at once can take minutes).
+  if [ -n "${KSTATS_ONLY:-}" ]; then
+    IFS=';' read -r -a pre <<< "$KSTATS_ONLY"
+    for p in "${pre[@]}"; do
+      echo "== kernel_statistics --only $p"
+      timeout 120 "$g/bin/kernel_statistics" --only "$p" > "$W/kernel_statistics_$p.txt" 2>&1; echo "rc=$?"
+      head -40 "$W/kernel_statistics_$p.txt"
+    done
+    return
+  fi
   echo "== kernel_statistics (VK_KHR_pipeline_executable_properties)"
   timeout 120 "$g/bin/kernel_statistics" > "$W/kernel_statistics.txt" 2>&1; echo "rc=$?"
   head -80 "$W/kernel_statistics.txt"
