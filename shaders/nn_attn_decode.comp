@@ -183,6 +183,11 @@ shared uint is_last;
 shared float kn[MAX_DIM];
 shared float vn[MAX_DIM];
 shared float nsc[MAX_GROUP + 1u];
+// The norms' weights and the rotation's cos / sin at the new position,
+// read with the rest of the prologue's inputs (one round trip, not three).
+shared float qwn[MAX_DIM];
+shared float kwn[MAX_DIM];
+shared vec2 csn[MAX_DIM / 2u];
 // The new token's position (its sequence's pos[b]).
 uint pnew;
 #endif
@@ -225,10 +230,26 @@ vec4 value_item(uint row, uint pabs, uint i) {
 void qk_prologue(uint b, uint kvh, uint head0, uint ng, bool writer, uint t) {
     uint half_dim = dim / 2u;
     uint kvb = (b * kv_heads + kvh) * dim;
+    // Invocation t's element of the key, value, norm weights and inverse
+    // frequencies (dim <= LOCAL), loaded before the queries so that every
+    // load of the prologue is in flight at once.
+    float kt = 0.0, vt = 0.0, qwt = 1.0, kwt = 1.0, ft = 0.0;
+    if (t < dim) {
+        kt = kr[kvb + t];
+        vt = vr[kvb + t];
+        if (has_norm != 0u) {
+            qwt = qw[t];
+            kwt = kw[t];
+        }
+        if (t < half_dim) ft = inv_freq[t];
+    }
     for (uint i = t; i < ng * dim; i += LOCAL) qs[i] = q[head0 * dim + i];
-    for (uint i = t; i < dim; i += LOCAL) {
-        kn[i] = kr[kvb + i];
-        vn[i] = LD(TO(vr[kvb + i]));
+    if (t < dim) {
+        kn[t] = kt;
+        vn[t] = LD(TO(vt));
+        qwn[t] = qwt;
+        kwn[t] = kwt;
+        if (t < half_dim) csn[t] = rope_cos_sin(pnew, ft);
     }
     barrier();
     if (has_norm != 0u) {
@@ -245,17 +266,16 @@ void qk_prologue(uint b, uint kvh, uint head0, uint ng, bool writer, uint t) {
         for (uint i = t; i < (ng + 1u) * dim; i += LOCAL) {
             uint h = i / dim, e = i - h * dim;
             if (h < ng) {
-                qs[i] = qs[i] * nsc[h] * qw[e];
+                qs[i] = qs[i] * nsc[h] * qwn[e];
             } else {
-                kn[e] = kn[e] * nsc[ng] * kw[e];
+                kn[e] = kn[e] * nsc[ng] * kwn[e];
             }
         }
         barrier();
     }
     for (uint i = t; i < (ng + 1u) * half_dim; i += LOCAL) {
         uint h = i / half_dim, p = i - h * half_dim;
-        vec2 cs_sn = rope_cos_sin(pnew, inv_freq[p]);
-        float cs = cs_sn.x, sn = cs_sn.y;
+        float cs = csn[p].x, sn = csn[p].y;
         if (h < ng) {
             uint e = h * dim + p;
             float x0 = qs[e], x1 = qs[e + half_dim];
@@ -295,6 +315,16 @@ vec4 query(uint g, uint i) {
     return vec4(qs[g * dim + i], 0.0, 0.0, 0.0);
 }
 
+// The tile walk's geometry: the cache rows' base, the items of a row, and
+// this invocation's position subset r and item d in the V phase (the QK
+// variants take it before their prologue, to load the first tile early).
+#define ATTN_GEOMETRY \
+    uint kbase = ((b * kv_heads + kvh) * max_seq + p0) * dim; \
+    uint w = vec != 0u ? 4u : 1u; \
+    uint items = dim / w; \
+    uint subsets = LOCAL / items; \
+    uint r = t / items, d = t - (t / items) * items;
+
 void main() {
     uint c = gl_WorkGroupID.x;
     uint ratio = q_heads / kv_heads;
@@ -312,9 +342,24 @@ void main() {
     uint head0 = b * q_heads + kvh * ratio + g0;  // first query head (flat)
     uint t = gl_LocalInvocationIndex;
 #ifdef QK
+    ATTN_GEOMETRY
     pnew = pos[b];
     bool writer = slice == 0u && c == (pnew < len ? pnew / span : 0u);
     if (p0 >= len && !writer && !(len == 0u && c == 0u)) return;  // uniform
+    // This invocation's first key items of the first tile's scores (rows
+    // SG_ID and SG_ID + SG_COUNT, item SG_LANE) and its first value item,
+    // loaded before the prologue, which they do not depend on (the new
+    // position's come from shared memory instead).
+    bool pre = p0 < len;
+    vec4 kp0 = vec4(0.0), kp1 = vec4(0.0), vp0 = vec4(0.0);
+    if (pre) {
+        uint nt0 = min(TILE, min(span, len - p0));
+        if (SG_ID < nt0 && SG_LANE < items) {
+            kp0 = load_k(kbase + SG_ID * dim, SG_LANE);
+            kp1 = load_k(kbase + min(SG_ID + SG_COUNT, nt0 - 1u) * dim, SG_LANE);
+        }
+        if (r < subsets && r < nt0) vp0 = load_v(kbase + r * dim, d);
+    }
     qk_prologue(b, kvh, head0, ng, writer, t);
 #endif
 #ifdef FUSED
@@ -333,12 +378,9 @@ void main() {
         hs[t] = 0.0;
     }
     barrier();
-    uint kbase = ((b * kv_heads + kvh) * max_seq + p0) * dim;
-    uint w = vec != 0u ? 4u : 1u;  // elements per item
-    uint items = dim / w;
-    // V: position subset r of `subsets`, item d.
-    uint subsets = LOCAL / items;
-    uint r = t / items, d = t - (t / items) * items;
+#ifndef QK
+    ATTN_GEOMETRY
+#endif
     vec4 acc[GROUP];
     [[unroll]] for (uint g = 0u; g < GROUP; ++g) acc[g] = vec4(0.0);
     uint cur = 0u;  // parity of the running max and sum being read
@@ -363,8 +405,17 @@ void main() {
             uint pa = p0 + tp + p, pa2 = p0 + tp + min(p2, nt - 1u);
 #endif
             for (uint e = SG_LANE; e < items; e += SG_LANES) {
-                vec4 kv = KEY(row, pa, e);
-                vec4 kv2 = KEY(row2, pa2, e);
+                vec4 kv, kv2;
+#ifdef QK
+                if (pre && tp == 0u && p == SG_ID && e == SG_LANE) {
+                    kv = pa == pnew ? new_item(true, e) : kp0;
+                    kv2 = pa2 == pnew ? new_item(true, e) : kp1;
+                } else
+#endif
+                {
+                    kv = KEY(row, pa, e);
+                    kv2 = KEY(row2, pa2, e);
+                }
                 [[unroll]] for (uint g = 0u; g < GROUP; ++g) {
                     if (g < ng) {
                         vec4 qg = query(g, e);
@@ -415,7 +466,13 @@ void main() {
                 if (g < ng) acc[g] *= ha[g];
             }
             for (uint p = r; p < nt; p += subsets) {
-                vec4 x = VALUE(tbase + p * dim, p0 + tp + p, d);
+                vec4 x;
+#ifdef QK
+                if (pre && tp == 0u && p == r)
+                    x = p0 + p == pnew ? new_item(false, d) : vp0;
+                else
+#endif
+                    x = VALUE(tbase + p * dim, p0 + tp + p, d);
                 [[unroll]] for (uint g = 0u; g < GROUP; ++g) {
                     if (g < ng) acc[g] += sc[g * TILE + p] * x;
                 }
