@@ -139,6 +139,10 @@ layout(push_constant) uniform P {
 };
 
 #define TILE 64u
+// Key rows a subgroup's scores and values an invocation's V step load
+// together.
+#define SROWS 4u
+#define VROWS 4u
 #define MAX_GROUP 16u
 // The query heads one workgroup takes, as the plan gives them (`group`,
 // at most MAX_GROUP): sizes the per-head registers, so that a small group
@@ -388,49 +392,48 @@ void main() {
         uint nt = min(TILE, np - tp);
         uint tbase = kbase + tp * dim;
         // Scores: a subgroup per position, its lanes over the row's items;
-        // positions p and p2 = p + SG_COUNT together, so that both rows'
-        // loads are in flight at once (p2 past the tile reads the tile's
-        // last row and is dropped).
-        for (uint p = SG_ID; p < nt; p += 2u * SG_COUNT) {
-            uint p2 = p + SG_COUNT;
-            float pd[GROUP];
-            float pd2[GROUP];
-            [[unroll]] for (uint g = 0u; g < GROUP; ++g) {
-                pd[g] = 0.0;
-                pd2[g] = 0.0;
-            }
-            uint row = tbase + p * dim;
-            uint row2 = tbase + min(p2, nt - 1u) * dim;
+        // positions p + j·SG_COUNT (j < SROWS) together, so that all their
+        // rows' loads are in flight at once (one past the tile reads the
+        // tile's last row and is dropped).
+        for (uint p = SG_ID; p < nt; p += SROWS * SG_COUNT) {
+            float pd[SROWS][GROUP];
+            uint rowj[SROWS];
 #ifdef QK
-            uint pa = p0 + tp + p, pa2 = p0 + tp + min(p2, nt - 1u);
+            uint paj[SROWS];
 #endif
+            [[unroll]] for (uint j = 0u; j < SROWS; ++j) {
+                uint pj = min(p + j * SG_COUNT, nt - 1u);
+                rowj[j] = tbase + pj * dim;
+#ifdef QK
+                paj[j] = p0 + tp + pj;
+#endif
+                [[unroll]] for (uint g = 0u; g < GROUP; ++g) pd[j][g] = 0.0;
+            }
             for (uint e = SG_LANE; e < items; e += SG_LANES) {
-                vec4 kv, kv2;
+                vec4 kv[SROWS];
 #ifdef QK
                 if (pre && tp == 0u && p == SG_ID && e == SG_LANE) {
-                    kv = pa == pnew ? new_item(true, e) : kp0;
-                    kv2 = pa2 == pnew ? new_item(true, e) : kp1;
+                    kv[0] = paj[0] == pnew ? new_item(true, e) : kp0;
+                    kv[1] = paj[1] == pnew ? new_item(true, e) : kp1;
+                    [[unroll]] for (uint j = 2u; j < SROWS; ++j) kv[j] = KEY(rowj[j], paj[j], e);
                 } else
 #endif
                 {
-                    kv = KEY(row, pa, e);
-                    kv2 = KEY(row2, pa2, e);
+                    [[unroll]] for (uint j = 0u; j < SROWS; ++j) kv[j] = KEY(rowj[j], paj[j], e);
                 }
                 [[unroll]] for (uint g = 0u; g < GROUP; ++g) {
                     if (g < ng) {
                         vec4 qg = query(g, e);
-                        pd[g] += dot(qg, kv);
-                        pd2[g] += dot(qg, kv2);
+                        [[unroll]] for (uint j = 0u; j < SROWS; ++j) pd[j][g] += dot(qg, kv[j]);
                     }
                 }
             }
             [[unroll]] for (uint g = 0u; g < GROUP; ++g) {
                 if (g < ng) {
-                    float s = SG_SUM(pd[g]);
-                    float s2 = SG_SUM(pd2[g]);
-                    if (SG_LANE == 0u) {
-                        sc[g * TILE + p] = s * scale;
-                        if (p2 < nt) sc[g * TILE + p2] = s2 * scale;
+                    [[unroll]] for (uint j = 0u; j < SROWS; ++j) {
+                        float sj = SG_SUM(pd[j][g]);
+                        uint pj = p + j * SG_COUNT;
+                        if (SG_LANE == 0u && pj < nt) sc[g * TILE + pj] = sj * scale;
                     }
                 }
             }
@@ -465,16 +468,26 @@ void main() {
             [[unroll]] for (uint g = 0u; g < GROUP; ++g) {
                 if (g < ng) acc[g] *= ha[g];
             }
-            for (uint p = r; p < nt; p += subsets) {
-                vec4 x;
+            // VROWS positions' values loaded before they are added (in
+            // position order, as one at a time would).
+            for (uint p = r; p < nt; p += VROWS * subsets) {
+                vec4 x[VROWS];
+                [[unroll]] for (uint j = 0u; j < VROWS; ++j) {
+                    uint pj = p + j * subsets;
 #ifdef QK
-                if (pre && tp == 0u && p == r)
-                    x = p0 + p == pnew ? new_item(false, d) : vp0;
-                else
+                    if (j == 0u && pre && tp == 0u && p == r)
+                        x[j] = p0 + pj == pnew ? new_item(false, d) : vp0;
+                    else
 #endif
-                    x = VALUE(tbase + p * dim, p0 + tp + p, d);
-                [[unroll]] for (uint g = 0u; g < GROUP; ++g) {
-                    if (g < ng) acc[g] += sc[g * TILE + p] * x;
+                        x[j] = pj < nt ? VALUE(tbase + pj * dim, p0 + tp + pj, d) : vec4(0.0);
+                }
+                [[unroll]] for (uint j = 0u; j < VROWS; ++j) {
+                    uint pj = p + j * subsets;
+                    if (pj < nt) {
+                        [[unroll]] for (uint g = 0u; g < GROUP; ++g) {
+                            if (g < ng) acc[g] += sc[g * TILE + pj] * x[j];
+                        }
+                    }
                 }
             }
         }
