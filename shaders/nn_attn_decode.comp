@@ -139,8 +139,11 @@ layout(push_constant) uniform P {
 };
 
 #define TILE 64u
-// Key rows a subgroup's scores and values an invocation's V step load
-// together.
+// Key rows a subgroup's scores step loads together: SROWS where the
+// workgroup takes 4 or more query heads, else 2 (H100, Qwen3-4B decode:
+// 4 rows took the step after 4000 positions (4 heads per workgroup) from
+// 6.91 to 6.68 ms but after 600 (1 head) from 4.24 to 4.73); values an
+// invocation's V step loads together: VROWS.
 #define SROWS 4u
 #define VROWS 4u
 #define MAX_GROUP 16u
@@ -148,6 +151,8 @@ layout(push_constant) uniform P {
 // at most MAX_GROUP): sizes the per-head registers, so that a small group
 // holds few.
 layout(constant_id = 0) const uint GROUP = MAX_GROUP;
+// The key rows a scores step loads (see SROWS).
+const uint SROWS_USED = GROUP >= 4u ? SROWS : 2u;
 #define MAX_QS 2048u  // group * dim
 // Chunks whose partials the merge loads before adding them.
 #define MERGE_LOADS 8u
@@ -395,7 +400,7 @@ void main() {
         // positions p + j·SG_COUNT (j < SROWS) together, so that all their
         // rows' loads are in flight at once (one past the tile reads the
         // tile's last row and is dropped).
-        for (uint p = SG_ID; p < nt; p += SROWS * SG_COUNT) {
+        for (uint p = SG_ID; p < nt; p += SROWS_USED * SG_COUNT) {
             float pd[SROWS][GROUP];
             uint rowj[SROWS];
 #ifdef QK
@@ -415,11 +420,13 @@ void main() {
                 if (pre && tp == 0u && p == SG_ID && e == SG_LANE) {
                     kv[0] = paj[0] == pnew ? new_item(true, e) : kp0;
                     kv[1] = paj[1] == pnew ? new_item(true, e) : kp1;
-                    [[unroll]] for (uint j = 2u; j < SROWS; ++j) kv[j] = KEY(rowj[j], paj[j], e);
+                    [[unroll]] for (uint j = 2u; j < SROWS; ++j)
+                        kv[j] = j < SROWS_USED ? KEY(rowj[j], paj[j], e) : vec4(0.0);
                 } else
 #endif
                 {
-                    [[unroll]] for (uint j = 0u; j < SROWS; ++j) kv[j] = KEY(rowj[j], paj[j], e);
+                    [[unroll]] for (uint j = 0u; j < SROWS; ++j)
+                        kv[j] = j < SROWS_USED ? KEY(rowj[j], paj[j], e) : vec4(0.0);
                 }
                 [[unroll]] for (uint g = 0u; g < GROUP; ++g) {
                     if (g < ng) {
@@ -431,6 +438,7 @@ void main() {
             [[unroll]] for (uint g = 0u; g < GROUP; ++g) {
                 if (g < ng) {
                     [[unroll]] for (uint j = 0u; j < SROWS; ++j) {
+                        if (j >= SROWS_USED) continue;
                         float sj = SG_SUM(pd[j][g]);
                         uint pj = p + j * SG_COUNT;
                         if (SG_LANE == 0u && pj < nt) sc[g * TILE + pj] = sj * scale;
