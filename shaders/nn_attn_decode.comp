@@ -64,7 +64,9 @@
 // value come from shared memory in the tile loop, never from the cache;
 // one workgroup per (sequence, kv head) (head slice 0, the chunk holding
 // the position, else chunk 0) writes them to the caches at pos[b], or,
-// past max_seq, adds 1 to flag[0] and writes nothing.
+// past max_seq, adds 1 to flag[0] and writes nothing. The prologue's
+// inputs are loaded together, and each invocation's first key and value
+// items of the first tile before the prologue (they do not depend on it).
 // variant: nn_attn_decode1_qk FUSED=1 QK=1
 // variant: nn_attn_decode1_qk_f16 FUSED=1 QK=1 DTYPE_F16=1
 // variant: nn_attn_decode1_qk_bf16 FUSED=1 QK=1 DTYPE_BF16=1
