@@ -105,29 +105,35 @@ fn main() -> Result<()> {
     }
     batch.submit()?;
 
-    // The kernels those plans name, then every skinny linear kernel.
-    let mut names: Vec<&str> = Vec::new();
-    let sgemm = SgemmTile::ALL
-        .iter()
-        .flat_map(|t| [t.kernel_name(true), t.kernel_name(false)]);
-    let fixed = f32_tiles.iter().map(TileConfig::fixed_kernel);
-    let coop_names = coop.iter().flat_map(|t| [t.fixed_kernel(), t.khr_kernel()]);
-    let cm2 = Cm2Tile::ALL.iter().map(Cm2Tile::kernel_name);
-    for name in sgemm.chain(fixed).chain(coop_names).chain(cm2).flatten() {
-        names.push(name);
-    }
-    names.extend(["matmul_f32_vec4", "matmul_f32"]);
-    names.extend(
-        ops::builtin_names()
-            .into_iter()
-            .filter(|n| n.starts_with("linear_")),
-    );
-    if let Some(p) = &only {
-        names = ops::builtin_names()
+    // The kernels those plans name, then every skinny linear kernel (with
+    // `--only`, the built-ins it names).
+    let mut names: Vec<&str> = match &only {
+        Some(p) => ops::builtin_names()
             .into_iter()
             .filter(|n| n.starts_with(p.as_str()))
-            .collect();
-    }
+            .collect(),
+        None => {
+            let sgemm = SgemmTile::ALL
+                .iter()
+                .flat_map(|t| [t.kernel_name(true), t.kernel_name(false)]);
+            let fixed = f32_tiles.iter().map(TileConfig::fixed_kernel);
+            let coop_names = coop.iter().flat_map(|t| [t.fixed_kernel(), t.khr_kernel()]);
+            let cm2 = Cm2Tile::ALL.iter().map(Cm2Tile::kernel_name);
+            let mut names: Vec<&str> = sgemm
+                .chain(fixed)
+                .chain(coop_names)
+                .chain(cm2)
+                .flatten()
+                .collect();
+            names.extend(["matmul_f32_vec4", "matmul_f32"]);
+            names.extend(
+                ops::builtin_names()
+                    .into_iter()
+                    .filter(|n| n.starts_with("linear_")),
+            );
+            names
+        }
+    };
     let mut seen = std::collections::HashSet::new();
     names.retain(|n| seen.insert(*n));
 
