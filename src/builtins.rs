@@ -45,7 +45,9 @@ struct Registry<'a>(&'a BuiltinStore);
 /// read [`F16`](crate::element::F16) and [`Bf16`](crate::element::Bf16)
 /// weights as `uvec4` and `uint16_t` words, and so do the bf16-weight
 /// matmuls and the workgroup-scope linear kernels (`matmul_cm2_decode.comp`,
-/// `matmul_bf16w_batched.comp`), their f16 operands as `float16_t`.
+/// `matmul_bf16w_batched.comp`), their f16 operands as `float16_t`, and the
+/// tensor-core streaming linear kernels (`linear_tc_stream.comp`) read
+/// weights as `float16_t` or `uint16_t` words.
 fn reads_raw_words(name: &str) -> bool {
     matches!(
         name,
@@ -57,6 +59,7 @@ fn reads_raw_words(name: &str) -> bool {
         || name.starts_with("linear_f16")
         || name.starts_with("linear_bf16")
         || name.starts_with("linear_cm2")
+        || name.starts_with("linear_tc_")
         || name.starts_with("matmul_bf16w")
         || name == "matmul_cm2_decode"
         || is_bf16_words(name)
@@ -323,6 +326,7 @@ mod tests {
             let cm2 = name.starts_with("matmul_f16_cm2")
                 || name.starts_with("matmul_bf16w_cm2")
                 || name.starts_with("linear_cm2")
+                || name.starts_with("linear_tc_")
                 || *name == "matmul_cm2_decode";
             if !(name.starts_with("matmul_f16_khr") || cm2) {
                 continue;

@@ -16,8 +16,9 @@
 //! bound (see tests/ops_linear.rs): δ = 1.01·((3K/2 + 8)·u·(1 + u_w) +
 //! u_w)·Σ|x̂||w|, x̂ the normalised row; the residual add rounds once more
 //! and SiLU·mul propagates δ as in tests/ops_linear.rs. Where the chosen
-//! plan is the tensor-core kernel (16-bit weights past 16 rows on coopmat2
-//! adapters), which rounds x̂ to f16, δ gains 2⁻¹⁰·(1 + u_w)·Σ|x̂||w|.
+//! plan is a tensor-core kernel (16-bit weights: past 16 rows on coopmat2
+//! adapters, from 2 rows where the streaming kernel applies), which rounds
+//! x̂ to f16, δ gains 2⁻¹⁰·(1 + u_w)·Σ|x̂||w|.
 
 mod common;
 
@@ -134,7 +135,7 @@ impl Case {
 struct Recorded {
     y: Buffer<f32>,
     what: String,
-    /// The plan that ran is the tensor-core kernel's (x̂ rounded to f16).
+    /// The plan that ran is a tensor-core kernel's (x̂ rounded to f16).
     x16: bool,
     /// Inputs the batch reads (kept until it completes).
     _keep: Vec<Buffer<f32>>,
@@ -183,7 +184,7 @@ fn record(gpu: &Device, b: &mut Batch, c: &Case, gw: &GpuW, plan: Option<LinearP
     Recorded {
         what: format!("m={m} k={k} n={n} {:?} plan {plan:?}", c.epi),
         y,
-        x16: ran.rows_per_pass == ops::LINEAR_TENSOR_TILES,
+        x16: [ops::LINEAR_TENSOR_TILES, ops::LINEAR_TENSOR_STREAM].contains(&ran.rows_per_pass),
         _keep: vec![gx, gg, gr],
     }
 }

@@ -5,12 +5,7 @@
 //! Skipped, with the reason, on adapters without the kernel (lavapipe),
 //! where a forced tensor-core plan must be a typed error instead.
 //!
-//! Error bound, per output: the kernel rounds each x to f16 (relative
-//! 2⁻¹¹, 2⁻¹⁰ allowed for either rounding mode), widens each stored weight
-//! to f16 exactly (the weights here lie inside f16's normal range) and sums
-//! K products in f32: δ = (2⁻¹⁰ + 2·K·2⁻²⁴)·Σ|x||w|. The residual add
-//! rounds once more (2⁻²⁴·|y|); SiLU·mul as in ops_linear:
-//! 1.1·δ_g·(|v| + δ_v) + |silu(g)|·δ_v + 8·2⁻²⁴·|y|.
+//! The error bound is `linear_support::tensor`'s.
 
 mod common;
 
@@ -18,82 +13,8 @@ use vkcompute::ops::{self, DType, Epilogue, LinearPlan, MatmulCaps, LINEAR_TENSO
 use vkcompute::{Buffer, Error};
 
 mod linear_support;
+use linear_support::tensor::{check, stored};
 use linear_support::{upload_w, Dt, Epi, GpuW};
-
-/// The stored weights' values (f16 or bf16 rounding of `w`).
-fn stored(dt: Dt, w: &[f32]) -> Vec<f32> {
-    match dt {
-        Dt::F16 => w.iter().map(|&v| ops::F16::from_f32(v).to_f32()).collect(),
-        Dt::Bf16 => w.iter().map(|&v| ops::Bf16::from_f32(v).to_f32()).collect(),
-        Dt::F32 => w.to_vec(),
-    }
-}
-
-fn dot(x: &[f32], w: &[f32]) -> (f64, f64) {
-    x.iter().zip(w).fold((0.0, 0.0), |(s, a), (&p, &q)| {
-        let t = f64::from(p) * f64::from(q);
-        (s + t, a + t.abs())
-    })
-}
-
-/// Checks `got` ([m, outs]) against the reference; panics with the worst.
-#[allow(clippy::too_many_arguments)]
-fn check(
-    what: &str,
-    x: &[f32],
-    w: &[f32],
-    r: &[f32],
-    (m, k, n): (usize, usize, usize),
-    epi: Epi,
-    got: &[f32],
-) {
-    let u = f64::powi(2.0, -24);
-    let delta = |abs: f64| (f64::powi(2.0, -10) + 2.0 * k as f64 * u) * abs;
-    let outs = if epi == Epi::SiluMul { n / 2 } else { n };
-    assert_eq!(got.len(), m * outs, "{what}");
-    let mut worst = (0.0f64, 0usize, 0.0f64);
-    for i in 0..m {
-        let xr = &x[i * k..(i + 1) * k];
-        let row = |j: usize| &w[j * k..(j + 1) * k];
-        for j in 0..outs {
-            let (want, bound) = match epi {
-                Epi::None => {
-                    let (s, a) = dot(xr, row(j));
-                    (s, delta(a))
-                }
-                Epi::Residual | Epi::ResidualInPlace => {
-                    let (s, a) = dot(xr, row(j));
-                    let y = s + f64::from(r[i * outs + j]);
-                    (y, delta(a) + u * y.abs())
-                }
-                Epi::SiluMul => {
-                    let (g, ga) = dot(xr, row(j));
-                    let (v, va) = dot(xr, row(outs + j));
-                    let (dg, dv) = (delta(ga), delta(va));
-                    let s = g / (1.0 + (-g).exp());
-                    let y = s * v;
-                    (
-                        y,
-                        1.1 * dg * (v.abs() + dv) + s.abs() * dv + 8.0 * u * y.abs(),
-                    )
-                }
-            };
-            let idx = i * outs + j;
-            let ratio = (f64::from(got[idx]) - want).abs() / (bound + 1e-30);
-            if ratio > worst.0 || ratio.is_nan() {
-                worst = (ratio, idx, want);
-            }
-        }
-    }
-    let (ratio, idx, want) = worst;
-    assert!(
-        ratio <= 1.0,
-        "{what}: y[{}][{}] = {} but f64 says {want} (error {ratio:.3}× the bound)",
-        idx / outs,
-        idx % outs,
-        got[idx]
-    );
-}
 
 #[test]
 fn tensor_core_linear_matches_the_reference() {
@@ -132,7 +53,17 @@ fn tensor_core_linear_matches_the_reference() {
                     let gw = upload_w(&gpu, dt, &w);
                     let (mu, ku, nu) = (m as u32, k as u32, n as u32);
                     let chosen = ops::choose_linear(mu, ku, nu, dtype, epi == Epi::SiluMul, &caps);
-                    assert_eq!(chosen.rows_per_pass, LINEAR_TENSOR_TILES, "m = {m}");
+                    // Up to 64 rows, where K is whole slices of 64 and the
+                    // outputs pieces of 16, the adapter's Khronos shape may
+                    // take the layer first (the streaming kernel).
+                    let streams =
+                        ops::matmul::stream_chosen(mu, ku, nu, dtype, epi == Epi::SiluMul, &caps);
+                    let want = if streams {
+                        ops::LINEAR_TENSOR_STREAM
+                    } else {
+                        LINEAR_TENSOR_TILES
+                    };
+                    assert_eq!(chosen.rows_per_pass, want, "m = {m}");
                     let forced = LinearPlan {
                         rows_per_pass: LINEAR_TENSOR_TILES,
                         splits: 3,

@@ -2,8 +2,8 @@
 //! fused in as its prologue, `ops::linear_normed`), or on the prefill's
 //! f16 path the f16 product of `prefill16.rs`. Off that path every product
 //! keeps f32 activations: the plan is `ops::choose_linear`'s with the
-//! tensor-core route left out ([`exact_caps`]), which past 16 rows would
-//! round x to f16.
+//! tensor-core routes left out ([`exact_caps`]), which would round x to
+//! f16.
 
 use vkcompute::ops::nn;
 use vkcompute::ops::{self, Epilogue, MatmulCaps};
@@ -109,8 +109,10 @@ impl Model {
     }
 }
 
-/// The adapter's matmul capabilities without the tensor-core route of
+/// The adapter's matmul capabilities without the tensor-core routes of
 /// `ops::linear` (f32 activations throughout).
 fn exact_caps(m: &Model) -> MatmulCaps {
-    MatmulCaps::of(m.gpu.info()).with_coopmat2_decode(false)
+    MatmulCaps::of(m.gpu.info())
+        .with_coopmat2_decode(false)
+        .with_coopmat_khr_f16(false)
 }

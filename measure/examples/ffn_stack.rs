@@ -25,7 +25,8 @@
 //! with a CPU f64 reference using the same (stored) weights; the largest
 //! error relative to the output's largest magnitude must stay under 1e-4
 //! (1e-3 where the layers run on the tensor cores, which round the
-//! activations to f16: bf16 weights past 16 tokens on coopmat2 adapters).
+//! activations to f16: the plans [`ops::LINEAR_TENSOR_TILES`] and
+//! [`ops::LINEAR_TENSOR_STREAM`]).
 //!
 //! ```text
 //! cargo run --release -p vkcompute-measure --example ffn_stack -- [--hidden 2560] [--inter 9728]
@@ -48,7 +49,9 @@
 //! kernel's plan for them), 4294967295 ([`ops::LINEAR_TENSOR_TILES`]) the
 //! tensor-core kernel the plan picks there for bf16 weights on coopmat2
 //! adapters (forced at fewer rows, with that route's own split count
-//! unless `--splits` says one).
+//! unless `--splits` says one), 4294967294 ([`ops::LINEAR_TENSOR_STREAM`])
+//! the tensor-core streaming kernel (16-bit weights, up to 32 tokens; its
+//! own split count unless `--splits` says one).
 
 use vkcompute_measure::bandwidth;
 use vkcompute_measure::cuda_ref;
@@ -161,10 +164,14 @@ impl Weight {
         let auto = ops::choose_linear(m, k, n, dtype, silu, &caps);
         let rows_per_pass = force.0.unwrap_or(auto.rows_per_pass);
         // A forced tensor-core plan takes that route's own split count.
-        let auto_splits = if rows_per_pass == ops::LINEAR_TENSOR_TILES && force.0.is_some() {
-            ops::matmul::tensor_splits(m, k, n, silu, &caps)
-        } else {
-            auto.splits
+        let auto_splits = match rows_per_pass {
+            ops::LINEAR_TENSOR_TILES if force.0.is_some() => {
+                ops::matmul::tensor_splits(m, k, n, silu, &caps)
+            }
+            ops::LINEAR_TENSOR_STREAM if force.0.is_some() => {
+                ops::matmul::stream_splits(m, k, n, silu, &caps)
+            }
+            _ => auto.splits,
         };
         let plan = LinearPlan {
             rows_per_pass,
@@ -414,11 +421,13 @@ fn main() -> Result<()> {
                     .map(|(&g, &w)| (f64::from(g) - w).abs())
                     .fold(0.0f64, f64::max)
                     / scale;
-                let f16_acts = bf16
-                    && force.0.map_or_else(
-                        || ops::matmul::tensor_applies(t, ops::DType::Bf16, &MatmulCaps::of(info)),
-                        |r| r == ops::LINEAR_TENSOR_TILES,
-                    );
+                let caps = MatmulCaps::of(info);
+                let rows = force.0.unwrap_or_else(|| {
+                    ops::choose_linear(t, hu as u32, 2 * iu as u32, ops::DType::Bf16, true, &caps)
+                        .rows_per_pass
+                });
+                let f16_acts =
+                    bf16 && [ops::LINEAR_TENSOR_TILES, ops::LINEAR_TENSOR_STREAM].contains(&rows);
                 let tol = if f16_acts { 1e-3 } else { 1e-4 };
                 assert!(
                     err < tol,

@@ -1,7 +1,9 @@
-//! Helpers shared by the skinny linear tests (`ops_linear`,
-//! `ops_linear_normed`): the stored weight types, the epilogues tested and
+//! Helpers shared by the linear tests (`ops_linear`, `ops_linear_normed`,
+//! `ops_linear_tensor`, `ops_linear_stream`): the stored weight types, the epilogues tested and
 //! weights uploaded in any stored type.
 #![allow(dead_code)]
+
+pub mod tensor;
 
 use vkcompute::ops::{Bf16, F16};
 use vkcompute::{Buffer, Device};

@@ -138,7 +138,9 @@ pub struct LinearPlan {
     /// (`shaders/linear_tiled.glsl`) with tiles of that many rows, all
     /// rows in one pass (32 takes at most 32 rows); or
     /// [`LINEAR_TENSOR_TILES`]: the tensor-core kernel (16-bit weights,
-    /// coopmat2 adapters), any number of rows, with `splits` K layers.
+    /// coopmat2 adapters), any number of rows, with `splits` K layers; or
+    /// [`LINEAR_TENSOR_STREAM`]: the tensor-core streaming kernel (16-bit
+    /// weights, up to 64 rows, Khronos cooperative matrices).
     pub rows_per_pass: u32,
     /// K slices (1 to [`LINEAR_MAX_SPLITS`]); above 1, each slice writes
     /// partial sums to a scratch buffer and a second pass adds them.
@@ -148,7 +150,10 @@ pub struct LinearPlan {
 impl LinearPlan {
     /// Whether the kernels have this plan.
     pub fn is_valid(&self) -> bool {
-        [1, 2, 4, 8, 16, 32, LINEAR_TILED_ROWS, LINEAR_TENSOR_TILES].contains(&self.rows_per_pass)
+        [1, 2, 4, 8, 16, 32, LINEAR_TILED_ROWS]
+            .into_iter()
+            .chain([LINEAR_TENSOR_TILES, LINEAR_TENSOR_STREAM])
+            .any(|r| r == self.rows_per_pass)
             && (1..=LINEAR_MAX_SPLITS).contains(&self.splits)
     }
 }
@@ -314,6 +319,11 @@ fn tiled_launch(k: u32, n: u32, silu: bool, splits: u32) -> (u32, u32) {
 /// Picks the plan for `y[m×·] = x[m×k]·Wᵀ` with W `[n, k]` of `dtype`
 /// (`silu`: a merged gate|up weight, [`Epilogue::SiluMul`]):
 ///
+/// - 5 to 32 rows with f16 or bf16 weights where the adapter has the
+///   Khronos cooperative matrices and the layer's K and outputs are whole
+///   steps and pieces ([`tc_stream::stream_chosen`]): the tensor-core
+///   streaming kernel, [`LINEAR_TENSOR_STREAM`], with
+///   [`tc_stream::stream_splits`]' K layers (x rounded to f16).
 /// - Past 16 rows with f16 or bf16 weights where the adapter has the
 ///   tensor-core kernel ([`cm2::tensor_applies`]): [`LINEAR_TENSOR_TILES`]
 ///   with [`cm2::tensor_splits`]' K layers.
@@ -347,6 +357,9 @@ pub fn choose_linear(
     silu: bool,
     caps: &MatmulCaps,
 ) -> LinearPlan {
+    if tc_stream::stream_chosen(m, k, n, dtype, silu, caps) {
+        return tc_stream::plan(m, k, n, silu, caps);
+    }
     if cm2::tensor_applies(m, dtype, caps) {
         return cm2::plan(m, k, n, silu, caps);
     }
@@ -464,6 +477,9 @@ fn record(
     let limit = info.max_workgroup_count;
     if plan.rows_per_pass == LINEAR_TENSOR_TILES {
         return cm2::record(batch, x, w, y, (m, k, n), epilogue, plan.splits);
+    }
+    if plan.rows_per_pass == LINEAR_TENSOR_STREAM {
+        return tc_stream::record(batch, x, w, y, (m, k, n), epilogue, plan.splits);
     }
     if plan.rows_per_pass >= 32 {
         return tiled(batch, x, w, y, (m, k, n), epilogue, plan);
@@ -681,8 +697,8 @@ fn check(
 ) -> Result<()> {
     if !plan.is_valid() {
         return Err(shape(format!(
-            "plan {plan:?}: rows per pass must be 1, 2, 4, 8, 16, 32, \
-             {LINEAR_TILED_ROWS} or LINEAR_TENSOR_TILES and splits 1 to {LINEAR_MAX_SPLITS}"
+            "plan {plan:?}: rows per pass must be 1, 2, 4, 8, 16, 32, {LINEAR_TILED_ROWS}, \
+             LINEAR_TENSOR_TILES or LINEAR_TENSOR_STREAM and splits 1 to {LINEAR_MAX_SPLITS}"
         )));
     }
     if m == 0 || k == 0 || n == 0 {
@@ -762,6 +778,10 @@ fn check(
     if tensor {
         cm2::check_adapter(&MatmulCaps::of(info), w.dtype(), &info.name)?;
     }
+    if plan.rows_per_pass == LINEAR_TENSOR_STREAM {
+        let caps = MatmulCaps::of(info);
+        tc_stream::check(&caps, (m, k, n), w.dtype(), silu, plan.splits, &info.name)?;
+    }
     if !info.subgroup_arithmetic {
         return Err(Error::Unsupported {
             what: "skinny linear layers (subgroup arithmetic)",
@@ -783,6 +803,11 @@ mod cm2;
 pub use cm2::{tensor_applies, tensor_splits, tensor_tile, TensorTile, LINEAR_TENSOR_TILES};
 mod normed;
 use normed::Norm;
+mod tc_stream;
+pub use tc_stream::{
+    stream_applies, stream_chosen, stream_rows, stream_span, stream_splits, LINEAR_TENSOR_STREAM,
+    STREAM_MAX_ROWS, STREAM_MIN_ROWS,
+};
 mod sg32;
 pub use normed::{linear_normed, linear_normed_with_plan, NORM_FUSED_MAX_ROWS};
 use sg32::narrow_max_rows;

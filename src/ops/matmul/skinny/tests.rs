@@ -1,6 +1,9 @@
 use super::sg32::uses_sg32;
 use super::*;
 
+/// An H100 without the Khronos cooperative matrices: the rules of the
+/// skinny, tiled and coopmat2 kernels (with them, 5 to 32 rows of 16-bit
+/// weights stream on the tensor cores: the last test).
 fn h100() -> MatmulCaps {
     MatmulCaps {
         subgroup_size: 32,
@@ -8,7 +11,7 @@ fn h100() -> MatmulCaps {
         max_workgroup_invocations: 1024,
         compute_units: 132,
         coopmat_f16: true,
-        coopmat_khr_f16: true,
+        coopmat_khr_f16: false,
         coopmat2_granularity: None,
         coopmat2_max_dimension: 0,
         coopmat2_decode: false,
@@ -375,4 +378,41 @@ fn past_16_rows_16_bit_weights_take_the_tensor_cores_where_they_exist() {
             splits: 6
         }
     );
+}
+
+#[test]
+fn five_to_32_rows_of_16_bit_weights_stream_on_the_tensor_cores() {
+    let khr = h100().with_coopmat_khr_f16(true);
+    let cm2 = khr
+        .with_coopmat2(Some([16, 16, 16]), 256)
+        .with_coopmat2_decode(true);
+    for c in [khr, cm2] {
+        for d in [DType::F16, DType::Bf16] {
+            for m in [5, 16, 17, 32] {
+                let p = choose_linear(m, 2560, 19456, d, true, &c);
+                assert_eq!(p.rows_per_pass, LINEAR_TENSOR_STREAM, "{d:?} m = {m}");
+                assert_eq!(p.splits, if m <= 16 { 3 } else { 7 });
+                assert!(p.is_valid());
+                let down = choose_linear(m, 9728, 2560, d, false, &c);
+                assert_eq!(down.rows_per_pass, LINEAR_TENSOR_STREAM, "{d:?} m = {m}");
+                assert_eq!(down.splits, if m <= 16 { 14 } else { 26 });
+            }
+            // Up to 4 rows the skinny kernels stay (exact x); f32 weights,
+            // K not in whole steps and past 32 rows do not stream.
+            assert_eq!(choose_linear(1, 2560, 19456, d, true, &c).rows_per_pass, 1);
+            assert_eq!(choose_linear(4, 2560, 19456, d, true, &c).rows_per_pass, 4);
+            assert_ne!(
+                choose_linear(4, 2560 + 64, 2560, d, false, &c).rows_per_pass,
+                LINEAR_TENSOR_STREAM
+            );
+            assert_ne!(
+                choose_linear(33, 2560, 2560, d, false, &c).rows_per_pass,
+                LINEAR_TENSOR_STREAM
+            );
+        }
+        assert_eq!(
+            choose_linear(8, 2560, 2560, DType::F32, false, &c).rows_per_pass,
+            8
+        );
+    }
 }

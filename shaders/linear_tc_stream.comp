@@ -1,0 +1,299 @@
+#version 450
+// y = x·Wᵀ for a few rows of x (M ≤ 32) on subgroup-scope cooperative
+// matrices of the Khronos extension (16×16×16 f16 → f32), streaming W once:
+// the tensor-core form of the skinny linear kernels (ops::linear,
+// src/ops/matmul/skinny/tc_stream.rs).
+//
+// Operands: x is M×K f32 (binding 0), W is N×K row-major as nn.Linear
+// stores it (binding 1): f16, or bfloat16 with B_BF16, y is f32 (binding 2).
+// The product is computed transposed, yᵀ = W·xᵀ, so that W's rows are the
+// A operand as stored and x the B operand.
+//
+// A workgroup is 4 subgroups of 32 and covers one span of K (all of it, or
+// one split-K layer's). It first converts x's rows over that span to f16
+// into shared memory (zeros past M), one barrier; after that no subgroup
+// waits on another. Each subgroup owns 32 rows of W: rows n0 + 32·s .. + 31
+// (the plain and residual forms, 128 rows per workgroup), or with EPI_SILU
+// the gate rows o0 + 16·s .. + 15 and the matching up rows N/2 + o0 + 16·s
+// (64 outputs per workgroup). It streams them in steps of 16 rows × 128 of
+// K, the two groups of 16 rows alternating: 16 lanes read 256 contiguous
+// bytes of a row per load, two rows per instruction, 8 loads of 16 bytes
+// per lane and step, and the steps two ahead are in flight in two register
+// sets (the loop is written out in pairs). A step is converted to f16
+// (bf16 widened exactly: each bf16's bits shifted up 16 are the f32 it
+// stands for, rounded to f16 in pairs with packHalf2x16) into the
+// subgroup's own region of shared memory (rows skewed by 16 bytes) and
+// multiplied from there: 8 depths of one 16×16 piece of W against the
+// TILE_BM/16 pieces of xᵀ. Keeping every weight in f16's normal range
+// (6.1e-5 to 65504) exact (bf16's 8 significant bits fit f16's 11); larger
+// magnitudes become ±inf, smaller ones lose bits as f16 subnormals, as in
+// shaders/matmul_cm2_decode.comp. Accumulators: 2 × TILE_BM/16 pieces of
+// 16×16 f32 per subgroup, written out without arrays (NVIDIA's driver ran
+// arrays of cooperative matrices at a tenth of the rate of separate
+// values).
+//
+// Epilogue, through the subgroup's region of shared memory (the pieces are
+// yᵀ; the scratch turns them into rows of y with bounds tests):
+//   none          y = x·Wᵀ (and the split-K partials: see below)
+//   EPI_RESIDUAL  y = x·Wᵀ + R (binding 3, f32 M×N; R may be y's buffer:
+//                 each element is read by the invocation that writes it)
+//   EPI_SILU      W holds a merged gate|up weight of N = 2·I rows; y is M×I,
+//                 silu(gate)·up
+//
+// Needs K a multiple of 128 and each span at most XSPAN deep (896 for 16
+// rows of x, 384 for 32: x's span fills the shared memory left); the Rust
+// side also keeps the outputs (N, or N/2 with EPI_SILU) a multiple of 16.
+// M from 1 to TILE_BM. Push constants: M, K, N, two unused words (the
+// layout of matmul_cm2_decode.comp's linear forms), strideC and kslice.
+// Grid: (ceil(outputs / (128 or 64)), 1, layers). kslice 0: one layer over
+// all of K (K ≤ XSPAN), epilogue applied. kslice > 0 (a multiple of 128, at
+// most XSPAN): layer z computes the partial product over K in [z·kslice,
+// (z+1)·kslice) into y + z·strideC (plain form only; the split-K reduction
+// pass of the other kernels adds the layers and applies the epilogue).
+//
+// Compiled for Vulkan 1.3 by a glslang that knows GL_KHR_cooperative_matrix
+// (scripts/glslang_trixie.sh). Needs a 32-lane subgroup, shaderFloat16 and
+// 16-bit storage.
+//
+// target-env: vulkan1.3
+// variant: linear_tc_f16_m16 TILE_BM=16
+// variant: linear_tc_f16_m16_res TILE_BM=16 EPI_RESIDUAL=1
+// variant: linear_tc_f16_m16_silu TILE_BM=16 EPI_SILU=1
+// variant: linear_tc_f16_m32 TILE_BM=32
+// variant: linear_tc_f16_m32_res TILE_BM=32 EPI_RESIDUAL=1
+// variant: linear_tc_f16_m32_silu TILE_BM=32 EPI_SILU=1
+// variant: linear_tc_bf16_m16 TILE_BM=16 B_BF16=1
+// variant: linear_tc_bf16_m16_res TILE_BM=16 B_BF16=1 EPI_RESIDUAL=1
+// variant: linear_tc_bf16_m16_silu TILE_BM=16 B_BF16=1 EPI_SILU=1
+// variant: linear_tc_bf16_m32 TILE_BM=32 B_BF16=1
+// variant: linear_tc_bf16_m32_res TILE_BM=32 B_BF16=1 EPI_RESIDUAL=1
+// variant: linear_tc_bf16_m32_silu TILE_BM=32 B_BF16=1 EPI_SILU=1
+#extension GL_KHR_cooperative_matrix : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#extension GL_EXT_control_flow_attributes : enable
+#extension GL_KHR_shader_subgroup_basic : enable
+
+#ifndef TILE_BM
+#define TILE_BM 16
+#endif
+#if TILE_BM == 16
+#define XSPAN 896
+#elif TILE_BM == 32
+#define XSPAN 384
+#else
+#error "TILE_BM: 16 or 32"
+#endif
+const uint BM = TILE_BM;
+const uint SK = 128;                // depth of a step
+const uint ST = SK / 8 + 1;         // staged W row stride, 16-byte units (skew 1)
+const uint XST = XSPAN / 8 + 1;     // staged x row stride, 16-byte units (skew 1)
+const uint REGION = 16 * ST;        // a subgroup's staging region, 16-byte units
+
+layout(local_size_x = 128) in;
+
+layout(std430, set = 0, binding = 0) readonly buffer MatX { vec4 x4[]; };
+layout(std430, set = 0, binding = 1) readonly buffer MatW { uvec4 w[]; };
+layout(std430, set = 0, binding = 2) writeonly buffer MatY { float y[]; };
+#ifdef EPI_RESIDUAL
+layout(std430, set = 0, binding = 3) readonly buffer MatR { float r[]; };
+#endif
+layout(push_constant) uniform Shape {
+    uint M; uint K; uint N; uint unusedA; uint unusedB; uint strideC; uint kslice;
+};
+
+shared uvec4 Ws[4 * REGION];
+shared uvec4 Xs[BM * XST];
+
+#define ACC coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>
+#define FRAG_A coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA>
+#define FRAG_B coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB>
+#define ROW_MAJOR gl_CooperativeMatrixLayoutRowMajor
+#define COL_MAJOR gl_CooperativeMatrixLayoutColumnMajor
+
+#ifdef B_BF16
+// Two bf16 in a word as two f16 in a word.
+uint widen2(uint v) {
+    return packHalf2x16(vec2(uintBitsToFloat(v << 16), uintBitsToFloat(v & 0xffff0000u)));
+}
+uvec4 widen(uvec4 c) {
+    return uvec4(widen2(c.x), widen2(c.y), widen2(c.z), widen2(c.w));
+}
+#else
+uvec4 widen(uvec4 c) {
+    return c;
+}
+#endif
+
+// Chunk j (8 weights) of a step for this lane: row 2·j + lane / 16 of the
+// 16 from `first` (zeros where `live` says the row is past the outputs),
+// 16-byte piece lane % 16 from depth k.
+uvec4 load_w(uint j, uint first, uint live, uint k) {
+    const uint lane = gl_SubgroupInvocationID;
+    const uint row = 2 * j + lane / 16;
+    return row < live ? w[((first + row) * K + k) / 8 + lane % 16] : uvec4(0);
+}
+uint w_slot(uint j, uint sg) {
+    const uint lane = gl_SubgroupInvocationID;
+    return sg * REGION + (2 * j + lane / 16) * ST + lane % 16;
+}
+
+#define REGS(S) uvec4 S##0; uvec4 S##1; uvec4 S##2; uvec4 S##3; \
+                uvec4 S##4; uvec4 S##5; uvec4 S##6; uvec4 S##7;
+// Step (group g, depth k) into register set S; set S into the region.
+#define LOAD(S, g, k) { \
+    const uint f_ = g == 0 ? first0 : first1; \
+    const uint live = g == 0 ? live0 : live1; \
+    S##0 = load_w(0, f_, live, k); S##1 = load_w(1, f_, live, k); \
+    S##2 = load_w(2, f_, live, k); S##3 = load_w(3, f_, live, k); \
+    S##4 = load_w(4, f_, live, k); S##5 = load_w(5, f_, live, k); \
+    S##6 = load_w(6, f_, live, k); S##7 = load_w(7, f_, live, k); }
+#define STORE(S) { \
+    Ws[w_slot(0, sg)] = widen(S##0); Ws[w_slot(1, sg)] = widen(S##1); \
+    Ws[w_slot(2, sg)] = widen(S##2); Ws[w_slot(3, sg)] = widen(S##3); \
+    Ws[w_slot(4, sg)] = widen(S##4); Ws[w_slot(5, sg)] = widen(S##5); \
+    Ws[w_slot(6, sg)] = widen(S##6); Ws[w_slot(7, sg)] = widen(S##7); }
+
+// xᵀ piece f at span depth kk (a multiple of 16).
+#define X_PIECE(fb, f, kk) coopMatLoad(fb, Xs, (f) * 16 * XST + (kk) / 8, XST, COL_MAJOR)
+#define W_PIECE(fa, d) coopMatLoad(fa, Ws, sg * REGION + (d) * 2, ST, ROW_MAJOR)
+
+#if TILE_BM == 16
+#define ACC_DECL ACC c00 = ACC(0.0); ACC c10 = ACC(0.0);
+#define DEPTH(g, kk, d) { FRAG_A a; FRAG_B b0; W_PIECE(a, d); X_PIECE(b0, 0, kk + 16 * d); \
+    c##g##0 = coopMatMulAdd(a, b0, c##g##0); }
+#else
+#define ACC_DECL ACC c00 = ACC(0.0); ACC c10 = ACC(0.0); ACC c01 = ACC(0.0); ACC c11 = ACC(0.0);
+#define DEPTH(g, kk, d) { FRAG_A a; FRAG_B b0; FRAG_B b1; W_PIECE(a, d); \
+    X_PIECE(b0, 0, kk + 16 * d); X_PIECE(b1, 1, kk + 16 * d); \
+    c##g##0 = coopMatMulAdd(a, b0, c##g##0); c##g##1 = coopMatMulAdd(a, b1, c##g##1); }
+#endif
+// The staged step (group g) at span depth kk, 8 pieces deep.
+#define MULTIPLY(g, kk) { DEPTH(g, kk, 0) DEPTH(g, kk, 1) DEPTH(g, kk, 2) DEPTH(g, kk, 3) \
+    DEPTH(g, kk, 4) DEPTH(g, kk, 5) DEPTH(g, kk, 6) DEPTH(g, kk, 7) }
+
+// The epilogue's scratch: f32 value e of the subgroup's piece p (0 or 1).
+float scratch(uint sg, uint p, uint e) {
+    return uintBitsToFloat(Ws[sg * REGION + p * 64 + e / 4][e % 4]);
+}
+
+// Writes piece (output rows row.., rows 16·f.. of x) of yᵀ from the
+// subgroup's scratch (and the up piece's, with EPI_SILU) into y, with the
+// epilogue.
+void finish(uint sg, uint row, uint f, uint outs, uint oc, bool partial) {
+    subgroupBarrier();
+    for (uint e = gl_SubgroupInvocationID; e < 256; e += gl_SubgroupSize) {
+        const uint n = row + e % 16;
+        const uint m = 16 * f + e / 16;
+        if (m >= M || n >= outs) {
+            continue;
+        }
+        float v = scratch(sg, 0, e);
+        const uint at = m * outs + n;
+#ifdef EPI_SILU
+        const float u = scratch(sg, 1, e);
+        v = v / (1.0 + exp(-v)) * u;
+#endif
+#ifdef EPI_RESIDUAL
+        if (!partial) {
+            v += r[at];
+        }
+#endif
+        y[oc + at] = v;
+    }
+    subgroupBarrier();
+}
+// Pieces into the scratch: offsets in 16-byte units, row stride 16 f32 =
+// 4 units.
+#ifdef EPI_SILU
+#define PUT(f, ca, cb) { \
+    coopMatStore(ca, Ws, sg * REGION, 4, COL_MAJOR); \
+    coopMatStore(cb, Ws, sg * REGION + 64, 4, COL_MAJOR); \
+    finish(sg, out0, f, outs, oc, partial); }
+#else
+#define PUT(f, ca, cb) { \
+    coopMatStore(ca, Ws, sg * REGION, 4, COL_MAJOR); \
+    finish(sg, out0, f, outs, oc, partial); \
+    coopMatStore(cb, Ws, sg * REGION, 4, COL_MAJOR); \
+    finish(sg, out0 + 16, f, outs, oc, partial); }
+#endif
+
+void main() {
+    const uint sg = gl_SubgroupID;
+    const uint z = gl_WorkGroupID.z;
+    const bool partial = kslice != 0;
+    const uint kbeg = partial ? z * kslice : 0;
+    const uint kend = partial ? min(K, kbeg + kslice) : K;
+    const uint span = kend - kbeg;
+    const uint steps = 2 * (span / SK);
+    const uint oc = partial ? z * strideC : 0;
+#ifdef EPI_SILU
+    const uint outs = N / 2;
+    // Output rows of this subgroup's gate piece; W rows of its two groups.
+    const uint out0 = gl_WorkGroupID.x * 64 + 16 * sg;
+    const uint first0 = out0;
+    const uint first1 = outs + out0;
+#else
+    const uint outs = N;
+    const uint out0 = gl_WorkGroupID.x * 128 + 32 * sg;
+    const uint first0 = out0;
+    const uint first1 = out0 + 16;
+#endif
+    // Rows of each group that exist (whole groups or none: the outputs
+    // are pieces of 16).
+    const uint live0 = out0 < outs ? 16 : 0;
+#ifdef EPI_SILU
+    const uint live1 = live0;
+#else
+    const uint live1 = out0 + 16 < outs ? 16 : 0;
+#endif
+
+    ACC_DECL
+    REGS(A)
+    REGS(B)
+    LOAD(A, 0, kbeg)
+    LOAD(B, 1, kbeg)
+
+    // x's rows over the span as f16 (zeros past M).
+    const uint chunks = span / 8;
+    for (uint q = gl_LocalInvocationID.x; q < BM * chunks; q += 128) {
+        const uint row = q / chunks;
+        const uint c = q % chunks;
+        uvec4 h = uvec4(0);
+        if (row < M) {
+            const uint at = (row * K + kbeg) / 4 + 2 * c;
+            const vec4 p = x4[at];
+            const vec4 s = x4[at + 1];
+            h = uvec4(packHalf2x16(p.xy), packHalf2x16(p.zw), packHalf2x16(s.xy), packHalf2x16(s.zw));
+        }
+        Xs[row * XST + c] = h;
+    }
+    barrier();
+
+    // Step s: group s & 1 at span depth (s / 2)·128; set A holds the even
+    // steps, set B the odd ones.
+    for (uint s = 0; s < steps; s += 2) {
+        const uint kk = (s / 2) * SK;
+        STORE(A)
+        subgroupBarrier();
+        if (s + 2 < steps) {
+            LOAD(A, 0, kbeg + kk + SK)
+        }
+        MULTIPLY(0, kk)
+        subgroupBarrier();
+        STORE(B)
+        subgroupBarrier();
+        if (s + 3 < steps) {
+            LOAD(B, 1, kbeg + kk + SK)
+        }
+        MULTIPLY(1, kk)
+        subgroupBarrier();
+    }
+
+    if (live0 > 0) {
+        PUT(0, c00, c10)
+#if TILE_BM == 32
+        PUT(1, c01, c11)
+#endif
+    }
+}

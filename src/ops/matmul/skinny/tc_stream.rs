@@ -1,0 +1,406 @@
+//! [`super::linear`] streaming W through the tensor cores: with [`F16`] or
+//! [`Bf16`] weights and up to 32 rows of x, on an adapter with
+//! `VK_KHR_cooperative_matrix`'s 16×16×16 f16 shape and 32-lane subgroups,
+//! the kernel of `shaders/linear_tc_stream.comp` computes yᵀ = W·xᵀ: W's
+//! rows are the A operand as stored, x the B operand. Each workgroup first
+//! converts x over its span of K to f16 in shared memory; then each
+//! subgroup streams its own 32 rows of W with 16-byte loads, 256
+//! contiguous bytes of a row per half-subgroup, two steps ahead in
+//! registers, and multiplies each step from its own region of shared
+//! memory (bf16 widened exactly, x rounded to f16). W is read once
+//! whatever the number of rows, and the products cost the tensor cores
+//! next to nothing, so the layer runs at the rate W streams in. A
+//! workgroup owns 128 rows of W (64 outputs of a merged gate|up weight,
+//! the epilogue [`Epilogue::SiluMul`] fused, or the residual add). K is
+//! split over workgroup layers where x's span would not fit the shared
+//! memory (896 deep for 16 rows of x, 384 for 32) or the workgroups would
+//! be too few to keep the GPU's loads in flight: the plain kernel writes
+//! partial products and the split-K reduction pass of the other kernels
+//! adds them in layer order with the epilogue.
+//!
+//! [`stream_applies`], [`stream_rows`] and [`stream_splits`] are the
+//! decisions, pure.
+//!
+//! [`F16`]: crate::ops::F16
+//! [`Bf16`]: crate::ops::Bf16
+
+use crate::batch::Batch;
+use crate::buffer::{Buffer, GpuBuf};
+use crate::error::{Error, Result};
+
+use super::super::super::dtype::DType;
+use super::super::super::words;
+use super::super::MatmulCaps;
+use super::{reduce, scratch, shape, Epilogue, LinearPlan, Weights, LINEAR_MAX_SPLITS};
+
+/// [`LinearPlan::rows_per_pass`] of the tensor-core streaming kernel: all
+/// rows of x (at most [`STREAM_MAX_ROWS`]) in one pass, W read once.
+/// [`choose_linear`](super::choose_linear) picks it where
+/// [`stream_chosen`] says so.
+pub const LINEAR_TENSOR_STREAM: u32 = u32::MAX - 1;
+
+/// Depth of the kernel's steps: K must be a multiple, and split-K layers
+/// are.
+const STEP: u32 = 128;
+/// Rows of W per workgroup (the plain and residual forms).
+const ROWS_PER_GROUP: u32 = 128;
+/// Outputs per workgroup with [`Epilogue::SiluMul`] (as many gate and up
+/// rows of W).
+const SILU_OUTS_PER_GROUP: u32 = 64;
+/// Split-K layers are at least this deep (where x's span allows).
+const MIN_SLICE: u32 = 256;
+/// Most rows of x the kernel holds.
+pub const STREAM_MAX_ROWS: u32 = 32;
+/// Shared memory of the largest form: 4 subgroups' steps of 16 rows × 128
+/// of W, and 16 rows of x over an 896-deep span, as f16 with a 16-byte
+/// skew per row.
+const SHARED_BYTES: u32 = 4 * 16 * 17 * 16 + 16 * (896 / 8 + 1) * 16;
+// The 32-row form (x over 384) needs less, and both fit the 48 KiB that
+// NVIDIA's drivers offer.
+const _: () = assert!(SHARED_BYTES >= 4 * 16 * 17 * 16 + 32 * (384 / 8 + 1) * 16);
+const _: () = assert!(SHARED_BYTES <= 49152);
+
+/// The deepest span of K one workgroup takes for `rows` of x per
+/// workgroup ([`stream_rows`]): what x's f16 copy leaves of the shared
+/// memory. Pure.
+pub fn stream_span(rows: u32) -> u32 {
+    if rows <= 16 {
+        896
+    } else {
+        384
+    }
+}
+
+/// Whether the streaming kernel can take a layer of `m` rows, `k` deep,
+/// with `n` rows of `dtype` weights (`silu`: a merged gate|up weight,
+/// `n / 2` outputs) on `caps`: 1 to [`STREAM_MAX_ROWS`] rows, f16 or bf16
+/// weights, K a multiple of 128 covered by at most [`LINEAR_MAX_SPLITS`]
+/// spans ([`stream_span`]), the outputs a multiple of 16 (whole pieces of
+/// W: no load leaves it), and an adapter with the Khronos cooperative
+/// matrices' f16 shape, 32-lane subgroups and the kernel's 45 KiB of
+/// shared memory. Pure.
+pub fn stream_applies(m: u32, k: u32, n: u32, dtype: DType, silu: bool, caps: &MatmulCaps) -> bool {
+    let outs = if silu { n / 2 } else { n };
+    (1..=STREAM_MAX_ROWS).contains(&m)
+        && matches!(dtype, DType::F16 | DType::Bf16)
+        && k > 0
+        && k % STEP == 0
+        && u64::from(k) <= u64::from(LINEAR_MAX_SPLITS) * u64::from(stream_span(stream_rows(m)))
+        && outs > 0
+        && outs % 16 == 0
+        && (!silu || n % 2 == 0)
+        && caps.coopmat_khr_f16
+        && caps.subgroup_size == 32
+        && caps.max_shared_memory >= SHARED_BYTES
+}
+
+/// Fewest rows of x [`choose_linear`](super::choose_linear) streams on the
+/// tensor cores: below, the skinny kernels' 16-byte loads and subgroup
+/// sums stream W faster (on an H100 the Qwen3-4B FFN at 4 rows took 2.71
+/// ms on them against 3.05 on this kernel) and keep x exact.
+pub const STREAM_MIN_ROWS: u32 = 5;
+
+/// Whether [`choose_linear`](super::choose_linear) takes the streaming
+/// kernel: where it applies ([`stream_applies`]) to [`STREAM_MIN_ROWS`]
+/// rows or more. Pure.
+pub fn stream_chosen(m: u32, k: u32, n: u32, dtype: DType, silu: bool, caps: &MatmulCaps) -> bool {
+    m >= STREAM_MIN_ROWS && stream_applies(m, k, n, dtype, silu, caps)
+}
+
+/// The kernel's rows of x per workgroup for `m` rows: 16 or 32, the
+/// smaller holding `m`. Pure.
+pub fn stream_rows(m: u32) -> u32 {
+    if m <= 16 {
+        16
+    } else {
+        32
+    }
+}
+
+/// Workgroups that keep the GPU's loads in flight: two per compute unit
+/// (128 when the adapter does not say). On an H100 the Qwen3-4B FFN at 4
+/// and 16 rows ran fastest at two: four per unit (down split 27 ways)
+/// read 0.54 / 0.47 of the copy's bandwidth, two (14 ways) 0.58 / 0.52.
+fn enough(caps: &MatmulCaps) -> u32 {
+    if caps.compute_units > 0 {
+        2 * caps.compute_units
+    } else {
+        128
+    }
+}
+
+/// K layers for a layer of `m` rows, `n` rows of W, `k` deep: at least
+/// enough that each layer's span fits ([`stream_span`]); 1 where that is
+/// one and the one-pass workgroups (128 rows of W each, 64 outputs with
+/// `silu`) number two per compute unit ([`enough`]); else enough layers
+/// of the plain kernel (128 rows of W each, over all `n`) to reach that,
+/// each at least 256 deep, at most [`LINEAR_MAX_SPLITS`]. Pure.
+pub fn stream_splits(m: u32, k: u32, n: u32, silu: bool, caps: &MatmulCaps) -> u32 {
+    let least = k.div_ceil(stream_span(stream_rows(m))).max(1);
+    let want = enough(caps);
+    let one_pass = if silu {
+        (n / 2).div_ceil(SILU_OUTS_PER_GROUP)
+    } else {
+        n.div_ceil(ROWS_PER_GROUP)
+    };
+    if least == 1 && one_pass >= want {
+        return 1;
+    }
+    let blocks = n.div_ceil(ROWS_PER_GROUP).max(1);
+    let most = (k / MIN_SLICE).clamp(least, LINEAR_MAX_SPLITS.max(least));
+    want.div_ceil(blocks).clamp(least, most)
+}
+
+/// The plan [`super::choose_linear`] takes when [`stream_chosen`]. Pure.
+pub(super) fn plan(m: u32, k: u32, n: u32, silu: bool, caps: &MatmulCaps) -> LinearPlan {
+    LinearPlan {
+        rows_per_pass: LINEAR_TENSOR_STREAM,
+        splits: stream_splits(m, k, n, silu, caps),
+    }
+}
+
+/// The depth of each of `splits` K layers (a multiple of the kernel's
+/// steps) and the number of layers that covers K at that depth. Pure.
+fn layers(k: u32, splits: u32) -> (u32, u32) {
+    let kslice = k.div_ceil(splits.max(1)).div_ceil(STEP) * STEP;
+    (kslice, k.div_ceil(kslice))
+}
+
+/// The built-in for `dtype` weights, `rows` of x per workgroup and the
+/// epilogue (`mode`: 0 none, 1 residual, 2 SiLU·mul), or `None` where
+/// none is compiled.
+fn kernel_name(dtype: DType, rows: u32, mode: u32) -> Option<&'static str> {
+    let bf16 = match dtype {
+        DType::Bf16 => true,
+        DType::F16 => false,
+        _ => return None,
+    };
+    let name = match (bf16, rows, mode) {
+        (false, 16, 0) => "linear_tc_f16_m16",
+        (false, 16, 1) => "linear_tc_f16_m16_res",
+        (false, 16, 2) => "linear_tc_f16_m16_silu",
+        (false, 32, 0) => "linear_tc_f16_m32",
+        (false, 32, 1) => "linear_tc_f16_m32_res",
+        (false, 32, 2) => "linear_tc_f16_m32_silu",
+        (true, 16, 0) => "linear_tc_bf16_m16",
+        (true, 16, 1) => "linear_tc_bf16_m16_res",
+        (true, 16, 2) => "linear_tc_bf16_m16_silu",
+        (true, 32, 0) => "linear_tc_bf16_m32",
+        (true, 32, 1) => "linear_tc_bf16_m32_res",
+        (true, 32, 2) => "linear_tc_bf16_m32_silu",
+        _ => return None,
+    };
+    Some(name)
+}
+
+/// A typed error unless the kernel takes this layer on `caps` with
+/// `splits` K layers: the shape rules of [`stream_applies`] named one by
+/// one, each layer's span within [`stream_span`], then the adapter.
+pub(super) fn check(
+    caps: &MatmulCaps,
+    (m, k, n): (u32, u32, u32),
+    dtype: DType,
+    silu: bool,
+    splits: u32,
+    adapter: &str,
+) -> Result<()> {
+    if !matches!(dtype, DType::F16 | DType::Bf16) {
+        return Err(shape(format!(
+            "rows per pass LINEAR_TENSOR_STREAM (tensor-core streaming) takes f16 or bf16 \
+             weights, not {dtype:?}"
+        )));
+    }
+    if m > STREAM_MAX_ROWS {
+        return Err(shape(format!(
+            "m = {m} rows of x, over the tensor-core streaming kernel's {STREAM_MAX_ROWS}"
+        )));
+    }
+    if k % STEP != 0 {
+        return Err(shape(format!(
+            "k = {k}: the tensor-core streaming kernel takes K in whole steps of {STEP}"
+        )));
+    }
+    let outs = if silu { n / 2 } else { n };
+    if outs % 16 != 0 {
+        return Err(shape(format!(
+            "{outs} outputs: the tensor-core streaming kernel takes them in whole pieces of 16"
+        )));
+    }
+    let span = stream_span(stream_rows(m));
+    let (kslice, _) = layers(k, splits);
+    if kslice > span {
+        return Err(shape(format!(
+            "{splits} K layers of {kslice} for k = {k}: over the tensor-core streaming \
+             kernel's span of {span} for {m} rows of x (at least {} layers)",
+            k.div_ceil(span)
+        )));
+    }
+    if !stream_applies(m, k, n, dtype, silu, caps) {
+        return Err(Error::Unsupported {
+            what: "ops::linear streaming on tensor cores (VK_KHR_cooperative_matrix with the \
+                   16×16×16 f16 shape, 32-lane subgroups, 45 KiB of shared memory)",
+            adapter: adapter.to_string(),
+        });
+    }
+    Ok(())
+}
+
+/// Records a checked layer on the streaming kernel with `splits` K layers
+/// (1: one pass with the epilogue fused).
+pub(super) fn record(
+    batch: &mut Batch,
+    x: &Buffer<f32>,
+    w: Weights<'_>,
+    y: &Buffer<f32>,
+    (m, k, n): (u32, u32, u32),
+    epilogue: Epilogue<'_>,
+    splits: u32,
+) -> Result<()> {
+    let gpu = x.device();
+    let info = gpu.info();
+    let silu = matches!(epilogue, Epilogue::SiluMul);
+    let limit = info.max_workgroup_count;
+    let (kslice, depth) = layers(k, splits);
+    // One layer over all of K takes the epilogue (kslice 0 for the kernel).
+    let (mode, grid) = if depth > 1 {
+        (0, [n.div_ceil(ROWS_PER_GROUP), 1, depth])
+    } else if silu {
+        (2, [(n / 2).div_ceil(SILU_OUTS_PER_GROUP), 1, 1])
+    } else {
+        (epilogue.mode(), [n.div_ceil(ROWS_PER_GROUP), 1, 1])
+    };
+    if grid.iter().zip(limit).any(|(g, l)| *g > l) {
+        return Err(shape(format!(
+            "needs {grid:?} workgroups, over maxComputeWorkGroupCount {limit:?}"
+        )));
+    }
+    let rows = stream_rows(m);
+    let name = kernel_name(w.dtype(), rows, mode).ok_or_else(|| {
+        shape(format!(
+            "no tensor-core streaming kernel for {:?} weights",
+            w.dtype()
+        ))
+    })?;
+    let kernel = crate::builtins::get(&gpu.inner, name, &[])?;
+    let wb = w.bind();
+    if depth == 1 {
+        let pc = words(&[m, k, n, 0, 0, 0, 0]);
+        match epilogue {
+            Epilogue::Residual(r) => {
+                batch.run_configured(&kernel, &[x as &dyn GpuBuf, wb, y, r], grid, Some(&pc))?
+            }
+            _ => batch.run_configured(&kernel, &[x as &dyn GpuBuf, wb, y], grid, Some(&pc))?,
+        };
+        return Ok(());
+    }
+    // Split-K: layer z's partial product over its K slice into part[z]
+    // ([m, n]), then the reduction pass with the epilogue.
+    let part = scratch(&gpu, depth, m, n)?;
+    let pc = words(&[m, k, n, 0, 0, m * n, kslice]);
+    batch.run_configured(&kernel, &[x as &dyn GpuBuf, wb, &part], grid, Some(&pc))?;
+    let res = match epilogue {
+        Epilogue::Residual(r) => r,
+        _ => y,
+    };
+    reduce(batch, &part, res, y, (m, n), epilogue, depth)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn h100() -> MatmulCaps {
+        MatmulCaps::new(32, 49152, 1024, 132).with_coopmat_khr_f16(true)
+    }
+
+    #[test]
+    fn applies_with_the_khronos_shape_whole_steps_and_pieces() {
+        let c = h100();
+        for d in [DType::F16, DType::Bf16] {
+            assert!(stream_applies(1, 2560, 19456, d, true, &c));
+            assert!(stream_applies(32, 9728, 2560, d, false, &c));
+            assert!(!stream_applies(33, 2560, 2560, d, false, &c));
+            assert!(!stream_applies(0, 2560, 2560, d, false, &c));
+            // K not in whole 128-deep steps; outputs not in pieces of 16.
+            assert!(!stream_applies(4, 2560 + 64, 2560, d, false, &c));
+            assert!(!stream_applies(4, 2560, 2568, d, false, &c));
+            // 2·(16·k + 8) rows: 8 outputs left over with SiLU.
+            assert!(!stream_applies(4, 2560, 2 * 2568, d, true, &c));
+            // K past 64 spans.
+            assert!(stream_applies(16, 64 * 896, 256, d, false, &c));
+            assert!(!stream_applies(16, 64 * 896 + 128, 256, d, false, &c));
+            assert!(!stream_applies(32, 64 * 384 + 128, 256, d, false, &c));
+        }
+        assert!(!stream_applies(4, 2560, 2560, DType::F32, false, &c));
+        let no_khr = MatmulCaps::new(32, 49152, 1024, 132);
+        assert!(!stream_applies(4, 2560, 2560, DType::Bf16, false, &no_khr));
+        let wide = MatmulCaps::new(64, 49152, 1024, 132).with_coopmat_khr_f16(true);
+        assert!(!stream_applies(4, 2560, 2560, DType::Bf16, false, &wide));
+        let small = MatmulCaps::new(32, 40960, 1024, 132).with_coopmat_khr_f16(true);
+        assert!(!stream_applies(4, 2560, 2560, DType::Bf16, false, &small));
+        // Chosen from STREAM_MIN_ROWS rows.
+        assert!(!stream_chosen(1, 2560, 2560, DType::Bf16, false, &c));
+        assert!(!stream_chosen(4, 2560, 2560, DType::Bf16, false, &c));
+        assert!(stream_chosen(5, 2560, 2560, DType::Bf16, false, &c));
+    }
+
+    #[test]
+    fn rows_per_workgroup_and_spans() {
+        assert_eq!(stream_rows(1), 16);
+        assert_eq!(stream_rows(16), 16);
+        assert_eq!(stream_rows(17), 32);
+        assert_eq!(stream_rows(32), 32);
+        assert_eq!(stream_span(16), 896);
+        assert_eq!(stream_span(32), 384);
+    }
+
+    #[test]
+    fn splits_cover_the_span_and_fill_the_compute_units() {
+        let c = h100();
+        // 264 workgroups wanted. Qwen3-4B gate|up (SiLU, 9728 outputs,
+        // K 2560): spans of 896 need 3 layers (16 rows), 7 (32 rows), of
+        // 152 plain workgroups each: past 264.
+        assert_eq!(stream_splits(4, 2560, 19456, true, &c), 3);
+        assert_eq!(stream_splits(32, 2560, 19456, true, &c), 7);
+        // down (2560 from 9728): 20 workgroups, 14 layers (280).
+        assert_eq!(stream_splits(4, 9728, 2560, false, &c), 14);
+        // LM head (151936 rows from 2560): 1187 workgroups a layer, but 3
+        // spans.
+        assert_eq!(stream_splits(4, 2560, 151936, false, &c), 3);
+        // A shallow K with many rows of W: one pass.
+        assert_eq!(stream_splits(4, 512, 151936, false, &c), 1);
+        // Layers at least 256 deep where the span allows.
+        assert_eq!(stream_splits(4, 512, 256, false, &c), 2);
+        assert_eq!(stream_splits(4, 128, 256, false, &c), 1);
+        assert_eq!(stream_splits(4, 1 << 15, 16, false, &c), LINEAR_MAX_SPLITS);
+        // Every chosen count gives layers within the span.
+        for m in [2, 16, 17, 32] {
+            for (k, n) in [(2560, 19456), (9728, 2560), (24576, 256), (128, 16)] {
+                let s = stream_splits(m, k, n, false, &c);
+                assert!(layers(k, s).0 <= stream_span(stream_rows(m)), "{m} {k} {n}");
+            }
+        }
+    }
+
+    #[test]
+    fn layers_cover_k_in_whole_steps() {
+        assert_eq!(layers(9728, 14), (768, 13));
+        assert_eq!(layers(2560, 3), (896, 3));
+        assert_eq!(layers(2560, 4), (640, 4));
+        assert_eq!(layers(128, 8), (128, 1));
+    }
+
+    #[test]
+    fn every_form_has_a_kernel() {
+        for d in [DType::F16, DType::Bf16] {
+            for m in [1, 16, 17, 32] {
+                for mode in 0..3 {
+                    let name = kernel_name(d, stream_rows(m), mode).unwrap();
+                    assert!(crate::builtins::spirv(name).is_some(), "{name}");
+                }
+            }
+        }
+        assert_eq!(kernel_name(DType::F32, 16, 0), None);
+        assert_eq!(kernel_name(DType::Bf16, 64, 0), None);
+    }
+}

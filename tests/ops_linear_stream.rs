@@ -1,0 +1,186 @@
+//! `ops::linear` streaming W through the tensor cores
+//! ([`ops::LINEAR_TENSOR_STREAM`]: f16 or bf16 weights, up to 32 rows, on
+//! adapters with the Khronos cooperative matrices' f16 shape): both
+//! workgroup sizes (16 and 32 rows of x, full and partial), every
+//! epilogue, outputs that leave subgroups and workgroups without rows of
+//! W, the plan's K layers and more, against an f64 reference of the stored
+//! weights (the bound of `linear_support::tensor`: x is rounded to f16).
+//! Skipped, with the reason, on adapters without the kernel (lavapipe),
+//! where a forced plan must be a typed error instead; shapes the kernel
+//! does not take are typed errors everywhere.
+
+mod common;
+
+use vkcompute::ops::{self, DType, Epilogue, LinearPlan, MatmulCaps, LINEAR_TENSOR_STREAM};
+use vkcompute::{Buffer, Error};
+
+mod linear_support;
+use linear_support::tensor::{check, stored};
+use linear_support::{upload_w, Dt, Epi, GpuW};
+
+fn plan(splits: u32) -> LinearPlan {
+    LinearPlan {
+        rows_per_pass: LINEAR_TENSOR_STREAM,
+        splits,
+    }
+}
+
+#[test]
+fn streaming_tensor_core_linear_matches_the_reference() {
+    let gpu = common::gpu();
+    let caps = MatmulCaps::of(gpu.info());
+    if !ops::matmul::stream_applies(4, 256, 256, DType::Bf16, false, &caps) {
+        common::skipped(
+            "ops::linear streaming on tensor cores: needs VK_KHR_cooperative_matrix's \
+             16×16×16 f16 shape and 32-lane subgroups",
+        );
+        return;
+    }
+    // (K, outputs): one 128-deep step and 48 outputs (subgroups without
+    // rows); three steps, 272 outputs (a second workgroup holding one
+    // piece of 16, a subgroup with one group of rows); a K past one span
+    // (896 deep at 16 rows, 384 at 32) that the layers cut unevenly.
+    let shapes = [(128usize, 48usize), (384, 272), (1152, 160)];
+    for dt in [Dt::F16, Dt::Bf16] {
+        for m in [1usize, 3, 16, 17, 32] {
+            for (si, &(k, outs)) in shapes.iter().enumerate() {
+                for epi in [Epi::None, Epi::Residual, Epi::ResidualInPlace, Epi::SiluMul] {
+                    let n = if epi == Epi::SiluMul { 2 * outs } else { outs };
+                    let mut rng = common::Rng::new((m * 1000 + si * 10) as u64 + epi as u64);
+                    let x = rng.vec_f32(m * k);
+                    let w = rng.vec_f32(n * k);
+                    let r = rng.vec_f32(m * outs);
+                    let ws = stored(dt, &w);
+                    let gw = upload_w(&gpu, dt, &w);
+                    let (mu, ku, nu) = (m as u32, k as u32, n as u32);
+                    let own = ops::matmul::stream_splits(mu, ku, nu, epi == Epi::SiluMul, &caps);
+                    for splits in [own, own + 2] {
+                        let gx = gpu.upload(&x).unwrap();
+                        let gr = gpu.upload(&r).unwrap();
+                        let y = if epi == Epi::ResidualInPlace {
+                            gpu.upload(&r).unwrap()
+                        } else {
+                            gpu.alloc::<f32>(m * outs).unwrap()
+                        };
+                        let e = match epi {
+                            Epi::None => Epilogue::None,
+                            Epi::Residual => Epilogue::Residual(&gr),
+                            Epi::ResidualInPlace => Epilogue::Residual(&y),
+                            Epi::SiluMul => Epilogue::SiluMul,
+                        };
+                        let p = plan(splits);
+                        let mut batch = gpu.batch().unwrap();
+                        match &gw {
+                            GpuW::F16(b) => {
+                                ops::linear_with_plan(&mut batch, &gx, b, &y, mu, ku, nu, e, p)
+                            }
+                            GpuW::Bf16(b) => {
+                                ops::linear_with_plan(&mut batch, &gx, b, &y, mu, ku, nu, e, p)
+                            }
+                            GpuW::F32(_) => unreachable!("16-bit weights only"),
+                        }
+                        .unwrap();
+                        batch.submit().unwrap();
+                        let what = format!("{dt:?} {epi:?} m={m} k={k} n={n} splits {splits}");
+                        check(&what, &x, &ws, &r, (m, k, n), epi, &y.download().unwrap());
+                    }
+                }
+            }
+        }
+    }
+    common::assert_clean(&gpu);
+}
+
+#[test]
+fn a_forced_streaming_plan_is_a_typed_error_where_it_cannot_run() {
+    let gpu = common::gpu();
+    let caps = MatmulCaps::of(gpu.info());
+    let refuse = |m: usize, k: usize, n: usize, dt: Dt, want: &str, splits: u32| {
+        let x = gpu.upload(&vec![0.5f32; m * k]).unwrap();
+        let w = upload_w(&gpu, dt, &vec![0.25f32; n * k]);
+        let y: Buffer<f32> = gpu.alloc(m * n).unwrap();
+        let (mu, ku, nu) = (m as u32, k as u32, n as u32);
+        let mut batch = gpu.batch().unwrap();
+        let r = match &w {
+            GpuW::F32(b) => ops::linear_with_plan(
+                &mut batch,
+                &x,
+                b,
+                &y,
+                mu,
+                ku,
+                nu,
+                Epilogue::None,
+                plan(splits),
+            ),
+            GpuW::F16(b) => ops::linear_with_plan(
+                &mut batch,
+                &x,
+                b,
+                &y,
+                mu,
+                ku,
+                nu,
+                Epilogue::None,
+                plan(splits),
+            ),
+            GpuW::Bf16(b) => ops::linear_with_plan(
+                &mut batch,
+                &x,
+                b,
+                &y,
+                mu,
+                ku,
+                nu,
+                Epilogue::None,
+                plan(splits),
+            ),
+        };
+        match r {
+            Err(Error::OpShape { detail, .. }) => assert!(detail.contains(want), "{detail}"),
+            other => panic!("want OpShape naming {want:?}, got {other:?}"),
+        }
+        assert!(batch.is_empty(), "a refused layer recorded nothing");
+    };
+    refuse(4, 128, 16, Dt::F32, "f16 or bf16", 1);
+    refuse(4, 192, 16, Dt::Bf16, "whole steps of 128", 1);
+    refuse(4, 128, 24, Dt::Bf16, "whole pieces of 16", 1);
+    refuse(
+        33,
+        128,
+        16,
+        Dt::Bf16,
+        "over the tensor-core streaming kernel's 32",
+        1,
+    );
+    // One layer of 1024 for 16 rows of x: past the 896-deep span.
+    refuse(4, 1024, 16, Dt::Bf16, "span of 896", 1);
+    refuse(20, 1024, 16, Dt::Bf16, "at least 3 layers", 2);
+
+    // A shape it takes: runs where the adapter has the kernel, else
+    // Unsupported naming the extension.
+    let x = gpu.upload(&vec![0.5f32; 4 * 128]).unwrap();
+    let GpuW::Bf16(w) = upload_w(&gpu, Dt::Bf16, &vec![0.25f32; 16 * 128]) else {
+        unreachable!("uploaded as bf16")
+    };
+    let y: Buffer<f32> = gpu.alloc(4 * 16).unwrap();
+    let mut batch = gpu.batch().unwrap();
+    let r = ops::linear_with_plan(&mut batch, &x, &w, &y, 4, 128, 16, Epilogue::None, plan(1));
+    if ops::matmul::stream_applies(4, 128, 16, DType::Bf16, false, &caps) {
+        common::skipped(
+            "the Unsupported error for tensor-core streaming: this adapter has the kernel",
+        );
+        r.unwrap();
+        batch.submit().unwrap();
+        assert!(y.download().unwrap().iter().all(|&v| v == 16.0));
+    } else {
+        match r {
+            Err(Error::Unsupported { what, .. }) => {
+                assert!(what.contains("VK_KHR_cooperative_matrix"), "{what}")
+            }
+            other => panic!("want Unsupported, got {other:?}"),
+        }
+        assert!(batch.is_empty(), "a refused layer recorded nothing");
+    }
+    common::assert_clean(&gpu);
+}
