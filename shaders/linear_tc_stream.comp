@@ -9,31 +9,34 @@
 // The product is computed transposed, yᵀ = W·xᵀ, so that W's rows are the
 // A operand as stored and x the B operand.
 //
-// A workgroup is 4 subgroups of 32 and covers one span of K (all of it, or
+// A workgroup is 8 subgroups of 32 and covers one span of K (all of it, or
 // one split-K layer's). It first converts x's rows over that span to f16
-// into shared memory (zeros past M), one barrier; after that no subgroup
-// waits on another. Each subgroup owns 32 rows of W: rows n0 + 32·s .. + 31
-// (the plain and residual forms, 128 rows per workgroup), or with EPI_SILU
-// the gate rows o0 + 16·s .. + 15 and the matching up rows N/2 + o0 + 16·s
-// (64 outputs per workgroup). It streams them in steps of 16 rows × 128 of
-// K, the two groups of 16 rows alternating: 16 lanes read 256 contiguous
-// bytes of a row per load, two rows per instruction, 8 loads of 16 bytes
-// per lane and step, and the steps two ahead are in flight in two register
-// sets (the loop is written out in pairs). A step is converted to f16
-// (bf16 widened exactly: each bf16's bits shifted up 16 are the f32 it
-// stands for, rounded to f16 in pairs with packHalf2x16) into the
-// subgroup's own region of shared memory (rows skewed by 16 bytes) and
-// multiplied from there: 8 depths of one 16×16 piece of W against the
-// TILE_BM/16 pieces of xᵀ. Keeping every weight in f16's normal range
-// (6.1e-5 to 65504) exact (bf16's 8 significant bits fit f16's 11); larger
-// magnitudes become ±inf, smaller ones lose bits as f16 subnormals, as in
-// shaders/matmul_cm2_decode.comp. Accumulators: 2 × TILE_BM/16 pieces of
-// 16×16 f32 per subgroup, written out without arrays (NVIDIA's driver ran
-// arrays of cooperative matrices at a tenth of the rate of separate
-// values).
+// into shared memory (zeros past M), one barrier. Each subgroup then owns
+// 16 rows of W: rows n0 + 16·s (the plain and residual forms, 128 rows per
+// workgroup), or with EPI_SILU gate rows o0 + 16·s for s < 4 and the
+// matching up rows N/2 + o0 + 16·(s − 4) for the others (64 outputs per
+// workgroup). It streams them along K in steps of 64, each row read in
+// order: 8 lanes read 128 contiguous bytes of a row per load, four rows
+// per instruction, 4 loads of 16 bytes per lane and step, and the two
+// steps after the one being multiplied are in flight in two register sets
+// (the loop is written out in pairs), so 256 contiguous bytes of each row
+// are in flight. A step is converted to f16 (bf16 widened exactly: each
+// bf16's bits shifted up 16 are the f32 it stands for, rounded to f16 in
+// pairs with packHalf2x16) into the subgroup's own region of shared
+// memory (rows skewed by 16 bytes) and multiplied from there: 4 depths of
+// one 16×16 piece of W against the TILE_BM/16 pieces of xᵀ; no subgroup
+// waits on another until the epilogue. That keeps every weight in f16's
+// normal range (6.1e-5 to 65504) exact (bf16's 8 significant bits fit
+// f16's 11); larger magnitudes become ±inf, smaller ones lose bits as f16
+// subnormals, as in shaders/matmul_cm2_decode.comp. Accumulators:
+// TILE_BM/16 pieces of 16×16 f32 per subgroup, written out without arrays
+// (NVIDIA's driver ran arrays of cooperative matrices at a tenth of the
+// rate of separate values).
 //
-// Epilogue, through the subgroup's region of shared memory (the pieces are
-// yᵀ; the scratch turns them into rows of y with bounds tests):
+// Epilogue, through the subgroups' regions of shared memory (the pieces
+// are yᵀ; the scratch turns them into rows of y with bounds tests; with
+// EPI_SILU, after a barrier, the gate subgroups read the up pieces of the
+// subgroup four on):
 //   none          y = x·Wᵀ (and the split-K partials: see below)
 //   EPI_RESIDUAL  y = x·Wᵀ + R (binding 3, f32 M×N; R may be y's buffer:
 //                 each element is read by the invocation that writes it)
@@ -41,7 +44,7 @@
 //                 silu(gate)·up
 //
 // Needs K a multiple of 128 and each span at most XSPAN deep (896 for 16
-// rows of x, 384 for 32: x's span fills the shared memory left); the Rust
+// rows of x, 384 for 32: x's span fills the 48 KiB left); the Rust
 // side also keeps the outputs (N, or N/2 with EPI_SILU) a multiple of 16.
 // M from 1 to TILE_BM. Push constants: M, K, N, two unused words (the
 // layout of matmul_cm2_decode.comp's linear forms), strideC and kslice.
@@ -85,12 +88,12 @@
 #error "TILE_BM: 16 or 32"
 #endif
 const uint BM = TILE_BM;
-const uint SK = 128;                // depth of a step
+const uint SK = 64;                 // depth of a step
 const uint ST = SK / 8 + 1;         // staged W row stride, 16-byte units (skew 1)
 const uint XST = XSPAN / 8 + 1;     // staged x row stride, 16-byte units (skew 1)
 const uint REGION = 16 * ST;        // a subgroup's staging region, 16-byte units
 
-layout(local_size_x = 128) in;
+layout(local_size_x = 256) in;
 
 layout(std430, set = 0, binding = 0) readonly buffer MatX { vec4 x4[]; };
 layout(std430, set = 0, binding = 1) readonly buffer MatW { uvec4 w[]; };
@@ -102,7 +105,7 @@ layout(push_constant) uniform Shape {
     uint M; uint K; uint N; uint unusedA; uint unusedB; uint strideC; uint kslice;
 };
 
-shared uvec4 Ws[4 * REGION];
+shared uvec4 Ws[8 * REGION];
 shared uvec4 Xs[BM * XST];
 
 #define ACC coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>
@@ -125,73 +128,64 @@ uvec4 widen(uvec4 c) {
 }
 #endif
 
-// Chunk j (8 weights) of a step for this lane: row 2·j + lane / 16 of the
-// 16 from `first` (zeros where `live` says the row is past the outputs),
-// 16-byte piece lane % 16 from depth k.
-uvec4 load_w(uint j, uint first, uint live, uint k) {
+// Chunk j (8 weights) of a step for this lane: row 4·j + lane / 8 of the
+// subgroup's 16 from `first` (zeros where `live` is false: rows past the
+// outputs), 16-byte piece lane % 8 from depth k.
+uvec4 load_w(uint j, uint first, bool live, uint k) {
     const uint lane = gl_SubgroupInvocationID;
-    const uint row = 2 * j + lane / 16;
-    return row < live ? w[((first + row) * K + k) / 8 + lane % 16] : uvec4(0);
+    const uint row = 4 * j + lane / 8;
+    return live ? w[((first + row) * K + k) / 8 + lane % 8] : uvec4(0);
 }
 uint w_slot(uint j, uint sg) {
     const uint lane = gl_SubgroupInvocationID;
-    return sg * REGION + (2 * j + lane / 16) * ST + lane % 16;
+    return sg * REGION + (4 * j + lane / 8) * ST + lane % 8;
 }
 
-#define REGS(S) uvec4 S##0; uvec4 S##1; uvec4 S##2; uvec4 S##3; \
-                uvec4 S##4; uvec4 S##5; uvec4 S##6; uvec4 S##7;
-// Step (group g, depth k) into register set S; set S into the region.
-#define LOAD(S, g, k) { \
-    const uint f_ = g == 0 ? first0 : first1; \
-    const uint live = g == 0 ? live0 : live1; \
-    S##0 = load_w(0, f_, live, k); S##1 = load_w(1, f_, live, k); \
-    S##2 = load_w(2, f_, live, k); S##3 = load_w(3, f_, live, k); \
-    S##4 = load_w(4, f_, live, k); S##5 = load_w(5, f_, live, k); \
-    S##6 = load_w(6, f_, live, k); S##7 = load_w(7, f_, live, k); }
+#define REGS(S) uvec4 S##0; uvec4 S##1; uvec4 S##2; uvec4 S##3;
+// The step at depth k into register set S; set S into the region.
+#define LOAD(S, k) { \
+    S##0 = load_w(0, first, live, k); S##1 = load_w(1, first, live, k); \
+    S##2 = load_w(2, first, live, k); S##3 = load_w(3, first, live, k); }
 #define STORE(S) { \
     Ws[w_slot(0, sg)] = widen(S##0); Ws[w_slot(1, sg)] = widen(S##1); \
-    Ws[w_slot(2, sg)] = widen(S##2); Ws[w_slot(3, sg)] = widen(S##3); \
-    Ws[w_slot(4, sg)] = widen(S##4); Ws[w_slot(5, sg)] = widen(S##5); \
-    Ws[w_slot(6, sg)] = widen(S##6); Ws[w_slot(7, sg)] = widen(S##7); }
+    Ws[w_slot(2, sg)] = widen(S##2); Ws[w_slot(3, sg)] = widen(S##3); }
 
 // xᵀ piece f at span depth kk (a multiple of 16).
 #define X_PIECE(fb, f, kk) coopMatLoad(fb, Xs, (f) * 16 * XST + (kk) / 8, XST, COL_MAJOR)
 #define W_PIECE(fa, d) coopMatLoad(fa, Ws, sg * REGION + (d) * 2, ST, ROW_MAJOR)
 
 #if TILE_BM == 16
-#define ACC_DECL ACC c00 = ACC(0.0); ACC c10 = ACC(0.0);
-#define DEPTH(g, kk, d) { FRAG_A a; FRAG_B b0; W_PIECE(a, d); X_PIECE(b0, 0, kk + 16 * d); \
-    c##g##0 = coopMatMulAdd(a, b0, c##g##0); }
+#define ACC_DECL ACC c0 = ACC(0.0);
+#define DEPTH(kk, d) { FRAG_A a; FRAG_B b0; W_PIECE(a, d); X_PIECE(b0, 0, kk + 16 * d); \
+    c0 = coopMatMulAdd(a, b0, c0); }
 #else
-#define ACC_DECL ACC c00 = ACC(0.0); ACC c10 = ACC(0.0); ACC c01 = ACC(0.0); ACC c11 = ACC(0.0);
-#define DEPTH(g, kk, d) { FRAG_A a; FRAG_B b0; FRAG_B b1; W_PIECE(a, d); \
+#define ACC_DECL ACC c0 = ACC(0.0); ACC c1 = ACC(0.0);
+#define DEPTH(kk, d) { FRAG_A a; FRAG_B b0; FRAG_B b1; W_PIECE(a, d); \
     X_PIECE(b0, 0, kk + 16 * d); X_PIECE(b1, 1, kk + 16 * d); \
-    c##g##0 = coopMatMulAdd(a, b0, c##g##0); c##g##1 = coopMatMulAdd(a, b1, c##g##1); }
+    c0 = coopMatMulAdd(a, b0, c0); c1 = coopMatMulAdd(a, b1, c1); }
 #endif
-// The staged step (group g) at span depth kk, 8 pieces deep.
-#define MULTIPLY(g, kk) { DEPTH(g, kk, 0) DEPTH(g, kk, 1) DEPTH(g, kk, 2) DEPTH(g, kk, 3) \
-    DEPTH(g, kk, 4) DEPTH(g, kk, 5) DEPTH(g, kk, 6) DEPTH(g, kk, 7) }
+// The staged step at span depth kk, 4 pieces deep.
+#define MULTIPLY(kk) { DEPTH(kk, 0) DEPTH(kk, 1) DEPTH(kk, 2) DEPTH(kk, 3) }
 
-// The epilogue's scratch: f32 value e of the subgroup's piece p (0 or 1).
-float scratch(uint sg, uint p, uint e) {
-    return uintBitsToFloat(Ws[sg * REGION + p * 64 + e / 4][e % 4]);
+// The epilogue's scratch: f32 value e of subgroup s's piece p (0 or 1).
+float scratch(uint s, uint p, uint e) {
+    return uintBitsToFloat(Ws[s * REGION + p * 64 + e / 4][e % 4]);
 }
 
-// Writes piece (output rows row.., rows 16·f.. of x) of yᵀ from the
-// subgroup's scratch (and the up piece's, with EPI_SILU) into y, with the
-// epilogue.
+// Writes piece f (output rows row.., rows 16·f.. of x) of yᵀ from the
+// subgroup's scratch piece f (with EPI_SILU, times silu of the gate and
+// the up piece of subgroup sg + 4) into y, with the epilogue.
 void finish(uint sg, uint row, uint f, uint outs, uint oc, bool partial) {
-    subgroupBarrier();
     for (uint e = gl_SubgroupInvocationID; e < 256; e += gl_SubgroupSize) {
         const uint n = row + e % 16;
         const uint m = 16 * f + e / 16;
         if (m >= M || n >= outs) {
             continue;
         }
-        float v = scratch(sg, 0, e);
+        float v = scratch(sg, f, e);
         const uint at = m * outs + n;
 #ifdef EPI_SILU
-        const float u = scratch(sg, 1, e);
+        const float u = scratch(sg + 4, f, e);
         v = v / (1.0 + exp(-v)) * u;
 #endif
 #ifdef EPI_RESIDUAL
@@ -201,22 +195,7 @@ void finish(uint sg, uint row, uint f, uint outs, uint oc, bool partial) {
 #endif
         y[oc + at] = v;
     }
-    subgroupBarrier();
 }
-// Pieces into the scratch: offsets in 16-byte units, row stride 16 f32 =
-// 4 units.
-#ifdef EPI_SILU
-#define PUT(f, ca, cb) { \
-    coopMatStore(ca, Ws, sg * REGION, 4, COL_MAJOR); \
-    coopMatStore(cb, Ws, sg * REGION + 64, 4, COL_MAJOR); \
-    finish(sg, out0, f, outs, oc, partial); }
-#else
-#define PUT(f, ca, cb) { \
-    coopMatStore(ca, Ws, sg * REGION, 4, COL_MAJOR); \
-    finish(sg, out0, f, outs, oc, partial); \
-    coopMatStore(cb, Ws, sg * REGION, 4, COL_MAJOR); \
-    finish(sg, out0 + 16, f, outs, oc, partial); }
-#endif
 
 void main() {
     const uint sg = gl_SubgroupID;
@@ -225,38 +204,33 @@ void main() {
     const uint kbeg = partial ? z * kslice : 0;
     const uint kend = partial ? min(K, kbeg + kslice) : K;
     const uint span = kend - kbeg;
-    const uint steps = 2 * (span / SK);
+    const uint steps = span / SK;
     const uint oc = partial ? z * strideC : 0;
 #ifdef EPI_SILU
     const uint outs = N / 2;
-    // Output rows of this subgroup's gate piece; W rows of its two groups.
-    const uint out0 = gl_WorkGroupID.x * 64 + 16 * sg;
-    const uint first0 = out0;
-    const uint first1 = outs + out0;
+    // Output rows of the gate piece this subgroup's rows pair with; W rows.
+    const uint out0 = gl_WorkGroupID.x * 64 + 16 * (sg % 4);
+    const uint first = sg < 4 ? out0 : outs + out0;
 #else
     const uint outs = N;
-    const uint out0 = gl_WorkGroupID.x * 128 + 32 * sg;
-    const uint first0 = out0;
-    const uint first1 = out0 + 16;
+    const uint out0 = gl_WorkGroupID.x * 128 + 16 * sg;
+    const uint first = out0;
 #endif
-    // Rows of each group that exist (whole groups or none: the outputs
-    // are pieces of 16).
-    const uint live0 = out0 < outs ? 16 : 0;
-#ifdef EPI_SILU
-    const uint live1 = live0;
-#else
-    const uint live1 = out0 + 16 < outs ? 16 : 0;
-#endif
+    // Whether this subgroup's 16 rows exist (whole pieces or none: the
+    // outputs are pieces of 16).
+    const bool live = out0 < outs;
 
     ACC_DECL
     REGS(A)
     REGS(B)
-    LOAD(A, 0, kbeg)
-    LOAD(B, 1, kbeg)
+    LOAD(A, kbeg)
+    if (steps > 1) {
+        LOAD(B, kbeg + SK)
+    }
 
     // x's rows over the span as f16 (zeros past M).
     const uint chunks = span / 8;
-    for (uint q = gl_LocalInvocationID.x; q < BM * chunks; q += 128) {
+    for (uint q = gl_LocalInvocationID.x; q < BM * chunks; q += 256) {
         const uint row = q / chunks;
         const uint c = q % chunks;
         uvec4 h = uvec4(0);
@@ -270,30 +244,47 @@ void main() {
     }
     barrier();
 
-    // Step s: group s & 1 at span depth (s / 2)·128; set A holds the even
-    // steps, set B the odd ones.
+    // Step s at span depth s·64: set A holds the even steps, set B the
+    // odd ones.
     for (uint s = 0; s < steps; s += 2) {
-        const uint kk = (s / 2) * SK;
         STORE(A)
         subgroupBarrier();
         if (s + 2 < steps) {
-            LOAD(A, 0, kbeg + kk + SK)
+            LOAD(A, kbeg + (s + 2) * SK)
         }
-        MULTIPLY(0, kk)
+        MULTIPLY(s * SK)
         subgroupBarrier();
+        if (s + 1 >= steps) {
+            break;
+        }
         STORE(B)
         subgroupBarrier();
         if (s + 3 < steps) {
-            LOAD(B, 1, kbeg + kk + SK)
+            LOAD(B, kbeg + (s + 3) * SK)
         }
-        MULTIPLY(1, kk)
+        MULTIPLY((s + 1) * SK)
         subgroupBarrier();
     }
 
-    if (live0 > 0) {
-        PUT(0, c00, c10)
+    // Pieces into the subgroup's scratch (offsets in 16-byte units, row
+    // stride 16 f32 = 4 units), then out.
+    coopMatStore(c0, Ws, sg * REGION, 4, COL_MAJOR);
 #if TILE_BM == 32
-        PUT(1, c01, c11)
+    coopMatStore(c1, Ws, sg * REGION + 64, 4, COL_MAJOR);
 #endif
+#ifdef EPI_SILU
+    barrier();
+    if (sg >= 4 || !live) {
+        return;
     }
+#else
+    subgroupBarrier();
+    if (!live) {
+        return;
+    }
+#endif
+    finish(sg, out0, 0, outs, oc, partial);
+#if TILE_BM == 32
+    finish(sg, out0, 1, outs, oc, partial);
+#endif
 }

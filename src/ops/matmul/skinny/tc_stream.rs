@@ -3,11 +3,11 @@
 //! `VK_KHR_cooperative_matrix`'s 16×16×16 f16 shape and 32-lane subgroups,
 //! the kernel of `shaders/linear_tc_stream.comp` computes yᵀ = W·xᵀ: W's
 //! rows are the A operand as stored, x the B operand. Each workgroup first
-//! converts x over its span of K to f16 in shared memory; then each
-//! subgroup streams its own 32 rows of W with 16-byte loads, 256
-//! contiguous bytes of a row per half-subgroup, two steps ahead in
-//! registers, and multiplies each step from its own region of shared
-//! memory (bf16 widened exactly, x rounded to f16). W is read once
+//! converts x over its span of K to f16 in shared memory; then each of its
+//! 8 subgroups streams its own 16 rows of W along K with 16-byte loads
+//! (128 contiguous bytes of a row per 8 lanes, each row read in order, two
+//! steps ahead in registers) and multiplies each step from its own region
+//! of shared memory (bf16 widened exactly, x rounded to f16). W is read once
 //! whatever the number of rows, and the products cost the tensor cores
 //! next to nothing, so the layer runs at the rate W streams in. A
 //! workgroup owns 128 rows of W (64 outputs of a merged gate|up weight,
@@ -51,13 +51,13 @@ const SILU_OUTS_PER_GROUP: u32 = 64;
 const MIN_SLICE: u32 = 256;
 /// Most rows of x the kernel holds.
 pub const STREAM_MAX_ROWS: u32 = 32;
-/// Shared memory of the largest form: 4 subgroups' steps of 16 rows × 128
+/// Shared memory of the largest form: 8 subgroups' steps of 16 rows × 64
 /// of W, and 16 rows of x over an 896-deep span, as f16 with a 16-byte
 /// skew per row.
-const SHARED_BYTES: u32 = 4 * 16 * 17 * 16 + 16 * (896 / 8 + 1) * 16;
+const SHARED_BYTES: u32 = 8 * 16 * 9 * 16 + 16 * (896 / 8 + 1) * 16;
 // The 32-row form (x over 384) needs less, and both fit the 48 KiB that
 // NVIDIA's drivers offer.
-const _: () = assert!(SHARED_BYTES >= 4 * 16 * 17 * 16 + 32 * (384 / 8 + 1) * 16);
+const _: () = assert!(SHARED_BYTES >= 8 * 16 * 9 * 16 + 32 * (384 / 8 + 1) * 16);
 const _: () = assert!(SHARED_BYTES <= 49152);
 
 /// The deepest span of K one workgroup takes for `rows` of x per
@@ -77,7 +77,7 @@ pub fn stream_span(rows: u32) -> u32 {
 /// weights, K a multiple of 128 covered by at most [`LINEAR_MAX_SPLITS`]
 /// spans ([`stream_span`]), the outputs a multiple of 16 (whole pieces of
 /// W: no load leaves it), and an adapter with the Khronos cooperative
-/// matrices' f16 shape, 32-lane subgroups and the kernel's 45 KiB of
+/// matrices' f16 shape, 32-lane subgroups and the kernel's 47 KiB of
 /// shared memory. Pure.
 pub fn stream_applies(m: u32, k: u32, n: u32, dtype: DType, silu: bool, caps: &MatmulCaps) -> bool {
     let outs = if silu { n / 2 } else { n };
@@ -96,8 +96,9 @@ pub fn stream_applies(m: u32, k: u32, n: u32, dtype: DType, silu: bool, caps: &M
 
 /// Fewest rows of x [`choose_linear`](super::choose_linear) streams on the
 /// tensor cores: below, the skinny kernels' 16-byte loads and subgroup
-/// sums stream W faster (on an H100 the Qwen3-4B FFN at 4 rows took 2.71
-/// ms on them against 3.05 on this kernel) and keep x exact.
+/// sums stream W as fast or faster and keep x exact (on an H100 the
+/// Qwen3-4B FFN at 4 rows took 2.63–2.66 ms on them; this kernel, forced,
+/// 2.74 ms, while at 5 rows they took 4.37 ms against its 2.77).
 pub const STREAM_MIN_ROWS: u32 = 5;
 
 /// Whether [`choose_linear`](super::choose_linear) takes the streaming
@@ -238,7 +239,7 @@ pub(super) fn check(
     if !stream_applies(m, k, n, dtype, silu, caps) {
         return Err(Error::Unsupported {
             what: "ops::linear streaming on tensor cores (VK_KHR_cooperative_matrix with the \
-                   16×16×16 f16 shape, 32-lane subgroups, 45 KiB of shared memory)",
+                   16×16×16 f16 shape, 32-lane subgroups, 47 KiB of shared memory)",
             adapter: adapter.to_string(),
         });
     }
