@@ -72,7 +72,6 @@ use crate::device::Device;
 use crate::error::{Error, OpsError, Result};
 
 use super::super::dtype::DType;
-use super::super::grid::elementwise_groups;
 use super::super::words;
 use super::same;
 use super::MatmulCaps;
@@ -540,41 +539,6 @@ fn record(
     reduce(batch, &part, res, y, (m, n), epilogue, plan.splits)
 }
 
-/// The split-K scratch buffer of `splits` partial sums of every output
-/// (the batch holds it until its work completes).
-fn scratch(gpu: &Device, splits: u32, m: u32, n: u32) -> Result<Buffer<f32>> {
-    let info = gpu.info();
-    let parts = u64::from(splits) * u64::from(m) * u64::from(n);
-    if parts * 4 > info.max_storage_buffer_range || parts > u64::from(u32::MAX) {
-        return Err(shape(format!(
-            "{splits} K slices need {parts} partial sums, over the adapter's \
-             maxStorageBufferRange ({} bytes) or the kernels' 32-bit index",
-            info.max_storage_buffer_range
-        )));
-    }
-    gpu.alloc::<f32>(parts as usize)
-}
-
-/// Records the split-K reduction pass (`shaders/linear_reduce.comp`) after
-/// a barrier: adds the partials in slice order and applies the epilogue.
-fn reduce(
-    batch: &mut Batch,
-    part: &Buffer<f32>,
-    res: &Buffer<f32>,
-    y: &Buffer<f32>,
-    (m, n): (u32, u32),
-    epilogue: Epilogue<'_>,
-    splits: u32,
-) -> Result<()> {
-    let gpu = y.device();
-    batch.barrier();
-    let kernel = crate::builtins::get(&gpu.inner, "linear_reduce", &[])?;
-    let groups = elementwise_groups(y.len() as u64, gpu.info().max_workgroup_count[0]);
-    let pc = words(&[m, n, epilogue.mode(), splits]);
-    batch.run_configured(&kernel, &[part, res, y], [groups, 1, 1], Some(&pc))?;
-    Ok(())
-}
-
 /// Records the register-tiled kernel (`shaders/linear_tiled.glsl`) for a
 /// checked layer and a plan of rows per pass 32 or 64.
 fn tiled(
@@ -803,6 +767,8 @@ mod cm2;
 pub use cm2::{tensor_applies, tensor_splits, tensor_tile, TensorTile, LINEAR_TENSOR_TILES};
 mod normed;
 use normed::Norm;
+mod split_k;
+use split_k::{reduce, scratch};
 mod tc_stream;
 pub use tc_stream::{
     stream_applies, stream_chosen, stream_rows, stream_span, stream_splits, LINEAR_TENSOR_STREAM,
