@@ -20,13 +20,12 @@
 //! [`Bf16`]: crate::ops::Bf16
 
 use crate::batch::Batch;
-use crate::buffer::{Buffer, GpuBuf};
+use crate::buffer::Buffer;
 use crate::error::{Error, Result};
 
 use super::super::super::dtype::DType;
-use super::super::super::words;
 use super::super::MatmulCaps;
-use super::{reduce, scratch, shape, Epilogue, LinearPlan, Weights, LINEAR_MAX_SPLITS};
+use super::{run_layers, shape, Epilogue, Layer, LinearPlan, Weights, LINEAR_MAX_SPLITS};
 
 /// [`LinearPlan::rows_per_pass`] of the tensor-core kernel: every row of x
 /// (any m) in blocks of 64 or 128 rows. [`choose_linear`](super::choose_linear)
@@ -256,27 +255,14 @@ pub(super) fn record(
         0
     };
     let kernel = crate::builtins::get(&gpu.inner, name, &[(0, group)])?;
-    let wb = w.bind();
-    if depth == 1 {
-        let pc = words(&[m, k, n, 0, 0, 0, 0]);
-        match epilogue {
-            Epilogue::Residual(r) => {
-                batch.run_configured(&kernel, &[x as &dyn GpuBuf, wb, y, r], grid, Some(&pc))?
-            }
-            _ => batch.run_configured(&kernel, &[x as &dyn GpuBuf, wb, y], grid, Some(&pc))?,
-        };
-        return Ok(());
-    }
-    // Split-K: layer z's partial product over its K slice into part[z]
-    // ([m, n]), then the reduction pass with the epilogue.
-    let part = scratch(&gpu, depth, m, n)?;
-    let pc = words(&[m, k, n, 0, 0, m * n, kslice]);
-    batch.run_configured(&kernel, &[x as &dyn GpuBuf, wb, &part], grid, Some(&pc))?;
-    let res = match epilogue {
-        Epilogue::Residual(r) => r,
-        _ => y,
+    let layer = Layer {
+        x,
+        w: w.bind(),
+        y,
+        shape: (m, k, n),
+        epilogue,
     };
-    reduce(batch, &part, res, y, (m, n), epilogue, depth)
+    run_layers(batch, &kernel, layer, grid, kslice, depth)
 }
 
 #[cfg(test)]

@@ -1,11 +1,15 @@
 //! The split-K pass shared by the linear kernels: the scratch buffer of
 //! partial sums and the reduction that adds them in slice order and
-//! applies the layer's epilogue (`shaders/linear_reduce.comp`).
+//! applies the layer's epilogue (`shaders/linear_reduce.comp`), and the
+//! launch of the tensor-core kernels, whose push constants
+//! (`matmul_cm2_decode.comp`'s linear forms and `linear_tc_stream.comp`)
+//! are the same.
 
 use crate::batch::Batch;
-use crate::buffer::Buffer;
+use crate::buffer::{Buffer, GpuBuf};
 use crate::device::Device;
 use crate::error::Result;
+use crate::kernel::Kernel;
 
 use super::super::super::grid::elementwise_groups;
 use super::super::super::words;
@@ -44,4 +48,55 @@ pub(super) fn reduce(
     let pc = words(&[m, n, epilogue.mode(), splits]);
     batch.run_configured(&kernel, &[part, res, y], [groups, 1, 1], Some(&pc))?;
     Ok(())
+}
+
+/// A checked linear layer as the tensor-core kernels bind it.
+pub(super) struct Layer<'a> {
+    /// x, `[m, k]`.
+    pub x: &'a Buffer<f32>,
+    /// W's buffer, `[n, k]`.
+    pub w: &'a dyn GpuBuf,
+    /// y, `[m, n]` (`[m, n/2]` with SiLU·mul).
+    pub y: &'a Buffer<f32>,
+    /// (m, k, n).
+    pub shape: (u32, u32, u32),
+    /// The epilogue.
+    pub epilogue: Epilogue<'a>,
+}
+
+/// Launches a tensor-core linear kernel over `grid`: with `depth` 1, one
+/// layer over all of K with the epilogue fused (push constants M, K, N
+/// and zeros; the residual bound fourth); else `depth` K layers of
+/// `kslice` writing partial products into a scratch buffer (C's stride
+/// m·n), then the reduction pass with the epilogue.
+pub(super) fn run_layers(
+    batch: &mut Batch,
+    kernel: &Kernel,
+    l: Layer<'_>,
+    grid: [u32; 3],
+    kslice: u32,
+    depth: u32,
+) -> Result<()> {
+    let (m, k, n) = l.shape;
+    let x = l.x as &dyn GpuBuf;
+    if depth == 1 {
+        let pc = words(&[m, k, n, 0, 0, 0, 0]);
+        match l.epilogue {
+            Epilogue::Residual(r) => {
+                batch.run_configured(kernel, &[x, l.w, l.y, r], grid, Some(&pc))?
+            }
+            _ => batch.run_configured(kernel, &[x, l.w, l.y], grid, Some(&pc))?,
+        };
+        return Ok(());
+    }
+    // Split-K: layer z's partial product over its K slice into part[z]
+    // ([m, n]), then the reduction pass with the epilogue.
+    let part = scratch(&l.y.device(), depth, m, n)?;
+    let pc = words(&[m, k, n, 0, 0, m * n, kslice]);
+    batch.run_configured(kernel, &[x, l.w, &part], grid, Some(&pc))?;
+    let res = match l.epilogue {
+        Epilogue::Residual(r) => r,
+        _ => l.y,
+    };
+    reduce(batch, &part, res, l.y, (m, n), l.epilogue, depth)
 }
