@@ -132,7 +132,8 @@ fn enough(caps: &MatmulCaps) -> u32 {
 /// K layers for a layer of `m` rows, `n` rows of W, `k` deep: at least
 /// enough that each layer's span fits ([`stream_span`]); 1 where that is
 /// one and the one-pass workgroups (128 rows of W each, 64 outputs with
-/// `silu`) number two per compute unit ([`enough`]); else enough layers
+/// `silu`) number two per compute unit (128 when the adapter does not
+/// give its count); else enough layers
 /// of the plain kernel (128 rows of W each, over all `n`) to reach that,
 /// each at least 256 deep, at most [`LINEAR_MAX_SPLITS`]. Pure.
 pub fn stream_splits(m: u32, k: u32, n: u32, silu: bool, caps: &MatmulCaps) -> u32 {
