@@ -25,7 +25,7 @@ use crate::error::{Error, Result};
 
 use super::super::super::dtype::DType;
 use super::super::MatmulCaps;
-use super::{run_layers, shape, Epilogue, Layer, LinearPlan, Weights, LINEAR_MAX_SPLITS};
+use super::{layers, run_layers, shape, Epilogue, Layer, LinearPlan, Weights, LINEAR_MAX_SPLITS};
 
 /// [`LinearPlan::rows_per_pass`] of the tensor-core kernel: every row of x
 /// (any m) in blocks of 64 or 128 rows. [`choose_linear`](super::choose_linear)
@@ -150,13 +150,6 @@ pub fn tensor_splits(m: u32, k: u32, n: u32, silu: bool, caps: &MatmulCaps) -> u
     (want.div_ceil(blocks) as u32).clamp(1, most)
 }
 
-/// The depth of each of `splits` K layers (a multiple of the kernel's
-/// slices) and the number of layers that covers K at that depth. Pure.
-fn layers(k: u32, splits: u32) -> (u32, u32) {
-    let kslice = k.div_ceil(splits.max(1)).div_ceil(BK) * BK;
-    (kslice, k.div_ceil(kslice))
-}
-
 /// The plan [`super::choose_linear`] takes when [`tensor_applies`]. Pure.
 pub(super) fn plan(m: u32, k: u32, n: u32, silu: bool, caps: &MatmulCaps) -> LinearPlan {
     LinearPlan {
@@ -229,8 +222,7 @@ pub(super) fn record(
     let info = gpu.info();
     let caps = MatmulCaps::of(info);
     let silu = matches!(epilogue, Epilogue::SiluMul);
-    let limit = info.max_workgroup_count;
-    let (kslice, depth) = layers(k, splits);
+    let (kslice, depth) = layers(k, splits, BK);
     let (t, mode, outs, z) = if depth > 1 {
         (SPLIT_TILE, 0, n, depth)
     } else {
@@ -238,11 +230,6 @@ pub(super) fn record(
         (tensor_tile(m, n, silu, &caps), epilogue.mode(), outs, 1)
     };
     let grid = [outs.div_ceil(t.bn), m.div_ceil(t.bm), z];
-    if grid.iter().zip(limit).any(|(g, l)| *g > l) {
-        return Err(shape(format!(
-            "needs {grid:?} workgroups, over maxComputeWorkGroupCount {limit:?}"
-        )));
-    }
     let name = kernel_name(w.dtype(), t, mode).ok_or_else(|| {
         shape(format!(
             "no tensor-core kernel for {:?} weights with block {t:?}",
@@ -321,15 +308,6 @@ mod tests {
         assert_eq!(tensor_splits(64, 1024, 256, false, &c), 4);
         // At most LINEAR_MAX_SPLITS.
         assert_eq!(tensor_splits(20, 1 << 20, 64, false, &c), LINEAR_MAX_SPLITS);
-    }
-
-    #[test]
-    fn layers_cover_k_in_whole_slices() {
-        assert_eq!(layers(9728, 6), (1664, 6));
-        assert_eq!(layers(1000, 1), (1024, 1));
-        // Rounding the depth up can leave fewer layers than asked.
-        assert_eq!(layers(300, 4), (128, 3));
-        assert_eq!(layers(64, 8), (64, 1));
     }
 
     #[test]

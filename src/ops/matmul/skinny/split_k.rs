@@ -50,6 +50,14 @@ pub(super) fn reduce(
     Ok(())
 }
 
+/// The depth of each of `splits` K layers (a multiple of the kernel's
+/// `step`) and the number of layers that covers K at that depth (rounding
+/// the depth up can leave fewer layers than asked). Pure.
+pub(super) fn layers(k: u32, splits: u32, step: u32) -> (u32, u32) {
+    let kslice = k.div_ceil(splits.max(1)).div_ceil(step) * step;
+    (kslice, k.div_ceil(kslice))
+}
+
 /// A checked linear layer as the tensor-core kernels bind it.
 pub(super) struct Layer<'a> {
     /// x, `[m, k]`.
@@ -64,7 +72,9 @@ pub(super) struct Layer<'a> {
     pub epilogue: Epilogue<'a>,
 }
 
-/// Launches a tensor-core linear kernel over `grid`: with `depth` 1, one
+/// Launches a tensor-core linear kernel over `grid` (an
+/// [`crate::Error::OpShape`] past `maxComputeWorkGroupCount`, nothing
+/// recorded): with `depth` 1, one
 /// layer over all of K with the epilogue fused (push constants M, K, N
 /// and zeros; the residual bound fourth); else `depth` K layers of
 /// `kslice` writing partial products into a scratch buffer (C's stride
@@ -78,6 +88,12 @@ pub(super) fn run_layers(
     depth: u32,
 ) -> Result<()> {
     let (m, k, n) = l.shape;
+    let limit = l.y.device().info().max_workgroup_count;
+    if grid.iter().zip(limit).any(|(g, l)| *g > l) {
+        return Err(shape(format!(
+            "needs {grid:?} workgroups, over maxComputeWorkGroupCount {limit:?}"
+        )));
+    }
     let x = l.x as &dyn GpuBuf;
     if depth == 1 {
         let pc = words(&[m, k, n, 0, 0, 0, 0]);
@@ -99,4 +115,23 @@ pub(super) fn run_layers(
         _ => l.y,
     };
     reduce(batch, &part, res, l.y, (m, n), l.epilogue, depth)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layers_cover_k_in_whole_steps() {
+        // The coopmat2 tiles' 64-deep slices.
+        assert_eq!(layers(9728, 6, 64), (1664, 6));
+        assert_eq!(layers(1000, 1, 64), (1024, 1));
+        assert_eq!(layers(300, 4, 64), (128, 3));
+        assert_eq!(layers(64, 8, 64), (64, 1));
+        // The streaming kernel's 128-deep steps.
+        assert_eq!(layers(9728, 14, 128), (768, 13));
+        assert_eq!(layers(2560, 3, 128), (896, 3));
+        assert_eq!(layers(2560, 4, 128), (640, 4));
+        assert_eq!(layers(128, 8, 128), (128, 1));
+    }
 }
