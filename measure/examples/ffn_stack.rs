@@ -421,13 +421,15 @@ fn main() -> Result<()> {
                     .map(|(&g, &w)| (f64::from(g) - w).abs())
                     .fold(0.0f64, f64::max)
                     / scale;
+                // Either layer on the tensor cores rounds its x to f16.
                 let caps = MatmulCaps::of(info);
-                let rows = force.0.unwrap_or_else(|| {
-                    ops::choose_linear(t, hu as u32, 2 * iu as u32, ops::DType::Bf16, true, &caps)
-                        .rows_per_pass
-                });
-                let f16_acts =
-                    bf16 && [ops::LINEAR_TENSOR_TILES, ops::LINEAR_TENSOR_STREAM].contains(&rows);
+                let tensor = |k: u32, n: u32, silu: bool| {
+                    let rows = force.0.unwrap_or_else(|| {
+                        ops::choose_linear(t, k, n, ops::DType::Bf16, silu, &caps).rows_per_pass
+                    });
+                    [ops::LINEAR_TENSOR_TILES, ops::LINEAR_TENSOR_STREAM].contains(&rows)
+                };
+                let f16_acts = bf16 && (tensor(h, 2 * i, true) || tensor(i, h, false));
                 let tol = if f16_acts { 1e-3 } else { 1e-4 };
                 assert!(
                     err < tol,
