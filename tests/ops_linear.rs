@@ -26,7 +26,7 @@ use vkcompute::ops::{self, Bf16, Epilogue, LinearPlan};
 use vkcompute::{Buffer, Error};
 
 mod linear_support;
-use linear_support::{upload_w, Dt, Epi, GpuW};
+use linear_support::{upload_w, Dt, Epi};
 
 /// One layer recorded: its inputs kept for the reference.
 struct Case {
@@ -177,18 +177,8 @@ fn every_case(dt: Dt) {
                     };
                     let gx = gpu.upload(&x).unwrap();
                     let (mu, ku, nu) = (m as u32, k as u32, n as u32);
-                    match &gw {
-                        GpuW::F32(b) => {
-                            ops::linear_with_plan(&mut batch, &gx, b, &y, mu, ku, nu, e, plan)
-                        }
-                        GpuW::F16(b) => {
-                            ops::linear_with_plan(&mut batch, &gx, b, &y, mu, ku, nu, e, plan)
-                        }
-                        GpuW::Bf16(b) => {
-                            ops::linear_with_plan(&mut batch, &gx, b, &y, mu, ku, nu, e, plan)
-                        }
-                    }
-                    .unwrap();
+                    let gwb = gw.weights();
+                    ops::linear_with_plan(&mut batch, &gx, gwb, &y, mu, ku, nu, e, plan).unwrap();
                     keep.push((gx, gr));
                     cases.push(Case {
                         m,
@@ -353,12 +343,7 @@ fn chosen_plans_match_the_cpu(shapes: &[(usize, usize)], ms: &[usize], dts: &[Dt
                         _ => Epilogue::None,
                     };
                     let (mu, ku, nu) = (m as u32, k as u32, n as u32);
-                    match &gw {
-                        GpuW::F32(b) => ops::linear(&mut batch, &gx, b, &y, mu, ku, nu, e),
-                        GpuW::F16(b) => ops::linear(&mut batch, &gx, b, &y, mu, ku, nu, e),
-                        GpuW::Bf16(b) => ops::linear(&mut batch, &gx, b, &y, mu, ku, nu, e),
-                    }
-                    .unwrap();
+                    ops::linear(&mut batch, &gx, gw.weights(), &y, mu, ku, nu, e).unwrap();
                     keep.push(gx);
                     cases.push((
                         dt,

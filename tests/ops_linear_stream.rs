@@ -70,16 +70,8 @@ fn streaming_tensor_core_linear_matches_the_reference() {
                         };
                         let p = plan(splits);
                         let mut batch = gpu.batch().unwrap();
-                        match &gw {
-                            GpuW::F16(b) => {
-                                ops::linear_with_plan(&mut batch, &gx, b, &y, mu, ku, nu, e, p)
-                            }
-                            GpuW::Bf16(b) => {
-                                ops::linear_with_plan(&mut batch, &gx, b, &y, mu, ku, nu, e, p)
-                            }
-                            GpuW::F32(_) => unreachable!("16-bit weights only"),
-                        }
-                        .unwrap();
+                        let w = gw.weights();
+                        ops::linear_with_plan(&mut batch, &gx, w, &y, mu, ku, nu, e, p).unwrap();
                         batch.submit().unwrap();
                         let what = format!("{dt:?} {epi:?} m={m} k={k} n={n} splits {splits}");
                         check(&what, &x, &ws, &r, (m, k, n), epi, &y.download().unwrap());
@@ -101,41 +93,8 @@ fn a_forced_streaming_plan_is_a_typed_error_where_it_cannot_run() {
         let y: Buffer<f32> = gpu.alloc(m * n).unwrap();
         let (mu, ku, nu) = (m as u32, k as u32, n as u32);
         let mut batch = gpu.batch().unwrap();
-        let r = match &w {
-            GpuW::F32(b) => ops::linear_with_plan(
-                &mut batch,
-                &x,
-                b,
-                &y,
-                mu,
-                ku,
-                nu,
-                Epilogue::None,
-                plan(splits),
-            ),
-            GpuW::F16(b) => ops::linear_with_plan(
-                &mut batch,
-                &x,
-                b,
-                &y,
-                mu,
-                ku,
-                nu,
-                Epilogue::None,
-                plan(splits),
-            ),
-            GpuW::Bf16(b) => ops::linear_with_plan(
-                &mut batch,
-                &x,
-                b,
-                &y,
-                mu,
-                ku,
-                nu,
-                Epilogue::None,
-                plan(splits),
-            ),
-        };
+        let (e, p) = (Epilogue::None, plan(splits));
+        let r = ops::linear_with_plan(&mut batch, &x, w.weights(), &y, mu, ku, nu, e, p);
         match r {
             Err(Error::OpShape { detail, .. }) => assert!(detail.contains(want), "{detail}"),
             other => panic!("want OpShape naming {want:?}, got {other:?}"),

@@ -83,20 +83,12 @@ fn tensor_core_linear_matches_the_reference() {
                             Epi::SiluMul => Epilogue::SiluMul,
                         };
                         let mut batch = gpu.batch().unwrap();
-                        macro_rules! go {
-                            ($w:expr) => {
-                                match plan {
-                                    None => ops::linear(&mut batch, &gx, $w, &y, mu, ku, nu, e),
-                                    Some(p) => ops::linear_with_plan(
-                                        &mut batch, &gx, $w, &y, mu, ku, nu, e, p,
-                                    ),
-                                }
-                            };
-                        }
-                        match &gw {
-                            GpuW::F16(b) => go!(b),
-                            GpuW::Bf16(b) => go!(b),
-                            GpuW::F32(b) => go!(b),
+                        let w = gw.weights();
+                        match plan {
+                            None => ops::linear(&mut batch, &gx, w, &y, mu, ku, nu, e),
+                            Some(p) => {
+                                ops::linear_with_plan(&mut batch, &gx, w, &y, mu, ku, nu, e, p)
+                            }
                         }
                         .unwrap();
                         batch.submit().unwrap();

@@ -5,7 +5,7 @@
 
 pub mod tensor;
 
-use vkcompute::ops::{Bf16, F16};
+use vkcompute::ops::{Bf16, Weights, F16};
 use vkcompute::{Buffer, Device};
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -39,6 +39,17 @@ pub enum GpuW {
     F32(Buffer<f32>),
     F16(Buffer<F16>),
     Bf16(Buffer<Bf16>),
+}
+
+impl GpuW {
+    /// The weights as `ops::linear` takes them, whatever their type.
+    pub fn weights(&self) -> Weights<'_> {
+        match self {
+            GpuW::F32(b) => b.into(),
+            GpuW::F16(b) => b.into(),
+            GpuW::Bf16(b) => b.into(),
+        }
+    }
 }
 
 pub fn upload_w(gpu: &Device, dt: Dt, w: &[f32]) -> GpuW {
