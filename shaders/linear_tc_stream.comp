@@ -1,5 +1,5 @@
 #version 450
-// y = x·Wᵀ for a few rows of x (M ≤ 32) on subgroup-scope cooperative
+// y = x·Wᵀ for a few rows of x (M ≤ 64) on subgroup-scope cooperative
 // matrices of the Khronos extension (16×16×16 f16 → f32), streaming W once:
 // the tensor-core form of the skinny linear kernels (ops::linear,
 // src/ops/matmul/skinny/tc_stream.rs).
@@ -11,7 +11,10 @@
 //
 // A workgroup is 8 subgroups of 32 and covers one span of K (all of it, or
 // one split-K layer's). It first converts x's rows over that span to f16
-// into shared memory (zeros past M), one barrier. Each subgroup then owns
+// into shared memory (zeros past M), one barrier. With XWIN (the w32 and w64
+// forms, and the only form for 64 rows, whose span would not fit) x
+// streams through a window of two 64-deep steps instead, each converted by the whole workgroup while the step
+// before it is multiplied, one barrier per step. Each subgroup then owns
 // 16 rows of W: rows n0 + 16·s (the plain and residual forms, 128 rows per
 // workgroup), or with EPI_SILU gate rows o0 + 16·s for s < 4 and the
 // matching up rows N/2 + o0 + 16·(s − 4) for the others (64 outputs per
@@ -25,7 +28,7 @@
 // pairs with packHalf2x16) into the subgroup's own region of shared
 // memory (rows skewed by 16 bytes) and multiplied from there: 4 depths of
 // one 16×16 piece of W against the TILE_BM/16 pieces of xᵀ; no subgroup
-// waits on another until the epilogue. That keeps every weight in f16's
+// waits on another until the epilogue (XWIN: until the step's end). That keeps every weight in f16's
 // normal range (6.1e-5 to 65504) exact (bf16's 8 significant bits fit
 // f16's 11); larger magnitudes become ±inf, smaller ones lose bits as f16
 // subnormals, as in shaders/matmul_cm2_decode.comp. Accumulators:
@@ -44,7 +47,8 @@
 //                 silu(gate)·up
 //
 // Needs K a multiple of 128 and each span at most XSPAN deep (896 for 16
-// rows of x, 384 for 32: x's span fills the 48 KiB left); the Rust
+// rows of x, 384 for 32: x's span fills the 48 KiB left; any depth with
+// XWIN); the Rust
 // side also keeps the outputs (N, or N/2 with EPI_SILU) a multiple of 16.
 // M from 1 to TILE_BM. Push constants: M, K, N, two unused words (the
 // layout of matmul_cm2_decode.comp's linear forms), strideC and kslice.
@@ -71,6 +75,18 @@
 // variant: linear_tc_bf16_m32 TILE_BM=32 B_BF16=1
 // variant: linear_tc_bf16_m32_res TILE_BM=32 B_BF16=1 EPI_RESIDUAL=1
 // variant: linear_tc_bf16_m32_silu TILE_BM=32 B_BF16=1 EPI_SILU=1
+// variant: linear_tc_f16_w32 TILE_BM=32 XWIN=1
+// variant: linear_tc_f16_w32_res TILE_BM=32 XWIN=1 EPI_RESIDUAL=1
+// variant: linear_tc_f16_w32_silu TILE_BM=32 XWIN=1 EPI_SILU=1
+// variant: linear_tc_bf16_w32 TILE_BM=32 XWIN=1 B_BF16=1
+// variant: linear_tc_bf16_w32_res TILE_BM=32 XWIN=1 B_BF16=1 EPI_RESIDUAL=1
+// variant: linear_tc_bf16_w32_silu TILE_BM=32 XWIN=1 B_BF16=1 EPI_SILU=1
+// variant: linear_tc_f16_w64 TILE_BM=64 XWIN=1
+// variant: linear_tc_f16_w64_res TILE_BM=64 XWIN=1 EPI_RESIDUAL=1
+// variant: linear_tc_f16_w64_silu TILE_BM=64 XWIN=1 EPI_SILU=1
+// variant: linear_tc_bf16_w64 TILE_BM=64 XWIN=1 B_BF16=1
+// variant: linear_tc_bf16_w64_res TILE_BM=64 XWIN=1 B_BF16=1 EPI_RESIDUAL=1
+// variant: linear_tc_bf16_w64_silu TILE_BM=64 XWIN=1 B_BF16=1 EPI_SILU=1
 #extension GL_KHR_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
@@ -80,18 +96,30 @@
 #ifndef TILE_BM
 #define TILE_BM 16
 #endif
-#if TILE_BM == 16
+#if defined(XWIN)
+#if TILE_BM != 32 && TILE_BM != 64
+#error "XWIN: TILE_BM 32 or 64"
+#endif
+#elif TILE_BM == 16
 #define XSPAN 896
 #elif TILE_BM == 32
 #define XSPAN 384
 #else
-#error "TILE_BM: 16 or 32"
+#error "TILE_BM: 16 or 32 (64 with XWIN)"
 #endif
 const uint BM = TILE_BM;
 const uint SK = 64;                 // depth of a step
 const uint ST = SK / 8 + 1;         // staged W row stride, 16-byte units (skew 1)
-const uint XST = XSPAN / 8 + 1;     // staged x row stride, 16-byte units (skew 1)
 const uint REGION = 16 * ST;        // a subgroup's staging region, 16-byte units
+#ifdef XWIN
+const uint XST = ST;                // x window row stride, 16-byte units (skew 1)
+const uint XBUF = BM * XST;         // one step of the window
+const uint XB = 8 * REGION;         // the window's two steps follow the W regions
+const uint SCRATCH = BM * 4;        // a subgroup's epilogue scratch: BM/16 pieces
+#else
+const uint XST = XSPAN / 8 + 1;     // staged x row stride, 16-byte units (skew 1)
+const uint SCRATCH = REGION;        // the epilogue's scratch is the W region
+#endif
 
 layout(local_size_x = 256) in;
 
@@ -105,8 +133,13 @@ layout(push_constant) uniform Shape {
     uint M; uint K; uint N; uint unusedA; uint unusedB; uint strideC; uint kslice;
 };
 
+#ifdef XWIN
+// W regions, then the window; the epilogue's scratch spans both.
+shared uvec4 Ws[XB + 2 * XBUF];
+#else
 shared uvec4 Ws[8 * REGION];
 shared uvec4 Xs[BM * XST];
+#endif
 
 #define ACC coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>
 #define FRAG_A coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA>
@@ -150,27 +183,66 @@ uint w_slot(uint j, uint sg) {
     Ws[w_slot(0, sg)] = widen(S##0); Ws[w_slot(1, sg)] = widen(S##1); \
     Ws[w_slot(2, sg)] = widen(S##2); Ws[w_slot(3, sg)] = widen(S##3); }
 
+#ifdef XWIN
+// xᵀ piece f at depth kk (a multiple of 16) of the window's step buffer XW.
+#define X_PIECE(fb, f, kk) coopMatLoad(fb, Ws, XB + XW * XBUF + (f) * 16 * XST + (kk) / 8, XST, COL_MAJOR)
+#else
 // xᵀ piece f at span depth kk (a multiple of 16).
 #define X_PIECE(fb, f, kk) coopMatLoad(fb, Xs, (f) * 16 * XST + (kk) / 8, XST, COL_MAJOR)
+#endif
 #define W_PIECE(fa, d) coopMatLoad(fa, Ws, sg * REGION + (d) * 2, ST, ROW_MAJOR)
 
 #if TILE_BM == 16
 #define ACC_DECL ACC c0 = ACC(0.0);
 #define DEPTH(kk, d) { FRAG_A a; FRAG_B b0; W_PIECE(a, d); X_PIECE(b0, 0, kk + 16 * d); \
     c0 = coopMatMulAdd(a, b0, c0); }
-#else
+#elif TILE_BM == 32
 #define ACC_DECL ACC c0 = ACC(0.0); ACC c1 = ACC(0.0);
 #define DEPTH(kk, d) { FRAG_A a; FRAG_B b0; FRAG_B b1; W_PIECE(a, d); \
     X_PIECE(b0, 0, kk + 16 * d); X_PIECE(b1, 1, kk + 16 * d); \
     c0 = coopMatMulAdd(a, b0, c0); c1 = coopMatMulAdd(a, b1, c1); }
+#else
+#define ACC_DECL ACC c0 = ACC(0.0); ACC c1 = ACC(0.0); ACC c2 = ACC(0.0); ACC c3 = ACC(0.0);
+#define DEPTH(kk, d) { FRAG_A a; FRAG_B b0; FRAG_B b1; FRAG_B b2; FRAG_B b3; W_PIECE(a, d); \
+    X_PIECE(b0, 0, kk + 16 * d); X_PIECE(b1, 1, kk + 16 * d); \
+    X_PIECE(b2, 2, kk + 16 * d); X_PIECE(b3, 3, kk + 16 * d); \
+    c0 = coopMatMulAdd(a, b0, c0); c1 = coopMatMulAdd(a, b1, c1); \
+    c2 = coopMatMulAdd(a, b2, c2); c3 = coopMatMulAdd(a, b3, c3); }
 #endif
 // The staged step at span depth kk, 4 pieces deep.
 #define MULTIPLY(kk) { DEPTH(kk, 0) DEPTH(kk, 1) DEPTH(kk, 2) DEPTH(kk, 3) }
 
-// The epilogue's scratch: f32 value e of subgroup s's piece p (0 or 1).
+// The epilogue's scratch: f32 value e of subgroup s's piece p.
 float scratch(uint s, uint p, uint e) {
-    return uintBitsToFloat(Ws[s * REGION + p * 64 + e / 4][e % 4]);
+    return uintBitsToFloat(Ws[s * SCRATCH + p * 64 + e / 4][e % 4]);
 }
+
+#ifdef XWIN
+// The window: invocation i converts 16-byte units i + 256·u (u below
+// XUNITS) of a step, unit q being row q / 8, depths 8·(q % 8).., of x.
+const uint XUNITS = BM * 8 / 256;
+#define XREGS vec4 xp0; vec4 xs0; vec4 xp1; vec4 xs1;
+void x_unit(uint u, out uint row, out uint c) {
+    const uint q = gl_LocalInvocationID.x + 256 * u;
+    row = q / 8;
+    c = q % 8;
+}
+// x's step at depth k into the registers (zeros past M).
+#define XLOAD_U(u, k) { uint row; uint c; x_unit(u, row, c); \
+    xp##u = vec4(0.0); xs##u = vec4(0.0); \
+    if (row < M) { const uint at = (row * K + (k)) / 4 + 2 * c; xp##u = x4[at]; xs##u = x4[at + 1]; } }
+// The registers as f16 into the window's step buffer b.
+#define XSTORE_U(u, b) { uint row; uint c; x_unit(u, row, c); \
+    Ws[XB + (b) * XBUF + row * XST + c] = uvec4(packHalf2x16(xp##u.xy), packHalf2x16(xp##u.zw), \
+        packHalf2x16(xs##u.xy), packHalf2x16(xs##u.zw)); }
+#if TILE_BM == 64
+#define XLOAD(k) { XLOAD_U(0, k) XLOAD_U(1, k) }
+#define XSTORE(b) { XSTORE_U(0, b) XSTORE_U(1, b) }
+#else
+#define XLOAD(k) { XLOAD_U(0, k) }
+#define XSTORE(b) { XSTORE_U(0, b) }
+#endif
+#endif
 
 // Writes piece f (output rows row.., rows 16·f.. of x) of yᵀ from the
 // subgroup's scratch piece f (with EPI_SILU, times silu of the gate and
@@ -228,6 +300,53 @@ void main() {
         LOAD(B, kbeg + SK)
     }
 
+#ifdef XWIN
+    // The first step of x into buffer 0; then step s is multiplied from
+    // buffer s % 2 while step s + 1 is loaded and converted into the
+    // other, which the barrier ending step s publishes (every subgroup
+    // has finished step s − 1, its last reader, before that barrier).
+    XREGS
+    XLOAD(kbeg)
+    XSTORE(0)
+    barrier();
+    for (uint s = 0; s < steps; s += 2) {
+        if (s + 1 < steps) {
+            XLOAD(kbeg + (s + 1) * SK)
+        }
+        STORE(A)
+        subgroupBarrier();
+        if (s + 2 < steps) {
+            LOAD(A, kbeg + (s + 2) * SK)
+        }
+        {
+            const uint XW = 0;
+            MULTIPLY(0)
+        }
+        if (s + 1 < steps) {
+            XSTORE(1)
+        }
+        barrier();
+        if (s + 1 >= steps) {
+            break;
+        }
+        if (s + 2 < steps) {
+            XLOAD(kbeg + (s + 2) * SK)
+        }
+        STORE(B)
+        subgroupBarrier();
+        if (s + 3 < steps) {
+            LOAD(B, kbeg + (s + 3) * SK)
+        }
+        {
+            const uint XW = 1;
+            MULTIPLY(0)
+        }
+        if (s + 2 < steps) {
+            XSTORE(0)
+        }
+        barrier();
+    }
+#else
     // x's rows over the span as f16 (zeros past M).
     const uint chunks = span / 8;
     for (uint q = gl_LocalInvocationID.x; q < BM * chunks; q += 256) {
@@ -266,11 +385,19 @@ void main() {
         subgroupBarrier();
     }
 
+#endif
+
     // Pieces into the subgroup's scratch (offsets in 16-byte units, row
-    // stride 16 f32 = 4 units), then out.
-    coopMatStore(c0, Ws, sg * REGION, 4, COL_MAJOR);
-#if TILE_BM == 32
-    coopMatStore(c1, Ws, sg * REGION + 64, 4, COL_MAJOR);
+    // stride 16 f32 = 4 units), then out. With XWIN the scratch spans the
+    // window and other subgroups' regions: the loop's last barrier has
+    // every subgroup done reading them.
+    coopMatStore(c0, Ws, sg * SCRATCH, 4, COL_MAJOR);
+#if TILE_BM >= 32
+    coopMatStore(c1, Ws, sg * SCRATCH + 64, 4, COL_MAJOR);
+#endif
+#if TILE_BM == 64
+    coopMatStore(c2, Ws, sg * SCRATCH + 128, 4, COL_MAJOR);
+    coopMatStore(c3, Ws, sg * SCRATCH + 192, 4, COL_MAJOR);
 #endif
 #ifdef EPI_SILU
     barrier();
@@ -284,7 +411,11 @@ void main() {
     }
 #endif
     finish(sg, out0, 0, outs, oc, partial);
-#if TILE_BM == 32
+#if TILE_BM >= 32
     finish(sg, out0, 1, outs, oc, partial);
+#endif
+#if TILE_BM == 64
+    finish(sg, out0, 2, outs, oc, partial);
+    finish(sg, out0, 3, outs, oc, partial);
 #endif
 }

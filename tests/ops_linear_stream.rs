@@ -1,7 +1,8 @@
 //! `ops::linear` streaming W through the tensor cores
-//! ([`ops::LINEAR_TENSOR_STREAM`]: f16 or bf16 weights, up to 32 rows, on
-//! adapters with the Khronos cooperative matrices' f16 shape): both
-//! workgroup sizes (16 and 32 rows of x, full and partial), every
+//! ([`ops::LINEAR_TENSOR_STREAM`] and [`ops::LINEAR_TENSOR_WINDOW`]: f16
+//! or bf16 weights, up to 64 rows, on adapters with the Khronos
+//! cooperative matrices' f16 shape): every workgroup size (16 and 32 rows
+//! of x over a span, 32 and 64 through the window, full and partial), every
 //! epilogue, outputs that leave subgroups and workgroups without rows of
 //! W, the plan's K layers and more, against an f64 reference of the stored
 //! weights (the bound of `linear_support::tensor`: x is rounded to f16).
@@ -11,7 +12,9 @@
 
 mod common;
 
-use vkcompute::ops::{self, DType, Epilogue, LinearPlan, MatmulCaps, LINEAR_TENSOR_STREAM};
+use vkcompute::ops::{
+    self, DType, Epilogue, LinearPlan, MatmulCaps, LINEAR_TENSOR_STREAM, LINEAR_TENSOR_WINDOW,
+};
 use vkcompute::{Buffer, Error};
 
 mod linear_support;
@@ -21,6 +24,13 @@ use linear_support::{upload_w, Dt, Epi, GpuW};
 fn plan(splits: u32) -> LinearPlan {
     LinearPlan {
         rows_per_pass: LINEAR_TENSOR_STREAM,
+        splits,
+    }
+}
+
+fn window(splits: u32) -> LinearPlan {
+    LinearPlan {
+        rows_per_pass: LINEAR_TENSOR_WINDOW,
         splits,
     }
 }
@@ -40,9 +50,18 @@ fn streaming_tensor_core_linear_matches_the_reference() {
     // rows); three steps, 272 outputs (a second workgroup holding one
     // piece of 16, a subgroup with one group of rows); a K past one span
     // (896 deep at 16 rows, 384 at 32) that the layers cut unevenly.
+    // The span plan from 33 rows and the window plan at every row count
+    // run the window form.
     let shapes = [(128usize, 48usize), (384, 272), (1152, 160)];
-    for dt in [Dt::F16, Dt::Bf16] {
-        for m in [1usize, 3, 16, 17, 32] {
+    let cases = [
+        (false, vec![1usize, 3, 16, 17, 32, 33, 64]),
+        (true, vec![1, 17, 32, 48, 64]),
+    ];
+    for (dt, (win, ms)) in [Dt::F16, Dt::Bf16]
+        .into_iter()
+        .flat_map(|d| cases.iter().map(move |c| (d, c)))
+    {
+        for &m in ms {
             for (si, &(k, outs)) in shapes.iter().enumerate() {
                 for epi in [Epi::None, Epi::Residual, Epi::ResidualInPlace, Epi::SiluMul] {
                     let n = if epi == Epi::SiluMul { 2 * outs } else { outs };
@@ -53,8 +72,18 @@ fn streaming_tensor_core_linear_matches_the_reference() {
                     let ws = stored(dt, &w);
                     let gw = upload_w(&gpu, dt, &w);
                     let (mu, ku, nu) = (m as u32, k as u32, n as u32);
-                    let own = ops::matmul::stream_splits(mu, ku, nu, epi == Epi::SiluMul, &caps);
-                    for splits in [own, own + 2] {
+                    let silu = epi == Epi::SiluMul;
+                    let own = if *win {
+                        ops::matmul::window_splits(mu, ku, nu, silu, &caps)
+                    } else {
+                        ops::matmul::stream_splits(mu, ku, nu, silu, &caps)
+                    };
+                    let tries = if *win {
+                        vec![1, own, own + 2]
+                    } else {
+                        vec![own, own + 2]
+                    };
+                    for splits in tries {
                         let gx = gpu.upload(&x).unwrap();
                         let gr = gpu.upload(&r).unwrap();
                         let y = if epi == Epi::ResidualInPlace {
@@ -68,12 +97,14 @@ fn streaming_tensor_core_linear_matches_the_reference() {
                             Epi::ResidualInPlace => Epilogue::Residual(&y),
                             Epi::SiluMul => Epilogue::SiluMul,
                         };
-                        let p = plan(splits);
+                        let p = if *win { window(splits) } else { plan(splits) };
                         let mut batch = gpu.batch().unwrap();
                         let w = gw.weights();
                         ops::linear_with_plan(&mut batch, &gx, w, &y, mu, ku, nu, e, p).unwrap();
                         batch.submit().unwrap();
-                        let what = format!("{dt:?} {epi:?} m={m} k={k} n={n} splits {splits}");
+                        let what = format!(
+                            "{dt:?} {epi:?} m={m} k={k} n={n} splits {splits} window {win}"
+                        );
                         check(&what, &x, &ws, &r, (m, k, n), epi, &y.download().unwrap());
                     }
                 }
@@ -87,13 +118,13 @@ fn streaming_tensor_core_linear_matches_the_reference() {
 fn a_forced_streaming_plan_is_a_typed_error_where_it_cannot_run() {
     let gpu = common::gpu();
     let caps = MatmulCaps::of(gpu.info());
-    let refuse = |m: usize, k: usize, n: usize, dt: Dt, want: &str, splits: u32| {
+    let refuse = |m: usize, k: usize, n: usize, dt: Dt, want: &str, p: LinearPlan| {
         let x = gpu.upload(&vec![0.5f32; m * k]).unwrap();
         let w = upload_w(&gpu, dt, &vec![0.25f32; n * k]);
         let y: Buffer<f32> = gpu.alloc(m * n).unwrap();
         let (mu, ku, nu) = (m as u32, k as u32, n as u32);
         let mut batch = gpu.batch().unwrap();
-        let (e, p) = (Epilogue::None, plan(splits));
+        let e = Epilogue::None;
         let r = ops::linear_with_plan(&mut batch, &x, w.weights(), &y, mu, ku, nu, e, p);
         match r {
             Err(Error::OpShape { detail, .. }) => assert!(detail.contains(want), "{detail}"),
@@ -101,20 +132,18 @@ fn a_forced_streaming_plan_is_a_typed_error_where_it_cannot_run() {
         }
         assert!(batch.is_empty(), "a refused layer recorded nothing");
     };
-    refuse(4, 128, 16, Dt::F32, "f16 or bf16", 1);
-    refuse(4, 192, 16, Dt::Bf16, "whole steps of 128", 1);
-    refuse(4, 128, 24, Dt::Bf16, "whole pieces of 16", 1);
-    refuse(
-        33,
-        128,
-        16,
-        Dt::Bf16,
-        "over the tensor-core streaming kernel's 32",
-        1,
-    );
-    // One layer of 1024 for 16 rows of x: past the 896-deep span.
-    refuse(4, 1024, 16, Dt::Bf16, "span of 896", 1);
-    refuse(20, 1024, 16, Dt::Bf16, "at least 3 layers", 2);
+    for p in [plan(1), window(1)] {
+        refuse(4, 128, 16, Dt::F32, "f16 or bf16", p);
+        refuse(4, 192, 16, Dt::Bf16, "whole steps of 128", p);
+        refuse(4, 128, 24, Dt::Bf16, "whole pieces of 16", p);
+        // The skinny kernels' limit of 64 rows (LINEAR_MAX_M) speaks first.
+        refuse(65, 128, 16, Dt::Bf16, "m = 65 rows of x, over", p);
+    }
+    refuse(4, 128, 16, Dt::F32, "LINEAR_TENSOR_WINDOW", window(1));
+    // One layer of 1024 for 16 rows of x: past the 896-deep span (the
+    // window takes it).
+    refuse(4, 1024, 16, Dt::Bf16, "span of 896", plan(1));
+    refuse(20, 1024, 16, Dt::Bf16, "at least 3 layers", plan(2));
 
     // A shape it takes: runs where the adapter has the kernel, else
     // Unsupported naming the extension.

@@ -58,7 +58,9 @@ fn tensor_core_linear_matches_the_reference() {
                     // take the layer first (the streaming kernel).
                     let streams =
                         ops::matmul::stream_chosen(mu, ku, nu, dtype, epi == Epi::SiluMul, &caps);
-                    let want = if streams {
+                    let want = if streams && mu >= ops::matmul::WINDOW_MIN_ROWS {
+                        ops::LINEAR_TENSOR_WINDOW
+                    } else if streams {
                         ops::LINEAR_TENSOR_STREAM
                     } else {
                         LINEAR_TENSOR_TILES

@@ -25,8 +25,8 @@
 //! with a CPU f64 reference using the same (stored) weights; the largest
 //! error relative to the output's largest magnitude must stay under 1e-4
 //! (1e-3 where the layers run on the tensor cores, which round the
-//! activations to f16: the plans [`ops::LINEAR_TENSOR_TILES`] and
-//! [`ops::LINEAR_TENSOR_STREAM`]).
+//! activations to f16: the plans [`ops::LINEAR_TENSOR_TILES`],
+//! [`ops::LINEAR_TENSOR_STREAM`] and [`ops::LINEAR_TENSOR_WINDOW`]).
 //!
 //! ```text
 //! cargo run --release -p vkcompute-measure --example ffn_stack -- [--hidden 2560] [--inter 9728]
@@ -50,8 +50,9 @@
 //! tensor-core kernel the plan picks there for bf16 weights on coopmat2
 //! adapters (forced at fewer rows, with that route's own split count
 //! unless `--splits` says one), 4294967294 ([`ops::LINEAR_TENSOR_STREAM`])
-//! the tensor-core streaming kernel (16-bit weights, up to 32 tokens; its
-//! own split count unless `--splits` says one).
+//! the tensor-core streaming kernel (16-bit weights, up to 64 tokens; its
+//! own split count unless `--splits` says one), 4294967293
+//! ([`ops::LINEAR_TENSOR_WINDOW`]) its window form at any row count.
 
 use vkcompute_measure::bandwidth;
 use vkcompute_measure::cuda_ref;
@@ -170,6 +171,9 @@ impl Weight {
             }
             ops::LINEAR_TENSOR_STREAM if force.0.is_some() => {
                 ops::matmul::stream_splits(m, k, n, silu, &caps)
+            }
+            ops::LINEAR_TENSOR_WINDOW if force.0.is_some() => {
+                ops::matmul::window_splits(m, k, n, silu, &caps)
             }
             _ => auto.splits,
         };
@@ -427,7 +431,12 @@ fn main() -> Result<()> {
                     let rows = force.0.unwrap_or_else(|| {
                         ops::choose_linear(t, k, n, ops::DType::Bf16, silu, &caps).rows_per_pass
                     });
-                    [ops::LINEAR_TENSOR_TILES, ops::LINEAR_TENSOR_STREAM].contains(&rows)
+                    [
+                        ops::LINEAR_TENSOR_TILES,
+                        ops::LINEAR_TENSOR_STREAM,
+                        ops::LINEAR_TENSOR_WINDOW,
+                    ]
+                    .contains(&rows)
                 };
                 let f16_acts = bf16 && (tensor(h, 2 * i, true) || tensor(i, h, false));
                 let tol = if f16_acts { 1e-3 } else { 1e-4 };

@@ -71,9 +71,9 @@ pub use sgemm::{
 pub use skinny::{
     choose_linear, linear, linear_normed, linear_normed_with_plan, linear_with_plan,
     stream_applies, stream_chosen, stream_rows, stream_span, stream_splits, tensor_applies,
-    tensor_splits, tensor_tile, Epilogue, LinearPlan, TensorTile, Weights, LINEAR_MAX_M,
-    LINEAR_MAX_SPLITS, LINEAR_TENSOR_STREAM, LINEAR_TENSOR_TILES, NORM_FUSED_MAX_ROWS,
-    STREAM_MAX_ROWS, STREAM_MIN_ROWS,
+    tensor_splits, tensor_tile, window_applies, window_splits, Epilogue, LinearPlan, TensorTile,
+    Weights, LINEAR_MAX_M, LINEAR_MAX_SPLITS, LINEAR_TENSOR_STREAM, LINEAR_TENSOR_TILES,
+    LINEAR_TENSOR_WINDOW, NORM_FUSED_MAX_ROWS, STREAM_MAX_ROWS, STREAM_MIN_ROWS, WINDOW_MIN_ROWS,
 };
 
 /// Columns per workgroup of the M = 1 kernel (`vecmat_f32.comp`'s COLS).

@@ -172,5 +172,5 @@ pub use matmul::{
     linear_with_plan, matmul, matmul_bf16w, matmul_bf16w_with_tile, matmul_f16, matmul_f16_batched,
     BatchedShape, Cm2Tile, CoopTile, Epilogue, LinearPlan, MatmulCaps, MatmulDtype, MatmulInput,
     MatmulKernel, MatmulPlan, SgemmTile, TileConfig, Weights, BF16W_CONVERT_MIN_ROWS, LINEAR_MAX_M,
-    LINEAR_MAX_SPLITS, LINEAR_TENSOR_STREAM, LINEAR_TENSOR_TILES,
+    LINEAR_MAX_SPLITS, LINEAR_TENSOR_STREAM, LINEAR_TENSOR_TILES, LINEAR_TENSOR_WINDOW,
 };

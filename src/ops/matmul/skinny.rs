@@ -138,8 +138,10 @@ pub struct LinearPlan {
     /// rows in one pass (32 takes at most 32 rows); or
     /// [`LINEAR_TENSOR_TILES`]: the tensor-core kernel (16-bit weights,
     /// coopmat2 adapters), any number of rows, with `splits` K layers; or
-    /// [`LINEAR_TENSOR_STREAM`]: the tensor-core streaming kernel (16-bit
-    /// weights, up to 64 rows, Khronos cooperative matrices).
+    /// [`LINEAR_TENSOR_STREAM`] or [`LINEAR_TENSOR_WINDOW`]: the
+    /// tensor-core streaming kernel (16-bit weights, up to 64 rows,
+    /// Khronos cooperative matrices), x held over a span or streamed
+    /// through a window.
     pub rows_per_pass: u32,
     /// K slices (1 to [`LINEAR_MAX_SPLITS`]); above 1, each slice writes
     /// partial sums to a scratch buffer and a second pass adds them.
@@ -151,7 +153,11 @@ impl LinearPlan {
     pub fn is_valid(&self) -> bool {
         [1, 2, 4, 8, 16, 32, LINEAR_TILED_ROWS]
             .into_iter()
-            .chain([LINEAR_TENSOR_TILES, LINEAR_TENSOR_STREAM])
+            .chain([
+                LINEAR_TENSOR_TILES,
+                LINEAR_TENSOR_STREAM,
+                LINEAR_TENSOR_WINDOW,
+            ])
             .any(|r| r == self.rows_per_pass)
             && (1..=LINEAR_MAX_SPLITS).contains(&self.splits)
     }
@@ -318,11 +324,12 @@ fn tiled_launch(k: u32, n: u32, silu: bool, splits: u32) -> (u32, u32) {
 /// Picks the plan for `y[m×·] = x[m×k]·Wᵀ` with W `[n, k]` of `dtype`
 /// (`silu`: a merged gate|up weight, [`Epilogue::SiluMul`]):
 ///
-/// - 5 to 32 rows with f16 or bf16 weights where the adapter has the
+/// - 5 to 64 rows with f16 or bf16 weights where the adapter has the
 ///   Khronos cooperative matrices and the layer's K and outputs are whole
 ///   steps and pieces ([`tc_stream::stream_chosen`]): the tensor-core
-///   streaming kernel, [`LINEAR_TENSOR_STREAM`], with
-///   [`tc_stream::stream_splits`]' K layers (x rounded to f16).
+///   streaming kernel, [`LINEAR_TENSOR_STREAM`] ([`LINEAR_TENSOR_WINDOW`]
+///   from [`WINDOW_MIN_ROWS`] rows), with [`tc_stream::stream_splits`]' (or
+///   [`tc_stream::window_splits`]') K layers (x rounded to f16).
 /// - Past 16 rows with f16 or bf16 weights where the adapter has the
 ///   tensor-core kernel ([`cm2::tensor_applies`]): [`LINEAR_TENSOR_TILES`]
 ///   with [`cm2::tensor_splits`]' K layers.
@@ -477,8 +484,8 @@ fn record(
     if plan.rows_per_pass == LINEAR_TENSOR_TILES {
         return cm2::record(batch, x, w, y, (m, k, n), epilogue, plan.splits);
     }
-    if plan.rows_per_pass == LINEAR_TENSOR_STREAM {
-        return tc_stream::record(batch, x, w, y, (m, k, n), epilogue, plan.splits);
+    if tc_stream::is_stream_plan(plan.rows_per_pass) {
+        return tc_stream::record(batch, x, w, y, (m, k, n), epilogue, plan);
     }
     if plan.rows_per_pass >= 32 {
         return tiled(batch, x, w, y, (m, k, n), epilogue, plan);
@@ -662,7 +669,8 @@ fn check(
     if !plan.is_valid() {
         return Err(shape(format!(
             "plan {plan:?}: rows per pass must be 1, 2, 4, 8, 16, 32, {LINEAR_TILED_ROWS}, \
-             LINEAR_TENSOR_TILES or LINEAR_TENSOR_STREAM and splits 1 to {LINEAR_MAX_SPLITS}"
+             LINEAR_TENSOR_TILES, LINEAR_TENSOR_STREAM or LINEAR_TENSOR_WINDOW and splits 1 to \
+             {LINEAR_MAX_SPLITS}"
         )));
     }
     if m == 0 || k == 0 || n == 0 {
@@ -742,9 +750,9 @@ fn check(
     if tensor {
         cm2::check_adapter(&MatmulCaps::of(info), w.dtype(), &info.name)?;
     }
-    if plan.rows_per_pass == LINEAR_TENSOR_STREAM {
+    if tc_stream::is_stream_plan(plan.rows_per_pass) {
         let caps = MatmulCaps::of(info);
-        tc_stream::check(&caps, (m, k, n), w.dtype(), silu, plan.splits, &info.name)?;
+        tc_stream::check(&caps, (m, k, n), w.dtype(), silu, plan, &info.name)?;
     }
     if !info.subgroup_arithmetic {
         return Err(Error::Unsupported {
@@ -771,8 +779,9 @@ mod split_k;
 use split_k::{layers, reduce, run_layers, scratch, Layer};
 mod tc_stream;
 pub use tc_stream::{
-    stream_applies, stream_chosen, stream_rows, stream_span, stream_splits, LINEAR_TENSOR_STREAM,
-    STREAM_MAX_ROWS, STREAM_MIN_ROWS,
+    stream_applies, stream_chosen, stream_rows, stream_span, stream_splits, window_applies,
+    window_splits, LINEAR_TENSOR_STREAM, LINEAR_TENSOR_WINDOW, STREAM_MAX_ROWS, STREAM_MIN_ROWS,
+    WINDOW_MIN_ROWS,
 };
 mod sg32;
 pub use normed::{linear_normed, linear_normed_with_plan, NORM_FUSED_MAX_ROWS};

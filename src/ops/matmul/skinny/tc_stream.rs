@@ -1,9 +1,12 @@
 //! [`super::linear`] streaming W through the tensor cores: with [`F16`] or
-//! [`Bf16`] weights and up to 32 rows of x, on an adapter with
+//! [`Bf16`] weights and up to 64 rows of x, on an adapter with
 //! `VK_KHR_cooperative_matrix`'s 16×16×16 f16 shape and 32-lane subgroups,
 //! the kernel of `shaders/linear_tc_stream.comp` computes yᵀ = W·xᵀ: W's
 //! rows are the A operand as stored, x the B operand. Each workgroup first
-//! converts x over its span of K to f16 in shared memory; then each of its
+//! converts x over its span of K to f16 in shared memory (up to 32 rows of
+//! x; with 64, x streams through a window of two steps instead, converted
+//! by the whole workgroup one step ahead, one barrier per step); then each
+//! of its
 //! 8 subgroups streams its own 16 rows of W along K with 16-byte loads
 //! (128 contiguous bytes of a row per 8 lanes, each row read in order, two
 //! steps ahead in registers) and multiplies each step from its own region
@@ -13,7 +16,8 @@
 //! workgroup owns 128 rows of W (64 outputs of a merged gate|up weight,
 //! the epilogue [`Epilogue::SiluMul`] fused, or the residual add). K is
 //! split over workgroup layers where x's span would not fit the shared
-//! memory (896 deep for 16 rows of x, 384 for 32) or the workgroups would
+//! memory (896 deep for 16 rows of x, 384 for 32; no limit for 64) or the
+//! workgroups would
 //! be too few to keep the GPU's loads in flight: the plain kernel writes
 //! partial products and the split-K reduction pass of the other kernels
 //! adds them in layer order with the epilogue.
@@ -38,6 +42,44 @@ use super::{layers, run_layers, shape, Epilogue, Layer, LinearPlan, Weights, LIN
 /// [`stream_chosen`] says so.
 pub const LINEAR_TENSOR_STREAM: u32 = u32::MAX - 1;
 
+/// [`LinearPlan::rows_per_pass`] of the streaming kernel's window form at
+/// every row count: x streams through a window of two 64-deep steps (32
+/// or 64 rows of x per workgroup, K layers of any depth) instead of being
+/// held over a span. [`LINEAR_TENSOR_STREAM`] runs this form past 32 rows
+/// too; [`choose_linear`](super::choose_linear) names it from
+/// [`WINDOW_MIN_ROWS`] rows.
+pub const LINEAR_TENSOR_WINDOW: u32 = u32::MAX - 2;
+
+/// Fewest rows of x for which [`choose_linear`](super::choose_linear)
+/// names [`LINEAR_TENSOR_WINDOW`]: past 32 rows x's span cannot be held,
+/// so the window is the only form.
+pub const WINDOW_MIN_ROWS: u32 = 33;
+
+/// Whether `rows_per_pass` is one of the streaming plans.
+pub(super) fn is_stream_plan(rows_per_pass: u32) -> bool {
+    rows_per_pass == LINEAR_TENSOR_STREAM || rows_per_pass == LINEAR_TENSOR_WINDOW
+}
+
+/// Rows of x per workgroup for `m` rows, and whether x streams through
+/// the window, under [`LINEAR_TENSOR_WINDOW`] (`window`) or
+/// [`LINEAR_TENSOR_STREAM`]. Pure.
+fn form(m: u32, window: bool) -> (u32, bool) {
+    if window {
+        (if m <= 32 { 32 } else { 64 }, true)
+    } else {
+        let rows = stream_rows(m);
+        (rows, rows == 64)
+    }
+}
+
+/// The deepest K layer the form for `m` rows takes ([`form`]). Pure.
+fn form_span(m: u32, window: bool) -> u32 {
+    match form(m, window) {
+        (_, true) => u32::MAX,
+        (rows, false) => stream_span(rows),
+    }
+}
+
 /// Depth of the kernel's steps: K must be a multiple, and split-K layers
 /// are.
 const STEP: u32 = 128;
@@ -49,24 +91,26 @@ const SILU_OUTS_PER_GROUP: u32 = 64;
 /// Split-K layers are at least this deep (where x's span allows).
 const MIN_SLICE: u32 = 256;
 /// Most rows of x the kernel holds.
-pub const STREAM_MAX_ROWS: u32 = 32;
+pub const STREAM_MAX_ROWS: u32 = 64;
 /// Shared memory of the largest form: 8 subgroups' steps of 16 rows × 64
 /// of W, and 16 rows of x over an 896-deep span, as f16 with a 16-byte
 /// skew per row.
 const SHARED_BYTES: u32 = 8 * 16 * 9 * 16 + 16 * (896 / 8 + 1) * 16;
-// The 32-row form (x over 384) needs less, and both fit the 48 KiB that
-// NVIDIA's drivers offer.
+// The 32-row form (x over 384) and the 64-row one (two 64-deep steps of x)
+// need less, and all fit the 48 KiB that NVIDIA's drivers offer.
 const _: () = assert!(SHARED_BYTES >= 8 * 16 * 9 * 16 + 32 * (384 / 8 + 1) * 16);
+const _: () = assert!(SHARED_BYTES >= 8 * 16 * 9 * 16 + 2 * 64 * 9 * 16);
 const _: () = assert!(SHARED_BYTES <= 49152);
 
 /// The deepest span of K one workgroup takes for `rows` of x per
 /// workgroup ([`stream_rows`]): what x's f16 copy leaves of the shared
-/// memory. Pure.
+/// memory; `u32::MAX` (no limit) for the 64-row form, whose x streams
+/// through a window of two steps. Pure.
 pub fn stream_span(rows: u32) -> u32 {
-    if rows <= 16 {
-        896
-    } else {
-        384
+    match rows {
+        0..=16 => 896,
+        17..=32 => 384,
+        _ => u32::MAX,
     }
 }
 
@@ -79,12 +123,30 @@ pub fn stream_span(rows: u32) -> u32 {
 /// matrices' f16 shape, 32-lane subgroups and the kernel's 47 KiB of
 /// shared memory. Pure.
 pub fn stream_applies(m: u32, k: u32, n: u32, dtype: DType, silu: bool, caps: &MatmulCaps) -> bool {
+    applies(m, k, n, dtype, silu, caps, false)
+}
+
+/// [`stream_applies`] for [`LINEAR_TENSOR_WINDOW`]: the same rules, K
+/// layers of any depth. Pure.
+pub fn window_applies(m: u32, k: u32, n: u32, dtype: DType, silu: bool, caps: &MatmulCaps) -> bool {
+    applies(m, k, n, dtype, silu, caps, true)
+}
+
+fn applies(
+    m: u32,
+    k: u32,
+    n: u32,
+    dtype: DType,
+    silu: bool,
+    caps: &MatmulCaps,
+    window: bool,
+) -> bool {
     let outs = if silu { n / 2 } else { n };
     (1..=STREAM_MAX_ROWS).contains(&m)
         && matches!(dtype, DType::F16 | DType::Bf16)
         && k > 0
         && k % STEP == 0
-        && u64::from(k) <= u64::from(LINEAR_MAX_SPLITS) * u64::from(stream_span(stream_rows(m)))
+        && u64::from(k) <= u64::from(LINEAR_MAX_SPLITS) * u64::from(form_span(m, window))
         && outs > 0
         && outs % 16 == 0
         && (!silu || n % 2 == 0)
@@ -107,13 +169,13 @@ pub fn stream_chosen(m: u32, k: u32, n: u32, dtype: DType, silu: bool, caps: &Ma
     m >= STREAM_MIN_ROWS && stream_applies(m, k, n, dtype, silu, caps)
 }
 
-/// The kernel's rows of x per workgroup for `m` rows: 16 or 32, the
-/// smaller holding `m`. Pure.
+/// The kernel's rows of x per workgroup for `m` rows: 16, 32 or 64, the
+/// smallest holding `m`. Pure.
 pub fn stream_rows(m: u32) -> u32 {
-    if m <= 16 {
-        16
-    } else {
-        32
+    match m {
+        0..=16 => 16,
+        17..=32 => 32,
+        _ => 64,
     }
 }
 
@@ -137,7 +199,17 @@ fn enough(caps: &MatmulCaps) -> u32 {
 /// of the plain kernel (128 rows of W each, over all `n`) to reach that,
 /// each at least 256 deep, at most [`LINEAR_MAX_SPLITS`]. Pure.
 pub fn stream_splits(m: u32, k: u32, n: u32, silu: bool, caps: &MatmulCaps) -> u32 {
-    let least = k.div_ceil(stream_span(stream_rows(m))).max(1);
+    splits(m, k, n, silu, caps, false)
+}
+
+/// [`stream_splits`] for [`LINEAR_TENSOR_WINDOW`] (no span to cover).
+/// Pure.
+pub fn window_splits(m: u32, k: u32, n: u32, silu: bool, caps: &MatmulCaps) -> u32 {
+    splits(m, k, n, silu, caps, true)
+}
+
+fn splits(m: u32, k: u32, n: u32, silu: bool, caps: &MatmulCaps, window: bool) -> u32 {
+    let least = k.div_ceil(form_span(m, window)).max(1);
     let want = enough(caps);
     let one_pass = if silu {
         (n / 2).div_ceil(SILU_OUTS_PER_GROUP)
@@ -152,11 +224,18 @@ pub fn stream_splits(m: u32, k: u32, n: u32, silu: bool, caps: &MatmulCaps) -> u
     want.div_ceil(blocks).clamp(least, most)
 }
 
-/// The plan [`super::choose_linear`] takes when [`stream_chosen`]. Pure.
+/// The plan [`super::choose_linear`] takes when [`stream_chosen`]:
+/// [`LINEAR_TENSOR_WINDOW`] from [`WINDOW_MIN_ROWS`] rows, else
+/// [`LINEAR_TENSOR_STREAM`]. Pure.
 pub(super) fn plan(m: u32, k: u32, n: u32, silu: bool, caps: &MatmulCaps) -> LinearPlan {
+    let window = m >= WINDOW_MIN_ROWS;
     LinearPlan {
-        rows_per_pass: LINEAR_TENSOR_STREAM,
-        splits: stream_splits(m, k, n, silu, caps),
+        rows_per_pass: if window {
+            LINEAR_TENSOR_WINDOW
+        } else {
+            LINEAR_TENSOR_STREAM
+        },
+        splits: splits(m, k, n, silu, caps, window),
     }
 }
 
@@ -187,21 +266,55 @@ fn kernel_name(dtype: DType, rows: u32, mode: u32) -> Option<&'static str> {
     Some(name)
 }
 
+/// The window form's built-in (`rows` 32 or 64), as [`kernel_name`].
+fn window_kernel_name(dtype: DType, rows: u32, mode: u32) -> Option<&'static str> {
+    let bf16 = match dtype {
+        DType::Bf16 => true,
+        DType::F16 => false,
+        _ => return None,
+    };
+    let name = match (bf16, rows, mode) {
+        (false, 32, 0) => "linear_tc_f16_w32",
+        (false, 32, 1) => "linear_tc_f16_w32_res",
+        (false, 32, 2) => "linear_tc_f16_w32_silu",
+        (false, 64, 0) => "linear_tc_f16_w64",
+        (false, 64, 1) => "linear_tc_f16_w64_res",
+        (false, 64, 2) => "linear_tc_f16_w64_silu",
+        (true, 32, 0) => "linear_tc_bf16_w32",
+        (true, 32, 1) => "linear_tc_bf16_w32_res",
+        (true, 32, 2) => "linear_tc_bf16_w32_silu",
+        (true, 64, 0) => "linear_tc_bf16_w64",
+        (true, 64, 1) => "linear_tc_bf16_w64_res",
+        (true, 64, 2) => "linear_tc_bf16_w64_silu",
+        _ => return None,
+    };
+    Some(name)
+}
+
 /// A typed error unless the kernel takes this layer on `caps` with
-/// `splits` K layers: the shape rules of [`stream_applies`] named one by
-/// one, each layer's span within [`stream_span`], then the adapter.
+/// `splits` K layers under the streaming plan `rows_per_pass`: the shape
+/// rules of [`stream_applies`] (or [`window_applies`]) named one by one,
+/// each layer's span within [`stream_span`] (span forms), then the
+/// adapter.
 pub(super) fn check(
     caps: &MatmulCaps,
     (m, k, n): (u32, u32, u32),
     dtype: DType,
     silu: bool,
-    splits: u32,
+    plan: LinearPlan,
     adapter: &str,
 ) -> Result<()> {
+    let window = plan.rows_per_pass == LINEAR_TENSOR_WINDOW;
+    let splits = plan.splits;
     if !matches!(dtype, DType::F16 | DType::Bf16) {
+        let name = if window {
+            "LINEAR_TENSOR_WINDOW"
+        } else {
+            "LINEAR_TENSOR_STREAM"
+        };
         return Err(shape(format!(
-            "rows per pass LINEAR_TENSOR_STREAM (tensor-core streaming) takes f16 or bf16 \
-             weights, not {dtype:?}"
+            "rows per pass {name} (tensor-core streaming) takes f16 or bf16 weights, not \
+             {dtype:?}"
         )));
     }
     if m > STREAM_MAX_ROWS {
@@ -220,7 +333,7 @@ pub(super) fn check(
             "{outs} outputs: the tensor-core streaming kernel takes them in whole pieces of 16"
         )));
     }
-    let span = stream_span(stream_rows(m));
+    let span = form_span(m, window);
     let (kslice, _) = layers(k, splits, STEP);
     if kslice > span {
         return Err(shape(format!(
@@ -229,7 +342,7 @@ pub(super) fn check(
             k.div_ceil(span)
         )));
     }
-    if !stream_applies(m, k, n, dtype, silu, caps) {
+    if !applies(m, k, n, dtype, silu, caps, window) {
         return Err(Error::Unsupported {
             what: "ops::linear streaming on tensor cores (VK_KHR_cooperative_matrix with the \
                    16×16×16 f16 shape, 32-lane subgroups, 47 KiB of shared memory)",
@@ -239,8 +352,8 @@ pub(super) fn check(
     Ok(())
 }
 
-/// Records a checked layer on the streaming kernel with `splits` K layers
-/// (1: one pass with the epilogue fused).
+/// Records a checked layer on the streaming kernel under the streaming
+/// plan `plan`, with its K layers (1: one pass with the epilogue fused).
 pub(super) fn record(
     batch: &mut Batch,
     x: &Buffer<f32>,
@@ -248,8 +361,9 @@ pub(super) fn record(
     y: &Buffer<f32>,
     (m, k, n): (u32, u32, u32),
     epilogue: Epilogue<'_>,
-    splits: u32,
+    plan: LinearPlan,
 ) -> Result<()> {
+    let splits = plan.splits;
     let gpu = x.device();
     let silu = matches!(epilogue, Epilogue::SiluMul);
     let (kslice, depth) = layers(k, splits, STEP);
@@ -261,8 +375,11 @@ pub(super) fn record(
     } else {
         (epilogue.mode(), [n.div_ceil(ROWS_PER_GROUP), 1, 1])
     };
-    let rows = stream_rows(m);
-    let name = kernel_name(w.dtype(), rows, mode).ok_or_else(|| {
+    let name = match form(m, plan.rows_per_pass == LINEAR_TENSOR_WINDOW) {
+        (rows, true) => window_kernel_name(w.dtype(), rows, mode),
+        (rows, false) => kernel_name(w.dtype(), rows, mode),
+    };
+    let name = name.ok_or_else(|| {
         shape(format!(
             "no tensor-core streaming kernel for {:?} weights",
             w.dtype()
@@ -293,7 +410,9 @@ mod tests {
         for d in [DType::F16, DType::Bf16] {
             assert!(stream_applies(1, 2560, 19456, d, true, &c));
             assert!(stream_applies(32, 9728, 2560, d, false, &c));
-            assert!(!stream_applies(33, 2560, 2560, d, false, &c));
+            assert!(stream_applies(33, 2560, 2560, d, false, &c));
+            assert!(stream_applies(64, 9728, 2560, d, false, &c));
+            assert!(!stream_applies(65, 2560, 2560, d, false, &c));
             assert!(!stream_applies(0, 2560, 2560, d, false, &c));
             // K not in whole 128-deep steps; outputs not in pieces of 16.
             assert!(!stream_applies(4, 2560 + 64, 2560, d, false, &c));
@@ -304,6 +423,8 @@ mod tests {
             assert!(stream_applies(16, 64 * 896, 256, d, false, &c));
             assert!(!stream_applies(16, 64 * 896 + 128, 256, d, false, &c));
             assert!(!stream_applies(32, 64 * 384 + 128, 256, d, false, &c));
+            // The 64-row form's window takes any depth.
+            assert!(stream_applies(33, 1 << 20, 256, d, false, &c));
         }
         assert!(!stream_applies(4, 2560, 2560, DType::F32, false, &c));
         let no_khr = MatmulCaps::new(32, 49152, 1024, 132);
@@ -324,8 +445,11 @@ mod tests {
         assert_eq!(stream_rows(16), 16);
         assert_eq!(stream_rows(17), 32);
         assert_eq!(stream_rows(32), 32);
+        assert_eq!(stream_rows(33), 64);
+        assert_eq!(stream_rows(64), 64);
         assert_eq!(stream_span(16), 896);
         assert_eq!(stream_span(32), 384);
+        assert_eq!(stream_span(64), u32::MAX);
     }
 
     #[test]
@@ -338,6 +462,10 @@ mod tests {
         assert_eq!(stream_splits(32, 2560, 19456, true, &c), 7);
         // down (2560 from 9728): 20 workgroups, 14 layers (280).
         assert_eq!(stream_splits(4, 9728, 2560, false, &c), 14);
+        // 64 rows: no span, so gate|up splits only to fill the units (2
+        // layers of 152), down as at 4 rows.
+        assert_eq!(stream_splits(64, 2560, 19456, true, &c), 2);
+        assert_eq!(stream_splits(64, 9728, 2560, false, &c), 14);
         // LM head (151936 rows from 2560): 1187 workgroups a layer, but 3
         // spans.
         assert_eq!(stream_splits(4, 2560, 151936, false, &c), 3);
@@ -347,8 +475,12 @@ mod tests {
         assert_eq!(stream_splits(4, 512, 256, false, &c), 2);
         assert_eq!(stream_splits(4, 128, 256, false, &c), 1);
         assert_eq!(stream_splits(4, 1 << 15, 16, false, &c), LINEAR_MAX_SPLITS);
+        // The window form at any row count: no span, so only the units.
+        assert_eq!(window_splits(4, 2560, 19456, true, &c), 2);
+        assert_eq!(window_splits(32, 9728, 2560, false, &c), 14);
+        assert_eq!(window_splits(32, 1 << 15, 151936, false, &c), 1);
         // Every chosen count gives layers within the span.
-        for m in [2, 16, 17, 32] {
+        for m in [2, 16, 17, 32, 33, 64] {
             for (k, n) in [(2560, 19456), (9728, 2560), (24576, 256), (128, 16)] {
                 let s = stream_splits(m, k, n, false, &c);
                 assert!(
@@ -369,7 +501,22 @@ mod tests {
                 }
             }
         }
+        for d in [DType::F16, DType::Bf16] {
+            for m in [1, 32, 33, 64] {
+                for mode in 0..3 {
+                    let (rows, window) = form(m, true);
+                    assert!(window);
+                    let name = window_kernel_name(d, rows, mode).unwrap();
+                    assert!(crate::builtins::spirv(name).is_some(), "{name}");
+                }
+            }
+        }
+        // Past 32 rows the span plan runs the window form.
+        assert_eq!(form(33, false), (64, true));
+        assert_eq!(form(32, false), (32, false));
+        assert_eq!(form(16, true), (32, true));
         assert_eq!(kernel_name(DType::F32, 16, 0), None);
         assert_eq!(kernel_name(DType::Bf16, 64, 0), None);
+        assert_eq!(window_kernel_name(DType::Bf16, 16, 0), None);
     }
 }

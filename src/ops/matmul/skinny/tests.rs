@@ -381,7 +381,7 @@ fn past_16_rows_16_bit_weights_take_the_tensor_cores_where_they_exist() {
 }
 
 #[test]
-fn five_to_32_rows_of_16_bit_weights_stream_on_the_tensor_cores() {
+fn five_to_64_rows_of_16_bit_weights_stream_on_the_tensor_cores() {
     let khr = h100().with_coopmat_khr_f16(true);
     let cm2 = khr
         .with_coopmat2(Some([16, 16, 16]), 256)
@@ -397,18 +397,26 @@ fn five_to_32_rows_of_16_bit_weights_stream_on_the_tensor_cores() {
                 assert_eq!(down.rows_per_pass, LINEAR_TENSOR_STREAM, "{d:?} m = {m}");
                 assert_eq!(down.splits, if m <= 16 { 14 } else { 26 });
             }
+            // From 33 to 64 rows x streams through the window: gate|up
+            // splits only to fill the compute units, down as at 16 rows.
+            for m in [33, 64] {
+                let p = choose_linear(m, 2560, 19456, d, true, &c);
+                assert_eq!(p.rows_per_pass, LINEAR_TENSOR_WINDOW, "{d:?} m = {m}");
+                assert_eq!(p.splits, 2);
+                let down = choose_linear(m, 9728, 2560, d, false, &c);
+                assert_eq!(down.rows_per_pass, LINEAR_TENSOR_WINDOW, "{d:?} m = {m}");
+                assert_eq!(down.splits, 14);
+            }
             // Up to 4 rows the skinny kernels stay (exact x); f32 weights,
-            // K not in whole steps and past 32 rows do not stream.
+            // K not in whole steps and past 64 rows do not stream.
             assert_eq!(choose_linear(1, 2560, 19456, d, true, &c).rows_per_pass, 1);
             assert_eq!(choose_linear(4, 2560, 19456, d, true, &c).rows_per_pass, 4);
-            assert_ne!(
-                choose_linear(4, 2560 + 64, 2560, d, false, &c).rows_per_pass,
-                LINEAR_TENSOR_STREAM
-            );
-            assert_ne!(
-                choose_linear(33, 2560, 2560, d, false, &c).rows_per_pass,
-                LINEAR_TENSOR_STREAM
-            );
+            for m in [4, 40] {
+                let p = choose_linear(m, 2560 + 64, 2560, d, false, &c);
+                assert!(!tc_stream::is_stream_plan(p.rows_per_pass), "{p:?}");
+            }
+            let p = choose_linear(65, 2560, 2560, d, false, &c);
+            assert!(!tc_stream::is_stream_plan(p.rows_per_pass), "{p:?}");
         }
         assert_eq!(
             choose_linear(8, 2560, 2560, DType::F32, false, &c).rows_per_pass,
