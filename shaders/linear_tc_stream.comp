@@ -11,10 +11,11 @@
 //
 // A workgroup is 8 subgroups of 32 and covers one span of K (all of it, or
 // one split-K layer's). It first converts x's rows over that span to f16
-// into shared memory (zeros past M), one barrier. With XWIN (the w32 and w64
-// forms, and the only form for 64 rows, whose span would not fit) x
-// streams through a window of two 64-deep steps instead, each converted by the whole workgroup while the step
-// before it is multiplied, one barrier per step. Each subgroup then owns
+// into shared memory (zeros past M), one barrier. With XWIN (the w32 and
+// w64 forms; the only one for 64 rows, whose span would not fit) x
+// streams through a window of two 64-deep steps instead: the whole
+// workgroup converts the next step into one buffer while the other is
+// multiplied, one barrier per step. Each subgroup owns
 // 16 rows of W: rows n0 + 16·s (the plain and residual forms, 128 rows per
 // workgroup), or with EPI_SILU gate rows o0 + 16·s for s < 4 and the
 // matching up rows N/2 + o0 + 16·(s − 4) for the others (64 outputs per
@@ -23,13 +24,13 @@
 // per instruction, 4 loads of 16 bytes per lane and step, and the two
 // steps after the one being multiplied are in flight in two register sets
 // (the loop is written out in pairs), so 256 contiguous bytes of each row
-// are in flight. A step is converted to f16 (bf16 widened exactly: each
+// are in flight (XWIN: the next step, one set, see main). A step is converted to f16 (bf16 widened exactly: each
 // bf16's bits shifted up 16 are the f32 it stands for, rounded to f16 in
 // pairs with packHalf2x16) into the subgroup's own region of shared
 // memory (rows skewed by 16 bytes) and multiplied from there: 4 depths of
 // one 16×16 piece of W against the TILE_BM/16 pieces of xᵀ; no subgroup
-// waits on another until the epilogue (XWIN: until the step's end). That keeps every weight in f16's
-// normal range (6.1e-5 to 65504) exact (bf16's 8 significant bits fit
+// waits on another until the epilogue (XWIN: until the step's end). That
+// keeps every weight in f16's normal range (6.1e-5 to 65504) exact (bf16's 8 significant bits fit
 // f16's 11); larger magnitudes become ±inf, smaller ones lose bits as f16
 // subnormals, as in shaders/matmul_cm2_decode.comp. Accumulators:
 // TILE_BM/16 pieces of 16×16 f32 per subgroup, written out without arrays
@@ -221,27 +222,28 @@ float scratch(uint s, uint p, uint e) {
 // The window: invocation i converts 16-byte units i + 256·u (u below
 // XUNITS) of a step, unit q being row q / 8, depths 8·(q % 8).., of x.
 const uint XUNITS = BM * 8 / 256;
-#define XREGS vec4 xp0; vec4 xs0; vec4 xp1; vec4 xs1;
-void x_unit(uint u, out uint row, out uint c) {
-    const uint q = gl_LocalInvocationID.x + 256 * u;
-    row = q / 8;
-    c = q % 8;
+// x's step at depth k as f16 into the window's step buffer b (zeros past
+// M).
+void xstage(uint k, uint b) {
+    vec4 p[XUNITS];
+    vec4 h[XUNITS];
+    [[unroll]] for (uint u = 0; u < XUNITS; u++) {
+        const uint q = gl_LocalInvocationID.x + 256 * u;
+        p[u] = vec4(0.0);
+        h[u] = vec4(0.0);
+        if (q / 8 < M) {
+            const uint at = ((q / 8) * K + k) / 4 + 2 * (q % 8);
+            p[u] = x4[at];
+            h[u] = x4[at + 1];
+        }
+    }
+    [[unroll]] for (uint u = 0; u < XUNITS; u++) {
+        const uint q = gl_LocalInvocationID.x + 256 * u;
+        Ws[XB + b * XBUF + (q / 8) * XST + q % 8] = uvec4(packHalf2x16(p[u].xy),
+            packHalf2x16(p[u].zw), packHalf2x16(h[u].xy), packHalf2x16(h[u].zw));
+    }
 }
-// x's step at depth k into the registers (zeros past M).
-#define XLOAD_U(u, k) { uint row; uint c; x_unit(u, row, c); \
-    xp##u = vec4(0.0); xs##u = vec4(0.0); \
-    if (row < M) { const uint at = (row * K + (k)) / 4 + 2 * c; xp##u = x4[at]; xs##u = x4[at + 1]; } }
-// The registers as f16 into the window's step buffer b.
-#define XSTORE_U(u, b) { uint row; uint c; x_unit(u, row, c); \
-    Ws[XB + (b) * XBUF + row * XST + c] = uvec4(packHalf2x16(xp##u.xy), packHalf2x16(xp##u.zw), \
-        packHalf2x16(xs##u.xy), packHalf2x16(xs##u.zw)); }
-#if TILE_BM == 64
-#define XLOAD(k) { XLOAD_U(0, k) XLOAD_U(1, k) }
-#define XSTORE(b) { XSTORE_U(0, b) XSTORE_U(1, b) }
-#else
-#define XLOAD(k) { XLOAD_U(0, k) }
-#define XSTORE(b) { XSTORE_U(0, b) }
-#endif
+#define XSTAGE(k, b) xstage(k, b);
 #endif
 
 // Writes piece f (output rows row.., rows 16·f.. of x) of yᵀ from the
@@ -296,53 +298,36 @@ void main() {
     REGS(A)
     REGS(B)
     LOAD(A, kbeg)
+#ifndef XWIN
     if (steps > 1) {
         LOAD(B, kbeg + SK)
     }
+#endif
 
 #ifdef XWIN
-    // The first step of x into buffer 0; then step s is multiplied from
-    // buffer s % 2 while step s + 1 is loaded and converted into the
-    // other, which the barrier ending step s publishes (every subgroup
-    // has finished step s − 1, its last reader, before that barrier).
-    XREGS
-    XLOAD(kbeg)
-    XSTORE(0)
+    // The first step of x into buffer 0. Step s then begins by converting
+    // step s + 1 of x into the other buffer (every subgroup finished step
+    // s − 1, its last reader, before the barrier that ended it), and ends
+    // with a barrier that publishes it. One register set of W (the next
+    // step in flight) and x's registers live only while a step is staged:
+    // on an H200 that held the 64-row form at 118 registers, two
+    // workgroups per compute unit, against 142–151 with x held across the
+    // products and two sets of W in flight (4.70 against 6.16 ms for the
+    // Qwen3-4B FFN stack at 64 rows).
+    XSTAGE(kbeg, 0)
     barrier();
-    for (uint s = 0; s < steps; s += 2) {
+    for (uint s = 0; s < steps; s++) {
         if (s + 1 < steps) {
-            XLOAD(kbeg + (s + 1) * SK)
+            XSTAGE(kbeg + (s + 1) * SK, (s + 1) & 1)
         }
         STORE(A)
         subgroupBarrier();
-        if (s + 2 < steps) {
-            LOAD(A, kbeg + (s + 2) * SK)
-        }
-        {
-            const uint XW = 0;
-            MULTIPLY(0)
-        }
         if (s + 1 < steps) {
-            XSTORE(1)
-        }
-        barrier();
-        if (s + 1 >= steps) {
-            break;
-        }
-        if (s + 2 < steps) {
-            XLOAD(kbeg + (s + 2) * SK)
-        }
-        STORE(B)
-        subgroupBarrier();
-        if (s + 3 < steps) {
-            LOAD(B, kbeg + (s + 3) * SK)
+            LOAD(A, kbeg + (s + 1) * SK)
         }
         {
-            const uint XW = 1;
+            const uint XW = s & 1;
             MULTIPLY(0)
-        }
-        if (s + 2 < steps) {
-            XSTORE(0)
         }
         barrier();
     }
