@@ -202,11 +202,15 @@ fn enough(caps: &MatmulCaps) -> u32 {
 /// `silu`) number two per compute unit (128 when the adapter does not
 /// give its count); else enough layers
 /// of the plain kernel (128 rows of W each, over all `n`) to reach that,
-/// each at least 256 deep, at most [`LINEAR_MAX_SPLITS`]; and while that
-/// many workgroups fill one round of two per compute unit and leave a
-/// second under half full, one layer more (on an H200, the Qwen3-4B FFN at 64 rows: gate|up's 152
-/// blocks in 2 layers, 304 workgroups against 264, 4.70 ms; in 3 layers
-/// 4.17; in 1 or 4 4.40 / 4.51). Pure.
+/// each at least 256 deep, at most [`LINEAR_MAX_SPLITS`]. The 64-row form
+/// then takes one layer more while that many workgroups fill one round of
+/// two per compute unit and leave a second under half full: at its 118
+/// registers two of its workgroups fit a compute unit of an H200, where
+/// the Qwen3-4B FFN at 64 rows took 4.70 ms with gate|up's 152 blocks in 2
+/// layers (304 workgroups against 264), 4.17 in 3, 4.40 / 4.51 in 1 / 4.
+/// The other forms (78–98 registers, three workgroups per unit) keep the
+/// count: at 17 rows gate|up in 3 layers took 3.12–3.14 ms against 2.73
+/// in 2. Pure.
 pub fn stream_splits(m: u32, k: u32, n: u32, silu: bool, caps: &MatmulCaps) -> u32 {
     splits(m, k, n, silu, caps, false)
 }
@@ -231,7 +235,10 @@ fn splits(m: u32, k: u32, n: u32, silu: bool, caps: &MatmulCaps, window: bool) -
     let blocks = n.div_ceil(ROWS_PER_GROUP).max(1);
     let most = (k / MIN_SLICE).clamp(least, LINEAR_MAX_SPLITS.max(least));
     let mut splits = want.div_ceil(blocks).clamp(least, most);
-    while splits < most && second_round_under_half(blocks * layers(k, splits, STEP).1, want) {
+    while form(m, window).0 == 64
+        && splits < most
+        && second_round_under_half(blocks * layers(k, splits, STEP).1, want)
+    {
         splits += 1;
     }
     splits
@@ -509,9 +516,11 @@ mod tests {
         assert_eq!(stream_splits(4, 128, 256, false, &c), 1);
         assert_eq!(stream_splits(4, 1 << 15, 16, false, &c), LINEAR_MAX_SPLITS);
         // The window form at any row count: no span, so only the units;
-        // gate|up's 2 layers (304 workgroups) leave a second round of 40,
-        // so 3 (456).
-        assert_eq!(window_splits(4, 2560, 19456, true, &c), 3);
+        // at 64 rows gate|up's 2 layers (304 workgroups) would leave a
+        // second round of 40, so 3 (456).
+        assert_eq!(window_splits(4, 2560, 19456, true, &c), 2);
+        assert_eq!(window_splits(32, 2560, 19456, true, &c), 2);
+        assert_eq!(window_splits(33, 2560, 19456, true, &c), 3);
         assert_eq!(window_splits(32, 9728, 2560, false, &c), 14);
         assert_eq!(window_splits(32, 1 << 15, 151936, false, &c), 1);
         // Every chosen count gives layers within the span.
