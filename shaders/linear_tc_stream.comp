@@ -24,14 +24,15 @@
 // per instruction, 4 loads of 16 bytes per lane and step, and the two
 // steps after the one being multiplied are in flight in two register sets
 // (the loop is written out in pairs), so 256 contiguous bytes of each row
-// are in flight (XWIN: the next step, one set, see main). A step is converted to f16 (bf16 widened exactly: each
-// bf16's bits shifted up 16 are the f32 it stands for, rounded to f16 in
-// pairs with packHalf2x16) into the subgroup's own region of shared
-// memory (rows skewed by 16 bytes) and multiplied from there: 4 depths of
-// one 16×16 piece of W against the TILE_BM/16 pieces of xᵀ; no subgroup
-// waits on another until the epilogue (XWIN: until the step's end). That
-// keeps every weight in f16's normal range (6.1e-5 to 65504) exact (bf16's 8 significant bits fit
-// f16's 11); larger magnitudes become ±inf, smaller ones lose bits as f16
+// are in flight (XWIN: the next step, one set; see main). A step is
+// converted to f16 (bf16 widened exactly: each bf16's bits shifted up 16
+// are the f32 it stands for, rounded to f16 in pairs with packHalf2x16)
+// into the subgroup's own region of shared memory (rows skewed by 16
+// bytes) and multiplied from there: 4 depths of one 16×16 piece of W
+// against the TILE_BM/16 pieces of xᵀ; no subgroup waits on another until
+// the epilogue (XWIN: until the step's end). That keeps every weight in
+// f16's normal range (6.1e-5 to 65504) exact (bf16's 8 significant bits
+// fit f16's 11); larger magnitudes become ±inf, smaller ones lose bits as f16
 // subnormals, as in shaders/matmul_cm2_decode.comp. Accumulators:
 // TILE_BM/16 pieces of 16×16 f32 per subgroup, written out without arrays
 // (NVIDIA's driver ran arrays of cooperative matrices at a tenth of the
@@ -49,13 +50,12 @@
 //
 // Needs K a multiple of 128 and each span at most XSPAN deep (896 for 16
 // rows of x, 384 for 32: x's span fills the 48 KiB left; any depth with
-// XWIN); the Rust
-// side also keeps the outputs (N, or N/2 with EPI_SILU) a multiple of 16.
-// M from 1 to TILE_BM. Push constants: M, K, N, two unused words (the
+// XWIN); the Rust side also keeps the outputs (N, or N/2 with EPI_SILU)
+// a multiple of 16. M from 1 to TILE_BM. Push constants: M, K, N, two unused words (the
 // layout of matmul_cm2_decode.comp's linear forms), strideC and kslice.
 // Grid: (ceil(outputs / (128 or 64)), 1, layers). kslice 0: one layer over
-// all of K (K ≤ XSPAN), epilogue applied. kslice > 0 (a multiple of 128, at
-// most XSPAN): layer z computes the partial product over K in [z·kslice,
+// all of K (K ≤ XSPAN, any K with XWIN), epilogue applied. kslice > 0 (a
+// multiple of 128, at most XSPAN without XWIN): layer z computes the partial product over K in [z·kslice,
 // (z+1)·kslice) into y + z·strideC (plain form only; the split-K reduction
 // pass of the other kernels adds the layers and applies the epilogue).
 //

@@ -2,27 +2,31 @@
 //! [`Bf16`] weights and up to 64 rows of x, on an adapter with
 //! `VK_KHR_cooperative_matrix`'s 16×16×16 f16 shape and 32-lane subgroups,
 //! the kernel of `shaders/linear_tc_stream.comp` computes yᵀ = W·xᵀ: W's
-//! rows are the A operand as stored, x the B operand. Each workgroup first
-//! converts x over its span of K to f16 in shared memory (up to 32 rows of
-//! x; with 64, x streams through a window of two steps instead, converted
-//! by the whole workgroup one step ahead, one barrier per step); then each
-//! of its
-//! 8 subgroups streams its own 16 rows of W along K with 16-byte loads
-//! (128 contiguous bytes of a row per 8 lanes, each row read in order, two
-//! steps ahead in registers) and multiplies each step from its own region
-//! of shared memory (bf16 widened exactly, x rounded to f16). W is read once
-//! whatever the number of rows, and the products cost the tensor cores
-//! next to nothing, so the layer runs at the rate W streams in. A
+//! rows are the A operand as stored, x the B operand. Each of a
+//! workgroup's 8 subgroups streams its own 16 rows of W along K with
+//! 16-byte loads (128 contiguous bytes of a row per 8 lanes, each row read
+//! in order, steps ahead in registers) and multiplies each step from its
+//! own region of shared memory (bf16 widened exactly, x rounded to f16). W
+//! is read once whatever the number of rows, and the products cost the
+//! tensor cores little, so the layer runs near the rate W streams in. A
 //! workgroup owns 128 rows of W (64 outputs of a merged gate|up weight,
-//! the epilogue [`Epilogue::SiluMul`] fused, or the residual add). K is
-//! split over workgroup layers where x's span would not fit the shared
-//! memory (896 deep for 16 rows of x, 384 for 32; no limit for 64) or the
-//! workgroups would
-//! be too few to keep the GPU's loads in flight: the plain kernel writes
-//! partial products and the split-K reduction pass of the other kernels
-//! adds them in layer order with the epilogue.
+//! the epilogue [`Epilogue::SiluMul`] fused, or the residual add).
 //!
-//! [`stream_applies`], [`stream_rows`] and [`stream_splits`] are the
+//! x reaches the products in one of two forms. The span form
+//! ([`LINEAR_TENSOR_STREAM`] up to 32 rows) converts x over the
+//! workgroup's span of K to f16 in shared memory once (896 deep for 16
+//! rows of x, 384 for 32); no subgroup waits on another after that. The
+//! window form ([`LINEAR_TENSOR_WINDOW`], and [`LINEAR_TENSOR_STREAM`]
+//! past 32 rows) streams x through two 64-deep steps that the whole
+//! workgroup converts one step ahead, one barrier per step, for 32 or 64
+//! rows and any depth. K is split over workgroup layers where a span would
+//! not fit or the workgroups would be too few to keep the GPU's loads in
+//! flight: the plain kernel writes partial products and the split-K
+//! reduction pass of the other kernels adds them in layer order with the
+//! epilogue.
+//!
+//! [`stream_applies`], [`window_applies`], [`stream_chosen`],
+//! [`stream_rows`], [`stream_splits`] and [`window_splits`] are the
 //! decisions, pure.
 //!
 //! [`F16`]: crate::ops::F16
@@ -168,10 +172,11 @@ fn applies(
 pub const STREAM_MIN_ROWS: u32 = 5;
 
 /// Whether [`choose_linear`](super::choose_linear) takes the streaming
-/// kernel: where it applies ([`stream_applies`]) to [`STREAM_MIN_ROWS`]
-/// rows or more. Pure.
+/// kernel: from [`STREAM_MIN_ROWS`] rows where the plan it names applies
+/// ([`stream_applies`], or from [`WINDOW_MIN_ROWS`] rows
+/// [`window_applies`]). Pure.
 pub fn stream_chosen(m: u32, k: u32, n: u32, dtype: DType, silu: bool, caps: &MatmulCaps) -> bool {
-    m >= STREAM_MIN_ROWS && stream_applies(m, k, n, dtype, silu, caps)
+    m >= STREAM_MIN_ROWS && applies(m, k, n, dtype, silu, caps, m >= WINDOW_MIN_ROWS)
 }
 
 /// The kernel's rows of x per workgroup for `m` rows: 16, 32 or 64, the
@@ -459,6 +464,11 @@ mod tests {
         assert!(!stream_applies(4, 2560, 2560, DType::Bf16, false, &wide));
         let small = MatmulCaps::new(32, 40960, 1024, 132).with_coopmat_khr_f16(true);
         assert!(!stream_applies(4, 2560, 2560, DType::Bf16, false, &small));
+        // A K past 64 spans of 384: the window plan takes 17 rows.
+        let deep = 64 * 384 + 128;
+        assert!(!stream_applies(17, deep, 256, DType::Bf16, false, &c));
+        assert!(window_applies(17, deep, 256, DType::Bf16, false, &c));
+        assert!(stream_chosen(17, deep, 256, DType::Bf16, false, &c));
         // Chosen from STREAM_MIN_ROWS rows.
         assert!(!stream_chosen(1, 2560, 2560, DType::Bf16, false, &c));
         assert!(!stream_chosen(4, 2560, 2560, DType::Bf16, false, &c));
