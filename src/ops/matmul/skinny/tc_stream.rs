@@ -270,60 +270,72 @@ pub(super) fn plan(m: u32, k: u32, n: u32, silu: bool, caps: &MatmulCaps) -> Lin
     }
 }
 
-/// The built-in for `dtype` weights, `rows` of x per workgroup and the
-/// epilogue (`mode`: 0 none, 1 residual, 2 SiLU·mul), or `None` where
-/// none is compiled.
-fn kernel_name(dtype: DType, rows: u32, mode: u32) -> Option<&'static str> {
-    let bf16 = match dtype {
-        DType::Bf16 => true,
-        DType::F16 => false,
+/// The built-in for `dtype` weights, the form (`rows` of x per
+/// workgroup; `window`: x through the window) and the epilogue (`mode`: 0
+/// none, 1 residual, 2 SiLU·mul), or `None` where none is compiled.
+fn kernel_name(dtype: DType, (rows, window): (u32, bool), mode: u32) -> Option<&'static str> {
+    // [span m16, span m32, window w32, window w64] × [none, res, silu].
+    const F16: [[&str; 3]; 4] = [
+        [
+            "linear_tc_f16_m16",
+            "linear_tc_f16_m16_res",
+            "linear_tc_f16_m16_silu",
+        ],
+        [
+            "linear_tc_f16_m32",
+            "linear_tc_f16_m32_res",
+            "linear_tc_f16_m32_silu",
+        ],
+        [
+            "linear_tc_f16_w32",
+            "linear_tc_f16_w32_res",
+            "linear_tc_f16_w32_silu",
+        ],
+        [
+            "linear_tc_f16_w64",
+            "linear_tc_f16_w64_res",
+            "linear_tc_f16_w64_silu",
+        ],
+    ];
+    const BF16: [[&str; 3]; 4] = [
+        [
+            "linear_tc_bf16_m16",
+            "linear_tc_bf16_m16_res",
+            "linear_tc_bf16_m16_silu",
+        ],
+        [
+            "linear_tc_bf16_m32",
+            "linear_tc_bf16_m32_res",
+            "linear_tc_bf16_m32_silu",
+        ],
+        [
+            "linear_tc_bf16_w32",
+            "linear_tc_bf16_w32_res",
+            "linear_tc_bf16_w32_silu",
+        ],
+        [
+            "linear_tc_bf16_w64",
+            "linear_tc_bf16_w64_res",
+            "linear_tc_bf16_w64_silu",
+        ],
+    ];
+    let table = match dtype {
+        DType::F16 => &F16,
+        DType::Bf16 => &BF16,
         _ => return None,
     };
-    let name = match (bf16, rows, mode) {
-        (false, 16, 0) => "linear_tc_f16_m16",
-        (false, 16, 1) => "linear_tc_f16_m16_res",
-        (false, 16, 2) => "linear_tc_f16_m16_silu",
-        (false, 32, 0) => "linear_tc_f16_m32",
-        (false, 32, 1) => "linear_tc_f16_m32_res",
-        (false, 32, 2) => "linear_tc_f16_m32_silu",
-        (true, 16, 0) => "linear_tc_bf16_m16",
-        (true, 16, 1) => "linear_tc_bf16_m16_res",
-        (true, 16, 2) => "linear_tc_bf16_m16_silu",
-        (true, 32, 0) => "linear_tc_bf16_m32",
-        (true, 32, 1) => "linear_tc_bf16_m32_res",
-        (true, 32, 2) => "linear_tc_bf16_m32_silu",
+    let form = match (rows, window) {
+        (16, false) => 0,
+        (32, false) => 1,
+        (32, true) => 2,
+        (64, true) => 3,
         _ => return None,
     };
-    Some(name)
+    table[form].get(mode as usize).copied()
 }
 
-/// The window form's built-in (`rows` 32 or 64), as [`kernel_name`].
-fn window_kernel_name(dtype: DType, rows: u32, mode: u32) -> Option<&'static str> {
-    let bf16 = match dtype {
-        DType::Bf16 => true,
-        DType::F16 => false,
-        _ => return None,
-    };
-    let name = match (bf16, rows, mode) {
-        (false, 32, 0) => "linear_tc_f16_w32",
-        (false, 32, 1) => "linear_tc_f16_w32_res",
-        (false, 32, 2) => "linear_tc_f16_w32_silu",
-        (false, 64, 0) => "linear_tc_f16_w64",
-        (false, 64, 1) => "linear_tc_f16_w64_res",
-        (false, 64, 2) => "linear_tc_f16_w64_silu",
-        (true, 32, 0) => "linear_tc_bf16_w32",
-        (true, 32, 1) => "linear_tc_bf16_w32_res",
-        (true, 32, 2) => "linear_tc_bf16_w32_silu",
-        (true, 64, 0) => "linear_tc_bf16_w64",
-        (true, 64, 1) => "linear_tc_bf16_w64_res",
-        (true, 64, 2) => "linear_tc_bf16_w64_silu",
-        _ => return None,
-    };
-    Some(name)
-}
-
-/// A typed error unless the kernel takes this layer on `caps` with
-/// `splits` K layers under the streaming plan `rows_per_pass`: the shape
+/// A typed error unless the kernel takes this layer on `caps` under the
+/// streaming `plan` (its kind and its K layers): the shape
 /// rules of [`stream_applies`] (or [`window_applies`]) named one by one,
 /// each layer's span within [`stream_span`] (span forms), then the
 /// adapter.
@@ -406,11 +418,8 @@ pub(super) fn record(
     } else {
         (epilogue.mode(), [n.div_ceil(ROWS_PER_GROUP), 1, 1])
     };
-    let name = match form(m, plan.rows_per_pass == LINEAR_TENSOR_WINDOW) {
-        (rows, true) => window_kernel_name(w.dtype(), rows, mode),
-        (rows, false) => kernel_name(w.dtype(), rows, mode),
-    };
-    let name = name.ok_or_else(|| {
+    let form = form(m, plan.rows_per_pass == LINEAR_TENSOR_WINDOW);
+    let name = kernel_name(w.dtype(), form, mode).ok_or_else(|| {
         shape(format!(
             "no tensor-core streaming kernel for {:?} weights",
             w.dtype()
@@ -548,9 +557,9 @@ mod tests {
     #[test]
     fn every_form_has_a_kernel() {
         for d in [DType::F16, DType::Bf16] {
-            for m in [1, 16, 17, 32] {
+            for m in [1, 16, 17, 32, 33, 64] {
                 for mode in 0..3 {
-                    let name = kernel_name(d, stream_rows(m), mode).unwrap();
+                    let name = kernel_name(d, form(m, false), mode).unwrap();
                     assert!(crate::builtins::spirv(name).is_some(), "{name}");
                 }
             }
@@ -558,9 +567,8 @@ mod tests {
         for d in [DType::F16, DType::Bf16] {
             for m in [1, 32, 33, 64] {
                 for mode in 0..3 {
-                    let (rows, window) = form(m, true);
-                    assert!(window);
-                    let name = window_kernel_name(d, rows, mode).unwrap();
+                    assert!(form(m, true).1);
+                    let name = kernel_name(d, form(m, true), mode).unwrap();
                     assert!(crate::builtins::spirv(name).is_some(), "{name}");
                 }
             }
@@ -569,8 +577,14 @@ mod tests {
         assert_eq!(form(33, false), (64, true));
         assert_eq!(form(32, false), (32, false));
         assert_eq!(form(16, true), (32, true));
-        assert_eq!(kernel_name(DType::F32, 16, 0), None);
-        assert_eq!(kernel_name(DType::Bf16, 64, 0), None);
-        assert_eq!(window_kernel_name(DType::Bf16, 16, 0), None);
+        let name = |d, f, mode| kernel_name(d, f, mode).unwrap();
+        assert_eq!(name(DType::Bf16, (16, false), 1), "linear_tc_bf16_m16_res");
+        assert_eq!(name(DType::Bf16, (32, false), 2), "linear_tc_bf16_m32_silu");
+        assert_eq!(name(DType::Bf16, (32, true), 2), "linear_tc_bf16_w32_silu");
+        assert_eq!(name(DType::F16, (64, true), 0), "linear_tc_f16_w64");
+        assert_eq!(kernel_name(DType::F32, (16, false), 0), None);
+        assert_eq!(kernel_name(DType::Bf16, (64, false), 0), None);
+        assert_eq!(kernel_name(DType::Bf16, (16, true), 0), None);
+        assert_eq!(kernel_name(DType::Bf16, (16, false), 3), None);
     }
 }
