@@ -2,7 +2,7 @@ use super::sg32::uses_sg32;
 use super::*;
 
 /// An H100 without the Khronos cooperative matrices: the rules of the
-/// skinny, tiled and coopmat2 kernels (with them, 5 to 32 rows of 16-bit
+/// skinny, tiled and coopmat2 kernels (with them, 5 to 64 rows of 16-bit
 /// weights stream on the tensor cores: the last test).
 fn h100() -> MatmulCaps {
     MatmulCaps {
