@@ -15,10 +15,10 @@
 //! once more (u·|y|). SiLU·mul: silu' lies in [−0.1, 1.1], so
 //! |Δ(silu(g)·v)| ≤ 1.1·δ_g·(|v| + δ_v) + |silu(g)|·δ_v, plus 8u·|y| for
 //! the exponential, the division and the product. Where the plan that ran
-//! is a tensor-core kernel's (16-bit weights: `LINEAR_TENSOR_TILES`,
-//! `LINEAR_TENSOR_STREAM` or `LINEAR_TENSOR_WINDOW`, which the rule picks
-//! from 5 rows where they apply), x is rounded to f16 first (relative 2⁻¹¹, 2⁻¹⁰ allowed for
-//! either rounding mode): δ gains 2⁻¹⁰·(1 + u_w)·Σ|x||w|.
+//! is a tensor-core kernel's (16-bit weights, `LinearPlan::rounds_x_to_f16`;
+//! the rule picks one from 5 rows where it applies), x is rounded to f16
+//! first (relative 2⁻¹¹, 2⁻¹⁰ allowed for either rounding mode): δ gains
+//! 2⁻¹⁰·(1 + u_w)·Σ|x||w|.
 
 mod common;
 
@@ -60,12 +60,11 @@ fn silu(g: f64) -> f64 {
 fn check(c: &Case, got: &[f32], dt: Dt) {
     let u = f64::powi(2.0, -24);
     let uw = dt.unit();
-    let tensor = [
-        ops::LINEAR_TENSOR_TILES,
-        ops::LINEAR_TENSOR_STREAM,
-        ops::LINEAR_TENSOR_WINDOW,
-    ]
-    .contains(&c.rows);
+    let ran = LinearPlan {
+        rows_per_pass: c.rows,
+        splits: 1,
+    };
+    let tensor = ran.rounds_x_to_f16();
     let ux = if tensor { f64::powi(2.0, -10) } else { 0.0 };
     let delta = |abs: f64| 1.01 * (c.k as f64 * u * (1.0 + uw) + uw + ux * (1.0 + uw)) * abs;
     let outs = if c.epi == Epi::SiluMul { c.n / 2 } else { c.n };

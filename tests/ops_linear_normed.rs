@@ -184,12 +184,7 @@ fn record(gpu: &Device, b: &mut Batch, c: &Case, gw: &GpuW, plan: Option<LinearP
     Recorded {
         what: format!("m={m} k={k} n={n} {:?} plan {plan:?}", c.epi),
         y,
-        x16: [
-            ops::LINEAR_TENSOR_TILES,
-            ops::LINEAR_TENSOR_STREAM,
-            ops::LINEAR_TENSOR_WINDOW,
-        ]
-        .contains(&ran.rows_per_pass),
+        x16: ran.rounds_x_to_f16(),
         _keep: vec![gx, gg, gr],
     }
 }

@@ -25,8 +25,7 @@
 //! with a CPU f64 reference using the same (stored) weights; the largest
 //! error relative to the output's largest magnitude must stay under 1e-4
 //! (1e-3 where the layers run on the tensor cores, which round the
-//! activations to f16: the plans [`ops::LINEAR_TENSOR_TILES`],
-//! [`ops::LINEAR_TENSOR_STREAM`] and [`ops::LINEAR_TENSOR_WINDOW`]).
+//! activations to f16: [`LinearPlan::rounds_x_to_f16`]).
 //!
 //! ```text
 //! cargo run --release -p vkcompute-measure --example ffn_stack -- [--hidden 2560] [--inter 9728]
@@ -428,15 +427,14 @@ fn main() -> Result<()> {
                 // Either layer on the tensor cores rounds its x to f16.
                 let caps = MatmulCaps::of(info);
                 let tensor = |k: u32, n: u32, silu: bool| {
-                    let rows = force.0.unwrap_or_else(|| {
+                    let rows_per_pass = force.0.unwrap_or_else(|| {
                         ops::choose_linear(t, k, n, ops::DType::Bf16, silu, &caps).rows_per_pass
                     });
-                    [
-                        ops::LINEAR_TENSOR_TILES,
-                        ops::LINEAR_TENSOR_STREAM,
-                        ops::LINEAR_TENSOR_WINDOW,
-                    ]
-                    .contains(&rows)
+                    LinearPlan {
+                        rows_per_pass,
+                        splits: 1,
+                    }
+                    .rounds_x_to_f16()
                 };
                 let f16_acts = bf16 && (tensor(h, 2 * i, true) || tensor(i, h, false));
                 let tol = if f16_acts { 1e-3 } else { 1e-4 };

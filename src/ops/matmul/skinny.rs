@@ -151,15 +151,17 @@ pub struct LinearPlan {
 impl LinearPlan {
     /// Whether the kernels have this plan.
     pub fn is_valid(&self) -> bool {
-        [1, 2, 4, 8, 16, 32, LINEAR_TILED_ROWS]
-            .into_iter()
-            .chain([
-                LINEAR_TENSOR_TILES,
-                LINEAR_TENSOR_STREAM,
-                LINEAR_TENSOR_WINDOW,
-            ])
-            .any(|r| r == self.rows_per_pass)
+        ([1, 2, 4, 8, 16, 32, LINEAR_TILED_ROWS].contains(&self.rows_per_pass)
+            || self.rounds_x_to_f16())
             && (1..=LINEAR_MAX_SPLITS).contains(&self.splits)
+    }
+
+    /// Whether the plan runs a tensor-core kernel, which rounds x to f16
+    /// before its products ([`LINEAR_TENSOR_TILES`],
+    /// [`LINEAR_TENSOR_STREAM`], [`LINEAR_TENSOR_WINDOW`]); the other
+    /// plans keep x in f32.
+    pub fn rounds_x_to_f16(&self) -> bool {
+        self.rows_per_pass == LINEAR_TENSOR_TILES || tc_stream::is_stream_plan(self.rows_per_pass)
     }
 }
 

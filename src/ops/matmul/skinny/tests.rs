@@ -342,6 +342,24 @@ fn plans_out_of_range_are_invalid() {
 }
 
 #[test]
+fn only_the_tensor_core_plans_round_x_to_f16() {
+    let plan = |rows_per_pass| LinearPlan {
+        rows_per_pass,
+        splits: 1,
+    };
+    for r in [
+        LINEAR_TENSOR_TILES,
+        LINEAR_TENSOR_STREAM,
+        LINEAR_TENSOR_WINDOW,
+    ] {
+        assert!(plan(r).rounds_x_to_f16(), "{r}");
+    }
+    for r in [1, 2, 4, 8, 16, 32, LINEAR_TILED_ROWS, 3] {
+        assert!(!plan(r).rounds_x_to_f16(), "{r}");
+    }
+}
+
+#[test]
 fn past_16_rows_16_bit_weights_take_the_tensor_cores_where_they_exist() {
     let cm2 = h100()
         .with_coopmat2(Some([16, 16, 16]), 256)
