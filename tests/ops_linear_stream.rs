@@ -19,7 +19,7 @@ use vkcompute::{Buffer, Error};
 
 mod linear_support;
 use linear_support::tensor::{check, stored};
-use linear_support::{upload_w, Dt, Epi, GpuW};
+use linear_support::{runs_or_unsupported, upload_w, Dt, Epi, GpuW};
 
 fn plan(splits: u32) -> LinearPlan {
     LinearPlan {
@@ -154,21 +154,31 @@ fn a_forced_streaming_plan_is_a_typed_error_where_it_cannot_run() {
     let y: Buffer<f32> = gpu.alloc(4 * 16).unwrap();
     let mut batch = gpu.batch().unwrap();
     let r = ops::linear_with_plan(&mut batch, &x, &w, &y, 4, 128, 16, Epilogue::None, plan(1));
-    if ops::matmul::stream_applies(4, 128, 16, DType::Bf16, false, &caps) {
-        common::skipped(
-            "the Unsupported error for tensor-core streaming: this adapter has the kernel",
-        );
-        r.unwrap();
-        batch.submit().unwrap();
-        assert!(y.download().unwrap().iter().all(|&v| v == 16.0));
-    } else {
-        match r {
-            Err(Error::Unsupported { what, .. }) => {
-                assert!(what.contains("VK_KHR_cooperative_matrix"), "{what}")
-            }
-            other => panic!("want Unsupported, got {other:?}"),
-        }
-        assert!(batch.is_empty(), "a refused layer recorded nothing");
-    }
+    let has = ops::matmul::stream_applies(4, 128, 16, DType::Bf16, false, &caps);
+    let needs = "VK_KHR_cooperative_matrix";
+    runs_or_unsupported(r, batch, &y, (has, "tensor-core streaming"), 16.0, needs);
+    // The same through the window form.
+    let y: Buffer<f32> = gpu.alloc(4 * 16).unwrap();
+    let mut batch = gpu.batch().unwrap();
+    let r = ops::linear_with_plan(
+        &mut batch,
+        &x,
+        &w,
+        &y,
+        4,
+        128,
+        16,
+        Epilogue::None,
+        window(1),
+    );
+    let has = ops::matmul::window_applies(4, 128, 16, DType::Bf16, false, &caps);
+    runs_or_unsupported(
+        r,
+        batch,
+        &y,
+        (has, "the streaming kernel's window form"),
+        16.0,
+        needs,
+    );
     common::assert_clean(&gpu);
 }

@@ -14,7 +14,7 @@ use vkcompute::{Buffer, Error};
 
 mod linear_support;
 use linear_support::tensor::{check, stored};
-use linear_support::{upload_w, Dt, Epi, GpuW};
+use linear_support::{runs_or_unsupported, upload_w, Dt, Epi, GpuW};
 
 #[test]
 fn tensor_core_linear_matches_the_reference() {
@@ -121,22 +121,9 @@ fn a_forced_tensor_core_plan_is_a_typed_error_without_the_kernel() {
     };
     let mut batch = gpu.batch().unwrap();
     let r = ops::linear_with_plan(&mut batch, &x, wb, &y, 20, 8, 6, Epilogue::None, plan);
-    if ops::matmul::tensor_applies(20, DType::Bf16, &caps) {
-        common::skipped(
-            "the Unsupported error for tensor-core linear: this adapter has the kernel",
-        );
-        r.unwrap();
-        batch.submit().unwrap();
-        assert!(y.download().unwrap().iter().all(|&v| v == 1.0));
-    } else {
-        match r {
-            Err(Error::Unsupported { what, .. }) => {
-                assert!(what.contains("cooperativeMatrixBlockLoads"), "{what}")
-            }
-            other => panic!("want Unsupported, got {other:?}"),
-        }
-        assert!(batch.is_empty(), "a refused layer recorded nothing");
-    }
+    let has = ops::matmul::tensor_applies(20, DType::Bf16, &caps);
+    let needs = "cooperativeMatrixBlockLoads";
+    runs_or_unsupported(r, batch, &y, (has, "tensor-core linear"), 1.0, needs);
     // f32 weights never take the tensor-core plan.
     let wf = gpu.upload(&vec![0.25f32; n * k]).unwrap();
     let mut batch = gpu.batch().unwrap();

@@ -1,12 +1,42 @@
 //! Helpers shared by the linear tests (`ops_linear`, `ops_linear_normed`,
-//! `ops_linear_tensor`, `ops_linear_stream`): the stored weight types, the epilogues tested and
-//! weights uploaded in any stored type.
+//! `ops_linear_tensor`, `ops_linear_stream`): the stored weight types, the
+//! epilogues tested, weights uploaded in any stored type, and the check of
+//! a forced tensor-core plan on adapters with and without its kernel.
 #![allow(dead_code)]
 
 pub mod tensor;
 
 use vkcompute::ops::{Bf16, Weights, F16};
-use vkcompute::{Buffer, Device};
+use vkcompute::{Batch, Buffer, Device, Error};
+
+/// Checks a forced tensor-core plan's result `r`, recorded into `batch`:
+/// where the adapter has the kernel (`has`), the layer ran and every
+/// output of `y` is `want` (the Unsupported half prints `skipped:`, naming
+/// `kernel`); else the error is `Error::Unsupported` naming `needs`, and
+/// nothing was recorded.
+pub fn runs_or_unsupported(
+    r: vkcompute::Result<()>,
+    batch: Batch,
+    y: &Buffer<f32>,
+    (has, kernel): (bool, &str),
+    want: f32,
+    needs: &str,
+) {
+    if has {
+        crate::common::skipped(format!(
+            "the Unsupported error for {kernel}: this adapter has the kernel"
+        ));
+        r.unwrap();
+        batch.submit().unwrap();
+        assert!(y.download().unwrap().iter().all(|&v| v == want));
+    } else {
+        match r {
+            Err(Error::Unsupported { what, .. }) => assert!(what.contains(needs), "{what}"),
+            other => panic!("want Unsupported, got {other:?}"),
+        }
+        assert!(batch.is_empty(), "a refused layer recorded nothing");
+    }
+}
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Dt {
