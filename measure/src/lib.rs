@@ -36,6 +36,7 @@
 //! | `megakernel_resident` | a task pushed into a running kernel beside the floor's mailbox |
 //! | `cm2_probe` | SPIR-V builds of the coopmat2 f16 matmul kernel (other blocks, invocations, launch orders) beside the built-in default |
 //! | `linear_probe` | SPIR-V builds of the skinny linear kernel (rows per unit and pass, chunks per step, prefetch, butterfly, narrowed launches) beside the built-in kernels |
+//! | `stream_floor` | the simplest read kernel streaming buffers through a chain of dependent launches: the floor of a model's layers, per size or in a layer's pattern |
 //! | `kernel_statistics` | the driver's pipeline statistics (registers, spills, occupancy) of the built-in matmul and linear kernels |
 //! | `roundtrip_profile` | one-dispatch round trips through named functions, a target for callgrind |
 //!
