@@ -53,7 +53,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use checkpoint::Checkpoint;
 use config::{Arch, WeightDtype};
-use model::{Model, ModelError, ModelOptions, PrefillMatmul};
+use model::{DecodeMatmul, Model, ModelError, ModelOptions, PrefillMatmul};
 use reference::{Fault, Reference};
 use vkcompute::ops::nn::SampleParams;
 
@@ -494,6 +494,72 @@ fn long_prompt_spans_chunks_of_64() {
     assert!(e <= TOL, "70-token prompt + decode: {e:e} > {TOL:e}");
     drop(m);
     common::assert_clean(&gpu);
+}
+
+/// The decode step with `DecodeMatmul::Auto` at 8 sequences, on a bf16
+/// Qwen3 whose widths the tensor-core streaming kernel takes (hidden 128,
+/// intermediate 256, 4 query and 2 key/value heads of 32: every K a
+/// multiple of 128, every output count of 16). Where the adapter has the
+/// Khronos cooperative matrices the four projections of the step run on
+/// the tensor cores, their inputs rounded to f16, and the logits of the
+/// exact prefill and 8 decode steps stay within the f16 prefill's bound
+/// (ten f16 roundings of the largest |logit|) while a wrong rotary does
+/// not; elsewhere the plans stay the exact ones and the f32 bound holds.
+#[test]
+fn batched_decode_on_tensor_cores() {
+    const F16_TOL: f64 = 10.0 / 2048.0;
+    // The command line's names.
+    assert_eq!(DecodeMatmul::parse("auto"), Some(DecodeMatmul::Auto));
+    assert_eq!(DecodeMatmul::parse("exact"), Some(DecodeMatmul::Exact));
+    assert_eq!(DecodeMatmul::parse("f16"), None);
+    let gpu = common::gpu();
+    if !gpu.info().storage_buffer16 {
+        common::skipped("16-bit weights need storageBuffer16BitAccess");
+        return;
+    }
+    let dir = TempDir::new("qwen3-tensor-decode");
+    let mut c = tiny::tiny_config(Arch::Qwen3, WeightDtype::Bf16);
+    (c.hidden, c.intermediate, c.head_dim) = (128, 256, 32);
+    tiny::write_checkpoint(dir.path(), &c, 41, 1).expect("write the checkpoint");
+    let ck = Checkpoint::open(dir.path()).expect("open the checkpoint");
+    let reference = Reference::load(&ck).expect("reference weights");
+    let opts = ModelOptions {
+        decode_matmul: DecodeMatmul::Auto,
+        ..options(8)
+    };
+    let mut m = Model::load(&gpu, &ck, opts).expect("load");
+    let plans = m.decode_plans();
+    let tensor = m.decode_rounds_x_to_f16();
+    eprintln!(
+        "decode plans at 8 rows: {}",
+        plans.map(project::plan_name).join("; ")
+    );
+    if tensor {
+        assert!(
+            plans.iter().all(|p| p.rounds_x_to_f16()),
+            "every projection of this model takes the tensor cores once one does"
+        );
+    }
+    let prompts: Vec<Vec<u32>> = (0..8u32)
+        .map(|s| (0..3 + s).map(|i| (i * 13 + s * 7 + 1) % 97).collect())
+        .collect();
+    let runs = run_model(&mut m, &prompts);
+    let bound = if tensor { F16_TOL } else { TOL };
+    for (s, r) in runs.iter().enumerate() {
+        let e = worst_error(r, &reference, Fault::None);
+        eprintln!("sequence {s}: worst {e:.2e} (bound {bound:.1e})");
+        assert!(e <= bound, "sequence {s}: {e:e} > {bound:e}");
+        let f = worst_error(r, &reference, Fault::RotaryOffByOne);
+        assert!(f > bound, "a wrong rotary passed: {f:e} <= {bound:e}");
+    }
+    drop(m);
+    common::assert_clean(&gpu);
+    if !tensor {
+        common::skipped(
+            "no tensor-core decode plan on this adapter (needs the Khronos cooperative matrices' \
+             f16 shape and 32-lane subgroups): the exact plans were checked instead",
+        );
+    }
 }
 
 /// The f16 prefill (`PrefillMatmul::F16`: the portable kernel where there

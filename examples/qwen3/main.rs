@@ -5,14 +5,14 @@
 //! ```text
 //! cargo run --release --example qwen3 -- DIR [--prompt 1,2,3 | --prompt-len N] [--decode N]
 //!     [--batch B] [--sample T,K,P,SEED] [--reference FILE] [--kv-16]
-//!     [--profile] [--prefill exact|f16|auto]
+//!     [--profile] [--prefill exact|f16|auto] [--decode-matmul exact|auto]
 //! cargo run --release --example qwen3 -- --tiny OUTDIR [same options]
 //! ```
 //!
 //! `--tiny OUTDIR` writes a tiny random Qwen3 checkpoint (bf16) there and
 //! runs it. `--reference FILE` compares our logits with a safetensors file
-//! of the transformers model's (`prompt` I32 [P], `tokens` I32 [N],
-//! `logits` F32 [N, vocab]; row 0 at the last prompt position, row i the
+//! of the transformers model's (`prompt` I32 `[P]`, `tokens` I32 `[N]`,
+//! `logits` F32 `[N, vocab]`; row 0 at the last prompt position, row i the
 //! step that consumed `tokens[i-1]`), teacher-forcing its tokens; exit code
 //! 1 when the worst row's max|ours - ref| / max|ref| exceeds 1e-3.
 //! The KV cache is in f32 (the mode to compare with a reference at 1e-3 on
@@ -26,6 +26,12 @@
 //! `auto` (the default: `f16` for prompts past 64 tokens where there are
 //! tensor cores and 16-bit weights, else `exact`). The `--reference` comparison always prefills
 //! exactly; the timings use the chosen path and name it.
+//! `--decode-matmul` picks the decode step's projections: `auto` (the
+//! default: `ops::choose_linear`'s own plan for the batch's rows, which
+//! from 5 sequences with 16-bit weights takes the tensor-core streaming
+//! kernel where the adapter has the Khronos cooperative matrices, rounding
+//! each projection's input rows to f16) or `exact` (f32 activations in
+//! every product). With `--reference` the decode is exact.
 //! `--profile` prints one decode step's GPU time per kernel beside the
 //! weight-streaming floor at the copy bandwidth measured in the same run.
 //! `--wait-spin-us N` sets how long a wait spins before it blocks
@@ -60,7 +66,7 @@ use vkcompute::{Device, DeviceOptions};
 
 use checkpoint::Checkpoint;
 use config::{Arch, WeightDtype};
-use model::{Model, ModelOptions, PrefillMatmul};
+use model::{DecodeMatmul, Model, ModelOptions, PrefillMatmul};
 
 /// The command line.
 struct Args {
@@ -78,6 +84,7 @@ struct Args {
     /// `--two-op-attention`: the q/k op and attention as two dispatches.
     fused_qk: bool,
     prefill: PrefillMatmul,
+    decode_matmul: DecodeMatmul,
     /// `DeviceOptions::wait_spin` when given (`--wait-spin-us`).
     wait_spin: Option<std::time::Duration>,
 }
@@ -85,7 +92,8 @@ struct Args {
 const USAGE: &str =
     "usage: qwen3 DIR | --tiny OUTDIR [--prompt 1,2,3 | --prompt-len N] [--decode N] [--batch B] \
                      [--sample T,K,P,SEED] [--reference FILE] [--kv-16] [--profile] \
-                     [--prefill exact|f16|auto] [--wait-spin-us N] [--two-op-attention]";
+                     [--prefill exact|f16|auto] [--decode-matmul exact|auto] [--wait-spin-us N] \
+                     [--two-op-attention]";
 
 fn parse_list<T: std::str::FromStr>(s: &str, what: &str) -> Result<Vec<T>, String> {
     s.split(',')
@@ -111,6 +119,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
         fused_qk: true,
         prompt_len: false,
         prefill: PrefillMatmul::Auto,
+        decode_matmul: DecodeMatmul::Auto,
         wait_spin: None,
     };
     let mut dir = None;
@@ -172,6 +181,11 @@ fn parse(args: &[String]) -> Result<Args, String> {
                 let v = val("--prefill")?;
                 a.prefill = PrefillMatmul::parse(&v)
                     .ok_or(format!("--prefill: {v:?} is not exact, f16 or auto"))?;
+            }
+            "--decode-matmul" => {
+                let v = val("--decode-matmul")?;
+                a.decode_matmul = DecodeMatmul::parse(&v)
+                    .ok_or(format!("--decode-matmul: {v:?} is not exact or auto"))?;
             }
             "--wait-spin-us" => {
                 let us: u64 = val("--wait-spin-us")?
@@ -248,9 +262,26 @@ fn run(args: &[String]) -> Result<bool, Box<dyn std::error::Error>> {
         profile: a.profile,
         kv_f32: a.kv_f32,
         fused_qk: a.fused_qk,
+        // The reference is compared at f32 activations.
+        decode_matmul: if refdata.is_some() {
+            DecodeMatmul::Exact
+        } else {
+            a.decode_matmul
+        },
     };
     let mut m = Model::load(&gpu, &ck, opts)?;
     drop(ck);
+    println!(
+        "decode products ({:?}) at {} rows: q|k|v, o, gate|up, down: {}{}",
+        opts.decode_matmul,
+        opts.batch,
+        m.decode_plans().map(project::plan_name).join("; "),
+        if m.decode_rounds_x_to_f16() {
+            " (tensor cores: inputs rounded to f16)"
+        } else {
+            " (f32 activations)"
+        }
+    );
     let ls = m.load_stats();
     println!(
         "load: {:.3} s total, weights {:.3} GB uploaded in {:.3} s = {:.2} GB/s",

@@ -5,9 +5,10 @@
 //!
 //! Activations are f32 throughout; `ops::linear` widens 16-bit weights in
 //! its kernel (exactly), so a bf16 checkpoint runs at f32 arithmetic on the
-//! weights as stored. The one exception is the prefill's f16 path
-//! ([`PrefillMatmul`], `prefill16.rs`), which rounds the projections'
-//! inputs to f16 for tensor-core products over the whole prompt.
+//! weights as stored. Two options round the projections' inputs to f16 for
+//! tensor-core products instead: the prefill's f16 path ([`PrefillMatmul`],
+//! `prefill16.rs`) over the whole prompt, and [`DecodeMatmul::Auto`] for
+//! the decode step of 5 or more sequences (`project.rs`).
 //!
 //! The decode graph reads three device `u32` buffers at every launch: the
 //! token of each sequence, its position (where the token's key and value
@@ -29,6 +30,8 @@ use crate::buffers::{Dims, Emb16, KvCache, Rows, WBuf};
 use crate::checkpoint::{device_limits, layer_name, Checkpoint, HostTensor, LoadError};
 pub use crate::prefill16::PrefillMatmul;
 use crate::prefill16::{self, Half};
+pub use crate::project::DecodeMatmul;
+use crate::project::Products;
 use crate::state::State;
 
 /// The most sequences one decode step takes (`ops::linear`'s rows).
@@ -68,6 +71,11 @@ pub struct ModelOptions {
     /// subgroup arithmetic; else the two ops (`qk_norm_rope_append`, then
     /// `attention_decode`).
     pub fused_qk: bool,
+    /// How the decode step computes its projections: exact f32 activations
+    /// (the default), or `ops::choose_linear`'s own plan, which rounds the
+    /// inputs of the tensor-core products it picks (from 5 sequences with
+    /// 16-bit weights) to f16.
+    pub decode_matmul: DecodeMatmul,
 }
 
 impl Default for ModelOptions {
@@ -81,6 +89,7 @@ impl Default for ModelOptions {
             profile: false,
             kv_f32: true,
             fused_qk: true,
+            decode_matmul: DecodeMatmul::Exact,
         }
     }
 }
@@ -490,7 +499,7 @@ impl Model {
     /// append of k and v to elements `range` of the cache
     /// ([`attend::qk`]): `r`'s rows are `seqs` sequences of `r.m / seqs`
     /// tokens each, sequence `b`'s first at position `c.pos[b]`. The
-    /// projection is f16 with `half` ([`Model::project_normed`]).
+    /// projection takes the products `p` ([`Model::project_normed`]).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn record_pre_attn(
         &self,
@@ -500,11 +509,11 @@ impl Model {
         c: &Cursor,
         range: std::ops::Range<usize>,
         seqs: u32,
-        half: Option<&Half>,
+        p: Products<'_>,
     ) -> Result<()> {
         let d = &self.dims;
         let m = r.m;
-        self.record_qkv(b, l, r, half)?;
+        self.record_qkv(b, l, r, p)?;
         let qs = QkShape {
             batch: seqs,
             steps: m / seqs,
@@ -517,44 +526,34 @@ impl Model {
     }
 
     /// Records a layer's norm fused into the q|k|v projection, q, k and v
-    /// then views of its output or split out of it (f16 products with
-    /// `half`).
-    fn record_qkv(&self, b: &mut Batch, l: &Layer, r: &Rows, half: Option<&Half>) -> Result<()> {
+    /// then views of its output or split out of it (the products `p`).
+    fn record_qkv(&self, b: &mut Batch, l: &Layer, r: &Rows, p: Products<'_>) -> Result<()> {
         let d = &self.dims;
         let shape = (r.m, d.hidden, d.qw() + 2 * d.kvw());
         let norm = (&l.in_norm, &r.xn);
-        self.project_normed(b, half, &r.h, norm, &l.qkv, &r.qkv, shape, Epilogue::None)?;
+        self.project_normed(b, p, &r.h, norm, &l.qkv, &r.qkv, shape, Epilogue::None)?;
         r.split_qkv(b)
     }
 
     /// Records a layer from its attention output `r.ao`: o_proj with the
     /// residual, norm fused into gate|up with SiLU·mul, down with the
-    /// residual (f16 products with `half`, [`Model::project`]).
+    /// residual (the products `p`, [`Model::project`]).
     pub(crate) fn record_post_attn(
         &self,
         b: &mut Batch,
         l: &Layer,
         r: &Rows,
-        half: Option<&Half>,
+        p: Products<'_>,
     ) -> Result<()> {
         let d = &self.dims;
         let m = r.m;
         let res = Epilogue::Residual(&r.h);
-        self.project(b, half, &r.ao, &l.o, &r.h, (m, d.qw(), d.hidden), res)?;
+        self.project(b, p, &r.ao, &l.o, &r.h, (m, d.qw(), d.hidden), res)?;
         let gu = (m, d.hidden, 2 * d.inter);
         let norm = (&l.post_norm, &r.xn);
-        self.project_normed(
-            b,
-            half,
-            &r.h,
-            norm,
-            &l.gate_up,
-            &r.mlp,
-            gu,
-            Epilogue::SiluMul,
-        )?;
+        self.project_normed(b, p, &r.h, norm, &l.gate_up, &r.mlp, gu, Epilogue::SiluMul)?;
         let res = Epilogue::Residual(&r.h);
-        self.project(b, half, &r.mlp, &l.down, &r.h, (m, d.inter, d.hidden), res)?;
+        self.project(b, p, &r.mlp, &l.down, &r.h, (m, d.inter, d.hidden), res)?;
         Ok(())
     }
 
@@ -591,16 +590,17 @@ impl Model {
         };
         let all = 0..(bsz * d.kv_heads * self.max_seq * d.head_dim) as usize;
         let fused = self.opts.fused_qk && self.gpu.info().subgroup_arithmetic;
+        let p = self.decode_products();
         for l in &self.layers {
             if fused && matches!(l.cache, KvCache::F32(..)) {
-                self.record_qkv(b, l, r, None)?;
+                self.record_qkv(b, l, r, p)?;
                 let qk = (&self.inv_freq, d.eps);
                 attend::decode_qk(b, r, l, &cursor, qk, ds, self.scale())?;
             } else {
-                self.record_pre_attn(b, l, r, &cursor, all.clone(), bsz, None)?;
+                self.record_pre_attn(b, l, r, &cursor, all.clone(), bsz, p)?;
                 attend::decode(b, r, &l.cache, &cursor, ds, self.scale())?;
             }
-            self.record_post_attn(b, l, r, None)?;
+            self.record_post_attn(b, l, r, p)?;
         }
         ops::linear_normed(
             b,

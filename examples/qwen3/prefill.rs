@@ -20,6 +20,7 @@ use vkcompute::{Batch, Buffer};
 use crate::attend::Cursor;
 use crate::buffers::Rows;
 use crate::model::{Model, ModelError, Result};
+use crate::project::Products;
 
 /// One chunk of prompt rows: its first row (also on the device: the
 /// position of its first token), and its activations (`None`: the
@@ -140,7 +141,15 @@ impl Model {
                     lens: &c.position,
                     flag: &kv_flag,
                 };
-                self.record_pre_attn(&mut b, l, r, &cursor, range.clone(), 1, half)?;
+                self.record_pre_attn(
+                    &mut b,
+                    l,
+                    r,
+                    &cursor,
+                    range.clone(),
+                    1,
+                    Products::prefill(half),
+                )?;
                 if c.rows.is_some() {
                     for (i, w) in [d.qw(), d.kvw(), d.kvw()].into_iter().enumerate() {
                         let from = r.part_span(i, 0..(r.m * w) as usize)?;
@@ -156,7 +165,7 @@ impl Model {
                     copy(&mut b, &all.h, &r.h, span(c, r, d.hidden), false)?;
                     copy(&mut b, &all.ao, &r.ao, span(c, r, d.qw()), false)?;
                 }
-                self.record_post_attn(&mut b, l, r, half)?;
+                self.record_post_attn(&mut b, l, r, Products::prefill(half))?;
                 if c.rows.is_some() {
                     copy(&mut b, &r.h, &all.h, span(c, r, d.hidden), true)?;
                 }

@@ -1,38 +1,88 @@
 //! The decoder's projections: `ops::linear` (with the RMSNorm before it
 //! fused in as its prologue, `ops::linear_normed`), or on the prefill's
-//! f16 path the f16 product of `prefill16.rs`. Off that path every product
-//! keeps f32 activations: the plan is `ops::choose_linear`'s with the
-//! tensor-core routes left out ([`exact_caps`]), which would round x to
-//! f16.
+//! f16 path the f16 product of `prefill16.rs` ([`Products`] says which).
+//! The exact products keep f32 activations: the plan is
+//! `ops::choose_linear`'s with the tensor-core routes left out
+//! ([`exact_caps`]), which would round x to f16. The decode step may take
+//! `ops::choose_linear`'s own plan instead ([`DecodeMatmul::Auto`]).
 
 use vkcompute::ops::nn;
-use vkcompute::ops::{self, Epilogue, MatmulCaps};
+use vkcompute::ops::{self, DType, Epilogue, LinearPlan, MatmulCaps};
 use vkcompute::{Batch, Buffer};
 
 use crate::buffers::WBuf;
+use crate::config::WeightDtype;
 use crate::model::{Model, Result};
 use crate::prefill16::Half;
 
+/// How the decode step computes its projections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DecodeMatmul {
+    /// f32 activations in every product (`ops::choose_linear` without its
+    /// tensor-core routes): the path to compare with an f32 reference.
+    #[default]
+    Exact,
+    /// `ops::choose_linear`'s own plan for the batch's rows: with 16-bit
+    /// weights from 5 sequences, on adapters with the Khronos cooperative
+    /// matrices, the tensor-core streaming kernel, which rounds each
+    /// projection's input rows to f16 (the RMSNorm before q|k|v and
+    /// gate|up is then a dispatch of its own); the skinny kernels, exact,
+    /// below that.
+    Auto,
+}
+
+impl DecodeMatmul {
+    /// Parses `exact` or `auto`.
+    pub fn parse(s: &str) -> Option<DecodeMatmul> {
+        match s {
+            "exact" => Some(DecodeMatmul::Exact),
+            "auto" => Some(DecodeMatmul::Auto),
+            _ => None,
+        }
+    }
+}
+
+/// Which products a recording takes.
+#[derive(Clone, Copy)]
+pub(crate) enum Products<'a> {
+    /// f32 activations ([`exact_caps`]).
+    Exact,
+    /// `ops::choose_linear`'s own plan (the adapter's capabilities).
+    Chosen,
+    /// The prefill's f16 products (16-bit weights; f32 weights stay exact).
+    Half(&'a Half),
+}
+
+impl<'a> Products<'a> {
+    /// The prefill's: f16 with `half`, else exact.
+    pub(crate) fn prefill(half: Option<&'a Half>) -> Products<'a> {
+        half.map_or(Products::Exact, Products::Half)
+    }
+}
+
 impl Model {
     /// Records `out = epilogue(x·Wᵀ)` (`x` `[m, k]`, `w` `[n, k]`):
-    /// `ops::linear`, or with `half` and a 16-bit weight the f16 product.
+    /// `ops::linear` with the plan `p` gives, or with [`Products::Half`]
+    /// and a 16-bit weight the f16 product.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn project(
         &self,
         b: &mut Batch,
-        half: Option<&Half>,
+        p: Products<'_>,
         x: &Buffer<f32>,
         w: &WBuf,
         out: &Buffer<f32>,
         (m, k, n): (u32, u32, u32),
         epilogue: Epilogue<'_>,
     ) -> Result<()> {
-        match half {
-            Some(h) if !matches!(w, WBuf::F32(_)) => h.project(b, x, w, out, m, k, n, epilogue),
+        match p {
+            Products::Half(h) if !matches!(w, WBuf::F32(_)) => {
+                h.project(b, x, w, out, m, k, n, epilogue)
+            }
             _ => {
                 let silu = matches!(epilogue, Epilogue::SiluMul);
                 let wd = w.weights().dtype();
-                let plan = ops::choose_linear(m, k, n, wd, silu, &exact_caps(self));
+                let plan = ops::choose_linear(m, k, n, wd, silu, &self.caps(p));
                 Ok(ops::linear_with_plan(
                     b,
                     x,
@@ -53,14 +103,15 @@ impl Model {
     /// prologue, no dispatch of its own) where `ops::linear` picks its
     /// streaming kernels (up to 16 rows); else `nn::rms_norm` into the
     /// scratch `norm.1` (`[m, k]`) and the layer (the tiled kernel past 16
-    /// rows, or the f16 product with `half` and a 16-bit weight), which
+    /// rows, a tensor-core plan of [`Products::Chosen`], or the f16 product
+    /// of [`Products::Half`] with a 16-bit weight), which
     /// is what `linear_normed` would record there, without its scratch
     /// allocation.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn project_normed(
         &self,
         b: &mut Batch,
-        half: Option<&Half>,
+        p: Products<'_>,
         x: &Buffer<f32>,
         (g, xn): (&Buffer<f32>, &Buffer<f32>),
         w: &WBuf,
@@ -71,10 +122,10 @@ impl Model {
         let eps = self.dims.eps;
         let silu = matches!(epilogue, Epilogue::SiluMul);
         let wd = w.weights().dtype();
-        let plan = ops::choose_linear(m, k, n, wd, silu, &exact_caps(self));
+        let plan = ops::choose_linear(m, k, n, wd, silu, &self.caps(p));
         let fused = plan.rows_per_pass <= 16;
-        match half {
-            Some(h) if !matches!(w, WBuf::F32(_)) => {
+        match p {
+            Products::Half(h) if !matches!(w, WBuf::F32(_)) => {
                 nn::rms_norm(b, x, g, xn, m, k, eps)?;
                 h.project(b, xn, w, out, m, k, n, epilogue)
             }
@@ -106,6 +157,61 @@ impl Model {
                 plan,
             )?),
         }
+    }
+}
+
+impl Model {
+    /// The capabilities `ops::choose_linear` plans with for `p`.
+    fn caps(&self, p: Products<'_>) -> MatmulCaps {
+        match p {
+            Products::Chosen => MatmulCaps::of(self.gpu.info()),
+            _ => exact_caps(self),
+        }
+    }
+
+    /// The decode step's products, as [`DecodeMatmul`] says.
+    pub(crate) fn decode_products(&self) -> Products<'static> {
+        match self.opts.decode_matmul {
+            DecodeMatmul::Exact => Products::Exact,
+            DecodeMatmul::Auto => Products::Chosen,
+        }
+    }
+
+    /// The plans of the decode step's four projections (q|k|v, o,
+    /// gate|up, down) at the batch's rows, as the step records them.
+    pub fn decode_plans(&self) -> [LinearPlan; 4] {
+        let d = &self.dims;
+        let m = self.opts.batch;
+        let wd = match d.dtype {
+            WeightDtype::F32 => DType::F32,
+            WeightDtype::F16 => DType::F16,
+            WeightDtype::Bf16 => DType::Bf16,
+        };
+        let caps = self.caps(self.decode_products());
+        let plan = |k, n, silu| ops::choose_linear(m, k, n, wd, silu, &caps);
+        [
+            plan(d.hidden, d.qw() + 2 * d.kvw(), false),
+            plan(d.qw(), d.hidden, false),
+            plan(d.hidden, 2 * d.inter, true),
+            plan(d.inter, d.hidden, false),
+        ]
+    }
+
+    /// Whether the decode step rounds a projection's input rows to f16
+    /// (a tensor-core plan among [`Model::decode_plans`]).
+    pub fn decode_rounds_x_to_f16(&self) -> bool {
+        self.decode_plans().iter().any(LinearPlan::rounds_x_to_f16)
+    }
+}
+
+/// A plan in words: the kernel `ops::linear` records for it.
+pub fn plan_name(p: LinearPlan) -> String {
+    match p.rows_per_pass {
+        ops::LINEAR_TENSOR_STREAM => "tensor-core streaming".into(),
+        ops::LINEAR_TENSOR_WINDOW => "tensor-core streaming (window)".into(),
+        ops::LINEAR_TENSOR_TILES => "tensor-core tiles".into(),
+        r if r > 16 => format!("tiled, {r}-row tiles"),
+        r => format!("skinny, {r} rows per pass"),
     }
 }
 
