@@ -5,7 +5,8 @@
 //! For each size S (`--sizes-mb`, default 25,50,100,200,400) it makes
 //! enough buffers of S bytes that a chain of `--launches` dispatches
 //! (default 72, the FFN stack's count) cycling through them reads from
-//! memory, not L2 (at least 2 GB in all, at most one buffer per launch),
+//! memory, not L2 (at least `--total-gb` in all, default 2; at most one
+//! buffer per launch),
 //! and records the chain as a graph: each dispatch reads its buffer with
 //! 16-byte loads (grid-stride, `ILP` loads in flight per invocation before
 //! any is used), folds what it read into one word per workgroup, and adds 1
@@ -32,6 +33,7 @@
 //!
 //! ```text
 //! cargo run --release -p vkcompute-measure --example stream_floor -- [--sizes-mb 25,50,100] [--launches 72] [--reps 20] [--ilp 4]
+//!     [--pattern 99.6,49.8] [--kernels 2] [--total-gb 2]
 //! ```
 
 use std::time::{Duration, Instant};
@@ -79,6 +81,8 @@ struct Args {
     ilp: u32,
     pattern: Option<Vec<f64>>,
     kernels: u32,
+    /// Bytes the buffers of a chain hold at least (`--total-gb`).
+    total: u64,
 }
 
 fn args() -> Args {
@@ -111,6 +115,9 @@ fn args() -> Args {
                 .collect()
         }),
         kernels: num("--kernels", 1).max(1) as u32,
+        total: flag("--total-gb").map_or(2_000_000_000, |v| {
+            (v.parse::<f64>().expect("--total-gb takes a number") * 1e9) as u64
+        }),
     }
 }
 
@@ -143,13 +150,14 @@ fn host_words(words: usize, b: usize) -> Vec<u32> {
 }
 
 /// The `--pattern` chain: dispatch j reads the next buffer of size
-/// `pattern[j mod len]` (enough buffers of each size for 2 GB in all) with
+/// `pattern[j mod len]` (enough buffers of each size for `--total-gb` in
+/// all, at most one per dispatch) with
 /// kernel j mod `ks.len()`, over the resident grid.
 fn pattern(gpu: &Device, a: &Args, ks: &[Kernel], pat: &[f64], copy: f64) -> Result<()> {
     let sizes: Vec<u64> = pat.iter().map(|mb| (mb * 1e6) as u64 / 16 * 16).collect();
     let per_round: u64 = sizes.iter().sum();
-    let rounds = (2_000_000_000u64.div_ceil(per_round) as usize)
-        .clamp(1, a.launches.div_ceil(pat.len()).max(1));
+    let rounds =
+        (a.total.div_ceil(per_round) as usize).clamp(1, a.launches.div_ceil(pat.len()).max(1));
     // bufs[r * len + p]: round r's buffer of place p.
     let mut bufs = Vec::new();
     for r in 0..rounds {
@@ -272,7 +280,7 @@ fn main() -> Result<()> {
     for &mb in &a.sizes_mb {
         let bytes = mb * 1_000_000 / 16 * 16;
         let words = (bytes / 4) as usize;
-        let count = (2_000_000_000u64.div_ceil(bytes) as usize).clamp(1, a.launches.max(1));
+        let count = (a.total.div_ceil(bytes) as usize).clamp(1, a.launches.max(1));
         let bufs: Vec<Buffer<u32>> = (0..count)
             .map(|b| gpu.upload(&host_words(words, b)))
             .collect::<Result<_>>()?;
