@@ -56,7 +56,9 @@
 // With QK (the nn_attn_decode1_qk variants, FUSED with subgroups) the
 // dispatch also does nn_qk_rope_append.comp's work for the one new token
 // of each sequence: q, k and v arrive as the projection wrote them (f32:
-// q [batch, q_heads, dim], k and v [batch, kv_heads, dim]); each workgroup
+// q [batch, q_heads, dim], k and v [batch, kv_heads, dim], or the column
+// blocks of one merged q|k|v output: push constants q_row, kv_row, k_off
+// and v_off); each workgroup
 // normalises its heads' queries and its kv head's key (per-head RMSNorm
 // with qw / kw, when has_norm: a subgroup per head, the squares added by
 // subgroupAdd), rotates them at position pos[b] (the same angle reduction)
@@ -137,6 +139,13 @@ layout(push_constant) uniform P {
     uint chunks; uint group; float scale; uint vec;
 #ifdef QK
     float eps; uint has_norm;
+    // Elements from one sequence's q row to the next's (q_row) and from
+    // one sequence's k and v rows to the next's (kv_row), and where k's and
+    // v's rows start in their bindings (k_off, v_off): q_heads * dim,
+    // kv_heads * dim, 0, 0 for three tensors of their own; the merged
+    // projection's width twice and its k and v column offsets when the
+    // three bindings are one q|k|v output.
+    uint q_row; uint kv_row; uint k_off; uint v_off;
 #endif
 };
 
@@ -240,21 +249,23 @@ vec4 value_item(uint row, uint pabs, uint i) {
 // in the caches at pnew, or flags a position past max_seq.
 void qk_prologue(uint b, uint kvh, uint head0, uint ng, bool writer, uint t) {
     uint half_dim = dim / 2u;
-    uint kvb = (b * kv_heads + kvh) * dim;
+    uint kb = k_off + b * kv_row + kvh * dim;
+    uint vb = v_off + b * kv_row + kvh * dim;
+    uint qb = b * q_row + (head0 - b * q_heads) * dim;
     // Invocation t's element of the key, value, norm weights and inverse
     // frequencies (dim <= LOCAL), loaded before the queries so that every
     // load of the prologue is in flight at once.
     float kt = 0.0, vt = 0.0, qwt = 1.0, kwt = 1.0, ft = 0.0;
     if (t < dim) {
-        kt = kr[kvb + t];
-        vt = vr[kvb + t];
+        kt = kr[kb + t];
+        vt = vr[vb + t];
         if (has_norm != 0u) {
             qwt = qw[t];
             kwt = kw[t];
         }
         if (t < half_dim) ft = inv_freq[t];
     }
-    for (uint i = t; i < ng * dim; i += LOCAL) qs[i] = q[head0 * dim + i];
+    for (uint i = t; i < ng * dim; i += LOCAL) qs[i] = q[qb + i];
     if (t < dim) {
         kn[t] = kt;
         vn[t] = LD(TO(vt));

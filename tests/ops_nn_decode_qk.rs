@@ -3,7 +3,9 @@
 //! `qk_norm_rope_append` then `attention_decode`, at every cache type:
 //! one chunk and several, position 0, the cache's last position and one
 //! past it (the flag word), with and without the norm, GQA ratios 1 to 4;
-//! the same graph launched at advancing positions; the typed errors.
+//! the same graph launched at advancing positions; the typed errors. The
+//! merged form (`attention_decode_qkv`, q, k and v read from one q|k|v
+//! projection output) against the split one: the same bits.
 //!
 //! Bounds. The two paths differ only in the norm's sum of squares (a
 //! subgroup sum against a 64-wide tree: a few ulp of the scale), then in
@@ -318,6 +320,146 @@ fn a_graph_replays_it_at_advancing_positions() {
     }
     assert_eq!(flag.download().unwrap(), [0]);
     assert_eq!(graph.num_replays(), 3);
+    common::assert_clean(&gpu);
+}
+
+/// The merged q|k|v output of `s` (each sequence's row: its q, k, v).
+fn merged<C: TestElem>(gpu: &Device, s: &Setup<C>, c: Case) -> Buffer<f32> {
+    let (bsz, hq, hkv, dim) = (c.0, c.1, c.2, c.3);
+    let (q, k, v) = (
+        s.q.download().unwrap(),
+        s.k.download().unwrap(),
+        s.v.download().unwrap(),
+    );
+    let (qw, kvw) = (hq * dim, hkv * dim);
+    let mut rows = Vec::with_capacity(bsz * (qw + 2 * kvw));
+    for b in 0..bsz {
+        rows.extend_from_slice(&q[b * qw..(b + 1) * qw]);
+        rows.extend_from_slice(&k[b * kvw..(b + 1) * kvw]);
+        rows.extend_from_slice(&v[b * kvw..(b + 1) * kvw]);
+    }
+    gpu.upload(&rows).unwrap()
+}
+
+fn merged_at<C: TestElem>(gpu: &Device) {
+    if !takes::<C>(gpu) || !supported(gpu) {
+        return;
+    }
+    let mut rng = common::Rng::new(60);
+    let cases: [Case; 3] = [
+        (3, 8, 2, 64, 300, &[130, 0, 17], true),
+        (4, 4, 4, 80, 64, &[5, 63, 64, 1], false),
+        (2, 12, 3, 96, 200, &[150, 7], true),
+    ];
+    for c in cases {
+        let s = Setup::<C>::new(gpu, &mut rng, c);
+        let what = format!("attention_decode_qkv {} cache {c:?}", C::NAME);
+        let want = fused(gpu, &s, c, &s.pos);
+        let qkv = merged(gpu, &s, c);
+        let (kc, vc) = (gpu.upload(&s.k0).unwrap(), gpu.upload(&s.v0).unwrap());
+        let flag = gpu.upload(&[0u32]).unwrap();
+        let out = gpu.alloc::<C>(s.q.len()).unwrap();
+        let (_, ds) = shapes(c);
+        let norm = c.6.then_some(QkNorm::new(&s.qw, &s.kw, 1e-6));
+        let mut b = gpu.batch().unwrap();
+        nn::attention_decode_qkv(
+            &mut b,
+            &qkv,
+            norm,
+            &s.inv,
+            &s.pos,
+            &kc,
+            &vc,
+            &s.lens,
+            &flag,
+            &out,
+            ds,
+            scale(c),
+        )
+        .unwrap();
+        assert_eq!(b.len(), 1, "{what}: one dispatch");
+        b.submit().unwrap();
+        let got = Got::read(&out, &kc, &vc, &flag);
+        assert_eq!(got.flag, want.flag, "{what}: the flag");
+        assert!(
+            got.kc == want.kc,
+            "{what}: k_cache differs from the split form"
+        );
+        assert!(
+            got.vc == want.vc,
+            "{what}: v_cache differs from the split form"
+        );
+        assert!(
+            got.out == want.out,
+            "{what}: out differs from the split form"
+        );
+        // The check can fail: the row of sequence 1 read as sequence 0's.
+        if c.0 > 1 {
+            let (row, n) = (c.1 * c.3 + 2 * c.2 * c.3, qkv.len());
+            let shifted = qkv.download().unwrap();
+            let mut wrong = shifted[row..].to_vec();
+            wrong.extend_from_slice(&shifted[..row]);
+            assert_eq!(wrong.len(), n);
+            let qkv2 = gpu.upload(&wrong).unwrap();
+            let (kc, vc) = (gpu.upload(&s.k0).unwrap(), gpu.upload(&s.v0).unwrap());
+            let mut b = gpu.batch().unwrap();
+            let norm = c.6.then_some(QkNorm::new(&s.qw, &s.kw, 1e-6));
+            nn::attention_decode_qkv(
+                &mut b,
+                &qkv2,
+                norm,
+                &s.inv,
+                &s.pos,
+                &kc,
+                &vc,
+                &s.lens,
+                &flag,
+                &out,
+                ds,
+                scale(c),
+            )
+            .unwrap();
+            b.submit().unwrap();
+            assert!(
+                download(&out) != want.out,
+                "{what}: rows shifted by one sequence gave the same output"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_merged_qkv_form_equals_the_split_one() {
+    let gpu = common::gpu();
+    each_dtype!(&gpu, merged_at);
+    let c: Case = (2, 4, 2, 64, 16, &[3, 5], true);
+    let mut rng = common::Rng::new(61);
+    let s = Setup::<f32>::new(&gpu, &mut rng, c);
+    let qkv = merged(&gpu, &s, c);
+    let (kc, vc) = (gpu.upload(&s.k0).unwrap(), gpu.upload(&s.v0).unwrap());
+    let flag = gpu.upload(&[0u32]).unwrap();
+    let out = gpu.alloc::<f32>(s.q.len()).unwrap();
+    let (_, ds) = shapes(c);
+    let mut b = gpu.batch().unwrap();
+    // qkv one element short.
+    let short = qkv.slice(0..qkv.len() - 1).unwrap();
+    let e = nn::attention_decode_qkv(
+        &mut b, &short, None, &s.inv, &s.pos, &kc, &vc, &s.lens, &flag, &out, ds, 0.125,
+    )
+    .unwrap_err();
+    assert_eq!(shape_error(e), ("ops::nn::attention_decode_qkv", "qkv"));
+    // The output inside qkv.
+    let alias = qkv.slice(0..s.q.len()).unwrap();
+    let e = nn::attention_decode_qkv(
+        &mut b, &qkv, None, &s.inv, &s.pos, &kc, &vc, &s.lens, &flag, &alias, ds, 0.125,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(e, Error::Ops(OpsError::Shape { .. })),
+        "overlap: {e:?}"
+    );
+    assert_eq!(b.len(), 0, "nothing recorded");
+    drop(b);
     common::assert_clean(&gpu);
 }
 

@@ -79,10 +79,12 @@ pub(crate) fn qk(
 }
 
 /// Records decode attention with the q/k side in the same dispatch
-/// (`nn::attention_decode_qk`): `r`'s raw q, k and v of one new token per
-/// sequence, the layer's q/k norms (Qwen3), rotary at `c.pos` and the
-/// append to the layer's f32 caches, then attention into `r.ao`.
-pub(crate) fn decode_qk(
+/// (`nn::attention_decode_qkv`): the raw q, k and v of one new token per
+/// sequence, read in place from `r`'s merged q|k|v projection output (no
+/// split into three tensors), the layer's q/k norms (Qwen3), rotary at
+/// `c.pos` and the append to the layer's f32 caches, then attention into
+/// `r.ao`.
+pub(crate) fn decode_qkv(
     b: &mut Batch,
     r: &Rows,
     l: &Layer,
@@ -92,12 +94,11 @@ pub(crate) fn decode_qk(
     scale: f32,
 ) -> Result<()> {
     let norm = qk_norm(l, eps);
-    let (q, k, v) = (r.q()?, r.k()?, r.v()?);
     let KvCache::F32(kc, vc) = &l.cache else {
         return Err(mismatch());
     };
-    nn::attention_decode_qk(
-        b, &q, &k, &v, norm, inv_freq, c.pos, kc, vc, c.lens, c.flag, &r.ao, ds, scale,
+    nn::attention_decode_qkv(
+        b, &r.qkv, norm, inv_freq, c.pos, kc, vc, c.lens, c.flag, &r.ao, ds, scale,
     )?;
     Ok(())
 }

@@ -38,7 +38,7 @@
 //! (`DeviceOptions::wait_spin`; the default is the crate's).
 //! `--two-op-attention` records each decode layer's q/k norms, rotary and
 //! KV append as a dispatch of its own before attention, instead of inside
-//! attention's dispatch (`nn::attention_decode_qk`, the default with an f32
+//! attention's dispatch (`nn::attention_decode_qkv`, the default with an f32
 //! cache where the adapter has subgroup arithmetic).
 
 mod attend;

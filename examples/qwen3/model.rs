@@ -66,8 +66,9 @@ pub struct ModelOptions {
     /// output rounded to 16 bits).
     pub kv_f32: bool,
     /// Record each decode layer's q/k norms, rotary and KV append inside
-    /// its attention dispatch (`nn::attention_decode_qk`: one launch
-    /// fewer per layer) where the cache is f32 and the adapter has
+    /// its attention dispatch (`nn::attention_decode_qkv`: one launch
+    /// fewer per layer, and q, k and v read in place from the q|k|v
+    /// projection's output) where the cache is f32 and the adapter has
     /// subgroup arithmetic; else the two ops (`qk_norm_rope_append`, then
     /// `attention_decode`).
     pub fused_qk: bool,
@@ -528,11 +529,17 @@ impl Model {
     /// Records a layer's norm fused into the q|k|v projection, q, k and v
     /// then views of its output or split out of it (the products `p`).
     fn record_qkv(&self, b: &mut Batch, l: &Layer, r: &Rows, p: Products<'_>) -> Result<()> {
+        self.project_qkv(b, l, r, p)?;
+        r.split_qkv(b)
+    }
+
+    /// Records a layer's norm fused into the q|k|v projection into `r.qkv`
+    /// (`[m, qw + 2 · kvw]`), not split.
+    fn project_qkv(&self, b: &mut Batch, l: &Layer, r: &Rows, p: Products<'_>) -> Result<()> {
         let d = &self.dims;
         let shape = (r.m, d.hidden, d.qw() + 2 * d.kvw());
         let norm = (&l.in_norm, &r.xn);
-        self.project_normed(b, p, &r.h, norm, &l.qkv, &r.qkv, shape, Epilogue::None)?;
-        r.split_qkv(b)
+        self.project_normed(b, p, &r.h, norm, &l.qkv, &r.qkv, shape, Epilogue::None)
     }
 
     /// Records a layer from its attention output `r.ao`: o_proj with the
@@ -593,9 +600,9 @@ impl Model {
         let p = self.decode_products();
         for l in &self.layers {
             if fused && matches!(l.cache, KvCache::F32(..)) {
-                self.record_qkv(b, l, r, p)?;
+                self.project_qkv(b, l, r, p)?;
                 let qk = (&self.inv_freq, d.eps);
-                attend::decode_qk(b, r, l, &cursor, qk, ds, self.scale())?;
+                attend::decode_qkv(b, r, l, &cursor, qk, ds, self.scale())?;
             } else {
                 self.record_pre_attn(b, l, r, &cursor, all.clone(), bsz, p)?;
                 attend::decode(b, r, &l.cache, &cursor, ds, self.scale())?;

@@ -42,7 +42,7 @@ impl State {
     }
 
     /// The KV append's guard word (positions past the cache;
-    /// `nn::qk_norm_rope_append` or `nn::attention_decode_qk`).
+    /// `nn::qk_norm_rope_append` or `nn::attention_decode_qkv`).
     pub(crate) fn kv_flag(&self) -> Result<BufferSlice<'_, u32>> {
         Ok(self.buf.slice(self.kv_at..self.kv_at + 1)?)
     }

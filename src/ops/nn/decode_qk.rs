@@ -18,9 +18,13 @@ use crate::error::{Error, Result};
 
 use super::attention::{self, DecodeShape};
 use super::qk::{self, QkNorm, QkShape};
-use super::{check_disjoint, check_eps, device_for, kernel_name, NnElement, NnOperand};
+use super::{
+    check_disjoint, check_elems, check_eps, check_heads, check_nonzero, device_for, kernel_name,
+    shape_err, NnElement, NnOperand,
+};
 
 const OP: &str = "ops::nn::attention_decode_qk";
+const OP_QKV: &str = "ops::nn::attention_decode_qkv";
 
 /// Records, in one dispatch, for the one new token of each sequence `b` at
 /// position `p = positions[b]`:
@@ -74,6 +78,152 @@ pub fn attention_decode_qk<C: NnElement>(
     shape: DecodeShape,
     scale: f32,
 ) -> Result<()> {
+    let src = Source::Split {
+        q: (q, q.elems()),
+        k: (k, k.elems()),
+        v: (v, v.elems()),
+    };
+    let rest = Rest {
+        norm,
+        inv_freq: (inv_freq, inv_freq.elems()),
+        positions: (positions, positions.elems()),
+        lens: (lens, lens.elems()),
+        flag: (flag, flag.elems()),
+        shape,
+        scale,
+    };
+    record(batch, src, k_cache, v_cache, out, rest)
+}
+
+/// [`attention_decode_qk`] reading q, k and v where a merged q|k|v
+/// projection wrote them: `qkv` is `[batch, (q_heads + 2 · kv_heads) ·
+/// head_dim]` f32, each sequence's row its query heads, then its key
+/// heads, then its value heads (a Qwen3 or Llama layer's fused `q_proj`,
+/// `k_proj` and `v_proj` output). The rows are read in place, so several
+/// sequences need no split of that output into three tensors first (one
+/// copy or transpose per part). Everything else, the results included, is
+/// as [`attention_decode_qk`]'s; `qkv` of another element count, or
+/// sharing bytes with the caches or `out`, is an
+/// [`OpsError::Shape`](crate::error::OpsError::Shape) error naming `qkv`.
+///
+/// ```no_run
+/// # use vkcompute::{Device, ops::nn::{self, DecodeShape}};
+/// # fn main() -> vkcompute::Result<()> {
+/// let gpu = Device::new()?;
+/// let (b, qh, kvh, d, max_seq) = (4u32, 8u32, 2u32, 64u32, 128u32);
+/// let qkv = gpu.alloc::<f32>((b * (qh + 2 * kvh) * d) as usize)?;
+/// let inv_freq = gpu.upload(&vec![1.0f32; (d / 2) as usize])?;
+/// let positions = gpu.upload(&[0u32, 5, 9, 2])?;
+/// let lens = gpu.upload(&[1u32, 6, 10, 3])?;
+/// let k_cache = gpu.alloc::<f32>((b * kvh * max_seq * d) as usize)?;
+/// let v_cache = gpu.alloc::<f32>((b * kvh * max_seq * d) as usize)?;
+/// let flag = gpu.alloc::<u32>(1)?;
+/// let out = gpu.alloc::<f32>((b * qh * d) as usize)?;
+/// let shape = DecodeShape { batch: b, q_heads: qh, kv_heads: kvh, head_dim: d, max_seq };
+/// let mut batch = gpu.batch()?;
+/// nn::attention_decode_qkv(
+///     &mut batch, &qkv, None, &inv_freq, &positions, &k_cache, &v_cache, &lens, &flag, &out,
+///     shape, 0.125,
+/// )?;
+/// batch.submit()?;
+/// # Ok(())
+/// # }
+/// ```
+#[allow(clippy::too_many_arguments)]
+pub fn attention_decode_qkv<C: NnElement>(
+    batch: &mut Batch,
+    qkv: &impl NnOperand<f32>,
+    norm: Option<QkNorm<'_>>,
+    inv_freq: &impl NnOperand<f32>,
+    positions: &impl NnOperand<u32>,
+    k_cache: &impl NnOperand<C>,
+    v_cache: &impl NnOperand<C>,
+    lens: &impl NnOperand<u32>,
+    flag: &impl NnOperand<u32>,
+    out: &impl NnOperand<C>,
+    shape: DecodeShape,
+    scale: f32,
+) -> Result<()> {
+    let src = Source::Merged((qkv, qkv.elems()));
+    let rest = Rest {
+        norm,
+        inv_freq: (inv_freq, inv_freq.elems()),
+        positions: (positions, positions.elems()),
+        lens: (lens, lens.elems()),
+        flag: (flag, flag.elems()),
+        shape,
+        scale,
+    };
+    record(batch, src, k_cache, v_cache, out, rest)
+}
+
+/// A tensor the recording reads, with its element count.
+type Operand<'a> = (&'a dyn GpuBuf, u64);
+
+/// Where the new token's q, k and v are.
+enum Source<'a> {
+    /// Three tensors: q `[batch, q_heads, head_dim]`, k and v `[batch,
+    /// kv_heads, head_dim]`.
+    Split {
+        q: Operand<'a>,
+        k: Operand<'a>,
+        v: Operand<'a>,
+    },
+    /// One merged q|k|v output, `[batch, (q_heads + 2 · kv_heads) ·
+    /// head_dim]`.
+    Merged(Operand<'a>),
+}
+
+/// The arguments both forms share, but the caches and `out`.
+struct Rest<'a> {
+    norm: Option<QkNorm<'a>>,
+    inv_freq: Operand<'a>,
+    positions: Operand<'a>,
+    lens: Operand<'a>,
+    flag: Operand<'a>,
+    shape: DecodeShape,
+    scale: f32,
+}
+
+/// The push constants that place q, k and v (the shader's q_row, kv_row,
+/// k_off, v_off) for `src` of `shape`, and the element counts the checks
+/// take for q, k and v. Pure.
+fn placement(src: &Source<'_>, shape: DecodeShape) -> Result<([u32; 4], [u64; 3])> {
+    let d = u64::from(shape.head_dim);
+    let q_w = u64::from(shape.q_heads) * d;
+    let kv_w = u64::from(shape.kv_heads) * d;
+    match src {
+        Source::Split { q, k, v } => Ok(([q_w as u32, kv_w as u32, 0, 0], [q.1, k.1, v.1])),
+        Source::Merged((_, n)) => {
+            let row = q_w + 2 * kv_w;
+            let want = u64::from(shape.batch) * row;
+            check_elems(OP_QKV, "qkv", *n, want)?;
+            let fits = |x: u64| {
+                u32::try_from(x).map_err(|_| {
+                    shape_err(OP_QKV, "qkv", format!("{want} elements: past 2^32 - 1"))
+                })
+            };
+            let b = u64::from(shape.batch);
+            Ok((
+                [fits(row)?, fits(row)?, fits(q_w)?, fits(q_w + kv_w)?],
+                [b * q_w, b * kv_w, b * kv_w],
+            ))
+        }
+    }
+}
+
+fn record<C: NnElement>(
+    batch: &mut Batch,
+    src: Source<'_>,
+    k_cache: &impl NnOperand<C>,
+    v_cache: &impl NnOperand<C>,
+    out: &impl NnOperand<C>,
+    r: Rest<'_>,
+) -> Result<()> {
+    let (op, shape) = match src {
+        Source::Split { .. } => (OP, r.shape),
+        Source::Merged(_) => (OP_QKV, r.shape),
+    };
     let qs = QkShape {
         batch: shape.batch,
         steps: 1,
@@ -82,56 +232,70 @@ pub fn attention_decode_qk<C: NnElement>(
         head_dim: shape.head_dim,
         max_seq: shape.max_seq,
     };
+    check_nonzero(op, "batch", shape.batch)?;
+    check_heads(op, shape.q_heads, shape.kv_heads, shape.head_dim)?;
+    let (place, [nq, nk, nv]) = placement(&src, shape)?;
     let elems = [
-        q.elems(),
-        k.elems(),
-        v.elems(),
-        inv_freq.elems(),
-        positions.elems(),
+        nq,
+        nk,
+        nv,
+        r.inv_freq.1,
+        r.positions.1,
         k_cache.elems(),
         v_cache.elems(),
-        flag.elems(),
+        r.flag.1,
     ];
-    qk::check_args_of(OP, qs, elems, norm.map(|n| n.elems))?;
-    if let Some(n) = &norm {
-        check_eps(OP, n.eps)?;
+    qk::check_args_of(op, qs, elems, r.norm.map(|n| n.elems))?;
+    if let Some(n) = &r.norm {
+        check_eps(op, n.eps)?;
     }
-    let attn = [
-        q.elems(),
-        k_cache.elems(),
-        v_cache.elems(),
-        lens.elems(),
-        out.elems(),
-    ];
-    attention::check_args_of(OP, shape, scale, attn)?;
-    let inputs: [(&'static str, &dyn GpuBuf); 3] = [("q", q), ("k", k), ("v", v)];
+    let attn = [nq, k_cache.elems(), v_cache.elems(), r.lens.1, out.elems()];
+    attention::check_args_of(op, shape, r.scale, attn)?;
+    let (q, k, v): (&dyn GpuBuf, &dyn GpuBuf, &dyn GpuBuf) = match &src {
+        Source::Split { q, k, v } => (q.0, k.0, v.0),
+        Source::Merged((qkv, _)) => (*qkv, *qkv, *qkv),
+    };
+    let inputs: Vec<(&'static str, &dyn GpuBuf)> = match &src {
+        Source::Split { .. } => vec![("q", q), ("k", k), ("v", v)],
+        Source::Merged(_) => vec![("qkv", q)],
+    };
     let writes: [(&'static str, &dyn GpuBuf); 3] =
         [("k_cache", k_cache), ("v_cache", v_cache), ("out", out)];
     for (i, (na, a)) in inputs.iter().chain(&writes).enumerate() {
         for (nb, b) in inputs.iter().chain(&writes).skip(i + 1) {
-            check_disjoint(OP, na, *a, nb, *b)?;
+            check_disjoint(op, na, *a, nb, *b)?;
         }
     }
-    let gpu = device_for::<C>(OP, k_cache)?;
+    let gpu = device_for::<C>(op, k_cache)?;
     if !gpu.info().subgroup_arithmetic {
         return Err(Error::Unsupported {
-            what: "ops::nn::attention_decode_qk needs subgroup arithmetic (record \
-                   qk_norm_rope_append and attention_decode instead)",
+            what: match src {
+                Source::Split { .. } => {
+                    "ops::nn::attention_decode_qk needs subgroup arithmetic (record \
+                     qk_norm_rope_append and attention_decode instead)"
+                }
+                Source::Merged(_) => {
+                    "ops::nn::attention_decode_qkv needs subgroup arithmetic (split qkv, \
+                     then record qk_norm_rope_append and attention_decode)"
+                }
+            },
             adapter: gpu.info().name.clone(),
         });
     }
     let f = attention::Fused::new(&gpu, shape)?;
     // Without a norm the weight bindings take inv_freq, which the kernel
     // then does not read.
-    let (qw, kw, eps, has_norm): (&dyn GpuBuf, &dyn GpuBuf, f32, u32) = match &norm {
+    let inv_freq = r.inv_freq.0;
+    let (qw, kw, eps, has_norm): (&dyn GpuBuf, &dyn GpuBuf, f32, u32) = match &r.norm {
         Some(n) => (n.q_weight, n.k_weight, n.eps, 1),
         None => (inv_freq, inv_freq, 0.0, 0),
     };
-    let base = attention::pass1_push(shape, f.plan, scale, k_cache, v_cache);
-    let mut pc = [0u32; 10];
+    let base = attention::pass1_push(shape, f.plan, r.scale, k_cache, v_cache);
+    let mut pc = [0u32; 14];
     pc[..8].copy_from_slice(&base);
     pc[8] = eps.to_bits();
     pc[9] = has_norm;
+    pc[10..].copy_from_slice(&place);
     let name = kernel_name::<C>([
         "nn_attn_decode1_qk",
         "nn_attn_decode1_qk_f16",
@@ -146,7 +310,7 @@ pub fn attention_decode_qk<C: NnElement>(
             q,
             k_cache,
             v_cache,
-            lens,
+            r.lens.0,
             &f.part,
             out,
             &f.counters,
@@ -157,8 +321,8 @@ pub fn attention_decode_qk<C: NnElement>(
             qw,
             kw,
             inv_freq,
-            positions,
-            flag,
+            r.positions.0,
+            r.flag.0,
         ],
         f.grid,
         &pc,

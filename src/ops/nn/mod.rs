@@ -75,7 +75,7 @@ mod softmax;
 pub use act::{silu_mul, silu_mul_halves};
 pub use argmax::argmax;
 pub use attention::{attention_decode, DecodeShape, DECODE_CHUNK};
-pub use decode_qk::attention_decode_qk;
+pub use decode_qk::{attention_decode_qk, attention_decode_qkv};
 pub use gather::embedding;
 pub use kv::{kv_append, KvShape};
 pub use norm::{layer_norm, rms_norm};
