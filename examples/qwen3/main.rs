@@ -272,7 +272,7 @@ fn run(args: &[String]) -> Result<bool, Box<dyn std::error::Error>> {
     let mut m = Model::load(&gpu, &ck, opts)?;
     drop(ck);
     println!(
-        "decode products ({:?}) at {} rows: q|k|v, o, gate|up, down: {}{}",
+        "decode products ({:?}) at {} rows: q|k|v, o, gate|up, down, LM head: {}{}",
         opts.decode_matmul,
         opts.batch,
         m.decode_plans().map(project::plan_name).join("; "),

@@ -609,16 +609,18 @@ impl Model {
             }
             self.record_post_attn(b, l, r, p)?;
         }
-        ops::linear_normed(
+        // The LM head takes the step's products too (an exact step keeps
+        // f32 activations in every product).
+        let head = (bsz, d.hidden, d.vocab);
+        let norm = (&self.norm, &r.xn);
+        self.project_normed(
             b,
+            p,
             &r.h,
-            &self.norm,
-            d.eps,
-            self.lm_head().weights(),
+            norm,
+            self.lm_head(),
             &self.logits,
-            bsz,
-            d.hidden,
-            d.vocab,
+            head,
             Epilogue::None,
         )?;
         match self.opts.sample {

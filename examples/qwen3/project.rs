@@ -177,9 +177,10 @@ impl Model {
         }
     }
 
-    /// The plans of the decode step's four projections (q|k|v, o,
-    /// gate|up, down) at the batch's rows, as the step records them.
-    pub fn decode_plans(&self) -> [LinearPlan; 4] {
+    /// The plans of the decode step's projections at the batch's rows, as
+    /// the step records them: a layer's q|k|v, o, gate|up and down, then
+    /// the LM head.
+    pub fn decode_plans(&self) -> [LinearPlan; 5] {
         let d = &self.dims;
         let m = self.opts.batch;
         let wd = match d.dtype {
@@ -194,6 +195,7 @@ impl Model {
             plan(d.qw(), d.hidden, false),
             plan(d.hidden, 2 * d.inter, true),
             plan(d.inter, d.hidden, false),
+            plan(d.hidden, d.vocab, false),
         ]
     }
 

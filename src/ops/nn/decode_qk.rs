@@ -174,6 +174,22 @@ enum Source<'a> {
     Merged(Operand<'a>),
 }
 
+/// [`Source`]'s element counts: q, k and v apart, or the merged tensor.
+#[derive(Debug, Clone, Copy)]
+enum Layout {
+    Split([u64; 3]),
+    Merged(u64),
+}
+
+impl Source<'_> {
+    fn layout(&self) -> Layout {
+        match self {
+            Source::Split { q, k, v } => Layout::Split([q.1, k.1, v.1]),
+            Source::Merged((_, n)) => Layout::Merged(*n),
+        }
+    }
+}
+
 /// The arguments both forms share, but the caches and `out`.
 struct Rest<'a> {
     norm: Option<QkNorm<'a>>,
@@ -187,23 +203,32 @@ struct Rest<'a> {
 
 /// The push constants that place q, k and v (the shader's q_row, kv_row,
 /// k_off, v_off) for `src` of `shape`, and the element counts the checks
-/// take for q, k and v. Pure.
-fn placement(src: &Source<'_>, shape: DecodeShape) -> Result<([u32; 4], [u64; 3])> {
+/// take for q, k and v; an error naming the tensor when the merged one
+/// has another element count or an offset past the shader's 32-bit
+/// indices. Pure.
+fn placement(layout: Layout, shape: DecodeShape) -> Result<([u32; 4], [u64; 3])> {
     let d = u64::from(shape.head_dim);
+    let b = u64::from(shape.batch);
     let q_w = u64::from(shape.q_heads) * d;
     let kv_w = u64::from(shape.kv_heads) * d;
-    match src {
-        Source::Split { q, k, v } => Ok(([q_w as u32, kv_w as u32, 0, 0], [q.1, k.1, v.1])),
-        Source::Merged((_, n)) => {
+    let (op, tensor) = match layout {
+        Layout::Split(_) => (OP, "q"),
+        Layout::Merged(_) => (OP_QKV, "qkv"),
+    };
+    let fits = |x: u64| {
+        u32::try_from(x).map_err(|_| {
+            shape_err(
+                op,
+                tensor,
+                format!("a row offset of {x} elements: past 2^32 - 1"),
+            )
+        })
+    };
+    match layout {
+        Layout::Split(elems) => Ok(([fits(q_w)?, fits(kv_w)?, 0, 0], elems)),
+        Layout::Merged(n) => {
             let row = q_w + 2 * kv_w;
-            let want = u64::from(shape.batch) * row;
-            check_elems(OP_QKV, "qkv", *n, want)?;
-            let fits = |x: u64| {
-                u32::try_from(x).map_err(|_| {
-                    shape_err(OP_QKV, "qkv", format!("{want} elements: past 2^32 - 1"))
-                })
-            };
-            let b = u64::from(shape.batch);
+            check_elems(op, tensor, n, b * row)?;
             Ok((
                 [fits(row)?, fits(row)?, fits(q_w)?, fits(q_w + kv_w)?],
                 [b * q_w, b * kv_w, b * kv_w],
@@ -232,9 +257,11 @@ fn record<C: NnElement>(
         head_dim: shape.head_dim,
         max_seq: shape.max_seq,
     };
+    // The heads first, so that a merged tensor's size is judged against a
+    // valid shape (check_args_of repeats these).
     check_nonzero(op, "batch", shape.batch)?;
     check_heads(op, shape.q_heads, shape.kv_heads, shape.head_dim)?;
-    let (place, [nq, nk, nv]) = placement(&src, shape)?;
+    let (place, [nq, nk, nv]) = placement(src.layout(), shape)?;
     let elems = [
         nq,
         nk,
@@ -327,4 +354,42 @@ fn record<C: NnElement>(
         f.grid,
         &pc,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::OpsError;
+
+    /// Qwen3-4B's attention shape at `batch` sequences.
+    fn shape(batch: u32) -> DecodeShape {
+        DecodeShape {
+            batch,
+            q_heads: 32,
+            kv_heads: 8,
+            head_dim: 128,
+            max_seq: 4096,
+        }
+    }
+
+    #[test]
+    fn the_split_form_keeps_its_layout() {
+        let split = Layout::Split([3 * 4096, 3 * 1024, 3 * 1024]);
+        let (pc, elems) = placement(split, shape(3)).unwrap();
+        assert_eq!(pc, [4096, 1024, 0, 0]);
+        assert_eq!(elems, [3 * 4096, 3 * 1024, 3 * 1024]);
+    }
+
+    #[test]
+    fn the_merged_form_strides_by_the_projection_row() {
+        let (pc, elems) = placement(Layout::Merged(16 * 6144), shape(16)).unwrap();
+        assert_eq!(pc, [6144, 6144, 4096, 5120]);
+        assert_eq!(elems, [16 * 4096, 16 * 1024, 16 * 1024]);
+        let e = placement(Layout::Merged(16 * 6144 - 1), shape(16)).unwrap_err();
+        assert!(
+            matches!(&e, Error::Ops(OpsError::Shape { op, tensor, .. })
+                if *op == OP_QKV && *tensor == "qkv"),
+            "{e:?}"
+        );
+    }
 }
