@@ -211,8 +211,11 @@ fn fused_at<C: TestElem>(gpu: &Device) {
         return;
     }
     let mut rng = common::Rng::new(57);
-    let cases: [Case; 5] = [
+    let cases: [Case; 6] = [
         (1, 8, 2, 128, 64, &[5], true),
+        // Head dim 32: one 16-byte item per lane even where subgroups
+        // have 8 lanes (lavapipe); two sequences, one at the tile's end.
+        (2, 4, 2, 32, 64, &[10, 63], true),
         // Several chunks (and sequence 1 at position 0).
         (2, 8, 2, 64, 300, &[130, 0], true),
         (1, 4, 4, 80, 200, &[199], false),
@@ -346,8 +349,9 @@ fn merged_at<C: TestElem>(gpu: &Device) {
         return;
     }
     let mut rng = common::Rng::new(60);
-    let cases: [Case; 3] = [
+    let cases: [Case; 4] = [
         (3, 8, 2, 64, 300, &[130, 0, 17], true),
+        (2, 4, 2, 32, 64, &[10, 63], true),
         (4, 4, 4, 80, 64, &[5, 63, 64, 1], false),
         (2, 12, 3, 96, 200, &[150, 7], true),
     ];
