@@ -16,6 +16,9 @@
 //! (each looping over the buffer), and `one-shot`, one workgroup per
 //! 256 × ILP loads (each invocation loads once per ILP and ends).
 //!
+//! `--spin-wait` waits for each launch by polling its ticket instead of
+//! `Ticket::wait` (which blocks, paced by the launches it has seen).
+//!
 //! Checked once per kernel: one dispatch's words fold to the buffer's own
 //! XOR, and the counter reads the launches made.
 //!
@@ -33,7 +36,7 @@
 //!
 //! ```text
 //! cargo run --release -p vkcompute-measure --example stream_floor -- [--sizes-mb 25,50,100] [--launches 72] [--reps 20] [--ilp 4]
-//!     [--pattern 99.6,49.8] [--kernels 2] [--total-gb 2]
+//!     [--pattern 99.6,49.8] [--kernels 2] [--total-gb 2] [--spin-wait]
 //! ```
 
 use std::time::{Duration, Instant};
@@ -83,6 +86,8 @@ struct Args {
     kernels: u32,
     /// Bytes the buffers of a chain hold at least (`--total-gb`).
     total: u64,
+    /// Wait by polling the ticket (`--spin-wait`) instead of `wait`.
+    spin: bool,
 }
 
 fn args() -> Args {
@@ -115,6 +120,7 @@ fn args() -> Args {
                 .collect()
         }),
         kernels: num("--kernels", 1).max(1) as u32,
+        spin: argv.iter().any(|a| a == "--spin-wait"),
         total: flag("--total-gb").map_or(2_000_000_000, |v| {
             (v.parse::<f64>().expect("--total-gb takes a number") * 1e9) as u64
         }),
@@ -178,7 +184,7 @@ fn pattern(gpu: &Device, a: &Args, ks: &[Kernel], pat: &[f64], copy: f64) -> Res
         "pattern: the fold"
     );
     let g = record(gpu, ks, &bufs, &d, groups, launches, Profiling::Off)?;
-    let (lo, med, hi) = time(&g, a.reps, (launches / pat.len()) as f64)?;
+    let (lo, med, hi) = time(&g, a.reps, (launches / pat.len()) as f64, a.spin)?;
     let gbps = per_round as f64 / med / 1e3;
     println!(
         "pattern {pat:?} MB, {} pipeline(s), {form} grid of {groups}, {launches} dispatches ({rounds} buffer rounds): {lo:.2} / {med:.2} / {hi:.2} µs per round of the pattern (min / median / max), {gbps:.1} GB/s = {:.3}× copy",
@@ -205,17 +211,29 @@ fn pattern(gpu: &Device, a: &Args, ks: &[Kernel], pat: &[f64], copy: f64) -> Res
     Ok(())
 }
 
+/// Waits for `g`'s next launch: `Ticket::wait` (the default, paced), or
+/// with `spin` a poll of `Ticket::is_ready` until done.
+fn launch_wait(g: &Graph, spin: bool) -> Result<()> {
+    let t = g.launch()?;
+    if spin {
+        while !t.is_ready()? {
+            std::hint::spin_loop();
+        }
+    }
+    t.wait()
+}
+
 /// Launches `g` for 300 ms untimed, then `reps` times: min / median / max
-/// wall µs per launch divided by `per`.
-fn time(g: &Graph, reps: usize, per: f64) -> Result<(f64, f64, f64)> {
+/// wall µs per launch divided by `per` (waits as [`launch_wait`]).
+fn time(g: &Graph, reps: usize, per: f64, spin: bool) -> Result<(f64, f64, f64)> {
     let t0 = Instant::now();
     while t0.elapsed() < Duration::from_millis(300) {
-        g.launch()?.wait()?;
+        launch_wait(g, spin)?;
     }
     let mut v: Vec<f64> = (0..reps)
         .map(|_| {
             let s = Instant::now();
-            g.launch()?.wait()?;
+            launch_wait(g, spin)?;
             Ok(s.elapsed().as_secs_f64() * 1e6 / per)
         })
         .collect::<Result<_>>()?;
@@ -299,7 +317,7 @@ fn main() -> Result<()> {
                 "{form} {mb} MB: the fold of what was read"
             );
             let g = record(&gpu, k, &bufs, &d, groups, a.launches, Profiling::Off)?;
-            let (lo, med, hi) = time(&g, a.reps, a.launches as f64)?;
+            let (lo, med, hi) = time(&g, a.reps, a.launches as f64, a.spin)?;
             let pg = record(&gpu, k, &bufs, &d, groups, a.launches, Profiling::Commands)?;
             pg.launch()?.wait()?;
             let mut gpu_us: Vec<f64> = pg
