@@ -19,8 +19,8 @@
 //! `--spin-wait` waits for each launch by polling its ticket instead of
 //! `Ticket::wait` (which blocks, paced by the launches it has seen).
 //!
-//! Checked once per kernel: one dispatch's words fold to the buffer's own
-//! XOR, and the counter reads the launches made.
+//! Checked once per kernel (every pipeline of `--kernels`): one dispatch's
+//! words fold to the buffer's own XOR, and the counter reads 1.
 //!
 //! `--pattern A,B,...` (MB) times one chain instead whose dispatch j reads a
 //! buffer of the pattern's size j mod its length (an FFN layer's gate|up
@@ -148,6 +148,31 @@ fn xor_of(words: &[u32]) -> u32 {
     words.iter().fold(0, |a, &w| a ^ w)
 }
 
+/// The check of kernel `k` over `groups` workgroups: one dispatch over
+/// `buf` adds 1 to the counter and its workgroups' words fold to the
+/// buffer's own XOR (panics naming `what` otherwise).
+fn check(gpu: &Device, k: &Kernel, buf: &Buffer<u32>, groups: u32, what: &str) -> Result<()> {
+    let d = gpu.upload(&vec![0u32; 1 + groups as usize])?;
+    let one = record(
+        gpu,
+        std::slice::from_ref(k),
+        std::slice::from_ref(buf),
+        &d,
+        groups,
+        1,
+        Profiling::Off,
+    )?;
+    one.launch()?.wait()?;
+    let got = d.download()?;
+    assert_eq!(got[0], 1, "{what}: the counter");
+    assert_eq!(
+        xor_of(&got[1..]),
+        xor_of(&buf.download()?),
+        "{what}: the fold of what was read"
+    );
+    Ok(())
+}
+
 /// Host words of buffer `b` of `words` words (distinct per buffer).
 fn host_words(words: usize, b: usize) -> Vec<u32> {
     (0..words)
@@ -174,15 +199,9 @@ fn pattern(gpu: &Device, a: &Args, ks: &[Kernel], pat: &[f64], copy: f64) -> Res
     let (form, groups) = grids(gpu, sizes[0] / 16, a.ilp)[0];
     let d = gpu.upload(&vec![0u32; 1 + groups as usize])?;
     let launches = a.launches / pat.len() * pat.len();
-    let one = record(gpu, &ks[..1], &bufs[..1], &d, groups, 1, Profiling::Off)?;
-    one.launch()?.wait()?;
-    let got = d.download()?;
-    assert_eq!(got[0], 1, "pattern: the counter");
-    assert_eq!(
-        xor_of(&got[1..]),
-        xor_of(&bufs[0].download()?),
-        "pattern: the fold"
-    );
+    for (v, k) in ks.iter().enumerate() {
+        check(gpu, k, &bufs[0], groups, &format!("pattern, pipeline {v}"))?;
+    }
     let g = record(gpu, ks, &bufs, &d, groups, launches, Profiling::Off)?;
     let (lo, med, hi) = time(&g, a.reps, (launches / pat.len()) as f64, a.spin)?;
     let gbps = per_round as f64 / med / 1e3;
@@ -304,18 +323,8 @@ fn main() -> Result<()> {
             .collect::<Result<_>>()?;
         let n4 = (words / 4) as u64;
         for (form, groups) in grids(&gpu, n4, a.ilp) {
+            check(&gpu, &k[0], &bufs[0], groups, &format!("{form} {mb} MB"))?;
             let d = gpu.upload(&vec![0u32; 1 + groups as usize])?;
-            // The check: one dispatch folds buffer 0 to its XOR.
-            let one = record(&gpu, k, &bufs[..1], &d, groups, 1, Profiling::Off)?;
-            one.launch()?.wait()?;
-            let got = d.download()?;
-            let want = xor_of(&bufs[0].download()?);
-            assert_eq!(got[0], 1, "{form} {mb} MB: the counter");
-            assert_eq!(
-                xor_of(&got[1..]),
-                want,
-                "{form} {mb} MB: the fold of what was read"
-            );
             let g = record(&gpu, k, &bufs, &d, groups, a.launches, Profiling::Off)?;
             let (lo, med, hi) = time(&g, a.reps, a.launches as f64, a.spin)?;
             let pg = record(&gpu, k, &bufs, &d, groups, a.launches, Profiling::Commands)?;
