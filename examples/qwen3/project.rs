@@ -11,7 +11,6 @@ use vkcompute::ops::{self, DType, Epilogue, LinearPlan, MatmulCaps};
 use vkcompute::{Batch, Buffer};
 
 use crate::buffers::WBuf;
-use crate::config::WeightDtype;
 use crate::model::{Model, Result};
 use crate::prefill16::Half;
 
@@ -81,8 +80,7 @@ impl Model {
             }
             _ => {
                 let silu = matches!(epilogue, Epilogue::SiluMul);
-                let wd = w.weights().dtype();
-                let plan = ops::choose_linear(m, k, n, wd, silu, &self.caps(p));
+                let plan = self.plan(p, w.weights().dtype(), (m, k, n), silu);
                 Ok(ops::linear_with_plan(
                     b,
                     x,
@@ -121,8 +119,7 @@ impl Model {
     ) -> Result<()> {
         let eps = self.dims.eps;
         let silu = matches!(epilogue, Epilogue::SiluMul);
-        let wd = w.weights().dtype();
-        let plan = ops::choose_linear(m, k, n, wd, silu, &self.caps(p));
+        let plan = self.plan(p, w.weights().dtype(), (m, k, n), silu);
         let fused = plan.rows_per_pass <= 16;
         match p {
             Products::Half(h) if !matches!(w, WBuf::F32(_)) => {
@@ -161,12 +158,22 @@ impl Model {
 }
 
 impl Model {
-    /// The capabilities `ops::choose_linear` plans with for `p`.
-    fn caps(&self, p: Products<'_>) -> MatmulCaps {
-        match p {
+    /// The plan `ops::linear` takes for `[m, k]` rows against `[n, k]`
+    /// weights of `wd` (`silu`: a merged gate|up) under the products `p`:
+    /// `ops::choose_linear`'s, with the tensor-core routes left out unless
+    /// `p` is [`Products::Chosen`].
+    fn plan(
+        &self,
+        p: Products<'_>,
+        wd: DType,
+        (m, k, n): (u32, u32, u32),
+        silu: bool,
+    ) -> LinearPlan {
+        let caps = match p {
             Products::Chosen => MatmulCaps::of(self.gpu.info()),
             _ => exact_caps(self),
-        }
+        };
+        ops::choose_linear(m, k, n, wd, silu, &caps)
     }
 
     /// The decode step's products, as [`DecodeMatmul`] says.
@@ -183,13 +190,10 @@ impl Model {
     pub fn decode_plans(&self) -> [LinearPlan; 5] {
         let d = &self.dims;
         let m = self.opts.batch;
-        let wd = match d.dtype {
-            WeightDtype::F32 => DType::F32,
-            WeightDtype::F16 => DType::F16,
-            WeightDtype::Bf16 => DType::Bf16,
-        };
-        let caps = self.caps(self.decode_products());
-        let plan = |k, n, silu| ops::choose_linear(m, k, n, wd, silu, &caps);
+        // Every weight of a checkpoint has its one dtype.
+        let wd = self.lm_head().weights().dtype();
+        let p = self.decode_products();
+        let plan = |k, n, silu| self.plan(p, wd, (m, k, n), silu);
         [
             plan(d.hidden, d.qw() + 2 * d.kvw(), false),
             plan(d.qw(), d.hidden, false),
