@@ -344,6 +344,41 @@ fn merged<C: TestElem>(gpu: &Device, s: &Setup<C>, c: Case) -> Buffer<f32> {
     gpu.upload(&rows).unwrap()
 }
 
+/// `attention_decode_qkv` of `s` reading `qkv`, over fresh copies of its
+/// caches, flag and output: one dispatch, submitted and read back.
+fn merged_run<C: TestElem>(
+    gpu: &Device,
+    s: &Setup<C>,
+    c: Case,
+    qkv: &Buffer<f32>,
+    what: &str,
+) -> Got {
+    let (kc, vc) = (gpu.upload(&s.k0).unwrap(), gpu.upload(&s.v0).unwrap());
+    let flag = gpu.upload(&[0u32]).unwrap();
+    let out = gpu.alloc::<C>(s.q.len()).unwrap();
+    let (_, ds) = shapes(c);
+    let norm = c.6.then_some(QkNorm::new(&s.qw, &s.kw, 1e-6));
+    let mut b = gpu.batch().unwrap();
+    nn::attention_decode_qkv(
+        &mut b,
+        qkv,
+        norm,
+        &s.inv,
+        &s.pos,
+        &kc,
+        &vc,
+        &s.lens,
+        &flag,
+        &out,
+        ds,
+        scale(c),
+    )
+    .unwrap();
+    assert_eq!(b.len(), 1, "{what}: one dispatch");
+    b.submit().unwrap();
+    Got::read(&out, &kc, &vc, &flag)
+}
+
 fn merged_at<C: TestElem>(gpu: &Device) {
     if !takes::<C>(gpu) || !supported(gpu) {
         return;
@@ -360,30 +395,7 @@ fn merged_at<C: TestElem>(gpu: &Device) {
         let what = format!("attention_decode_qkv {} cache {c:?}", C::NAME);
         let want = fused(gpu, &s, c, &s.pos);
         let qkv = merged(gpu, &s, c);
-        let (kc, vc) = (gpu.upload(&s.k0).unwrap(), gpu.upload(&s.v0).unwrap());
-        let flag = gpu.upload(&[0u32]).unwrap();
-        let out = gpu.alloc::<C>(s.q.len()).unwrap();
-        let (_, ds) = shapes(c);
-        let norm = c.6.then_some(QkNorm::new(&s.qw, &s.kw, 1e-6));
-        let mut b = gpu.batch().unwrap();
-        nn::attention_decode_qkv(
-            &mut b,
-            &qkv,
-            norm,
-            &s.inv,
-            &s.pos,
-            &kc,
-            &vc,
-            &s.lens,
-            &flag,
-            &out,
-            ds,
-            scale(c),
-        )
-        .unwrap();
-        assert_eq!(b.len(), 1, "{what}: one dispatch");
-        b.submit().unwrap();
-        let got = Got::read(&out, &kc, &vc, &flag);
+        let got = merged_run(gpu, &s, c, &qkv, &what);
         assert_eq!(got.flag, want.flag, "{what}: the flag");
         assert!(
             got.kc == want.kc,
@@ -404,28 +416,9 @@ fn merged_at<C: TestElem>(gpu: &Device) {
             let mut wrong = shifted[row..].to_vec();
             wrong.extend_from_slice(&shifted[..row]);
             assert_eq!(wrong.len(), n);
-            let qkv2 = gpu.upload(&wrong).unwrap();
-            let (kc, vc) = (gpu.upload(&s.k0).unwrap(), gpu.upload(&s.v0).unwrap());
-            let mut b = gpu.batch().unwrap();
-            let norm = c.6.then_some(QkNorm::new(&s.qw, &s.kw, 1e-6));
-            nn::attention_decode_qkv(
-                &mut b,
-                &qkv2,
-                norm,
-                &s.inv,
-                &s.pos,
-                &kc,
-                &vc,
-                &s.lens,
-                &flag,
-                &out,
-                ds,
-                scale(c),
-            )
-            .unwrap();
-            b.submit().unwrap();
+            let off = merged_run(gpu, &s, c, &gpu.upload(&wrong).unwrap(), &what);
             assert!(
-                download(&out) != want.out,
+                off.out != want.out,
                 "{what}: rows shifted by one sequence gave the same output"
             );
         }
