@@ -43,10 +43,10 @@
 // active chunks is the last: it sets the counter back to 0 for the next
 // launch, issues the matching acquire fence and merges the chunks of its
 // query heads into o with nn_attn_combine.comp's arithmetic in its order
-// (a subgroup per head takes the max of the chunks' maxima; the chunks'
-// weights go through shared memory; invocations over the heads' elements,
-// adjacent invocations reading adjacent floats of a chunk's partial). `part` is coherent so those reads see the other
-// workgroups' writes. (The crate's megakernel pairs fences and atomics the
+// (a subgroup per head takes the max of the chunks' maxima; invocations
+// over the heads' elements, adjacent invocations reading adjacent floats
+// of a chunk's partial, each computing a chunk's weight where it uses it).
+// `part` is coherent so those reads see the other workgroups' writes. (The crate's megakernel pairs fences and atomics the
 // same way where the device has no Vulkan memory model.) A sequence of
 // length 0 has no active chunk: chunk 0 writes its zeros. A sequence with
 // one active chunk (len <= MIN_SPAN, or one span) needs no merge: that
@@ -157,6 +157,10 @@ layout(push_constant) uniform P {
 // invocation's V step loads together: VROWS.
 #define SROWS 4u
 #define VROWS 4u
+// A statement for each of the 4 rows (SROWS = VROWS = 4), written out:
+// the head loops around them are then innermost, which the SPIR-V
+// optimiser unrolls (it leaves a loop holding another loop as it is).
+#define ROWS4(M) M(0u) M(1u) M(2u) M(3u)
 #define MAX_GROUP 16u
 // The query heads one workgroup takes, as the plan gives them (`group`,
 // at most MAX_GROUP): sizes the per-head registers, so that a small group
@@ -164,6 +168,14 @@ layout(push_constant) uniform P {
 layout(constant_id = 0) const uint GROUP = MAX_GROUP;
 // The key rows a scores step loads (see SROWS).
 const uint SROWS_USED = GROUP >= 4u ? SROWS : 2u;
+// Head slot g of the per-head registers holds one of this workgroup's `ng`
+// query heads. The register arrays are sized by MAX_GROUP and walked by
+// loops of MAX_GROUP steps, which the SPIR-V optimiser unrolls, so that
+// every index is a constant and the arrays live in registers (an array
+// indexed by a loop counter the driver does not unroll goes to local
+// memory); the driver folds `g < GROUP` (a specialization constant) and
+// drops the slots past the plan's group.
+#define HEAD_ON(g) ((g) < GROUP && (g) < ng)
 #define MAX_QS 2048u  // group * dim
 // Chunks whose partials the merge loads before adding them.
 #define MERGE_LOADS 8u
@@ -337,6 +349,40 @@ vec4 query(uint g, uint i) {
     return vec4(qs[g * dim + i], 0.0, 0.0, 0.0);
 }
 
+// Item `a` (W elements: all of a with `vec`, else a.x) stored at element
+// `at` of qs, part or o, or read from qs (the rest zeros): written out
+// component by component, so that no register is indexed by a loop counter.
+void put_qs(uint at, vec4 a) {
+    qs[at] = a.x;
+    if (vec != 0u) {
+        qs[at + 1u] = a.y;
+        qs[at + 2u] = a.z;
+        qs[at + 3u] = a.w;
+    }
+}
+vec4 get_qs(uint at) {
+    if (vec != 0u) return vec4(qs[at], qs[at + 1u], qs[at + 2u], qs[at + 3u]);
+    return vec4(qs[at], 0.0, 0.0, 0.0);
+}
+void put_part(uint at, vec4 a) {
+    part[at] = a.x;
+    if (vec != 0u) {
+        part[at + 1u] = a.y;
+        part[at + 2u] = a.z;
+        part[at + 3u] = a.w;
+    }
+}
+#ifdef FUSED
+void put_o(uint at, vec4 a) {
+    o[at] = TO(a.x);
+    if (vec != 0u) {
+        o[at + 1u] = TO(a.y);
+        o[at + 2u] = TO(a.z);
+        o[at + 3u] = TO(a.w);
+    }
+}
+#endif
+
 // The tile walk's geometry: the cache rows' base, the items of a row, and
 // this invocation's position subset r and item d in the V phase (the QK
 // variants take it before their prologue, to load the first tile early).
@@ -403,8 +449,8 @@ void main() {
 #ifndef QK
     ATTN_GEOMETRY
 #endif
-    vec4 acc[GROUP];
-    [[unroll]] for (uint g = 0u; g < GROUP; ++g) acc[g] = vec4(0.0);
+    vec4 acc[MAX_GROUP];
+    [[unroll]] for (uint g = 0u; g < MAX_GROUP; ++g) acc[g] = vec4(0.0);
     uint cur = 0u;  // parity of the running max and sum being read
     for (uint tp = 0u; tp < np; tp += TILE) {
         uint nt = min(TILE, np - tp);
@@ -414,7 +460,7 @@ void main() {
         // rows' loads are in flight at once (one past the tile reads the
         // tile's last row and is dropped).
         for (uint p = SG_ID; p < nt; p += SROWS_USED * SG_COUNT) {
-            float pd[SROWS][GROUP];
+            float pd[SROWS][MAX_GROUP];
             uint rowj[SROWS];
 #ifdef QK
             uint paj[SROWS];
@@ -425,7 +471,7 @@ void main() {
 #ifdef QK
                 paj[j] = p0 + tp + pj;
 #endif
-                [[unroll]] for (uint g = 0u; g < GROUP; ++g) pd[j][g] = 0.0;
+                [[unroll]] for (uint g = 0u; g < MAX_GROUP; ++g) pd[j][g] = 0.0;
             }
             for (uint e = SG_LANE; e < items; e += SG_LANES) {
                 vec4 kv[SROWS];
@@ -441,21 +487,25 @@ void main() {
                     [[unroll]] for (uint j = 0u; j < SROWS; ++j)
                         kv[j] = j < SROWS_USED ? KEY(rowj[j], paj[j], e) : vec4(0.0);
                 }
-                [[unroll]] for (uint g = 0u; g < GROUP; ++g) {
-                    if (g < ng) {
+                [[unroll]] for (uint g = 0u; g < MAX_GROUP; ++g) {
+                    if (HEAD_ON(g)) {
                         vec4 qg = query(g, e);
-                        [[unroll]] for (uint j = 0u; j < SROWS; ++j) pd[j][g] += dot(qg, kv[j]);
+#define DOT_ROW(j) pd[j][g] += dot(qg, kv[j]);
+                        ROWS4(DOT_ROW)
+#undef DOT_ROW
                     }
                 }
             }
-            [[unroll]] for (uint g = 0u; g < GROUP; ++g) {
-                if (g < ng) {
-                    [[unroll]] for (uint j = 0u; j < SROWS; ++j) {
-                        if (j >= SROWS_USED) continue;
-                        float sj = SG_SUM(pd[j][g]);
-                        uint pj = p + j * SG_COUNT;
-                        if (SG_LANE == 0u && pj < nt) sc[g * TILE + pj] = sj * scale;
-                    }
+            [[unroll]] for (uint g = 0u; g < MAX_GROUP; ++g) {
+                if (HEAD_ON(g)) {
+#define SUM_ROW(j)                                                              \
+    if (j < SROWS_USED) {                                                       \
+        float sj = SG_SUM(pd[j][g]);                                            \
+        uint pj = p + j * SG_COUNT;                                             \
+        if (SG_LANE == 0u && pj < nt) sc[g * TILE + pj] = sj * scale;           \
+    }
+                    ROWS4(SUM_ROW)
+#undef SUM_ROW
                 }
             }
         }
@@ -486,8 +536,8 @@ void main() {
         barrier();
         // V: invocation (r, d) over the tile's positions of subset r.
         if (r < subsets) {
-            [[unroll]] for (uint g = 0u; g < GROUP; ++g) {
-                if (g < ng) acc[g] *= ha[g];
+            [[unroll]] for (uint g = 0u; g < MAX_GROUP; ++g) {
+                if (HEAD_ON(g)) acc[g] *= ha[g];
             }
             // VROWS positions' values loaded before they are added (in
             // position order, as one at a time would).
@@ -502,12 +552,12 @@ void main() {
 #endif
                         x[j] = pj < nt ? VALUE(tbase + pj * dim, p0 + tp + pj, d) : vec4(0.0);
                 }
-                [[unroll]] for (uint j = 0u; j < VROWS; ++j) {
-                    uint pj = p + j * subsets;
-                    if (pj < nt) {
-                        [[unroll]] for (uint g = 0u; g < GROUP; ++g) {
-                            if (g < ng) acc[g] += sc[g * TILE + pj] * x[j];
-                        }
+                [[unroll]] for (uint g = 0u; g < MAX_GROUP; ++g) {
+                    if (HEAD_ON(g)) {
+#define V_ROW(j) \
+    if (p + j * subsets < nt) acc[g] += sc[g * TILE + p + j * subsets] * x[j];
+                        ROWS4(V_ROW)
+#undef V_ROW
                     }
                 }
             }
@@ -524,9 +574,9 @@ void main() {
         uint last = min(first + slots, used);
         if (r >= first && r < last) {
             uint sb = (r - first) * ng * dim;
-            [[unroll]] for (uint g = 0u; g < GROUP; ++g) {
-                if (g < ng) {
-                    for (uint j = 0u; j < w; ++j) qs[sb + g * dim + d * w + j] = acc[g][j];
+            [[unroll]] for (uint g = 0u; g < MAX_GROUP; ++g) {
+                if (HEAD_ON(g)) {
+                    put_qs(sb + g * dim + d * w, acc[g]);
                 }
             }
         }
@@ -534,9 +584,9 @@ void main() {
         if (r == 0u) {
             for (uint rr = first; rr < last; ++rr) {
                 uint sb = (rr - first) * ng * dim;
-                [[unroll]] for (uint g = 0u; g < GROUP; ++g) {
-                    if (g < ng) {
-                        for (uint j = 0u; j < w; ++j) acc[g][j] += qs[sb + g * dim + d * w + j];
+                [[unroll]] for (uint g = 0u; g < MAX_GROUP; ++g) {
+                    if (HEAD_ON(g)) {
+                        acc[g] += get_qs(sb + g * dim + d * w);
                     }
                 }
             }
@@ -551,14 +601,14 @@ void main() {
         // exp(m - M), 1 for a finite m), written to o at once: no partials,
         // no fence, no counter.
         if (r == 0u) {
-            [[unroll]] for (uint g = 0u; g < GROUP; ++g) {
-                if (g < ng) {
+            [[unroll]] for (uint g = 0u; g < MAX_GROUP; ++g) {
+                if (HEAD_ON(g)) {
                     float m = hm[cur * MAX_GROUP + g];
                     float lm = nmax(NEG_INF, m);
                     float wt = exp(m - (isnan(lm) ? QNAN : lm));
                     float sum = 0.0 + hs[cur * MAX_GROUP + g] * wt;
                     uint ob = (head0 + g) * dim + d * w;
-                    for (uint j = 0u; j < w; ++j) o[ob + j] = TO((0.0 + acc[g][j] * wt) / sum);
+                    put_o(ob, (0.0 + acc[g] * wt) / sum);
                 }
             }
         }
@@ -567,10 +617,10 @@ void main() {
 #endif
     uint stride = dim + 2u;
     if (r == 0u) {
-        [[unroll]] for (uint g = 0u; g < GROUP; ++g) {
-            if (g < ng) {
+        [[unroll]] for (uint g = 0u; g < MAX_GROUP; ++g) {
+            if (HEAD_ON(g)) {
                 uint pb = ((head0 + g) * chunks + c) * stride + d * w;
-                for (uint j = 0u; j < w; ++j) part[pb + j] = acc[g][j];
+                put_part(pb, acc[g]);
             }
         }
     }
@@ -592,11 +642,11 @@ void main() {
     barrier();
     if (is_last == 0u) return;  // uniform across the workgroup
     memoryBarrierBuffer();  // acquire: every other workgroup's partials
-    // Per head, the max of the chunks' maxima (a subgroup per head), then,
-    // a block of chunks at a time, the chunks' weights exp(m_c - M) in qs
-    // (MAX_QS / ng per head), and per element, in chunk order, the sums of
-    // the weighted partial sums and values: nn_attn_combine.comp's
-    // arithmetic in its order, each weight computed once per head.
+    // Per head, the max of the chunks' maxima (a subgroup per head), then
+    // per element, in chunk order, the sums of the weighted partial sums
+    // and values, each chunk's weight exp(m_c - M) computed where it is
+    // used: nn_attn_combine.comp's arithmetic in its order. (One loop over
+    // the elements, holding no array, so that nothing goes to local memory.)
     for (uint g = SG_ID; g < ng; g += SG_COUNT) {
         uint hb = (head0 + g) * chunks * stride;
         float lm = NEG_INF;
@@ -605,52 +655,34 @@ void main() {
         float mx = SG_MAX(isnan(lm) ? NEG_INF : lm);
         if (SG_LANE == 0u) ha[g] = has_nan ? QNAN : mx;
     }
-    uint cb_len = MAX_QS / ng;
-    float sums[MAX_QS / LOCAL];
-    float accs[MAX_QS / LOCAL];
-    [[unroll]] for (uint x = 0u; x < MAX_QS / LOCAL; ++x) {
-        sums[x] = 0.0;
-        accs[x] = 0.0;
-    }
-    for (uint cb = 0u; cb < nc; cb += cb_len) {
-        uint nb = min(cb_len, nc - cb);
-        barrier();  // ha written; the last block's weights read
-        for (uint i = t; i < ng * nb; i += LOCAL) {
-            uint g = i / nb, j = i - g * nb;
-            uint pc = ((head0 + g) * chunks + cb + j) * stride;
-            qs[g * cb_len + j] = exp(part[pc + dim] - ha[g]);
-        }
-        barrier();
-        [[unroll]] for (uint x = 0u; x < MAX_QS / LOCAL; ++x) {
-            uint i = t + x * LOCAL;
-            if (i < ng * dim) {
-                uint g = i / dim, e = i - g * dim;
-                uint hb = ((head0 + g) * chunks + cb) * stride;
-                // MERGE_LOADS chunks' values loaded together, then added
-                // in chunk order: the same sums, with the loads in flight
-                // at once rather than one chunk's after another's.
-                for (uint j0 = 0u; j0 < nb; j0 += MERGE_LOADS) {
-                    float ps[MERGE_LOADS];
-                    float pa[MERGE_LOADS];
-                    [[unroll]] for (uint u = 0u; u < MERGE_LOADS; ++u) {
-                        uint pc = hb + min(j0 + u, nb - 1u) * stride;
-                        ps[u] = part[pc + dim + 1u];
-                        pa[u] = part[pc + e];
-                    }
-                    [[unroll]] for (uint u = 0u; u < MERGE_LOADS; ++u) {
-                        if (j0 + u < nb) {
-                            float w = qs[g * cb_len + j0 + u];
-                            sums[x] += ps[u] * w;
-                            accs[x] += pa[u] * w;
-                        }
-                    }
+    barrier();  // ha written
+    for (uint i = t; i < ng * dim; i += LOCAL) {
+        uint g = i / dim, e = i - g * dim;
+        uint hb = (head0 + g) * chunks * stride;
+        float mx = ha[g];
+        float sum = 0.0, val = 0.0;
+        // MERGE_LOADS chunks' values loaded together, then added in chunk
+        // order: the same sums, with the loads in flight at once rather
+        // than one chunk's after another's.
+        for (uint j0 = 0u; j0 < nc; j0 += MERGE_LOADS) {
+            float pm[MERGE_LOADS];
+            float ps[MERGE_LOADS];
+            float pa[MERGE_LOADS];
+            [[unroll]] for (uint u = 0u; u < MERGE_LOADS; ++u) {
+                uint pc = hb + min(j0 + u, nc - 1u) * stride;
+                pm[u] = part[pc + dim];
+                ps[u] = part[pc + dim + 1u];
+                pa[u] = part[pc + e];
+            }
+            [[unroll]] for (uint u = 0u; u < MERGE_LOADS; ++u) {
+                if (j0 + u < nc) {
+                    float w = exp(pm[u] - mx);
+                    sum += ps[u] * w;
+                    val += pa[u] * w;
                 }
             }
         }
-    }
-    [[unroll]] for (uint x = 0u; x < MAX_QS / LOCAL; ++x) {
-        uint i = t + x * LOCAL;
-        if (i < ng * dim) o[head0 * dim + i] = TO(accs[x] / sums[x]);
+        o[head0 * dim + i] = TO(val / sum);
     }
 #endif
 }

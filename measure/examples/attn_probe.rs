@@ -69,7 +69,11 @@ fn reference(q: &[Bf16], k: &[Bf16], v: &[Bf16], len: usize, scale: f64) -> Vec<
 fn main() -> vkcompute::Result<()> {
     let rounds = arg("--rounds", 5);
     let calls = arg("--calls", 20);
-    let gpu = Device::new()?;
+    let stats = std::env::args().any(|a| a == "--statistics");
+    let gpu = Device::with_options(vkcompute::DeviceOptions {
+        pipeline_statistics: stats,
+        ..vkcompute::DeviceOptions::default()
+    })?;
     let info = gpu.info();
     println!("device: {} ({})", info.name, info.driver_info);
     let shape = DecodeShape {
@@ -133,6 +137,28 @@ fn main() -> vkcompute::Result<()> {
             times.len(),
             bytes / med / 1e3
         );
+    }
+    if stats {
+        for name in vkcompute::ops::builtin_names()
+            .into_iter()
+            .filter(|n| n.starts_with("nn_attn_decode1"))
+        {
+            for p in vkcompute::ops::builtin_statistics(&gpu, name)? {
+                for e in p.executables {
+                    let st: Vec<String> = e
+                        .statistics
+                        .iter()
+                        .map(|x| format!("{}={}", x.name, x.value))
+                        .collect();
+                    println!(
+                        "statistics {name} {:?} {}: {}",
+                        p.spec,
+                        e.name,
+                        st.join(", ")
+                    );
+                }
+            }
+        }
     }
     Ok(())
 }
