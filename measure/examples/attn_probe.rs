@@ -7,7 +7,11 @@
 //! with the kernel that ran and the cache bytes a call reads over that
 //! time.
 //!
-//! `cargo run --release -p vkcompute-measure --example attn_probe [-- --rounds R --calls C]`
+//! `--statistics` then prints the driver's pipeline statistics (registers,
+//! local and shared memory) of every `nn_attn_*` kernel: the decode ones as
+//! the calls specialized them, the others unspecialized.
+//!
+//! `cargo run --release -p vkcompute-measure --example attn_probe [-- --rounds R --calls C --statistics]`
 
 use vkcompute::ops::nn::{self, DecodeShape};
 use vkcompute::ops::Bf16;
@@ -141,7 +145,7 @@ fn main() -> vkcompute::Result<()> {
     if stats {
         for name in vkcompute::ops::builtin_names()
             .into_iter()
-            .filter(|n| n.starts_with("nn_attn_decode1"))
+            .filter(|n| n.starts_with("nn_attn_"))
         {
             for p in vkcompute::ops::builtin_statistics(&gpu, name)? {
                 for e in p.executables {
