@@ -8,8 +8,9 @@
 //! time.
 //!
 //! `--statistics` then prints the driver's pipeline statistics (registers,
-//! local and shared memory) of every `nn_attn_*` kernel: the decode ones as
-//! the calls specialized them, the others unspecialized.
+//! local and shared memory) of every `nn_attn_*` kernel: the decode ones at
+//! each head group a plan can give (1, 2, 4, 8, 16), the others
+//! unspecialized.
 //!
 //! `cargo run --release -p vkcompute-measure --example attn_probe [-- --rounds R --calls C --statistics]`
 
@@ -147,6 +148,13 @@ fn main() -> vkcompute::Result<()> {
             .into_iter()
             .filter(|n| n.starts_with("nn_attn_"))
         {
+            // The decode kernels at every head group a plan can give (the
+            // `GROUP` specialization constant), beside those the calls built.
+            if name.starts_with("nn_attn_decode") {
+                for g in [1, 2, 4, 8, 16] {
+                    vkcompute::ops::builtin_kernel(&gpu, name, &[(0, g)])?;
+                }
+            }
             for p in vkcompute::ops::builtin_statistics(&gpu, name)? {
                 for e in p.executables {
                     let st: Vec<String> = e

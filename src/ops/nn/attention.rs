@@ -50,10 +50,37 @@ pub const DECODE_CHUNK: u32 = 64;
 /// `shaders/nn_attn_span.glsl`).
 const MIN_SPAN: u32 = 64;
 
-/// Workgroups the first pass aims at (chunks × sequences × kv heads ×
-/// head slices) once the sequence is long: a few per compute unit of a
-/// large GPU, so that enough key and value loads are in flight.
-const TARGET_WORKGROUPS: u32 = 512;
+/// Workgroups of the first pass a compute unit holds at once, by the
+/// query heads each takes (`GROUP`), from the specialized kernels'
+/// registers per invocation on NVIDIA's driver (pipeline statistics, H200:
+/// 53-74 with one or two heads, 80-118 with four or eight, 192-210 with
+/// sixteen): three, two or one workgroup of 256 in a unit's 65,536. The
+/// split aims at one such wave: fewer, longer workgroups pay the q/k
+/// prologue, the partials and the merge less often, and a second wave
+/// costs a whole workgroup's latency (H200, Qwen3-4B, four heads a
+/// workgroup: after 4000 tokens 35.8 µs per layer at 264 workgroups
+/// against 44.4 at 504, after 1500 21.4 against 32.0).
+fn resident_per_unit(group: u32) -> u32 {
+    match group {
+        0..=2 => 3,
+        3..=8 => 2,
+        _ => 1,
+    }
+}
+
+/// The workgroup target where the adapter does not report its compute
+/// units.
+const FALLBACK_WORKGROUPS: u32 = 512;
+
+/// The first pass's workgroup target for workgroups of `group` heads on an
+/// adapter with `compute_units` (0: unknown).
+fn target_workgroups(compute_units: u32, group: u32) -> u32 {
+    if compute_units == 0 {
+        FALLBACK_WORKGROUPS
+    } else {
+        compute_units.saturating_mul(resident_per_unit(group))
+    }
+}
 
 /// Query heads one workgroup takes (`MAX_GROUP` in the shader) and the
 /// floats of their queries it keeps (`MAX_QS`).
@@ -84,8 +111,9 @@ pub struct DecodeShape {
 /// `1 / sqrt(head_dim)`.
 ///
 /// Allocates an f32 scratch buffer of `batch × q_heads × chunks ×
-/// (head_dim + 2)` elements (chunks: enough for about 512 workgroups, at
-/// most `ceil(max_seq / 64)`) and a zeroed `u32` counter per sequence, kv
+/// (head_dim + 2)` elements (chunks: enough for one wave of workgroups, two
+/// or three per compute unit, 512 where the adapter does not say its units;
+/// at most `ceil(max_seq / 64)`) and a zeroed `u32` counter per sequence, kv
 /// head and slice of its query heads per call; records one dispatch, which
 /// leaves the counters at zero, so a recorded graph replays it.
 #[allow(clippy::too_many_arguments)]
@@ -109,7 +137,7 @@ pub fn attention_decode<T: NnElement>(
     ];
     check_args(shape, scale, elems)?;
     let gpu = device_for::<T>(OP, q)?;
-    let f = Fused::new(&gpu, shape)?;
+    let f = Fused::new(OP, &gpu, shape)?;
     launch_pass1(
         batch,
         &gpu,
@@ -142,10 +170,14 @@ pub(super) struct Fused {
 }
 
 impl Fused {
-    /// Allocates for `shape` (after [`check_args`]).
-    pub(super) fn new(gpu: &crate::device::Device, shape: DecodeShape) -> Result<Fused> {
-        let part = gpu.alloc::<f32>(scratch_len(shape)? as usize)?;
-        let plan = plan(shape);
+    /// Allocates for `shape` (after [`check_args`]; `op` names the errors).
+    pub(super) fn new(
+        op: &'static str,
+        gpu: &crate::device::Device,
+        shape: DecodeShape,
+    ) -> Result<Fused> {
+        let part = gpu.alloc::<f32>(scratch_len(op, gpu, shape)?)?;
+        let plan = plan_for(gpu, shape);
         let ys = grid(gpu, plan, shape.batch, shape.kv_heads)?;
         let counters = gpu.upload(&vec![0u32; ys as usize])?;
         Ok(Fused {
@@ -278,20 +310,25 @@ pub(super) fn check_args_of(
     check_elems(op, "v_cache", elems[2], n_cache)?;
     check_elems(op, "lens", elems[3], u64::from(b))?;
     check_elems(op, "out", elems[4], n_q)?;
-    let n = scratch_len(shape)?;
-    usize::try_from(n)
-        .map_err(|_| shape_err(op, "scratch", format!("{n} floats exceed the host's usize")))?;
     Ok(())
 }
 
-/// Floats of the scratch buffer [`record`] needs (after [`check_args`]).
-pub(in crate::ops) fn scratch_len(shape: DecodeShape) -> Result<u64> {
-    let p = plan(shape);
-    product(
-        "ops::nn::attention_decode",
+/// Floats of the scratch buffer [`record`] needs on `gpu` (after
+/// [`check_args`]): a typed error of `op` past the kernels' 32-bit indices or the
+/// host's `usize`.
+pub(in crate::ops) fn scratch_len(
+    op: &'static str,
+    gpu: &crate::device::Device,
+    shape: DecodeShape,
+) -> Result<usize> {
+    let p = plan_for(gpu, shape);
+    let n = product(
+        op,
         "scratch",
         &[shape.batch * shape.q_heads, p.chunks, shape.head_dim + 2],
-    )
+    )?;
+    usize::try_from(n)
+        .map_err(|_| shape_err(op, "scratch", format!("{n} floats exceed the host's usize")))
 }
 
 /// Records both passes of decode attention with scratch `part` of
@@ -317,7 +354,7 @@ pub(in crate::ops) fn record<T: NnElement>(
         max_seq,
     } = shape;
     let gpu = device_for::<T>(OP, q)?;
-    let plan = plan(shape);
+    let plan = plan_for(&gpu, shape);
     let rows = b * q_heads; // <= n_q, so it fits
     let ys = grid(&gpu, plan, b, kv_heads)?;
     launch_pass1(
@@ -357,27 +394,38 @@ pub(super) struct Plan {
     chunks: u32,
 }
 
-/// The split of a decode attention of `shape`, a pure function of it (a
-/// recorded graph replays with other lengths):
+/// [`plan`] on `gpu`.
+fn plan_for(gpu: &crate::device::Device, shape: DecodeShape) -> Plan {
+    plan(shape, gpu.info().compute_units)
+}
+
+/// The split of a decode attention of `shape` on an adapter with
+/// `compute_units` (0: unknown), a pure function of them (a recorded
+/// graph replays with other lengths); `target(g)` is
+/// [`target_workgroups`] for workgroups of `g` heads:
 /// - `group`: all the query heads sharing a kv head (each key and value is
 ///   then read once), at most 16 and at most 2048 floats of queries; while
 ///   even one chunk per 64 positions of the capacity leaves fewer than
-///   [`TARGET_WORKGROUPS`] workgroups, halved (rounding up) down to 1;
-/// - `chunks`: enough for [`TARGET_WORKGROUPS`] workgroups over the
-///   sequences, kv heads and head slices, at least 1 and at most one per
-///   64 positions of the capacity.
-fn plan(shape: DecodeShape) -> Plan {
+///   `target(group)` workgroups, halved (rounding up) down to 1;
+/// - `chunks`: enough for `target(group)` workgroups over the sequences,
+///   kv heads and head slices, at least 1 and at most one per 64 positions
+///   of the capacity.
+fn plan(shape: DecodeShape, compute_units: u32) -> Plan {
     let ratio = shape.q_heads / shape.kv_heads;
     let heads = u64::from(shape.batch) * u64::from(shape.kv_heads);
     let max_chunks = shape.max_seq.div_ceil(MIN_SPAN);
-    let target = u64::from(TARGET_WORKGROUPS);
+    let target = |g| u64::from(target_workgroups(compute_units, g).max(1));
     let mut group = ratio.min(MAX_GROUP).min(MAX_QS / shape.head_dim).max(1);
-    while group > 1 && heads * u64::from(ratio.div_ceil(group)) * u64::from(max_chunks) < target {
+    while group > 1
+        && heads * u64::from(ratio.div_ceil(group)) * u64::from(max_chunks) < target(group)
+    {
         group = group.div_ceil(2);
     }
     let slices = ratio.div_ceil(group);
     let per_chunk = heads * u64::from(slices);
-    let chunks = target.div_ceil(per_chunk).clamp(1, u64::from(max_chunks)) as u32;
+    let chunks = target(group)
+        .div_ceil(per_chunk)
+        .clamp(1, u64::from(max_chunks)) as u32;
     Plan {
         group,
         slices,

@@ -309,7 +309,7 @@ fn record<C: NnElement>(
             adapter: gpu.info().name.clone(),
         });
     }
-    let f = attention::Fused::new(&gpu, shape)?;
+    let f = attention::Fused::new(op, &gpu, shape)?;
     // Without a norm the weight bindings take inv_freq, which the kernel
     // then does not read.
     let inv_freq = r.inv_freq.0;

@@ -238,7 +238,7 @@ impl OpBatch {
         let qv = self.f32_value(OP, "q", q)?;
         let kv = self.f32_value(OP, "k_cache", k_cache)?;
         let vv = self.f32_value(OP, "v_cache", v_cache)?;
-        let len = nn::attention::scratch_len(shape)? as usize;
+        let len = nn::attention::scratch_len(OP, &self.gpu, shape)?;
         self.nn_scratch.push(self.gpu.alloc::<f32>(len)?);
         let lens = self.keep_words(lens);
         let op = Op::Nn(NnOp::Decode {
