@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Call k3: decode attention with every register array in registers (the
+# head and row loops unrolled, the merge without arrays) against bba3223:
+# pipeline statistics, attn_probe, Qwen3-4B decode after 600 and 4000
+# tokens and at a short prompt (profiled), the check against transformers,
+# the attention tests under validation.
+set -uo pipefail
+g=$(cd "$(dirname "$0")" && pwd)
+OUT=${OUT:-/tmp/out}
+source "$g/setup.sh" >/dev/null; export VKCOMPUTE_DEVICE=NVIDIA
+tar -C "$g" -xJf "$g/bundle.tar.xz"
+nvidia-smi --query-gpu=name,driver_version --format=csv; echo "commit: $(cat $g/REV) + working tree"
+R=$OUT/r; mkdir -p "$R"
+trap 'tar -C "$OUT" -cJf "$OUT/k3.tar.xz" r && rm -rf "$R"' EXIT
+q=/tmp/q3
+[ -f $q/config.json ] || { python3 "$g/qwen3_reference.py" --out "$q" --size 4b --no-timing > "$R/q3_ref.txt" 2>&1; echo "ref rc=$?"; }
+for t in ops_nn_attention ops_nn_decode_qk qwen3; do
+  echo "== test_$t (validation + sync validation)"
+  VK_LAYER_PATH=$g/layer VKCOMPUTE_VALIDATION=1 VKCOMPUTE_VALIDATION_ERRORS=1 timeout 200 "$g/bin/test_$t" --test-threads=1 --nocapture > "$R/test_$t.txt" 2>&1; echo "rc=$?"; grep -E "test result|skipped|panicked|FAILED" "$R/test_$t.txt" | head -5
+done
+echo "== attn_probe --statistics (new), then base"
+timeout 120 "$g/bin/attn_probe" --statistics > "$R/attn_probe_new.txt" 2>&1; echo "rc=$?"; grep -v "^statistics" "$R/attn_probe_new.txt" | tail -3; grep "^statistics" "$R/attn_probe_new.txt" | cut -c1-300
+timeout 120 "$g/bin/attn_probe_base" > "$R/attn_probe_base.txt" 2>&1; echo "rc=$?"; tail -3 "$R/attn_probe_base.txt"
+echo "== qwen3 4b --reference (new)"
+timeout 240 "$g/bin/qwen3" "$q" --reference "$q/reference.safetensors" > "$R/q3_check.txt" 2>&1; echo "rc=$?"; grep -E "worst|greedy" "$R/q3_check.txt" | cut -c1-220
+for p in 4000 600 3; do
+  for round in 1 2; do
+    for b in qwen3 qwen3_base; do
+      f="$R/p${p}_${b}_$round.txt"
+      echo "== $b prompt $p round $round"
+      timeout 120 "$g/bin/$b" "$q" --prompt-len $p --decode 32 --profile > "$f" 2>&1; echo "rc=$?"
+      grep -hE "^decode \(B|nn_attn_decode1_qk.* \(" "$f" | cut -c1-200
+    done
+  done
+done
