@@ -163,8 +163,8 @@ layout(push_constant) uniform P {
 #define ROWS4(M) M(0u) M(1u) M(2u) M(3u)
 #define MAX_GROUP 16u
 // The query heads one workgroup takes, as the plan gives them (`group`,
-// at most MAX_GROUP): sizes the per-head registers, so that a small group
-// holds few.
+// at most MAX_GROUP): bounds the per-head registers (HEAD_ON below), so
+// that a small group holds few.
 layout(constant_id = 0) const uint GROUP = MAX_GROUP;
 // The key rows a scores step loads (see SROWS).
 const uint SROWS_USED = GROUP >= 4u ? SROWS : 2u;
