@@ -1,9 +1,10 @@
 //! The cache side of a layer: the q/k side of its rows (q/k norms, rotary
 //! and the append of keys and values to the KV cache, one fused op that
 //! writes an f32 or a 16-bit cache from the f32 rows) and decode attention
-//! over the cache (for a 16-bit cache, q narrowed with `ops::convert`
-//! first and the output widened after: attention's tensors share one
-//! type).
+//! over the cache, or both in one dispatch (for a 16-bit cache the
+//! attention output is in the cache's type and widened with
+//! `ops::convert` after; the two-op form narrows q first too: attention's
+//! tensors share one type).
 
 use std::ops::Range;
 
@@ -82,8 +83,8 @@ pub(crate) fn qk(
 /// (`nn::attention_decode_qkv`): the raw q, k and v of one new token per
 /// sequence, read in place from `r`'s merged q|k|v projection output (no
 /// split into three tensors), the layer's q/k norms (Qwen3), rotary at
-/// `c.pos` and the append to the layer's f32 caches, then attention into
-/// `r.ao`.
+/// `c.pos` and the append to the layer's caches, then attention into
+/// `r.ao` (for a 16-bit cache, into the cache's type, widened after).
 pub(crate) fn decode_qkv(
     b: &mut Batch,
     r: &Rows,
@@ -94,12 +95,24 @@ pub(crate) fn decode_qkv(
     scale: f32,
 ) -> Result<()> {
     let norm = qk_norm(l, eps);
-    let KvCache::F32(kc, vc) = &l.cache else {
-        return Err(mismatch());
-    };
-    nn::attention_decode_qkv(
-        b, &r.qkv, norm, inv_freq, c.pos, kc, vc, c.lens, c.flag, &r.ao, ds, scale,
-    )?;
+    match (&l.cache, &r.kv16) {
+        (KvCache::F32(kc, vc), _) => nn::attention_decode_qkv(
+            b, &r.qkv, norm, inv_freq, c.pos, kc, vc, c.lens, c.flag, &r.ao, ds, scale,
+        )?,
+        (KvCache::F16(kc, vc), Some(Rows16::F16(s))) => {
+            nn::attention_decode_qkv(
+                b, &r.qkv, norm, inv_freq, c.pos, kc, vc, c.lens, c.flag, &s.ao, ds, scale,
+            )?;
+            ops::convert(b, &s.ao, &r.ao)?;
+        }
+        (KvCache::Bf16(kc, vc), Some(Rows16::Bf16(s))) => {
+            nn::attention_decode_qkv(
+                b, &r.qkv, norm, inv_freq, c.pos, kc, vc, c.lens, c.flag, &s.ao, ds, scale,
+            )?;
+            ops::convert(b, &s.ao, &r.ao)?;
+        }
+        _ => return Err(mismatch()),
+    }
     Ok(())
 }
 

@@ -17,8 +17,9 @@
 //! 1 when the worst row's max|ours - ref| / max|ref| exceeds 1e-3.
 //! The KV cache is in f32 (the mode to compare with a reference at 1e-3 on
 //! 16-bit weights, with no conversions in the step) unless `--kv-16` (the
-//! weights' 16-bit dtype: half the cache memory, four more dispatches per
-//! layer).
+//! weights' 16-bit dtype: half the cache memory, one more dispatch per
+//! decode layer, the attention output's widening; three more with
+//! `--two-op-attention`).
 //! `--prefill` picks the prefill's projections: `exact` (f32 activations
 //! through `ops::linear`, 64 prompt rows per call), `f16` (f16 products
 //! over all prompt rows at once, f32 accumulation; tensor cores where the
@@ -38,8 +39,8 @@
 //! (`DeviceOptions::wait_spin`; the default is the crate's).
 //! `--two-op-attention` records each decode layer's q/k norms, rotary and
 //! KV append as a dispatch of its own before attention, instead of inside
-//! attention's dispatch (`nn::attention_decode_qkv`, the default with an f32
-//! cache where the adapter has subgroup arithmetic).
+//! attention's dispatch (`nn::attention_decode_qkv`, the default where the
+//! adapter has subgroup arithmetic).
 
 mod attend;
 mod buffers;

@@ -61,16 +61,15 @@ pub struct ModelOptions {
     pub profile: bool,
     /// Keep the KV cache in f32 (the default: exact against an f32
     /// reference, and no conversions); else it is in the weights' dtype
-    /// (half the memory and attention reads, at two conversions per layer
-    /// and step, q and the attention output, and q, k, v and the attention
-    /// output rounded to 16 bits).
+    /// (half the memory and attention reads, at a conversion of the
+    /// attention output per layer and step, and q's too in the two-op form;
+    /// q, k, v and the attention output rounded to 16 bits).
     pub kv_f32: bool,
     /// Record each decode layer's q/k norms, rotary and KV append inside
     /// its attention dispatch (`nn::attention_decode_qkv`: one launch
     /// fewer per layer, and q, k and v read in place from the q|k|v
-    /// projection's output) where the cache is f32 and the adapter has
-    /// subgroup arithmetic; else the two ops (`qk_norm_rope_append`, then
-    /// `attention_decode`).
+    /// projection's output) where the adapter has subgroup arithmetic;
+    /// else the two ops (`qk_norm_rope_append`, then `attention_decode`).
     pub fused_qk: bool,
     /// How the decode step computes its projections: exact f32 activations
     /// (the default), or `ops::choose_linear`'s own plan, which rounds the
@@ -599,7 +598,7 @@ impl Model {
         let fused = self.opts.fused_qk && self.gpu.info().subgroup_arithmetic;
         let p = self.decode_products();
         for l in &self.layers {
-            if fused && matches!(l.cache, KvCache::F32(..)) {
+            if fused {
                 self.project_qkv(b, l, r, p)?;
                 let qk = (&self.inv_freq, d.eps);
                 attend::decode_qkv(b, r, l, &cursor, qk, ds, self.scale())?;
