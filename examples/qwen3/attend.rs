@@ -100,19 +100,34 @@ pub(crate) fn decode_qkv(
             b, &r.qkv, norm, inv_freq, c.pos, kc, vc, c.lens, c.flag, &r.ao, ds, scale,
         )?,
         (KvCache::F16(kc, vc), Some(Rows16::F16(s))) => {
-            nn::attention_decode_qkv(
-                b, &r.qkv, norm, inv_freq, c.pos, kc, vc, c.lens, c.flag, &s.ao, ds, scale,
-            )?;
-            ops::convert(b, &s.ao, &r.ao)?;
+            decode_qkv16(b, r, s, (kc, vc), norm, c, inv_freq, ds, scale)?
         }
         (KvCache::Bf16(kc, vc), Some(Rows16::Bf16(s))) => {
-            nn::attention_decode_qkv(
-                b, &r.qkv, norm, inv_freq, c.pos, kc, vc, c.lens, c.flag, &s.ao, ds, scale,
-            )?;
-            ops::convert(b, &s.ao, &r.ao)?;
+            decode_qkv16(b, r, s, (kc, vc), norm, c, inv_freq, ds, scale)?
         }
         _ => return Err(mismatch()),
     }
+    Ok(())
+}
+
+/// [`decode_qkv`] over a 16-bit cache: attention's output in the cache's
+/// type (`s.ao`), then widened into `r.ao`.
+#[allow(clippy::too_many_arguments)]
+fn decode_qkv16<T: NnElement>(
+    b: &mut Batch,
+    r: &Rows,
+    s: &Kv16<T>,
+    (kc, vc): (&Buffer<T>, &Buffer<T>),
+    norm: Option<QkNorm<'_>>,
+    c: &Cursor,
+    inv_freq: &Buffer<f32>,
+    ds: DecodeShape,
+    scale: f32,
+) -> Result<()> {
+    nn::attention_decode_qkv(
+        b, &r.qkv, norm, inv_freq, c.pos, kc, vc, c.lens, c.flag, &s.ao, ds, scale,
+    )?;
+    ops::convert(b, &s.ao, &r.ao)?;
     Ok(())
 }
 
