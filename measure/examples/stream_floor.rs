@@ -16,6 +16,13 @@
 //! (each looping over the buffer), and `one-shot`, one workgroup per
 //! 256 × ILP loads (each invocation loads once per ILP and ends).
 //!
+//! `--overlap` (with `--pattern`) also times the chain with no barrier
+//! between its dispatches: each dispatch issues its first `ILP` loads,
+//! then waits in the kernel (one invocation per workgroup spinning on an
+//! atomic) until every workgroup of the dispatch before it has arrived,
+//! and arrives itself when done: what a consumer that fetches its weights
+//! before its input is ready could save against the barrier's drain.
+//!
 //! `--spin-wait` waits for each launch by polling its ticket instead of
 //! `Ticket::wait` (which blocks, paced by the launches it has seen).
 //!
@@ -47,9 +54,31 @@ use vkcompute_measure::probe::min_median_max;
 
 const LOCAL: u32 = 256;
 
+/// GLSL: `ilp` 16-byte loads into `v` from `base`, `stride` apart.
+fn loads(ilp: u32, base: &str) -> String {
+    format!(
+        "for (uint k = 0u; k < {ilp}u; ++k) {{ uint i = {base} + k * stride; v[k] = i < n4 ? w[i] : uvec4(0u); }}"
+    )
+}
+
+/// GLSL: the read loop from `first` on (loads as [`loads`], XORed into
+/// `acc`), then the fold of `acc` into the workgroup's word of `d`.
+fn read_rest(ilp: u32, first: &str) -> String {
+    let load = loads(ilp, "base");
+    format!(
+        r#"for (uint base = {first}; base < n4; base += stride * {ilp}u) {{
+        {load}
+        for (uint k = 0u; k < {ilp}u; ++k) acc ^= v[k];
+    }}
+    uint x = subgroupXor(acc.x ^ acc.y ^ acc.z ^ acc.w);
+    if (subgroupElect()) atomicXor(d[1u + gl_WorkGroupID.x], x);"#
+    )
+}
+
 /// The read kernel with `ilp` loads in flight per invocation; `variant`
 /// changes only a constant (distinct SPIR-V, so a distinct pipeline).
 fn source(ilp: u32, variant: u32) -> String {
+    let rest = read_rest(ilp, "gl_GlobalInvocationID.x");
     format!(
         r#"#version 450
 #extension GL_KHR_shader_subgroup_arithmetic : require
@@ -60,17 +89,60 @@ layout(push_constant) uniform P {{ uint n4; }};
 void main() {{
     uint stride = gl_NumWorkGroups.x * {LOCAL}u;
     uvec4 acc = uvec4(0u);
-    for (uint base = gl_GlobalInvocationID.x; base < n4; base += stride * {ilp}u) {{
-        uvec4 v[{ilp}];
-        for (uint k = 0u; k < {ilp}u; ++k) {{
-            uint i = base + k * stride;
-            v[k] = i < n4 ? w[i] : uvec4(0u);
-        }}
-        for (uint k = 0u; k < {ilp}u; ++k) acc ^= v[k];
-    }}
-    uint x = subgroupXor(acc.x ^ acc.y ^ acc.z ^ acc.w);
-    if (subgroupElect()) atomicXor(d[1u + gl_WorkGroupID.x], x);
+    uvec4 v[{ilp}];
+    {rest}
     if (gl_GlobalInvocationID.x == 0u) d[0] += 1u;
+    if (n4 == 0xFFFFFFFFu - {variant}u) d[0] = {variant}u;
+}}
+"#
+    )
+}
+
+/// The read kernel of `--overlap`: [`source`]'s loop, its first loads
+/// issued before an in-kernel wait for the dispatch before it (`slot` −
+/// 1's counter reaching `prev` workgroups, at most 2^24 polls: past that
+/// it sets bit 1 of `d[0]`), then its own arrival. The last dispatch's
+/// last workgroup to arrive zeroes every counter for the next launch.
+fn overlap_source(ilp: u32, variant: u32) -> String {
+    let first = loads(ilp, "gl_GlobalInvocationID.x");
+    let rest = read_rest(ilp, &format!("gl_GlobalInvocationID.x + stride * {ilp}u"));
+    format!(
+        r#"#version 450
+#extension GL_KHR_shader_subgroup_arithmetic : require
+layout(local_size_x = {LOCAL}) in;
+layout(set = 0, binding = 0) readonly buffer W {{ uvec4 w[]; }};
+layout(set = 0, binding = 1) buffer D {{ uint d[]; }};
+layout(set = 0, binding = 2) coherent buffer C {{ uint c[]; }};
+layout(push_constant) uniform P {{ uint n4; uint slot; uint prev; uint last; }};
+shared uint late;
+void main() {{
+    uint stride = gl_NumWorkGroups.x * {LOCAL}u;
+    uvec4 acc = uvec4(0u);
+    uvec4 v[{ilp}];
+    {first}
+    if (gl_LocalInvocationIndex == 0u) {{
+        late = 0u;
+        if (slot > 0u) {{
+            uint it = 0u;
+            while (atomicAdd(c[slot - 1u], 0u) < prev) {{
+                if (++it > (1u << 24)) {{ late = 1u; break; }}
+            }}
+        }}
+    }}
+    barrier();
+    memoryBarrierBuffer();
+    for (uint k = 0u; k < {ilp}u; ++k) acc ^= v[k];
+    {rest}
+    barrier();
+    if (gl_LocalInvocationIndex == 0u) {{
+        memoryBarrierBuffer();
+        if (late != 0u) atomicOr(d[0], 2u);
+        if (gl_WorkGroupID.x == 0u) atomicAdd(d[0], 4u);
+        uint before = atomicAdd(c[slot], 1u);
+        if (slot + 1u == last && before + 1u == gl_NumWorkGroups.x) {{
+            for (uint s = 0u; s < last; ++s) atomicExchange(c[s], 0u);
+        }}
+    }}
     if (n4 == 0xFFFFFFFFu - {variant}u) d[0] = {variant}u;
 }}
 "#
@@ -88,6 +160,8 @@ struct Args {
     total: u64,
     /// Wait by polling the ticket (`--spin-wait`) instead of `wait`.
     spin: bool,
+    /// Also time the pattern with in-kernel waits and no barriers.
+    overlap: bool,
 }
 
 fn args() -> Args {
@@ -121,6 +195,7 @@ fn args() -> Args {
         }),
         kernels: num("--kernels", 1).max(1) as u32,
         spin: argv.iter().any(|a| a == "--spin-wait"),
+        overlap: argv.iter().any(|a| a == "--overlap"),
         total: flag("--total-gb").map_or(2_000_000_000, |v| {
             (v.parse::<f64>().expect("--total-gb takes a number") * 1e9) as u64
         }),
@@ -227,7 +302,96 @@ fn pattern(gpu: &Device, a: &Args, ks: &[Kernel], pat: &[f64], copy: f64) -> Res
             v[v.len() / 2]
         );
     }
+    if a.overlap {
+        overlap(gpu, a, &bufs, groups, launches, per_round, pat.len(), copy)?;
+    }
     Ok(())
+}
+
+/// `--overlap`: the pattern's chain with [`overlap_source`]'s kernels,
+/// recorded once with the batch's barriers (the waits then find their
+/// counters full) and once with none (the waits order the dispatches).
+/// Checked first: one dispatch folds to its buffer's XOR, and a chain of
+/// `launches` ends with every counter zeroed and no wait timed out.
+#[allow(clippy::too_many_arguments)]
+fn overlap(
+    gpu: &Device,
+    a: &Args,
+    bufs: &[Buffer<u32>],
+    groups: u32,
+    launches: usize,
+    per_round: u64,
+    places: usize,
+    copy: f64,
+) -> Result<()> {
+    let ks: Vec<Kernel> = (0..a.kernels)
+        .map(|v| {
+            Kernel::builder(gpu)
+                .glsl(&overlap_source(a.ilp, v))
+                .label(&format!("stream_read_overlap_{v}"))
+                .build()
+        })
+        .collect::<Result<_>>()?;
+    let c = gpu.upload(&vec![0u32; launches])?;
+    let d = gpu.upload(&vec![0u32; 1 + groups as usize])?;
+    let one = record_overlap(gpu, &ks, &bufs[..1], &d, &c, groups, 1, true)?;
+    one.launch()?.wait()?;
+    let got = d.download()?;
+    assert_eq!(got[0], 4, "overlap: the count and no late wait");
+    assert_eq!(
+        xor_of(&got[1..]),
+        xor_of(&bufs[0].download()?),
+        "overlap: the fold of what was read"
+    );
+    for barriers in [true, false] {
+        let g = record_overlap(gpu, &ks, bufs, &d, &c, groups, launches, barriers)?;
+        d.write(0, &vec![0u32; 1 + groups as usize])?;
+        g.launch()?.wait()?;
+        let got = d.download()?;
+        assert_eq!(
+            got[0],
+            4 * launches as u32,
+            "overlap chain: counts, no late wait"
+        );
+        assert!(
+            c.download()?.iter().all(|&v| v == 0),
+            "overlap chain: counters reset"
+        );
+        let (lo, med, hi) = time(&g, a.reps, (launches / places) as f64, a.spin)?;
+        assert_eq!(d.download()?[0] & 2, 0, "overlap chain: a wait timed out");
+        let gbps = per_round as f64 / med / 1e3;
+        println!(
+            "overlap kernels, {}: {lo:.2} / {med:.2} / {hi:.2} µs per round of the pattern (min / median / max), {gbps:.1} GB/s = {:.3}× copy",
+            if barriers { "barriers between dispatches" } else { "no barriers, in-kernel waits" },
+            gbps / copy
+        );
+    }
+    Ok(())
+}
+
+/// The `--overlap` chain: dispatch j reads buffer j mod len with kernel j
+/// mod len, waiting for dispatch j − 1 in the kernel; with `barriers` the
+/// batch's automatic barriers stay on as well.
+#[allow(clippy::too_many_arguments)]
+fn record_overlap(
+    gpu: &Device,
+    ks: &[Kernel],
+    bufs: &[Buffer<u32>],
+    d: &Buffer<u32>,
+    c: &Buffer<u32>,
+    groups: u32,
+    launches: usize,
+    barriers: bool,
+) -> Result<Graph> {
+    let mut rec = gpu.graph_recorder()?;
+    rec.set_auto_barriers(barriers);
+    for j in 0..launches {
+        let w = &bufs[j % bufs.len()];
+        let pc = [(w.len() / 4) as u32, j as u32, groups, launches as u32];
+        let k = &ks[j % ks.len()];
+        rec.run_configured(k, &[w, d, c], [groups, 1, 1], Some(bytemuck::bytes_of(&pc)))?;
+    }
+    rec.finish()
 }
 
 /// Waits for `g`'s next launch: `Ticket::wait` (the default, paced), or
