@@ -3,7 +3,7 @@
 the floor measured in the same process.
 
     python3 scripts/compare_dispatch.py --base b1.json b2.json b3.json \
-        --new n1.json n2.json n3.json [--limit 0.03]
+        --new n1.json n2.json n3.json [--limit 0.03] [--no-base TEXT ...]
 
 For each row that has a floor, the ratio ours / floor is taken within each
 process; the figure of a build is the median of its processes' ratios. A row
@@ -12,7 +12,10 @@ as a regression and the script exits 1. Rows present in one build only are
 listed (new rows have no base to compare with). Prints a Markdown table,
 with each side's own figures beside the ratios (medians over the
 processes of ours and of the floor): a ratio that moves while ours does
-not is the floor's doing.
+not is the floor's doing. Rows whose name contains a --no-base text are
+listed as new rows whatever the base printed (a base built without the
+feature they time: scripts/gpu_session/dispatch_base.sh's fac9bce build
+records its auto-barrier rows with manual barriers).
 """
 import argparse
 import json
@@ -48,8 +51,12 @@ def main():
     ap.add_argument("--base", nargs="+", required=True)
     ap.add_argument("--new", nargs="+", required=True)
     ap.add_argument("--limit", type=float, default=0.03)
+    ap.add_argument("--no-base", nargs="*", default=[])
     a = ap.parse_args()
     base, units, base_sides = ratios(a.base)
+    for name in [n for n in base if any(t in n for t in a.no_base)]:
+        del base[name]
+        del base_sides[name]
     new, units_new, new_sides = ratios(a.new)
     units.update(units_new)
     worse = []

@@ -23,6 +23,8 @@ git_rev=$(cat "$g/REV" 2>/dev/null); echo "commit: $git_rev"
 part_dispatch() {
   echo "== cuda_anchor.py"
   python3 "$g/cuda_anchor.py" > "$W/cuda_anchor.json" 2> "$W/cuda_anchor.err"; tail -c 600 "$W/cuda_anchor.json"; echo
+  # Rows named by DISPATCH_NO_BASE (default "auto barriers": a fac9bce base
+  # from dispatch_base.sh records them manually) compare with nothing.
   # Both builds run pinned to the same cores (DISPATCH_CPUS, default 2,3;
   # empty: unpinned), round-trip children included: unpinned processes
   # read bimodal round trips (one process 18 µs isolated, the next 70 µs)
@@ -38,7 +40,9 @@ part_dispatch() {
       echo "rc=$?"; grep -E "record|chain|round|independent|auto" "$W/dispatch_${b}_$i.txt" | head -30
     done
   done
-  python3 "$g/compare_dispatch.py" --base "$W"/dispatch_base_*.json --new "$W"/dispatch_new_*.json --limit 0.03 | tee "$W/compare.md"
+  local nobase=${DISPATCH_NO_BASE-auto barriers} nb=()
+  [ -z "$nobase" ] || nb=(--no-base "$nobase")
+  python3 "$g/compare_dispatch.py" --base "$W"/dispatch_base_*.json --new "$W"/dispatch_new_*.json --limit 0.03 "${nb[@]}" | tee "$W/compare.md"
   cp "$W"/dispatch_*.json "$W/compare.md" "$OUT/" 2>/dev/null
 }
 part_ffn() {

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Builds the dispatch rows' base with this checkout's harness: measure/
+# (gpu_report, the floor, the rules) as it is here, built against the
+# library at a base commit (default fac9bce, the commit the dispatch rows
+# compare with), so that both builds time the same harness and the same
+# floor and differ only in the library. fac9bce has no automatic barriers:
+# dispatch_base_fac9bce.diff turns the harness's auto-barrier rows into
+# manual ones there (those rows then compare nothing). Writes
+# /tmp/gpu_report_base; pack it with
+#   EXTRA="/tmp/gpu_report_base=gpu_report_base target/release/examples/gpu_report=gpu_report_new" \
+#     bash scripts/gpu_session/pack.sh "" ""
+# after `cargo build --release -p vkcompute-measure --example gpu_report`.
+# Usage: bash scripts/gpu_session/dispatch_base.sh [COMMIT]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+root=$PWD
+base=${1:-fac9bce}
+wt=${BASE_TREE:-/tmp/vkcompute-base-$base}
+[ -d "$wt" ] || git worktree add --detach "$wt" "$base" >/dev/null
+rm -rf "$wt/measure"
+cp -r measure "$wt/measure"
+grep -q '"measure"' "$wt/Cargo.toml" ||
+  sed -i 's/^members = \[".", "peers"\]/members = [".", "measure", "peers"]/' "$wt/Cargo.toml"
+diff="$root/scripts/gpu_session/dispatch_base_$base.diff"
+[ ! -f "$diff" ] || (cd "$wt" && patch -s -p1 < "$diff")
+(cd "$wt" && cargo build --release -p vkcompute-measure --example gpu_report)
+cp "$wt/target/release/examples/gpu_report" /tmp/gpu_report_base
+echo "dispatch base: /tmp/gpu_report_base (library at $base, harness of $(git rev-parse --short HEAD))"
