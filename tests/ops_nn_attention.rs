@@ -245,7 +245,7 @@ fn decode_at<T: TestElem>(gpu: &Device) {
         return;
     }
     let mut rng = common::Rng::new(34);
-    let cases: [DecodeCase; 13] = [
+    let cases: [DecodeCase; 15] = [
         (1, 1, 1, 64, 1, &[1]),
         (3, 4, 4, 72, 40, &[7, 1, 33]),
         (1, 8, 4, 80, 300, &[257]),
@@ -266,6 +266,10 @@ fn decode_at<T: TestElem>(gpu: &Device) {
         // 64 head groups keep 8 heads each and take 8 chunks: a chunk
         // spans up to 75 positions, more than one tile of 64.
         (8, 64, 8, 64, 600, &[600, 599, 130, 65, 64, 16, 1, 0]),
+        // The same over groups of 4 and of 3 heads: chunks of up to 75
+        // positions.
+        (8, 32, 8, 32, 600, &[600, 599, 130, 65, 64, 16, 1, 0]),
+        (8, 24, 8, 32, 600, &[600, 77, 64, 3, 599, 130, 1, 0]),
         // One head group of 16 over 129 chunks: the fused merge takes the
         // chunks' weights 128 chunks at a time (two blocks).
         (1, 16, 1, 64, 8200, &[8200]),

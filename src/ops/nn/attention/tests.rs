@@ -119,3 +119,16 @@ fn the_target_is_one_wave_of_the_compute_units() {
     let p = plan(shape(16, 32, 8, 128, 4096), 132);
     assert_eq!((p.group, p.slices, p.chunks), (4, 1, 3));
 }
+
+#[test]
+fn the_attention_tests_group_cases_take_several_tiles() {
+    // tests/ops_nn_attention.rs's cases for groups of 4 and 3 heads on an
+    // adapter that does not report its units (lavapipe): 8 chunks over
+    // 600 positions, so a sequence of 600 gives each chunk 75 positions,
+    // past one tile of 64 (the tile loop's second pass).
+    for (q_heads, group) in [(32, 4), (24, 3)] {
+        let p = plan(shape(8, q_heads, 8, 32, 600), 0);
+        assert_eq!((p.group, p.slices, p.chunks), (group, 1, 8));
+        assert_eq!(span(600, p.chunks), 75);
+    }
+}
