@@ -5,7 +5,7 @@
 # scripts/gpu_bundle.sh packs it) and the scripts it names
 # (compare_dispatch.py, ffn_reference.py, cuda_reference.py as
 # cuda_reference_mm.py), then run it there with the parts wanted.
-# Usage there: bash .gpu/session.sh PART... (dispatch ffn ffn_ab ffn_splits sweep tests matmul spread lprobe qwen3 qwen3_ab decode_ab spin attn_ab q3var longctx prefill_len chunkdiag churn abprobe stats)
+# Usage there: bash .gpu/session.sh PART... (dispatch roundtrip ffn ffn_ab ffn_splits sweep tests matmul spread lprobe qwen3 qwen3_ab decode_ab spin attn_ab q3var longctx prefill_len chunkdiag churn abprobe stats)
 set -uo pipefail
 g=$(cd "$(dirname "$0")" && pwd)
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -44,6 +44,24 @@ part_dispatch() {
   [ -z "$nobase" ] || nb=(--no-base "$nobase")
   python3 "$g/compare_dispatch.py" --base "$W"/dispatch_base_*.json --new "$W"/dispatch_new_*.json --limit 0.03 "${nb[@]}" | tee "$W/compare.md"
   cp "$W"/dispatch_*.json "$W/compare.md" "$OUT/" 2>/dev/null
+}
+part_roundtrip() {
+  # The round-trip rows alone (gpu_report --only roundtrip: three children
+  # per side, seconds a process), ROUNDTRIP_PROCS pinned processes per
+  # build (default 7), alternating, then compare_dispatch.py: enough
+  # processes for a median that the per-process levels of these rows do
+  # not decide.
+  local cpus=${DISPATCH_CPUS-2,3} pin=() n=${ROUNDTRIP_PROCS:-7}
+  [ -z "$cpus" ] || pin=(taskset -c "$cpus")
+  for i in $(seq 1 "$n"); do
+    for b in base new; do
+      bin="$g/bin/gpu_report_$b"; [ -f "$bin" ] || bin="$g/bin/gpu_report"
+      "${pin[@]}" "$bin" --only roundtrip --json "$W/rt_${b}_$i.json" > "$W/rt_${b}_$i.txt" 2>&1
+      echo "roundtrip $b process $i rc=$?"
+    done
+  done
+  python3 "$g/compare_dispatch.py" --base "$W"/rt_base_*.json --new "$W"/rt_new_*.json --limit 0.03 | tee "$W/compare_rt.md"
+  cp "$W"/rt_*.json "$W/compare_rt.md" "$OUT/" 2>/dev/null
 }
 part_ffn() {
   # FFN_TOKENS: the row counts of both sides (default 1,4,64).

@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! cargo run --release -p vkcompute-measure --example gpu_report -- [--cuda cuda.json] [--json out.json]
-//!     [--only dispatch|bandwidth|startup|diag|chunkdiag[,...]]
+//!     [--only dispatch|bandwidth|startup|diag|chunkdiag|roundtrip[,...]]
 //! ```
 //!
 //! Parts: dispatch (record cost on one buffer, with a new buffer per
@@ -25,7 +25,10 @@
 //! from the floor's, as `diag: ` lines (printed as measured, and kept in
 //! the JSON's notes; `diag.rs`). `chunkdiag` too runs only when named:
 //! the chunked chain's wall time run by run, each side alone, alternating
-//! and after idling (`chunkdiag.rs`).
+//! and after idling (`chunkdiag.rs`). `roundtrip`, only when named (and
+//! not with `dispatch`, which runs it), runs the round-trip rows alone: a
+//! process takes seconds instead of a minute and a half, so a comparison
+//! of builds can afford many processes.
 //!
 //! Every figure is a median over repeated runs after warm-up. The `clock`
 //! column says what was timed: `gpu` is GPU timestamps around the work,
@@ -390,7 +393,14 @@ fn main() -> vkcompute::Result<()> {
         .unwrap_or_default();
     let cuda_get = |k: &str| cuda.iter().find(|(n, _)| n == k).map(|(_, v)| *v);
     let only = arg("--only");
-    const PARTS: [&str; 5] = ["dispatch", "bandwidth", "startup", "diag", "chunkdiag"];
+    const PARTS: [&str; 6] = [
+        "dispatch",
+        "bandwidth",
+        "startup",
+        "diag",
+        "chunkdiag",
+        "roundtrip",
+    ];
     if let Some(o) = &only {
         if let Some(bad) = o.split(',').find(|p| !PARTS.contains(p)) {
             eprintln!("--only: unknown part {bad:?}; parts: {}", PARTS.join(", "));
@@ -414,6 +424,13 @@ fn main() -> vkcompute::Result<()> {
             &cuda_get, &mut rows, &mut notes,
         )?);
         roundtrip::roundtrip_section(&cuda_get, &mut rows, &mut notes);
+    }
+    if named("roundtrip") && !want("dispatch") {
+        // The adapter's description from a device dropped before the
+        // children start, so that no second device holds the GPU.
+        let i = vkcompute::Device::new()?.info().clone();
+        roundtrip::roundtrip_section(&cuda_get, &mut rows, &mut notes);
+        info.get_or_insert(i);
     }
     if want("bandwidth") {
         let i = bandwidth_section(&cuda_get, &mut rows, &mut notes)?;
