@@ -45,6 +45,7 @@ import os
 import re
 import shutil
 import subprocess
+import concurrent.futures
 import sys
 import tempfile
 
@@ -267,6 +268,7 @@ def check(opts):
             errors.append(f"{SPV}/{entry} is not in {MANIFEST}")
     recompiled = 0
     others = {}
+    jobs = []
     with tempfile.TemporaryDirectory() as tmp:
         for name in sorted(set(rows) & set(want)):
             row = rows[name]
@@ -288,8 +290,12 @@ def check(opts):
             if comp is None:
                 others.setdefault(row["compiler"], []).append(name)
                 continue
-            out = os.path.join(tmp, f"{name}.spv")
-            failed = comp.compile(source, defines, out)
+            jobs.append((name, comp, source, defines, os.path.join(tmp, f"{name}.spv"), words))
+        # The recompiles run side by side (one per CPU); their results are
+        # read in name order, so the messages come out as a serial run's.
+        with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+            results = list(pool.map(lambda j: j[1].compile(j[2], j[3], j[4]), jobs))
+        for (name, comp, _, _, out, words), failed in zip(jobs, results):
             if failed:
                 errors.append(f"{name}: {failed}")
                 continue

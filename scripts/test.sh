@@ -3,7 +3,7 @@
 # lint checks, unit, integration and doc tests on lavapipe (or any Vulkan
 # driver present) with the Khronos validation layer and synchronization
 # validation on (any validation message fails a test), builds the fuzz
-# target and runs it over its seeds, builds the benches
+# target and runs it over its seeds, builds the measurement programs
 # and runs each example once under validation at a small size.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -100,8 +100,11 @@ step "fuzz target builds and runs its seeds (scripts/fuzz.sh fuzzes)"
 # dependencies built above (about 10 to 60 s on two cores).
 cargo build --quiet --manifest-path fuzz/Cargo.toml --target-dir target
 target/debug/reflect fuzz/seeds/*.spv
-step "cargo bench --no-run; the measurement programs build (measure/examples)"
-cargo bench --no-run
+step "the measurement programs build (measure/examples)"
+# The criterion benches are type-checked by the clippy step above
+# (--all-targets); building them as well compiled the crate and its
+# dependencies once more in the release profile (about two minutes on two
+# cores) for nothing that step does not check.
 cargo build --quiet -p vkcompute-measure --examples
 step "examples under validation"
 for ex in 01_saxpy 02_batch 03_async 04_pipeline_overlap; do

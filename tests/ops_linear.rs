@@ -22,29 +22,92 @@
 
 mod common;
 
+use std::cell::OnceCell;
+use std::rc::Rc;
+
 use vkcompute::ops::{self, Bf16, Epilogue, LinearPlan};
 use vkcompute::{Buffer, Error};
 
 mod linear_support;
 use linear_support::{upload_w, Dt, Epi};
 
-/// One layer recorded: its inputs kept for the reference.
-struct Case {
+/// One layer's inputs, shared by every plan and weight type that runs
+/// them, with their f64 products computed once (on first use).
+struct Inputs {
     m: usize,
     k: usize,
     n: usize,
     epi: Epi,
+    x: Vec<f32>,
+    w: Vec<f32>,
+    r: Vec<f32>,
+    /// Per output: the dot product of x's row and W's row and the sum of
+    /// its terms' magnitudes, then (SiLU·mul) the same for the up row.
+    sums: OnceCell<Vec<[f64; 4]>>,
+}
+
+impl Inputs {
+    fn new(
+        m: usize,
+        k: usize,
+        n: usize,
+        epi: Epi,
+        x: Vec<f32>,
+        w: Vec<f32>,
+        r: Vec<f32>,
+    ) -> Rc<Self> {
+        Rc::new(Inputs {
+            m,
+            k,
+            n,
+            epi,
+            x,
+            w,
+            r,
+            sums: OnceCell::new(),
+        })
+    }
+
+    fn outs(&self) -> usize {
+        if self.epi == Epi::SiluMul {
+            self.n / 2
+        } else {
+            self.n
+        }
+    }
+
+    fn sums(&self) -> &[[f64; 4]] {
+        self.sums.get_or_init(|| {
+            let (k, outs) = (self.k, self.outs());
+            let row = |r: usize| &self.w[r * k..(r + 1) * k];
+            let mut v = Vec::with_capacity(self.m * outs);
+            for i in 0..self.m {
+                let xr = &self.x[i * k..(i + 1) * k];
+                for j in 0..outs {
+                    let (s, a) = dot(xr, row(j));
+                    let (s2, a2) = if self.epi == Epi::SiluMul {
+                        dot(xr, row(outs + j))
+                    } else {
+                        (0.0, 0.0)
+                    };
+                    v.push([s, a, s2, a2]);
+                }
+            }
+            v
+        })
+    }
+}
+
+/// One layer recorded: the plan that ran it and its output.
+struct Case {
+    inputs: Rc<Inputs>,
     /// The plan's rows per pass (that of ops::linear's own plan where it
     /// chose).
     rows: u32,
     splits: u32,
-    x: Vec<f32>,
-    w: Vec<f32>,
-    r: Vec<f32>,
     y: Buffer<f32>,
 }
 
-/// Σ x·w and Σ |x·w| over k, in f64.
 fn dot(x: &[f32], w: &[f32]) -> (f64, f64) {
     x.iter().zip(w).fold((0.0, 0.0), |(s, a), (&p, &q)| {
         let t = f64::from(p) * f64::from(q);
@@ -56,8 +119,8 @@ fn silu(g: f64) -> f64 {
     g / (1.0 + (-g).exp())
 }
 
-/// Checks every output of `c` (downloaded as `got`); panics with the worst.
 fn check(c: &Case, got: &[f32], dt: Dt) {
+    let inp = &c.inputs;
     let u = f64::powi(2.0, -24);
     let uw = dt.unit();
     let ran = LinearPlan {
@@ -66,39 +129,29 @@ fn check(c: &Case, got: &[f32], dt: Dt) {
     };
     let tensor = ran.rounds_x_to_f16();
     let ux = if tensor { f64::powi(2.0, -10) } else { 0.0 };
-    let delta = |abs: f64| 1.01 * (c.k as f64 * u * (1.0 + uw) + uw + ux * (1.0 + uw)) * abs;
-    let outs = if c.epi == Epi::SiluMul { c.n / 2 } else { c.n };
-    assert_eq!(got.len(), c.m * outs);
+    let delta = |abs: f64| 1.01 * (inp.k as f64 * u * (1.0 + uw) + uw + ux * (1.0 + uw)) * abs;
+    let outs = inp.outs();
+    assert_eq!(got.len(), inp.m * outs);
     let mut worst = (0.0f64, 0usize, 0.0f64);
-    for i in 0..c.m {
-        let xr = &c.x[i * c.k..(i + 1) * c.k];
-        for j in 0..outs {
-            let row = |r: usize| &c.w[r * c.k..(r + 1) * c.k];
-            let (want, bound) = match c.epi {
-                Epi::None => {
-                    let (s, a) = dot(xr, row(j));
-                    (s, delta(a))
-                }
-                Epi::Residual | Epi::ResidualInPlace => {
-                    let (s, a) = dot(xr, row(j));
-                    let y = s + f64::from(c.r[i * outs + j]);
-                    (y, delta(a) + 1.01 * u * y.abs())
-                }
-                Epi::SiluMul => {
-                    let (g, ga) = dot(xr, row(j));
-                    let (v, va) = dot(xr, row(outs + j));
-                    let (dg, dv) = (delta(ga), delta(va));
-                    let y = silu(g) * v;
-                    let b = 1.1 * dg * (v.abs() + dv) + silu(g).abs() * dv + 8.0 * u * y.abs();
-                    (y, b)
-                }
-            };
-            let idx = i * outs + j;
-            let err = (f64::from(got[idx]) - want).abs();
-            let ratio = err / (bound + 1e-30);
-            if ratio > worst.0 || ratio.is_nan() {
-                worst = (ratio, idx, want);
+    for (idx, &[s, a, s2, a2]) in inp.sums().iter().enumerate() {
+        let (want, bound) = match inp.epi {
+            Epi::None => (s, delta(a)),
+            Epi::Residual | Epi::ResidualInPlace => {
+                let y = s + f64::from(inp.r[idx]);
+                (y, delta(a) + 1.01 * u * y.abs())
             }
+            Epi::SiluMul => {
+                let (g, v) = (s, s2);
+                let (dg, dv) = (delta(a), delta(a2));
+                let y = silu(g) * v;
+                let b = 1.1 * dg * (v.abs() + dv) + silu(g).abs() * dv + 8.0 * u * y.abs();
+                (y, b)
+            }
+        };
+        let err = (f64::from(got[idx]) - want).abs();
+        let ratio = err / (bound + 1e-30);
+        if ratio > worst.0 || ratio.is_nan() {
+            worst = (ratio, idx, want);
         }
     }
     let (r, idx, want) = worst;
@@ -106,10 +159,10 @@ fn check(c: &Case, got: &[f32], dt: Dt) {
         r <= 1.0,
         "{dt:?} {:?} m={} k={} n={} rows per pass={} splits={}: y[{}][{}] = {} but f64 \
          says {want} (error {r:.3}× the bound)",
-        c.epi,
-        c.m,
-        c.k,
-        c.n,
+        inp.epi,
+        inp.m,
+        inp.k,
+        inp.n,
         c.rows,
         c.splits,
         idx / outs,
@@ -118,8 +171,6 @@ fn check(c: &Case, got: &[f32], dt: Dt) {
     );
 }
 
-/// (K, N) pairs: odd ones (one element per load), and K multiples of 4
-/// and 8 (16-byte loads of f32, and of 16-bit weights).
 const SHAPES: [(usize, usize); 8] = [
     (1, 1),
     (17, 127),
@@ -151,6 +202,7 @@ fn every_case(dt: Dt) {
                 let w = rng.vec_f32(n * k);
                 let r = rng.vec_f32(m * outs);
                 let gw = upload_w(&gpu, dt, &w);
+                let inp = Inputs::new(m, k, n, epi, x, w, r);
                 // Past 16 rows: the 16-row passes and the tiled kernel's
                 // 64-row tiles, and its 32-row ones where they hold m.
                 let passes: &[u32] = match m {
@@ -160,11 +212,11 @@ fn every_case(dt: Dt) {
                 };
                 for (&rows, splits) in passes.iter().flat_map(|r| [(r, 1u32), (r, 3)]) {
                     let y = if epi == Epi::ResidualInPlace {
-                        gpu.upload(&r).unwrap()
+                        gpu.upload(&inp.r).unwrap()
                     } else {
                         gpu.alloc::<f32>(m * outs).unwrap()
                     };
-                    let gr = gpu.upload(&r).unwrap();
+                    let gr = gpu.upload(&inp.r).unwrap();
                     let e = match epi {
                         Epi::None => Epilogue::None,
                         Epi::Residual => Epilogue::Residual(&gr),
@@ -179,21 +231,15 @@ fn every_case(dt: Dt) {
                         rows_per_pass,
                         splits,
                     };
-                    let gx = gpu.upload(&x).unwrap();
+                    let gx = gpu.upload(&inp.x).unwrap();
                     let (mu, ku, nu) = (m as u32, k as u32, n as u32);
                     let gwb = gw.weights();
                     ops::linear_with_plan(&mut batch, &gx, gwb, &y, mu, ku, nu, e, plan).unwrap();
                     keep.push((gx, gr));
                     cases.push(Case {
-                        m,
-                        k,
-                        n,
-                        epi,
+                        inputs: Rc::clone(&inp),
                         rows: rows_per_pass,
                         splits,
-                        x: x.clone(),
-                        w: w.clone(),
-                        r: r.clone(),
                         y,
                     });
                 }
@@ -256,15 +302,9 @@ fn the_chosen_plan_matches_the_cpu() {
     ops::linear(&mut batch, &gx, &gw, &y, 5, 4096, 96, Epilogue::SiluMul).unwrap();
     batch.submit().unwrap();
     let c = Case {
-        m,
-        k,
-        n,
-        epi: Epi::SiluMul,
+        inputs: Inputs::new(m, k, n, Epi::SiluMul, x, w, r),
         rows: plan.rows_per_pass,
         splits: plan.splits,
-        x,
-        w,
-        r,
         y,
     };
     check(&c, &c.y.download().unwrap(), Dt::Bf16);
@@ -318,9 +358,18 @@ fn chosen_plans_match_the_cpu(shapes: &[(usize, usize)], ms: &[usize], dts: &[Dt
     let mut unsplit = 0;
     for (si, &(k, n)) in shapes.iter().enumerate() {
         for &m in ms {
-            for &dt in dts {
-                for epi in [Epi::None, Epi::ResidualInPlace, Epi::SiluMul] {
-                    let silu_mul = epi == Epi::SiluMul;
+            for epi in [Epi::None, Epi::ResidualInPlace, Epi::SiluMul] {
+                let silu_mul = epi == Epi::SiluMul;
+                let outs = if silu_mul { n / 2 } else { n };
+                // The same inputs (and reference) for every weight type.
+                let mut rng = common::Rng::new((si * 100 + m * 10) as u64 + epi as u64);
+                let (x, w, r) = (
+                    rng.vec_f32(m * k),
+                    rng.vec_f32(n * k),
+                    rng.vec_f32(m * outs),
+                );
+                let inp = Inputs::new(m, k, n, epi, x, w, r);
+                for &dt in dts {
                     let dtype = match dt {
                         Dt::F32 => ops::DType::F32,
                         Dt::F16 => ops::DType::F16,
@@ -332,15 +381,8 @@ fn chosen_plans_match_the_cpu(shapes: &[(usize, usize)], ms: &[usize], dts: &[Dt
                     // narrow shape may still split K; every case is checked
                     // whatever it runs, and some must run unsplit.
                     unsplit += usize::from(plan.splits == 1);
-                    let outs = if silu_mul { n / 2 } else { n };
-                    let mut rng = common::Rng::new((si * 100 + m * 10) as u64 + epi as u64);
-                    let (x, w, r) = (
-                        rng.vec_f32(m * k),
-                        rng.vec_f32(n * k),
-                        rng.vec_f32(m * outs),
-                    );
-                    let gw = upload_w(&gpu, dt, &w);
-                    let (gx, y) = (gpu.upload(&x).unwrap(), gpu.upload(&r).unwrap());
+                    let gw = upload_w(&gpu, dt, &inp.w);
+                    let (gx, y) = (gpu.upload(&inp.x).unwrap(), gpu.upload(&inp.r).unwrap());
                     let e = match epi {
                         Epi::ResidualInPlace => Epilogue::Residual(&y),
                         Epi::SiluMul => Epilogue::SiluMul,
@@ -352,15 +394,9 @@ fn chosen_plans_match_the_cpu(shapes: &[(usize, usize)], ms: &[usize], dts: &[Dt
                     cases.push((
                         dt,
                         Case {
-                            m,
-                            k,
-                            n,
-                            epi,
+                            inputs: Rc::clone(&inp),
                             rows: plan.rows_per_pass,
                             splits: plan.splits,
-                            x,
-                            w,
-                            r,
                             y,
                         },
                     ));
@@ -431,15 +467,9 @@ fn a_graph_runs_split_k_layers_again_and_again() {
     let _first = graph.launch().unwrap();
     graph.launch().unwrap().wait().unwrap();
     let hid = Case {
-        m,
-        k,
-        n: 2 * i,
-        epi: Epi::SiluMul,
+        inputs: Inputs::new(m, k, 2 * i, Epi::SiluMul, x.clone(), wgu, Vec::new()),
         rows: 4,
         splits: 2,
-        x: x.clone(),
-        w: wgu,
-        r: Vec::new(),
         y: h,
     };
     let hv = hid.y.download().unwrap();

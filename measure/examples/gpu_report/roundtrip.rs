@@ -6,10 +6,12 @@
 //!
 //! Each side runs in [`CHILDREN`] child processes, alternating with the
 //! other side's (ours, floor, ours, ...), and each figure is the median of
-//! its children's: one process's round trips sit in one of two levels for
-//! its whole life (on the H200, 10–11 or 14–15 µs of CPU time for a
-//! blocking back-to-back round trip, whichever build ran), so a single
-//! child per side made the ratio a draw between those levels.
+//! its children's. The round trips of one gpu_report run sit in one of two
+//! levels (on the H200, 10–11 or 14–15 µs of CPU time for a blocking
+//! back-to-back round trip, whichever build ran), and on an H100 the level
+//! held across all of a run's children: comparing two builds takes many
+//! runs of each, which `--only roundtrip` (these rows alone, seconds a
+//! run) makes affordable.
 //!
 //! Each side reports, as medians: back-to-back round trips (one right after
 //! the other, so the wait finds the GPU and the driver primed) and isolated
