@@ -43,7 +43,7 @@
 //!
 //! ```text
 //! cargo run --release -p vkcompute-measure --example stream_floor -- [--sizes-mb 25,50,100] [--launches 72] [--reps 20] [--ilp 4]
-//!     [--pattern 99.6,49.8] [--kernels 2] [--total-gb 2] [--spin-wait]
+//!     [--pattern 99.6,49.8 [--overlap]] [--kernels 2] [--total-gb 2] [--spin-wait]
 //! ```
 
 use std::time::{Duration, Instant};

@@ -20,26 +20,33 @@ trap finish EXIT
 {
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv
 git_rev=$(cat "$g/REV" 2>/dev/null); echo "commit: $git_rev"
+# gpu_report of the base build (bin/gpu_report_base, else bin/gpu_report)
+# and of this one (bin/gpu_report_new, else bin/gpu_report), N processes
+# each, alternating, every process pinned to the cores in DISPATCH_CPUS
+# (default 2,3; empty: unpinned), children included: unpinned processes
+# read bimodal round trips (one process 18 µs isolated, the next 70 µs)
+# whichever build ran. Usage: gpu_report_builds N PREFIX ARG...; writes
+# $W/PREFIX_{base,new}_I.json and .txt.
+gpu_report_builds() {
+  local n=$1 prefix=$2 cpus=${DISPATCH_CPUS-2,3} pin=()
+  shift 2
+  [ -z "$cpus" ] || pin=(taskset -c "$cpus")
+  echo "gpu_report processes pinned to: ${cpus:-none}"; lscpu | grep -E "^(Model name|CPU\(s\)|NUMA node|Thread)" || true
+  for i in $(seq 1 "$n"); do
+    for b in base new; do
+      echo "== gpu_report $* ($b, process $i)"
+      bin="$g/bin/gpu_report_$b"; [ -f "$bin" ] || bin="$g/bin/gpu_report"
+      "${pin[@]}" "$bin" "$@" --json "$W/${prefix}_${b}_$i.json" > "$W/${prefix}_${b}_$i.txt" 2>&1
+      echo "rc=$?"; grep -E "record|chain|round|independent|auto" "$W/${prefix}_${b}_$i.txt" | head -30
+    done
+  done
+}
 part_dispatch() {
   echo "== cuda_anchor.py"
   python3 "$g/cuda_anchor.py" > "$W/cuda_anchor.json" 2> "$W/cuda_anchor.err"; tail -c 600 "$W/cuda_anchor.json"; echo
+  gpu_report_builds 3 dispatch --only dispatch --cuda "$W/cuda_anchor.json"
   # Rows named by DISPATCH_NO_BASE (default "auto barriers": a fac9bce base
   # from dispatch_base.sh records them manually) compare with nothing.
-  # Both builds run pinned to the same cores (DISPATCH_CPUS, default 2,3;
-  # empty: unpinned), round-trip children included: unpinned processes
-  # read bimodal round trips (one process 18 µs isolated, the next 70 µs)
-  # whichever build ran.
-  local cpus=${DISPATCH_CPUS-2,3} pin=()
-  [ -z "$cpus" ] || pin=(taskset -c "$cpus")
-  echo "dispatch processes pinned to: ${cpus:-none}"; lscpu | grep -E "^(Model name|CPU\(s\)|NUMA node|Thread)" || true
-  for i in 1 2 3; do
-    for b in base new; do
-      echo "== gpu_report --only dispatch ($b, process $i)"
-      bin="$g/bin/gpu_report_$b"; [ -f "$bin" ] || bin="$g/bin/gpu_report"
-      "${pin[@]}" "$bin" --only dispatch --cuda "$W/cuda_anchor.json" --json "$W/dispatch_${b}_$i.json" > "$W/dispatch_${b}_$i.txt" 2>&1
-      echo "rc=$?"; grep -E "record|chain|round|independent|auto" "$W/dispatch_${b}_$i.txt" | head -30
-    done
-  done
   local nobase=${DISPATCH_NO_BASE-auto barriers} nb=()
   [ -z "$nobase" ] || nb=(--no-base "$nobase")
   python3 "$g/compare_dispatch.py" --base "$W"/dispatch_base_*.json --new "$W"/dispatch_new_*.json --limit 0.03 "${nb[@]}" | tee "$W/compare.md"
@@ -47,19 +54,10 @@ part_dispatch() {
 }
 part_roundtrip() {
   # The round-trip rows alone (gpu_report --only roundtrip: three children
-  # per side, seconds a process), ROUNDTRIP_PROCS pinned processes per
-  # build (default 7), alternating, then compare_dispatch.py: enough
-  # processes for a median that the per-process levels of these rows do
-  # not decide.
-  local cpus=${DISPATCH_CPUS-2,3} pin=() n=${ROUNDTRIP_PROCS:-7}
-  [ -z "$cpus" ] || pin=(taskset -c "$cpus")
-  for i in $(seq 1 "$n"); do
-    for b in base new; do
-      bin="$g/bin/gpu_report_$b"; [ -f "$bin" ] || bin="$g/bin/gpu_report"
-      "${pin[@]}" "$bin" --only roundtrip --json "$W/rt_${b}_$i.json" > "$W/rt_${b}_$i.txt" 2>&1
-      echo "roundtrip $b process $i rc=$?"
-    done
-  done
+  # per side, seconds a process), ROUNDTRIP_PROCS processes per build
+  # (default 7): enough for a median that the per-process levels of these
+  # rows do not decide.
+  gpu_report_builds "${ROUNDTRIP_PROCS:-7}" rt --only roundtrip
   python3 "$g/compare_dispatch.py" --base "$W"/rt_base_*.json --new "$W"/rt_new_*.json --limit 0.03 | tee "$W/compare_rt.md"
   cp "$W"/rt_*.json "$W/compare_rt.md" "$OUT/" 2>/dev/null
 }
