@@ -11,6 +11,12 @@
 #     bash scripts/gpu_session/pack.sh "" ""
 # after `cargo build --release -p vkcompute-measure --example gpu_report`.
 # Usage: bash scripts/gpu_session/dispatch_base.sh [COMMIT]
+# BASE_DIFF names the patch for the harness at COMMIT (default
+# dispatch_base_COMMIT.diff where it exists: another commit without
+# automatic barriers takes the fac9bce one, e.g. BASE_DIFF=
+# scripts/gpu_session/dispatch_base_fac9bce.diff for 761b61f, the end of
+# the layer moves before the correctness work merged); BASE_BIN the output
+# (default /tmp/gpu_report_base).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
@@ -21,8 +27,10 @@ rm -rf "$wt/measure"
 cp -r measure "$wt/measure"
 grep -q '"measure"' "$wt/Cargo.toml" ||
   sed -i 's/^members = \[".", "peers"\]/members = [".", "measure", "peers"]/' "$wt/Cargo.toml"
-diff="$root/scripts/gpu_session/dispatch_base_$base.diff"
+diff=${BASE_DIFF:-$root/scripts/gpu_session/dispatch_base_$base.diff}
+case $diff in /*) ;; *) diff="$root/$diff" ;; esac
+bin=${BASE_BIN:-/tmp/gpu_report_base}
 [ ! -f "$diff" ] || (cd "$wt" && patch -s -p1 < "$diff")
 (cd "$wt" && cargo build --release -p vkcompute-measure --example gpu_report)
-cp "$wt/target/release/examples/gpu_report" /tmp/gpu_report_base
-echo "dispatch base: /tmp/gpu_report_base (library at $base, harness of $(git rev-parse --short HEAD))"
+cp "$wt/target/release/examples/gpu_report" "$bin"
+echo "dispatch base: $bin (library at $base, harness of $(git rev-parse --short HEAD))"

@@ -25,15 +25,17 @@ git_rev=$(cat "$g/REV" 2>/dev/null); echo "commit: $git_rev"
 # each, alternating, every process pinned to the cores in DISPATCH_CPUS
 # (default 2,3; empty: unpinned), children included: unpinned processes
 # read bimodal round trips (one process 18 µs isolated, the next 70 µs)
-# whichever build ran. Usage: gpu_report_builds N PREFIX ARG...; writes
-# $W/PREFIX_{base,new}_I.json and .txt.
+# whichever build ran. GPU_REPORT_BUILDS (default "base new") names the
+# builds, each bin/gpu_report_NAME (bin/gpu_report where that is missing),
+# e.g. "base mid new" with a third build between the two. Usage:
+# gpu_report_builds N PREFIX ARG...; writes $W/PREFIX_NAME_I.json and .txt.
 gpu_report_builds() {
   local n=$1 prefix=$2 cpus=${DISPATCH_CPUS-2,3} pin=()
   shift 2
   [ -z "$cpus" ] || pin=(taskset -c "$cpus")
   echo "gpu_report processes pinned to: ${cpus:-none}"; lscpu | grep -E "^(Model name|CPU\(s\)|NUMA node|Thread)" || true
   for i in $(seq 1 "$n"); do
-    for b in base new; do
+    for b in ${GPU_REPORT_BUILDS:-base new}; do
       echo "== gpu_report $* ($b, process $i)"
       bin="$g/bin/gpu_report_$b"; [ -f "$bin" ] || bin="$g/bin/gpu_report"
       "${pin[@]}" "$bin" "$@" --json "$W/${prefix}_${b}_$i.json" > "$W/${prefix}_${b}_$i.txt" 2>&1
@@ -57,9 +59,14 @@ part_roundtrip() {
   # per side, seconds a process), ROUNDTRIP_PROCS processes per build
   # (default 7): enough for a median that the per-process levels of these
   # rows do not decide.
+  # Every build after the first is compared with the first.
   gpu_report_builds "${ROUNDTRIP_PROCS:-7}" rt --only roundtrip
-  python3 "$g/compare_dispatch.py" --base "$W"/rt_base_*.json --new "$W"/rt_new_*.json --limit 0.03 | tee "$W/compare_rt.md"
-  cp "$W"/rt_*.json "$W/compare_rt.md" "$OUT/" 2>/dev/null
+  local builds=(${GPU_REPORT_BUILDS:-base new}) b
+  for b in "${builds[@]:1}"; do
+    echo "== round trips: $b against ${builds[0]}"
+    python3 "$g/compare_dispatch.py" --base "$W"/rt_"${builds[0]}"_*.json --new "$W"/rt_"$b"_*.json --limit 0.03 | tee "$W/compare_rt_$b.md"
+  done
+  cp "$W"/rt_*.json "$W"/compare_rt_*.md "$OUT/" 2>/dev/null
 }
 part_ffn() {
   # FFN_TOKENS: the row counts of both sides (default 1,4,64).
