@@ -24,16 +24,19 @@
 // adjacent, so a repeated read of W hits L2), y = K slices (split-K): slice
 // s covers chunks [s·kchunk, (s+1)·kchunk) of every row.
 //
-// With NORM (the `_norm` variants) x is normalised as it is read (an
-// RMSNorm prologue): the workgroup's subgroups each sum the squares of the
-// MT rows of x over one part of K, the parts meet in shared memory (one
-// barrier), and every subgroup adds them in part order and takes
-// scale[m] = 1 / sqrt(sum / K + eps), as nn_rmsnorm.comp does; every x
-// element then enters the products as x · scale[m] · g[k] (g the norm
-// weight, [K] f32). (Each subgroup summing all of K itself, the earlier
-// form, read as many x values before its first weight as it then read
-// weights in q|k|v's launch: 14.5 → 14.0 µs there, gate|up 29.4 → 28.2 on
-// the H200 with the weights read from memory.)
+// With NORM (the `_norm` variants) the products read RMSNorm(x): row m's
+// scale[m] = 1 / sqrt(sum of squares / K + eps), as nn_rmsnorm.comp takes
+// it, and every x element enters as x · g[k] (g the norm weight, [K] f32).
+// Without split-K (one K slice: every work item's loop reads all of K, or
+// with ksub > 1 the unit's items together do) the scale comes last: each
+// item sums the squares of the x values its loop reads anyway, the sums
+// are finished with the products' (and added over a unit's parts in part
+// order), and the finished products are multiplied by scale[m], so the
+// first weight loads leave at the kernel's start. With split-K (a slice
+// reads part of K) a prologue takes the scale first: the workgroup's
+// subgroups each sum the squares over one part of K, the parts meet in
+// shared memory (one barrier), every subgroup adds them in part order,
+// and x enters as x · scale[m] · g[k].
 //
 // Stores (`mode`): 0 y = acc; 1 y = acc + res (res may be y itself);
 // 2 y[m, j] = silu(gate) · up (y is [M, I]); 3 a split-K partial:
@@ -91,19 +94,34 @@ layout(push_constant) uniform P {
 };
 
 #if defined(NORM)
-// The RMSNorm scale of each row of x this subgroup reads.
+// The RMSNorm scale of each row of x this subgroup reads, where the
+// prologue takes it first (split-K); 1 where the scale comes last.
 float xscale[MT];
+// The current work item's sums of squares of the x values it read, per
+// row slot (used where the scale comes last).
+float xss[MT];
 // Each subgroup's part of the sums of squares (subgroups of at least 4
 // lanes: at most WG_SIZE / 4 of them).
 #define NORM_SGS (uint(WG_SIZE) / 4u)
 shared float norm_part[uint(MT) * NORM_SGS];
-// An x value (vec4 or float) of row slot m, normalised with the norm
-// weight `g` of its element(s).
-#define XN(v, m, g) ((v) * xscale[m] * (g))
+// An x value (vec4 or float, 0 past the end) of row slot m as the
+// products take it: its squares added to the item's sums, then multiplied
+// by the row's prologue scale and the norm weight `g` of its element(s).
+vec4 xn4(vec4 v, uint m, vec4 g) {
+    xss[m] += dot(v, v);
+    return v * xscale[m] * g;
+}
+float xn1(float v, uint m, float g) {
+    xss[m] = fma(v, v, xss[m]);
+    return v * xscale[m] * g;
+}
+#define XN4(v, m, g) xn4((v), (m), (g))
+#define XN1(v, m, g) xn1((v), (m), (g))
 #define GV4(i) g4[i]
 #define GV1(i) g1[i]
 #else
-#define XN(v, m, g) (v)
+#define XN4(v, m, g) (v)
+#define XN1(v, m, g) (v)
 #define GV4(i) vec4(1.0)
 #define GV1(i) 1.0
 #endif
@@ -113,6 +131,10 @@ shared float norm_part[uint(MT) * NORM_SGS];
 // items, R × MT sums each).
 #define KSUB_ITEMS 64u
 shared float kpart_sum[KSUB_ITEMS * R * uint(MT)];
+#if defined(NORM)
+// Their sums of squares of x (MT each), where the scale comes last.
+shared float kpart_ss[KSUB_ITEMS * uint(MT)];
+#endif
 #endif
 
 #if defined(BUTTERFLY)
@@ -198,8 +220,8 @@ void accumulate(uint rows[R], uint xr[MT], uint s, uint part, uint lane, uint wi
             }
             vec4 ga = GV4(k), gb = two ? GV4(k2) : vec4(0.0);
             [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
-                vec4 xv = XN(x4[xr[m] * k4 + k], m, ga);
-                vec4 xw = two ? XN(x4[xr[m] * k4 + k2], m, gb) : vec4(0.0);
+                vec4 xv = XN4(x4[xr[m] * k4 + k], m, ga);
+                vec4 xw = XN4(two ? x4[xr[m] * k4 + k2] : vec4(0.0), m, gb);
                 [[unroll]] for (uint i = 0u; i < R; ++i) {
                     float a = fma(xv.x, wv[0][i].x, fma(xv.y, wv[0][i].y,
                               fma(xv.z, wv[0][i].z, fma(xv.w, wv[0][i].w, acc[i][m]))));
@@ -220,8 +242,8 @@ void accumulate(uint rows[R], uint xr[MT], uint s, uint part, uint lane, uint wi
                 [[unroll]] for (uint i = 0u; i < R; ++i) wdecode(wraw[h][i], wlo[i], whi[i]);
                 vec4 ga = ok ? GV4(2u * kk) : vec4(0.0), gb = ok ? GV4(2u * kk + 1u) : vec4(0.0);
                 [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
-                    vec4 xa = ok ? XN(x4[xr[m] * k4 + 2u * kk], m, ga) : vec4(0.0);
-                    vec4 xb = ok ? XN(x4[xr[m] * k4 + 2u * kk + 1u], m, gb) : vec4(0.0);
+                    vec4 xa = XN4(ok ? x4[xr[m] * k4 + 2u * kk] : vec4(0.0), m, ga);
+                    vec4 xb = XN4(ok ? x4[xr[m] * k4 + 2u * kk + 1u] : vec4(0.0), m, gb);
                     [[unroll]] for (uint i = 0u; i < R; ++i) {
                         float a = fma(xa.x, wlo[i].x, fma(xa.y, wlo[i].y,
                                   fma(xa.z, wlo[i].z, fma(xa.w, wlo[i].w, acc[i][m]))));
@@ -241,7 +263,7 @@ void accumulate(uint rows[R], uint xr[MT], uint s, uint part, uint lane, uint wi
             [[unroll]] for (uint i = 0u; i < R; ++i) wv[i] = wscalar(rows[i] * K + k);
             float gk = GV1(k);
             [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
-                float xv = XN(x1[xr[m] * K + k], m, gk);
+                float xv = XN1(x1[xr[m] * K + k], m, gk);
                 [[unroll]] for (uint i = 0u; i < R; ++i) acc[i][m] = fma(xv, wv[i], acc[i][m]);
             }
         }
@@ -294,10 +316,15 @@ void main() {
     uint xr[MT];
     [[unroll]] for (uint m = 0u; m < uint(MT); ++m) xr[m] = min(m0 + m, M - 1u);
 #if defined(NORM)
-    // The RMSNorm prologue, shared by the workgroup: subgroup g sums the
-    // squares of its rows of x over part g of K (vec4 loads when K is a
-    // multiple of 4), and every subgroup adds the parts in order.
-    {
+    // One K slice: the scale comes last (see the top). Uniform over the
+    // dispatch, so the prologue's barrier is in uniform control flow.
+    bool late = gl_NumWorkGroups.y == 1u;
+    if (late) {
+        [[unroll]] for (uint m = 0u; m < uint(MT); ++m) xscale[m] = 1.0;
+    } else {
+        // The RMSNorm prologue, shared by the workgroup: subgroup g sums
+        // the squares of its rows of x over part g of K (vec4 loads when K
+        // is a multiple of 4), and every subgroup adds the parts in order.
         uint nsg = gl_NumSubgroups, sg = gl_SubgroupID;
         [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
             float ss = 0.0;
@@ -340,12 +367,32 @@ void main() {
         float acc[R][MT];
         [[unroll]] for (uint i = 0u; i < R; ++i)
             [[unroll]] for (uint m = 0u; m < uint(MT); ++m) acc[i][m] = 0.0;
+#if defined(NORM)
+        [[unroll]] for (uint m = 0u; m < uint(MT); ++m) xss[m] = 0.0;
+#endif
         accumulate(rows, xr, s, part, lane, width, acc);
 #if defined(BUTTERFLY)
         butterfly(acc, lane);
 #else
         [[unroll]] for (uint i = 0u; i < R; ++i)
             [[unroll]] for (uint m = 0u; m < uint(MT); ++m) acc[i][m] = subgroupAdd(acc[i][m]);
+#endif
+#if defined(NORM)
+        // The scale last: this item's squares cover all of K (ksub = 1),
+        // or its part of the unit's (added with the other parts below).
+        if (late) {
+            [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
+                float t = subgroupAdd(xss[m]);
+                if (ksub == 1u) {
+                    float sc = inversesqrt(t / float(K) + eps);
+                    [[unroll]] for (uint i = 0u; i < R; ++i) acc[i][m] *= sc;
+#if MT <= 4
+                } else if (subgroupElect()) {
+                    kpart_ss[it * uint(MT) + m] = t;
+#endif
+                }
+            }
+        }
 #endif
         if (ksub == 1u) {
             store(u, s, m0, lane, width, acc);
@@ -374,6 +421,16 @@ void main() {
                     for (uint p = 0u; p < ksub; ++p) a += kpart_sum[(lu * ksub + p) * R * uint(MT) + t];
                     acc[i][m] = a;
                 }
+#if defined(NORM)
+            if (late) {
+                [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
+                    float ss = 0.0;
+                    for (uint p = 0u; p < ksub; ++p) ss += kpart_ss[(lu * ksub + p) * uint(MT) + m];
+                    float sc = inversesqrt(ss / float(K) + eps);
+                    [[unroll]] for (uint i = 0u; i < R; ++i) acc[i][m] *= sc;
+                }
+            }
+#endif
             store(u, s, m0, lane, width, acc);
         }
     }

@@ -32,8 +32,8 @@ void cps_chunk(uvec4 w[R], uint kk, bool ok, uint xr[MT], uint k4, inout float a
     [[unroll]] for (uint i = 0u; i < R; ++i) wdecode(w[i], wlo[i], whi[i]);
     vec4 ga = ok ? GV4(2u * kk) : vec4(0.0), gb = ok ? GV4(2u * kk + 1u) : vec4(0.0);
     [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
-        vec4 xa = ok ? XN(x4[xr[m] * k4 + 2u * kk], m, ga) : vec4(0.0);
-        vec4 xb = ok ? XN(x4[xr[m] * k4 + 2u * kk + 1u], m, gb) : vec4(0.0);
+        vec4 xa = XN4(ok ? x4[xr[m] * k4 + 2u * kk] : vec4(0.0), m, ga);
+        vec4 xb = XN4(ok ? x4[xr[m] * k4 + 2u * kk + 1u] : vec4(0.0), m, gb);
         [[unroll]] for (uint i = 0u; i < R; ++i) {
             float a = fma(xa.x, wlo[i].x, fma(xa.y, wlo[i].y,
                       fma(xa.z, wlo[i].z, fma(xa.w, wlo[i].w, acc[i][m]))));

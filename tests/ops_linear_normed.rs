@@ -278,6 +278,37 @@ fn bf16_weights_match_the_cpu() {
     every_case(Dt::Bf16);
 }
 
+/// Narrower workgroups (one K slice, several subgroups sharing each
+/// unit's K): the norm's sums of squares come from the parts of K and are
+/// added with the products'. Every weight type, 16-byte and single-element
+/// loads (K = 2,051), each epilogue; the unit test
+/// `the_normed_narrow_test_shapes_share_k_on_lavapipe` pins that these
+/// shapes narrow on lavapipe.
+#[test]
+fn narrow_workgroups_with_the_norm_match_the_cpu() {
+    let gpu = common::gpu();
+    for dt in [Dt::F32, Dt::F16, Dt::Bf16] {
+        let mut batch = gpu.batch().unwrap();
+        let mut runs = Vec::new();
+        for (k, n_odd) in [(2048usize, 2048usize), (2051, 1025)] {
+            for m in [1usize, 2] {
+                for epi in [Epi::None, Epi::ResidualInPlace, Epi::SiluMul] {
+                    let n = if epi == Epi::SiluMul { n_odd & !1 } else { n_odd };
+                    let c = Case::new(m, k, n, epi, (m * 31 + k + n) as u64 + epi as u64);
+                    let gw = upload_w(&gpu, dt, &c.w);
+                    let r = record(&gpu, &mut batch, &c, &gw, None);
+                    runs.push((c, r, gw));
+                }
+            }
+        }
+        batch.submit().unwrap();
+        for (c, r, _gw) in &runs {
+            check(c, dt, &r.y.download().unwrap(), &r.what, r.x16);
+        }
+    }
+    common::assert_clean(&gpu);
+}
+
 /// The fused layer beside `nn::rms_norm` then `ops::linear` (two
 /// dispatches and a barrier), both against the reference, and within the
 /// sum of their bounds of each other: Qwen3-like shapes at a reduced

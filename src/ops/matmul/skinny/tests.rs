@@ -442,3 +442,29 @@ fn five_to_64_rows_of_16_bit_weights_stream_on_the_tensor_cores() {
         );
     }
 }
+
+#[test]
+fn the_normed_narrow_test_shapes_share_k_on_lavapipe() {
+    // tests/ops_linear_normed.rs's narrow case runs these shapes at 1 and
+    // 2 rows on lavapipe (subgroups of 8, no unit count): one K slice and
+    // narrower workgroups, so the norm's sums of squares come from several
+    // parts of K. Qwen3-4B's q|k|v at one row narrows on the H100 too.
+    let lava = MatmulCaps {
+        subgroup_size: 8,
+        compute_units: 0,
+        ..h100()
+    };
+    for (k, n, silu) in [(2048, 2048, false), (2051, 1025, false), (2048, 2 * 1024, true)] {
+        for m in [1, 2] {
+            for dtype in [DType::F32, DType::F16, DType::Bf16] {
+                let p = choose_linear(m, k, n, dtype, silu, &lava);
+                assert_eq!(p.splits, 1, "{m}×{k}→{n} {dtype:?}");
+                let l = launch_narrowed(m, k, n, dtype, silu, &lava, p);
+                assert!(l.ksub > 1, "{m}×{k}→{n} {dtype:?}: {l:?}");
+            }
+        }
+    }
+    let c = h100();
+    let p = choose_linear(1, 2560, 6144, DType::Bf16, false, &c);
+    assert!(launch_narrowed(1, 2560, 6144, DType::Bf16, false, &c, p).ksub > 1);
+}
