@@ -1,17 +1,20 @@
-//! Round trips, each side in a process of its own that holds one Vulkan
-//! device at a time: gpu_report re-executes itself as
-//! `gpu_report --roundtrip-child ours|floor`, which prints `rt` lines that
-//! the parent reads. (In one process holding both devices, the GPU
-//! switches between two contexts and both sides read several times slower.)
+//! Round trips in child processes that hold one Vulkan device at a time:
+//! gpu_report re-executes itself as `gpu_report --roundtrip-child
+//! ours,floor` (or `floor,ours`), which measures both sides in turn, each
+//! on a device of its own that it drops before the next side starts, and
+//! prints `rt` lines that the parent reads. (In one process holding both
+//! devices at once, the GPU switches between two contexts and both sides
+//! read several times slower.)
 //!
-//! Each side runs in [`CHILDREN`] child processes, alternating with the
-//! other side's (ours, floor, ours, ...), and each figure is the median of
-//! its children's. The round trips of one gpu_report run sit in one of two
-//! levels (on the H200, 10–11 or 14–15 µs of CPU time for a blocking
-//! back-to-back round trip, whichever build ran), and on an H100 the level
-//! held across all of a run's children: comparing two builds takes many
-//! runs of each, which `--only roundtrip` (these rows alone, seconds a
-//! run) makes affordable.
+//! [`CHILDREN`] children run one after the other, alternating which side
+//! goes first, and each figure is the median of the children's. Both
+//! sides of a child share its process: round trips sit in one of two
+//! levels from process to process (on the H200, 10–11 or 14–15 µs of CPU
+//! time for a blocking back-to-back round trip, whichever build ran), and
+//! when each side ran in processes of its own (before 2026-11-27), two
+//! halves of one build's runs differed by up to 0.32 in a row's ratio to
+//! the floor. `--only roundtrip` runs these rows alone (seconds a run), so
+//! that two builds can be compared over many runs.
 //!
 //! Each side reports, as medians: back-to-back round trips (one right after
 //! the other, so the wait finds the GPU and the driver primed) and isolated
@@ -80,8 +83,53 @@ fn sample(
     (median(wall), cpu)
 }
 
-fn print(key: &str, (wall, cpu): (f64, Option<f64>)) {
-    println!("rt {key} {wall} {}", cpu.map_or(-1.0, |c| c));
+fn print(side: &str, key: &str, (wall, cpu): (f64, Option<f64>)) {
+    println!("rt {side} {key} {wall} {}", cpu.map_or(-1.0, |c| c));
+}
+
+/// Our side's rows, on devices of its own (dropped on return).
+fn measure_ours(warm: usize, reps: usize, iso_reps: usize) {
+    let print = |k: &str, v| print("ours", k, v);
+    let ours = Ours::new(DeviceOptions::default(), 1).expect("ours");
+    let f = || ours.submit_wait().expect("round trip");
+    print("spin_b2b", sample(warm, reps, false, f));
+    print("spin_iso", sample(warm.min(20), iso_reps, true, f));
+    let w = || ours.round_trip().expect("round trip");
+    print("whole_b2b", sample(warm, reps, false, w));
+    drop(ours);
+    let blocking = Ours::new(
+        DeviceOptions {
+            wait_spin: Duration::ZERO,
+            ..Default::default()
+        },
+        1,
+    )
+    .expect("ours, blocking");
+    let f = || blocking.submit_wait().expect("round trip");
+    print("block_b2b", sample(warm, reps, false, f));
+    print("block_iso", sample(warm.min(20), iso_reps, true, f));
+}
+
+/// The floor's rows, on a device of its own (dropped on return).
+fn measure_floor(warm: usize, reps: usize, iso_reps: usize) {
+    let print = |k: &str, v| print("floor", k, v);
+    let mut fl = Floor::new();
+    print(
+        "spin_b2b",
+        sample(warm, reps, false, || us(fl.round_trip(true))),
+    );
+    print(
+        "spin_iso",
+        sample(warm.min(20), iso_reps, true, || us(fl.round_trip(true))),
+    );
+    print(
+        "block_b2b",
+        sample(warm, reps, false, || us(fl.round_trip(false))),
+    );
+    print(
+        "block_iso",
+        sample(warm.min(20), iso_reps, true, || us(fl.round_trip(false))),
+    );
 }
 
 /// If this process is a round-trip child, measures its side, prints the
@@ -93,47 +141,13 @@ pub fn child_main() -> bool {
     }
     let quick = std::env::var_os("VKCOMPUTE_QUICK").is_some();
     let (warm, reps, iso_reps) = if quick { (5, 20, 5) } else { (200, 2001, 201) };
-    match args.get(2).map(String::as_str) {
-        Some("ours") => {
-            let ours = Ours::new(DeviceOptions::default(), 1).expect("ours");
-            let f = || ours.submit_wait().expect("round trip");
-            print("spin_b2b", sample(warm, reps, false, f));
-            print("spin_iso", sample(warm.min(20), iso_reps, true, f));
-            let w = || ours.round_trip().expect("round trip");
-            print("whole_b2b", sample(warm, reps, false, w));
-            drop(ours);
-            let blocking = Ours::new(
-                DeviceOptions {
-                    wait_spin: Duration::ZERO,
-                    ..Default::default()
-                },
-                1,
-            )
-            .expect("ours, blocking");
-            let f = || blocking.submit_wait().expect("round trip");
-            print("block_b2b", sample(warm, reps, false, f));
-            print("block_iso", sample(warm.min(20), iso_reps, true, f));
+    let order = args.get(2).map(String::as_str).unwrap_or("");
+    for side in order.split(',') {
+        match side {
+            "ours" => measure_ours(warm, reps, iso_reps),
+            "floor" => measure_floor(warm, reps, iso_reps),
+            other => panic!("{CHILD_ARG}: expected ours and floor, got {other:?}"),
         }
-        Some("floor") => {
-            let mut fl = Floor::new();
-            print(
-                "spin_b2b",
-                sample(warm, reps, false, || us(fl.round_trip(true))),
-            );
-            print(
-                "spin_iso",
-                sample(warm.min(20), iso_reps, true, || us(fl.round_trip(true))),
-            );
-            print(
-                "block_b2b",
-                sample(warm, reps, false, || us(fl.round_trip(false))),
-            );
-            print(
-                "block_iso",
-                sample(warm.min(20), iso_reps, true, || us(fl.round_trip(false))),
-            );
-        }
-        other => panic!("{CHILD_ARG}: expected ours or floor, got {other:?}"),
     }
     true
 }
@@ -141,29 +155,38 @@ pub fn child_main() -> bool {
 /// One side's `rt` lines: key → (wall µs, CPU µs if known).
 type Side = Vec<(String, f64, Option<f64>)>;
 
-fn run_side(side: &str) -> Side {
+/// One child measuring both sides in `order` (`ours,floor` or
+/// `floor,ours`): (ours, floor).
+fn run_child(order: &str) -> (Side, Side) {
     let exe = std::env::current_exe().expect("current_exe");
     let out = Command::new(exe)
-        .args([CHILD_ARG, side])
+        .args([CHILD_ARG, order])
         .output()
-        .unwrap_or_else(|e| panic!("round-trip child {side}: {e}"));
+        .unwrap_or_else(|e| panic!("round-trip child {order}: {e}"));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
-        "round-trip child {side} failed ({}):\n{text}\n{}",
+        "round-trip child {order} failed ({}):\n{text}\n{}",
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
-    text.lines()
-        .filter_map(|l| {
-            let mut w = l.split_whitespace();
-            (w.next()? == "rt").then_some(())?;
-            let key = w.next()?.to_string();
-            let wall: f64 = w.next()?.parse().ok()?;
-            let cpu: f64 = w.next()?.parse().ok()?;
-            Some((key, wall, (cpu >= 0.0).then_some(cpu)))
-        })
-        .collect()
+    let (mut ours, mut floor) = (Side::new(), Side::new());
+    for l in text.lines() {
+        let w: Vec<&str> = l.split_whitespace().collect();
+        let [tag, side, key, wall, cpu] = w[..] else {
+            continue;
+        };
+        let (Ok(wall), Ok(cpu)) = (wall.parse::<f64>(), cpu.parse::<f64>()) else {
+            continue;
+        };
+        let line = (key.to_string(), wall, (cpu >= 0.0).then_some(cpu));
+        match (tag, side) {
+            ("rt", "ours") => ours.push(line),
+            ("rt", "floor") => floor.push(line),
+            _ => {}
+        }
+    }
+    (ours, floor)
 }
 
 fn get(side: &Side, key: &str) -> (f64, Option<f64>) {
@@ -187,9 +210,9 @@ fn median_side(children: &[Side]) -> Side {
         .collect()
 }
 
-/// The round-trip rows: ours and the floor in [`CHILDREN`] child
-/// processes each, alternating, each figure the median of a side's
-/// children.
+/// The round-trip rows: ours and the floor in each of [`CHILDREN`] child
+/// processes, which side first alternating, each figure the median of the
+/// children's.
 pub fn roundtrip_section(
     cuda_get: &dyn Fn(&str) -> Option<f64>,
     rows: &mut Vec<Row>,
@@ -198,9 +221,10 @@ pub fn roundtrip_section(
     let quick = std::env::var_os("VKCOMPUTE_QUICK").is_some();
     let children = if quick { 1 } else { CHILDREN };
     let (mut o, mut f) = (Vec::new(), Vec::new());
-    for _ in 0..children {
-        o.push(run_side("ours"));
-        f.push(run_side("floor"));
+    for c in 0..children {
+        let (ours, floor) = run_child(if c % 2 == 0 { "ours,floor" } else { "floor,ours" });
+        o.push(ours);
+        f.push(floor);
     }
     let (ours, floor) = (median_side(&o), median_side(&f));
     let cuda_rt =
@@ -259,7 +283,7 @@ pub fn roundtrip_section(
         "— (floor re-submits a recorded buffer)",
     );
     notes.push(format!(
-        "round trips: each side in {children} processes of its own (alternating; medians of their medians), each holding one device; isolated = {} ms of sleep before each; CPU time from clock_gettime(CLOCK_THREAD_CPUTIME_ID)",
+        "round trips: both sides in each of {children} child processes (one device at a time, which side first alternating; medians of the children's medians); isolated = {} ms of sleep before each; CPU time from clock_gettime(CLOCK_THREAD_CPUTIME_ID)",
         ISOLATION.as_millis()
     ));
 }
