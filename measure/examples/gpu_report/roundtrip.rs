@@ -222,7 +222,11 @@ pub fn roundtrip_section(
     let children = if quick { 1 } else { CHILDREN };
     let (mut o, mut f) = (Vec::new(), Vec::new());
     for c in 0..children {
-        let (ours, floor) = run_child(if c % 2 == 0 { "ours,floor" } else { "floor,ours" });
+        let (ours, floor) = run_child(if c % 2 == 0 {
+            "ours,floor"
+        } else {
+            "floor,ours"
+        });
         o.push(ours);
         f.push(floor);
     }
