@@ -293,7 +293,11 @@ fn narrow_workgroups_with_the_norm_match_the_cpu() {
         for (k, n_odd) in [(2048usize, 2048usize), (2051, 1025)] {
             for m in [1usize, 2] {
                 for epi in [Epi::None, Epi::ResidualInPlace, Epi::SiluMul] {
-                    let n = if epi == Epi::SiluMul { n_odd & !1 } else { n_odd };
+                    let n = if epi == Epi::SiluMul {
+                        n_odd & !1
+                    } else {
+                        n_odd
+                    };
                     let c = Case::new(m, k, n, epi, (m * 31 + k + n) as u64 + epi as u64);
                     let gw = upload_w(&gpu, dt, &c.w);
                     let r = record(&gpu, &mut batch, &c, &gw, None);

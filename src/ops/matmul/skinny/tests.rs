@@ -454,7 +454,11 @@ fn the_normed_narrow_test_shapes_share_k_on_lavapipe() {
         compute_units: 0,
         ..h100()
     };
-    for (k, n, silu) in [(2048, 2048, false), (2051, 1025, false), (2048, 2 * 1024, true)] {
+    for (k, n, silu) in [
+        (2048, 2048, false),
+        (2051, 1025, false),
+        (2048, 2 * 1024, true),
+    ] {
         for m in [1, 2] {
             for dtype in [DType::F32, DType::F16, DType::Bf16] {
                 let p = choose_linear(m, k, n, dtype, silu, &lava);
