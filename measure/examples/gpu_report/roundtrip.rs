@@ -132,8 +132,8 @@ fn measure_floor(warm: usize, reps: usize, iso_reps: usize) {
     );
 }
 
-/// If this process is a round-trip child, measures its side, prints the
-/// `rt` lines and returns true.
+/// If this process is a round-trip child, measures both sides in the
+/// order its argument names, prints the `rt` lines and returns true.
 pub fn child_main() -> bool {
     let args: Vec<String> = std::env::args().collect();
     if args.get(1).map(String::as_str) != Some(CHILD_ARG) {
