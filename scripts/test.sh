@@ -24,7 +24,17 @@ export VKCOMPUTE_SKIP_LOG="$PWD/target/skips.log"
 mkdir -p target
 : > "$VKCOMPUTE_SKIP_LOG"
 
-step() { echo; echo "== $*"; }
+# Each step's heading ends the step before it with its time (bash's
+# SECONDS), so a CI log shows where the run's minutes go.
+last_step=
+step_at=$SECONDS
+step() {
+  [ -z "$last_step" ] || echo "-- $(( SECONDS - step_at )) s: $last_step"
+  last_step=$*
+  step_at=$SECONDS
+  echo
+  echo "== $*"
+}
 step "cargo fmt --check"
 cargo fmt --all --check
 step "built-in kernels' checked-in SPIR-V matches its sources (scripts/shaders.py --check)"
@@ -118,6 +128,8 @@ cargo run --quiet -p vkcompute-measure --example ffn_stack -- --hidden 64 --inte
   --tokens 1,3,17 --warm 1 --reps 3
 step "gpu_report at small sizes (the GPU machine runs it at full size)"
 cargo run --quiet -p vkcompute-measure --example gpu_report -- --json target/gpu_report_quick.json
+echo "-- $(( SECONDS - step_at )) s: $last_step"
+echo "-- $SECONDS s in all"
 echo
 skips=$(wc -l < "$VKCOMPUTE_SKIP_LOG")
 echo "== $skips checks skipped (tests/common/mod.rs: skipped / not_exercised)"
