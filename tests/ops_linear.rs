@@ -256,21 +256,37 @@ fn every_case(dt: Dt) {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "glsl"),
+    ignore = "the skinny kernels and their Rust are the same without glsl: the default build runs it"
+)]
 fn f32_weights_match_the_cpu() {
     every_case(Dt::F32);
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "glsl"),
+    ignore = "the skinny kernels and their Rust are the same without glsl: the default build runs it"
+)]
 fn f16_weights_match_the_cpu() {
     every_case(Dt::F16);
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "glsl"),
+    ignore = "the skinny kernels and their Rust are the same without glsl: the default build runs it"
+)]
 fn bf16_weights_match_the_cpu() {
     every_case(Dt::Bf16);
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "glsl"),
+    ignore = "the skinny kernels and their Rust are the same without glsl: the default build runs it"
+)]
 fn the_chosen_plan_matches_the_cpu() {
     // ops::linear's own plan (on lavapipe, with no unit count: split-K
     // wherever fewer than 128 workgroups), at a larger K.
@@ -320,6 +336,10 @@ fn the_chosen_plan_matches_the_cpu() {
 /// 128 of one unit, 32 parts. Every epilogue, every weight type, 16-byte
 /// and single-element loads.
 #[test]
+#[cfg_attr(
+    not(feature = "glsl"),
+    ignore = "the skinny kernels and their Rust are the same without glsl: the default build runs it"
+)]
 fn narrow_workgroups_share_k_and_match_the_cpu() {
     let shapes = [(2048usize, 2048usize), (2051, 2050), (8192, 512)];
     let unsplit = chosen_plans_match_the_cpu(&shapes, &[1, 2, 3], &[Dt::F32, Dt::F16, Dt::Bf16]);

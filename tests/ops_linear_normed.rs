@@ -264,16 +264,28 @@ fn every_case(dt: Dt) {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "glsl"),
+    ignore = "the skinny kernels and their Rust are the same without glsl: the default build runs it"
+)]
 fn f32_weights_match_the_cpu() {
     every_case(Dt::F32);
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "glsl"),
+    ignore = "the skinny kernels and their Rust are the same without glsl: the default build runs it"
+)]
 fn f16_weights_match_the_cpu() {
     every_case(Dt::F16);
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "glsl"),
+    ignore = "the skinny kernels and their Rust are the same without glsl: the default build runs it"
+)]
 fn bf16_weights_match_the_cpu() {
     every_case(Dt::Bf16);
 }
@@ -285,6 +297,10 @@ fn bf16_weights_match_the_cpu() {
 /// `the_normed_narrow_test_shapes_share_k_on_lavapipe` pins that these
 /// shapes narrow on lavapipe.
 #[test]
+#[cfg_attr(
+    not(feature = "glsl"),
+    ignore = "the skinny kernels and their Rust are the same without glsl: the default build runs it"
+)]
 fn narrow_workgroups_with_the_norm_match_the_cpu() {
     let gpu = common::gpu();
     for dt in [Dt::F32, Dt::F16, Dt::Bf16] {
