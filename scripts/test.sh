@@ -88,9 +88,10 @@ step "without the glsl feature: the library builds, and the tests that need no r
 # shaderc is the default `glsl` feature). Cargo skips the integration tests
 # that compile GLSL (required-features in Cargo.toml); the lib's unit tests
 # and the built-in ops' tests run (the step took 144 s on two cores on
-# 2026-11-27, 224 s before the following trim). The skinny linear layers' long numeric cases are ignored
-# here, with the reason printed: their kernels and Rust are the same
-# without glsl, and the default build's run above covers them.
+# 2026-11-27, 224 s before the following trim). The skinny linear
+# layers' long numeric cases are ignored here, with the reason printed:
+# their kernels and Rust are the same without glsl, and the default
+# build's run above covers them.
 # With glslc and glslangValidator shadowed by the stubs the step above made
 # (they log any call and fail): what a machine with only Rust and a Vulkan
 # loader builds and runs.

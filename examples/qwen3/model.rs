@@ -575,6 +575,8 @@ impl Model {
     /// per-command GPU timestamps, and later prefills record theirs.
     pub(crate) fn start_profiling(&mut self) -> Result<()> {
         self.opts.profile = true;
+        // The unprofiled graph goes first, so that the two never hold
+        // their resources at once.
         self.graph = None;
         self.graph = Some(self.record_step()?);
         Ok(())
