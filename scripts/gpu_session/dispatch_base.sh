@@ -16,7 +16,13 @@
 # automatic barriers takes the fac9bce one, e.g. BASE_DIFF=
 # scripts/gpu_session/dispatch_base_fac9bce.diff for 761b61f, the end of
 # the layer moves before the correctness work merged); BASE_BIN the output
-# (default /tmp/gpu_report_base).
+# (default /tmp/gpu_report_base); BASE_TARGET a cargo target folder that
+# several such builds share (dependencies compiled once: about 20 s a
+# commit after the first), as for a bisection over several commits:
+#   for c in 067b761 6c95eb1; do BASE_TARGET=/tmp/bis-target \
+#     BASE_BIN=/tmp/gpu_report_$c bash scripts/gpu_session/dispatch_base.sh $c; done
+# (commits before 410cb1d, which has no automatic barriers, need
+# BASE_DIFF=scripts/gpu_session/dispatch_base_fac9bce.diff).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
@@ -31,6 +37,7 @@ diff=${BASE_DIFF:-$root/scripts/gpu_session/dispatch_base_$base.diff}
 case $diff in /*) ;; *) diff="$root/$diff" ;; esac
 bin=${BASE_BIN:-/tmp/gpu_report_base}
 [ ! -f "$diff" ] || (cd "$wt" && patch -s -p1 < "$diff")
-(cd "$wt" && cargo build --release -p vkcompute-measure --example gpu_report)
-cp "$wt/target/release/examples/gpu_report" "$bin"
+tdir=${BASE_TARGET:-$wt/target}
+(cd "$wt" && CARGO_TARGET_DIR="$tdir" cargo build --release -p vkcompute-measure --example gpu_report)
+cp "$tdir/release/examples/gpu_report" "$bin"
 echo "dispatch base: $bin (library at $base, harness of $(git rev-parse --short HEAD))"

@@ -27,15 +27,24 @@ git_rev=$(cat "$g/REV" 2>/dev/null); echo "commit: $git_rev"
 # read bimodal round trips (one process 18 µs isolated, the next 70 µs)
 # whichever build ran. GPU_REPORT_BUILDS (default "base new") names the
 # builds, each bin/gpu_report_NAME (bin/gpu_report where that is missing),
-# e.g. "base mid new" with a third build between the two. Usage:
-# gpu_report_builds N PREFIX ARG...; writes $W/PREFIX_NAME_I.json and .txt.
+# e.g. "base mid new" with a third build between the two. Round i starts
+# at build i - 1 of the list (mod its length), so that no build always
+# runs first or last (with "base new again", the base binary packed
+# twice, the two halves of one binary read up to 0.024 apart in the
+# spinning round trips' ratios and 0.064 in the blocking one's CPU time
+# when base always ran first and again last: calls n1 and n2,
+# 2026-11-27). Usage: gpu_report_builds N PREFIX ARG...; writes
+# $W/PREFIX_NAME_I.json and .txt.
 gpu_report_builds() {
   local n=$1 prefix=$2 cpus=${DISPATCH_CPUS-2,3} pin=()
   shift 2
   [ -z "$cpus" ] || pin=(taskset -c "$cpus")
   echo "gpu_report processes pinned to: ${cpus:-none}"; lscpu | grep -E "^(Model name|CPU\(s\)|NUMA node|Thread)" || true
+  local all=(${GPU_REPORT_BUILDS:-base new}) order k
   for i in $(seq 1 "$n"); do
-    for b in ${GPU_REPORT_BUILDS:-base new}; do
+    order=()
+    for k in "${!all[@]}"; do order+=("${all[$(( (k + i - 1) % ${#all[@]} ))]}"); done
+    for b in "${order[@]}"; do
       echo "== gpu_report $* ($b, process $i)"
       bin="$g/bin/gpu_report_$b"; [ -f "$bin" ] || bin="$g/bin/gpu_report"
       "${pin[@]}" "$bin" "$@" --json "$W/${prefix}_${b}_$i.json" > "$W/${prefix}_${b}_$i.txt" 2>&1
@@ -60,13 +69,21 @@ part_roundtrip() {
   # (default 7): enough for a median that the per-process levels of these
   # rows do not decide.
   # Every build after the first is compared with the first.
+  # With a build named "again" (the first build's binary packed a second
+  # time: an A/A), every other build is also compared with the first and
+  # again pooled, the base's best estimate.
   gpu_report_builds "${ROUNDTRIP_PROCS:-7}" rt --only roundtrip
   local builds=(${GPU_REPORT_BUILDS:-base new}) b
   for b in "${builds[@]:1}"; do
     echo "== round trips: $b against ${builds[0]}"
     python3 "$g/compare_dispatch.py" --base "$W"/rt_"${builds[0]}"_*.json --new "$W"/rt_"$b"_*.json --limit 0.03 | tee "$W/compare_rt_$b.md"
+    if [[ " ${builds[*]} " == *" again "* && $b != again ]]; then
+      echo "== round trips: $b against ${builds[0]} and again pooled"
+      python3 "$g/compare_dispatch.py" --base "$W"/rt_"${builds[0]}"_*.json "$W"/rt_again_*.json --new "$W"/rt_"$b"_*.json --limit 0.03 | tee "$W/compare_rt_${b}_pooled.md"
+    fi
   done
-  cp "$W"/rt_*.json "$W"/compare_rt_*.md "$OUT/" 2>/dev/null
+  # One archive: the device tool returns a limited number of files.
+  (cd "$W" && tar -cJf "$OUT/rt.tar.xz" rt_*.json rt_*.txt compare_rt_*.md)
 }
 part_ffn() {
   # FFN_TOKENS: the row counts of both sides (default 1,4,64).

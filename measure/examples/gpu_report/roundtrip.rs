@@ -14,7 +14,10 @@
 //! when each side ran in processes of its own (before 2026-11-27), two
 //! halves of one build's runs differed by up to 0.32 in a row's ratio to
 //! the floor. `--only roundtrip` runs these rows alone (seconds a run), so
-//! that two builds can be compared over many runs.
+//! that two builds can be compared over many runs; with
+//! `VKCOMPUTE_RT_ROWS=b2b` it runs the back-to-back spinning rows alone
+//! (about a second a child), so that many builds fit one call, as for a
+//! bisection between two commits.
 //!
 //! Each side reports, as medians: back-to-back round trips (one right after
 //! the other, so the wait finds the GPU and the driver primed) and isolated
@@ -87,16 +90,29 @@ fn print(side: &str, key: &str, (wall, cpu): (f64, Option<f64>)) {
     println!("rt {side} {key} {wall} {}", cpu.map_or(-1.0, |c| c));
 }
 
+/// Whether `VKCOMPUTE_RT_ROWS=b2b` asks for the back-to-back spinning
+/// rows alone (the spin-then-block round trip, its CPU time and the whole
+/// round trip: about a second a child where all rows take 5), so that
+/// several builds fit one run with many processes each.
+fn b2b_only() -> bool {
+    std::env::var("VKCOMPUTE_RT_ROWS").is_ok_and(|v| v == "b2b")
+}
+
 /// Our side's rows, on devices of its own (dropped on return).
 fn measure_ours(warm: usize, reps: usize, iso_reps: usize) {
     let print = |k: &str, v| print("ours", k, v);
     let ours = Ours::new(DeviceOptions::default(), 1).expect("ours");
     let f = || ours.submit_wait().expect("round trip");
     print("spin_b2b", sample(warm, reps, false, f));
-    print("spin_iso", sample(warm.min(20), iso_reps, true, f));
+    if !b2b_only() {
+        print("spin_iso", sample(warm.min(20), iso_reps, true, f));
+    }
     let w = || ours.round_trip().expect("round trip");
     print("whole_b2b", sample(warm, reps, false, w));
     drop(ours);
+    if b2b_only() {
+        return;
+    }
     let blocking = Ours::new(
         DeviceOptions {
             wait_spin: Duration::ZERO,
@@ -118,6 +134,9 @@ fn measure_floor(warm: usize, reps: usize, iso_reps: usize) {
         "spin_b2b",
         sample(warm, reps, false, || us(fl.round_trip(true))),
     );
+    if b2b_only() {
+        return;
+    }
     print(
         "spin_iso",
         sample(warm.min(20), iso_reps, true, || us(fl.round_trip(true))),
@@ -258,6 +277,9 @@ pub fn roundtrip_section(
         ("block_b2b", "blocking wait, back-to-back", ""),
         ("block_iso", "blocking wait, isolated", ""),
     ] {
+        if b2b_only() && key != "spin_b2b" {
+            continue;
+        }
         let (o, oc) = get(&ours, key);
         let (f, fc) = get(&floor, key);
         row(
@@ -286,6 +308,11 @@ pub fn roundtrip_section(
         Some(f),
         "— (floor re-submits a recorded buffer)",
     );
+    if b2b_only() {
+        notes.push(
+            "round trips: VKCOMPUTE_RT_ROWS=b2b, the back-to-back spinning rows alone".into(),
+        );
+    }
     notes.push(format!(
         "round trips: both sides in each of {children} child processes (one device at a time, which side first alternating; medians of the children's medians); isolated = {} ms of sleep before each; CPU time from clock_gettime(CLOCK_THREAD_CPUTIME_ID)",
         ISOLATION.as_millis()
