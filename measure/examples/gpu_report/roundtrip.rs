@@ -15,9 +15,9 @@
 //! halves of one build's runs differed by up to 0.32 in a row's ratio to
 //! the floor. `--only roundtrip` runs these rows alone (seconds a run), so
 //! that two builds can be compared over many runs; with
-//! `VKCOMPUTE_RT_ROWS=b2b` it runs the back-to-back spinning rows alone
-//! (about a second a child), so that many builds fit one call, as for a
-//! bisection between two commits.
+//! `VKCOMPUTE_RT_ROWS` it runs the rows named there alone ([`wanted`]),
+//! so that many builds fit one call, as for a bisection between two
+//! commits.
 //!
 //! Each side reports, as medians: back-to-back round trips (one right after
 //! the other, so the wait finds the GPU and the driver primed) and isolated
@@ -90,65 +90,77 @@ fn print(side: &str, key: &str, (wall, cpu): (f64, Option<f64>)) {
     println!("rt {side} {key} {wall} {}", cpu.map_or(-1.0, |c| c));
 }
 
-/// Whether `VKCOMPUTE_RT_ROWS=b2b` asks for the back-to-back spinning
-/// rows alone (the spin-then-block round trip, its CPU time and the whole
-/// round trip: about a second a child where all rows take 5), so that
-/// several builds fit one run with many processes each.
-fn b2b_only() -> bool {
-    std::env::var("VKCOMPUTE_RT_ROWS").is_ok_and(|v| v == "b2b")
+/// Whether row `key` runs: every row unless `VKCOMPUTE_RT_ROWS` names
+/// some, as keys separated by commas (`spin_b2b`, `spin_iso`,
+/// `whole_b2b`, `block_b2b`, `block_iso`) or `b2b` for the back-to-back
+/// spinning rows (`spin_b2b,whole_b2b`): about a second a child where all
+/// rows take five, so that several builds fit one call with many
+/// processes each. The whole round trip's row needs `spin_b2b` (the
+/// floor's figure it divides by).
+fn wanted(key: &str) -> bool {
+    match std::env::var("VKCOMPUTE_RT_ROWS") {
+        Err(_) => true,
+        Ok(v) if v == "b2b" => key == "spin_b2b" || key == "whole_b2b",
+        Ok(v) => v.split(',').any(|k| k.trim() == key),
+    }
 }
 
 /// Our side's rows, on devices of its own (dropped on return).
 fn measure_ours(warm: usize, reps: usize, iso_reps: usize) {
     let print = |k: &str, v| print("ours", k, v);
-    let ours = Ours::new(DeviceOptions::default(), 1).expect("ours");
-    let f = || ours.submit_wait().expect("round trip");
-    print("spin_b2b", sample(warm, reps, false, f));
-    if !b2b_only() {
-        print("spin_iso", sample(warm.min(20), iso_reps, true, f));
+    if wanted("spin_b2b") || wanted("spin_iso") || wanted("whole_b2b") {
+        let ours = Ours::new(DeviceOptions::default(), 1).expect("ours");
+        let f = || ours.submit_wait().expect("round trip");
+        if wanted("spin_b2b") {
+            print("spin_b2b", sample(warm, reps, false, f));
+        }
+        if wanted("spin_iso") {
+            print("spin_iso", sample(warm.min(20), iso_reps, true, f));
+        }
+        let w = || ours.round_trip().expect("round trip");
+        if wanted("whole_b2b") {
+            print("whole_b2b", sample(warm, reps, false, w));
+        }
     }
-    let w = || ours.round_trip().expect("round trip");
-    print("whole_b2b", sample(warm, reps, false, w));
-    drop(ours);
-    if b2b_only() {
-        return;
+    if wanted("block_b2b") || wanted("block_iso") {
+        let blocking = Ours::new(
+            DeviceOptions {
+                wait_spin: Duration::ZERO,
+                ..Default::default()
+            },
+            1,
+        )
+        .expect("ours, blocking");
+        let f = || blocking.submit_wait().expect("round trip");
+        if wanted("block_b2b") {
+            print("block_b2b", sample(warm, reps, false, f));
+        }
+        if wanted("block_iso") {
+            print("block_iso", sample(warm.min(20), iso_reps, true, f));
+        }
     }
-    let blocking = Ours::new(
-        DeviceOptions {
-            wait_spin: Duration::ZERO,
-            ..Default::default()
-        },
-        1,
-    )
-    .expect("ours, blocking");
-    let f = || blocking.submit_wait().expect("round trip");
-    print("block_b2b", sample(warm, reps, false, f));
-    print("block_iso", sample(warm.min(20), iso_reps, true, f));
 }
 
 /// The floor's rows, on a device of its own (dropped on return).
 fn measure_floor(warm: usize, reps: usize, iso_reps: usize) {
     let print = |k: &str, v| print("floor", k, v);
     let mut fl = Floor::new();
-    print(
-        "spin_b2b",
-        sample(warm, reps, false, || us(fl.round_trip(true))),
-    );
-    if b2b_only() {
-        return;
+    let rows = [
+        ("spin_b2b", true, false),
+        ("spin_iso", true, true),
+        ("block_b2b", false, false),
+        ("block_iso", false, true),
+    ];
+    for (key, spin, isolated) in rows {
+        if wanted(key) || (key == "spin_b2b" && wanted("whole_b2b")) {
+            let (w, n) = if isolated {
+                (warm.min(20), iso_reps)
+            } else {
+                (warm, reps)
+            };
+            print(key, sample(w, n, isolated, || us(fl.round_trip(spin))));
+        }
     }
-    print(
-        "spin_iso",
-        sample(warm.min(20), iso_reps, true, || us(fl.round_trip(true))),
-    );
-    print(
-        "block_b2b",
-        sample(warm, reps, false, || us(fl.round_trip(false))),
-    );
-    print(
-        "block_iso",
-        sample(warm.min(20), iso_reps, true, || us(fl.round_trip(false))),
-    );
 }
 
 /// If this process is a round-trip child, measures both sides in the
@@ -277,7 +289,7 @@ pub fn roundtrip_section(
         ("block_b2b", "blocking wait, back-to-back", ""),
         ("block_iso", "blocking wait, isolated", ""),
     ] {
-        if b2b_only() && key != "spin_b2b" {
+        if !wanted(key) {
             continue;
         }
         let (o, oc) = get(&ours, key);
@@ -299,19 +311,21 @@ pub fn roundtrip_section(
             );
         }
     }
-    let (o, _) = get(&ours, "whole_b2b");
-    let (f, _) = get(&floor, "spin_b2b");
-    row(
-        "round trip, whole: new batch + record + submit → wait".into(),
-        "wall",
-        o,
-        Some(f),
-        "— (floor re-submits a recorded buffer)",
-    );
-    if b2b_only() {
-        notes.push(
-            "round trips: VKCOMPUTE_RT_ROWS=b2b, the back-to-back spinning rows alone".into(),
+    if wanted("whole_b2b") {
+        let (o, _) = get(&ours, "whole_b2b");
+        let (f, _) = get(&floor, "spin_b2b");
+        row(
+            "round trip, whole: new batch + record + submit → wait".into(),
+            "wall",
+            o,
+            Some(f),
+            "— (floor re-submits a recorded buffer)",
         );
+    }
+    if let Ok(v) = std::env::var("VKCOMPUTE_RT_ROWS") {
+        notes.push(format!(
+            "round trips: VKCOMPUTE_RT_ROWS={v}: those rows alone"
+        ));
     }
     notes.push(format!(
         "round trips: both sides in each of {children} child processes (one device at a time, which side first alternating; medians of the children's medians); isolated = {} ms of sleep before each; CPU time from clock_gettime(CLOCK_THREAD_CPUTIME_ID)",
