@@ -95,8 +95,8 @@ fn print(side: &str, key: &str, (wall, cpu): (f64, Option<f64>)) {
 /// `whole_b2b`, `block_b2b`, `block_iso`) or `b2b` for the back-to-back
 /// spinning rows (`spin_b2b,whole_b2b`): about a second a child where all
 /// rows take five, so that several builds fit one call with many
-/// processes each. The whole round trip's row needs `spin_b2b` (the
-/// floor's figure it divides by).
+/// processes each. (The floor measures `spin_b2b` whenever `whole_b2b`
+/// runs: that row divides by it.)
 fn wanted(key: &str) -> bool {
     match std::env::var("VKCOMPUTE_RT_ROWS") {
         Err(_) => true,
@@ -105,60 +105,64 @@ fn wanted(key: &str) -> bool {
     }
 }
 
+/// Round trips per row: `warm` untimed then `reps` timed back to back, or
+/// `warm.min(20)` then `iso_reps` for an isolated row (a key ending in
+/// `_iso`).
+#[derive(Clone, Copy)]
+struct Reps {
+    warm: usize,
+    reps: usize,
+    iso_reps: usize,
+}
+
+/// Times row `key` of `side` with `f` and prints its `rt` line.
+fn row(side: &str, key: &str, r: Reps, f: impl FnMut() -> f64) {
+    let isolated = key.ends_with("_iso");
+    let (warm, reps) = if isolated {
+        (r.warm.min(20), r.iso_reps)
+    } else {
+        (r.warm, r.reps)
+    };
+    print(side, key, sample(warm, reps, isolated, f));
+}
+
 /// Our side's rows, on devices of its own (dropped on return).
-fn measure_ours(warm: usize, reps: usize, iso_reps: usize) {
-    let print = |k: &str, v| print("ours", k, v);
-    if wanted("spin_b2b") || wanted("spin_iso") || wanted("whole_b2b") {
+fn measure_ours(r: Reps) {
+    let spinning = ["spin_b2b", "spin_iso", "whole_b2b"];
+    if spinning.iter().any(|k| wanted(k)) {
         let ours = Ours::new(DeviceOptions::default(), 1).expect("ours");
-        let f = || ours.submit_wait().expect("round trip");
-        if wanted("spin_b2b") {
-            print("spin_b2b", sample(warm, reps, false, f));
-        }
-        if wanted("spin_iso") {
-            print("spin_iso", sample(warm.min(20), iso_reps, true, f));
-        }
-        let w = || ours.round_trip().expect("round trip");
-        if wanted("whole_b2b") {
-            print("whole_b2b", sample(warm, reps, false, w));
+        for key in spinning.into_iter().filter(|k| wanted(k)) {
+            if key == "whole_b2b" {
+                row("ours", key, r, || ours.round_trip().expect("round trip"));
+            } else {
+                row("ours", key, r, || ours.submit_wait().expect("round trip"));
+            }
         }
     }
-    if wanted("block_b2b") || wanted("block_iso") {
-        let blocking = Ours::new(
-            DeviceOptions {
-                wait_spin: Duration::ZERO,
-                ..Default::default()
-            },
-            1,
-        )
-        .expect("ours, blocking");
-        let f = || blocking.submit_wait().expect("round trip");
-        if wanted("block_b2b") {
-            print("block_b2b", sample(warm, reps, false, f));
-        }
-        if wanted("block_iso") {
-            print("block_iso", sample(warm.min(20), iso_reps, true, f));
+    let blocking = ["block_b2b", "block_iso"];
+    if blocking.iter().any(|k| wanted(k)) {
+        let options = DeviceOptions {
+            wait_spin: Duration::ZERO,
+            ..Default::default()
+        };
+        let ours = Ours::new(options, 1).expect("ours, blocking");
+        for key in blocking.into_iter().filter(|k| wanted(k)) {
+            row("ours", key, r, || ours.submit_wait().expect("round trip"));
         }
     }
 }
 
 /// The floor's rows, on a device of its own (dropped on return).
-fn measure_floor(warm: usize, reps: usize, iso_reps: usize) {
-    let print = |k: &str, v| print("floor", k, v);
+fn measure_floor(r: Reps) {
     let mut fl = Floor::new();
-    let rows = [
-        ("spin_b2b", true, false),
-        ("spin_iso", true, true),
-        ("block_b2b", false, false),
-        ("block_iso", false, true),
-    ];
-    for (key, spin, isolated) in rows {
+    for (key, spin) in [
+        ("spin_b2b", true),
+        ("spin_iso", true),
+        ("block_b2b", false),
+        ("block_iso", false),
+    ] {
         if wanted(key) || (key == "spin_b2b" && wanted("whole_b2b")) {
-            let (w, n) = if isolated {
-                (warm.min(20), iso_reps)
-            } else {
-                (warm, reps)
-            };
-            print(key, sample(w, n, isolated, || us(fl.round_trip(spin))));
+            row("floor", key, r, || us(fl.round_trip(spin)));
         }
     }
 }
@@ -171,12 +175,24 @@ pub fn child_main() -> bool {
         return false;
     }
     let quick = std::env::var_os("VKCOMPUTE_QUICK").is_some();
-    let (warm, reps, iso_reps) = if quick { (5, 20, 5) } else { (200, 2001, 201) };
+    let r = if quick {
+        Reps {
+            warm: 5,
+            reps: 20,
+            iso_reps: 5,
+        }
+    } else {
+        Reps {
+            warm: 200,
+            reps: 2001,
+            iso_reps: 201,
+        }
+    };
     let order = args.get(2).map(String::as_str).unwrap_or("");
     for side in order.split(',') {
         match side {
-            "ours" => measure_ours(warm, reps, iso_reps),
-            "floor" => measure_floor(warm, reps, iso_reps),
+            "ours" => measure_ours(r),
+            "floor" => measure_floor(r),
             other => panic!("{CHILD_ARG}: expected ours and floor, got {other:?}"),
         }
     }
