@@ -28,8 +28,9 @@ mkdir -p target
 # SECONDS), so a CI log shows where the run's minutes go.
 last_step=
 step_at=$SECONDS
+step_done() { [ -z "$last_step" ] || echo "-- $(( SECONDS - step_at )) s: $last_step"; }
 step() {
-  [ -z "$last_step" ] || echo "-- $(( SECONDS - step_at )) s: $last_step"
+  step_done
   last_step=$*
   step_at=$SECONDS
   echo
@@ -131,7 +132,7 @@ cargo run --quiet -p vkcompute-measure --example ffn_stack -- --hidden 64 --inte
   --tokens 1,3,17 --warm 1 --reps 3
 step "gpu_report at small sizes (the GPU machine runs it at full size)"
 cargo run --quiet -p vkcompute-measure --example gpu_report -- --json target/gpu_report_quick.json
-echo "-- $(( SECONDS - step_at )) s: $last_step"
+step_done
 echo "-- $SECONDS s in all"
 echo
 skips=$(wc -l < "$VKCOMPUTE_SKIP_LOG")
