@@ -91,6 +91,11 @@ layout(push_constant) uniform P {
 #if defined(NORM)
     float eps;
 #endif
+#if defined(MLP)
+    // mlp.glsl's: down weight rows read in 16-byte chunks (1) or by
+    // element (0), and the workgroups in the grid.
+    uint dvec; uint wgs;
+#endif
 };
 
 #if defined(NORM)
@@ -305,6 +310,7 @@ void store(uint u, uint s, uint m0, uint lane, uint width, float acc[R][MT]) {
     }
 }
 
+#if !defined(MLP)
 void main() {
     uint mch = gl_WorkGroupID.x % mchunks;
     uint group = gl_WorkGroupID.x / mchunks;
@@ -436,3 +442,4 @@ void main() {
     }
 #endif
 }
+#endif

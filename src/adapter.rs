@@ -120,6 +120,10 @@ pub struct AdapterInfo {
     pub subgroup_arithmetic: bool,
     /// storageBuffer16BitAccess: 16-bit values in storage buffers.
     pub storage_buffer16: bool,
+    /// `VK_EXT_shader_atomic_float` with `shaderBufferFloat32AtomicAdd`:
+    /// atomic adds of f32 values in storage buffers (the fused SwiGLU
+    /// MLP's down projection adds its workgroups' parts with them).
+    pub float32_atomic_add: bool,
     /// The adapter lists `VK_KHR_portability_subset`: a portability
     /// implementation (MoltenVK over Metal) that leaves parts of Vulkan
     /// out; the device is created with the extension enabled.
@@ -230,6 +234,7 @@ pub(crate) fn fake(index: usize, name: &str, ty: AdapterType, mem: u64) -> Adapt
         max_threads_per_compute_unit: 0,
         subgroup_arithmetic: true,
         storage_buffer16: false,
+        float32_atomic_add: false,
         portability_subset: false,
         cooperative_matrix_shapes: Vec::new(),
         cooperative_matrix_nv_shapes: Vec::new(),

@@ -58,6 +58,8 @@ fn reads_raw_words(name: &str) -> bool {
         || name.starts_with("matmul_f16_khr")
         || name.starts_with("linear_f16")
         || name.starts_with("linear_bf16")
+        || name.starts_with("mlp_f16")
+        || name.starts_with("mlp_bf16")
         || name.starts_with("linear_cm2")
         || name.starts_with("linear_tc_")
         || name.starts_with("matmul_bf16w")

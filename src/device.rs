@@ -455,6 +455,11 @@ impl DeviceInner {
             extensions.extend(use_stats.then_some(crate::pipeline_stats::EXTENSION.as_ptr()));
             let coop = crate::coopmat::probe(&instance.entry, &instance.raw, p.physical);
             extensions.extend(coop.extensions());
+            // f32 atomic adds on storage buffers (the fused MLP's).
+            let use_atomic_float = p.info.float32_atomic_add;
+            extensions.extend(use_atomic_float.then_some(probe::ATOMIC_FLOAT.as_ptr()));
+            let mut eatomic = vk::PhysicalDeviceShaderAtomicFloatFeaturesEXT::default()
+                .shader_buffer_float32_atomic_add(true);
             let mut coop_khr =
                 vk::PhysicalDeviceCooperativeMatrixFeaturesKHR::default().cooperative_matrix(true);
             let mut coop_nv =
@@ -470,7 +475,8 @@ impl DeviceInner {
                 coop.nv,
                 coop.khr,
             )
-            .with_coopmat2(coop.nv2.map(|f| f.enabled()));
+            .with_coopmat2(coop.nv2.map(|f| f.enabled()))
+            .with_float32_atomic_add(use_atomic_float);
             let mut info = vk::DeviceCreateInfo::default()
                 .queue_create_infos(&queue_infos)
                 .enabled_extension_names(&extensions)
@@ -494,6 +500,9 @@ impl DeviceInner {
             }
             if use_stats {
                 info = info.push_next(&mut estats);
+            }
+            if use_atomic_float {
+                info = info.push_next(&mut eatomic);
             }
             let t_dev = std::time::Instant::now();
             let raw = instance

@@ -13,6 +13,7 @@ use crate::error::{vk_error, Result};
 pub(crate) const PUSH_DESCRIPTOR: &CStr = ash::khr::push_descriptor::NAME;
 const COOPERATIVE_MATRIX: &CStr = c"VK_KHR_cooperative_matrix";
 pub(crate) const SHADER_CLOCK: &CStr = c"VK_KHR_shader_clock";
+pub(crate) const ATOMIC_FLOAT: &CStr = c"VK_EXT_shader_atomic_float";
 const NV_SM_BUILTINS: &CStr = c"VK_NV_shader_sm_builtins";
 const AMD_SHADER_CORE: &CStr = c"VK_AMD_shader_core_properties";
 
@@ -138,11 +139,16 @@ fn probe_one(
         let mut f12 = vk::PhysicalDeviceVulkan12Features::default();
         let mut fexec = vk::PhysicalDevicePipelineExecutablePropertiesFeaturesKHR::default();
         let has_exec = has_ext(crate::pipeline_stats::EXTENSION);
+        let mut fatomic = vk::PhysicalDeviceShaderAtomicFloatFeaturesEXT::default();
+        let has_atomic_float = has_ext(ATOMIC_FLOAT);
         let mut feats2 = vk::PhysicalDeviceFeatures2::default()
             .push_next(&mut f11)
             .push_next(&mut f12);
         if has_exec {
             feats2 = feats2.push_next(&mut fexec);
+        }
+        if has_atomic_float {
+            feats2 = feats2.push_next(&mut fatomic);
         }
         instance.get_physical_device_features2(pd, &mut feats2);
 
@@ -240,6 +246,8 @@ fn probe_one(
                     vk::SubgroupFeatureFlags::BASIC | vk::SubgroupFeatureFlags::ARITHMETIC,
                 ),
             storage_buffer16: f11.storage_buffer16_bit_access == vk::TRUE,
+            float32_atomic_add: has_atomic_float
+                && fatomic.shader_buffer_float32_atomic_add == vk::TRUE,
             portability_subset: crate::portability::needs_subset(
                 &exts
                     .iter()

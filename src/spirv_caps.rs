@@ -56,6 +56,8 @@ pub(crate) struct ShaderFeatures {
     pub compute_full_subgroups: bool,
     /// `timelineSemaphore` (Vulkan 1.2): every ticket waits on one.
     pub timeline_semaphore: bool,
+    /// `shaderBufferFloat32AtomicAdd` (VK_EXT_shader_atomic_float).
+    pub float32_atomic_add: bool,
     /// VK_NV_cooperative_matrix2's features, as enabled.
     pub coopmat2_reductions: bool,
     pub coopmat2_conversions: bool,
@@ -117,6 +119,14 @@ impl ShaderFeatures {
             coopmat2_per_element: f.per_element_operations,
             coopmat2_tensor_addressing: f.tensor_addressing,
             coopmat2_block_loads: f.block_loads,
+            ..self
+        }
+    }
+
+    /// The same with f32 atomic adds on storage buffers enabled or not.
+    pub(crate) fn with_float32_atomic_add(self, on: bool) -> ShaderFeatures {
+        ShaderFeatures {
+            float32_atomic_add: on,
             ..self
         }
     }
@@ -204,6 +214,11 @@ impl ShaderFeatures {
                 "TensorAddressingNV",
                 "cooperativeMatrixTensorAddressing (VK_NV_cooperative_matrix2)",
                 self.coopmat2_tensor_addressing,
+            ),
+            6033 => (
+                "AtomicFloat32AddEXT",
+                "shaderBufferFloat32AtomicAdd (VK_EXT_shader_atomic_float)",
+                self.float32_atomic_add,
             ),
             6022 => (
                 "CooperativeMatrixKHR",

@@ -75,6 +75,12 @@ pub struct ModelOptions {
     /// projection's output) where the adapter has subgroup arithmetic;
     /// else the two ops (`qk_norm_rope_append`, then `attention_decode`).
     pub fused_qk: bool,
+    /// Record each decode layer's MLP (RMSNorm, gate|up, SiLU·mul, down
+    /// and the residual) as one `ops::swiglu_mlp` block, which runs as one
+    /// fused dispatch where `ops::choose_mlp` says so (up to 4 sequences,
+    /// on adapters with f32 atomic adds); else, and always in prefill, the
+    /// norm fused into gate|up, then down with the residual.
+    pub fused_mlp: bool,
     /// How the decode step computes its projections: exact f32 activations
     /// (the default), or `ops::choose_linear`'s own plan, which rounds the
     /// inputs of the tensor-core products it picks (from 5 sequences with
@@ -93,6 +99,7 @@ impl Default for ModelOptions {
             profile: false,
             kv_f32: true,
             fused_qk: true,
+            fused_mlp: true,
             decode_matmul: DecodeMatmul::Exact,
         }
     }
@@ -546,19 +553,31 @@ impl Model {
     }
 
     /// Records a layer from its attention output `r.ao`: o_proj with the
-    /// residual, norm fused into gate|up with SiLU·mul, down with the
-    /// residual (the products `p`, [`Model::project`]).
+    /// residual, then the MLP: with `mlp_block` where `ops::choose_mlp`
+    /// fuses it, one `ops::swiglu_mlp` dispatch; else the norm fused into
+    /// gate|up with SiLU·mul, down with the residual (the products `p`,
+    /// [`Model::project`]).
     pub(crate) fn record_post_attn(
         &self,
         b: &mut Batch,
         l: &Layer,
         r: &Rows,
         p: Products<'_>,
+        mlp_block: bool,
     ) -> Result<()> {
         let d = &self.dims;
         let m = r.m;
         let res = Epilogue::Residual(&r.h);
         self.project(b, p, &r.ao, &l.o, &r.h, (m, d.qw(), d.hidden), res)?;
+        let plan = ops::choose_mlp(m, self.gpu.info().float32_atomic_add);
+        if mlp_block && plan.fused && !matches!(p, Products::Half(_)) {
+            let norm = Some((&l.post_norm, d.eps));
+            let (gu, dn) = (l.gate_up.weights(), l.down.weights());
+            let shape = (m, d.hidden, d.inter);
+            return Ok(ops::swiglu_mlp_with_plan(
+                b, &r.h, norm, gu, dn, &r.h, shape, plan,
+            )?);
+        }
         let gu = (m, d.hidden, 2 * d.inter);
         let norm = (&l.post_norm, &r.xn);
         self.project_normed(b, p, &r.h, norm, &l.gate_up, &r.mlp, gu, Epilogue::SiluMul)?;
@@ -621,7 +640,7 @@ impl Model {
                 self.record_pre_attn(b, l, r, &cursor, all.clone(), bsz, p)?;
                 attend::decode(b, r, &l.cache, &cursor, ds, self.scale())?;
             }
-            self.record_post_attn(b, l, r, p)?;
+            self.record_post_attn(b, l, r, p, self.opts.fused_mlp)?;
         }
         // The LM head takes the step's products too (an exact step keeps
         // f32 activations in every product).

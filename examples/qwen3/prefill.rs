@@ -165,7 +165,7 @@ impl Model {
                     copy(&mut b, &all.h, &r.h, span(c, r, d.hidden), false)?;
                     copy(&mut b, &all.ao, &r.ao, span(c, r, d.qw()), false)?;
                 }
-                self.record_post_attn(&mut b, l, r, Products::prefill(half))?;
+                self.record_post_attn(&mut b, l, r, Products::prefill(half), false)?;
                 if c.rows.is_some() {
                     copy(&mut b, &r.h, &all.h, span(c, r, d.hidden), true)?;
                 }

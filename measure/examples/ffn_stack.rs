@@ -4,9 +4,16 @@
 //! and bf16: the decode-time workload of a real model, bound by the
 //! bandwidth of reading every weight once per forward.
 //!
-//! Each layer is two [`ops::linear`] calls: the merged `[2·I, H]` gate|up
-//! weight with [`Epilogue::SiluMul`], then the `[H, I]` down weight with an
-//! in-place [`Epilogue::Residual`]. A forward for T tokens (x is `[T, H]`)
+//! Each layer is one [`ops::swiglu_mlp`] block (`--blocks mlp`, the
+//! default: the merged `[2·I, H]` gate|up weight and the `[H, I]` down
+//! weight, the residual added in place; one fused dispatch up to
+//! [`ops::MLP_FUSED_MAX_M`] tokens where the adapter has f32 atomic adds,
+//! else the two linear layers below), or two [`ops::linear`] calls
+//! (`--blocks linear`): gate|up with [`Epilogue::SiluMul`], then down with
+//! an in-place [`Epilogue::Residual`]. `--blocks mlp,linear` times both in
+//! one process (rows keyed `{dtype}_T{t}` and `{dtype}_T{t}_linear`);
+//! `mlp_jN` forces the fused kernel with N intermediate features per
+//! workgroup (`{dtype}_T{t}_mlp_jN`). Each row prints the plan it ran. A forward for T tokens (x is `[T, H]`)
 //! is recorded once as a [`Graph`] (a copy of x into the residual stream,
 //! then the layers, barriers between) and launched `--reps` times (default
 //! 30) after untimed launches of the same graph for at least `--warm-ms`
@@ -31,7 +38,7 @@
 //! cargo run --release -p vkcompute-measure --example ffn_stack -- [--hidden 2560] [--inter 9728]
 //!     [--layers 36] [--tokens 1,4,64] [--dtypes f32,bf16] [--warm 5]
 //!     [--warm-ms 500] [--reps 30] [--check-layers 2] [--json out.json] [--torch torch.json]
-//!     [--rows-per-pass R] [--splits S] [--profile]
+//!     [--rows-per-pass R] [--splits S] [--profile] [--blocks mlp,linear,mlp_j32]
 //! ```
 //!
 //! `--profile` launches each timed graph once more recorded with GPU
@@ -77,6 +84,7 @@ struct Args {
     rows_per_pass: Option<u32>,
     splits: Option<(u32, u32)>,
     profile: bool,
+    blocks: Vec<String>,
 }
 
 fn args() -> Args {
@@ -118,7 +126,14 @@ fn args() -> Args {
             }
         }),
         profile: std::env::args().any(|a| a == "--profile"),
+        blocks: list("--blocks", "mlp"),
     };
+    for b in &args.blocks {
+        assert!(
+            b == "mlp" || b == "linear" || block_features(b).is_some(),
+            "--blocks: mlp, linear or mlp_jN, got {b}"
+        );
+    }
     assert!(
         args.layers >= 1 && args.reps >= 1,
         "--layers and --reps ≥ 1"
@@ -269,8 +284,28 @@ struct Acts {
     y: Buffer<f32>,
 }
 
+/// The forced feature count of an `mlp_jN` block.
+fn block_features(block: &str) -> Option<u32> {
+    block.strip_prefix("mlp_j").and_then(|n| n.parse().ok())
+}
+
+/// The plan an MLP block (`mlp` or `mlp_jN`) records at `t` tokens.
+fn mlp_plan(gpu: &Device, block: &str, t: u32) -> ops::MlpPlan {
+    let chosen = ops::choose_mlp(t, gpu.info().float32_atomic_add);
+    match block_features(block) {
+        Some(features) => ops::MlpPlan {
+            fused: true,
+            features,
+            ..chosen
+        },
+        None => chosen,
+    }
+}
+
 /// Records a forward through `layers` into a graph: y = x, then per layer
-/// h = silu(y·Wgᵀ)·(y·Wuᵀ), y = h·Wdᵀ + y.
+/// y = y + silu(y·Wgᵀ)·(y·Wuᵀ)·Wdᵀ, as `block` says (`mlp`, `mlp_jN`:
+/// one [`ops::swiglu_mlp`]; `linear`: two [`ops::linear`]s through h).
+#[allow(clippy::too_many_arguments)]
 fn record(
     gpu: &Device,
     layers: &[(Weight, Weight)],
@@ -278,11 +313,26 @@ fn record(
     (t, h, i): (u32, u32, u32),
     force: (Option<u32>, Option<(u32, u32)>),
     profiling: Profiling,
+    block: &str,
 ) -> Result<Graph> {
     let mut rec = gpu.graph_recorder_with(profiling)?;
     rec.copy(&a.x, &a.y)?;
     for (gu, d) in layers {
         rec.barrier();
+        if block != "linear" {
+            let plan = mlp_plan(gpu, block, t);
+            let shape = (t, h, i);
+            match (gu, d) {
+                (Weight::F32(g), Weight::F32(d)) => {
+                    ops::swiglu_mlp_with_plan(&mut rec, &a.y, None, g, d, &a.y, shape, plan)?
+                }
+                (Weight::Bf16(g), Weight::Bf16(d)) => {
+                    ops::swiglu_mlp_with_plan(&mut rec, &a.y, None, g, d, &a.y, shape, plan)?
+                }
+                _ => unreachable!("a layer's weights share their dtype"),
+            }
+            continue;
+        }
         gu.linear(
             &mut rec,
             &a.y,
@@ -410,68 +460,119 @@ fn main() -> Result<()> {
                 h: gpu.alloc(tu * iu)?,
                 y: gpu.alloc(tu * hu)?,
             };
-            // Correctness on the first layers, at the full width.
-            let nc = a.check_layers.min(a.layers);
-            if nc > 0 {
-                let g = record(&gpu, &layers[..nc], &acts, (t, h, i), force, Profiling::Off)?;
-                g.launch()?.wait()?;
-                let got = acts.y.download()?;
-                let want = reference(&x, &sets, nc, tu, hu, iu);
-                let scale = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-                let err = got
-                    .iter()
-                    .zip(&want)
-                    .map(|(&g, &w)| (f64::from(g) - w).abs())
-                    .fold(0.0f64, f64::max)
-                    / scale;
-                // Either layer on the tensor cores rounds its x to f16.
-                let caps = MatmulCaps::of(info);
-                let tensor = |k: u32, n: u32, silu: bool| {
-                    let rows_per_pass = force.0.unwrap_or_else(|| {
-                        ops::choose_linear(t, k, n, ops::DType::Bf16, silu, &caps).rows_per_pass
-                    });
-                    LinearPlan {
-                        rows_per_pass,
-                        splits: 1,
-                    }
-                    .rounds_x_to_f16()
+            for block in &a.blocks {
+                let block = block.as_str();
+                // The kernels this block runs, in words.
+                let plan = mlp_plan(&gpu, block, t);
+                let ran = if block != "linear" && plan.fused {
+                    format!(
+                        "fused MLP kernel, {} rows per pass, {} features per workgroup",
+                        plan.rows_per_pass, plan.features
+                    )
+                } else {
+                    let caps = MatmulCaps::of(info);
+                    let dtype = if bf16 {
+                        ops::DType::Bf16
+                    } else {
+                        ops::DType::F32
+                    };
+                    let p = |k, n, silu| {
+                        let c = ops::choose_linear(t, k, n, dtype, silu, &caps);
+                        (
+                            force.0.unwrap_or(c.rows_per_pass),
+                            force.1.map_or(c.splits, |s| if silu { s.0 } else { s.1 }),
+                        )
+                    };
+                    format!(
+                        "two linear layers: gate|up (rows per pass, splits) {:?}, down {:?}",
+                        p(h, 2 * i, true),
+                        p(i, h, false)
+                    )
                 };
-                let f16_acts = bf16 && (tensor(h, 2 * i, true) || tensor(i, h, false));
-                let tol = if f16_acts { 1e-3 } else { 1e-4 };
-                assert!(
+                println!("{dt} T={t} [{block}]: {ran}");
+                // Correctness on the first layers, at the full width.
+                let nc = a.check_layers.min(a.layers);
+                if nc > 0 {
+                    let g = record(
+                        &gpu,
+                        &layers[..nc],
+                        &acts,
+                        (t, h, i),
+                        force,
+                        Profiling::Off,
+                        block,
+                    )?;
+                    g.launch()?.wait()?;
+                    let got = acts.y.download()?;
+                    let want = reference(&x, &sets, nc, tu, hu, iu);
+                    let scale = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+                    let err = got
+                        .iter()
+                        .zip(&want)
+                        .map(|(&g, &w)| (f64::from(g) - w).abs())
+                        .fold(0.0f64, f64::max)
+                        / scale;
+                    // Either layer on the tensor cores rounds its x to f16.
+                    let caps = MatmulCaps::of(info);
+                    let tensor = |k: u32, n: u32, silu: bool| {
+                        let rows_per_pass = force.0.unwrap_or_else(|| {
+                            ops::choose_linear(t, k, n, ops::DType::Bf16, silu, &caps).rows_per_pass
+                        });
+                        LinearPlan {
+                            rows_per_pass,
+                            splits: 1,
+                        }
+                        .rounds_x_to_f16()
+                    };
+                    let fused = block != "linear" && plan.fused;
+                    let f16_acts =
+                        bf16 && !fused && (tensor(h, 2 * i, true) || tensor(i, h, false));
+                    let tol = if f16_acts { 1e-3 } else { 1e-4 };
+                    assert!(
                     err < tol,
                     "{dt} T={t}: {nc} layers differ from the f64 reference by {err:.2e} of the largest output (bound {tol:.0e})"
                 );
-                println!("{dt} T={t}: {nc} layers match the f64 reference (max error {err:.1e} of the largest output)");
-            }
-            let graph = record(&gpu, &layers, &acts, (t, h, i), force, Profiling::Off)?;
-            // Warm-up: the same graph, back to back, until the clocks have
-            // ramped (at least --warm-ms and --warm launches).
-            let warm_for = std::time::Duration::from_millis(a.warm_ms);
-            let (w0, mut warm_n) = (Instant::now(), 0usize);
-            while warm_n < a.warm || w0.elapsed() < warm_for {
-                graph.launch()?.wait()?;
-                warm_n += 1;
-            }
-            let mut times: Vec<f64> = (0..a.reps)
-                .map(|_| {
-                    let s = Instant::now();
+                    println!("{dt} T={t}: {nc} layers match the f64 reference (max error {err:.1e} of the largest output)");
+                }
+                let graph = record(
+                    &gpu,
+                    &layers,
+                    &acts,
+                    (t, h, i),
+                    force,
+                    Profiling::Off,
+                    block,
+                )?;
+                // Warm-up: the same graph, back to back, until the clocks have
+                // ramped (at least --warm-ms and --warm launches).
+                let warm_for = std::time::Duration::from_millis(a.warm_ms);
+                let (w0, mut warm_n) = (Instant::now(), 0usize);
+                while warm_n < a.warm || w0.elapsed() < warm_for {
                     graph.launch()?.wait()?;
-                    Ok(s.elapsed().as_secs_f64())
-                })
-                .collect::<Result<_>>()?;
-            let med = median(&mut times);
-            let (min, max) = (times[0], times[times.len() - 1]);
-            let bw = wbytes as f64 / med / 1e9;
-            let key = format!("{dt}_T{t}");
-            let theirs = torch
-                .as_ref()
-                .and_then(|j| cuda_ref::anchor_value(j, &format!("{key}_ms")));
-            let vs = theirs.map_or(String::new(), |ms| {
-                format!(", PyTorch {ms:.3} ms (ours / theirs {:.2})", med * 1e3 / ms)
-            });
-            println!(
-                "{dt} T={t}: median {:.3} ms (min {:.3}, max {:.3}) per forward of {} launches; \
+                    warm_n += 1;
+                }
+                let mut times: Vec<f64> = (0..a.reps)
+                    .map(|_| {
+                        let s = Instant::now();
+                        graph.launch()?.wait()?;
+                        Ok(s.elapsed().as_secs_f64())
+                    })
+                    .collect::<Result<_>>()?;
+                let med = median(&mut times);
+                let (min, max) = (times[0], times[times.len() - 1]);
+                let bw = wbytes as f64 / med / 1e9;
+                let key = match block {
+                    "mlp" => format!("{dt}_T{t}"),
+                    b => format!("{dt}_T{t}_{b}"),
+                };
+                let theirs = torch
+                    .as_ref()
+                    .and_then(|j| cuda_ref::anchor_value(j, &format!("{dt}_T{t}_ms")));
+                let vs = theirs.map_or(String::new(), |ms| {
+                    format!(", PyTorch {ms:.3} ms (ours / theirs {:.2})", med * 1e3 / ms)
+                });
+                println!(
+                "{dt} T={t} [{block}]: median {:.3} ms (min {:.3}, max {:.3}) per forward of {} launches; \
                  weights {bw:.1} GB/s = {:.2}× copy{vs}",
                 med * 1e3,
                 min * 1e3,
@@ -479,17 +580,30 @@ fn main() -> Result<()> {
                 a.reps,
                 bw / copy
             );
-            json.push(format!(
+                json.push(format!(
                 "\"{key}_ms\": {:.4}, \"{key}_min_ms\": {:.4}, \"{key}_max_ms\": {:.4}, \"{key}_weight_GBps\": {bw:.2}",
                 med * 1e3,
                 min * 1e3,
                 max * 1e3
             ));
-            if a.profile {
-                let g = record(&gpu, &layers, &acts, (t, h, i), force, Profiling::Commands)?;
-                g.launch()?.wait()?;
-                g.launch()?.wait()?;
-                print_profile(&format!("{dt} T={t}"), &g.last_profile()?, layers.len());
+                if a.profile {
+                    let g = record(
+                        &gpu,
+                        &layers,
+                        &acts,
+                        (t, h, i),
+                        force,
+                        Profiling::Commands,
+                        block,
+                    )?;
+                    g.launch()?.wait()?;
+                    g.launch()?.wait()?;
+                    print_profile(
+                        &format!("{dt} T={t} [{block}]"),
+                        &g.last_profile()?,
+                        layers.len(),
+                    );
+                }
             }
         }
     }

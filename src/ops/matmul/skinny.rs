@@ -785,7 +785,11 @@ pub use tc_stream::{
     window_splits, LINEAR_TENSOR_STREAM, LINEAR_TENSOR_WINDOW, STREAM_MAX_ROWS, STREAM_MIN_ROWS,
     WINDOW_MIN_ROWS,
 };
+mod mlp;
 mod sg32;
+pub use mlp::{
+    choose_mlp, swiglu_mlp, swiglu_mlp_with_plan, MlpPlan, MLP_FEATURES, MLP_FUSED_MAX_M,
+};
 pub use normed::{linear_normed, linear_normed_with_plan, NORM_FUSED_MAX_ROWS};
 use sg32::narrow_max_rows;
 

@@ -1,0 +1,12 @@
+#version 450
+#extension GL_EXT_shader_atomic_float : require
+// Fused SwiGLU MLP with f32 weights (see mlp.glsl); MT rows of x per pass:
+// 4 here, the variants below for 1 and 2.
+// variant: mlp_f32_m1 MT=1
+// variant: mlp_f32_m2 MT=2
+// The same with the RMSNorm before it (NORM, see linear.glsl):
+// variant: mlp_f32_norm NORM=1
+// variant: mlp_f32_m1_norm MT=1 NORM=1
+// variant: mlp_f32_m2_norm MT=2 NORM=1
+#define WTYPE_F32
+#include "mlp.glsl"

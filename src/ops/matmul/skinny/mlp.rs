@@ -1,0 +1,397 @@
+//! A transformer's SwiGLU MLP block for a few rows, residual included:
+//! `y = x + (silu(n·W_gateᵀ) * (n·W_upᵀ))·W_downᵀ`, where `n` is x or
+//! `RMSNorm(x)`, the weights stored as Hugging Face stores them (a merged
+//! `[2·I, k]` gate|up weight, gate rows first, and the `[k, I]` down
+//! weight) in f32, [`F16`](crate::ops::F16) or [`Bf16`](crate::ops::Bf16).
+//!
+//! ```
+//! # fn main() -> vkcompute::Result<()> {
+//! use vkcompute::{ops, Device};
+//! let gpu = Device::new()?;
+//! let x = gpu.upload(&[1.0f32, 2.0])?;                    // 1×2
+//! // I = 1: the gate row, then the up row, each [k] = 2 wide.
+//! let gate_up = gpu.upload(&[1.0f32, 0.0, 0.0, 1.0])?;
+//! let down = gpu.upload(&[1.0f32, -1.0])?;                // [k, I] = 2×1
+//! let y = gpu.alloc::<f32>(2)?;
+//! let mut batch = gpu.batch()?;
+//! ops::swiglu_mlp(&mut batch, &x, None, &gate_up, &down, &y, 1, 2, 1)?;
+//! batch.submit()?;
+//! let h = 1.0 / (1.0 + (-1.0f32).exp()) * 2.0;            // silu(1) · 2
+//! let got = y.download()?;
+//! assert!((got[0] - (1.0 + h)).abs() < 1e-5 && (got[1] - (2.0 - h)).abs() < 1e-5);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! **Fused** ([`MlpPlan::fused`]), on adapters with f32 atomic adds on
+//! storage buffers (`VK_EXT_shader_atomic_float`'s
+//! `shaderBufferFloat32AtomicAdd`) for up to [`MLP_FUSED_MAX_M`] rows, the
+//! block is one dispatch (`shaders/mlp.glsl`). The intermediate features
+//! split the work with no exchange between workgroups: each workgroup owns
+//! [`MlpPlan::features`] consecutive features, computes their
+//! `silu(gate)·up` with the skinny linear kernel's products (the RMSNorm's
+//! scale last, as [`super::linear_normed`] takes it at one K slice), then
+//! streams the matching columns of every row of the down weight and adds
+//! its part of the down projection into an accumulator with atomic adds.
+//! The last workgroup to finish writes `y = x + accumulator` and clears
+//! the accumulator for the next run. Decode of a model is a chain of
+//! dependent launches; this takes one launch out of each block, and the
+//! down weight's stream starts while other workgroups still read gate|up.
+//! The sum over workgroups lands in the order the atomics do, so the
+//! result may differ in its last bits from run to run.
+//!
+//! **Otherwise** two [`super::linear`] layers (gate|up with
+//! [`super::Epilogue::SiluMul`] into a scratch `[m, I]` buffer the batch
+//! holds, a barrier, then down with a residual epilogue), which
+//! [`choose_mlp`] picks past [`MLP_FUSED_MAX_M`] rows or without the atomics.
+//!
+//! Like any command, the block may overlap commands recorded before it:
+//! put a [`Batch::barrier`] between a command that writes its inputs and
+//! the block.
+
+use super::*;
+
+const OP_MLP: &str = "ops::swiglu_mlp";
+
+/// The most rows of x the fused block takes (in passes of up to 4 rows,
+/// the weights read once per pass).
+pub const MLP_FUSED_MAX_M: u32 = 4;
+
+/// Intermediate features per workgroup of the fused kernel by default.
+pub const MLP_FEATURES: u32 = 64;
+
+/// How a [`swiglu_mlp`] block runs: [`choose_mlp`]'s decision, or one
+/// given to [`swiglu_mlp_with_plan`] (for tests and tuning).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct MlpPlan {
+    /// One fused dispatch (`true`) or two linear layers.
+    pub fused: bool,
+    /// Fused: rows of x per pass (1, 2 or 4).
+    pub rows_per_pass: u32,
+    /// Fused: intermediate features per workgroup ([`MLP_FEATURES`]; 32
+    /// and 128 exist for bf16 weights at one row per pass, to measure).
+    pub features: u32,
+}
+
+/// Picks the plan for an MLP block of `m` rows: fused where the adapter
+/// has f32 atomic adds on storage buffers and `m` is at most
+/// [`MLP_FUSED_MAX_M`], with the smallest of 1, 2, 4 rows per pass that
+/// holds `m` and [`MLP_FEATURES`] features per workgroup; otherwise two
+/// linear layers. Pure.
+pub fn choose_mlp(m: u32, float32_atomic_add: bool) -> MlpPlan {
+    let fused = float32_atomic_add && (1..=MLP_FUSED_MAX_M).contains(&m);
+    MlpPlan {
+        fused,
+        rows_per_pass: [1, 2, 4].into_iter().find(|&r| r >= m).unwrap_or(4),
+        features: MLP_FEATURES,
+    }
+}
+
+/// Records `y = x + (silu(n·W_gateᵀ) * (n·W_upᵀ))·W_downᵀ` with `n =
+/// RMSNorm(x)` under `norm` (its weight, `[k]` f32, and eps, finite and
+/// above 0) or `n = x`: `x` and `y` are `[m, k]` f32 (1 ≤ m ≤
+/// [`LINEAR_MAX_M`]), `w_gate_up` the merged `[2·inter, k]` gate|up weight
+/// (gate rows first), `w_down` the `[k, inter]` down weight, both of one
+/// dtype (f32, F16 or Bf16). `y` may be `x` (the residual added in place);
+/// it may not be a weight. [`choose_mlp`]'s plan (see the module).
+#[allow(clippy::too_many_arguments)]
+pub fn swiglu_mlp<'w>(
+    batch: &mut Batch,
+    x: &Buffer<f32>,
+    norm: Option<(&Buffer<f32>, f32)>,
+    w_gate_up: impl Into<Weights<'w>>,
+    w_down: impl Into<Weights<'w>>,
+    y: &Buffer<f32>,
+    m: u32,
+    k: u32,
+    inter: u32,
+) -> Result<()> {
+    let plan = choose_mlp(m, x.device().info().float32_atomic_add);
+    swiglu_mlp_with_plan(batch, x, norm, w_gate_up, w_down, y, (m, k, inter), plan)
+}
+
+/// [`swiglu_mlp`] with an explicit plan (`shape` is `(m, k, inter)`).
+#[allow(clippy::too_many_arguments)]
+pub fn swiglu_mlp_with_plan<'w>(
+    batch: &mut Batch,
+    x: &Buffer<f32>,
+    norm: Option<(&Buffer<f32>, f32)>,
+    w_gate_up: impl Into<Weights<'w>>,
+    w_down: impl Into<Weights<'w>>,
+    y: &Buffer<f32>,
+    (m, k, inter): (u32, u32, u32),
+    plan: MlpPlan,
+) -> Result<()> {
+    let (wgu, wd) = (w_gate_up.into(), w_down.into());
+    let gpu = x.device();
+    check_mlp(&gpu, x, norm, &wgu, &wd, y, (m, k, inter), plan)?;
+    if !plan.fused {
+        return unfused(batch, x, norm, wgu, wd, y, (m, k, inter));
+    }
+    fused(batch, x, norm, wgu, wd, y, (m, k, inter), plan)
+}
+
+/// The two linear layers.
+fn unfused(
+    batch: &mut Batch,
+    x: &Buffer<f32>,
+    norm: Option<(&Buffer<f32>, f32)>,
+    wgu: Weights<'_>,
+    wd: Weights<'_>,
+    y: &Buffer<f32>,
+    (m, k, inter): (u32, u32, u32),
+) -> Result<()> {
+    let gpu = x.device();
+    let h = gpu.alloc::<f32>((m as usize) * (inter as usize))?;
+    match norm {
+        Some((g, eps)) => linear_normed(
+            batch,
+            x,
+            g,
+            eps,
+            wgu,
+            &h,
+            m,
+            k,
+            2 * inter,
+            Epilogue::SiluMul,
+        )?,
+        None => linear(batch, x, wgu, &h, m, k, 2 * inter, Epilogue::SiluMul)?,
+    }
+    batch.barrier();
+    linear(batch, &h, wd, y, m, inter, k, Epilogue::Residual(x))
+}
+
+/// The fused kernel's name for `dtype` weights, rows per pass, the norm
+/// and features per workgroup; `None` where no such build exists.
+fn mlp_kernel_name(dtype: DType, rows: u32, norm: bool, features: u32) -> Option<&'static str> {
+    use DType::{Bf16, F16, F32};
+    Some(match (dtype, rows, norm, features) {
+        (F32, 1, false, 64) => "mlp_f32_m1",
+        (F32, 2, false, 64) => "mlp_f32_m2",
+        (F32, 4, false, 64) => "mlp_f32",
+        (F32, 1, true, 64) => "mlp_f32_m1_norm",
+        (F32, 2, true, 64) => "mlp_f32_m2_norm",
+        (F32, 4, true, 64) => "mlp_f32_norm",
+        (F16, 1, false, 64) => "mlp_f16_m1",
+        (F16, 2, false, 64) => "mlp_f16_m2",
+        (F16, 4, false, 64) => "mlp_f16",
+        (F16, 1, true, 64) => "mlp_f16_m1_norm",
+        (F16, 2, true, 64) => "mlp_f16_m2_norm",
+        (F16, 4, true, 64) => "mlp_f16_norm",
+        (Bf16, 1, false, 64) => "mlp_bf16_m1",
+        (Bf16, 2, false, 64) => "mlp_bf16_m2",
+        (Bf16, 4, false, 64) => "mlp_bf16",
+        (Bf16, 1, true, 64) => "mlp_bf16_m1_norm",
+        (Bf16, 2, true, 64) => "mlp_bf16_m2_norm",
+        (Bf16, 4, true, 64) => "mlp_bf16_norm",
+        (Bf16, 1, false, 32) => "mlp_bf16_m1_j32",
+        (Bf16, 1, false, 128) => "mlp_bf16_m1_j128",
+        (Bf16, 1, true, 32) => "mlp_bf16_m1_norm_j32",
+        (Bf16, 1, true, 128) => "mlp_bf16_m1_norm_j128",
+        _ => return None,
+    })
+}
+
+/// The fused kernel's grid and push constants for a checked block: its
+/// workgroups (features groups × row chunks) and the words
+/// `shaders/mlp.glsl` reads. Pure.
+pub(super) fn mlp_launch(
+    (m, k, inter): (u32, u32, u32),
+    dtype: DType,
+    eps: Option<f32>,
+    plan: MlpPlan,
+) -> (u32, Vec<u32>) {
+    let groups = inter.div_ceil(plan.features);
+    let mchunks = m.div_ceil(plan.rows_per_pass);
+    let vec = k % per_load(dtype) == 0;
+    let chunks = if vec { k / per_load(dtype) } else { k };
+    let dvec = inter % per_load(dtype) == 0;
+    let wgs = groups * mchunks;
+    let mut p = vec![
+        m,
+        k,
+        2 * inter,
+        2, // mode: unused by the fused kernel
+        u32::from(vec),
+        chunks,
+        plan.features / 2,
+        mchunks,
+        1, // pairs: gate|up units
+        1, // ksub
+    ];
+    p.extend(eps.map(f32::to_bits));
+    p.extend([u32::from(dvec), wgs]);
+    (wgs, p)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn fused(
+    batch: &mut Batch,
+    x: &Buffer<f32>,
+    norm: Option<(&Buffer<f32>, f32)>,
+    wgu: Weights<'_>,
+    wd: Weights<'_>,
+    y: &Buffer<f32>,
+    (m, k, inter): (u32, u32, u32),
+    plan: MlpPlan,
+) -> Result<()> {
+    let gpu = x.device();
+    let name = mlp_kernel_name(
+        wgu.dtype(),
+        plan.rows_per_pass,
+        norm.is_some(),
+        plan.features,
+    )
+    .ok_or_else(|| {
+        mlp_shape(format!(
+            "no fused kernel for {plan:?} with {} weights",
+            wgu.dtype()
+        ))
+    })?;
+    let kernel = crate::builtins::get(&gpu.inner, name, &[])?;
+    let (wgs, pc) = mlp_launch((m, k, inter), wgu.dtype(), norm.map(|n| n.1), plan);
+    let limit = gpu.info().max_workgroup_count[0];
+    if wgs > limit {
+        return Err(mlp_shape(format!(
+            "needs {wgs} workgroups, over maxComputeWorkGroupCount[0] ({limit})"
+        )));
+    }
+    // The accumulator and the arrival counter: zero now, and zero again
+    // after every run (the last workgroup clears them).
+    let acc = gpu.alloc::<f32>((m as usize) * (k as usize))?;
+    let counter = gpu.alloc::<u32>(1)?;
+    let (gb, db) = (wgu.bind(), wd.bind());
+    let g: &[&dyn crate::buffer::GpuBuf] = match &norm {
+        Some((g, _)) => &[*g, *g],
+        None => &[],
+    };
+    let binds = [
+        &[x as &dyn crate::buffer::GpuBuf, x, gb, gb, x, y][..],
+        g,
+        &[db, db, &acc, &counter],
+    ]
+    .concat();
+    batch.run_configured(&kernel, &binds, [wgs, 1, 1], Some(&words(&pc)))?;
+    Ok(())
+}
+
+fn mlp_shape(detail: String) -> Error {
+    Error::OpShape { op: OP_MLP, detail }
+}
+
+/// Every check before recording: shapes, lengths, dtypes, aliasing, the
+/// norm, the plan and the adapter's features.
+#[allow(clippy::too_many_arguments)]
+fn check_mlp(
+    gpu: &Device,
+    x: &Buffer<f32>,
+    norm: Option<(&Buffer<f32>, f32)>,
+    wgu: &Weights<'_>,
+    wd: &Weights<'_>,
+    y: &Buffer<f32>,
+    (m, k, inter): (u32, u32, u32),
+    plan: MlpPlan,
+) -> Result<()> {
+    if m == 0 || k == 0 || inter == 0 {
+        return Err(mlp_shape(format!(
+            "m = {m}, k = {k}, inter = {inter}: every dimension must be at least 1"
+        )));
+    }
+    if m > LINEAR_MAX_M {
+        return Err(mlp_shape(format!(
+            "m = {m} rows of x, over the limit of {LINEAR_MAX_M}"
+        )));
+    }
+    if wgu.dtype() != wd.dtype() {
+        return Err(mlp_shape(format!(
+            "the gate|up weight is {} and the down weight {}: one dtype for both",
+            wgu.dtype(),
+            wd.dtype()
+        )));
+    }
+    let (m64, k64, i64_) = (u64::from(m), u64::from(k), u64::from(inter));
+    let want = [
+        ("x", "m·k", x.len(), m64 * k64),
+        ("y", "m·k", y.len(), m64 * k64),
+        ("w_gate_up", "2·inter·k", wgu.len(), 2 * i64_ * k64),
+        ("w_down", "k·inter", wd.len(), k64 * i64_),
+    ];
+    for (name, product, len, elems) in want {
+        if elems > u64::from(u32::MAX) {
+            return Err(mlp_shape(format!(
+                "{name} would hold {product} = {elems} elements, over the kernels' 32-bit \
+                 index limit of {}",
+                u32::MAX
+            )));
+        }
+        if len as u64 != elems {
+            return Err(mlp_shape(format!(
+                "{name} holds {len} elements; {product} = {elems}"
+            )));
+        }
+    }
+    if wgu.aliases(y) || wd.aliases(y) {
+        return Err(mlp_shape(
+            "y is a weight; the kernels read the weights while they write y".into(),
+        ));
+    }
+    if let Some((g, eps)) = norm {
+        if g.len() as u64 != k64 {
+            return Err(mlp_shape(format!(
+                "the norm weight holds {} elements; k = {k}",
+                g.len()
+            )));
+        }
+        if !(eps.is_finite() && eps > 0.0) {
+            return Err(Error::Ops(OpsError::Param {
+                op: OP_MLP,
+                param: "eps",
+                detail: format!("{eps} is not a finite number > 0"),
+            }));
+        }
+        if same(g, y) {
+            return Err(mlp_shape(
+                "y is the norm weight; the kernels read it while they write y".into(),
+            ));
+        }
+    }
+    if plan.fused {
+        let info = gpu.info();
+        if !info.float32_atomic_add {
+            return Err(Error::Unsupported {
+                what: "the fused MLP kernel (f32 atomic adds on storage buffers: \
+                       VK_EXT_shader_atomic_float's shaderBufferFloat32AtomicAdd)",
+                adapter: info.name.clone(),
+            });
+        }
+        if !info.subgroup_arithmetic {
+            return Err(Error::Unsupported {
+                what: "the fused MLP kernel (subgroup arithmetic)",
+                adapter: info.name.clone(),
+            });
+        }
+        if wgu.dtype() != DType::F32 && !info.storage_buffer16 {
+            return Err(Error::Unsupported {
+                what: "16-bit MLP weights (storageBuffer16BitAccess)",
+                adapter: info.name.clone(),
+            });
+        }
+        if mlp_kernel_name(
+            wgu.dtype(),
+            plan.rows_per_pass,
+            norm.is_some(),
+            plan.features,
+        )
+        .is_none()
+        {
+            return Err(mlp_shape(format!(
+                "no fused kernel for {plan:?} with {} weights: rows per pass 1, 2 or 4 \
+                 with {MLP_FEATURES} features per workgroup (32 and 128 for bf16 weights \
+                 at 1 row)",
+                wgu.dtype()
+            )));
+        }
+    }
+    Ok(())
+}
