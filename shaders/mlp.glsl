@@ -69,44 +69,58 @@ void store_h(uint u, uint lu, uint m0, uint lane, uint width, float acc[R][MT]) 
     }
 }
 
-// Adds row `row` of Wd's slice (features j0 + [0, jn)) times h into
-// `out` (one sum per row of x).
-void down_row(uint row, uint j0, uint jn, inout float out_[MT]) {
+// Chunks of 16 bytes in one row of Wd's slice, and rows each invocation
+// takes per step (their loads issued together: at least 8 chunks).
+#define MLP_CHUNKS (MLP_MAX_J / WVEC)
+#define MLP_RU (MLP_CHUNKS >= 8u ? 1u : 8u / MLP_CHUNKS)
+
+// Adds rows row0 + r·WG_SIZE (r < MLP_RU) of Wd's slice (features
+// j0 + [0, jn)) times h into out_[r] (one sum per row of x); rows past K
+// add nothing.
+void down_rows(uint row0, uint j0, uint jn, inout float out_[MLP_RU][MT]) {
     uint inter = N / 2u;
     if (dvec != 0u && jn == MLP_MAX_J) {
-        // All J / WVEC loads of the row issued before the products.
-        uint base = (row * inter + j0) / WVEC;
+        // All loads of the step issued before the products.
 #if defined(WTYPE_F32)
-        vec4 wv[MLP_MAX_J / WVEC];
+        vec4 wv[MLP_RU][MLP_CHUNKS];
 #else
-        uvec4 wv[MLP_MAX_J / WVEC];
+        uvec4 wv[MLP_RU][MLP_CHUNKS];
 #endif
-        [[unroll]] for (uint c = 0u; c < MLP_MAX_J / WVEC; ++c) wv[c] = d4[base + c];
-        [[unroll]] for (uint c = 0u; c < MLP_MAX_J / WVEC; ++c) {
+        [[unroll]] for (uint r = 0u; r < MLP_RU; ++r) {
+            uint row = min(row0 + r * uint(WG_SIZE), K - 1u);
+            uint base = (row * inter + j0) / WVEC;
+            [[unroll]] for (uint c = 0u; c < MLP_CHUNKS; ++c) wv[r][c] = d4[base + c];
+        }
+        [[unroll]] for (uint r = 0u; r < MLP_RU; ++r) {
+            [[unroll]] for (uint c = 0u; c < MLP_CHUNKS; ++c) {
 #if defined(WTYPE_F32)
-            vec4 lo = wv[c];
-            [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
-                uint hb = m * MLP_MAX_J + c * 4u;
-                out_[m] = fma(lo.x, hsh[hb], fma(lo.y, hsh[hb + 1u],
-                          fma(lo.z, hsh[hb + 2u], fma(lo.w, hsh[hb + 3u], out_[m]))));
-            }
+                vec4 lo = wv[r][c];
+                [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
+                    uint hb = m * MLP_MAX_J + c * 4u;
+                    out_[r][m] = fma(lo.x, hsh[hb], fma(lo.y, hsh[hb + 1u],
+                                 fma(lo.z, hsh[hb + 2u], fma(lo.w, hsh[hb + 3u], out_[r][m]))));
+                }
 #else
-            vec4 lo, hi;
-            wdecode(wv[c], lo, hi);
-            [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
-                uint hb = m * MLP_MAX_J + c * 8u;
-                float a = fma(lo.x, hsh[hb], fma(lo.y, hsh[hb + 1u],
-                          fma(lo.z, hsh[hb + 2u], fma(lo.w, hsh[hb + 3u], out_[m]))));
-                out_[m] = fma(hi.x, hsh[hb + 4u], fma(hi.y, hsh[hb + 5u],
-                          fma(hi.z, hsh[hb + 6u], fma(hi.w, hsh[hb + 7u], a))));
-            }
+                vec4 lo, hi;
+                wdecode(wv[r][c], lo, hi);
+                [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
+                    uint hb = m * MLP_MAX_J + c * 8u;
+                    float a = fma(lo.x, hsh[hb], fma(lo.y, hsh[hb + 1u],
+                              fma(lo.z, hsh[hb + 2u], fma(lo.w, hsh[hb + 3u], out_[r][m]))));
+                    out_[r][m] = fma(hi.x, hsh[hb + 4u], fma(hi.y, hsh[hb + 5u],
+                                 fma(hi.z, hsh[hb + 6u], fma(hi.w, hsh[hb + 7u], a))));
+                }
 #endif
+            }
         }
     } else {
-        for (uint jl = 0u; jl < jn; ++jl) {
-            float wv = dscalar(row * inter + j0 + jl);
-            [[unroll]] for (uint m = 0u; m < uint(MT); ++m)
-                out_[m] = fma(wv, hsh[m * MLP_MAX_J + jl], out_[m]);
+        [[unroll]] for (uint r = 0u; r < MLP_RU; ++r) {
+            uint row = min(row0 + r * uint(WG_SIZE), K - 1u);
+            for (uint jl = 0u; jl < jn; ++jl) {
+                float wv = dscalar(row * inter + j0 + jl);
+                [[unroll]] for (uint m = 0u; m < uint(MT); ++m)
+                    out_[r][m] = fma(wv, hsh[m * MLP_MAX_J + jl], out_[r][m]);
+            }
         }
     }
 }
@@ -124,7 +138,7 @@ void main() {
     // One K slice: the scale comes last (linear.glsl).
     [[unroll]] for (uint m = 0u; m < uint(MT); ++m) xscale[m] = 1.0;
 #endif
-    for (uint i = tid; i < uint(MT) * MLP_MAX_J; i += gl_WorkGroupSize.x) hsh[i] = 0.0;
+    for (uint i = tid; i < uint(MT) * MLP_MAX_J; i += uint(WG_SIZE)) hsh[i] = 0.0;
     barrier();
 
     // h for this workgroup's features: linear.glsl's units, one subgroup
@@ -162,12 +176,16 @@ void main() {
     uint inter = N / 2u;
     uint j0 = group * 2u * upw;
     uint jn = min(2u * upw, inter - min(j0, inter));
-    for (uint row = tid; row < K; row += gl_WorkGroupSize.x) {
-        float o[MT];
-        [[unroll]] for (uint m = 0u; m < uint(MT); ++m) o[m] = 0.0;
-        down_row(row, j0, jn, o);
-        [[unroll]] for (uint m = 0u; m < uint(MT); ++m)
-            if (m0 + m < M) atomicAdd(accb[(m0 + m) * K + row], o[m]);
+    for (uint row0 = tid; row0 < K; row0 += MLP_RU * uint(WG_SIZE)) {
+        float o[MLP_RU][MT];
+        [[unroll]] for (uint r = 0u; r < MLP_RU; ++r)
+            [[unroll]] for (uint m = 0u; m < uint(MT); ++m) o[r][m] = 0.0;
+        down_rows(row0, j0, jn, o);
+        [[unroll]] for (uint r = 0u; r < MLP_RU; ++r) {
+            uint row = row0 + r * uint(WG_SIZE);
+            [[unroll]] for (uint m = 0u; m < uint(MT); ++m)
+                if (row < K && m0 + m < M) atomicAdd(accb[(m0 + m) * K + row], o[r][m]);
+        }
     }
 
     // The last workgroup to arrive writes y = x + acc and resets acc and
@@ -178,7 +196,7 @@ void main() {
     barrier();
     if (is_last != 0u) {
         memoryBarrierBuffer();
-        for (uint i = tid; i < M * K; i += gl_WorkGroupSize.x) {
+        for (uint i = tid; i < M * K; i += uint(WG_SIZE)) {
             float v = atomicAdd(accb[i], 0.0);
             accb[i] = 0.0;
             y[i] = res[i] + v;

@@ -202,9 +202,17 @@ fn matches_the_reference_fused_and_unfused() {
             }
         }
     }
-    // The other feature counts per workgroup (bf16, one row).
+    // The other features and invocations per workgroup (bf16, one row).
     if fused {
-        for features in [32, 128] {
+        let shapes = [
+            (16, 256),
+            (32, 256),
+            (32, 512),
+            (64, 512),
+            (64, 1024),
+            (128, 1024),
+        ];
+        for (features, threads) in shapes {
             for norm in [false, true] {
                 seed += 1;
                 let c = Case::new(1, 64, 300, Dt::Bf16, seed);
@@ -212,6 +220,7 @@ fn matches_the_reference_fused_and_unfused() {
                     fused: true,
                     rows_per_pass: 1,
                     features,
+                    threads,
                 };
                 run_case(&gpu, &c, Dt::Bf16, norm, false, plan);
             }
@@ -333,6 +342,7 @@ fn bad_input_is_a_typed_error() {
         fused: true,
         rows_per_pass: 2,
         features: 32,
+        threads: 256,
     };
     let r = ops::swiglu_mlp_with_plan(&mut b, &x, None, &wgu, &wd, &y, (m, k, i), odd);
     if gpu.info().float32_atomic_add {

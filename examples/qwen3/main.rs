@@ -46,7 +46,8 @@
 //! `--two-op-mlp` records each decode layer's MLP as the norm fused into
 //! gate|up, then down with the residual (two dispatches), instead of one
 //! `ops::swiglu_mlp` block (one fused dispatch up to 4 sequences on
-//! adapters with f32 atomic adds).
+//! adapters with f32 atomic adds). `--mlp-shape J,T` runs that block's
+//! build with J features and T invocations per workgroup (to measure).
 
 mod attend;
 mod buffers;
@@ -92,6 +93,9 @@ struct Args {
     fused_qk: bool,
     /// `--two-op-mlp`: the MLP as two dispatches.
     fused_mlp: bool,
+    /// `--mlp-shape J,T`: the fused MLP kernel's features and invocations
+    /// per workgroup.
+    mlp_shape: Option<(u32, u32)>,
     prefill: PrefillMatmul,
     decode_matmul: DecodeMatmul,
     /// `DeviceOptions::wait_spin` when given (`--wait-spin-us`).
@@ -102,7 +106,7 @@ const USAGE: &str =
     "usage: qwen3 DIR | --tiny OUTDIR [--prompt 1,2,3 | --prompt-len N] [--decode N] [--batch B] \
                      [--sample T,K,P,SEED] [--reference FILE] [--kv-16] [--profile] \
                      [--prefill exact|f16|auto] [--decode-matmul exact|auto] [--wait-spin-us N] \
-                     [--two-op-attention] [--two-op-mlp]";
+                     [--two-op-attention] [--two-op-mlp] [--mlp-shape J,T]";
 
 fn parse_list<T: std::str::FromStr>(s: &str, what: &str) -> Result<Vec<T>, String> {
     s.split(',')
@@ -127,6 +131,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
         kv_f32: true,
         fused_qk: true,
         fused_mlp: true,
+        mlp_shape: None,
         prompt_len: false,
         prefill: PrefillMatmul::Auto,
         decode_matmul: DecodeMatmul::Auto,
@@ -188,6 +193,13 @@ fn parse(args: &[String]) -> Result<Args, String> {
             "--kv-16" => a.kv_f32 = false,
             "--two-op-attention" => a.fused_qk = false,
             "--two-op-mlp" => a.fused_mlp = false,
+            "--mlp-shape" => {
+                let v: Vec<u32> = parse_list(&val("--mlp-shape")?, "--mlp-shape")?;
+                let [j, t] = v[..] else {
+                    return Err("--mlp-shape takes FEATURES,INVOCATIONS".into());
+                };
+                a.mlp_shape = Some((j, t));
+            }
             "--prefill" => {
                 let v = val("--prefill")?;
                 a.prefill = PrefillMatmul::parse(&v)
@@ -276,6 +288,7 @@ fn run(args: &[String]) -> Result<bool, Box<dyn std::error::Error>> {
         kv_f32: a.kv_f32,
         fused_qk: a.fused_qk,
         fused_mlp: a.fused_mlp,
+        mlp_shape: a.mlp_shape,
         // The reference is compared at f32 activations.
         decode_matmul: if refdata.is_some() {
             DecodeMatmul::Exact

@@ -81,6 +81,9 @@ pub struct ModelOptions {
     /// on adapters with f32 atomic adds); else, and always in prefill, the
     /// norm fused into gate|up, then down with the residual.
     pub fused_mlp: bool,
+    /// The fused MLP kernel's features and invocations per workgroup, in
+    /// place of `ops::choose_mlp`'s (to measure the other builds).
+    pub mlp_shape: Option<(u32, u32)>,
     /// How the decode step computes its projections: exact f32 activations
     /// (the default), or `ops::choose_linear`'s own plan, which rounds the
     /// inputs of the tensor-core products it picks (from 5 sequences with
@@ -100,6 +103,7 @@ impl Default for ModelOptions {
             kv_f32: true,
             fused_qk: true,
             fused_mlp: true,
+            mlp_shape: None,
             decode_matmul: DecodeMatmul::Exact,
         }
     }
@@ -569,7 +573,10 @@ impl Model {
         let m = r.m;
         let res = Epilogue::Residual(&r.h);
         self.project(b, p, &r.ao, &l.o, &r.h, (m, d.qw(), d.hidden), res)?;
-        let plan = ops::choose_mlp(m, self.gpu.info().float32_atomic_add);
+        let mut plan = ops::choose_mlp(m, self.gpu.info().float32_atomic_add);
+        if let Some((features, threads)) = self.opts.mlp_shape {
+            (plan.features, plan.threads) = (features, threads);
+        }
         if mlp_block && plan.fused && !matches!(p, Products::Half(_)) {
             let norm = Some((&l.post_norm, d.eps));
             let (gu, dn) = (l.gate_up.weights(), l.down.weights());

@@ -12,8 +12,8 @@
 //! (`--blocks linear`): gate|up with [`Epilogue::SiluMul`], then down with
 //! an in-place [`Epilogue::Residual`]. `--blocks mlp,linear` times both in
 //! one process (rows keyed `{dtype}_T{t}` and `{dtype}_T{t}_linear`);
-//! `mlp_jN` forces the fused kernel with N intermediate features per
-//! workgroup (`{dtype}_T{t}_mlp_jN`). Each row prints the plan it ran. A forward for T tokens (x is `[T, H]`)
+//! `mlp_jN` (`mlp_jN_wT`) forces the fused kernel with N intermediate
+//! features (and T invocations) per workgroup (`{dtype}_T{t}_mlp_jN`). Each row prints the plan it ran. A forward for T tokens (x is `[T, H]`)
 //! is recorded once as a [`Graph`] (a copy of x into the residual stream,
 //! then the layers, barriers between) and launched `--reps` times (default
 //! 30) after untimed launches of the same graph for at least `--warm-ms`
@@ -284,18 +284,24 @@ struct Acts {
     y: Buffer<f32>,
 }
 
-/// The forced feature count of an `mlp_jN` block.
-fn block_features(block: &str) -> Option<u32> {
-    block.strip_prefix("mlp_j").and_then(|n| n.parse().ok())
+/// The forced features and invocations per workgroup of an `mlp_jN`
+/// (256 invocations) or `mlp_jN_wT` block.
+fn block_features(block: &str) -> Option<(u32, u32)> {
+    let rest = block.strip_prefix("mlp_j")?;
+    match rest.split_once("_w") {
+        Some((j, w)) => Some((j.parse().ok()?, w.parse().ok()?)),
+        None => Some((rest.parse().ok()?, ops::MLP_THREADS)),
+    }
 }
 
 /// The plan an MLP block (`mlp` or `mlp_jN`) records at `t` tokens.
 fn mlp_plan(gpu: &Device, block: &str, t: u32) -> ops::MlpPlan {
     let chosen = ops::choose_mlp(t, gpu.info().float32_atomic_add);
     match block_features(block) {
-        Some(features) => ops::MlpPlan {
+        Some((features, threads)) => ops::MlpPlan {
             fused: true,
             features,
+            threads,
             ..chosen
         },
         None => chosen,

@@ -77,6 +77,7 @@ pub use skinny::{
 };
 pub use skinny::{
     choose_mlp, swiglu_mlp, swiglu_mlp_with_plan, MlpPlan, MLP_FEATURES, MLP_FUSED_MAX_M,
+    MLP_THREADS,
 };
 
 /// Columns per workgroup of the M = 1 kernel (`vecmat_f32.comp`'s COLS).

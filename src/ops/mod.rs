@@ -176,4 +176,5 @@ pub use matmul::{
 };
 pub use matmul::{
     choose_mlp, swiglu_mlp, swiglu_mlp_with_plan, MlpPlan, MLP_FEATURES, MLP_FUSED_MAX_M,
+    MLP_THREADS,
 };

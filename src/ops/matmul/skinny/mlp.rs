@@ -68,10 +68,16 @@ pub struct MlpPlan {
     pub fused: bool,
     /// Fused: rows of x per pass (1, 2 or 4).
     pub rows_per_pass: u32,
-    /// Fused: intermediate features per workgroup ([`MLP_FEATURES`]; 32
-    /// and 128 exist for bf16 weights at one row per pass, to measure).
+    /// Fused: intermediate features per workgroup ([`MLP_FEATURES`]; other
+    /// counts exist for bf16 weights at one row per pass, to measure).
     pub features: u32,
+    /// Fused: invocations per workgroup ([`MLP_THREADS`]; others exist
+    /// beside the other feature counts).
+    pub threads: u32,
 }
+
+/// Invocations per workgroup of the fused kernel by default.
+pub const MLP_THREADS: u32 = 256;
 
 /// Picks the plan for an MLP block of `m` rows: fused where the adapter
 /// has f32 atomic adds on storage buffers and `m` is at most
@@ -84,6 +90,7 @@ pub fn choose_mlp(m: u32, float32_atomic_add: bool) -> MlpPlan {
         fused,
         rows_per_pass: [1, 2, 4].into_iter().find(|&r| r >= m).unwrap_or(4),
         features: MLP_FEATURES,
+        threads: MLP_THREADS,
     }
 }
 
@@ -162,33 +169,52 @@ fn unfused(
     linear(batch, &h, wd, y, m, inter, k, Epilogue::Residual(x))
 }
 
-/// The fused kernel's name for `dtype` weights, rows per pass, the norm
-/// and features per workgroup; `None` where no such build exists.
-fn mlp_kernel_name(dtype: DType, rows: u32, norm: bool, features: u32) -> Option<&'static str> {
+/// The fused kernel's name for `dtype` weights, rows per pass, the norm,
+/// features per workgroup and invocations per workgroup; `None` where no
+/// such build exists.
+fn mlp_kernel_name(dtype: DType, rows: u32, norm: bool, shape: (u32, u32)) -> Option<&'static str> {
     use DType::{Bf16, F16, F32};
-    Some(match (dtype, rows, norm, features) {
-        (F32, 1, false, 64) => "mlp_f32_m1",
-        (F32, 2, false, 64) => "mlp_f32_m2",
-        (F32, 4, false, 64) => "mlp_f32",
-        (F32, 1, true, 64) => "mlp_f32_m1_norm",
-        (F32, 2, true, 64) => "mlp_f32_m2_norm",
-        (F32, 4, true, 64) => "mlp_f32_norm",
-        (F16, 1, false, 64) => "mlp_f16_m1",
-        (F16, 2, false, 64) => "mlp_f16_m2",
-        (F16, 4, false, 64) => "mlp_f16",
-        (F16, 1, true, 64) => "mlp_f16_m1_norm",
-        (F16, 2, true, 64) => "mlp_f16_m2_norm",
-        (F16, 4, true, 64) => "mlp_f16_norm",
-        (Bf16, 1, false, 64) => "mlp_bf16_m1",
-        (Bf16, 2, false, 64) => "mlp_bf16_m2",
-        (Bf16, 4, false, 64) => "mlp_bf16",
-        (Bf16, 1, true, 64) => "mlp_bf16_m1_norm",
-        (Bf16, 2, true, 64) => "mlp_bf16_m2_norm",
-        (Bf16, 4, true, 64) => "mlp_bf16_norm",
-        (Bf16, 1, false, 32) => "mlp_bf16_m1_j32",
-        (Bf16, 1, false, 128) => "mlp_bf16_m1_j128",
-        (Bf16, 1, true, 32) => "mlp_bf16_m1_norm_j32",
-        (Bf16, 1, true, 128) => "mlp_bf16_m1_norm_j128",
+    const DEFAULT: (u32, u32) = (MLP_FEATURES, MLP_THREADS);
+    if shape != DEFAULT {
+        // The other shapes: bf16 weights, one row per pass.
+        if (dtype, rows) != (Bf16, 1) {
+            return None;
+        }
+        return Some(match (norm, shape) {
+            (false, (16, 256)) => "mlp_bf16_m1_j16_w256",
+            (true, (16, 256)) => "mlp_bf16_m1_norm_j16_w256",
+            (false, (32, 256)) => "mlp_bf16_m1_j32_w256",
+            (true, (32, 256)) => "mlp_bf16_m1_norm_j32_w256",
+            (false, (32, 512)) => "mlp_bf16_m1_j32_w512",
+            (true, (32, 512)) => "mlp_bf16_m1_norm_j32_w512",
+            (false, (64, 512)) => "mlp_bf16_m1_j64_w512",
+            (true, (64, 512)) => "mlp_bf16_m1_norm_j64_w512",
+            (false, (64, 1024)) => "mlp_bf16_m1_j64_w1024",
+            (true, (64, 1024)) => "mlp_bf16_m1_norm_j64_w1024",
+            (false, (128, 1024)) => "mlp_bf16_m1_j128_w1024",
+            (true, (128, 1024)) => "mlp_bf16_m1_norm_j128_w1024",
+            _ => return None,
+        });
+    }
+    Some(match (dtype, rows, norm) {
+        (F32, 1, false) => "mlp_f32_m1",
+        (F32, 2, false) => "mlp_f32_m2",
+        (F32, 4, false) => "mlp_f32",
+        (F32, 1, true) => "mlp_f32_m1_norm",
+        (F32, 2, true) => "mlp_f32_m2_norm",
+        (F32, 4, true) => "mlp_f32_norm",
+        (F16, 1, false) => "mlp_f16_m1",
+        (F16, 2, false) => "mlp_f16_m2",
+        (F16, 4, false) => "mlp_f16",
+        (F16, 1, true) => "mlp_f16_m1_norm",
+        (F16, 2, true) => "mlp_f16_m2_norm",
+        (F16, 4, true) => "mlp_f16_norm",
+        (Bf16, 1, false) => "mlp_bf16_m1",
+        (Bf16, 2, false) => "mlp_bf16_m2",
+        (Bf16, 4, false) => "mlp_bf16",
+        (Bf16, 1, true) => "mlp_bf16_m1_norm",
+        (Bf16, 2, true) => "mlp_bf16_m2_norm",
+        (Bf16, 4, true) => "mlp_bf16_norm",
         _ => return None,
     })
 }
@@ -241,7 +267,7 @@ fn fused(
         wgu.dtype(),
         plan.rows_per_pass,
         norm.is_some(),
-        plan.features,
+        (plan.features, plan.threads),
     )
     .ok_or_else(|| {
         mlp_shape(format!(
@@ -381,14 +407,14 @@ fn check_mlp(
             wgu.dtype(),
             plan.rows_per_pass,
             norm.is_some(),
-            plan.features,
+            (plan.features, plan.threads),
         )
         .is_none()
         {
             return Err(mlp_shape(format!(
                 "no fused kernel for {plan:?} with {} weights: rows per pass 1, 2 or 4 \
-                 with {MLP_FEATURES} features per workgroup (32 and 128 for bf16 weights \
-                 at 1 row)",
+                 with {MLP_FEATURES} features and {MLP_THREADS} invocations per workgroup \
+                 (other shapes for bf16 weights at 1 row)",
                 wgu.dtype()
             )));
         }
