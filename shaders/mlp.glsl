@@ -35,7 +35,7 @@ layout(set = 0, binding = 11) coherent buffer Cnt { uint counter[]; };
 
 // The intermediate features one workgroup owns (J; upw = J / 2 units).
 #ifndef MLP_J
-#define MLP_J 64
+#define MLP_J 32
 #endif
 #define MLP_MAX_J uint(MLP_J)
 shared float hsh[uint(MT) * MLP_MAX_J];

@@ -8,19 +8,5 @@
 // variant: mlp_bf16_norm NORM=1
 // variant: mlp_bf16_m1_norm MT=1 NORM=1
 // variant: mlp_bf16_m2_norm MT=2 NORM=1
-// Other feature counts per workgroup (J) and workgroup sizes, for
-// measure/examples/ffn_stack (`--blocks mlp_jJ_wW`):
-// variant: mlp_bf16_m1_j16_w256 MT=1 MLP_J=16 WG_SIZE=256
-// variant: mlp_bf16_m1_norm_j16_w256 MT=1 NORM=1 MLP_J=16 WG_SIZE=256
-// variant: mlp_bf16_m1_j32_w256 MT=1 MLP_J=32 WG_SIZE=256
-// variant: mlp_bf16_m1_norm_j32_w256 MT=1 NORM=1 MLP_J=32 WG_SIZE=256
-// variant: mlp_bf16_m1_j32_w512 MT=1 MLP_J=32 WG_SIZE=512
-// variant: mlp_bf16_m1_norm_j32_w512 MT=1 NORM=1 MLP_J=32 WG_SIZE=512
-// variant: mlp_bf16_m1_j64_w512 MT=1 MLP_J=64 WG_SIZE=512
-// variant: mlp_bf16_m1_norm_j64_w512 MT=1 NORM=1 MLP_J=64 WG_SIZE=512
-// variant: mlp_bf16_m1_j64_w1024 MT=1 MLP_J=64 WG_SIZE=1024
-// variant: mlp_bf16_m1_norm_j64_w1024 MT=1 NORM=1 MLP_J=64 WG_SIZE=1024
-// variant: mlp_bf16_m1_j128_w1024 MT=1 MLP_J=128 WG_SIZE=1024
-// variant: mlp_bf16_m1_norm_j128_w1024 MT=1 NORM=1 MLP_J=128 WG_SIZE=1024
 #define WTYPE_BF16
 #include "mlp.glsl"

@@ -43,11 +43,10 @@
 //! KV append as a dispatch of its own before attention, instead of inside
 //! attention's dispatch (`nn::attention_decode_qkv`, the default where the
 //! adapter has subgroup arithmetic).
-//! `--two-op-mlp` records each decode layer's MLP as the norm fused into
-//! gate|up, then down with the residual (two dispatches), instead of one
-//! `ops::swiglu_mlp` block (one fused dispatch up to 4 sequences on
-//! adapters with f32 atomic adds). `--mlp-shape J,T` runs that block's
-//! build with J features and T invocations per workgroup (to measure).
+//! `--fused-mlp` records each decode layer's MLP as one fused
+//! `ops::swiglu_mlp` dispatch (up to 4 sequences, on adapters with f32
+//! atomic adds) instead of the norm fused into gate|up, then down with the
+//! residual (on an H200 the fused form made the step slower).
 
 mod attend;
 mod buffers;
@@ -91,11 +90,8 @@ struct Args {
     kv_f32: bool,
     /// `--two-op-attention`: the q/k op and attention as two dispatches.
     fused_qk: bool,
-    /// `--two-op-mlp`: the MLP as two dispatches.
+    /// `--fused-mlp`: the decode step's MLP as one fused dispatch.
     fused_mlp: bool,
-    /// `--mlp-shape J,T`: the fused MLP kernel's features and invocations
-    /// per workgroup.
-    mlp_shape: Option<(u32, u32)>,
     prefill: PrefillMatmul,
     decode_matmul: DecodeMatmul,
     /// `DeviceOptions::wait_spin` when given (`--wait-spin-us`).
@@ -106,7 +102,7 @@ const USAGE: &str =
     "usage: qwen3 DIR | --tiny OUTDIR [--prompt 1,2,3 | --prompt-len N] [--decode N] [--batch B] \
                      [--sample T,K,P,SEED] [--reference FILE] [--kv-16] [--profile] \
                      [--prefill exact|f16|auto] [--decode-matmul exact|auto] [--wait-spin-us N] \
-                     [--two-op-attention] [--two-op-mlp] [--mlp-shape J,T]";
+                     [--two-op-attention] [--fused-mlp]";
 
 fn parse_list<T: std::str::FromStr>(s: &str, what: &str) -> Result<Vec<T>, String> {
     s.split(',')
@@ -130,8 +126,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
         profile: false,
         kv_f32: true,
         fused_qk: true,
-        fused_mlp: true,
-        mlp_shape: None,
+        fused_mlp: false,
         prompt_len: false,
         prefill: PrefillMatmul::Auto,
         decode_matmul: DecodeMatmul::Auto,
@@ -192,14 +187,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
             "--profile" => a.profile = true,
             "--kv-16" => a.kv_f32 = false,
             "--two-op-attention" => a.fused_qk = false,
-            "--two-op-mlp" => a.fused_mlp = false,
-            "--mlp-shape" => {
-                let v: Vec<u32> = parse_list(&val("--mlp-shape")?, "--mlp-shape")?;
-                let [j, t] = v[..] else {
-                    return Err("--mlp-shape takes FEATURES,INVOCATIONS".into());
-                };
-                a.mlp_shape = Some((j, t));
-            }
+            "--fused-mlp" => a.fused_mlp = true,
             "--prefill" => {
                 let v = val("--prefill")?;
                 a.prefill = PrefillMatmul::parse(&v)
@@ -288,7 +276,6 @@ fn run(args: &[String]) -> Result<bool, Box<dyn std::error::Error>> {
         kv_f32: a.kv_f32,
         fused_qk: a.fused_qk,
         fused_mlp: a.fused_mlp,
-        mlp_shape: a.mlp_shape,
         // The reference is compared at f32 activations.
         decode_matmul: if refdata.is_some() {
             DecodeMatmul::Exact

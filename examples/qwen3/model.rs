@@ -76,14 +76,12 @@ pub struct ModelOptions {
     /// else the two ops (`qk_norm_rope_append`, then `attention_decode`).
     pub fused_qk: bool,
     /// Record each decode layer's MLP (RMSNorm, gate|up, SiLU·mul, down
-    /// and the residual) as one `ops::swiglu_mlp` block, which runs as one
-    /// fused dispatch where `ops::choose_mlp` says so (up to 4 sequences,
-    /// on adapters with f32 atomic adds); else, and always in prefill, the
-    /// norm fused into gate|up, then down with the residual.
+    /// and the residual) as one fused `ops::swiglu_mlp` dispatch
+    /// (`ops::MlpPlan::fused`; up to 4 sequences, on adapters with f32
+    /// atomic adds); else (the default: on an H200 the fused kernel made
+    /// the step 3.48 ms against 3.00), and always in prefill, the norm
+    /// fused into gate|up, then down with the residual.
     pub fused_mlp: bool,
-    /// The fused MLP kernel's features and invocations per workgroup, in
-    /// place of `ops::choose_mlp`'s (to measure the other builds).
-    pub mlp_shape: Option<(u32, u32)>,
     /// How the decode step computes its projections: exact f32 activations
     /// (the default), or `ops::choose_linear`'s own plan, which rounds the
     /// inputs of the tensor-core products it picks (from 5 sequences with
@@ -102,8 +100,7 @@ impl Default for ModelOptions {
             profile: false,
             kv_f32: true,
             fused_qk: true,
-            fused_mlp: true,
-            mlp_shape: None,
+            fused_mlp: false,
             decode_matmul: DecodeMatmul::Exact,
         }
     }
@@ -557,8 +554,8 @@ impl Model {
     }
 
     /// Records a layer from its attention output `r.ao`: o_proj with the
-    /// residual, then the MLP: with `mlp_block` where `ops::choose_mlp`
-    /// fuses it, one `ops::swiglu_mlp` dispatch; else the norm fused into
+    /// residual, then the MLP: with `fused_mlp` where the fused kernel
+    /// applies, one `ops::swiglu_mlp` dispatch; else the norm fused into
     /// gate|up with SiLU·mul, down with the residual (the products `p`,
     /// [`Model::project`]).
     pub(crate) fn record_post_attn(
@@ -567,17 +564,15 @@ impl Model {
         l: &Layer,
         r: &Rows,
         p: Products<'_>,
-        mlp_block: bool,
+        fused_mlp: bool,
     ) -> Result<()> {
         let d = &self.dims;
         let m = r.m;
         let res = Epilogue::Residual(&r.h);
         self.project(b, p, &r.ao, &l.o, &r.h, (m, d.qw(), d.hidden), res)?;
-        let mut plan = ops::choose_mlp(m, self.gpu.info().float32_atomic_add);
-        if let Some((features, threads)) = self.opts.mlp_shape {
-            (plan.features, plan.threads) = (features, threads);
-        }
-        if mlp_block && plan.fused && !matches!(p, Products::Half(_)) {
+        let fuses = self.gpu.info().float32_atomic_add && m <= ops::MLP_FUSED_MAX_M;
+        if fused_mlp && fuses && !matches!(p, Products::Half(_)) {
+            let plan = ops::MlpPlan::fused(m);
             let norm = Some((&l.post_norm, d.eps));
             let (gu, dn) = (l.gate_up.weights(), l.down.weights());
             let shape = (m, d.hidden, d.inter);

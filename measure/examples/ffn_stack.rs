@@ -6,14 +6,14 @@
 //!
 //! Each layer is one [`ops::swiglu_mlp`] block (`--blocks mlp`, the
 //! default: the merged `[2·I, H]` gate|up weight and the `[H, I]` down
-//! weight, the residual added in place; one fused dispatch up to
-//! [`ops::MLP_FUSED_MAX_M`] tokens where the adapter has f32 atomic adds,
-//! else the two linear layers below), or two [`ops::linear`] calls
-//! (`--blocks linear`): gate|up with [`Epilogue::SiluMul`], then down with
-//! an in-place [`Epilogue::Residual`]. `--blocks mlp,linear` times both in
-//! one process (rows keyed `{dtype}_T{t}` and `{dtype}_T{t}_linear`);
-//! `mlp_jN` (`mlp_jN_wT`) forces the fused kernel with N intermediate
-//! features (and T invocations) per workgroup (`{dtype}_T{t}_mlp_jN`). Each row prints the plan it ran. A forward for T tokens (x is `[T, H]`)
+//! weight, the residual added in place, [`ops::choose_mlp`]'s plan), or
+//! the same block forced onto its fused kernel (`fused`:
+//! [`ops::MlpPlan::fused`], one dispatch up to [`ops::MLP_FUSED_MAX_M`]
+//! tokens where the adapter has f32 atomic adds), or two [`ops::linear`]
+//! calls (`linear`): gate|up with [`Epilogue::SiluMul`], then down with an
+//! in-place [`Epilogue::Residual`]. `--blocks mlp,fused,linear` times them
+//! in one process (rows keyed `{dtype}_T{t}`, `{dtype}_T{t}_fused`,
+//! `{dtype}_T{t}_linear`); each row prints the plan it ran. A forward for T tokens (x is `[T, H]`)
 //! is recorded once as a [`Graph`] (a copy of x into the residual stream,
 //! then the layers, barriers between) and launched `--reps` times (default
 //! 30) after untimed launches of the same graph for at least `--warm-ms`
@@ -38,7 +38,7 @@
 //! cargo run --release -p vkcompute-measure --example ffn_stack -- [--hidden 2560] [--inter 9728]
 //!     [--layers 36] [--tokens 1,4,64] [--dtypes f32,bf16] [--warm 5]
 //!     [--warm-ms 500] [--reps 30] [--check-layers 2] [--json out.json] [--torch torch.json]
-//!     [--rows-per-pass R] [--splits S] [--profile] [--blocks mlp,linear,mlp_j32]
+//!     [--rows-per-pass R] [--splits S] [--profile] [--blocks mlp,fused,linear]
 //! ```
 //!
 //! `--profile` launches each timed graph once more recorded with GPU
@@ -130,8 +130,8 @@ fn args() -> Args {
     };
     for b in &args.blocks {
         assert!(
-            b == "mlp" || b == "linear" || block_features(b).is_some(),
-            "--blocks: mlp, linear or mlp_jN, got {b}"
+            b == "mlp" || b == "linear" || b == "fused",
+            "--blocks: mlp, fused or linear, got {b}"
         );
     }
     assert!(
@@ -284,27 +284,13 @@ struct Acts {
     y: Buffer<f32>,
 }
 
-/// The forced features and invocations per workgroup of an `mlp_jN`
-/// (256 invocations) or `mlp_jN_wT` block.
-fn block_features(block: &str) -> Option<(u32, u32)> {
-    let rest = block.strip_prefix("mlp_j")?;
-    match rest.split_once("_w") {
-        Some((j, w)) => Some((j.parse().ok()?, w.parse().ok()?)),
-        None => Some((rest.parse().ok()?, ops::MLP_THREADS)),
-    }
-}
-
-/// The plan an MLP block (`mlp` or `mlp_jN`) records at `t` tokens.
-fn mlp_plan(gpu: &Device, block: &str, t: u32) -> ops::MlpPlan {
-    let chosen = ops::choose_mlp(t, gpu.info().float32_atomic_add);
-    match block_features(block) {
-        Some((features, threads)) => ops::MlpPlan {
-            fused: true,
-            features,
-            threads,
-            ..chosen
-        },
-        None => chosen,
+/// The plan an MLP block records at `t` tokens: `mlp`, [`ops::choose_mlp`]'s;
+/// `fused`, [`ops::MlpPlan::fused`] up to [`ops::MLP_FUSED_MAX_M`] tokens.
+fn mlp_plan(block: &str, t: u32) -> ops::MlpPlan {
+    if block == "fused" && t <= ops::MLP_FUSED_MAX_M {
+        ops::MlpPlan::fused(t)
+    } else {
+        ops::choose_mlp(t)
     }
 }
 
@@ -326,7 +312,7 @@ fn record(
     for (gu, d) in layers {
         rec.barrier();
         if block != "linear" {
-            let plan = mlp_plan(gpu, block, t);
+            let plan = mlp_plan(block, t);
             let shape = (t, h, i);
             match (gu, d) {
                 (Weight::F32(g), Weight::F32(d)) => {
@@ -469,12 +455,9 @@ fn main() -> Result<()> {
             for block in &a.blocks {
                 let block = block.as_str();
                 // The kernels this block runs, in words.
-                let plan = mlp_plan(&gpu, block, t);
+                let plan = mlp_plan(block, t);
                 let ran = if block != "linear" && plan.fused {
-                    format!(
-                        "fused MLP kernel, {} rows per pass, {} features per workgroup",
-                        plan.rows_per_pass, plan.features
-                    )
+                    format!("fused MLP kernel, {} rows per pass", plan.rows_per_pass)
                 } else {
                     let caps = MatmulCaps::of(info);
                     let dtype = if bf16 {

@@ -23,27 +23,26 @@
 //! # }
 //! ```
 //!
+//! By default ([`choose_mlp`]) the block is two [`super::linear`] layers:
+//! gate|up with [`super::Epilogue::SiluMul`] (the norm fused in, as
+//! [`super::linear_normed`] takes it) into a scratch `[m, I]` buffer the
+//! batch holds, a barrier, then down with a residual epilogue.
+//!
 //! **Fused** ([`MlpPlan::fused`]), on adapters with f32 atomic adds on
 //! storage buffers (`VK_EXT_shader_atomic_float`'s
 //! `shaderBufferFloat32AtomicAdd`) for up to [`MLP_FUSED_MAX_M`] rows, the
 //! block is one dispatch (`shaders/mlp.glsl`). The intermediate features
 //! split the work with no exchange between workgroups: each workgroup owns
-//! [`MlpPlan::features`] consecutive features, computes their
-//! `silu(gate)·up` with the skinny linear kernel's products (the RMSNorm's
-//! scale last, as [`super::linear_normed`] takes it at one K slice), then
-//! streams the matching columns of every row of the down weight and adds
-//! its part of the down projection into an accumulator with atomic adds.
-//! The last workgroup to finish writes `y = x + accumulator` and clears
-//! the accumulator for the next run. Decode of a model is a chain of
-//! dependent launches; this takes one launch out of each block, and the
-//! down weight's stream starts while other workgroups still read gate|up.
-//! The sum over workgroups lands in the order the atomics do, so the
-//! result may differ in its last bits from run to run.
-//!
-//! **Otherwise** two [`super::linear`] layers (gate|up with
-//! [`super::Epilogue::SiluMul`] into a scratch `[m, I]` buffer the batch
-//! holds, a barrier, then down with a residual epilogue), which
-//! [`choose_mlp`] picks past [`MLP_FUSED_MAX_M`] rows or without the atomics.
+//! 32 consecutive features, computes their `silu(gate)·up` with the skinny
+//! linear kernel's products (the RMSNorm's scale last), then streams the
+//! matching columns of every row of the down weight and adds its part of
+//! the down projection into an accumulator with atomic adds. The last
+//! workgroup to finish writes `y = x + accumulator` and clears the
+//! accumulator for the next run. It saves a launch per block, but on an
+//! H200 it streams the weights slower than the two layers do (see
+//! [`choose_mlp`]), so it is not the default. The sum over workgroups
+//! lands in the order the atomics do: the result may differ in its last
+//! bits from run to run.
 //!
 //! Like any command, the block may overlap commands recorded before it:
 //! put a [`Batch::barrier`] between a command that writes its inputs and
@@ -57,40 +56,44 @@ const OP_MLP: &str = "ops::swiglu_mlp";
 /// the weights read once per pass).
 pub const MLP_FUSED_MAX_M: u32 = 4;
 
-/// Intermediate features per workgroup of the fused kernel by default.
-pub const MLP_FEATURES: u32 = 64;
+/// Intermediate features per workgroup of the fused kernel (`MLP_J` in
+/// `shaders/mlp.glsl`).
+const FEATURES: u32 = 32;
 
 /// How a [`swiglu_mlp`] block runs: [`choose_mlp`]'s decision, or one
-/// given to [`swiglu_mlp_with_plan`] (for tests and tuning).
+/// given to [`swiglu_mlp_with_plan`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct MlpPlan {
-    /// One fused dispatch (`true`) or two linear layers.
+    /// One fused dispatch (`true`; needs f32 atomic adds and at most
+    /// [`MLP_FUSED_MAX_M`] rows) or two linear layers.
     pub fused: bool,
     /// Fused: rows of x per pass (1, 2 or 4).
     pub rows_per_pass: u32,
-    /// Fused: intermediate features per workgroup ([`MLP_FEATURES`]; other
-    /// counts exist for bf16 weights at one row per pass, to measure).
-    pub features: u32,
-    /// Fused: invocations per workgroup ([`MLP_THREADS`]; others exist
-    /// beside the other feature counts).
-    pub threads: u32,
 }
 
-/// Invocations per workgroup of the fused kernel by default.
-pub const MLP_THREADS: u32 = 256;
+impl MlpPlan {
+    /// The fused plan for `m` rows: the smallest of 1, 2, 4 rows per pass
+    /// that holds `m` (4 past that).
+    pub fn fused(m: u32) -> MlpPlan {
+        MlpPlan {
+            fused: true,
+            rows_per_pass: [1, 2, 4].into_iter().find(|&r| r >= m).unwrap_or(4),
+        }
+    }
+}
 
-/// Picks the plan for an MLP block of `m` rows: fused where the adapter
-/// has f32 atomic adds on storage buffers and `m` is at most
-/// [`MLP_FUSED_MAX_M`], with the smallest of 1, 2, 4 rows per pass that
-/// holds `m` and [`MLP_FEATURES`] features per workgroup; otherwise two
-/// linear layers. Pure.
-pub fn choose_mlp(m: u32, float32_atomic_add: bool) -> MlpPlan {
-    let fused = float32_atomic_add && (1..=MLP_FUSED_MAX_M).contains(&m);
+/// Picks the plan for an MLP block of `m` rows: the two linear layers.
+/// The fused kernel ([`MlpPlan::fused`]) measured slower than them on an
+/// H200 at every shape tried (Qwen3-4B's FFN stack with bf16 weights at
+/// one token: 2.05–2.51 ms per forward against 1.72 for the two layers,
+/// with 16 to 128 features and 256 to 1024 invocations per workgroup; a
+/// decode step 3.48 ms against 3.00): a workgroup's two phases run one
+/// after the other, and its column slice of the down weight is a short
+/// strided read per row. Pure.
+pub fn choose_mlp(m: u32) -> MlpPlan {
     MlpPlan {
-        fused,
-        rows_per_pass: [1, 2, 4].into_iter().find(|&r| r >= m).unwrap_or(4),
-        features: MLP_FEATURES,
-        threads: MLP_THREADS,
+        fused: false,
+        ..MlpPlan::fused(m)
     }
 }
 
@@ -113,8 +116,16 @@ pub fn swiglu_mlp<'w>(
     k: u32,
     inter: u32,
 ) -> Result<()> {
-    let plan = choose_mlp(m, x.device().info().float32_atomic_add);
-    swiglu_mlp_with_plan(batch, x, norm, w_gate_up, w_down, y, (m, k, inter), plan)
+    swiglu_mlp_with_plan(
+        batch,
+        x,
+        norm,
+        w_gate_up,
+        w_down,
+        y,
+        (m, k, inter),
+        choose_mlp(m),
+    )
 }
 
 /// [`swiglu_mlp`] with an explicit plan (`shape` is `(m, k, inter)`).
@@ -169,33 +180,10 @@ fn unfused(
     linear(batch, &h, wd, y, m, inter, k, Epilogue::Residual(x))
 }
 
-/// The fused kernel's name for `dtype` weights, rows per pass, the norm,
-/// features per workgroup and invocations per workgroup; `None` where no
-/// such build exists.
-fn mlp_kernel_name(dtype: DType, rows: u32, norm: bool, shape: (u32, u32)) -> Option<&'static str> {
+/// The fused kernel's name for `dtype` weights, rows per pass and the
+/// norm; `None` where no such build exists.
+fn mlp_kernel_name(dtype: DType, rows: u32, norm: bool) -> Option<&'static str> {
     use DType::{Bf16, F16, F32};
-    const DEFAULT: (u32, u32) = (MLP_FEATURES, MLP_THREADS);
-    if shape != DEFAULT {
-        // The other shapes: bf16 weights, one row per pass.
-        if (dtype, rows) != (Bf16, 1) {
-            return None;
-        }
-        return Some(match (norm, shape) {
-            (false, (16, 256)) => "mlp_bf16_m1_j16_w256",
-            (true, (16, 256)) => "mlp_bf16_m1_norm_j16_w256",
-            (false, (32, 256)) => "mlp_bf16_m1_j32_w256",
-            (true, (32, 256)) => "mlp_bf16_m1_norm_j32_w256",
-            (false, (32, 512)) => "mlp_bf16_m1_j32_w512",
-            (true, (32, 512)) => "mlp_bf16_m1_norm_j32_w512",
-            (false, (64, 512)) => "mlp_bf16_m1_j64_w512",
-            (true, (64, 512)) => "mlp_bf16_m1_norm_j64_w512",
-            (false, (64, 1024)) => "mlp_bf16_m1_j64_w1024",
-            (true, (64, 1024)) => "mlp_bf16_m1_norm_j64_w1024",
-            (false, (128, 1024)) => "mlp_bf16_m1_j128_w1024",
-            (true, (128, 1024)) => "mlp_bf16_m1_norm_j128_w1024",
-            _ => return None,
-        });
-    }
     Some(match (dtype, rows, norm) {
         (F32, 1, false) => "mlp_f32_m1",
         (F32, 2, false) => "mlp_f32_m2",
@@ -228,7 +216,7 @@ pub(super) fn mlp_launch(
     eps: Option<f32>,
     plan: MlpPlan,
 ) -> (u32, Vec<u32>) {
-    let groups = inter.div_ceil(plan.features);
+    let groups = inter.div_ceil(FEATURES);
     let mchunks = m.div_ceil(plan.rows_per_pass);
     let vec = k % per_load(dtype) == 0;
     let chunks = if vec { k / per_load(dtype) } else { k };
@@ -241,7 +229,7 @@ pub(super) fn mlp_launch(
         2, // mode: unused by the fused kernel
         u32::from(vec),
         chunks,
-        plan.features / 2,
+        FEATURES / 2,
         mchunks,
         1, // pairs: gate|up units
         1, // ksub
@@ -263,18 +251,13 @@ fn fused(
     plan: MlpPlan,
 ) -> Result<()> {
     let gpu = x.device();
-    let name = mlp_kernel_name(
-        wgu.dtype(),
-        plan.rows_per_pass,
-        norm.is_some(),
-        (plan.features, plan.threads),
-    )
-    .ok_or_else(|| {
-        mlp_shape(format!(
-            "no fused kernel for {plan:?} with {} weights",
-            wgu.dtype()
-        ))
-    })?;
+    let name =
+        mlp_kernel_name(wgu.dtype(), plan.rows_per_pass, norm.is_some()).ok_or_else(|| {
+            mlp_shape(format!(
+                "no fused kernel for {plan:?} with {} weights",
+                wgu.dtype()
+            ))
+        })?;
     let kernel = crate::builtins::get(&gpu.inner, name, &[])?;
     let (wgs, pc) = mlp_launch((m, k, inter), wgu.dtype(), norm.map(|n| n.1), plan);
     let limit = gpu.info().max_workgroup_count[0];
@@ -383,6 +366,11 @@ fn check_mlp(
         }
     }
     if plan.fused {
+        if m > MLP_FUSED_MAX_M {
+            return Err(mlp_shape(format!(
+                "m = {m} rows, over the fused kernel's limit of {MLP_FUSED_MAX_M}"
+            )));
+        }
         let info = gpu.info();
         if !info.float32_atomic_add {
             return Err(Error::Unsupported {
@@ -403,21 +391,52 @@ fn check_mlp(
                 adapter: info.name.clone(),
             });
         }
-        if mlp_kernel_name(
-            wgu.dtype(),
-            plan.rows_per_pass,
-            norm.is_some(),
-            (plan.features, plan.threads),
-        )
-        .is_none()
-        {
+        if mlp_kernel_name(wgu.dtype(), plan.rows_per_pass, norm.is_some()).is_none() {
             return Err(mlp_shape(format!(
-                "no fused kernel for {plan:?} with {} weights: rows per pass 1, 2 or 4 \
-                 with {MLP_FEATURES} features and {MLP_THREADS} invocations per workgroup \
-                 (other shapes for bf16 weights at 1 row)",
+                "no fused kernel for {plan:?} with {} weights: rows per pass 1, 2 or 4",
                 wgu.dtype()
             )));
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_is_two_layers_and_the_fused_plan_holds_the_rows() {
+        for m in 1..=64 {
+            assert!(!choose_mlp(m).fused);
+        }
+        let rows: Vec<u32> = (1..=6).map(|m| MlpPlan::fused(m).rows_per_pass).collect();
+        assert_eq!(rows, [1, 2, 4, 4, 4, 4]);
+    }
+
+    #[test]
+    fn the_launch_covers_every_feature_and_row_chunk() {
+        // Qwen3-4B at one row, bf16: 9,728 features in groups of 32.
+        let (wgs, p) = mlp_launch((1, 2560, 9728), DType::Bf16, Some(1e-6), MlpPlan::fused(1));
+        assert_eq!(wgs, 304);
+        // M, K, N = 2·I, mode, vec, chunks of 8, units (2 features) per
+        // workgroup, row chunks, pairs, ksub, eps, dvec, workgroups.
+        assert_eq!(p[..10], [1, 2560, 19456, 2, 1, 320, 16, 1, 1, 1]);
+        assert_eq!(p[10], 1e-6f32.to_bits());
+        assert_eq!(p[11..], [1, 304]);
+        // Odd K and I: element loads of x and of the down weight; a short
+        // last group; 3 rows in two passes of 2.
+        let plan = MlpPlan {
+            fused: true,
+            rows_per_pass: 2,
+        };
+        let (wgs, p) = mlp_launch((3, 37, 100), DType::F16, None, plan);
+        assert_eq!(wgs, 4 * 2);
+        assert_eq!(p[..10], [3, 37, 200, 2, 0, 37, 16, 2, 1, 1]);
+        assert_eq!(p[10..], [0, 8]);
+        // f32 weights load 4 to 16 bytes: I = 100 takes the vector path.
+        let (_, p) = mlp_launch((1, 64, 100), DType::F32, None, MlpPlan::fused(1));
+        assert_eq!(p[4..6], [1, 16]);
+        assert_eq!(p[10..], [1, 4]);
+    }
 }
