@@ -196,10 +196,23 @@ void main() {
     barrier();
     if (is_last != 0u) {
         memoryBarrierBuffer();
-        for (uint i = tid; i < M * K; i += uint(WG_SIZE)) {
-            float v = atomicAdd(accb[i], 0.0);
-            accb[i] = 0.0;
-            y[i] = res[i] + v;
+        // Eight elements per invocation and step, their reads (atomic, so
+        // they see every workgroup's adds) issued together.
+        uint total = M * K;
+        for (uint i0 = tid; i0 < total; i0 += 8u * uint(WG_SIZE)) {
+            float v[8], r[8];
+            [[unroll]] for (uint q = 0u; q < 8u; ++q) {
+                uint i = min(i0 + q * uint(WG_SIZE), total - 1u);
+                v[q] = atomicAdd(accb[i], 0.0);
+                r[q] = res[i];
+            }
+            [[unroll]] for (uint q = 0u; q < 8u; ++q) {
+                uint i = i0 + q * uint(WG_SIZE);
+                if (i < total) {
+                    accb[i] = 0.0;
+                    y[i] = r[q] + v[q];
+                }
+            }
         }
         if (tid == 0u) counter[0] = 0u;
     }
