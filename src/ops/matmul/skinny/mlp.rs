@@ -397,9 +397,10 @@ fn check_mlp(
                 adapter: info.name.clone(),
             });
         }
-        if !info.subgroup_arithmetic {
+        if !info.subgroup_arithmetic || info.subgroup_size < 8 {
             return Err(Error::Unsupported {
-                what: "the fused MLP kernel (subgroup arithmetic)",
+                what: "the fused MLP kernel (subgroup arithmetic and shuffles, subgroups of \
+                       at least 8 lanes)",
                 adapter: info.name.clone(),
             });
         }
