@@ -9,7 +9,8 @@
 // features [g·J, g·J + J). It first computes h = silu(gate) · up for them
 // with linear.glsl's products (units of 2 features: their gate and up
 // rows), into shared memory; then it streams Wd's columns [g·J, g·J + J)
-// of every one of the K rows (see down_part) and adds h·Wd[row, slice]ᵀ, its part of
+// of every one of the K rows (each invocation whole rows: J weights, 16
+// bytes per load where `dvec`) and adds h·Wd[row, slice]ᵀ, its part of
 // the down projection, into the accumulator `acc` ([M, K] f32, zero
 // between dispatches) with f32 atomic adds. The last workgroup to finish
 // (a device-wide counter) writes y = x + acc and sets acc and the counter
@@ -19,7 +20,6 @@
 // Bindings 0-7 as linear.glsl's (W = Wgu, Res = x, Y = y); then Wd as
 // 16-byte chunks and as elements, acc, and the counter. Grid: x = groups
 // × mchunks (row chunks of MT rows), y = 1.
-#extension GL_KHR_shader_subgroup_shuffle : require
 #define MLP
 #include "linear.glsl"
 
@@ -69,78 +69,58 @@ void store_h(uint u, uint lu, uint m0, uint lane, uint width, float acc[R][MT]) 
     }
 }
 
-// Chunks of 16 bytes in one row of Wd's slice: that many consecutive
-// lanes read one row together (one chunk each, the row's slice in one
-// request), WG_SIZE / MLP_CHUNKS rows per step, MLP_STEPS steps' loads
-// issued before their products.
+// Chunks of 16 bytes in one row of Wd's slice, and rows each invocation
+// takes per step (their loads issued together: at least 8 chunks).
 #define MLP_CHUNKS (MLP_MAX_J / WVEC)
-#define MLP_STEPS 8u
+#define MLP_RU (MLP_CHUNKS >= 8u ? 1u : 8u / MLP_CHUNKS)
 
-// Adds this workgroup's part of the down projection into acc: rows of
-// Wd's slice (features j0 + [0, jn)) times h. Where the slice is whole
-// and 16-byte aligned (`dvec`) MLP_CHUNKS lanes share each row and add
-// their sums by shuffles; else every invocation takes whole rows, one
-// element at a time.
-void down_part(uint tid, uint m0, uint j0, uint jn) {
+// Adds rows row0 + r·WG_SIZE (r < MLP_RU) of Wd's slice (features
+// j0 + [0, jn)) times h into out_[r] (one sum per row of x); rows past K
+// add nothing.
+void down_rows(uint row0, uint j0, uint jn, inout float out_[MLP_RU][MT]) {
     uint inter = N / 2u;
     if (dvec != 0u && jn == MLP_MAX_J) {
-        uint c = tid % MLP_CHUNKS;
-        uint rstep = uint(WG_SIZE) / MLP_CHUNKS;
-        // This lane's features' h values, per row of x.
-        vec4 hlo[MT];
-#if !defined(WTYPE_F32)
-        vec4 hhi[MT];
-#endif
-        [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
-            uint hb = m * MLP_MAX_J + c * WVEC;
-            hlo[m] = vec4(hsh[hb], hsh[hb + 1u], hsh[hb + 2u], hsh[hb + 3u]);
-#if !defined(WTYPE_F32)
-            hhi[m] = vec4(hsh[hb + 4u], hsh[hb + 5u], hsh[hb + 6u], hsh[hb + 7u]);
-#endif
-        }
-        uint per = MLP_STEPS * rstep;
-        uint steps = (K + per - 1u) / per;  // uniform over the workgroup
-        for (uint st = 0u; st < steps; ++st) {
-            uint r0 = st * per + tid / MLP_CHUNKS;
+        // All loads of the step issued before the products.
 #if defined(WTYPE_F32)
-            vec4 wv[MLP_STEPS];
+        vec4 wv[MLP_RU][MLP_CHUNKS];
 #else
-            uvec4 wv[MLP_STEPS];
+        uvec4 wv[MLP_RU][MLP_CHUNKS];
 #endif
-            [[unroll]] for (uint q = 0u; q < MLP_STEPS; ++q) {
-                uint row = min(r0 + q * rstep, K - 1u);
-                wv[q] = d4[(row * inter + j0) / WVEC + c];
-            }
-            [[unroll]] for (uint q = 0u; q < MLP_STEPS; ++q) {
-                uint row = r0 + q * rstep;
+        [[unroll]] for (uint r = 0u; r < MLP_RU; ++r) {
+            uint row = min(row0 + r * uint(WG_SIZE), K - 1u);
+            uint base = (row * inter + j0) / WVEC;
+            [[unroll]] for (uint c = 0u; c < MLP_CHUNKS; ++c) wv[r][c] = d4[base + c];
+        }
+        [[unroll]] for (uint r = 0u; r < MLP_RU; ++r) {
+            [[unroll]] for (uint c = 0u; c < MLP_CHUNKS; ++c) {
 #if defined(WTYPE_F32)
-                vec4 lo = wv[q];
+                vec4 lo = wv[r][c];
+                [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
+                    uint hb = m * MLP_MAX_J + c * 4u;
+                    out_[r][m] = fma(lo.x, hsh[hb], fma(lo.y, hsh[hb + 1u],
+                                 fma(lo.z, hsh[hb + 2u], fma(lo.w, hsh[hb + 3u], out_[r][m]))));
+                }
 #else
                 vec4 lo, hi;
-                wdecode(wv[q], lo, hi);
-#endif
+                wdecode(wv[r][c], lo, hi);
                 [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
-                    float p = dot(lo, hlo[m]);
-#if !defined(WTYPE_F32)
-                    p += dot(hi, hhi[m]);
-#endif
-                    [[unroll]] for (uint off = MLP_CHUNKS / 2u; off >= 1u; off /= 2u)
-                        p += subgroupShuffleXor(p, off);
-                    if (c == 0u && row < K && m0 + m < M) atomicAdd(accb[(m0 + m) * K + row], p);
+                    uint hb = m * MLP_MAX_J + c * 8u;
+                    float a = fma(lo.x, hsh[hb], fma(lo.y, hsh[hb + 1u],
+                              fma(lo.z, hsh[hb + 2u], fma(lo.w, hsh[hb + 3u], out_[r][m]))));
+                    out_[r][m] = fma(hi.x, hsh[hb + 4u], fma(hi.y, hsh[hb + 5u],
+                                 fma(hi.z, hsh[hb + 6u], fma(hi.w, hsh[hb + 7u], a))));
                 }
+#endif
             }
         }
     } else {
-        for (uint row = tid; row < K; row += uint(WG_SIZE)) {
-            float o[MT];
-            [[unroll]] for (uint m = 0u; m < uint(MT); ++m) o[m] = 0.0;
+        [[unroll]] for (uint r = 0u; r < MLP_RU; ++r) {
+            uint row = min(row0 + r * uint(WG_SIZE), K - 1u);
             for (uint jl = 0u; jl < jn; ++jl) {
                 float wv = dscalar(row * inter + j0 + jl);
                 [[unroll]] for (uint m = 0u; m < uint(MT); ++m)
-                    o[m] = fma(wv, hsh[m * MLP_MAX_J + jl], o[m]);
+                    out_[r][m] = fma(wv, hsh[m * MLP_MAX_J + jl], out_[r][m]);
             }
-            [[unroll]] for (uint m = 0u; m < uint(MT); ++m)
-                if (m0 + m < M) atomicAdd(accb[(m0 + m) * K + row], o[m]);
         }
     }
 }
@@ -191,11 +171,22 @@ void main() {
     }
     barrier();
 
-    // This workgroup's part of the down projection, added into acc.
+    // This workgroup's part of the down projection: every invocation whole
+    // rows of Wd's slice, the sums added into acc.
     uint inter = N / 2u;
     uint j0 = group * 2u * upw;
     uint jn = min(2u * upw, inter - min(j0, inter));
-    down_part(tid, m0, j0, jn);
+    for (uint row0 = tid; row0 < K; row0 += MLP_RU * uint(WG_SIZE)) {
+        float o[MLP_RU][MT];
+        [[unroll]] for (uint r = 0u; r < MLP_RU; ++r)
+            [[unroll]] for (uint m = 0u; m < uint(MT); ++m) o[r][m] = 0.0;
+        down_rows(row0, j0, jn, o);
+        [[unroll]] for (uint r = 0u; r < MLP_RU; ++r) {
+            uint row = row0 + r * uint(WG_SIZE);
+            [[unroll]] for (uint m = 0u; m < uint(MT); ++m)
+                if (row < K && m0 + m < M) atomicAdd(accb[(m0 + m) * K + row], o[r][m]);
+        }
+    }
 
     // The last workgroup to arrive writes y = x + acc and resets acc and
     // the counter.
@@ -205,23 +196,10 @@ void main() {
     barrier();
     if (is_last != 0u) {
         memoryBarrierBuffer();
-        // Eight elements per invocation and step, their reads (atomic, so
-        // they see every workgroup's adds) issued together.
-        uint total = M * K;
-        for (uint i0 = tid; i0 < total; i0 += 8u * uint(WG_SIZE)) {
-            float v[8], r[8];
-            [[unroll]] for (uint q = 0u; q < 8u; ++q) {
-                uint i = min(i0 + q * uint(WG_SIZE), total - 1u);
-                v[q] = atomicAdd(accb[i], 0.0);
-                r[q] = res[i];
-            }
-            [[unroll]] for (uint q = 0u; q < 8u; ++q) {
-                uint i = i0 + q * uint(WG_SIZE);
-                if (i < total) {
-                    accb[i] = 0.0;
-                    y[i] = r[q] + v[q];
-                }
-            }
+        for (uint i = tid; i < M * K; i += uint(WG_SIZE)) {
+            float v = atomicAdd(accb[i], 0.0);
+            accb[i] = 0.0;
+            y[i] = res[i] + v;
         }
         if (tid == 0u) counter[0] = 0u;
     }

@@ -8,10 +8,5 @@
 // variant: mlp_bf16_norm NORM=1
 // variant: mlp_bf16_m1_norm MT=1 NORM=1
 // variant: mlp_bf16_m2_norm MT=2 NORM=1
-// Other feature counts per workgroup, to measure (MlpPlan::features):
-// variant: mlp_bf16_m1_j16 MT=1 MLP_J=16
-// variant: mlp_bf16_m1_norm_j16 MT=1 NORM=1 MLP_J=16
-// variant: mlp_bf16_m1_j64 MT=1 MLP_J=64
-// variant: mlp_bf16_m1_norm_j64 MT=1 NORM=1 MLP_J=64
 #define WTYPE_BF16
 #include "mlp.glsl"

@@ -46,8 +46,7 @@
 //! `--fused-mlp` records each decode layer's MLP as one fused
 //! `ops::swiglu_mlp` dispatch (up to 4 sequences, on adapters with f32
 //! atomic adds) instead of the norm fused into gate|up, then down with the
-//! residual (on an H200 the fused form made the step slower);
-//! `--mlp-features J` runs its build with J features per workgroup.
+//! residual (on an H200 the fused form made the step slower).
 
 mod attend;
 mod buffers;
@@ -93,9 +92,6 @@ struct Args {
     fused_qk: bool,
     /// `--fused-mlp`: the decode step's MLP as one fused dispatch.
     fused_mlp: bool,
-    /// `--mlp-features J`: the fused MLP build with J features per
-    /// workgroup (implies `--fused-mlp`).
-    mlp_features: Option<u32>,
     prefill: PrefillMatmul,
     decode_matmul: DecodeMatmul,
     /// `DeviceOptions::wait_spin` when given (`--wait-spin-us`).
@@ -106,7 +102,7 @@ const USAGE: &str =
     "usage: qwen3 DIR | --tiny OUTDIR [--prompt 1,2,3 | --prompt-len N] [--decode N] [--batch B] \
                      [--sample T,K,P,SEED] [--reference FILE] [--kv-16] [--profile] \
                      [--prefill exact|f16|auto] [--decode-matmul exact|auto] [--wait-spin-us N] \
-                     [--two-op-attention] [--fused-mlp] [--mlp-features J]";
+                     [--two-op-attention] [--fused-mlp]";
 
 fn parse_list<T: std::str::FromStr>(s: &str, what: &str) -> Result<Vec<T>, String> {
     s.split(',')
@@ -131,7 +127,6 @@ fn parse(args: &[String]) -> Result<Args, String> {
         kv_f32: true,
         fused_qk: true,
         fused_mlp: false,
-        mlp_features: None,
         prompt_len: false,
         prefill: PrefillMatmul::Auto,
         decode_matmul: DecodeMatmul::Auto,
@@ -193,12 +188,6 @@ fn parse(args: &[String]) -> Result<Args, String> {
             "--kv-16" => a.kv_f32 = false,
             "--two-op-attention" => a.fused_qk = false,
             "--fused-mlp" => a.fused_mlp = true,
-            "--mlp-features" => {
-                let j: u32 = val("--mlp-features")?
-                    .parse()
-                    .map_err(|_| "--mlp-features: not a number")?;
-                (a.fused_mlp, a.mlp_features) = (true, Some(j));
-            }
             "--prefill" => {
                 let v = val("--prefill")?;
                 a.prefill = PrefillMatmul::parse(&v)
@@ -287,7 +276,6 @@ fn run(args: &[String]) -> Result<bool, Box<dyn std::error::Error>> {
         kv_f32: a.kv_f32,
         fused_qk: a.fused_qk,
         fused_mlp: a.fused_mlp,
-        mlp_features: a.mlp_features,
         // The reference is compared at f32 activations.
         decode_matmul: if refdata.is_some() {
             DecodeMatmul::Exact

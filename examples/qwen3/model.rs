@@ -82,9 +82,6 @@ pub struct ModelOptions {
     /// the step 3.48 ms against 3.00), and always in prefill, the norm
     /// fused into gate|up, then down with the residual.
     pub fused_mlp: bool,
-    /// The fused MLP kernel's features per workgroup, in place of
-    /// `ops::MLP_FEATURES` (to measure its other builds).
-    pub mlp_features: Option<u32>,
     /// How the decode step computes its projections: exact f32 activations
     /// (the default), or `ops::choose_linear`'s own plan, which rounds the
     /// inputs of the tensor-core products it picks (from 5 sequences with
@@ -104,7 +101,6 @@ impl Default for ModelOptions {
             kv_f32: true,
             fused_qk: true,
             fused_mlp: false,
-            mlp_features: None,
             decode_matmul: DecodeMatmul::Exact,
         }
     }
@@ -576,10 +572,7 @@ impl Model {
         self.project(b, p, &r.ao, &l.o, &r.h, (m, d.qw(), d.hidden), res)?;
         let fuses = self.gpu.info().float32_atomic_add && m <= ops::MLP_FUSED_MAX_M;
         if fused_mlp && fuses && !matches!(p, Products::Half(_)) {
-            let plan = ops::MlpPlan {
-                features: self.opts.mlp_features.unwrap_or(ops::MLP_FEATURES),
-                ..ops::MlpPlan::fused(m)
-            };
+            let plan = ops::MlpPlan::fused(m);
             let norm = Some((&l.post_norm, d.eps));
             let (gu, dn) = (l.gate_up.weights(), l.down.weights());
             let shape = (m, d.hidden, d.inter);

@@ -13,8 +13,7 @@
 //! calls (`linear`): gate|up with [`Epilogue::SiluMul`], then down with an
 //! in-place [`Epilogue::Residual`]. `--blocks mlp,fused,linear` times them
 //! in one process (rows keyed `{dtype}_T{t}`, `{dtype}_T{t}_fused`,
-//! `{dtype}_T{t}_linear`); each row prints the plan it ran. `fused_jN`
-//! forces N intermediate features per workgroup (bf16, one token). A forward for T tokens (x is `[T, H]`)
+//! `{dtype}_T{t}_linear`); each row prints the plan it ran. A forward for T tokens (x is `[T, H]`)
 //! is recorded once as a [`Graph`] (a copy of x into the residual stream,
 //! then the layers, barriers between) and launched `--reps` times (default
 //! 30) after untimed launches of the same graph for at least `--warm-ms`
@@ -131,8 +130,8 @@ fn args() -> Args {
     };
     for b in &args.blocks {
         assert!(
-            b == "mlp" || b == "linear" || b == "fused" || b.starts_with("fused_j"),
-            "--blocks: mlp, fused, fused_jN or linear, got {b}"
+            b == "mlp" || b == "linear" || b == "fused",
+            "--blocks: mlp, fused or linear, got {b}"
         );
     }
     assert!(
@@ -288,12 +287,8 @@ struct Acts {
 /// The plan an MLP block records at `t` tokens: `mlp`, [`ops::choose_mlp`]'s;
 /// `fused`, [`ops::MlpPlan::fused`] up to [`ops::MLP_FUSED_MAX_M`] tokens.
 fn mlp_plan(block: &str, t: u32) -> ops::MlpPlan {
-    let features = block.strip_prefix("fused_j").and_then(|j| j.parse().ok());
-    if (block == "fused" || features.is_some()) && t <= ops::MLP_FUSED_MAX_M {
-        ops::MlpPlan {
-            features: features.unwrap_or(ops::MLP_FEATURES),
-            ..ops::MlpPlan::fused(t)
-        }
+    if block == "fused" && t <= ops::MLP_FUSED_MAX_M {
+        ops::MlpPlan::fused(t)
     } else {
         ops::choose_mlp(t)
     }
@@ -462,10 +457,7 @@ fn main() -> Result<()> {
                 // The kernels this block runs, in words.
                 let plan = mlp_plan(block, t);
                 let ran = if block != "linear" && plan.fused {
-                    format!(
-                        "fused MLP kernel, {} rows per pass, {} features per workgroup",
-                        plan.rows_per_pass, plan.features
-                    )
+                    format!("fused MLP kernel, {} rows per pass", plan.rows_per_pass)
                 } else {
                     let caps = MatmulCaps::of(info);
                     let dtype = if bf16 {

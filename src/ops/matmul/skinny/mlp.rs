@@ -56,9 +56,9 @@ const OP_MLP: &str = "ops::swiglu_mlp";
 /// the weights read once per pass).
 pub const MLP_FUSED_MAX_M: u32 = 4;
 
-/// Intermediate features per workgroup of the fused kernel by default
-/// (`MLP_J` in `shaders/mlp.glsl`).
-pub const MLP_FEATURES: u32 = 32;
+/// Intermediate features per workgroup of the fused kernel (`MLP_J` in
+/// `shaders/mlp.glsl`).
+const FEATURES: u32 = 32;
 
 /// How a [`swiglu_mlp`] block runs: [`choose_mlp`]'s decision, or one
 /// given to [`swiglu_mlp_with_plan`].
@@ -69,9 +69,6 @@ pub struct MlpPlan {
     pub fused: bool,
     /// Fused: rows of x per pass (1, 2 or 4).
     pub rows_per_pass: u32,
-    /// Fused: intermediate features per workgroup ([`MLP_FEATURES`]; 16
-    /// and 64 exist for bf16 weights at one row per pass, to measure).
-    pub features: u32,
 }
 
 impl MlpPlan {
@@ -81,7 +78,6 @@ impl MlpPlan {
         MlpPlan {
             fused: true,
             rows_per_pass: [1, 2, 4].into_iter().find(|&r| r >= m).unwrap_or(4),
-            features: MLP_FEATURES,
         }
     }
 }
@@ -184,19 +180,10 @@ fn unfused(
     linear(batch, &h, wd, y, m, inter, k, Epilogue::Residual(x))
 }
 
-/// The fused kernel's name for `dtype` weights, rows per pass, the norm
-/// and features per workgroup; `None` where no such build exists.
-fn mlp_kernel_name(dtype: DType, rows: u32, norm: bool, features: u32) -> Option<&'static str> {
+/// The fused kernel's name for `dtype` weights, rows per pass and the
+/// norm; `None` where no such build exists.
+fn mlp_kernel_name(dtype: DType, rows: u32, norm: bool) -> Option<&'static str> {
     use DType::{Bf16, F16, F32};
-    if features != MLP_FEATURES {
-        return Some(match (dtype, rows, norm, features) {
-            (Bf16, 1, false, 16) => "mlp_bf16_m1_j16",
-            (Bf16, 1, true, 16) => "mlp_bf16_m1_norm_j16",
-            (Bf16, 1, false, 64) => "mlp_bf16_m1_j64",
-            (Bf16, 1, true, 64) => "mlp_bf16_m1_norm_j64",
-            _ => return None,
-        });
-    }
     Some(match (dtype, rows, norm) {
         (F32, 1, false) => "mlp_f32_m1",
         (F32, 2, false) => "mlp_f32_m2",
@@ -229,7 +216,7 @@ pub(super) fn mlp_launch(
     eps: Option<f32>,
     plan: MlpPlan,
 ) -> (u32, Vec<u32>) {
-    let groups = inter.div_ceil(plan.features);
+    let groups = inter.div_ceil(FEATURES);
     let mchunks = m.div_ceil(plan.rows_per_pass);
     let vec = k % per_load(dtype) == 0;
     let chunks = if vec { k / per_load(dtype) } else { k };
@@ -242,7 +229,7 @@ pub(super) fn mlp_launch(
         2, // mode: unused by the fused kernel
         u32::from(vec),
         chunks,
-        plan.features / 2,
+        FEATURES / 2,
         mchunks,
         1, // pairs: gate|up units
         1, // ksub
@@ -264,18 +251,13 @@ fn fused(
     plan: MlpPlan,
 ) -> Result<()> {
     let gpu = x.device();
-    let name = mlp_kernel_name(
-        wgu.dtype(),
-        plan.rows_per_pass,
-        norm.is_some(),
-        plan.features,
-    )
-    .ok_or_else(|| {
-        mlp_shape(format!(
-            "no fused kernel for {plan:?} with {} weights",
-            wgu.dtype()
-        ))
-    })?;
+    let name =
+        mlp_kernel_name(wgu.dtype(), plan.rows_per_pass, norm.is_some()).ok_or_else(|| {
+            mlp_shape(format!(
+                "no fused kernel for {plan:?} with {} weights",
+                wgu.dtype()
+            ))
+        })?;
     let kernel = crate::builtins::get(&gpu.inner, name, &[])?;
     let (wgs, pc) = mlp_launch((m, k, inter), wgu.dtype(), norm.map(|n| n.1), plan);
     let limit = gpu.info().max_workgroup_count[0];
@@ -397,10 +379,9 @@ fn check_mlp(
                 adapter: info.name.clone(),
             });
         }
-        if !info.subgroup_arithmetic || info.subgroup_size < 8 {
+        if !info.subgroup_arithmetic {
             return Err(Error::Unsupported {
-                what: "the fused MLP kernel (subgroup arithmetic and shuffles, subgroups of \
-                       at least 8 lanes)",
+                what: "the fused MLP kernel (subgroup arithmetic)",
                 adapter: info.name.clone(),
             });
         }
@@ -410,17 +391,9 @@ fn check_mlp(
                 adapter: info.name.clone(),
             });
         }
-        if mlp_kernel_name(
-            wgu.dtype(),
-            plan.rows_per_pass,
-            norm.is_some(),
-            plan.features,
-        )
-        .is_none()
-        {
+        if mlp_kernel_name(wgu.dtype(), plan.rows_per_pass, norm.is_some()).is_none() {
             return Err(mlp_shape(format!(
-                "no fused kernel for {plan:?} with {} weights: rows per pass 1, 2 or 4 with \
-                 {MLP_FEATURES} features per workgroup (16 and 64 for bf16 weights at 1 row)",
+                "no fused kernel for {plan:?} with {} weights: rows per pass 1, 2 or 4",
                 wgu.dtype()
             )));
         }
@@ -454,8 +427,8 @@ mod tests {
         // Odd K and I: element loads of x and of the down weight; a short
         // last group; 3 rows in two passes of 2.
         let plan = MlpPlan {
+            fused: true,
             rows_per_pass: 2,
-            ..MlpPlan::fused(3)
         };
         let (wgs, p) = mlp_launch((3, 37, 100), DType::F16, None, plan);
         assert_eq!(wgs, 4 * 2);
