@@ -8,9 +8,5 @@
 // variant: mlp_bf16_norm NORM=1
 // variant: mlp_bf16_m1_norm MT=1 NORM=1
 // variant: mlp_bf16_m2_norm MT=2 NORM=1
-// Subgroups of 32 lanes, 1 row (linear_loops.glsl's loop with 4 chunks
-// per lane and step, and its butterfly):
-// variant: mlp_bf16_m1_sg32 MT=1 CPS_LOOP=1 CPS=4 BUTTERFLY=1
-// variant: mlp_bf16_m1_norm_sg32 MT=1 NORM=1 CPS_LOOP=1 CPS=4 BUTTERFLY=1
 #define WTYPE_BF16
 #include "mlp.glsl"

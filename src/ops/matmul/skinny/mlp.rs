@@ -258,13 +258,6 @@ fn fused(
                 wgu.dtype()
             ))
         })?;
-    // bf16 at one row on adapters with 32-lane subgroups: the build with
-    // linear_loops.glsl's loop (4 chunks per lane and step) and butterfly.
-    let name = match (name, gpu.info().subgroup_size) {
-        ("mlp_bf16_m1", 32) => "mlp_bf16_m1_sg32",
-        ("mlp_bf16_m1_norm", 32) => "mlp_bf16_m1_norm_sg32",
-        (n, _) => n,
-    };
     let kernel = crate::builtins::get(&gpu.inner, name, &[])?;
     let (wgs, pc) = mlp_launch((m, k, inter), wgu.dtype(), norm.map(|n| n.1), plan);
     let limit = gpu.info().max_workgroup_count[0];
