@@ -315,6 +315,11 @@ mod tests {
         }
         let e = check(&module(&[5357]), &none, "gpu").unwrap_err();
         assert!(e.to_string().contains("CooperativeMatrixNV"), "{e}");
+        // f32 atomic adds need VK_EXT_shader_atomic_float's feature.
+        let e = check(&module(&[6033]), &none, "gpu").unwrap_err();
+        assert!(e.to_string().contains("shaderBufferFloat32AtomicAdd"), "{e}");
+        let atomics = none.with_float32_atomic_add(true);
+        assert!(check(&module(&[6033]), &atomics, "gpu").is_ok());
         let have = ShaderFeatures {
             float16: true,
             coopmat_nv: true,

@@ -285,9 +285,11 @@ struct Acts {
 }
 
 /// The plan an MLP block records at `t` tokens: `mlp`, [`ops::choose_mlp`]'s;
-/// `fused`, [`ops::MlpPlan::fused`] up to [`ops::MLP_FUSED_MAX_M`] tokens.
-fn mlp_plan(block: &str, t: u32) -> ops::MlpPlan {
-    if block == "fused" && t <= ops::MLP_FUSED_MAX_M {
+/// `fused`, [`ops::MlpPlan::fused`] up to [`ops::MLP_FUSED_MAX_M`] tokens
+/// on adapters with f32 atomic adds (else `choose_mlp`'s as well).
+fn mlp_plan(gpu: &Device, block: &str, t: u32) -> ops::MlpPlan {
+    let fuses = gpu.info().float32_atomic_add && t <= ops::MLP_FUSED_MAX_M;
+    if block == "fused" && fuses {
         ops::MlpPlan::fused(t)
     } else {
         ops::choose_mlp(t)
@@ -295,8 +297,9 @@ fn mlp_plan(block: &str, t: u32) -> ops::MlpPlan {
 }
 
 /// Records a forward through `layers` into a graph: y = x, then per layer
-/// y = y + silu(y·Wgᵀ)·(y·Wuᵀ)·Wdᵀ, as `block` says (`mlp`, `mlp_jN`:
-/// one [`ops::swiglu_mlp`]; `linear`: two [`ops::linear`]s through h).
+/// y = y + silu(y·Wgᵀ)·(y·Wuᵀ)·Wdᵀ, as `block` says (`mlp`, `fused`: one
+/// [`ops::swiglu_mlp`]; `linear`: two [`ops::linear`]s through h, with
+/// `force`'s plan where given).
 #[allow(clippy::too_many_arguments)]
 fn record(
     gpu: &Device,
@@ -312,7 +315,7 @@ fn record(
     for (gu, d) in layers {
         rec.barrier();
         if block != "linear" {
-            let plan = mlp_plan(block, t);
+            let plan = mlp_plan(gpu, block, t);
             let shape = (t, h, i);
             match (gu, d) {
                 (Weight::F32(g), Weight::F32(d)) => {
@@ -454,8 +457,15 @@ fn main() -> Result<()> {
             };
             for block in &a.blocks {
                 let block = block.as_str();
+                // `--rows-per-pass` and `--splits` apply to the explicit
+                // linear layers only; the blocks take the op's own plans.
+                let force = if block == "linear" {
+                    force
+                } else {
+                    (None, None)
+                };
                 // The kernels this block runs, in words.
-                let plan = mlp_plan(block, t);
+                let plan = mlp_plan(&gpu, block, t);
                 let ran = if block != "linear" && plan.fused {
                     format!("fused MLP kernel, {} rows per pass", plan.rows_per_pass)
                 } else {
@@ -519,9 +529,9 @@ fn main() -> Result<()> {
                     let tol = if f16_acts { 1e-3 } else { 1e-4 };
                     assert!(
                     err < tol,
-                    "{dt} T={t}: {nc} layers differ from the f64 reference by {err:.2e} of the largest output (bound {tol:.0e})"
+                    "{dt} T={t} [{block}]: {nc} layers differ from the f64 reference by {err:.2e} of the largest output (bound {tol:.0e})"
                 );
-                    println!("{dt} T={t}: {nc} layers match the f64 reference (max error {err:.1e} of the largest output)");
+                    println!("{dt} T={t} [{block}]: {nc} layers match the f64 reference (max error {err:.1e} of the largest output)");
                 }
                 let graph = record(
                     &gpu,

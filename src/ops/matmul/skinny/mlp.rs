@@ -84,12 +84,14 @@ impl MlpPlan {
 
 /// Picks the plan for an MLP block of `m` rows: the two linear layers.
 /// The fused kernel ([`MlpPlan::fused`]) measured slower than them on an
-/// H200 at every shape tried (Qwen3-4B's FFN stack with bf16 weights at
-/// one token: 2.05–2.51 ms per forward against 1.72 for the two layers,
-/// with 16 to 128 features and 256 to 1024 invocations per workgroup; a
-/// decode step 3.48 ms against 3.00): a workgroup's two phases run one
-/// after the other, and its column slice of the down weight is a short
-/// strided read per row. Pure.
+/// H200 in every build tried (Qwen3-4B's FFN stack with bf16 weights at
+/// one token: 2.02–2.51 ms per forward against 1.71–1.75 for the two
+/// layers, with 16 to 128 features and 256 to 1024 invocations per
+/// workgroup, and three changes to its loads; the build kept 2.05–2.09;
+/// a decode step 3.46–3.52 ms against 3.00–3.02): a workgroup's two
+/// phases run one after the other, its column slice of the down weight
+/// is a short strided read per row, and its parts are hundreds of
+/// thousands of atomic adds per block. Pure.
 pub fn choose_mlp(m: u32) -> MlpPlan {
     MlpPlan {
         fused: false,
