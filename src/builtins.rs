@@ -304,8 +304,9 @@ mod tests {
             } else {
                 // The rest read the f32 or F16 buffers the ops take (and
                 // the transformer kernels, u32 ids, positions and lengths;
-                // ops::increment, u32 counters).
-                let words_too = name.starts_with("nn_") || *name == "u32_add";
+                // ops::increment and the fused MLP kernels, u32 counters).
+                let words_too =
+                    name.starts_with("nn_") || *name == "u32_add" || name.starts_with("mlp_");
                 assert!(
                     kinds.iter().all(|k| matches!(k, ScalarKind::Float(_))
                         || (words_too && *k == ScalarKind::Unsigned)),

@@ -317,7 +317,10 @@ mod tests {
         assert!(e.to_string().contains("CooperativeMatrixNV"), "{e}");
         // f32 atomic adds need VK_EXT_shader_atomic_float's feature.
         let e = check(&module(&[6033]), &none, "gpu").unwrap_err();
-        assert!(e.to_string().contains("shaderBufferFloat32AtomicAdd"), "{e}");
+        assert!(
+            e.to_string().contains("shaderBufferFloat32AtomicAdd"),
+            "{e}"
+        );
         let atomics = none.with_float32_atomic_add(true);
         assert!(check(&module(&[6033]), &atomics, "gpu").is_ok());
         let have = ShaderFeatures {
