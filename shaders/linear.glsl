@@ -41,6 +41,9 @@
 // Stores (`mode`): 0 y = acc; 1 y = acc + res (res may be y itself);
 // 2 y[m, j] = silu(gate) · up (y is [M, I]); 3 a split-K partial:
 // y[(s·M + m)·N + row] = acc, finished by linear_reduce.comp.
+//
+// mlp.glsl includes this file for its products with MLP defined: main is
+// left out, and the push constants gain two words.
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #if defined(BUTTERFLY)
