@@ -162,7 +162,10 @@ fn unfused(
     (m, k, inter): (u32, u32, u32),
 ) -> Result<()> {
     let gpu = x.device();
-    let h = gpu.alloc::<f32>((m as usize) * (inter as usize))?;
+    // Every element is written by gate|up before down reads it: no fill
+    // (a zero-filled allocation would wait for a transfer here).
+    let len = u64::from(m) * u64::from(inter);
+    let h = Buffer::<f32>::create(&gpu, len, crate::memory::Memory::DeviceLocal, OP_MLP)?;
     match norm {
         Some((g, eps)) => linear_normed(
             batch,
