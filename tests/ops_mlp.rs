@@ -195,6 +195,15 @@ fn matches_the_reference_fused_and_unfused() {
                     run_case(&gpu, &c, dt, norm, in_place, chosen);
                     if fused && m <= 4 {
                         run_case(&gpu, &c, dt, norm, in_place, MlpPlan::fused(m as u32));
+                        // Several passes of fewer rows (each its own
+                        // workgroups, one accumulator and counter).
+                        let passes = MlpPlan {
+                            rows_per_pass: 1,
+                            ..MlpPlan::fused(1)
+                        };
+                        if m > 1 {
+                            run_case(&gpu, &c, dt, norm, in_place, passes);
+                        }
                     }
                 }
             }
