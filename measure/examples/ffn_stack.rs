@@ -159,8 +159,14 @@ impl Weight {
         }
     }
 
-    /// Records one layer: the plan [`ops::choose_linear`] picks, with
-    /// `force`'s rows per pass and splits where given.
+    fn dtype(&self) -> ops::DType {
+        match self {
+            Weight::F32(_) => ops::DType::F32,
+            Weight::Bf16(_) => ops::DType::Bf16,
+        }
+    }
+
+    /// Records one layer with [`linear_plan`]'s plan.
     fn linear(
         &self,
         b: &mut vkcompute::Batch,
@@ -170,32 +176,44 @@ impl Weight {
         e: Epilogue<'_>,
         force: (Option<u32>, Option<u32>),
     ) -> Result<()> {
-        let (dtype, w): (_, ops::Weights<'_>) = match self {
-            Weight::F32(w) => (ops::DType::F32, w.into()),
-            Weight::Bf16(w) => (ops::DType::Bf16, w.into()),
+        let w: ops::Weights<'_> = match self {
+            Weight::F32(w) => w.into(),
+            Weight::Bf16(w) => w.into(),
         };
         let silu = matches!(e, Epilogue::SiluMul);
         let caps = MatmulCaps::of(x.device().info());
-        let auto = ops::choose_linear(m, k, n, dtype, silu, &caps);
-        let rows_per_pass = force.0.unwrap_or(auto.rows_per_pass);
-        // A forced tensor-core plan takes that route's own split count.
-        let auto_splits = match rows_per_pass {
-            ops::LINEAR_TENSOR_TILES if force.0.is_some() => {
-                ops::matmul::tensor_splits(m, k, n, silu, &caps)
-            }
-            ops::LINEAR_TENSOR_STREAM if force.0.is_some() => {
-                ops::matmul::stream_splits(m, k, n, silu, &caps)
-            }
-            ops::LINEAR_TENSOR_WINDOW if force.0.is_some() => {
-                ops::matmul::window_splits(m, k, n, silu, &caps)
-            }
-            _ => auto.splits,
-        };
-        let plan = LinearPlan {
-            rows_per_pass,
-            splits: force.1.unwrap_or(auto_splits),
-        };
+        let plan = linear_plan(self.dtype(), (m, k, n), silu, force, &caps);
         ops::linear_with_plan(b, x, w, y, m, k, n, e, plan)
+    }
+}
+
+/// The plan one linear layer records: [`ops::choose_linear`]'s, with
+/// `force`'s rows per pass and splits where given (a forced tensor-core
+/// route takes that route's own split count unless `force` names one).
+fn linear_plan(
+    dtype: ops::DType,
+    (m, k, n): (u32, u32, u32),
+    silu: bool,
+    force: (Option<u32>, Option<u32>),
+    caps: &MatmulCaps,
+) -> LinearPlan {
+    let auto = ops::choose_linear(m, k, n, dtype, silu, caps);
+    let rows_per_pass = force.0.unwrap_or(auto.rows_per_pass);
+    let auto_splits = match rows_per_pass {
+        ops::LINEAR_TENSOR_TILES if force.0.is_some() => {
+            ops::matmul::tensor_splits(m, k, n, silu, caps)
+        }
+        ops::LINEAR_TENSOR_STREAM if force.0.is_some() => {
+            ops::matmul::stream_splits(m, k, n, silu, caps)
+        }
+        ops::LINEAR_TENSOR_WINDOW if force.0.is_some() => {
+            ops::matmul::window_splits(m, k, n, silu, caps)
+        }
+        _ => auto.splits,
+    };
+    LinearPlan {
+        rows_per_pass,
+        splits: force.1.unwrap_or(auto_splits),
     }
 }
 
@@ -412,13 +430,164 @@ fn copy_gbps(gpu: &Device) -> Result<f64> {
     Ok(copy.bytes() as f64 / median(&mut v) / 1e9)
 }
 
+/// One (weights, tokens) case of the table: what each block runs on.
+struct Case<'a> {
+    gpu: &'a Device,
+    /// `f32` or `bf16`.
+    dt: &'a str,
+    layers: &'a [(Weight, Weight)],
+    /// The host weight sets, for the reference.
+    sets: &'a [(Vec<f32>, Vec<f32>)],
+    /// The input rows, `[t, h]`.
+    x: &'a [f32],
+    acts: &'a Acts,
+    /// (t, h, i).
+    shape: (u32, u32, u32),
+    /// Weight bytes of the whole stack.
+    wbytes: u64,
+    /// The copy bandwidth measured in this process, GB/s.
+    copy: f64,
+    /// `ffn_reference.py`'s JSON, when given.
+    torch: Option<&'a str>,
+}
+
+/// Runs one block of a case: prints what runs, checks the first layers
+/// against the f64 reference, times the whole stack (and profiles it with
+/// `--profile`); returns the row's JSON fields.
+fn run_block(a: &Args, c: &Case<'_>, block: &str) -> Result<String> {
+    let (dt, gpu) = (c.dt, c.gpu);
+    let (t, h, i) = c.shape;
+    let (tu, hu, iu) = (t as usize, h as usize, i as usize);
+    // `--rows-per-pass` and `--splits` apply to the explicit linear layers
+    // only; the blocks take the op's own plans.
+    let force = if block == "linear" {
+        (a.rows_per_pass, a.splits)
+    } else {
+        (None, None)
+    };
+    // The kernels this block runs: the fused kernel, or two linear layers.
+    let plan = mlp_plan(gpu, block, t);
+    let fused = block != "linear" && plan.fused;
+    let caps = MatmulCaps::of(gpu.info());
+    let dtype = c.layers[0].0.dtype();
+    let layer =
+        |k, n, silu, s: Option<u32>| linear_plan(dtype, (t, k, n), silu, (force.0, s), &caps);
+    let gate_up = layer(h, 2 * i, true, force.1.map(|s| s.0));
+    let down = layer(i, h, false, force.1.map(|s| s.1));
+    if fused {
+        println!(
+            "{dt} T={t} [{block}]: fused MLP kernel, {} rows per pass",
+            plan.rows_per_pass
+        );
+    } else {
+        println!("{dt} T={t} [{block}]: two linear layers: gate|up {gate_up:?}, down {down:?}");
+    }
+    // Correctness on the first layers, at the full width.
+    let nc = a.check_layers.min(a.layers);
+    if nc > 0 {
+        let g = record(
+            gpu,
+            &c.layers[..nc],
+            c.acts,
+            c.shape,
+            force,
+            Profiling::Off,
+            block,
+        )?;
+        g.launch()?.wait()?;
+        let got = c.acts.y.download()?;
+        let want = reference(c.x, c.sets, nc, tu, hu, iu);
+        let scale = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        let err = got
+            .iter()
+            .zip(&want)
+            .map(|(&g, &w)| (f64::from(g) - w).abs())
+            .fold(0.0f64, f64::max)
+            / scale;
+        // Either layer on the tensor cores rounds its x to f16.
+        let f16_acts = !fused && (gate_up.rounds_x_to_f16() || down.rounds_x_to_f16());
+        let tol = if f16_acts { 1e-3 } else { 1e-4 };
+        assert!(
+            err < tol,
+            "{dt} T={t} [{block}]: {nc} layers differ from the f64 reference by {err:.2e} of \
+             the largest output (bound {tol:.0e})"
+        );
+        println!(
+            "{dt} T={t} [{block}]: {nc} layers match the f64 reference (max error {err:.1e} of \
+             the largest output)"
+        );
+    }
+    let graph = record(gpu, c.layers, c.acts, c.shape, force, Profiling::Off, block)?;
+    // Warm-up: the same graph, back to back, until the clocks have ramped
+    // (at least --warm-ms and --warm launches).
+    let warm_for = std::time::Duration::from_millis(a.warm_ms);
+    let (w0, mut warm_n) = (Instant::now(), 0usize);
+    while warm_n < a.warm || w0.elapsed() < warm_for {
+        graph.launch()?.wait()?;
+        warm_n += 1;
+    }
+    let mut times: Vec<f64> = (0..a.reps)
+        .map(|_| {
+            let s = Instant::now();
+            graph.launch()?.wait()?;
+            Ok(s.elapsed().as_secs_f64())
+        })
+        .collect::<Result<_>>()?;
+    let med = median(&mut times);
+    let (min, max) = (times[0], times[times.len() - 1]);
+    let bw = c.wbytes as f64 / med / 1e9;
+    let key = match block {
+        "mlp" => format!("{dt}_T{t}"),
+        b => format!("{dt}_T{t}_{b}"),
+    };
+    let theirs = c
+        .torch
+        .and_then(|j| cuda_ref::anchor_value(j, &format!("{dt}_T{t}_ms")));
+    let vs = theirs.map_or(String::new(), |ms| {
+        format!(", PyTorch {ms:.3} ms (ours / theirs {:.2})", med * 1e3 / ms)
+    });
+    println!(
+        "{dt} T={t} [{block}]: median {:.3} ms (min {:.3}, max {:.3}) per forward of {} \
+         launches; weights {bw:.1} GB/s = {:.2}× copy{vs}",
+        med * 1e3,
+        min * 1e3,
+        max * 1e3,
+        a.reps,
+        bw / c.copy
+    );
+    if a.profile {
+        let g = record(
+            gpu,
+            c.layers,
+            c.acts,
+            c.shape,
+            force,
+            Profiling::Commands,
+            block,
+        )?;
+        g.launch()?.wait()?;
+        g.launch()?.wait()?;
+        print_profile(
+            &format!("{dt} T={t} [{block}]"),
+            &g.last_profile()?,
+            c.layers.len(),
+        );
+    }
+    Ok(format!(
+        "\"{key}_ms\": {:.4}, \"{key}_min_ms\": {:.4}, \"{key}_max_ms\": {:.4}, \
+         \"{key}_weight_GBps\": {bw:.2}",
+        med * 1e3,
+        min * 1e3,
+        max * 1e3
+    ))
+}
+
 fn main() -> Result<()> {
     let a = args();
     let gpu = Device::new()?;
     let info = gpu.info();
     let (h, i) = (a.hidden, a.inter);
     let (hu, iu) = (h as usize, i as usize);
-    let force = (a.rows_per_pass, a.splits);
     println!(
         "ffn_stack on {} ({}): hidden {h}, intermediate {i}, {} layers, tokens {:?}",
         info.name, info.driver_name, a.layers, a.tokens
@@ -455,154 +624,20 @@ fn main() -> Result<()> {
                 h: gpu.alloc(tu * iu)?,
                 y: gpu.alloc(tu * hu)?,
             };
+            let case = Case {
+                gpu: &gpu,
+                dt,
+                layers: &layers,
+                sets: &sets,
+                x: &x,
+                acts: &acts,
+                shape: (t, h, i),
+                wbytes,
+                copy,
+                torch: torch.as_deref(),
+            };
             for block in &a.blocks {
-                let block = block.as_str();
-                // `--rows-per-pass` and `--splits` apply to the explicit
-                // linear layers only; the blocks take the op's own plans.
-                let force = if block == "linear" {
-                    force
-                } else {
-                    (None, None)
-                };
-                // The kernels this block runs, in words.
-                let plan = mlp_plan(&gpu, block, t);
-                let ran = if block != "linear" && plan.fused {
-                    format!("fused MLP kernel, {} rows per pass", plan.rows_per_pass)
-                } else {
-                    let caps = MatmulCaps::of(info);
-                    let dtype = if bf16 {
-                        ops::DType::Bf16
-                    } else {
-                        ops::DType::F32
-                    };
-                    let p = |k, n, silu| {
-                        let c = ops::choose_linear(t, k, n, dtype, silu, &caps);
-                        (
-                            force.0.unwrap_or(c.rows_per_pass),
-                            force.1.map_or(c.splits, |s| if silu { s.0 } else { s.1 }),
-                        )
-                    };
-                    format!(
-                        "two linear layers: gate|up (rows per pass, splits) {:?}, down {:?}",
-                        p(h, 2 * i, true),
-                        p(i, h, false)
-                    )
-                };
-                println!("{dt} T={t} [{block}]: {ran}");
-                // Correctness on the first layers, at the full width.
-                let nc = a.check_layers.min(a.layers);
-                if nc > 0 {
-                    let g = record(
-                        &gpu,
-                        &layers[..nc],
-                        &acts,
-                        (t, h, i),
-                        force,
-                        Profiling::Off,
-                        block,
-                    )?;
-                    g.launch()?.wait()?;
-                    let got = acts.y.download()?;
-                    let want = reference(&x, &sets, nc, tu, hu, iu);
-                    let scale = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-                    let err = got
-                        .iter()
-                        .zip(&want)
-                        .map(|(&g, &w)| (f64::from(g) - w).abs())
-                        .fold(0.0f64, f64::max)
-                        / scale;
-                    // Either layer on the tensor cores rounds its x to f16.
-                    let caps = MatmulCaps::of(info);
-                    let tensor = |k: u32, n: u32, silu: bool| {
-                        let rows_per_pass = force.0.unwrap_or_else(|| {
-                            ops::choose_linear(t, k, n, ops::DType::Bf16, silu, &caps).rows_per_pass
-                        });
-                        LinearPlan {
-                            rows_per_pass,
-                            splits: 1,
-                        }
-                        .rounds_x_to_f16()
-                    };
-                    let fused = block != "linear" && plan.fused;
-                    let f16_acts =
-                        bf16 && !fused && (tensor(h, 2 * i, true) || tensor(i, h, false));
-                    let tol = if f16_acts { 1e-3 } else { 1e-4 };
-                    assert!(
-                    err < tol,
-                    "{dt} T={t} [{block}]: {nc} layers differ from the f64 reference by {err:.2e} of the largest output (bound {tol:.0e})"
-                );
-                    println!("{dt} T={t} [{block}]: {nc} layers match the f64 reference (max error {err:.1e} of the largest output)");
-                }
-                let graph = record(
-                    &gpu,
-                    &layers,
-                    &acts,
-                    (t, h, i),
-                    force,
-                    Profiling::Off,
-                    block,
-                )?;
-                // Warm-up: the same graph, back to back, until the clocks have
-                // ramped (at least --warm-ms and --warm launches).
-                let warm_for = std::time::Duration::from_millis(a.warm_ms);
-                let (w0, mut warm_n) = (Instant::now(), 0usize);
-                while warm_n < a.warm || w0.elapsed() < warm_for {
-                    graph.launch()?.wait()?;
-                    warm_n += 1;
-                }
-                let mut times: Vec<f64> = (0..a.reps)
-                    .map(|_| {
-                        let s = Instant::now();
-                        graph.launch()?.wait()?;
-                        Ok(s.elapsed().as_secs_f64())
-                    })
-                    .collect::<Result<_>>()?;
-                let med = median(&mut times);
-                let (min, max) = (times[0], times[times.len() - 1]);
-                let bw = wbytes as f64 / med / 1e9;
-                let key = match block {
-                    "mlp" => format!("{dt}_T{t}"),
-                    b => format!("{dt}_T{t}_{b}"),
-                };
-                let theirs = torch
-                    .as_ref()
-                    .and_then(|j| cuda_ref::anchor_value(j, &format!("{dt}_T{t}_ms")));
-                let vs = theirs.map_or(String::new(), |ms| {
-                    format!(", PyTorch {ms:.3} ms (ours / theirs {:.2})", med * 1e3 / ms)
-                });
-                println!(
-                "{dt} T={t} [{block}]: median {:.3} ms (min {:.3}, max {:.3}) per forward of {} launches; \
-                 weights {bw:.1} GB/s = {:.2}× copy{vs}",
-                med * 1e3,
-                min * 1e3,
-                max * 1e3,
-                a.reps,
-                bw / copy
-            );
-                json.push(format!(
-                "\"{key}_ms\": {:.4}, \"{key}_min_ms\": {:.4}, \"{key}_max_ms\": {:.4}, \"{key}_weight_GBps\": {bw:.2}",
-                med * 1e3,
-                min * 1e3,
-                max * 1e3
-            ));
-                if a.profile {
-                    let g = record(
-                        &gpu,
-                        &layers,
-                        &acts,
-                        (t, h, i),
-                        force,
-                        Profiling::Commands,
-                        block,
-                    )?;
-                    g.launch()?.wait()?;
-                    g.launch()?.wait()?;
-                    print_profile(
-                        &format!("{dt} T={t} [{block}]"),
-                        &g.last_profile()?,
-                        layers.len(),
-                    );
-                }
+                json.push(run_block(&a, &case, block)?);
             }
         }
     }
