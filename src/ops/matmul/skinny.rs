@@ -716,26 +716,7 @@ fn check(
     if let Epilogue::Residual(r) = epilogue {
         want.push(("the residual", "m·n", r.len(), m64 * o64, 4));
     }
-    for (name, product, len, elems, size) in want {
-        if elems > u64::from(u32::MAX) {
-            return Err(shape(format!(
-                "{name} would hold {product} = {elems} elements, over the kernels' 32-bit \
-                 index limit of {}",
-                u32::MAX
-            )));
-        }
-        if len as u64 != elems {
-            return Err(shape(format!(
-                "{name} holds {len} elements; {product} = {elems}"
-            )));
-        }
-        if elems * size > range {
-            return Err(shape(format!(
-                "{name} is {} bytes, over maxStorageBufferRange ({range} bytes)",
-                elems * size
-            )));
-        }
-    }
+    check_lengths(&want, range, shape)?;
     if same(x, y) || w.aliases(y) {
         return Err(shape(
             "y is the same buffer as x or W; the kernels read them while they write y".into(),
@@ -771,6 +752,8 @@ fn check(
     Ok(())
 }
 
+mod lengths;
+use lengths::check_lengths;
 mod weights;
 pub use weights::Weights;
 mod cm2;

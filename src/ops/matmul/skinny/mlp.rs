@@ -144,11 +144,10 @@ pub fn swiglu_mlp_with_plan<'w>(
 ) -> Result<()> {
     let (wgu, wd) = (w_gate_up.into(), w_down.into());
     let gpu = x.device();
-    check_mlp(&gpu, x, norm, &wgu, &wd, y, (m, k, inter), plan)?;
-    if !plan.fused {
-        return unfused(batch, x, norm, wgu, wd, y, (m, k, inter));
+    match check_mlp(&gpu, x, norm, &wgu, &wd, y, (m, k, inter), plan)? {
+        Some(kernel) => fused(batch, kernel, x, norm, wgu, wd, y, (m, k, inter), plan),
+        None => unfused(batch, x, norm, wgu, wd, y, (m, k, inter)),
     }
-    fused(batch, x, norm, wgu, wd, y, (m, k, inter), plan)
 }
 
 /// The two linear layers.
@@ -244,9 +243,11 @@ pub(super) fn mlp_launch(
     (wgs, p)
 }
 
+/// Records the fused kernel `name` ([`check_mlp`]'s) for a checked block.
 #[allow(clippy::too_many_arguments)]
 fn fused(
     batch: &mut Batch,
+    name: &'static str,
     x: &Buffer<f32>,
     norm: Option<(&Buffer<f32>, f32)>,
     wgu: Weights<'_>,
@@ -256,13 +257,6 @@ fn fused(
     plan: MlpPlan,
 ) -> Result<()> {
     let gpu = x.device();
-    let name =
-        mlp_kernel_name(wgu.dtype(), plan.rows_per_pass, norm.is_some()).ok_or_else(|| {
-            mlp_shape(format!(
-                "no fused kernel for {plan:?} with {} weights",
-                wgu.dtype()
-            ))
-        })?;
     let kernel = crate::builtins::get(&gpu.inner, name, &[])?;
     let (wgs, pc) = mlp_launch((m, k, inter), wgu.dtype(), norm.map(|n| n.1), plan);
     let limit = gpu.info().max_workgroup_count[0];
@@ -295,7 +289,8 @@ fn mlp_shape(detail: String) -> Error {
 }
 
 /// Every check before recording: shapes, lengths, dtypes, aliasing, the
-/// norm, the plan and the adapter's features.
+/// norm, the plan and the adapter's features. Returns the fused kernel's
+/// name for a fused plan, `None` for the two linear layers.
 #[allow(clippy::too_many_arguments)]
 fn check_mlp(
     gpu: &Device,
@@ -306,7 +301,7 @@ fn check_mlp(
     y: &Buffer<f32>,
     (m, k, inter): (u32, u32, u32),
     plan: MlpPlan,
-) -> Result<()> {
+) -> Result<Option<&'static str>> {
     if m == 0 || k == 0 || inter == 0 {
         return Err(mlp_shape(format!(
             "m = {m}, k = {k}, inter = {inter}: every dimension must be at least 1"
@@ -325,26 +320,14 @@ fn check_mlp(
         )));
     }
     let (m64, k64, i64_) = (u64::from(m), u64::from(k), u64::from(inter));
+    let wsize = wgu.dtype().size();
     let want = [
-        ("x", "m·k", x.len(), m64 * k64),
-        ("y", "m·k", y.len(), m64 * k64),
-        ("w_gate_up", "2·inter·k", wgu.len(), 2 * i64_ * k64),
-        ("w_down", "k·inter", wd.len(), k64 * i64_),
+        ("x", "m·k", x.len(), m64 * k64, 4),
+        ("y", "m·k", y.len(), m64 * k64, 4),
+        ("w_gate_up", "2·inter·k", wgu.len(), 2 * i64_ * k64, wsize),
+        ("w_down", "k·inter", wd.len(), k64 * i64_, wsize),
     ];
-    for (name, product, len, elems) in want {
-        if elems > u64::from(u32::MAX) {
-            return Err(mlp_shape(format!(
-                "{name} would hold {product} = {elems} elements, over the kernels' 32-bit \
-                 index limit of {}",
-                u32::MAX
-            )));
-        }
-        if len as u64 != elems {
-            return Err(mlp_shape(format!(
-                "{name} holds {len} elements; {product} = {elems}"
-            )));
-        }
-    }
+    check_lengths(&want, gpu.info().max_storage_buffer_range, mlp_shape)?;
     if wgu.aliases(y) || wd.aliases(y) {
         return Err(mlp_shape(
             "y is a weight; the kernels read the weights while they write y".into(),
@@ -396,18 +379,20 @@ fn check_mlp(
                 adapter: info.name.clone(),
             });
         }
-        if mlp_kernel_name(wgu.dtype(), plan.rows_per_pass, norm.is_some()).is_none() {
-            return Err(mlp_shape(format!(
+        let name = mlp_kernel_name(wgu.dtype(), plan.rows_per_pass, norm.is_some());
+        return name.map(Some).ok_or_else(|| {
+            mlp_shape(format!(
                 "no fused kernel for {plan:?} with {} weights: rows per pass 1, 2 or 4",
                 wgu.dtype()
-            )));
-        }
+            ))
+        });
     }
-    Ok(())
+    Ok(None)
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::lengths::Want;
     use super::*;
 
     #[test]
@@ -417,6 +402,30 @@ mod tests {
         }
         let rows: Vec<u32> = (1..=6).map(|m| MlpPlan::fused(m).rows_per_pass).collect();
         assert_eq!(rows, [1, 2, 4, 4, 4, 4]);
+    }
+
+    #[test]
+    fn lengths_are_checked_against_the_shape_the_index_and_the_range() {
+        let check = |want: &[Want<'_>], range| match check_lengths(want, range, mlp_shape) {
+            Err(Error::OpShape { detail, .. }) => Some(detail),
+            Err(e) => panic!("{e:?}"),
+            Ok(()) => None,
+        };
+        let ok: Want<'_> = ("x", "m·k", 8, 8, 4);
+        assert_eq!(check(&[ok], 32), None);
+        let short = check(&[ok, ("y", "m·k", 7, 8, 4)], 32).unwrap();
+        assert_eq!(short, "y holds 7 elements; m·k = 8");
+        let over = check(&[("w_down", "k·inter", 16, 16, 2)], 31).unwrap();
+        assert_eq!(
+            over,
+            "w_down is 32 bytes, over maxStorageBufferRange (31 bytes)"
+        );
+        let huge = 1u64 << 32;
+        let index = check(&[("w_gate_up", "2·inter·k", 0, huge, 2)], u64::MAX).unwrap();
+        assert!(
+            index.contains("over the kernels' 32-bit index limit"),
+            "{index}"
+        );
     }
 
     #[test]
