@@ -9,7 +9,7 @@
 //! weight, the residual added in place, [`ops::choose_mlp`]'s plan), or
 //! the same block forced onto its fused kernel (`fused`:
 //! [`ops::MlpPlan::fused`], one dispatch up to [`ops::MLP_FUSED_MAX_M`]
-//! tokens where the adapter has f32 atomic adds), or two [`ops::linear`]
+//! tokens where the adapter has subgroup arithmetic), or two [`ops::linear`]
 //! calls (`linear`): gate|up with [`Epilogue::SiluMul`], then down with an
 //! in-place [`Epilogue::Residual`]. `--blocks mlp,fused,linear` times them
 //! in one process (rows keyed `{dtype}_T{t}`, `{dtype}_T{t}_fused`,
@@ -304,9 +304,9 @@ struct Acts {
 
 /// The plan an MLP block records at `t` tokens: `mlp`, [`ops::choose_mlp`]'s;
 /// `fused`, [`ops::MlpPlan::fused`] up to [`ops::MLP_FUSED_MAX_M`] tokens
-/// on adapters with f32 atomic adds (else `choose_mlp`'s as well).
+/// on adapters with subgroup arithmetic (else `choose_mlp`'s as well).
 fn mlp_plan(gpu: &Device, block: &str, t: u32) -> ops::MlpPlan {
-    let fuses = gpu.info().float32_atomic_add && t <= ops::MLP_FUSED_MAX_M;
+    let fuses = gpu.info().subgroup_arithmetic && t <= ops::MLP_FUSED_MAX_M;
     if block == "fused" && fuses {
         ops::MlpPlan::fused(t)
     } else {
