@@ -187,7 +187,12 @@ void down_task(uint d, uint c, uint lane, uint width) {
         // Acquire: wait for the part's gate|up tasks, then order the reads.
         uint need = part_need(p);
         if (subgroupElect()) {
-            while (atomicAdd(cnt[2u + c * dksub + p], 0u) < need) {
+            // Between polls, a pause of dependent arithmetic (its result
+            // kept by the loop's exit test), so that waiting subgroups
+            // leave the counter's L2 slice to the tasks that add to it.
+            float pause = float(need);
+            while (atomicAdd(cnt[2u + c * dksub + p], 0u) < need && pause >= 0.0) {
+                for (uint i = 0u; i < 64u; ++i) pause = fma(pause, 0.999, 0.5);
             }
         }
         subgroupBarrier();

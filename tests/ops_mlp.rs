@@ -209,6 +209,15 @@ fn matches_the_reference_fused_and_unfused() {
                         if m > 1 {
                             run_case(&gpu, &c, dt, norm, in_place, passes);
                         }
+                        // Gate|up tasks of several units per subgroup
+                        // (each subgroup's units in turn).
+                        if i >= 1024 {
+                            let wide = MlpPlan {
+                                units_per_subgroup: 3,
+                                ..MlpPlan::fused(m as u32)
+                            };
+                            run_case(&gpu, &c, dt, norm, in_place, wide);
+                        }
                     }
                 }
             }
@@ -343,10 +352,16 @@ fn bad_input_is_a_typed_error() {
             MlpPlan::fused(5),
         );
         shape_err(r, "fused kernel's limit of 4");
+        let many = MlpPlan {
+            units_per_subgroup: ops::MLP_MAX_UNITS_PER_SUBGROUP + 1,
+            ..MlpPlan::fused(m)
+        };
+        let r = ops::swiglu_mlp_with_plan(&mut b, &x, None, &wgu, &wd, &y, (m, k, i), many);
+        shape_err(r, "gate|up units per subgroup, over the limit of 16");
     }
     let odd = MlpPlan {
-        fused: true,
         rows_per_pass: 3,
+        ..MlpPlan::fused(1)
     };
     let r = ops::swiglu_mlp_with_plan(&mut b, &x, None, &wgu, &wd, &y, (m, k, i), odd);
     if gpu.info().subgroup_arithmetic {

@@ -56,6 +56,15 @@ const OP_MLP: &str = "ops::swiglu_mlp";
 /// the weights read once per pass).
 pub const MLP_FUSED_MAX_M: u32 = 4;
 
+/// The most [`MlpPlan::units_per_subgroup`].
+pub const MLP_MAX_UNITS_PER_SUBGROUP: u32 = 16;
+
+/// The launch's rule for [`MlpPlan::units_per_subgroup`] 0: the fewest
+/// units per subgroup that keep the gate|up tasks within this many per
+/// compute unit, so that they all run in one wave beside the first down
+/// tasks (128 compute units where the adapter does not say).
+pub const MLP_GATE_UP_TASKS_PER_UNIT: u32 = 2;
+
 /// A down task's subgroups each read at least this many chunks (16 bytes
 /// or elements) of the intermediate features per lane.
 const DOWN_MIN_CHUNKS_PER_LANE: u32 = 4;
@@ -69,6 +78,10 @@ pub struct MlpPlan {
     pub fused: bool,
     /// Fused: rows of x per pass (1, 2 or 4).
     pub rows_per_pass: u32,
+    /// Fused: gate|up units (2 features each) every subgroup of a gate|up
+    /// task computes in turn, 1 to [`MLP_MAX_UNITS_PER_SUBGROUP`]; 0: the
+    /// launch's rule ([`MLP_GATE_UP_TASKS_PER_UNIT`]).
+    pub units_per_subgroup: u32,
 }
 
 impl MlpPlan {
@@ -78,6 +91,7 @@ impl MlpPlan {
         MlpPlan {
             fused: true,
             rows_per_pass: [1, 2, 4].into_iter().find(|&r| r >= m).unwrap_or(4),
+            units_per_subgroup: 0,
         }
     }
 }
@@ -263,8 +277,22 @@ pub(super) fn mlp_launch(
     let chunks = if vec { k / per_load(dtype) } else { k };
     let dvec = inter % per_load(dtype) == 0;
     let dchunks = if dvec { inter / per_load(dtype) } else { inter };
-    // Gate|up: one unit (2 features) per subgroup.
-    let gtasks = inter.div_ceil(ROWS_PER_UNIT / 2).div_ceil(subgroups);
+    // Gate|up: `per` units (2 features each) per subgroup.
+    let gunits = inter.div_ceil(ROWS_PER_UNIT / 2);
+    let per = match plan.units_per_subgroup {
+        0 => {
+            let cus = if caps.compute_units > 0 {
+                caps.compute_units
+            } else {
+                128
+            };
+            let most = u64::from(cus) * u64::from(MLP_GATE_UP_TASKS_PER_UNIT);
+            let per = u64::from(gunits).div_ceil(most * u64::from(subgroups));
+            per.clamp(1, u64::from(MLP_MAX_UNITS_PER_SUBGROUP)) as u32
+        }
+        n => n,
+    };
+    let gtasks = gunits.div_ceil(subgroups * per);
     let dunits = k.div_ceil(ROWS_PER_UNIT);
     let (dupw, dksub) = down_split(dunits, dchunks, subgroups, lanes, wanted_groups(caps));
     let dtasks = dunits.div_ceil(dupw);
@@ -275,7 +303,7 @@ pub(super) fn mlp_launch(
         2, // mode: unused by the fused kernel
         u32::from(vec),
         chunks,
-        subgroups,
+        subgroups * per,
         mchunks,
         1, // pairs: gate|up units
         1, // ksub
@@ -408,6 +436,12 @@ fn check_mlp(
                 "m = {m} rows, over the fused kernel's limit of {MLP_FUSED_MAX_M}"
             )));
         }
+        if plan.units_per_subgroup > MLP_MAX_UNITS_PER_SUBGROUP {
+            return Err(mlp_shape(format!(
+                "{} gate|up units per subgroup, over the limit of {MLP_MAX_UNITS_PER_SUBGROUP}",
+                plan.units_per_subgroup
+            )));
+        }
         let info = gpu.info();
         if !info.subgroup_arithmetic {
             return Err(Error::Unsupported {
@@ -489,8 +523,9 @@ mod tests {
     #[test]
     fn the_launch_covers_every_feature_row_and_row_chunk() {
         let caps = MatmulCaps::new(32, 49152, 1024, 132);
-        // Qwen3-4B at one row, bf16: 4,864 gate|up units of 2 features, 8
-        // per task (608 tasks), then 320 down tasks.
+        // Qwen3-4B at one row, bf16: 4,864 gate|up units of 2 features;
+        // at most 2 tasks per compute unit (264) need 3 units per subgroup
+        // (24 per task: 203 tasks); then 320 down tasks.
         let l = mlp_launch(
             (1, 2560, 9728),
             DType::Bf16,
@@ -498,19 +533,27 @@ mod tests {
             MlpPlan::fused(1),
             &caps,
         );
-        assert_eq!(l.wgs, 608 + 320);
+        assert_eq!(l.wgs, 203 + 320);
         // M, K, N = 2·I, mode, vec, chunks of 8, units per gate|up task,
         // row chunks, pairs, ksub, eps, then dvec, gate|up tasks, down
         // tasks, units per down task, subgroups per down unit.
-        assert_eq!(l.words[..10], [1, 2560, 19456, 2, 1, 320, 8, 1, 1, 1]);
+        assert_eq!(l.words[..10], [1, 2560, 19456, 2, 1, 320, 24, 1, 1, 1]);
         assert_eq!(l.words[10], 1e-6f32.to_bits());
-        assert_eq!(l.words[11..], [1, 608, 320, 2, 4]);
+        assert_eq!(l.words[11..], [1, 203, 320, 2, 4]);
         assert_eq!(l.counters, 2 + 4);
+        // One unit per subgroup, as asked: 608 tasks of 8.
+        let one = MlpPlan {
+            units_per_subgroup: 1,
+            ..MlpPlan::fused(1)
+        };
+        let l = mlp_launch((1, 2560, 9728), DType::Bf16, None, one, &caps);
+        assert_eq!((l.wgs, l.words[6], l.words[11]), (608 + 320, 8, 608));
         // Odd K and I: element loads; a short last task; 3 rows in two
         // passes of 2, each with its own tasks and part counters.
         let plan = MlpPlan {
-            fused: true,
             rows_per_pass: 2,
+            units_per_subgroup: 1,
+            ..MlpPlan::fused(2)
         };
         let l = mlp_launch((3, 37, 100), DType::F16, None, plan, &caps);
         // 50 units over 8 per task: 7 gate|up tasks; 10 down units, no
@@ -523,5 +566,15 @@ mod tests {
         let l = mlp_launch((1, 64, 100), DType::F32, None, MlpPlan::fused(1), &caps);
         assert_eq!(l.words[4..6], [1, 16]);
         assert_eq!(l.words[10], 1);
+        // The rule without a unit count: 128 compute units assumed.
+        let unknown = MatmulCaps::new(32, 49152, 1024, 0);
+        let l = mlp_launch(
+            (1, 2560, 9728),
+            DType::Bf16,
+            None,
+            MlpPlan::fused(1),
+            &unknown,
+        );
+        assert_eq!((l.words[6], l.words[11]), (8 * 3, 203));
     }
 }
