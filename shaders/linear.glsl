@@ -96,9 +96,8 @@ layout(push_constant) uniform P {
 #endif
 #if defined(MLP)
     // mlp.glsl's: down weight rows read in 16-byte chunks (1) or by
-    // element (0); gate|up and down tasks per row chunk; a down task's
-    // units and the subgroups that share each.
-    uint dvec; uint gtasks; uint dtasks; uint dupw; uint dksub;
+    // element (0), and the workgroups in the grid.
+    uint dvec; uint wgs;
 #endif
 };
 

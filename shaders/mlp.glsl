@@ -4,35 +4,22 @@
 // first), Wd the [K, I] down weight, both as nn.Linear stores them, in
 // f32, f16 or bf16 (WTYPE_*); x and y are [M, K] f32, y may be x.
 //
-// The two layers of the block as tasks of one dispatch, with no launch
-// boundary between them. Each workgroup takes a ticket (a device-wide
-// counter) and runs one task: tickets [0, mchunks · gtasks) are gate|up
-// tasks, the rest down tasks, row chunk by row chunk. A gate|up task is
-// linear.glsl's products for `upw` units (2 features each: their gate and
-// up rows, one subgroup per unit over all of K), stored as
-// h = silu(gate) · up to the [M, I] f32 scratch `h`. A down task is `dupw`
-// units of 4 rows of Wd, `dksub` subgroups sharing each unit's I (part p
-// of a unit reads features [p·span, (p+1)·span) in chunks of 16 bytes or
-// elements), the parts added in part order in shared memory and stored
-// as y = x + sum, as ops::linear's narrower workgroups do.
-//
-// Part p of row chunk c waits for the gate|up tasks that write its
-// features: each such task, after its stores, adds 1 to the part's
-// counter (release: a buffer memory barrier first); the part's subgroup
-// spins on an atomic read of the counter until every one has (acquire: a
-// buffer memory barrier after), then reads h through L2 (`coherent`).
-// Tickets are taken in the order workgroups start, and every gate|up
-// ticket precedes every down ticket, so a waiting workgroup waits only on
-// tasks that running workgroups hold and finish without waiting: no
-// schedule deadlocks, whatever the grid's size against the GPU. The
-// workgroup that finishes last sets the counters back to 0 for the next
-// dispatch. Down tasks of a chunk write y only after all of its gate|up
-// tasks (which read x) are done, so y may be x.
+// The intermediate dimension splits the work with no exchange between
+// workgroups: workgroup g owns J = 2·upw consecutive intermediate
+// features [g·J, g·J + J). It first computes h = silu(gate) · up for them
+// with linear.glsl's products (units of 2 features: their gate and up
+// rows), into shared memory; then it streams Wd's columns [g·J, g·J + J)
+// of every one of the K rows (each invocation whole rows: J weights, 16
+// bytes per load where `dvec`) and adds h·Wd[row, slice]ᵀ, its part of
+// the down projection, into the accumulator `acc` ([M, K] f32, zero
+// between dispatches) with f32 atomic adds. The last workgroup to finish
+// (a device-wide counter) writes y = x + acc and sets acc and the counter
+// back to 0 for the next dispatch. The sum over workgroups is in the
+// order the atomics land: not bitwise reproducible from run to run.
 //
 // Bindings 0-7 as linear.glsl's (W = Wgu, Res = x, Y = y); then Wd as
-// 16-byte chunks and as elements, h as vec4s and as elements, and the
-// counters: [0] tickets, [1] finished workgroups, [2 + c·dksub + p] part
-// p of row chunk c. Grid: x = mchunks · (gtasks + dtasks), y = 1.
+// 16-byte chunks and as elements, acc, and the counter. Grid: x = groups
+// × mchunks (row chunks of MT rows), y = 1.
 #define MLP
 #include "linear.glsl"
 
@@ -43,11 +30,16 @@ layout(set = 0, binding = 9) readonly buffer D1 { float d1[]; };
 layout(set = 0, binding = 8) readonly buffer D4 { uvec4 d4[]; };
 layout(set = 0, binding = 9) readonly buffer D1 { uint16_t d1[]; };
 #endif
-layout(set = 0, binding = 10) coherent buffer H4 { vec4 h4[]; };
-layout(set = 0, binding = 11) coherent buffer H1 { float h1[]; };
-layout(set = 0, binding = 12) coherent buffer Cnt { uint cnt[]; };
+layout(set = 0, binding = 10) coherent buffer Acc { float accb[]; };
+layout(set = 0, binding = 11) coherent buffer Cnt { uint counter[]; };
 
-shared uint task_ticket;
+// The intermediate features one workgroup owns (J; upw = J / 2 units).
+#ifndef MLP_J
+#define MLP_J 32
+#endif
+#define MLP_MAX_J uint(MLP_J)
+shared float hsh[uint(MT) * MLP_MAX_J];
+shared uint is_last;
 
 // One down weight as f32 (element i of Wd).
 float dscalar(uint i) {
@@ -60,33 +52,100 @@ float dscalar(uint i) {
 #endif
 }
 
-// Features of h per chunk of a Wd row (16 bytes where `dvec`, else 1),
-// and the chunks of a row.
-uint dwidth() { return dvec != 0u ? WVEC : 1u; }
-uint dchunks() { return (N / 2u) / dwidth(); }
-// Chunks of each of the dksub parts.
-uint dspan() { return (dchunks() + dksub - 1u) / dksub; }
-
-// Gate|up tasks of one row chunk that write features of part p.
-uint part_need(uint p) {
-    uint inter = N / 2u, f = 2u * upw, w = dwidth();
-    uint fb = min(p * dspan(), dchunks()) * w;
-    uint fe = min(min((p + 1u) * dspan(), dchunks()) * w, inter);
-    return fb >= fe ? 0u : (fe - 1u) / f - fb / f + 1u;
+// Stores unit u's (local unit lu's) features h = silu(gate) · up into
+// shared memory: R/2 features, gate sums in acc[0 .. R/2), up sums after.
+void store_h(uint u, uint lu, uint m0, uint lane, uint width, float acc[R][MT]) {
+    uint half_n = N / 2u;
+    [[unroll]] for (uint i = 0u; i < R / 2u; ++i) {
+        uint j = u * (R / 2u) + i;
+        [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
+            uint t = i * uint(MT) + m;
+            if (OWNS(t, lane, width)) {
+                float g = acc[i][m];
+                float h = g * vkc_sigmoid(g) * acc[i + R / 2u][m];
+                hsh[m * MLP_MAX_J + lu * (R / 2u) + i] = (j < half_n && m0 + m < M) ? h : 0.0;
+            }
+        }
+    }
 }
 
-// Gate|up task g of row chunk c: its units' h, then its parts' counters.
-void gate_up_task(uint g, uint c, uint lane, uint width) {
-    uint m0 = c * uint(MT);
+// Chunks of 16 bytes in one row of Wd's slice, and rows each invocation
+// takes per step (their loads issued together: at least 8 chunks).
+#define MLP_CHUNKS (MLP_MAX_J / WVEC)
+#define MLP_RU (MLP_CHUNKS >= 8u ? 1u : 8u / MLP_CHUNKS)
+
+// Adds rows row0 + r·WG_SIZE (r < MLP_RU) of Wd's slice (features
+// j0 + [0, jn)) times h into out_[r] (one sum per row of x); rows past K
+// add nothing.
+void down_rows(uint row0, uint j0, uint jn, inout float out_[MLP_RU][MT]) {
+    uint inter = N / 2u;
+    if (dvec != 0u && jn == MLP_MAX_J) {
+        // All loads of the step issued before the products.
+#if defined(WTYPE_F32)
+        vec4 wv[MLP_RU][MLP_CHUNKS];
+#else
+        uvec4 wv[MLP_RU][MLP_CHUNKS];
+#endif
+        [[unroll]] for (uint r = 0u; r < MLP_RU; ++r) {
+            uint row = min(row0 + r * uint(WG_SIZE), K - 1u);
+            uint base = (row * inter + j0) / WVEC;
+            [[unroll]] for (uint c = 0u; c < MLP_CHUNKS; ++c) wv[r][c] = d4[base + c];
+        }
+        [[unroll]] for (uint r = 0u; r < MLP_RU; ++r) {
+            [[unroll]] for (uint c = 0u; c < MLP_CHUNKS; ++c) {
+#if defined(WTYPE_F32)
+                vec4 lo = wv[r][c];
+                [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
+                    uint hb = m * MLP_MAX_J + c * 4u;
+                    out_[r][m] = fma(lo.x, hsh[hb], fma(lo.y, hsh[hb + 1u],
+                                 fma(lo.z, hsh[hb + 2u], fma(lo.w, hsh[hb + 3u], out_[r][m]))));
+                }
+#else
+                vec4 lo, hi;
+                wdecode(wv[r][c], lo, hi);
+                [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
+                    uint hb = m * MLP_MAX_J + c * 8u;
+                    float a = fma(lo.x, hsh[hb], fma(lo.y, hsh[hb + 1u],
+                              fma(lo.z, hsh[hb + 2u], fma(lo.w, hsh[hb + 3u], out_[r][m]))));
+                    out_[r][m] = fma(hi.x, hsh[hb + 4u], fma(hi.y, hsh[hb + 5u],
+                                 fma(hi.z, hsh[hb + 6u], fma(hi.w, hsh[hb + 7u], a))));
+                }
+#endif
+            }
+        }
+    } else {
+        [[unroll]] for (uint r = 0u; r < MLP_RU; ++r) {
+            uint row = min(row0 + r * uint(WG_SIZE), K - 1u);
+            for (uint jl = 0u; jl < jn; ++jl) {
+                float wv = dscalar(row * inter + j0 + jl);
+                [[unroll]] for (uint m = 0u; m < uint(MT); ++m)
+                    out_[r][m] = fma(wv, hsh[m * MLP_MAX_J + jl], out_[r][m]);
+            }
+        }
+    }
+}
+
+void main() {
+    uint mch = gl_WorkGroupID.x % mchunks;
+    uint group = gl_WorkGroupID.x / mchunks;
+    uint m0 = mch * uint(MT);
+    uint lane = gl_SubgroupInvocationID;
+    uint width = gl_SubgroupSize;
+    uint tid = gl_LocalInvocationIndex;
     uint xr[MT];
     [[unroll]] for (uint m = 0u; m < uint(MT); ++m) xr[m] = min(m0 + m, M - 1u);
 #if defined(NORM)
+    // One K slice: the scale comes last (linear.glsl).
     [[unroll]] for (uint m = 0u; m < uint(MT); ++m) xscale[m] = 1.0;
 #endif
-    uint inter = N / 2u;
+    for (uint i = tid; i < uint(MT) * MLP_MAX_J; i += uint(WG_SIZE)) hsh[i] = 0.0;
+    barrier();
+
+    // h for this workgroup's features: linear.glsl's units, one subgroup
+    // each in turn over all of K (ksub = 1), stored to shared memory.
     for (uint lu = gl_SubgroupID; lu < upw; lu += gl_NumSubgroups) {
-        uint u = g * upw + lu;
-        if (wrow(u, 0u) >= N) break;  // uniform: this unit and later ones are past the end
+        uint u = group * upw + lu;
+        if (wrow(u, 0u) >= N) break;  // uniform: this item and later ones are past the end
         uint rows[R];
         [[unroll]] for (uint i = 0u; i < R; ++i) rows[i] = min(wrow(u, i), N - 1u);
         float acc[R][MT];
@@ -96,158 +155,52 @@ void gate_up_task(uint g, uint c, uint lane, uint width) {
         [[unroll]] for (uint m = 0u; m < uint(MT); ++m) xss[m] = 0.0;
 #endif
         accumulate(rows, xr, 0u, 0u, lane, width, acc);
+#if defined(BUTTERFLY)
+        butterfly(acc, lane);
+#else
         [[unroll]] for (uint i = 0u; i < R; ++i)
             [[unroll]] for (uint m = 0u; m < uint(MT); ++m) acc[i][m] = subgroupAdd(acc[i][m]);
+#endif
 #if defined(NORM)
         [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
             float sc = inversesqrt(subgroupAdd(xss[m]) / float(K) + eps);
             [[unroll]] for (uint i = 0u; i < R; ++i) acc[i][m] *= sc;
         }
 #endif
-        [[unroll]] for (uint i = 0u; i < R / 2u; ++i) {
-            uint j = u * (R / 2u) + i;
-            [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
-                uint t = i * uint(MT) + m;
-                if (OWNS(t, lane, width) && j < inter && m0 + m < M) {
-                    float gv = acc[i][m];
-                    h1[(m0 + m) * inter + j] = gv * vkc_sigmoid(gv) * acc[i + R / 2u][m];
-                }
-            }
-        }
+        store_h(u, lu, m0, lane, width, acc);
     }
-    // Release: every subgroup's stores of h before the counters move.
-    memoryBarrierBuffer();
     barrier();
-    if (gl_LocalInvocationIndex == 0u) {
-        uint f = 2u * upw, w = dwidth();
-        uint a = g * f, b = min(a + f, inter);
-        uint p0 = min((a / w) / dspan(), dksub - 1u);
-        uint p1 = min(((b - 1u) / w) / dspan(), dksub - 1u);
-        for (uint p = p0; p <= p1; ++p) atomicAdd(cnt[2u + c * dksub + p], 1u);
-    }
-}
 
-// Adds chunks [b, e) of Wd's `rows` times h's rows `hr` into acc (per
-// lane; the subgroup's lanes split the chunks, two per lane and step).
-void down_accumulate(uint rows[R], uint hr[MT], uint b, uint e, uint lane, uint width,
-                     inout float acc[R][MT]) {
+    // This workgroup's part of the down projection: every invocation whole
+    // rows of Wd's slice, the sums added into acc.
     uint inter = N / 2u;
-    if (dvec != 0u) {
-        uint kv = inter / WVEC, k4 = inter / 4u;
-        for (uint k = b + lane; k < e; k += 2u * width) {
-            uint k2 = k + width;
-            bool two = k2 < e;
-            [[unroll]] for (uint h = 0u; h < 2u; ++h) {
-                uint kk = h == 0u ? k : k2;
-                bool ok = h == 0u || two;
-#if defined(WTYPE_F32)
-                vec4 wv[R];
-                [[unroll]] for (uint i = 0u; i < R; ++i) wv[i] = ok ? d4[rows[i] * kv + kk] : vec4(0.0);
-                [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
-                    vec4 hv = ok ? h4[hr[m] * k4 + kk] : vec4(0.0);
-                    [[unroll]] for (uint i = 0u; i < R; ++i) acc[i][m] += dot(hv, wv[i]);
-                }
-#else
-                vec4 wlo[R], whi[R];
-                [[unroll]] for (uint i = 0u; i < R; ++i)
-                    wdecode(ok ? d4[rows[i] * kv + kk] : uvec4(0u), wlo[i], whi[i]);
-                [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
-                    vec4 ha = ok ? h4[hr[m] * k4 + 2u * kk] : vec4(0.0);
-                    vec4 hb = ok ? h4[hr[m] * k4 + 2u * kk + 1u] : vec4(0.0);
-                    [[unroll]] for (uint i = 0u; i < R; ++i)
-                        acc[i][m] += dot(ha, wlo[i]) + dot(hb, whi[i]);
-                }
-#endif
-            }
-        }
-    } else {
-        for (uint k = b + lane; k < e; k += width) {
-            float wv[R];
-            [[unroll]] for (uint i = 0u; i < R; ++i) wv[i] = dscalar(rows[i] * inter + k);
-            [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
-                float hv = h1[hr[m] * inter + k];
-                [[unroll]] for (uint i = 0u; i < R; ++i) acc[i][m] = fma(hv, wv[i], acc[i][m]);
-            }
+    uint j0 = group * 2u * upw;
+    uint jn = min(2u * upw, inter - min(j0, inter));
+    for (uint row0 = tid; row0 < K; row0 += MLP_RU * uint(WG_SIZE)) {
+        float o[MLP_RU][MT];
+        [[unroll]] for (uint r = 0u; r < MLP_RU; ++r)
+            [[unroll]] for (uint m = 0u; m < uint(MT); ++m) o[r][m] = 0.0;
+        down_rows(row0, j0, jn, o);
+        [[unroll]] for (uint r = 0u; r < MLP_RU; ++r) {
+            uint row = row0 + r * uint(WG_SIZE);
+            [[unroll]] for (uint m = 0u; m < uint(MT); ++m)
+                if (row < K && m0 + m < M) atomicAdd(accb[(m0 + m) * K + row], o[r][m]);
         }
     }
-}
 
-// Down task d of row chunk c: y = x + h·Wdᵀ for its units' rows.
-void down_task(uint d, uint c, uint lane, uint width) {
-    uint m0 = c * uint(MT);
-    uint hr[MT];
-    [[unroll]] for (uint m = 0u; m < uint(MT); ++m) hr[m] = min(m0 + m, M - 1u);
-    uint items = dupw * dksub;
-    for (uint it = gl_SubgroupID; it < items; it += gl_NumSubgroups) {
-        uint lu = it / dksub, p = it % dksub;
-        uint u = d * dupw + lu;
-        if (u * R >= K) break;  // uniform: this item and later ones are past the end
-        uint rows[R];
-        [[unroll]] for (uint i = 0u; i < R; ++i) rows[i] = min(u * R + i, K - 1u);
-        // Acquire: wait for the part's gate|up tasks, then order the reads.
-        uint need = part_need(p);
-        if (subgroupElect()) {
-            // Between polls, a pause of dependent arithmetic (its result
-            // kept by the loop's exit test), so that waiting subgroups
-            // leave the counter's L2 slice to the tasks that add to it.
-            float pause = float(need);
-            while (atomicAdd(cnt[2u + c * dksub + p], 0u) < need && pause >= 0.0) {
-                for (uint i = 0u; i < 64u; ++i) pause = fma(pause, 0.999, 0.5);
-            }
-        }
-        subgroupBarrier();
-        memoryBarrierBuffer();
-        float acc[R][MT];
-        [[unroll]] for (uint i = 0u; i < R; ++i)
-            [[unroll]] for (uint m = 0u; m < uint(MT); ++m) acc[i][m] = 0.0;
-        uint b = min(p * dspan(), dchunks()), e = min(b + dspan(), dchunks());
-        down_accumulate(rows, hr, b, e, lane, width, acc);
-        [[unroll]] for (uint i = 0u; i < R; ++i)
-            [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
-                float a = subgroupAdd(acc[i][m]);
-                uint t = i * uint(MT) + m;
-                if (t % width == lane) kpart_sum[it * R * uint(MT) + t] = a;
-            }
-    }
-    barrier();
-    // Each unit's parts added in part order, then stored with x added.
-    for (uint lu = gl_SubgroupID; lu < dupw; lu += gl_NumSubgroups) {
-        uint u = d * dupw + lu;
-        if (u * R >= K) break;
-        [[unroll]] for (uint i = 0u; i < R; ++i)
-            [[unroll]] for (uint m = 0u; m < uint(MT); ++m) {
-                uint t = i * uint(MT) + m, row = u * R + i;
-                if (t % width == lane && row < K && m0 + m < M) {
-                    float a = 0.0;
-                    for (uint p = 0u; p < dksub; ++p) a += kpart_sum[(lu * dksub + p) * R * uint(MT) + t];
-                    uint at = (m0 + m) * K + row;
-                    y[at] = res[at] + a;
-                }
-            }
-    }
-}
-
-void main() {
-    uint lane = gl_SubgroupInvocationID;
-    uint width = gl_SubgroupSize;
-    uint tid = gl_LocalInvocationIndex;
-    if (tid == 0u) task_ticket = atomicAdd(cnt[0], 1u);
-    barrier();
-    uint t = task_ticket;
-    uint gate_up_tickets = mchunks * gtasks;
-    if (t < gate_up_tickets) {
-        gate_up_task(t % gtasks, t / gtasks, lane, width);
-    } else {
-        uint d = t - gate_up_tickets;
-        down_task(d % dtasks, d / dtasks, lane, width);
-    }
-    // The last workgroup to finish sets the counters back to 0.
+    // The last workgroup to arrive writes y = x + acc and resets acc and
+    // the counter.
     memoryBarrierBuffer();
     barrier();
-    if (tid == 0u) {
-        uint done = atomicAdd(cnt[1], 1u);
-        if (done == gl_NumWorkGroups.x - 1u) {
-            for (uint i = 0u; i < 2u + mchunks * dksub; ++i) atomicExchange(cnt[i], 0u);
+    if (tid == 0u) is_last = atomicAdd(counter[0], 1u) == wgs - 1u ? 1u : 0u;
+    barrier();
+    if (is_last != 0u) {
+        memoryBarrierBuffer();
+        for (uint i = tid; i < M * K; i += uint(WG_SIZE)) {
+            float v = atomicAdd(accb[i], 0.0);
+            accb[i] = 0.0;
+            y[i] = res[i] + v;
         }
+        if (tid == 0u) counter[0] = 0u;
     }
 }

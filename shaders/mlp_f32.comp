@@ -1,4 +1,5 @@
 #version 450
+#extension GL_EXT_shader_atomic_float : require
 // Fused SwiGLU MLP with f32 weights (see mlp.glsl); MT rows of x per pass:
 // 4 here, the variants below for 1 and 2.
 // variant: mlp_f32_m1 MT=1

@@ -44,9 +44,9 @@
 //! attention's dispatch (`nn::attention_decode_qkv`, the default where the
 //! adapter has subgroup arithmetic).
 //! `--fused-mlp` records each decode layer's MLP as one fused
-//! `ops::swiglu_mlp` dispatch (up to 4 sequences, on adapters with
-//! subgroup arithmetic) instead of the norm fused into gate|up, then down
-//! with the residual.
+//! `ops::swiglu_mlp` dispatch (up to 4 sequences, on adapters with f32
+//! atomic adds) instead of the norm fused into gate|up, then down with the
+//! residual (on an H200 the fused form made the step slower).
 
 mod attend;
 mod buffers;

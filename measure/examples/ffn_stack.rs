@@ -9,7 +9,7 @@
 //! weight, the residual added in place, [`ops::choose_mlp`]'s plan), or
 //! the same block forced onto its fused kernel (`fused`:
 //! [`ops::MlpPlan::fused`], one dispatch up to [`ops::MLP_FUSED_MAX_M`]
-//! tokens where the adapter has subgroup arithmetic), or two [`ops::linear`]
+//! tokens where the adapter has f32 atomic adds), or two [`ops::linear`]
 //! calls (`linear`): gate|up with [`Epilogue::SiluMul`], then down with an
 //! in-place [`Epilogue::Residual`]. `--blocks mlp,fused,linear` times them
 //! in one process (rows keyed `{dtype}_T{t}`, `{dtype}_T{t}_fused`,
@@ -130,8 +130,8 @@ fn args() -> Args {
     };
     for b in &args.blocks {
         assert!(
-            b == "mlp" || b == "linear" || b == "fused" || fused_units(b).is_some(),
-            "--blocks: mlp, fused, fused_uN (N gate|up units per subgroup) or linear, got {b}"
+            b == "mlp" || b == "linear" || b == "fused",
+            "--blocks: mlp, fused or linear, got {b}"
         );
     }
     assert!(
@@ -304,27 +304,14 @@ struct Acts {
 
 /// The plan an MLP block records at `t` tokens: `mlp`, [`ops::choose_mlp`]'s;
 /// `fused`, [`ops::MlpPlan::fused`] up to [`ops::MLP_FUSED_MAX_M`] tokens
-/// on adapters with subgroup arithmetic (else `choose_mlp`'s as well).
+/// on adapters with f32 atomic adds (else `choose_mlp`'s as well).
 fn mlp_plan(gpu: &Device, block: &str, t: u32) -> ops::MlpPlan {
-    let fuses = gpu.info().subgroup_arithmetic && t <= ops::MLP_FUSED_MAX_M;
-    let units = fused_units(block);
-    if (block == "fused" || units.is_some()) && fuses {
-        ops::MlpPlan {
-            units_per_subgroup: units.unwrap_or(0),
-            ..ops::MlpPlan::fused(t)
-        }
+    let fuses = gpu.info().float32_atomic_add && t <= ops::MLP_FUSED_MAX_M;
+    if block == "fused" && fuses {
+        ops::MlpPlan::fused(t)
     } else {
         ops::choose_mlp(t)
     }
-}
-
-/// N of a `fused_uN` block: the fused kernel with N gate|up units per
-/// subgroup ([`ops::MlpPlan::units_per_subgroup`]).
-fn fused_units(block: &str) -> Option<u32> {
-    let n = block.strip_prefix("fused_u")?.parse().ok()?;
-    (1..=ops::MLP_MAX_UNITS_PER_SUBGROUP)
-        .contains(&n)
-        .then_some(n)
 }
 
 /// Records a forward through `layers` into a graph: y = x, then per layer
@@ -489,9 +476,8 @@ fn run_block(a: &Args, c: &Case<'_>, block: &str) -> Result<String> {
     let down = layer(i, h, false, force.1.map(|s| s.1));
     if fused {
         println!(
-            "{dt} T={t} [{block}]: fused MLP kernel, {} rows per pass, gate|up units per \
-             subgroup {} (0: the launch's rule)",
-            plan.rows_per_pass, plan.units_per_subgroup
+            "{dt} T={t} [{block}]: fused MLP kernel, {} rows per pass",
+            plan.rows_per_pass
         );
     } else {
         println!("{dt} T={t} [{block}]: two linear layers: gate|up {gate_up:?}, down {down:?}");

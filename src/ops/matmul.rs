@@ -75,10 +75,7 @@ pub use skinny::{
     Weights, LINEAR_MAX_M, LINEAR_MAX_SPLITS, LINEAR_TENSOR_STREAM, LINEAR_TENSOR_TILES,
     LINEAR_TENSOR_WINDOW, NORM_FUSED_MAX_ROWS, STREAM_MAX_ROWS, STREAM_MIN_ROWS, WINDOW_MIN_ROWS,
 };
-pub use skinny::{
-    choose_mlp, swiglu_mlp, swiglu_mlp_with_plan, MlpPlan, MLP_FUSED_MAX_M,
-    MLP_GATE_UP_TASKS_PER_UNIT, MLP_MAX_UNITS_PER_SUBGROUP,
-};
+pub use skinny::{choose_mlp, swiglu_mlp, swiglu_mlp_with_plan, MlpPlan, MLP_FUSED_MAX_M};
 
 /// Columns per workgroup of the M = 1 kernel (`vecmat_f32.comp`'s COLS).
 const VECMAT_COLS: u32 = 16;

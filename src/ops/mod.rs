@@ -174,7 +174,4 @@ pub use matmul::{
     MatmulKernel, MatmulPlan, SgemmTile, TileConfig, Weights, BF16W_CONVERT_MIN_ROWS, LINEAR_MAX_M,
     LINEAR_MAX_SPLITS, LINEAR_TENSOR_STREAM, LINEAR_TENSOR_TILES, LINEAR_TENSOR_WINDOW,
 };
-pub use matmul::{
-    choose_mlp, swiglu_mlp, swiglu_mlp_with_plan, MlpPlan, MLP_FUSED_MAX_M,
-    MLP_GATE_UP_TASKS_PER_UNIT, MLP_MAX_UNITS_PER_SUBGROUP,
-};
+pub use matmul::{choose_mlp, swiglu_mlp, swiglu_mlp_with_plan, MlpPlan, MLP_FUSED_MAX_M};

@@ -770,10 +770,7 @@ pub use tc_stream::{
 };
 mod mlp;
 mod sg32;
-pub use mlp::{
-    choose_mlp, swiglu_mlp, swiglu_mlp_with_plan, MlpPlan, MLP_FUSED_MAX_M,
-    MLP_GATE_UP_TASKS_PER_UNIT, MLP_MAX_UNITS_PER_SUBGROUP,
-};
+pub use mlp::{choose_mlp, swiglu_mlp, swiglu_mlp_with_plan, MlpPlan, MLP_FUSED_MAX_M};
 pub use normed::{linear_normed, linear_normed_with_plan, NORM_FUSED_MAX_ROWS};
 use sg32::narrow_max_rows;
 

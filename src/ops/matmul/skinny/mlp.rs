@@ -28,21 +28,21 @@
 //! [`super::linear_normed`] takes it) into a scratch `[m, I]` buffer the
 //! batch holds, a barrier, then down with a residual epilogue.
 //!
-//! **Fused** ([`MlpPlan::fused`]), for up to [`MLP_FUSED_MAX_M`] rows,
-//! the block is one dispatch (`shaders/mlp.glsl`): the same two layers'
-//! work as tasks of one grid, with no launch boundary between them. Each
-//! workgroup takes a ticket as it starts; the first tickets are gate|up
-//! tasks (a few units of features each, into a scratch `[m, I]` buffer),
-//! the rest down tasks (a few rows of the down weight, several subgroups
-//! sharing each row's intermediate features, as the skinny kernel's
-//! narrower workgroups do). A down subgroup waits, on a counter, for the
-//! gate|up tasks that write the features of its part, so the down
-//! projection starts while the last gate|up tasks still stream. The
-//! workgroup that finishes last sets the counters back to 0 for the next
-//! run. Each output is summed in a fixed order: the result is the same
-//! from run to run. A waiting workgroup only ever waits on tasks that
-//! running workgroups hold (tickets go in start order, gate|up first), so
-//! the grid may be any size against the adapter's.
+//! **Fused** ([`MlpPlan::fused`]), on adapters with f32 atomic adds on
+//! storage buffers (`VK_EXT_shader_atomic_float`'s
+//! `shaderBufferFloat32AtomicAdd`) for up to [`MLP_FUSED_MAX_M`] rows, the
+//! block is one dispatch (`shaders/mlp.glsl`). The intermediate features
+//! split the work with no exchange between workgroups: each workgroup owns
+//! 32 consecutive features, computes their `silu(gate)·up` with the skinny
+//! linear kernel's products (the RMSNorm's scale last), then streams the
+//! matching columns of every row of the down weight and adds its part of
+//! the down projection into an accumulator with atomic adds. The last
+//! workgroup to finish writes `y = x + accumulator` and clears the
+//! accumulator for the next run. It saves a launch per block, but on an
+//! H200 it streams the weights slower than the two layers do (see
+//! [`choose_mlp`]), so it is not the default. The sum over workgroups
+//! lands in the order the atomics do: the result may differ in its last
+//! bits from run to run.
 //!
 //! Like any command, the block may overlap commands recorded before it:
 //! put a [`Batch::barrier`] between a command that writes its inputs and
@@ -56,32 +56,19 @@ const OP_MLP: &str = "ops::swiglu_mlp";
 /// the weights read once per pass).
 pub const MLP_FUSED_MAX_M: u32 = 4;
 
-/// The most [`MlpPlan::units_per_subgroup`].
-pub const MLP_MAX_UNITS_PER_SUBGROUP: u32 = 16;
-
-/// The launch's rule for [`MlpPlan::units_per_subgroup`] 0: the fewest
-/// units per subgroup that keep the gate|up tasks within this many per
-/// compute unit, so that they all run in one wave beside the first down
-/// tasks (128 compute units where the adapter does not say).
-pub const MLP_GATE_UP_TASKS_PER_UNIT: u32 = 2;
-
-/// A down task's subgroups each read at least this many chunks (16 bytes
-/// or elements) of the intermediate features per lane.
-const DOWN_MIN_CHUNKS_PER_LANE: u32 = 4;
+/// Intermediate features per workgroup of the fused kernel (`MLP_J` in
+/// `shaders/mlp.glsl`).
+const FEATURES: u32 = 32;
 
 /// How a [`swiglu_mlp`] block runs: [`choose_mlp`]'s decision, or one
 /// given to [`swiglu_mlp_with_plan`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct MlpPlan {
-    /// One fused dispatch (`true`; at most [`MLP_FUSED_MAX_M`] rows) or
-    /// two linear layers.
+    /// One fused dispatch (`true`; needs f32 atomic adds and at most
+    /// [`MLP_FUSED_MAX_M`] rows) or two linear layers.
     pub fused: bool,
     /// Fused: rows of x per pass (1, 2 or 4).
     pub rows_per_pass: u32,
-    /// Fused: gate|up units (2 features each) every subgroup of a gate|up
-    /// task computes in turn, 1 to [`MLP_MAX_UNITS_PER_SUBGROUP`]; 0: the
-    /// launch's rule ([`MLP_GATE_UP_TASKS_PER_UNIT`]).
-    pub units_per_subgroup: u32,
 }
 
 impl MlpPlan {
@@ -91,7 +78,6 @@ impl MlpPlan {
         MlpPlan {
             fused: true,
             rows_per_pass: [1, 2, 4].into_iter().find(|&r| r >= m).unwrap_or(4),
-            units_per_subgroup: 0,
         }
     }
 }
@@ -225,77 +211,21 @@ fn mlp_kernel_name(dtype: DType, rows: u32, norm: bool) -> Option<&'static str> 
     })
 }
 
-/// How a down task splits its rows: `(units, subgroups per unit)` for
-/// `units` units (4 rows of the down weight each), `chunks` chunks per
-/// row, `subgroups` per workgroup of `lanes` lanes, and `want` workgroups
-/// wanted. The widest split (fewest subgroups per unit) whose tasks number
-/// at least `want`, while each lane still reads at least
-/// [`DOWN_MIN_CHUNKS_PER_LANE`] chunks of its part; the narrowest allowed
-/// where none reaches it. Pure.
-fn down_split(units: u32, chunks: u32, subgroups: u32, lanes: u32, want: u64) -> (u32, u32) {
-    let subgroups = subgroups.max(1);
-    let mut best = (subgroups, 1);
-    let mut ksub = 1;
-    while ksub <= subgroups && subgroups % ksub == 0 {
-        let upw = subgroups / ksub;
-        if ksub > 1 && chunks / ksub < lanes.max(1) * DOWN_MIN_CHUNKS_PER_LANE {
-            break;
-        }
-        best = (upw, ksub);
-        if u64::from(units.div_ceil(upw)) >= want {
-            break;
-        }
-        ksub *= 2;
-    }
-    best
-}
-
-/// The fused kernel's launch for a checked block.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct MlpLaunch {
-    /// Workgroups: row chunks × (gate|up tasks + down tasks).
-    pub wgs: u32,
-    /// The words `shaders/mlp.glsl` reads.
-    pub words: Vec<u32>,
-    /// Counters the kernel keeps: tickets, finished workgroups, and one
-    /// per part of each row chunk.
-    pub counters: u32,
-}
-
-/// The fused kernel's grid and push constants for a checked block. Pure.
+/// The fused kernel's grid and push constants for a checked block: its
+/// workgroups (features groups × row chunks) and the words
+/// `shaders/mlp.glsl` reads. Pure.
 pub(super) fn mlp_launch(
     (m, k, inter): (u32, u32, u32),
     dtype: DType,
     eps: Option<f32>,
     plan: MlpPlan,
-    caps: &MatmulCaps,
-) -> MlpLaunch {
-    let lanes = caps.subgroup_size.clamp(1, THREADS);
-    let subgroups = (THREADS / lanes).max(1);
+) -> (u32, Vec<u32>) {
+    let groups = inter.div_ceil(FEATURES);
     let mchunks = m.div_ceil(plan.rows_per_pass);
     let vec = k % per_load(dtype) == 0;
     let chunks = if vec { k / per_load(dtype) } else { k };
     let dvec = inter % per_load(dtype) == 0;
-    let dchunks = if dvec { inter / per_load(dtype) } else { inter };
-    // Gate|up: `per` units (2 features each) per subgroup.
-    let gunits = inter.div_ceil(ROWS_PER_UNIT / 2);
-    let per = match plan.units_per_subgroup {
-        0 => {
-            let cus = if caps.compute_units > 0 {
-                caps.compute_units
-            } else {
-                128
-            };
-            let most = u64::from(cus) * u64::from(MLP_GATE_UP_TASKS_PER_UNIT);
-            let per = u64::from(gunits).div_ceil(most * u64::from(subgroups));
-            per.clamp(1, u64::from(MLP_MAX_UNITS_PER_SUBGROUP)) as u32
-        }
-        n => n,
-    };
-    let gtasks = gunits.div_ceil(subgroups * per);
-    let dunits = k.div_ceil(ROWS_PER_UNIT);
-    let (dupw, dksub) = down_split(dunits, dchunks, subgroups, lanes, wanted_groups(caps));
-    let dtasks = dunits.div_ceil(dupw);
+    let wgs = groups * mchunks;
     let mut p = vec![
         m,
         k,
@@ -303,18 +233,14 @@ pub(super) fn mlp_launch(
         2, // mode: unused by the fused kernel
         u32::from(vec),
         chunks,
-        subgroups * per,
+        FEATURES / 2,
         mchunks,
         1, // pairs: gate|up units
         1, // ksub
     ];
     p.extend(eps.map(f32::to_bits));
-    p.extend([u32::from(dvec), gtasks, dtasks, dupw, dksub]);
-    MlpLaunch {
-        wgs: mchunks * (gtasks + dtasks),
-        words: p,
-        counters: 2 + mchunks * dksub,
-    }
+    p.extend([u32::from(dvec), wgs]);
+    (wgs, p)
 }
 
 /// Records the fused kernel `name` ([`check_mlp`]'s) for a checked block.
@@ -332,20 +258,17 @@ fn fused(
 ) -> Result<()> {
     let gpu = x.device();
     let kernel = crate::builtins::get(&gpu.inner, name, &[])?;
-    let caps = MatmulCaps::of(gpu.info());
-    let l = mlp_launch((m, k, inter), wgu.dtype(), norm.map(|n| n.1), plan, &caps);
-    let (wgs, limit) = (l.wgs, gpu.info().max_workgroup_count[0]);
+    let (wgs, pc) = mlp_launch((m, k, inter), wgu.dtype(), norm.map(|n| n.1), plan);
+    let limit = gpu.info().max_workgroup_count[0];
     if wgs > limit {
         return Err(mlp_shape(format!(
             "needs {wgs} workgroups, over maxComputeWorkGroupCount[0] ({limit})"
         )));
     }
-    // h, written whole by the gate|up tasks before any down task reads
-    // it (no fill); the counters, zero now and zero again after every run
-    // (the last workgroup clears them).
-    let len = u64::from(m) * u64::from(inter);
-    let h = Buffer::<f32>::create(&gpu, len, crate::memory::Memory::DeviceLocal, OP_MLP)?;
-    let counters = gpu.alloc::<u32>(l.counters as usize)?;
+    // The accumulator and the arrival counter: zero now, and zero again
+    // after every run (the last workgroup clears them).
+    let acc = gpu.alloc::<f32>((m as usize) * (k as usize))?;
+    let counter = gpu.alloc::<u32>(1)?;
     let (gb, db) = (wgu.bind(), wd.bind());
     let g: &[&dyn crate::buffer::GpuBuf] = match &norm {
         Some((g, _)) => &[*g, *g],
@@ -354,10 +277,10 @@ fn fused(
     let binds = [
         &[x as &dyn crate::buffer::GpuBuf, x, gb, gb, x, y][..],
         g,
-        &[db, db, &h, &h, &counters],
+        &[db, db, &acc, &counter],
     ]
     .concat();
-    batch.run_configured(&kernel, &binds, [wgs, 1, 1], Some(&words(&l.words)))?;
+    batch.run_configured(&kernel, &binds, [wgs, 1, 1], Some(&words(&pc)))?;
     Ok(())
 }
 
@@ -436,13 +359,14 @@ fn check_mlp(
                 "m = {m} rows, over the fused kernel's limit of {MLP_FUSED_MAX_M}"
             )));
         }
-        if plan.units_per_subgroup > MLP_MAX_UNITS_PER_SUBGROUP {
-            return Err(mlp_shape(format!(
-                "{} gate|up units per subgroup, over the limit of {MLP_MAX_UNITS_PER_SUBGROUP}",
-                plan.units_per_subgroup
-            )));
-        }
         let info = gpu.info();
+        if !info.float32_atomic_add {
+            return Err(Error::Unsupported {
+                what: "the fused MLP kernel (f32 atomic adds on storage buffers: \
+                       VK_EXT_shader_atomic_float's shaderBufferFloat32AtomicAdd)",
+                adapter: info.name.clone(),
+            });
+        }
         if !info.subgroup_arithmetic {
             return Err(Error::Unsupported {
                 what: "the fused MLP kernel (subgroup arithmetic)",
@@ -505,76 +429,28 @@ mod tests {
     }
 
     #[test]
-    fn down_tasks_split_rows_until_they_fill_the_adapter() {
-        // Qwen3-4B's down projection (2,560 rows: 640 units; I = 9,728 in
-        // 1,216 chunks of 8 bf16) on 132 compute units with subgroups of
-        // 32: 2 units of 4 parts, 320 tasks, as ops::linear narrows it.
-        assert_eq!(down_split(640, 1216, 8, 32, 264), (2, 4));
-        // Parts stop at 4 chunks per lane: 256 chunks over 32 lanes allow
-        // 2 parts, however few the tasks.
-        assert_eq!(down_split(16, 256, 8, 32, 264), (4, 2));
-        assert_eq!(down_split(16, 100, 8, 32, 264), (8, 1));
-        // Enough tasks at once: no split.
-        assert_eq!(down_split(4000, 1216, 8, 32, 264), (8, 1));
-        // Subgroups of 8 lanes (32 per workgroup).
-        assert_eq!(down_split(16, 256, 32, 8, 128), (4, 8));
-    }
-
-    #[test]
-    fn the_launch_covers_every_feature_row_and_row_chunk() {
-        let caps = MatmulCaps::new(32, 49152, 1024, 132);
-        // Qwen3-4B at one row, bf16: 4,864 gate|up units of 2 features;
-        // at most 2 tasks per compute unit (264) need 3 units per subgroup
-        // (24 per task: 203 tasks); then 320 down tasks.
-        let l = mlp_launch(
-            (1, 2560, 9728),
-            DType::Bf16,
-            Some(1e-6),
-            MlpPlan::fused(1),
-            &caps,
-        );
-        assert_eq!(l.wgs, 203 + 320);
-        // M, K, N = 2·I, mode, vec, chunks of 8, units per gate|up task,
-        // row chunks, pairs, ksub, eps, then dvec, gate|up tasks, down
-        // tasks, units per down task, subgroups per down unit.
-        assert_eq!(l.words[..10], [1, 2560, 19456, 2, 1, 320, 24, 1, 1, 1]);
-        assert_eq!(l.words[10], 1e-6f32.to_bits());
-        assert_eq!(l.words[11..], [1, 203, 320, 2, 4]);
-        assert_eq!(l.counters, 2 + 4);
-        // One unit per subgroup, as asked: 608 tasks of 8.
-        let one = MlpPlan {
-            units_per_subgroup: 1,
-            ..MlpPlan::fused(1)
-        };
-        let l = mlp_launch((1, 2560, 9728), DType::Bf16, None, one, &caps);
-        assert_eq!((l.wgs, l.words[6], l.words[11]), (608 + 320, 8, 608));
-        // Odd K and I: element loads; a short last task; 3 rows in two
-        // passes of 2, each with its own tasks and part counters.
+    fn the_launch_covers_every_feature_and_row_chunk() {
+        // Qwen3-4B at one row, bf16: 9,728 features in groups of 32.
+        let (wgs, p) = mlp_launch((1, 2560, 9728), DType::Bf16, Some(1e-6), MlpPlan::fused(1));
+        assert_eq!(wgs, 304);
+        // M, K, N = 2·I, mode, vec, chunks of 8, units (2 features) per
+        // workgroup, row chunks, pairs, ksub, eps, dvec, workgroups.
+        assert_eq!(p[..10], [1, 2560, 19456, 2, 1, 320, 16, 1, 1, 1]);
+        assert_eq!(p[10], 1e-6f32.to_bits());
+        assert_eq!(p[11..], [1, 304]);
+        // Odd K and I: element loads of x and of the down weight; a short
+        // last group; 3 rows in two passes of 2.
         let plan = MlpPlan {
+            fused: true,
             rows_per_pass: 2,
-            units_per_subgroup: 1,
-            ..MlpPlan::fused(2)
         };
-        let l = mlp_launch((3, 37, 100), DType::F16, None, plan, &caps);
-        // 50 units over 8 per task: 7 gate|up tasks; 10 down units, no
-        // split (100 chunks hold no 2 parts of 4 per lane): 2 tasks.
-        assert_eq!(l.words[..10], [3, 37, 200, 2, 0, 37, 8, 2, 1, 1]);
-        assert_eq!(l.words[10..], [0, 7, 2, 8, 1]);
-        assert_eq!(l.wgs, 2 * (7 + 2));
-        assert_eq!(l.counters, 2 + 2);
+        let (wgs, p) = mlp_launch((3, 37, 100), DType::F16, None, plan);
+        assert_eq!(wgs, 4 * 2);
+        assert_eq!(p[..10], [3, 37, 200, 2, 0, 37, 16, 2, 1, 1]);
+        assert_eq!(p[10..], [0, 8]);
         // f32 weights load 4 to 16 bytes: I = 100 takes the vector path.
-        let l = mlp_launch((1, 64, 100), DType::F32, None, MlpPlan::fused(1), &caps);
-        assert_eq!(l.words[4..6], [1, 16]);
-        assert_eq!(l.words[10], 1);
-        // The rule without a unit count: 128 compute units assumed.
-        let unknown = MatmulCaps::new(32, 49152, 1024, 0);
-        let l = mlp_launch(
-            (1, 2560, 9728),
-            DType::Bf16,
-            None,
-            MlpPlan::fused(1),
-            &unknown,
-        );
-        assert_eq!((l.words[6], l.words[11]), (8 * 3, 203));
+        let (_, p) = mlp_launch((1, 64, 100), DType::F32, None, MlpPlan::fused(1));
+        assert_eq!(p[4..6], [1, 16]);
+        assert_eq!(p[10..], [1, 4]);
     }
 }
