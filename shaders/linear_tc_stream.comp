@@ -59,20 +59,6 @@
 // (z+1)·kslice) into y + z·strideC (plain form only; the split-K reduction
 // pass of the other kernels adds the layers and applies the epilogue).
 //
-// With FIXUP (the `_fix` variants of the plain form) the K layers also
-// finish the layer in the same dispatch, in place of the reduction pass:
-// after its partials, each workgroup issues a device-scope release fence
-// (memoryBarrierBuffer) and its invocation 0 adds 1 to its block's
-// counter (binding 5); the workgroup that brings the counter to `need`
-// (push constant, unusedB's place: the layers, twice that with SiLU·mul)
-// is the last: it sets the counter back to 0 for the next launch, issues
-// the matching acquire fence, and writes y (binding 4) for the block's
-// outputs from every layer's partials (read through the coherent alias at
-// binding 6), added in layer order as linear_reduce.comp adds them, with
-// the epilogue `mode` (unusedA's place): 0 none, 1 + R (binding 3), 2
-// SiLU·mul, where gate block b and up block b + blocks / 2 (the outputs
-// I a multiple of 128) share counter b.
-//
 // Compiled for Vulkan 1.3 by a glslang that knows GL_KHR_cooperative_matrix
 // (scripts/glslang_trixie.sh). Needs a 32-lane subgroup, shaderFloat16 and
 // 16-bit storage.
@@ -102,14 +88,6 @@
 // variant: linear_tc_bf16_w64 TILE_BM=64 XWIN=1 B_BF16=1
 // variant: linear_tc_bf16_w64_res TILE_BM=64 XWIN=1 B_BF16=1 EPI_RESIDUAL=1
 // variant: linear_tc_bf16_w64_silu TILE_BM=64 XWIN=1 B_BF16=1 EPI_SILU=1
-// variant: linear_tc_f16_m16_fix TILE_BM=16 FIXUP=1
-// variant: linear_tc_f16_m32_fix TILE_BM=32 FIXUP=1
-// variant: linear_tc_f16_w32_fix TILE_BM=32 XWIN=1 FIXUP=1
-// variant: linear_tc_f16_w64_fix TILE_BM=64 XWIN=1 FIXUP=1
-// variant: linear_tc_bf16_m16_fix TILE_BM=16 B_BF16=1 FIXUP=1
-// variant: linear_tc_bf16_m32_fix TILE_BM=32 B_BF16=1 FIXUP=1
-// variant: linear_tc_bf16_w32_fix TILE_BM=32 XWIN=1 B_BF16=1 FIXUP=1
-// variant: linear_tc_bf16_w64_fix TILE_BM=64 XWIN=1 B_BF16=1 FIXUP=1
 #extension GL_KHR_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
@@ -148,17 +126,6 @@ layout(local_size_x = 256) in;
 
 layout(std430, set = 0, binding = 0) readonly buffer MatX { vec4 x4[]; };
 layout(std430, set = 0, binding = 1) readonly buffer MatW { uvec4 w[]; };
-#ifdef FIXUP
-layout(std430, set = 0, binding = 2) coherent writeonly buffer MatY { float y[]; };
-layout(std430, set = 0, binding = 3) readonly buffer MatR4 { vec4 r4[]; };
-layout(std430, set = 0, binding = 4) writeonly buffer Out4 { vec4 out4[]; };
-layout(std430, set = 0, binding = 5) coherent buffer Cnt { uint cnt[]; };
-layout(std430, set = 0, binding = 6) coherent readonly buffer Part4 { vec4 part4[]; };
-layout(push_constant) uniform Shape {
-    uint M; uint K; uint N; uint mode; uint need; uint strideC; uint kslice;
-};
-shared uint fix_last;
-#else
 layout(std430, set = 0, binding = 2) writeonly buffer MatY { float y[]; };
 #ifdef EPI_RESIDUAL
 layout(std430, set = 0, binding = 3) readonly buffer MatR { float r[]; };
@@ -166,7 +133,6 @@ layout(std430, set = 0, binding = 3) readonly buffer MatR { float r[]; };
 layout(push_constant) uniform Shape {
     uint M; uint K; uint N; uint unusedA; uint unusedB; uint strideC; uint kslice;
 };
-#endif
 
 #ifdef XWIN
 // W regions, then the window; the epilogue's scratch spans both.
@@ -305,48 +271,6 @@ void finish(uint sg, uint row, uint f, uint outs, uint oc, bool partial) {
     }
 }
 
-#ifdef FIXUP
-// The sum over the K layers, in layer order, of the partials' vec4 at
-// offset `at` (floats) of each layer, eight loads in flight at a time.
-vec4 layer_sum(uint at) {
-    const uint layers = gl_NumWorkGroups.z;
-    vec4 a = vec4(0.0);
-    for (uint z0 = 0; z0 < layers; z0 += 8) {
-        vec4 v[8];
-        [[unroll]] for (uint i = 0; i < 8; i++) {
-            v[i] = z0 + i < layers ? part4[((z0 + i) * strideC + at) / 4] : vec4(0.0);
-        }
-        [[unroll]] for (uint i = 0; i < 8; i++) {
-            if (z0 + i < layers) {
-                a += v[i];
-            }
-        }
-    }
-    return a;
-}
-
-// The last layer of block (or gate|up pair of blocks) c to arrive: y for
-// its 128 outputs (of `outs`) of every row of x, with the epilogue.
-void fixup(uint c) {
-    const uint outs = mode == 2 ? N / 2 : N;
-    for (uint e = gl_LocalInvocationID.x; e < M * 32; e += 256) {
-        const uint m = e / 32;
-        const uint n = 128 * c + 4 * (e % 32);
-        if (n >= outs) {
-            continue;
-        }
-        vec4 a = layer_sum(m * N + n);
-        if (mode == 2) {
-            const vec4 u = layer_sum(m * N + outs + n);
-            a = a / (1.0 + exp(-a)) * u;
-        } else if (mode == 1) {
-            a += r4[(m * N + n) / 4];
-        }
-        out4[(m * outs + n) / 4] = a;
-    }
-}
-#endif
-
 void main() {
     const uint sg = gl_SubgroupID;
     const uint z = gl_WorkGroupID.z;
@@ -465,16 +389,11 @@ void main() {
     if (sg >= 4 || !live) {
         return;
     }
-#elif defined(FIXUP)
-    subgroupBarrier();
 #else
     subgroupBarrier();
     if (!live) {
         return;
     }
-#endif
-#ifdef FIXUP
-    if (live) {
 #endif
     finish(sg, out0, 0, outs, oc, partial);
 #if TILE_BM >= 32
@@ -483,27 +402,5 @@ void main() {
 #if TILE_BM == 64
     finish(sg, out0, 2, outs, oc, partial);
     finish(sg, out0, 3, outs, oc, partial);
-#endif
-#ifdef FIXUP
-    }
-    if (!partial) {
-        return;
-    }
-    // Release, arrive; the last to arrive acquires and finishes the block.
-    memoryBarrierBuffer();
-    barrier();
-    const uint half_blocks = gl_NumWorkGroups.x / 2;
-    const uint c = mode == 2 ? gl_WorkGroupID.x % half_blocks : gl_WorkGroupID.x;
-    if (gl_LocalInvocationID.x == 0) {
-        fix_last = atomicAdd(cnt[c], 1) == need - 1 ? 1 : 0;
-    }
-    barrier();
-    if (fix_last != 0) {
-        memoryBarrierBuffer();
-        if (gl_LocalInvocationID.x == 0) {
-            atomicExchange(cnt[c], 0);
-        }
-        fixup(c);
-    }
 #endif
 }

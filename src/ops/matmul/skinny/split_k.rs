@@ -88,7 +88,12 @@ pub(super) fn run_layers(
     depth: u32,
 ) -> Result<()> {
     let (m, k, n) = l.shape;
-    check_grid(&l, grid)?;
+    let limit = l.y.device().info().max_workgroup_count;
+    if grid.iter().zip(limit).any(|(g, l)| *g > l) {
+        return Err(shape(format!(
+            "needs {grid:?} workgroups, over maxComputeWorkGroupCount {limit:?}"
+        )));
+    }
     let x = l.x as &dyn GpuBuf;
     if depth == 1 {
         let pc = words(&[m, k, n, 0, 0, 0, 0]);
@@ -110,54 +115,6 @@ pub(super) fn run_layers(
         _ => l.y,
     };
     reduce(batch, &part, res, l.y, (m, n), l.epilogue, depth)
-}
-
-/// An [`crate::Error::OpShape`] where `grid` is past the adapter's
-/// `maxComputeWorkGroupCount`.
-fn check_grid(l: &Layer<'_>, grid: [u32; 3]) -> Result<()> {
-    let limit = l.y.device().info().max_workgroup_count;
-    if grid.iter().zip(limit).any(|(g, l)| *g > l) {
-        return Err(shape(format!(
-            "needs {grid:?} workgroups, over maxComputeWorkGroupCount {limit:?}"
-        )));
-    }
-    Ok(())
-}
-
-/// Launches `depth` K layers of `kslice` of a tensor-core kernel that
-/// finishes the layer itself (the `_fix` forms of
-/// `shaders/linear_tc_stream.comp`): each writes its partial product into
-/// a scratch buffer, and the last layer of each block of 128 outputs (of
-/// each gate|up pair of blocks with SiLU·mul) to arrive adds the blocks'
-/// partials in layer order and applies the epilogue; one counter per
-/// block, zero between launches. No reduction pass, no barrier inside.
-pub(super) fn run_layers_finished(
-    batch: &mut Batch,
-    kernel: &Kernel,
-    l: Layer<'_>,
-    grid: [u32; 3],
-    kslice: u32,
-    depth: u32,
-) -> Result<()> {
-    let (m, k, n) = l.shape;
-    check_grid(&l, grid)?;
-    let gpu = l.y.device();
-    let part = scratch(&gpu, depth, m, n)?;
-    let mode = l.epilogue.mode();
-    let (counters, need) = if mode == 2 {
-        (grid[0] / 2, 2 * depth)
-    } else {
-        (grid[0], depth)
-    };
-    let counters = gpu.alloc::<u32>(counters.max(1) as usize)?;
-    let res = match l.epilogue {
-        Epilogue::Residual(r) => r,
-        _ => l.y,
-    };
-    let pc = words(&[m, k, n, mode, need, m * n, kslice]);
-    let binds: [&dyn GpuBuf; 7] = [l.x, l.w, &part, res, l.y, &counters, &part];
-    batch.run_configured(kernel, &binds, grid, Some(&pc))?;
-    Ok(())
 }
 
 #[cfg(test)]

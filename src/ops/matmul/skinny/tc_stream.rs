@@ -38,10 +38,7 @@ use crate::error::{Error, Result};
 
 use super::super::super::dtype::DType;
 use super::super::MatmulCaps;
-use super::{
-    layers, run_layers, run_layers_finished, shape, Epilogue, Layer, LinearPlan, Weights,
-    LINEAR_MAX_SPLITS,
-};
+use super::{layers, run_layers, shape, Epilogue, Layer, LinearPlan, Weights, LINEAR_MAX_SPLITS};
 
 /// [`LinearPlan::rows_per_pass`] of the tensor-core streaming kernel: all
 /// rows of x (at most [`STREAM_MAX_ROWS`]) in one pass, W read once.
@@ -275,60 +272,51 @@ pub(super) fn plan(m: u32, k: u32, n: u32, silu: bool, caps: &MatmulCaps) -> Lin
 
 /// The built-in for `dtype` weights, the form (`rows` of x per
 /// workgroup; `window`: x through the window) and the epilogue (`mode`: 0
-/// none, 1 residual, 2 SiLU·mul; 3 the K layers that finish the layer
-/// themselves, [`FIXUP_MODE`]), or `None` where none is compiled.
+/// none, 1 residual, 2 SiLU·mul), or `None` where none is compiled.
 fn kernel_name(dtype: DType, (rows, window): (u32, bool), mode: u32) -> Option<&'static str> {
-    // [span m16, span m32, window w32, window w64] × [none, res, silu, fix].
-    const F16: [[&str; 4]; 4] = [
+    // [span m16, span m32, window w32, window w64] × [none, res, silu].
+    const F16: [[&str; 3]; 4] = [
         [
             "linear_tc_f16_m16",
             "linear_tc_f16_m16_res",
             "linear_tc_f16_m16_silu",
-            "linear_tc_f16_m16_fix",
         ],
         [
             "linear_tc_f16_m32",
             "linear_tc_f16_m32_res",
             "linear_tc_f16_m32_silu",
-            "linear_tc_f16_m32_fix",
         ],
         [
             "linear_tc_f16_w32",
             "linear_tc_f16_w32_res",
             "linear_tc_f16_w32_silu",
-            "linear_tc_f16_w32_fix",
         ],
         [
             "linear_tc_f16_w64",
             "linear_tc_f16_w64_res",
             "linear_tc_f16_w64_silu",
-            "linear_tc_f16_w64_fix",
         ],
     ];
-    const BF16: [[&str; 4]; 4] = [
+    const BF16: [[&str; 3]; 4] = [
         [
             "linear_tc_bf16_m16",
             "linear_tc_bf16_m16_res",
             "linear_tc_bf16_m16_silu",
-            "linear_tc_bf16_m16_fix",
         ],
         [
             "linear_tc_bf16_m32",
             "linear_tc_bf16_m32_res",
             "linear_tc_bf16_m32_silu",
-            "linear_tc_bf16_m32_fix",
         ],
         [
             "linear_tc_bf16_w32",
             "linear_tc_bf16_w32_res",
             "linear_tc_bf16_w32_silu",
-            "linear_tc_bf16_w32_fix",
         ],
         [
             "linear_tc_bf16_w64",
             "linear_tc_bf16_w64_res",
             "linear_tc_bf16_w64_silu",
-            "linear_tc_bf16_w64_fix",
         ],
     ];
     let table = match dtype {
@@ -422,12 +410,8 @@ pub(super) fn record(
     let gpu = x.device();
     let silu = matches!(epilogue, Epilogue::SiluMul);
     let (kslice, depth) = layers(k, splits, STEP);
-    // One layer over all of K takes the epilogue (kslice 0 for the kernel);
-    // K layers finish the layer themselves where the outputs allow it.
-    let fixup = depth > 1 && fixup_applies(n, silu);
-    let (mode, grid) = if fixup {
-        (FIXUP_MODE, [n.div_ceil(ROWS_PER_GROUP), 1, depth])
-    } else if depth > 1 {
+    // One layer over all of K takes the epilogue (kslice 0 for the kernel).
+    let (mode, grid) = if depth > 1 {
         (0, [n.div_ceil(ROWS_PER_GROUP), 1, depth])
     } else if silu {
         (2, [(n / 2).div_ceil(SILU_OUTS_PER_GROUP), 1, 1])
@@ -449,24 +433,7 @@ pub(super) fn record(
         shape: (m, k, n),
         epilogue,
     };
-    if fixup {
-        return run_layers_finished(batch, &kernel, layer, grid, kslice, depth);
-    }
     run_layers(batch, &kernel, layer, grid, kslice, depth)
-}
-
-/// [`kernel_name`]'s mode of the plain form whose K layers finish the
-/// layer in the same dispatch (`FIXUP` in `shaders/linear_tc_stream.comp`:
-/// the last layer of each block to arrive adds the partials in layer
-/// order and applies the epilogue), in place of the reduction pass.
-const FIXUP_MODE: u32 = 3;
-
-/// Whether K layers of a layer with `n` rows of W finish it themselves:
-/// always, but with SiLU·mul only where the `n / 2` outputs fill whole
-/// blocks of 128, so that gate block b and up block b + n / 256 hold the
-/// same outputs. Pure.
-pub(super) fn fixup_applies(n: u32, silu: bool) -> bool {
-    !silu || (n / 2) % ROWS_PER_GROUP == 0
 }
 
 #[cfg(test)]
@@ -618,28 +585,6 @@ mod tests {
         assert_eq!(kernel_name(DType::F32, (16, false), 0), None);
         assert_eq!(kernel_name(DType::Bf16, (64, false), 0), None);
         assert_eq!(kernel_name(DType::Bf16, (16, true), 0), None);
-        assert_eq!(kernel_name(DType::Bf16, (16, false), 4), None);
-        assert_eq!(
-            name(DType::Bf16, (64, true), FIXUP_MODE),
-            "linear_tc_bf16_w64_fix"
-        );
-        for d in [DType::F16, DType::Bf16] {
-            for f in [(16, false), (32, false), (32, true), (64, true)] {
-                let fix = name(d, f, FIXUP_MODE);
-                assert!(crate::builtins::spirv(fix).is_some(), "{fix}");
-            }
-        }
-    }
-
-    #[test]
-    fn k_layers_finish_the_layer_where_the_outputs_pair_in_blocks() {
-        // Qwen3-4B: every projection, gate|up's 9,728 outputs = 76 blocks.
-        for n in [6144, 2560, 19456] {
-            assert!(fixup_applies(n, n == 19456));
-        }
-        assert!(fixup_applies(16, false));
-        // 2·I with I not a multiple of 128: the reduction pass.
-        assert!(!fixup_applies(2 * 144, true));
-        assert!(fixup_applies(2 * 256, true));
+        assert_eq!(kernel_name(DType::Bf16, (16, false), 3), None);
     }
 }
