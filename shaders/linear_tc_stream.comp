@@ -59,6 +59,13 @@
 // (z+1)·kslice) into y + z·strideC (plain form only; the split-K reduction
 // pass of the other kernels adds the layers and applies the epilogue).
 //
+// With ADD_INTO (the `_add` variants of the plain form, K layers only)
+// each layer adds its partial product into y with f32 atomic adds
+// (VK_EXT_shader_atomic_float) in place of writing it to the partials'
+// buffer: y already holds the residual (an in-place residual add), and no
+// reduction pass follows. The layers' sums land in the order the atomics
+// do, so the result may differ in its last bits from run to run.
+//
 // Compiled for Vulkan 1.3 by a glslang that knows GL_KHR_cooperative_matrix
 // (scripts/glslang_trixie.sh). Needs a 32-lane subgroup, shaderFloat16 and
 // 16-bit storage.
@@ -88,11 +95,22 @@
 // variant: linear_tc_bf16_w64 TILE_BM=64 XWIN=1 B_BF16=1
 // variant: linear_tc_bf16_w64_res TILE_BM=64 XWIN=1 B_BF16=1 EPI_RESIDUAL=1
 // variant: linear_tc_bf16_w64_silu TILE_BM=64 XWIN=1 B_BF16=1 EPI_SILU=1
+// variant: linear_tc_f16_m16_add TILE_BM=16 ADD_INTO=1
+// variant: linear_tc_f16_m32_add TILE_BM=32 ADD_INTO=1
+// variant: linear_tc_f16_w32_add TILE_BM=32 XWIN=1 ADD_INTO=1
+// variant: linear_tc_f16_w64_add TILE_BM=64 XWIN=1 ADD_INTO=1
+// variant: linear_tc_bf16_m16_add TILE_BM=16 B_BF16=1 ADD_INTO=1
+// variant: linear_tc_bf16_m32_add TILE_BM=32 B_BF16=1 ADD_INTO=1
+// variant: linear_tc_bf16_w32_add TILE_BM=32 XWIN=1 B_BF16=1 ADD_INTO=1
+// variant: linear_tc_bf16_w64_add TILE_BM=64 XWIN=1 B_BF16=1 ADD_INTO=1
 #extension GL_KHR_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #extension GL_EXT_control_flow_attributes : enable
 #extension GL_KHR_shader_subgroup_basic : enable
+#ifdef ADD_INTO
+#extension GL_EXT_shader_atomic_float : require
+#endif
 
 #ifndef TILE_BM
 #define TILE_BM 16
@@ -126,7 +144,11 @@ layout(local_size_x = 256) in;
 
 layout(std430, set = 0, binding = 0) readonly buffer MatX { vec4 x4[]; };
 layout(std430, set = 0, binding = 1) readonly buffer MatW { uvec4 w[]; };
+#ifdef ADD_INTO
+layout(std430, set = 0, binding = 2) buffer MatY { float y[]; };
+#else
 layout(std430, set = 0, binding = 2) writeonly buffer MatY { float y[]; };
+#endif
 #ifdef EPI_RESIDUAL
 layout(std430, set = 0, binding = 3) readonly buffer MatR { float r[]; };
 #endif
@@ -267,7 +289,11 @@ void finish(uint sg, uint row, uint f, uint outs, uint oc, bool partial) {
             v += r[at];
         }
 #endif
+#ifdef ADD_INTO
+        atomicAdd(y[at], v);
+#else
         y[oc + at] = v;
+#endif
     }
 }
 

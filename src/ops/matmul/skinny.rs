@@ -761,7 +761,7 @@ pub use cm2::{tensor_applies, tensor_splits, tensor_tile, TensorTile, LINEAR_TEN
 mod normed;
 use normed::Norm;
 mod split_k;
-use split_k::{layers, reduce, run_layers, scratch, Layer};
+use split_k::{layers, reduce, run_layers, run_layers_added, scratch, Layer};
 mod tc_stream;
 pub use tc_stream::{
     stream_applies, stream_chosen, stream_rows, stream_span, stream_splits, window_applies,

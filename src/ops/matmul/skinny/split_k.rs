@@ -88,12 +88,7 @@ pub(super) fn run_layers(
     depth: u32,
 ) -> Result<()> {
     let (m, k, n) = l.shape;
-    let limit = l.y.device().info().max_workgroup_count;
-    if grid.iter().zip(limit).any(|(g, l)| *g > l) {
-        return Err(shape(format!(
-            "needs {grid:?} workgroups, over maxComputeWorkGroupCount {limit:?}"
-        )));
-    }
+    check_grid(&l, grid)?;
     let x = l.x as &dyn GpuBuf;
     if depth == 1 {
         let pc = words(&[m, k, n, 0, 0, 0, 0]);
@@ -115,6 +110,36 @@ pub(super) fn run_layers(
         _ => l.y,
     };
     reduce(batch, &part, res, l.y, (m, n), l.epilogue, depth)
+}
+
+/// An [`crate::Error::OpShape`] where `grid` is past the adapter's
+/// `maxComputeWorkGroupCount`.
+fn check_grid(l: &Layer<'_>, grid: [u32; 3]) -> Result<()> {
+    let limit = l.y.device().info().max_workgroup_count;
+    if grid.iter().zip(limit).any(|(g, l)| *g > l) {
+        return Err(shape(format!(
+            "needs {grid:?} workgroups, over maxComputeWorkGroupCount {limit:?}"
+        )));
+    }
+    Ok(())
+}
+
+/// Launches the K layers of `kslice` of a tensor-core kernel that adds
+/// each layer's partial product into y with f32 atomic adds (the `_add`
+/// forms of `shaders/linear_tc_stream.comp`): y holds the residual already
+/// (an in-place residual add); no partials' buffer, no reduction pass.
+pub(super) fn run_layers_added(
+    batch: &mut Batch,
+    kernel: &Kernel,
+    l: Layer<'_>,
+    grid: [u32; 3],
+    kslice: u32,
+) -> Result<()> {
+    let (m, k, n) = l.shape;
+    check_grid(&l, grid)?;
+    let pc = words(&[m, k, n, 0, 0, 0, kslice]);
+    batch.run_configured(kernel, &[l.x as &dyn GpuBuf, l.w, l.y], grid, Some(&pc))?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -38,7 +38,10 @@ use crate::error::{Error, Result};
 
 use super::super::super::dtype::DType;
 use super::super::MatmulCaps;
-use super::{layers, run_layers, shape, Epilogue, Layer, LinearPlan, Weights, LINEAR_MAX_SPLITS};
+use super::{
+    layers, run_layers, run_layers_added, same, shape, Epilogue, Layer, LinearPlan, Weights,
+    LINEAR_MAX_SPLITS,
+};
 
 /// [`LinearPlan::rows_per_pass`] of the tensor-core streaming kernel: all
 /// rows of x (at most [`STREAM_MAX_ROWS`]) in one pass, W read once.
@@ -272,51 +275,60 @@ pub(super) fn plan(m: u32, k: u32, n: u32, silu: bool, caps: &MatmulCaps) -> Lin
 
 /// The built-in for `dtype` weights, the form (`rows` of x per
 /// workgroup; `window`: x through the window) and the epilogue (`mode`: 0
-/// none, 1 residual, 2 SiLU·mul), or `None` where none is compiled.
+/// none, 1 residual, 2 SiLU·mul; 3 K layers adding into y, [`ADD_MODE`]),
+/// or `None` where none is compiled.
 fn kernel_name(dtype: DType, (rows, window): (u32, bool), mode: u32) -> Option<&'static str> {
-    // [span m16, span m32, window w32, window w64] × [none, res, silu].
-    const F16: [[&str; 3]; 4] = [
+    // [span m16, span m32, window w32, window w64] × [none, res, silu, add].
+    const F16: [[&str; 4]; 4] = [
         [
             "linear_tc_f16_m16",
             "linear_tc_f16_m16_res",
             "linear_tc_f16_m16_silu",
+            "linear_tc_f16_m16_add",
         ],
         [
             "linear_tc_f16_m32",
             "linear_tc_f16_m32_res",
             "linear_tc_f16_m32_silu",
+            "linear_tc_f16_m32_add",
         ],
         [
             "linear_tc_f16_w32",
             "linear_tc_f16_w32_res",
             "linear_tc_f16_w32_silu",
+            "linear_tc_f16_w32_add",
         ],
         [
             "linear_tc_f16_w64",
             "linear_tc_f16_w64_res",
             "linear_tc_f16_w64_silu",
+            "linear_tc_f16_w64_add",
         ],
     ];
-    const BF16: [[&str; 3]; 4] = [
+    const BF16: [[&str; 4]; 4] = [
         [
             "linear_tc_bf16_m16",
             "linear_tc_bf16_m16_res",
             "linear_tc_bf16_m16_silu",
+            "linear_tc_bf16_m16_add",
         ],
         [
             "linear_tc_bf16_m32",
             "linear_tc_bf16_m32_res",
             "linear_tc_bf16_m32_silu",
+            "linear_tc_bf16_m32_add",
         ],
         [
             "linear_tc_bf16_w32",
             "linear_tc_bf16_w32_res",
             "linear_tc_bf16_w32_silu",
+            "linear_tc_bf16_w32_add",
         ],
         [
             "linear_tc_bf16_w64",
             "linear_tc_bf16_w64_res",
             "linear_tc_bf16_w64_silu",
+            "linear_tc_bf16_w64_add",
         ],
     ];
     let table = match dtype {
@@ -410,8 +422,16 @@ pub(super) fn record(
     let gpu = x.device();
     let silu = matches!(epilogue, Epilogue::SiluMul);
     let (kslice, depth) = layers(k, splits, STEP);
-    // One layer over all of K takes the epilogue (kslice 0 for the kernel).
-    let (mode, grid) = if depth > 1 {
+    // K layers of an in-place residual add add into y where the adapter
+    // has f32 atomic adds; one layer over all of K takes the epilogue
+    // (kslice 0 for the kernel); other K layers write partials that the
+    // reduction pass adds.
+    let add_into = depth > 1
+        && gpu.info().float32_atomic_add
+        && matches!(epilogue, Epilogue::Residual(r) if same(r, y));
+    let (mode, grid) = if add_into {
+        (ADD_MODE, [n.div_ceil(ROWS_PER_GROUP), 1, depth])
+    } else if depth > 1 {
         (0, [n.div_ceil(ROWS_PER_GROUP), 1, depth])
     } else if silu {
         (2, [(n / 2).div_ceil(SILU_OUTS_PER_GROUP), 1, 1])
@@ -433,8 +453,17 @@ pub(super) fn record(
         shape: (m, k, n),
         epilogue,
     };
+    if add_into {
+        return run_layers_added(batch, &kernel, layer, grid, kslice);
+    }
     run_layers(batch, &kernel, layer, grid, kslice, depth)
 }
+
+/// [`kernel_name`]'s mode of the plain form whose K layers add their
+/// partial products into y with f32 atomic adds (`ADD_INTO` in
+/// `shaders/linear_tc_stream.comp`): an in-place residual add, with no
+/// partials' buffer and no reduction pass.
+const ADD_MODE: u32 = 3;
 
 #[cfg(test)]
 mod tests {
@@ -585,6 +614,16 @@ mod tests {
         assert_eq!(kernel_name(DType::F32, (16, false), 0), None);
         assert_eq!(kernel_name(DType::Bf16, (64, false), 0), None);
         assert_eq!(kernel_name(DType::Bf16, (16, true), 0), None);
-        assert_eq!(kernel_name(DType::Bf16, (16, false), 3), None);
+        assert_eq!(kernel_name(DType::Bf16, (16, false), 4), None);
+        assert_eq!(
+            name(DType::Bf16, (16, false), ADD_MODE),
+            "linear_tc_bf16_m16_add"
+        );
+        for d in [DType::F16, DType::Bf16] {
+            for f in [(16, false), (32, false), (32, true), (64, true)] {
+                let add = name(d, f, ADD_MODE);
+                assert!(crate::builtins::spirv(add).is_some(), "{add}");
+            }
+        }
     }
 }
