@@ -47,6 +47,13 @@
 //! [`choose_linear`] is those decisions, pure; [`linear_with_plan`] takes
 //! an explicit [`LinearPlan`].
 //!
+//! With 16-bit weights from 5 to 64 rows, on an adapter with the Khronos
+//! cooperative matrices, the tensor-core streaming kernel takes the layer
+//! (`skinny/tc_stream.rs`, [`LINEAR_TENSOR_STREAM`]); where it splits K
+//! for an in-place residual add on an adapter with f32 atomic adds, the
+//! sum over K lands in the atomics' order, so the result may differ in
+//! its last bits from run to run.
+//!
 //! With 16-bit weights past 16 rows, on an adapter with
 //! `VK_NV_cooperative_matrix2` and block loads, the tensor-core kernel
 //! takes the layer instead, for any number of rows, its epilogue fused
@@ -110,7 +117,9 @@ pub enum Epilogue<'a> {
     /// `y = x·Wᵀ` (`y` is `[m, n]`).
     None,
     /// `y = x·Wᵀ + r` for `r` of `y`'s shape; `r` may be `y` itself (an
-    /// in-place residual add).
+    /// in-place residual add; on the tensor-core streaming plan with K
+    /// split, its last bits may then differ from run to run: see the
+    /// module).
     Residual(&'a Buffer<f32>),
     /// W is a merged `[2·I, k]` gate|up weight (gate rows first, `n` = 2·I):
     /// `y = silu(x·W_gateᵀ) * (x·W_upᵀ)`, `y` is `[m, I]`.
