@@ -47,6 +47,13 @@
 //! [`choose_linear`] is those decisions, pure; [`linear_with_plan`] takes
 //! an explicit [`LinearPlan`].
 //!
+//! Where K is split for an in-place residual add (y is the residual) at
+//! 4, 8 or 16 rows per pass, on an adapter with f32 atomic adds on storage
+//! buffers (`VK_EXT_shader_atomic_float`), the slices add their partial
+//! sums into y themselves (the `_add` kernels), with no reduction pass;
+//! the sum over K then lands in the atomics' order, so the result may
+//! differ in its last bits from run to run.
+//!
 //! With 16-bit weights from 5 to 64 rows, on an adapter with the Khronos
 //! cooperative matrices, the tensor-core streaming kernel takes the layer
 //! (`skinny/tc_stream.rs`, [`LINEAR_TENSOR_STREAM`]); where it splits K
@@ -117,9 +124,8 @@ pub enum Epilogue<'a> {
     /// `y = x·Wᵀ` (`y` is `[m, n]`).
     None,
     /// `y = x·Wᵀ + r` for `r` of `y`'s shape; `r` may be `y` itself (an
-    /// in-place residual add; on the tensor-core streaming plan with K
-    /// split, its last bits may then differ from run to run: see the
-    /// module).
+    /// in-place residual add; with K split, its last bits may then
+    /// differ from run to run: see the module).
     Residual(&'a Buffer<f32>),
     /// W is a merged `[2·I, k]` gate|up weight (gate rows first, `n` = 2·I):
     /// `y = silu(x·W_gateᵀ) * (x·W_upᵀ)`, `y` is `[m, I]`.
@@ -545,6 +551,17 @@ fn record(
         batch.run_configured(&kernel, &binds, grid, Some(&pc))?;
         return Ok(());
     }
+    // Split-K of an in-place residual add, where the adapter has f32
+    // atomic adds and a build for them exists: every slice adds its
+    // partial sums into y (mode 4), no scratch and no reduction pass.
+    let in_place = matches!(epilogue, Epilogue::Residual(r) if same(r, y));
+    let add = add_kernel_name(w.dtype(), plan.rows_per_pass, norm.is_some(), sg32);
+    if let Some(add) = add.filter(|_| in_place && info.float32_atomic_add) {
+        let kernel = crate::builtins::get(&gpu.inner, add, &[])?;
+        let binds = [&[x as &dyn crate::buffer::GpuBuf, x, wb, wb, y, y][..], g].concat();
+        batch.run_configured(&kernel, &binds, grid, Some(&push(4)))?;
+        return Ok(());
+    }
     // Split-K: partial sums of every row of W, then the reduction pass.
     let part = scratch(&gpu, plan.splits, m, n)?;
     let pc = push(3);
@@ -656,6 +673,32 @@ fn kernel_name(dtype: DType, rows: u32, norm: bool, sg32: bool) -> &'static str 
         DType::F16 => F16[i],
         DType::Bf16 => BF16[i],
         _ => F32[i],
+    }
+}
+
+/// The build of the skinny kernel whose split-K slices add into y with
+/// f32 atomic adds (`ADD_INTO` in `shaders/linear.glsl`): 4, 8 and 16 rows
+/// per pass, without the norm and the `_sg32` loop; `None` for the other
+/// plans (their slices write partials for the reduction pass).
+fn add_kernel_name(dtype: DType, rows: u32, norm: bool, sg32: bool) -> Option<&'static str> {
+    if norm || sg32 {
+        return None;
+    }
+    let names = match dtype {
+        DType::F32 => ["linear_f32_add", "linear_f32_m8_add", "linear_f32_m16_add"],
+        DType::F16 => ["linear_f16_add", "linear_f16_m8_add", "linear_f16_m16_add"],
+        DType::Bf16 => [
+            "linear_bf16_add",
+            "linear_bf16_m8_add",
+            "linear_bf16_m16_add",
+        ],
+        _ => return None,
+    };
+    match rows {
+        4 => Some(names[0]),
+        8 => Some(names[1]),
+        16 => Some(names[2]),
+        _ => None,
     }
 }
 
