@@ -4,12 +4,7 @@
 //! The exact products keep f32 activations: the plan is
 //! `ops::choose_linear`'s with the tensor-core routes left out
 //! ([`exact_caps`]), which would round x to f16. The decode step may take
-//! `ops::choose_linear`'s own plan instead ([`DecodeMatmul::Auto`]). A
-//! normed projection with no epilogue whose plan is the tensor-core
-//! streaming kernel in K layers (q|k|v from 5 sequences) zeroes its output
-//! beside the norm's dispatch and adds into it, so that on adapters with
-//! f32 atomic adds its layers add into the output with no reduction pass
-//! (`ops::linear`'s in-place residual route).
+//! `ops::choose_linear`'s own plan instead ([`DecodeMatmul::Auto`]).
 
 use vkcompute::ops::nn;
 use vkcompute::ops::{self, DType, Epilogue, LinearPlan, MatmulCaps};
@@ -132,24 +127,6 @@ impl Model {
                 h.project(b, xn, w, out, m, k, n, epilogue)
             }
             _ if !fused => {
-                // A tensor-core streaming plan in K layers with no
-                // epilogue: zero `out` beside the norm and add the layers
-                // into it (an in-place residual add of zeros), where the
-                // adapter has f32 atomic adds: no reduction pass.
-                let stream = matches!(
-                    plan.rows_per_pass,
-                    ops::LINEAR_TENSOR_STREAM | ops::LINEAR_TENSOR_WINDOW
-                );
-                let add = matches!(epilogue, Epilogue::None)
-                    && stream
-                    && plan.splits > 1
-                    && self.gpu.info().float32_atomic_add;
-                let epilogue = if add {
-                    b.zero(out)?;
-                    Epilogue::Residual(out)
-                } else {
-                    epilogue
-                };
                 nn::rms_norm(b, x, g, xn, m, k, eps)?;
                 Ok(ops::linear_with_plan(
                     b,
