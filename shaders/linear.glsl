@@ -40,11 +40,7 @@
 //
 // Stores (`mode`): 0 y = acc; 1 y = acc + res (res may be y itself);
 // 2 y[m, j] = silu(gate) · up (y is [M, I]); 3 a split-K partial:
-// y[(s·M + m)·N + row] = acc, finished by linear_reduce.comp; 4 (the
-// `_add` builds, ADD_INTO: f32 atomic adds, VK_EXT_shader_atomic_float)
-// a split-K partial added into y, which holds the residual already (an
-// in-place residual add, no reduction pass; the slices' sums land in the
-// atomics' order).
+// y[(s·M + m)·N + row] = acc, finished by linear_reduce.comp.
 //
 // mlp.glsl includes this file for its products with MLP defined: main is
 // left out, and the push constants gain two words.
@@ -54,9 +50,6 @@
 #extension GL_KHR_shader_subgroup_shuffle : require
 #endif
 #extension GL_EXT_control_flow_attributes : require
-#if defined(ADD_INTO)
-#extension GL_EXT_shader_atomic_float : require
-#endif
 #if !defined(WTYPE_F32)
 #extension GL_EXT_shader_16bit_storage : require
 #extension GL_EXT_shader_explicit_arithmetic_types_int16 : require
@@ -90,11 +83,7 @@ layout(set = 0, binding = 3) readonly buffer W1 { uint16_t w1[]; };
 #define WVEC 8u
 #endif
 layout(set = 0, binding = 4) readonly buffer Res { float res[]; };
-#if defined(ADD_INTO)
-layout(set = 0, binding = 5) buffer Y { float y[]; };
-#else
 layout(set = 0, binding = 5) writeonly buffer Y { float y[]; };
-#endif
 #if defined(NORM)
 layout(set = 0, binding = 6) readonly buffer G4 { vec4 g4[]; };
 layout(set = 0, binding = 7) readonly buffer G1 { float g1[]; };
@@ -313,10 +302,6 @@ void store(uint u, uint s, uint m0, uint lane, uint width, float acc[R][MT]) {
                     uint at = (m0 + m) * N + row;
                     if (mode == 3u) {
                         y[s * M * N + at] = acc[i][m];
-#if defined(ADD_INTO)
-                    } else if (mode == 4u) {
-                        atomicAdd(y[at], acc[i][m]);
-#endif
                     } else if (mode == 1u) {
                         y[at] = acc[i][m] + res[at];
                     } else {

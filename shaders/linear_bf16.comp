@@ -11,10 +11,6 @@
 // variant: linear_bf16_m2_norm MT=2 NORM=1
 // variant: linear_bf16_m8_norm MT=8 NORM=1
 // variant: linear_bf16_m16_norm MT=16 NORM=1
-// Split-K slices adding into y with f32 atomic adds (ADD_INTO, see
-// linear.glsl), 4 rows (a 16-row build measured slower than the
-// reduction pass: none for 8 and 16):
-// variant: linear_bf16_add ADD_INTO=1
 // Subgroups of 32 lanes (linear_loops.glsl's loop and butterfly), 1 and 4 rows
 // (the 1-row kernel with the norm prologue measured slower: none):
 // variant: linear_bf16_m1_sg32 MT=1 CPS_LOOP=1 CPS=4 BUTTERFLY=1

@@ -11,9 +11,5 @@
 // variant: linear_f32_m2_norm MT=2 NORM=1
 // variant: linear_f32_m8_norm MT=8 NORM=1
 // variant: linear_f32_m16_norm MT=16 NORM=1
-// Split-K slices adding into y with f32 atomic adds (ADD_INTO, see
-// linear.glsl), 4 rows (a 16-row build measured slower than the
-// reduction pass: none for 8 and 16):
-// variant: linear_f32_add ADD_INTO=1
 #define WTYPE_F32
 #include "linear.glsl"

@@ -1,10 +1,8 @@
 //! `ops::linear` (skinny linear layers, W stored `[out, in]`) against a CPU
 //! f64 reference: M in {1, 2, 3, 15, 17, 64}, odd K and N (and K that
 //! take the 16-byte loads), f32 / F16 / Bf16 weights, every epilogue, the
-//! residual in place, split-K forced off and on (in place, where the
-//! adapter has f32 atomic adds, the slices of 4-row passes add into y
-//! themselves: the `_add` kernels, no reduction pass); every bad input as
-//! a typed error; a graph launched twice.
+//! residual in place, split-K forced off and on; every bad input as a
+//! typed error; a graph launched twice.
 //!
 //! Error bound, per output, against the f32 weights before they were
 //! rounded to the stored type: the kernel widens the stored weight exactly

@@ -47,13 +47,6 @@
 //! [`choose_linear`] is those decisions, pure; [`linear_with_plan`] takes
 //! an explicit [`LinearPlan`].
 //!
-//! Where K is split for an in-place residual add (y is the residual) at
-//! 4 rows per pass, on an adapter with f32 atomic adds on storage
-//! buffers (`VK_EXT_shader_atomic_float`), the slices add their partial
-//! sums into y themselves (the `_add` kernels), with no reduction pass;
-//! the sum over K then lands in the atomics' order, so the result may
-//! differ in its last bits from run to run.
-//!
 //! With 16-bit weights from 5 to 64 rows, on an adapter with the Khronos
 //! cooperative matrices, the tensor-core streaming kernel takes the layer
 //! (`skinny/tc_stream.rs`, [`LINEAR_TENSOR_STREAM`]); where it splits K
@@ -124,8 +117,9 @@ pub enum Epilogue<'a> {
     /// `y = x·Wᵀ` (`y` is `[m, n]`).
     None,
     /// `y = x·Wᵀ + r` for `r` of `y`'s shape; `r` may be `y` itself (an
-    /// in-place residual add; with K split, its last bits may then
-    /// differ from run to run: see the module).
+    /// in-place residual add; on the tensor-core streaming plan with K
+    /// split, its last bits may then differ from run to run: see the
+    /// module).
     Residual(&'a Buffer<f32>),
     /// W is a merged `[2·I, k]` gate|up weight (gate rows first, `n` = 2·I):
     /// `y = silu(x·W_gateᵀ) * (x·W_upᵀ)`, `y` is `[m, I]`.
@@ -551,17 +545,6 @@ fn record(
         batch.run_configured(&kernel, &binds, grid, Some(&pc))?;
         return Ok(());
     }
-    // Split-K of an in-place residual add, where the adapter has f32
-    // atomic adds and a build for them exists: every slice adds its
-    // partial sums into y (mode 4), no scratch and no reduction pass.
-    let in_place = matches!(epilogue, Epilogue::Residual(r) if same(r, y));
-    let add = add_kernel_name(w.dtype(), plan.rows_per_pass, norm.is_some(), sg32);
-    if let Some(add) = add.filter(|_| in_place && info.float32_atomic_add) {
-        let kernel = crate::builtins::get(&gpu.inner, add, &[])?;
-        let binds = [&[x as &dyn crate::buffer::GpuBuf, x, wb, wb, y, y][..], g].concat();
-        batch.run_configured(&kernel, &binds, grid, Some(&push(4)))?;
-        return Ok(());
-    }
     // Split-K: partial sums of every row of W, then the reduction pass.
     let part = scratch(&gpu, plan.splits, m, n)?;
     let pc = push(3);
@@ -673,24 +656,6 @@ fn kernel_name(dtype: DType, rows: u32, norm: bool, sg32: bool) -> &'static str 
         DType::F16 => F16[i],
         DType::Bf16 => BF16[i],
         _ => F32[i],
-    }
-}
-
-/// The build of the skinny kernel whose split-K slices add into y with
-/// f32 atomic adds (`ADD_INTO` in `shaders/linear.glsl`): 4 rows per pass,
-/// without the norm and the `_sg32` loop; `None` for the other plans
-/// (their slices write partials for the reduction pass). H200, the f32
-/// FFN stack: at 4 tokens 3.91 against 3.99 ms per forward with the
-/// pass; a 16-row build took 16 tokens from 8.88 to 10.69 ms.
-fn add_kernel_name(dtype: DType, rows: u32, norm: bool, sg32: bool) -> Option<&'static str> {
-    if norm || sg32 || rows != 4 {
-        return None;
-    }
-    match dtype {
-        DType::F32 => Some("linear_f32_add"),
-        DType::F16 => Some("linear_f16_add"),
-        DType::Bf16 => Some("linear_bf16_add"),
-        _ => None,
     }
 }
 

@@ -254,21 +254,6 @@ fn kernel_names_exist_for_every_plan() {
         }
     }
     assert_eq!(tiled_kernel_name(DType::Bf16, 32), "linear_bf16_tiled_m32");
-    // The slices that add into y: 4 rows, plain builds only.
-    for dtype in [DType::F32, DType::F16, DType::Bf16] {
-        let name = add_kernel_name(dtype, 4, false, false).unwrap();
-        assert!(crate::builtins::builtin_names().contains(&name), "{name}");
-        assert!(name.ends_with("_add"), "{name}");
-        for rows in [1, 2, 8, 16] {
-            assert_eq!(add_kernel_name(dtype, rows, false, false), None);
-        }
-        assert_eq!(add_kernel_name(dtype, 4, true, false), None);
-        assert_eq!(add_kernel_name(dtype, 4, false, true), None);
-    }
-    assert_eq!(
-        add_kernel_name(DType::F32, 4, false, false),
-        Some("linear_f32_add")
-    );
     assert_eq!(kernel_name(DType::Bf16, 4, false, false), "linear_bf16");
     assert_eq!(kernel_name(DType::F32, 16, false, false), "linear_f32_m16");
     assert_eq!(
