@@ -5,8 +5,9 @@
 //! of x over a span, 32 and 64 through the window, full and partial), every
 //! epilogue, outputs that leave subgroups and workgroups without rows of
 //! W, the plan's K layers and more (in place with K layers: added into y
-//! with f32 atomic adds where the adapter has them), against an f64 reference of the stored
-//! weights (the bound of `linear_support::tensor`: x is rounded to f16).
+//! with f32 atomic adds where the adapter has them), against an f64
+//! reference of the stored weights (the bound of `linear_support::tensor`:
+//! x is rounded to f16).
 //! Skipped, with the reason, on adapters without the kernel (lavapipe),
 //! where a forced plan must be a typed error instead; shapes the kernel
 //! does not take are typed errors everywhere.
