@@ -434,9 +434,8 @@ pub(super) fn record(
     // has f32 atomic adds; one layer over all of K takes the epilogue
     // (kslice 0 for the kernel); other K layers write partials that the
     // reduction pass adds.
-    let add_into = depth > 1
-        && gpu.info().float32_atomic_add
-        && matches!(epilogue, Epilogue::Residual(r) if same(r, y));
+    let in_place = matches!(epilogue, Epilogue::Residual(r) if same(r, y));
+    let add_into = adds_into(depth, gpu.info().float32_atomic_add, in_place);
     let (mode, grid) = if add_into {
         (ADD_MODE, [n.div_ceil(ROWS_PER_GROUP), 1, depth])
     } else if depth > 1 {
@@ -465,6 +464,13 @@ pub(super) fn record(
         return run_layers_added(batch, &kernel, layer, grid, kslice);
     }
     run_layers(batch, &kernel, layer, grid, kslice, depth)
+}
+
+/// Whether a layer's `depth` K layers add their partial products into y
+/// ([`ADD_MODE`]): more than one layer, an in-place residual add, and f32
+/// atomic adds on storage buffers. Pure.
+fn adds_into(depth: u32, float_atomics: bool, in_place_residual: bool) -> bool {
+    depth > 1 && float_atomics && in_place_residual
 }
 
 /// [`kernel_name`]'s mode of the plain form whose K layers add their
@@ -589,6 +595,17 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn only_k_layers_of_an_in_place_residual_add_into_y() {
+        assert!(adds_into(2, true, true));
+        assert!(adds_into(13, true, true));
+        // One layer applies the epilogue itself; without atomics or with
+        // a residual beside y the reduction pass adds the layers.
+        assert!(!adds_into(1, true, true));
+        assert!(!adds_into(5, false, true));
+        assert!(!adds_into(5, true, false));
     }
 
     #[test]
