@@ -121,8 +121,10 @@ pub struct AdapterInfo {
     /// storageBuffer16BitAccess: 16-bit values in storage buffers.
     pub storage_buffer16: bool,
     /// `VK_EXT_shader_atomic_float` with `shaderBufferFloat32AtomicAdd`:
-    /// atomic adds of f32 values in storage buffers (the fused SwiGLU
-    /// MLP's down projection adds its workgroups' parts with them).
+    /// atomic adds of f32 values in storage buffers (the tensor-core
+    /// streaming linear kernel's K layers add into an in-place residual
+    /// with them, and the fused SwiGLU MLP's down projection adds its
+    /// workgroups' parts).
     pub float32_atomic_add: bool,
     /// The adapter lists `VK_KHR_portability_subset`: a portability
     /// implementation (MoltenVK over Metal) that leaves parts of Vulkan

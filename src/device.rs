@@ -455,7 +455,8 @@ impl DeviceInner {
             extensions.extend(use_stats.then_some(crate::pipeline_stats::EXTENSION.as_ptr()));
             let coop = crate::coopmat::probe(&instance.entry, &instance.raw, p.physical);
             extensions.extend(coop.extensions());
-            // f32 atomic adds on storage buffers (the fused MLP's).
+            // f32 atomic adds on storage buffers (the tensor-core K layers'
+            // in-place residual adds, the fused MLP's parts).
             let use_atomic_float = p.info.float32_atomic_add;
             extensions.extend(use_atomic_float.then_some(probe::ATOMIC_FLOAT.as_ptr()));
             let mut eatomic = vk::PhysicalDeviceShaderAtomicFloatFeaturesEXT::default()
