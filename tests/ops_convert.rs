@@ -1,8 +1,10 @@
 //! `ops::convert` between f32, F16 and Bf16 (all nine pairs) bit for bit
 //! against the host's conversions (`F16::from_f32`, `Bf16::from_f32`, and
 //! exact widening) on special values (signed zeros, infinities, NaN,
-//! overflow, half subnormals, rounding ties) and random ones; and
-//! `ops::increment` on u32 counters; with their typed errors.
+//! overflow, half subnormals, rounding ties) and random ones, every bit
+//! pattern of the 16-bit sources, and slices whose lengths leave a tail
+//! past the kernel's groups of 8; and `ops::increment` on u32 counters;
+//! with their typed errors.
 
 mod common;
 
@@ -121,6 +123,102 @@ fn all_nine_pairs_match_the_host_bit_for_bit() {
     pair::<Bf16, f32>(&gpu);
     pair::<Bf16, F16>(&gpu);
     pair::<Bf16, Bf16>(&gpu);
+    common::assert_clean(&gpu);
+}
+
+/// Converts every 16-bit pattern of `S` to `D` on the GPU and on the host.
+fn every_pattern<S: Host, D: Host>(gpu: &Device, from_bits: impl Fn(u16) -> S) {
+    let xs: Vec<S> = (0..=u16::MAX).map(from_bits).collect();
+    let x = gpu.upload(&xs).unwrap();
+    let y = gpu.alloc::<D>(xs.len()).unwrap();
+    let mut b = gpu.batch().unwrap();
+    ops::convert(&mut b, &x, &y).unwrap();
+    b.submit().unwrap();
+    let got = y.download().unwrap();
+    for (i, (s, g)) in xs.iter().zip(&got).enumerate() {
+        let want = D::from_f32(s.to_f32());
+        assert!(
+            same_bits(g.to_f32(), want.to_f32()),
+            "{} -> {}: pattern {i:#06x} ({:?}): got {g:?}, want {want:?}",
+            std::any::type_name::<S>(),
+            std::any::type_name::<D>(),
+            s.to_f32()
+        );
+    }
+}
+
+#[test]
+fn every_16_bit_pattern_converts_as_the_host_does() {
+    let gpu = common::gpu();
+    if !gpu.info().storage_buffer16 {
+        common::skipped("16-bit sources need storageBuffer16BitAccess");
+        return;
+    }
+    every_pattern::<Bf16, F16>(&gpu, Bf16);
+    every_pattern::<Bf16, f32>(&gpu, Bf16);
+    every_pattern::<Bf16, Bf16>(&gpu, Bf16);
+    every_pattern::<F16, Bf16>(&gpu, F16);
+    every_pattern::<F16, f32>(&gpu, F16);
+    every_pattern::<F16, F16>(&gpu, F16);
+    common::assert_clean(&gpu);
+}
+
+/// Converts `x[at..at + len]` into `y[at..at + len]` of buffers of `total`
+/// elements; the elements outside the slice keep their sentinel.
+fn slice_case<S: Host, D: Host>(gpu: &Device, total: usize, at: usize, len: usize) {
+    let all = inputs();
+    let xs: Vec<S> = (0..total).map(|i| S::from_f32(all[i % all.len()])).collect();
+    let sentinel = D::from_f32(-7.0);
+    let x = gpu.upload(&xs).unwrap();
+    let y = gpu.upload(&vec![sentinel; total]).unwrap();
+    let mut b = gpu.batch().unwrap();
+    ops::convert(
+        &mut b,
+        &x.slice(at..at + len).unwrap(),
+        &y.slice(at..at + len).unwrap(),
+    )
+    .unwrap();
+    b.submit().unwrap();
+    let got = y.download().unwrap();
+    for (i, g) in got.iter().enumerate() {
+        let want = if (at..at + len).contains(&i) {
+            D::from_f32(xs[i].to_f32())
+        } else {
+            sentinel
+        };
+        assert!(
+            same_bits(g.to_f32(), want.to_f32()),
+            "{} -> {} over [{at}, {}) of {total}: element {i}: got {g:?}, want {want:?}",
+            std::any::type_name::<S>(),
+            std::any::type_name::<D>(),
+            at + len
+        );
+    }
+}
+
+#[test]
+fn slices_with_tails_past_the_groups_of_eight() {
+    let gpu = common::gpu();
+    // Slices start 16 to 64 bytes in (at multiples of the adapter's offset
+    // alignment, 16 bytes or more on every adapter this runs on, for both
+    // element sizes); lengths with no group of 8, whole groups, and
+    // groups with a tail of 1 to 7.
+    let lens = [1usize, 5, 8, 16, 17, 23, 1003];
+    for len in lens {
+        slice_case::<f32, f32>(&gpu, 1100, 4, len);
+    }
+    if !gpu.info().storage_buffer16 {
+        common::skipped("16-bit slices need storageBuffer16BitAccess");
+        return;
+    }
+    for len in lens {
+        slice_case::<f32, F16>(&gpu, 1100, 8, len);
+        slice_case::<f32, Bf16>(&gpu, 1100, 16, len);
+        slice_case::<F16, f32>(&gpu, 1100, 8, len);
+        slice_case::<Bf16, F16>(&gpu, 1100, 16, len);
+        slice_case::<Bf16, f32>(&gpu, 1100, 8, len);
+        slice_case::<F16, Bf16>(&gpu, 1100, 16, len);
+    }
     common::assert_clean(&gpu);
 }
 

@@ -23,7 +23,7 @@ use crate::error::{Error, Result};
 
 use super::grid::elementwise_groups;
 use super::nn::{NnDtype, NnElement, NnOperand};
-use super::{device_of, words};
+use super::{aligned16, device_of, words};
 #[cfg(doc)]
 use super::{Bf16, F16};
 
@@ -87,14 +87,40 @@ pub fn convert<S: NnElement, D: NnElement>(
         });
     }
     let k = crate::builtins::get(&gpu.inner, kernel_name(S::NN, D::NN), &[])?;
-    let groups = elementwise_groups(u64::from(n), info.max_workgroup_count[0]);
-    batch.run_configured(&k, &[x, y], [groups, 1, 1], Some(&words(&[n])))?;
+    let (n8, items) = groups_of_eight(n, aligned16(&[xv, yv]));
+    let groups = elementwise_groups(items, info.max_workgroup_count[0]);
+    batch.run_configured(&k, &[x, x, y, y], [groups, 1, 1], Some(&words(&[n, n8])))?;
     Ok(())
+}
+
+/// The groups of 8 elements the kernel converts with 16-byte accesses (none
+/// where a range is not 16-byte aligned), and the work items: one per group,
+/// or per element of the tail past them, whichever is more.
+fn groups_of_eight(n: u32, aligned: bool) -> (u32, u64) {
+    let n8 = if aligned { n / 8 } else { 0 };
+    (n8, u64::from(n8).max(u64::from(n - 8 * n8)))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn groups_of_eight_cover_every_element() {
+        assert_eq!(groups_of_eight(1, true), (0, 1));
+        assert_eq!(groups_of_eight(8, true), (1, 1));
+        assert_eq!(groups_of_eight(21, true), (2, 5));
+        assert_eq!(groups_of_eight(800, true), (100, 100));
+        assert_eq!(groups_of_eight(800, false), (0, 800));
+        for n in 1..100u32 {
+            for aligned in [false, true] {
+                let (n8, items) = groups_of_eight(n, aligned);
+                let tail = u64::from(n - 8 * n8);
+                assert!(tail < 8 || !aligned, "n {n}: tail {tail}");
+                assert!(items >= u64::from(n8) && items >= tail, "n {n}");
+            }
+        }
+    }
 
     #[test]
     fn every_pair_has_its_kernel() {
