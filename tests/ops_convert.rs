@@ -167,7 +167,9 @@ fn every_16_bit_pattern_converts_as_the_host_does() {
 /// elements; the elements outside the slice keep their sentinel.
 fn slice_case<S: Host, D: Host>(gpu: &Device, total: usize, at: usize, len: usize) {
     let all = inputs();
-    let xs: Vec<S> = (0..total).map(|i| S::from_f32(all[i % all.len()])).collect();
+    let xs: Vec<S> = (0..total)
+        .map(|i| S::from_f32(all[i % all.len()]))
+        .collect();
     let sentinel = D::from_f32(-7.0);
     let x = gpu.upload(&xs).unwrap();
     let y = gpu.upload(&vec![sentinel; total]).unwrap();
