@@ -42,6 +42,7 @@ import time
 
 import torch
 import torch.nn.functional as F
+import torch.nn.functional as F
 
 MIB = 1 << 20
 
@@ -266,6 +267,29 @@ def matmul_refs(res, quick):
         del a, b
 
 
+def prefill_linear_refs(res, quick):
+    """cuBLAS through F.linear (x [512, K] by a weight stored [N, K]) at the
+    Qwen3-4B prefill's four projections, f16 and bf16: the figures beside
+    the matmul example's `--prefill-split` rows (`split512_<name>_*`)."""
+    d = torch.device("cuda")
+    g = torch.Generator(device=d).manual_seed(11)
+    m = 64 if quick else 512
+    for name, k, n in (("qkv", 2560, 6144), ("o", 4096, 2560), ("gate_up", 2560, 19456),
+                       ("down", 9728, 2560)):
+        if quick:
+            k, n = k // 4, n // 4
+        x = torch.randn(m, k, device=d, generator=g)
+        w = torch.randn(n, k, device=d, generator=g)
+        for tag, dt, tol in (("f16", torch.float16, 1e-2), ("bf16", torch.bfloat16, 2e-2)):
+            xh, wh = x.to(dt), w.to(dt)
+            check(f"linear {name} {tag}", F.linear(xh, wh)[:16],
+                  xh[:16].double() @ wh.double().T, tol)
+            put_stats(res, f"split{m}_{name}_cublas_{tag}", 2 * m * k * n,
+                      lambda: F.linear(xh, wh), quick)
+            del xh, wh
+        del x, w
+
+
 def transfers(res, quick):
     d = torch.device("cuda")
     nb = (64 if quick else 256) * MIB
@@ -382,6 +406,8 @@ def main():
     ap.add_argument("--out")
     ap.add_argument("--persist")
     ap.add_argument("--matmul", action="store_true", help="only the matmul references")
+    ap.add_argument("--prefill-linear", action="store_true",
+                    help="only the Qwen3-4B prefill projections (with --matmul: both)")
     a = ap.parse_args()
     torch.manual_seed(0)
     res = {
@@ -390,8 +416,11 @@ def main():
         "cuda": clean(torch.version.cuda),
     }
     t0 = time.time()
-    if a.matmul:
-        matmul_refs(res, a.quick)
+    if a.matmul or a.prefill_linear:
+        if a.matmul:
+            matmul_refs(res, a.quick)
+        if a.prefill_linear:
+            prefill_linear_refs(res, a.quick)
         res["seconds"] = round(time.time() - t0, 1)
         text = json.dumps(res, indent=1)
         print(text)

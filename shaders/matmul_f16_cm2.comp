@@ -22,8 +22,14 @@
 // outside). Any M, N, K ≥ 1 works.
 //
 // Push constants: M, K, N. Grid: (ceil(N/BN), ceil(M/BM), 1). With
-// BATCHED, `count` products in one launch: push constants M, K, N and the
-// element strides between consecutive A, B and C matrices; grid z = count.
+// BATCHED, `count` products in one launch: push constants M, K, N, the
+// element strides between consecutive A, B and C matrices, and KS, the
+// depth of a K slice; grid z = count · slices (slices = ceil(K / KS)).
+// Workgroup z takes product z / slices over K slice z % slices, columns
+// [s·KS, min(K, (s+1)·KS)), and stores its result at C's matrix z (split-K
+// partials, which the host adds in slice order; KS = K: one slice, C's
+// matrix z is product z's). KS is a multiple of BK, so every slice but the
+// last is whole slices of BK.
 //
 // Specialization constant 0, GROUP_M: with 2 or more, the blocks are taken
 // in groups of GROUP_M block rows, column by column within a group (the
@@ -83,7 +89,7 @@ layout(std430, set = 0, binding = 1) readonly buffer MatB { float16_t b[]; };
 layout(std430, set = 0, binding = 2) writeonly buffer MatC { float c[]; };
 #ifdef BATCHED
 layout(push_constant) uniform Shape {
-    uint M; uint K; uint N; uint strideA; uint strideB; uint strideC;
+    uint M; uint K; uint N; uint strideA; uint strideB; uint strideC; uint KS;
 };
 #else
 layout(push_constant) uniform Shape { uint M; uint K; uint N; };
@@ -129,8 +135,22 @@ void main() {
     const uvec2 blk = block_of_workgroup();
     const uint m0 = blk.y * BM;
     const uint n0 = blk.x * BN;
+#ifdef BATCHED
+    // Product z / slices, K slice z % slices: columns [kb, ke).
+    const uint slices = (K + KS - 1) / KS;
+    const uint prod = gl_WorkGroupID.z / slices;
+    const uint kb = (gl_WorkGroupID.z % slices) * KS;
+    const uint ke = min(K, kb + KS);
+    const uint oa = prod * strideA;
+    const uint ob = prod * strideB;
+#define WHOLE_END (ke - (ke - kb) % BK)
+#else
+    const uint kb = 0;
+#define ke K
     const uint oa = gl_WorkGroupID.z * strideA;
     const uint ob = gl_WorkGroupID.z * strideB;
+#define WHOLE_END (K - K % BK)
+#endif
     const uint oc = gl_WorkGroupID.z * strideC;
 
     tensorLayoutNV<2, CLAMP> la_edge = createTensorLayoutNV(2, CLAMP);
@@ -144,7 +164,11 @@ void main() {
 #endif
 
     ACC acc = ACC(0.0);
+#ifdef BATCHED
+    uint k0 = kb;
+#else
     uint k0 = 0;
+#endif
     const bool interior = m0 + BM <= M && n0 + BN <= N && K % 8 == 0 && B_ROWS_ALIGNED
         && oa % 8 == 0 && ob % 8 == 0;
     if (interior) {
@@ -160,7 +184,7 @@ void main() {
 #else
         lb = setTensorLayoutStrideNV(lb, N & ~7u, 1);
 #endif
-        const uint whole = K - K % BK;
+        const uint whole = WHOLE_END;
 #ifdef UNROLL4
         // Four slices per step, written out (spirv-opt does not know these
         // types, so no unrolling happens between glslang and the driver).
@@ -219,9 +243,9 @@ void main() {
         }
 #endif
     }
-    // Edge blocks from the start, interior blocks for K's last partial
-    // slice: clamped loads read zeros past M, N and K.
-    for (; k0 < K; k0 += BK) {
+    // Edge blocks from the slice's start, interior blocks for K's last
+    // partial slice: clamped loads read zeros past M, N and K.
+    for (; k0 < ke; k0 += BK) {
         MAT_A ma;
         MAT_B mb;
         coopMatLoadTensorNV(ma, a, oa, sliceTensorLayoutNV(la_edge, m0, BM, k0, BK));
