@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Call q2: batched f16 products over K slices (bf935bf) against the tree
+# before (qwen3_base: c983050, q1's tree with the conversion in groups of
+# 8), alternating: the Qwen3-4B prefill of 512 tokens with its profile,
+# two rounds each; transformers' eager prefill of 512 (--no-static) and
+# the 4B check; the split sweep on the prefill's four projections (matmul
+# --prefill-split) beside cuBLAS's F.linear at the same shapes
+# (cuda_reference.py --prefill-linear); then the batched, bf16-weight,
+# f16-path and qwen3 tests under validation and synchronization validation.
+set -uo pipefail
+g=$(cd "$(dirname "$0")" && pwd)
+OUT=${OUT:-/tmp/out}
+source "$g/setup.sh" >/dev/null; export VKCOMPUTE_DEVICE=NVIDIA
+tar -C "$g" -xJf "$g/bundle.tar.xz"
+nvidia-smi --query-gpu=name,driver_version --format=csv; echo "commit: $(cat $g/REV)"
+R=$OUT/r; mkdir -p "$R"
+trap 'tar -C "$OUT" -cJf "$OUT/q2.tar.xz" r && rm -rf "$R"' EXIT
+T0=$(date +%s); el() { echo $(( $(date +%s) - T0 )); }
+echo "== matmul --prefill-split"
+timeout 200 "$g/bin/matmul" --prefill-split --json "$R/split.json" > "$R/split.txt" 2>&1; echo "rc=$? at $(el) s"
+grep -E "^split" "$R/split.txt" | sed -E 's/; ran .*//' | cut -c1-200
+echo "== cuda_reference.py --prefill-linear"
+python3 "$g/cuda_reference_mm.py" --prefill-linear --out "$R/cublas.json" > "$R/cublas.txt" 2>&1; echo "rc=$? at $(el) s"
+grep -E "TFLOPs_med" "$R/cublas.json"
+q=/tmp/q3; rm -rf $q
+echo "== qwen3_reference.py --size 4b --no-static"
+python3 "$g/qwen3_reference.py" --out "$q" --size 4b --no-static > "$R/q3_ref.txt" 2>&1; echo "rc=$? at $(el) s"; cp "$q/reference_timing.json" "$R/" 2>/dev/null
+grep -oE '"(eager_ms_per_token|eager_prefill_ms|eager_prefill_min_ms|eager_prefill_max_ms)": [0-9.]*' "$R/q3_ref.txt"
+echo "== qwen3 4b --reference"
+timeout 240 "$g/bin/qwen3" "$q" --reference "$q/reference.safetensors" > "$R/q3_check.txt" 2>&1; echo "rc=$?"; grep -E "worst" "$R/q3_check.txt" | cut -c1-220
+for round in 1 2; do
+  for b in qwen3_base qwen3; do
+    f="$R/p512_${b}_$round.txt"
+    timeout 150 "$g/bin/$b" "$q" --prompt-len 512 --decode 8 --profile > "$f" 2>&1; echo "$b round $round rc=$?"
+    grep -hE "^prefill:" "$f" | cut -c1-150
+    grep -hE "^  vkcompute (cast|matmul|linear_reduce|nn_attn_prefill)" "$f" | head -7
+  done
+done
+echo "at $(el) s"
+for t in ops_matmul_batched qwen3_f16_paths qwen3 ops_matmul_bf16w; do
+  [ "$(el)" -lt 520 ] || { echo "out of time before test_$t"; continue; }
+  echo "== test_$t (validation + sync validation) at $(el) s"
+  VK_LAYER_PATH=$g/layer VKCOMPUTE_VALIDATION=1 VKCOMPUTE_VALIDATION_ERRORS=1 timeout $(( 585 - $(el) )) "$g/bin/test_$t" --test-threads=1 > "$R/test_$t.txt" 2>&1; echo "rc=$?"; grep -E "test result|panicked|FAILED" "$R/test_$t.txt" | head -5
+done
+echo "done at $(el) s"
