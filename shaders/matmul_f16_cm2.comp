@@ -25,11 +25,13 @@
 // BATCHED, `count` products in one launch: push constants M, K, N, the
 // element strides between consecutive A, B and C matrices, and KS, the
 // depth of a K slice; grid z = count · slices (slices = ceil(K / KS)).
-// Workgroup z takes product z / slices over K slice z % slices, columns
-// [s·KS, min(K, (s+1)·KS)), and stores its result at C's matrix z (split-K
-// partials, which the host adds in slice order; KS = K: one slice, C's
-// matrix z is product z's). KS is a multiple of BK, so every slice but the
-// last is whole slices of BK.
+// Workgroup z takes product z / slices over K slice s = z % slices, depth
+// KD = min(KS, K − s·KS) from s·KS on, and stores its result at C's matrix
+// z (split-K partials, which the host adds in slice order; KS = K: one
+// slice, C's matrix z is product z's). The slice is its own smaller
+// product: A and B start s·KS further along K (element offsets) and their
+// layouts span KD of K with K's row stride, so the K loop runs from 0 as
+// for one product. KS is a multiple of BK (and of 8).
 //
 // Specialization constant 0, GROUP_M: with 2 or more, the blocks are taken
 // in groups of GROUP_M block rows, column by column within a group (the
@@ -122,11 +124,11 @@ uvec2 block_of_workgroup() {
 #ifdef B_NK
 // B's layout is (N, K): a slice at (column n, depth k) of B, read through
 // the transposed view as the BK×BN operand.
-#define B_DIMS N, K
+#define B_DIMS N, KD
 #define B_SLICE(l, k, n) sliceTensorLayoutNV(l, n, BN, k, BK), bt
 #define B_ROWS_ALIGNED true
 #else
-#define B_DIMS K, N
+#define B_DIMS KD, N
 #define B_SLICE(l, k, n) sliceTensorLayoutNV(l, k, BK, n, BN)
 #define B_ROWS_ALIGNED (N % 8 == 0)
 #endif
@@ -136,27 +138,27 @@ void main() {
     const uint m0 = blk.y * BM;
     const uint n0 = blk.x * BN;
 #ifdef BATCHED
-    // Product z / slices, K slice z % slices: columns [kb, ke).
+    // Product z / slices over K slice z % slices: KD of K from kb on.
     const uint slices = (K + KS - 1) / KS;
-    const uint prod = gl_WorkGroupID.z / slices;
     const uint kb = (gl_WorkGroupID.z % slices) * KS;
-    const uint ke = min(K, kb + KS);
-    const uint oa = prod * strideA;
-    const uint ob = prod * strideB;
-#define WHOLE_END (ke - (ke - kb) % BK)
+    const uint KD = min(KS, K - kb);
+    const uint oa = (gl_WorkGroupID.z / slices) * strideA + kb;
+#ifdef B_NK
+    const uint ob = (gl_WorkGroupID.z / slices) * strideB + kb;
 #else
-    const uint kb = 0;
-#define ke K
+    const uint ob = (gl_WorkGroupID.z / slices) * strideB + kb * N;
+#endif
+#else
+#define KD K
     const uint oa = gl_WorkGroupID.z * strideA;
     const uint ob = gl_WorkGroupID.z * strideB;
-#define WHOLE_END (K - K % BK)
 #endif
     const uint oc = gl_WorkGroupID.z * strideC;
 
     tensorLayoutNV<2, CLAMP> la_edge = createTensorLayoutNV(2, CLAMP);
     tensorLayoutNV<2, CLAMP> lb_edge = createTensorLayoutNV(2, CLAMP);
     tensorLayoutNV<2, CLAMP> lc = createTensorLayoutNV(2, CLAMP);
-    la_edge = setTensorLayoutDimensionNV(la_edge, M, K);
+    la_edge = setTensorLayoutDimensionNV(la_edge, M, KD);
     lb_edge = setTensorLayoutDimensionNV(lb_edge, B_DIMS);
     lc = setTensorLayoutDimensionNV(lc, M, N);
 #ifdef B_NK
@@ -164,11 +166,7 @@ void main() {
 #endif
 
     ACC acc = ACC(0.0);
-#ifdef BATCHED
-    uint k0 = kb;
-#else
     uint k0 = 0;
-#endif
     const bool interior = m0 + BM <= M && n0 + BN <= N && K % 8 == 0 && B_ROWS_ALIGNED
         && oa % 8 == 0 && ob % 8 == 0;
     if (interior) {
@@ -176,7 +174,7 @@ void main() {
         // the loads may then move whole 16-byte pieces.
         tensorLayoutNV<2> la = createTensorLayoutNV(2);
         tensorLayoutNV<2> lb = createTensorLayoutNV(2);
-        la = setTensorLayoutDimensionNV(la, M, K);
+        la = setTensorLayoutDimensionNV(la, M, KD);
         lb = setTensorLayoutDimensionNV(lb, B_DIMS);
         la = setTensorLayoutStrideNV(la, K & ~7u, 1);
 #ifdef B_NK
@@ -184,7 +182,7 @@ void main() {
 #else
         lb = setTensorLayoutStrideNV(lb, N & ~7u, 1);
 #endif
-        const uint whole = WHOLE_END;
+        const uint whole = KD - KD % BK;
 #ifdef UNROLL4
         // Four slices per step, written out (spirv-opt does not know these
         // types, so no unrolling happens between glslang and the driver).
@@ -243,9 +241,9 @@ void main() {
         }
 #endif
     }
-    // Edge blocks from the slice's start, interior blocks for K's last
-    // partial slice: clamped loads read zeros past M, N and K.
-    for (; k0 < ke; k0 += BK) {
+    // Edge blocks from the start, interior blocks for K's last partial
+    // slice: clamped loads read zeros past M, N and K.
+    for (; k0 < KD; k0 += BK) {
         MAT_A ma;
         MAT_B mb;
         coopMatLoadTensorNV(ma, a, oa, sliceTensorLayoutNV(la_edge, m0, BM, k0, BK));
