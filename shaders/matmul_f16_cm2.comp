@@ -161,6 +161,14 @@ void main() {
     la_edge = setTensorLayoutDimensionNV(la_edge, M, KD);
     lb_edge = setTensorLayoutDimensionNV(lb_edge, B_DIMS);
     lc = setTensorLayoutDimensionNV(lc, M, N);
+#ifdef BATCHED
+    // A slice spans KD of K: its rows keep K's stride (the layouts'
+    // default would be the slice's depth).
+    la_edge = setTensorLayoutStrideNV(la_edge, K, 1);
+#ifdef B_NK
+    lb_edge = setTensorLayoutStrideNV(lb_edge, K, 1);
+#endif
+#endif
 #ifdef B_NK
     tensorViewNV<2, false, 1, 0> bt = createTensorViewNV(2, false, 1, 0);
 #endif

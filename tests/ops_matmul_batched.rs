@@ -224,10 +224,11 @@ fn batched_split_k_matches_the_reference() {
         ));
         return;
     }
-    // Interior blocks whose slices hold 1 to 8 whole tiles of K, a
-    // partial last slice (K 600 and 1000: 88 and 232 past the last whole
-    // tile), odd K (clamped loads only), edge blocks, more slices asked
-    // than K has tiles, and both B layouts.
+    // Interior blocks whose slices hold whole tiles of K only (K 1024),
+    // last slices ending in part of a tile (K 600 and 1000: the interior
+    // loop, then the clamped one over the slice's rows at K's stride),
+    // odd K (clamped loads only), edge blocks, more slices asked than K
+    // has tiles, and both B layouts.
     let shapes = [
         BatchedShape::packed(1, 128, 1024, 256),
         BatchedShape::packed(1, 130, 600, 264),
@@ -256,7 +257,7 @@ fn batched_split_k_matches_the_reference() {
         }
     }
     // The default's own split: one product of few blocks and deep K.
-    let deep = BatchedShape::packed(1, 64, 2048, 256).with_b_transposed();
+    let deep = BatchedShape::packed(1, 64, 8200, 256).with_b_transposed();
     let tile = ops::batched_tile(&deep, &caps).expect("a tile fits");
     assert!(
         ops::matmul::batched_splits(&deep, &tile, &caps) > 1 || caps.compute_units == 0,

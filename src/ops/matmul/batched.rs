@@ -170,25 +170,34 @@ pub fn matmul_f16_batched_split(
     record(batch, a, b, c, shape, Some(tile), splits)
 }
 
-/// Minimum depth of a K slice in [`batched_splits`]'s rule: 16 slices of
-/// the tiles' 64.
-pub const BATCHED_MIN_SLICE: u32 = 1024;
+/// Depth of K from which [`batched_splits`]'s rule splits a product.
+pub const BATCHED_DEEP_K: u32 = 8192;
+/// Minimum depth of a K slice in [`batched_splits`]'s rule.
+pub const BATCHED_MIN_SLICE: u32 = 2048;
+/// Most K slices [`batched_splits`]'s rule takes.
+pub const BATCHED_MAX_SPLITS: u32 = 4;
 
 /// The K slices [`matmul_f16_batched`] takes on `tile`: for one product
-/// whose blocks ([`Cm2Tile::bm`] × [`Cm2Tile::bn`]) number fewer than
-/// twice the compute units, as many as bring them to that (rounded up),
-/// at most K / [`BATCHED_MIN_SLICE`]; otherwise 1 (none). Pure.
+/// at least [`BATCHED_DEEP_K`] deep whose blocks ([`Cm2Tile::bm`] ×
+/// [`Cm2Tile::bn`]) number fewer than twice the compute units, K /
+/// [`BATCHED_MIN_SLICE`] slices, at most [`BATCHED_MAX_SPLITS`];
+/// otherwise 1 (none).
+///
+/// Measured on an H200 (the Qwen3-4B prefill's projections at 512 rows,
+/// B stored N×K): the down projection (K 9728, 160 blocks of 64×128) took
+/// 296 µs in one slice, 235 / 214 / 208 in 2 / 3 / 4; the o projection
+/// (K 4096, the same blocks) 106 µs whatever the slices; q|k|v and
+/// gate|up (K 2560, 192 and 608 blocks of 128×128) were slower in every
+/// split. Pure.
 pub fn batched_splits(shape: &BatchedShape, tile: &Cm2Tile, caps: &MatmulCaps) -> u32 {
-    if shape.count != 1 || caps.compute_units == 0 {
+    if shape.count != 1 || caps.compute_units == 0 || shape.k < BATCHED_DEEP_K {
         return 1;
     }
     let blocks = u64::from(shape.m.div_ceil(tile.bm)) * u64::from(shape.n.div_ceil(tile.bn));
-    let want = 2 * u64::from(caps.compute_units);
-    if blocks >= want {
+    if blocks >= 2 * u64::from(caps.compute_units) {
         return 1;
     }
-    let most = (shape.k / BATCHED_MIN_SLICE).max(1);
-    (want.div_ceil(blocks.max(1)) as u32).clamp(1, most)
+    (shape.k / BATCHED_MIN_SLICE).clamp(1, BATCHED_MAX_SPLITS)
 }
 
 /// The depth of each of `splits` K slices of `k` on tiles `bk` deep: K /
@@ -434,28 +443,27 @@ mod tests {
     }
 
     #[test]
-    fn splits_fill_twice_the_compute_units() {
+    fn splits_take_deep_products_of_few_blocks() {
         let caps = MatmulCaps::new(32, 49152, 1024, 132).with_coopmat2(Some([16, 16, 16]), 256);
         let small = Cm2Tile::SMALL;
-        // Qwen3-4B's prefill of 512 tokens: o (K 4096) and down (K 9728)
-        // have 8 × 20 = 160 small blocks, under 264: 2 slices.
-        let o = BatchedShape::packed(1, 512, 4096, 2560).with_b_transposed();
-        assert_eq!(batched_splits(&o, &small, &caps), 2);
+        // Qwen3-4B's prefill of 512 tokens: down (K 9728, 160 small
+        // blocks, under 264) in 4 slices; o (K 4096) is not deep enough.
         let down = BatchedShape::packed(1, 512, 9728, 2560).with_b_transposed();
-        assert_eq!(batched_splits(&down, &small, &caps), 2);
-        // 16 blocks: 17 wanted, at most K / 1024 = 9.
-        let few = BatchedShape::packed(1, 128, 9728, 1024);
-        assert_eq!(batched_splits(&few, &small, &caps), 9);
-        // K under two minimum slices: none.
-        let shallow = BatchedShape::packed(1, 128, 1500, 1024);
+        assert_eq!(batched_splits(&down, &small, &caps), 4);
+        let o = BatchedShape::packed(1, 512, 4096, 2560).with_b_transposed();
+        assert_eq!(batched_splits(&o, &small, &caps), 1);
+        // Just deep enough: 8192 / 2048 = 4; 8191: none.
+        let edge = BatchedShape::packed(1, 128, 8192, 1024);
+        assert_eq!(batched_splits(&edge, &small, &caps), 4);
+        let shallow = BatchedShape::packed(1, 128, 8191, 1024);
         assert_eq!(batched_splits(&shallow, &small, &caps), 1);
         // Enough blocks, several products, or an unknown unit count: none.
-        let gate_up = BatchedShape::packed(1, 512, 2560, 19456).with_b_transposed();
-        assert_eq!(batched_splits(&gate_up, &Cm2Tile::SQUARE_GROUPED, &caps), 1);
+        let wide = BatchedShape::packed(1, 1024, 9728, 4096);
+        assert_eq!(batched_splits(&wide, &small, &caps), 1);
         let two = BatchedShape::packed(2, 128, 9728, 1024);
         assert_eq!(batched_splits(&two, &small, &caps), 1);
         let unknown = MatmulCaps::new(32, 49152, 1024, 0).with_coopmat2(Some([16, 16, 16]), 256);
-        assert_eq!(batched_splits(&few, &small, &unknown), 1);
+        assert_eq!(batched_splits(&edge, &small, &unknown), 1);
     }
 
     #[test]
