@@ -4,9 +4,8 @@
 //! adapter with workgroup-scope cooperative matrices the tensor-core kernel
 //! runs; elsewhere the portable one. Each workgroup-scope tile with a
 //! batched kernel also runs explicitly (`matmul_f16_batched_with_tile`),
-//! and with K split into slices (`matmul_f16_batched_split`, and the
-//! default's own split where its rule takes one), skipped where the
-//! adapter lacks it.
+//! and with K split into slices (`matmul_f16_batched_split`), skipped
+//! where the adapter lacks it.
 
 mod common;
 
@@ -256,14 +255,6 @@ fn batched_split_k_matches_the_reference() {
             }
         }
     }
-    // The default's own split: one product of few blocks and deep K.
-    let deep = BatchedShape::packed(1, 64, 8200, 256).with_b_transposed();
-    let tile = ops::batched_tile(&deep, &caps).expect("a tile fits");
-    assert!(
-        ops::matmul::batched_splits(&deep, &tile, &caps) > 1 || caps.compute_units == 0,
-        "the rule splits {deep:?} on {tile:?}"
-    );
-    run_case(&gpu, deep);
     common::assert_clean(&gpu);
 }
 

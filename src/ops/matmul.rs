@@ -52,9 +52,8 @@ mod sgemm;
 mod skinny;
 
 pub use batched::{
-    batched_slice_depth, batched_splits, batched_tile, matmul_f16_batched,
-    matmul_f16_batched_split, matmul_f16_batched_with_tile, BatchedShape, BATCHED_DEEP_K,
-    BATCHED_MAX_SPLITS, BATCHED_MIN_SLICE,
+    batched_slice_depth, batched_tile, matmul_f16_batched, matmul_f16_batched_split,
+    matmul_f16_batched_with_tile, BatchedShape,
 };
 pub use bf16w::{
     bf16w_kernel_name, bf16w_tile, converts_first, matmul_bf16w, matmul_bf16w_with_tile,

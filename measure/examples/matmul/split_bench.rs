@@ -1,9 +1,9 @@
 //! The batched f16 product over K slices (`--prefill-split`): the four
 //! projections of a Qwen3-4B prefill of 512 tokens (q|k|v, o, gate|up,
 //! down: 512 rows of A, B stored N×K as nn.Linear keeps it), each through
-//! [`ops::matmul_f16_batched`]'s own choice (`_default`, the headline) and
-//! through [`ops::matmul::matmul_f16_batched_split`] on that tile with 1
-//! to 4 slices asked (`_s1` .. `_s4`): warmed, then rounds of the GPU time
+//! [`ops::matmul_f16_batched`]'s own choice (`_default`, the headline: one
+//! slice) and through [`ops::matmul::matmul_f16_batched_split`] on that
+//! tile with 1 to 4 slices asked (`_s1` .. `_s4`): warmed, then rounds of the GPU time
 //! (the reduction pass included), min / median / max, the kernels that
 //! ran, and each result checked once against an error bound (inputs and
 //! bound as the f16 rows', `f16_bench.rs`).
@@ -51,7 +51,6 @@ pub fn bench_prefill_splits(
         let gc = gpu.alloc::<f32>(mu * nu)?;
         let shape = BatchedShape::packed(1, m, k, n).with_b_transposed();
         let tile = ops::batched_tile(&shape, &caps);
-        let chosen = tile.map_or(1, |t| ops::matmul::batched_splits(&shape, &t, &caps));
         let mut runs: Vec<(String, Option<u32>)> = vec![("default".into(), None)];
         if tile.is_some() {
             runs.extend((1..=4).map(|s| (format!("s{s}"), Some(s))));
@@ -75,7 +74,8 @@ pub fn bench_prefill_splits(
             let flops = 2.0 * f64::from(m) * f64::from(k) * f64::from(n);
             let tf = |x: f64| flops / x / 1e3;
             let (lo, med, hi) = (ns[0], ns[ns.len() / 2], ns[ns.len() - 1]);
-            let asked = splits.unwrap_or(chosen);
+            // The default never splits.
+            let asked = splits.unwrap_or(1);
             rep.push(
                 &key,
                 tf(med),

@@ -123,9 +123,7 @@ pub fn matmul_f16_batched(
     shape: BatchedShape,
 ) -> Result<()> {
     let caps = MatmulCaps::of(a.device().info());
-    let tile = batched_tile(&shape, &caps);
-    let splits = tile.map_or(1, |t| batched_splits(&shape, &t, &caps));
-    record(batch, a, b, c, shape, tile, splits)
+    record(batch, a, b, c, shape, batched_tile(&shape, &caps), 1)
 }
 
 /// [`matmul_f16_batched`] with an explicit workgroup-scope tile (for
@@ -145,14 +143,23 @@ pub fn matmul_f16_batched_with_tile(
     record(batch, a, b, c, shape, tile, 1)
 }
 
-/// [`matmul_f16_batched_with_tile`] with K split into `splits` slices (for
-/// tuning; the default takes [`batched_splits`]'s): one product
-/// (`shape.count` 1) on the workgroup-scope tile `tile`, each workgroup
-/// multiplying one slice of K (a multiple of the tile's depth) into a
-/// partial product of its own, and after a barrier a pass that adds the
-/// partials in slice order into C (so the result does not vary from run to
-/// run). K may yield fewer slices than asked (each at least the tile's
-/// depth).
+/// [`matmul_f16_batched_with_tile`] with K split into `splits` slices
+/// ([`batched_slice_depth`]): one product (`shape.count` 1) on the
+/// workgroup-scope tile `tile`, each workgroup multiplying one slice of K
+/// (a multiple of the tile's depth) into a partial product of its own, and
+/// after a barrier a pass that adds the partials in slice order into C (so
+/// the result does not vary from run to run). K may yield fewer slices
+/// than asked (each at least the tile's depth). The partials take a
+/// scratch buffer of `slices · m · n` f32 for each call.
+///
+/// An explicit choice: [`matmul_f16_batched`] never splits. Measured on an
+/// H200 (B stored N×K, 512 rows): a 9728-deep product of 160 blocks of
+/// 64×128 (the Qwen3-4B down projection) took 296 µs in one slice and 208
+/// in four alone, but the Qwen3-4B prefill of 512 tokens with its down
+/// projections in four slices took 43.7–43.9 ms against 42.2–42.3 in one
+/// (the same kernels ran slower there); a 4096-deep one of the same blocks
+/// took 106 µs however split, and 2560-deep ones of 192 and 608 blocks of
+/// 128×128 were slower in every split.
 ///
 /// Errors ([`Error::MatmulShape`]): `splits` 0, or more than 1 with
 /// `shape.count` over 1; partial products past 32-bit indices or the
@@ -168,36 +175,6 @@ pub fn matmul_f16_batched_split(
     splits: u32,
 ) -> Result<()> {
     record(batch, a, b, c, shape, Some(tile), splits)
-}
-
-/// Depth of K from which [`batched_splits`]'s rule splits a product.
-pub const BATCHED_DEEP_K: u32 = 8192;
-/// Minimum depth of a K slice in [`batched_splits`]'s rule.
-pub const BATCHED_MIN_SLICE: u32 = 2048;
-/// Most K slices [`batched_splits`]'s rule takes.
-pub const BATCHED_MAX_SPLITS: u32 = 4;
-
-/// The K slices [`matmul_f16_batched`] takes on `tile`: for one product
-/// at least [`BATCHED_DEEP_K`] deep whose blocks ([`Cm2Tile::bm`] ×
-/// [`Cm2Tile::bn`]) number fewer than twice the compute units, K /
-/// [`BATCHED_MIN_SLICE`] slices, at most [`BATCHED_MAX_SPLITS`];
-/// otherwise 1 (none).
-///
-/// Measured on an H200 (the Qwen3-4B prefill's projections at 512 rows,
-/// B stored N×K): the down projection (K 9728, 160 blocks of 64×128) took
-/// 296 µs in one slice, 235 / 214 / 208 in 2 / 3 / 4; the o projection
-/// (K 4096, the same blocks) 106 µs whatever the slices; q|k|v and
-/// gate|up (K 2560, 192 and 608 blocks of 128×128) were slower in every
-/// split. Pure.
-pub fn batched_splits(shape: &BatchedShape, tile: &Cm2Tile, caps: &MatmulCaps) -> u32 {
-    if shape.count != 1 || caps.compute_units == 0 || shape.k < BATCHED_DEEP_K {
-        return 1;
-    }
-    let blocks = u64::from(shape.m.div_ceil(tile.bm)) * u64::from(shape.n.div_ceil(tile.bn));
-    if blocks >= 2 * u64::from(caps.compute_units) {
-        return 1;
-    }
-    (shape.k / BATCHED_MIN_SLICE).clamp(1, BATCHED_MAX_SPLITS)
 }
 
 /// The depth of each of `splits` K slices of `k` on tiles `bk` deep: K /
@@ -440,30 +417,6 @@ mod tests {
         assert_eq!(batched_tile(&big, &narrow), None);
         // No coopmat2: the portable kernel.
         assert_eq!(batched_tile(&bmm, &plain), None);
-    }
-
-    #[test]
-    fn splits_take_deep_products_of_few_blocks() {
-        let caps = MatmulCaps::new(32, 49152, 1024, 132).with_coopmat2(Some([16, 16, 16]), 256);
-        let small = Cm2Tile::SMALL;
-        // Qwen3-4B's prefill of 512 tokens: down (K 9728, 160 small
-        // blocks, under 264) in 4 slices; o (K 4096) is not deep enough.
-        let down = BatchedShape::packed(1, 512, 9728, 2560).with_b_transposed();
-        assert_eq!(batched_splits(&down, &small, &caps), 4);
-        let o = BatchedShape::packed(1, 512, 4096, 2560).with_b_transposed();
-        assert_eq!(batched_splits(&o, &small, &caps), 1);
-        // Just deep enough: 8192 / 2048 = 4; 8191: none.
-        let edge = BatchedShape::packed(1, 128, 8192, 1024);
-        assert_eq!(batched_splits(&edge, &small, &caps), 4);
-        let shallow = BatchedShape::packed(1, 128, 8191, 1024);
-        assert_eq!(batched_splits(&shallow, &small, &caps), 1);
-        // Enough blocks, several products, or an unknown unit count: none.
-        let wide = BatchedShape::packed(1, 1024, 9728, 4096);
-        assert_eq!(batched_splits(&wide, &small, &caps), 1);
-        let two = BatchedShape::packed(2, 128, 9728, 1024);
-        assert_eq!(batched_splits(&two, &small, &caps), 1);
-        let unknown = MatmulCaps::new(32, 49152, 1024, 0).with_coopmat2(Some([16, 16, 16]), 256);
-        assert_eq!(batched_splits(&edge, &small, &unknown), 1);
     }
 
     #[test]
