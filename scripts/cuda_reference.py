@@ -270,7 +270,7 @@ def matmul_refs(res, quick):
 def prefill_linear_refs(res, quick):
     """cuBLAS through F.linear (x [512, K] by a weight stored [N, K]) at the
     Qwen3-4B prefill's four projections, f16 and bf16: the figures beside
-    the matmul example's `--prefill-split` rows (`split512_<name>_*`)."""
+    the matmul example's `--prefill-shapes` rows (`prefill512_<name>_*`)."""
     d = torch.device("cuda")
     g = torch.Generator(device=d).manual_seed(11)
     m = 64 if quick else 512
@@ -284,7 +284,7 @@ def prefill_linear_refs(res, quick):
             xh, wh = x.to(dt), w.to(dt)
             check(f"linear {name} {tag}", F.linear(xh, wh)[:16],
                   xh[:16].double() @ wh.double().T, tol)
-            put_stats(res, f"split{m}_{name}_cublas_{tag}", 2 * m * k * n,
+            put_stats(res, f"prefill{m}_{name}_cublas_{tag}", 2 * m * k * n,
                       lambda: F.linear(xh, wh), quick)
             del xh, wh
         del x, w

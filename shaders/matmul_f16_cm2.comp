@@ -22,16 +22,8 @@
 // outside). Any M, N, K ≥ 1 works.
 //
 // Push constants: M, K, N. Grid: (ceil(N/BN), ceil(M/BM), 1). With
-// BATCHED, `count` products in one launch: push constants M, K, N, the
-// element strides between consecutive A, B and C matrices, and KS, the
-// depth of a K slice; grid z = count · slices (slices = ceil(K / KS)).
-// Workgroup z takes product z / slices over K slice s = z % slices, depth
-// KD = min(KS, K − s·KS) from s·KS on, and stores its result at C's matrix
-// z (split-K partials, which the host adds in slice order; KS = K: one
-// slice, C's matrix z is product z's). The slice is its own smaller
-// product: A and B start s·KS further along K (element offsets) and their
-// layouts span KD of K with K's row stride, so the K loop runs from 0 as
-// for one product. KS is a multiple of BK (and of 8).
+// BATCHED, `count` products in one launch: push constants M, K, N and the
+// element strides between consecutive A, B and C matrices; grid z = count.
 //
 // Specialization constant 0, GROUP_M: with 2 or more, the blocks are taken
 // in groups of GROUP_M block rows, column by column within a group (the
@@ -91,7 +83,7 @@ layout(std430, set = 0, binding = 1) readonly buffer MatB { float16_t b[]; };
 layout(std430, set = 0, binding = 2) writeonly buffer MatC { float c[]; };
 #ifdef BATCHED
 layout(push_constant) uniform Shape {
-    uint M; uint K; uint N; uint strideA; uint strideB; uint strideC; uint KS;
+    uint M; uint K; uint N; uint strideA; uint strideB; uint strideC;
 };
 #else
 layout(push_constant) uniform Shape { uint M; uint K; uint N; };
@@ -124,11 +116,11 @@ uvec2 block_of_workgroup() {
 #ifdef B_NK
 // B's layout is (N, K): a slice at (column n, depth k) of B, read through
 // the transposed view as the BK×BN operand.
-#define B_DIMS N, KD
+#define B_DIMS N, K
 #define B_SLICE(l, k, n) sliceTensorLayoutNV(l, n, BN, k, BK), bt
 #define B_ROWS_ALIGNED true
 #else
-#define B_DIMS KD, N
+#define B_DIMS K, N
 #define B_SLICE(l, k, n) sliceTensorLayoutNV(l, k, BK, n, BN)
 #define B_ROWS_ALIGNED (N % 8 == 0)
 #endif
@@ -137,38 +129,16 @@ void main() {
     const uvec2 blk = block_of_workgroup();
     const uint m0 = blk.y * BM;
     const uint n0 = blk.x * BN;
-#ifdef BATCHED
-    // Product z / slices over K slice z % slices: KD of K from kb on.
-    const uint slices = (K + KS - 1) / KS;
-    const uint kb = (gl_WorkGroupID.z % slices) * KS;
-    const uint KD = min(KS, K - kb);
-    const uint oa = (gl_WorkGroupID.z / slices) * strideA + kb;
-#ifdef B_NK
-    const uint ob = (gl_WorkGroupID.z / slices) * strideB + kb;
-#else
-    const uint ob = (gl_WorkGroupID.z / slices) * strideB + kb * N;
-#endif
-#else
-#define KD K
     const uint oa = gl_WorkGroupID.z * strideA;
     const uint ob = gl_WorkGroupID.z * strideB;
-#endif
     const uint oc = gl_WorkGroupID.z * strideC;
 
     tensorLayoutNV<2, CLAMP> la_edge = createTensorLayoutNV(2, CLAMP);
     tensorLayoutNV<2, CLAMP> lb_edge = createTensorLayoutNV(2, CLAMP);
     tensorLayoutNV<2, CLAMP> lc = createTensorLayoutNV(2, CLAMP);
-    la_edge = setTensorLayoutDimensionNV(la_edge, M, KD);
+    la_edge = setTensorLayoutDimensionNV(la_edge, M, K);
     lb_edge = setTensorLayoutDimensionNV(lb_edge, B_DIMS);
     lc = setTensorLayoutDimensionNV(lc, M, N);
-#ifdef BATCHED
-    // A slice spans KD of K: its rows keep K's stride (the layouts'
-    // default would be the slice's depth).
-    la_edge = setTensorLayoutStrideNV(la_edge, K, 1);
-#ifdef B_NK
-    lb_edge = setTensorLayoutStrideNV(lb_edge, K, 1);
-#endif
-#endif
 #ifdef B_NK
     tensorViewNV<2, false, 1, 0> bt = createTensorViewNV(2, false, 1, 0);
 #endif
@@ -182,7 +152,7 @@ void main() {
         // the loads may then move whole 16-byte pieces.
         tensorLayoutNV<2> la = createTensorLayoutNV(2);
         tensorLayoutNV<2> lb = createTensorLayoutNV(2);
-        la = setTensorLayoutDimensionNV(la, M, KD);
+        la = setTensorLayoutDimensionNV(la, M, K);
         lb = setTensorLayoutDimensionNV(lb, B_DIMS);
         la = setTensorLayoutStrideNV(la, K & ~7u, 1);
 #ifdef B_NK
@@ -190,7 +160,7 @@ void main() {
 #else
         lb = setTensorLayoutStrideNV(lb, N & ~7u, 1);
 #endif
-        const uint whole = KD - KD % BK;
+        const uint whole = K - K % BK;
 #ifdef UNROLL4
         // Four slices per step, written out (spirv-opt does not know these
         // types, so no unrolling happens between glslang and the driver).
@@ -251,7 +221,7 @@ void main() {
     }
     // Edge blocks from the start, interior blocks for K's last partial
     // slice: clamped loads read zeros past M, N and K.
-    for (; k0 < KD; k0 += BK) {
+    for (; k0 < K; k0 += BK) {
         MAT_A ma;
         MAT_B mb;
         coopMatLoadTensorNV(ma, a, oa, sliceTensorLayoutNV(la_edge, m0, BM, k0, BK));

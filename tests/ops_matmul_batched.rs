@@ -4,8 +4,7 @@
 //! adapter with workgroup-scope cooperative matrices the tensor-core kernel
 //! runs; elsewhere the portable one. Each workgroup-scope tile with a
 //! batched kernel also runs explicitly (`matmul_f16_batched_with_tile`),
-//! and with K split into slices (`matmul_f16_batched_split`), skipped
-//! where the adapter lacks it.
+//! skipped where the adapter lacks it.
 
 mod common;
 
@@ -211,54 +210,6 @@ fn batched_tiles_run_both_b_layouts() {
 }
 
 #[test]
-fn batched_split_k_matches_the_reference() {
-    let gpu = common::gpu();
-    let caps = MatmulCaps::of(gpu.info());
-    let tiles = [Cm2Tile::SQUARE_GROUPED, Cm2Tile::SMALL, Cm2Tile::WIDE];
-    if tiles.iter().all(|t| !t.fits(&caps)) {
-        common::skipped(format!(
-            "split-K batched products: need VK_NV_cooperative_matrix2's workgroup-scope f16 \
-             shape (granularity {:?})",
-            caps.coopmat2_granularity
-        ));
-        return;
-    }
-    // Interior blocks whose slices hold whole tiles of K only (K 1024),
-    // last slices ending in part of a tile (K 600 and 1000: the interior
-    // loop, then the clamped one over the slice's rows at K's stride),
-    // odd K (clamped loads only), edge blocks, more slices asked than K
-    // has tiles, and both B layouts.
-    let shapes = [
-        BatchedShape::packed(1, 128, 1024, 256),
-        BatchedShape::packed(1, 130, 600, 264),
-        BatchedShape::packed(1, 64, 1000, 128),
-        BatchedShape::packed(1, 129, 601, 136),
-    ];
-    for tile in tiles {
-        if !tile.fits(&caps) {
-            common::skipped(format!(
-                "split-K batched tile {tile:?}: the adapter lacks it"
-            ));
-            continue;
-        }
-        for bt in [false, true] {
-            if tile.batched_kernel_name(bt).is_none() {
-                continue;
-            }
-            for shape in shapes {
-                let shape = if bt { shape.with_b_transposed() } else { shape };
-                for splits in [2, 3, 5, 100] {
-                    run_with(&gpu, shape, |batch, a, b, c| {
-                        ops::matmul::matmul_f16_batched_split(batch, a, b, c, shape, tile, splits)
-                    });
-                }
-            }
-        }
-    }
-    common::assert_clean(&gpu);
-}
-
-#[test]
 fn batched_bad_shapes_are_typed_errors() {
     let gpu = common::gpu();
     let shape = BatchedShape::packed(2, 4, 4, 4);
@@ -287,26 +238,6 @@ fn batched_bad_shapes_are_typed_errors() {
             other => panic!("{s:?}: want a MatmulShape error naming {needle:?}, got {other:?}"),
         }
         assert!(batch.is_empty(), "a refused product recorded nothing");
-    }
-    // K slices: none, or several of more than one product.
-    let one = BatchedShape::packed(1, 4, 4, 4);
-    for (s, splits) in [(one, 0), (shape, 2)] {
-        let mut batch = gpu.batch().unwrap();
-        match ops::matmul::matmul_f16_batched_split(
-            &mut batch,
-            &a,
-            &b,
-            &c,
-            s,
-            Cm2Tile::SMALL,
-            splits,
-        ) {
-            Err(Error::MatmulShape { detail, .. }) => {
-                assert!(detail.contains("K slices asked"), "{splits}: {detail}")
-            }
-            other => panic!("{splits} slices of {s:?}: want a MatmulShape error, got {other:?}"),
-        }
-        assert!(batch.is_empty(), "a refused split recorded nothing");
     }
     // Tiles without a batched kernel for the layout (or, without
     // coopmat2, any tile) are refused by name.

@@ -51,10 +51,7 @@ mod plan;
 mod sgemm;
 mod skinny;
 
-pub use batched::{
-    batched_slice_depth, batched_tile, matmul_f16_batched, matmul_f16_batched_split,
-    matmul_f16_batched_with_tile, BatchedShape,
-};
+pub use batched::{batched_tile, matmul_f16_batched, matmul_f16_batched_with_tile, BatchedShape};
 pub use bf16w::{
     bf16w_kernel_name, bf16w_tile, converts_first, matmul_bf16w, matmul_bf16w_with_tile,
     MatmulInput, BF16W_CONVERT_MIN_ROWS,

@@ -2,11 +2,11 @@
 //! result checked against the CPU.
 //!
 //! ```text
-//! cargo run --release -p vkcompute-measure --example matmul [-- [--f16-only | --f32-only | --prefill-split] [--json PATH]]
+//! cargo run --release -p vkcompute-measure --example matmul [-- [--f16-only | --f32-only | --prefill-shapes] [--json PATH]]
 //! ```
 //!
-//! `--prefill-split` runs only the batched f16 product over K slices on
-//! the Qwen3-4B prefill's projections (`split_bench.rs`).
+//! `--prefill-shapes` runs only the batched f16 product at the Qwen3-4B
+//! prefill's projections (`prefill_bench.rs`).
 //!
 //! `--f32-only` runs the adapter dump and the f32 rows only: checks, the
 //! default plan beside every candidate per shape (`f32_bench.rs`: each
@@ -62,7 +62,7 @@ mod f16_bench;
 mod f32_bench;
 mod f32_rows;
 mod peak;
-mod split_bench;
+mod prefill_bench;
 
 use f16_bench::Run;
 use f32_rows::f32_rows;
@@ -484,7 +484,7 @@ fn main() -> Result<()> {
         .and_then(|i| args.get(i + 1));
     let quick = std::env::var_os("VKCOMPUTE_QUICK").is_some();
     let f16_only = args.iter().any(|a| a == "--f16-only");
-    let prefill_split = args.iter().any(|a| a == "--prefill-split");
+    let prefill_shapes = args.iter().any(|a| a == "--prefill-shapes");
     let f32_only = args.iter().any(|a| a == "--f32-only");
     if args.get(1).map(String::as_str) == Some(CM2_PEAK_CHILD) {
         let name = args.get(2).cloned().unwrap_or_default();
@@ -528,16 +528,16 @@ fn main() -> Result<()> {
         failed: false,
     };
     let mut rule_ok = true;
-    if prefill_split {
+    if prefill_shapes {
         let (rounds, warm) = if quick {
             (5, std::time::Duration::from_millis(20))
         } else {
             (15, f16_bench::WARM_FOR)
         };
         if info.storage_buffer16 {
-            split_bench::bench_prefill_splits(&gpu, &mut rep, rounds, warm, quick)?;
+            prefill_bench::bench_prefill_shapes(&gpu, &mut rep, rounds, warm, quick)?;
         } else {
-            println!("skipped: the split rows need storageBuffer16BitAccess");
+            println!("skipped: the prefill rows need storageBuffer16BitAccess");
         }
         if let Some(path) = json {
             std::fs::write(path, rep.json(&device)).expect("write the JSON report");

@@ -123,7 +123,7 @@ pub fn matmul_f16_batched(
     shape: BatchedShape,
 ) -> Result<()> {
     let caps = MatmulCaps::of(a.device().info());
-    record(batch, a, b, c, shape, batched_tile(&shape, &caps), 1)
+    matmul_f16_batched_with_tile(batch, a, b, c, shape, batched_tile(&shape, &caps))
 }
 
 /// [`matmul_f16_batched`] with an explicit workgroup-scope tile (for
@@ -140,78 +140,7 @@ pub fn matmul_f16_batched_with_tile(
     shape: BatchedShape,
     tile: Option<Cm2Tile>,
 ) -> Result<()> {
-    record(batch, a, b, c, shape, tile, 1)
-}
-
-/// [`matmul_f16_batched_with_tile`] with K split into `splits` slices
-/// ([`batched_slice_depth`]): one product (`shape.count` 1) on the
-/// workgroup-scope tile `tile`, each workgroup multiplying one slice of K
-/// (a multiple of the tile's depth) into a partial product of its own, and
-/// after a barrier a pass that adds the partials in slice order into C (so
-/// the result does not vary from run to run). K may yield fewer slices
-/// than asked (each at least the tile's depth). The partials take a
-/// scratch buffer of `slices · m · n` f32 for each call.
-///
-/// An explicit choice: [`matmul_f16_batched`] never splits. Measured on an
-/// H200 (B stored N×K, 512 rows): a 9728-deep product of 160 blocks of
-/// 64×128 (the Qwen3-4B down projection) took 296 µs in one slice and 208
-/// in four alone, but the Qwen3-4B prefill of 512 tokens with its down
-/// projections in four slices took 43.7–43.9 ms against 42.2–42.3 in one
-/// (the same kernels ran slower there); a 4096-deep one of the same blocks
-/// took 106 µs however split, and 2560-deep ones of 192 and 608 blocks of
-/// 128×128 were slower in every split.
-///
-/// Errors ([`Error::MatmulShape`]): `splits` 0, or more than 1 with
-/// `shape.count` over 1; partial products past 32-bit indices or the
-/// adapter's `maxStorageBufferRange`; otherwise those of
-/// [`matmul_f16_batched_with_tile`].
-pub fn matmul_f16_batched_split(
-    batch: &mut Batch,
-    a: &Buffer<u16>,
-    b: &Buffer<u16>,
-    c: &Buffer<f32>,
-    shape: BatchedShape,
-    tile: Cm2Tile,
-    splits: u32,
-) -> Result<()> {
-    record(batch, a, b, c, shape, Some(tile), splits)
-}
-
-/// The depth of each of `splits` K slices of `k` on tiles `bk` deep: K /
-/// splits rounded up to a multiple of `bk`, and the slices that gives
-/// (at most `splits`). Pure.
-pub fn batched_slice_depth(k: u32, splits: u32, bk: u32) -> (u32, u32) {
-    let bk = bk.max(1);
-    let depth = k
-        .div_ceil(splits.max(1))
-        .div_ceil(bk)
-        .saturating_mul(bk)
-        .max(bk);
-    (depth, k.div_ceil(depth))
-}
-
-fn record(
-    batch: &mut Batch,
-    a: &Buffer<u16>,
-    b: &Buffer<u16>,
-    c: &Buffer<f32>,
-    shape: BatchedShape,
-    tile: Option<Cm2Tile>,
-    splits: u32,
-) -> Result<()> {
     let BatchedShape { m, k, n, .. } = shape;
-    if splits == 0 || (splits > 1 && (shape.count != 1 || tile.is_none())) {
-        return Err(shape_error(
-            m,
-            k,
-            n,
-            format!(
-                "batched: {splits} K slices asked for {} products; split-K takes 1 to any number \
-                 of slices of one product on a workgroup-scope tile",
-                shape.count
-            ),
-        ));
-    }
     if let Some(p) = shape.problem() {
         return Err(shape_error(m, k, n, format!("batched: {p}")));
     }
@@ -269,32 +198,13 @@ fn record(
         None if bt => ("matmul_f16_batched_bt", 16, 16, 0),
         None => ("matmul_f16_batched", 16, 16, 0),
     };
+    let grid = [n.div_ceil(bn), m.div_ceil(bm), shape.count];
+    check_grid(&gpu, m, k, n, grid)?;
     let spec: &[(u32, u32)] = if tile.is_some() { &[(0, group)] } else { &[] };
     let kernel = crate::builtins::get(&gpu.inner, name, spec)?;
-    let Some(t) = tile else {
-        let grid = [n.div_ceil(bn), m.div_ceil(bm), shape.count];
-        check_grid(&gpu, m, k, n, grid)?;
-        let push: [u8; 24] =
-            bytemuck::cast([m, k, n, shape.stride_a, shape.stride_b, shape.stride_c]);
-        batch.run_configured(&kernel, &[a, b, c], grid, Some(&push))?;
-        return Ok(());
-    };
-    // The workgroup-scope kernels take K's slice depth: K itself (one
-    // slice, C's matrix z is product z) or split-K's, whose partials
-    // (one product's, m·n apart) the reduction pass adds into C.
-    let (depth, slices) = if splits > 1 {
-        batched_slice_depth(k, splits, t.bk)
-    } else {
-        (k, 1)
-    };
-    let grid = [n.div_ceil(bn), m.div_ceil(bm), shape.count * slices];
-    check_grid(&gpu, m, k, n, grid)?;
-    let stride_c = if slices > 1 { m * n } else { shape.stride_c };
-    let push: [u8; 28] = bytemuck::cast([m, k, n, shape.stride_a, shape.stride_b, stride_c, depth]);
-    super::in_slices(batch, &gpu, (m, k, n), slices, c, |batch, out| {
-        batch.run_configured(&kernel, &[a, b, out], grid, Some(&push))?;
-        Ok(())
-    })
+    let push: [u8; 24] = bytemuck::cast([m, k, n, shape.stride_a, shape.stride_b, shape.stride_c]);
+    batch.run_configured(&kernel, &[a, b, c], grid, Some(&push))?;
+    Ok(())
 }
 
 /// The cooperative-matrix tile for a batched product, or `None` where the
@@ -417,26 +327,6 @@ mod tests {
         assert_eq!(batched_tile(&big, &narrow), None);
         // No coopmat2: the portable kernel.
         assert_eq!(batched_tile(&bmm, &plain), None);
-    }
-
-    #[test]
-    fn slice_depths_are_whole_tiles_and_cover_k() {
-        assert_eq!(batched_slice_depth(4096, 2, 64), (2048, 2));
-        assert_eq!(batched_slice_depth(9728, 2, 64), (4864, 2));
-        // 600 in 3: 200 rounds up to 256, so 3 slices (256, 256, 88).
-        assert_eq!(batched_slice_depth(600, 3, 64), (256, 3));
-        // More slices than tiles: one tile each.
-        assert_eq!(batched_slice_depth(600, 100, 64), (64, 10));
-        assert_eq!(batched_slice_depth(1, 4, 64), (64, 1));
-        for k in [1u32, 63, 64, 65, 600, 4097, 9728] {
-            for splits in 1..12 {
-                let (depth, slices) = batched_slice_depth(k, splits, 64);
-                assert_eq!(depth % 64, 0, "k {k} splits {splits}");
-                assert!(slices <= splits && slices >= 1, "k {k} splits {splits}");
-                assert!(u64::from(depth) * u64::from(slices) >= u64::from(k));
-                assert!(u64::from(depth) * u64::from(slices - 1) < u64::from(k));
-            }
-        }
     }
 
     #[test]
