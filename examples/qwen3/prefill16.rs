@@ -76,9 +76,11 @@ impl PrefillMatmul {
 /// Prompts of at most this many tokens take the exact path under
 /// [`PrefillMatmul::Auto`]: one exact chunk. The f16 path converts every
 /// weight of the model to f16 in each prefill (12.3 ms of the Qwen3-4B
-/// prefill on an H200, docs/runs/2026-11-26e-h200-e5), which a short
-/// prompt's products never win back: its 3-token prefill took 37.5 ms
-/// there.
+/// prefill on an H200 in docs/runs/2026-11-26e-h200-e5, where its 3-token
+/// prefill took 37.5 ms; 4.8 ms since the conversion moves 16 bytes per
+/// access, docs/runs/2026-11-27q-h200-q1), which a short prompt's
+/// products do not win back: the exact path's 3-token prefill takes about
+/// 6.3 ms (docs/runs/2026-11-27p-h200-p5).
 pub const AUTO_F16_MIN_ROWS: u32 = 64;
 
 /// Whether the adapter has the workgroup-scope cooperative matrices the
