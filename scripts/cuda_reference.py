@@ -42,7 +42,6 @@ import time
 
 import torch
 import torch.nn.functional as F
-import torch.nn.functional as F
 
 MIB = 1 << 20
 
