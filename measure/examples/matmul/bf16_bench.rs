@@ -18,7 +18,7 @@ use std::time::Duration;
 use vkcompute::ops::{self, BatchedShape, Bf16, Cm2Tile};
 use vkcompute::{Batch, Device, Result};
 
-use crate::f16_bench::{abs_error, error_bound, f16_inputs, profiled_rounds};
+use crate::f16_bench::{abs_error, error_bound, f16_inputs, profiled_rounds, transposed};
 use crate::Report;
 
 /// bf16 values as stored and as f32: random sign, exponent over [2⁻³,
@@ -38,17 +38,6 @@ fn bf16_inputs(seed: u64, len: usize) -> (Vec<Bf16>, Vec<f32>) {
         out.push(b);
     }
     (out, vals)
-}
-
-/// `v` (k×n row-major) stored n×k row-major.
-fn transposed<T: Copy + Default>(v: &[T], k: usize, n: usize) -> Vec<T> {
-    let mut out = vec![T::default(); v.len()];
-    for r in 0..k {
-        for c in 0..n {
-            out[c * k + r] = v[r * n + c];
-        }
-    }
-    out
 }
 
 /// One bf16-weight product at m×k×n (`b_nk`: B stored N×K; `a_f32`: A

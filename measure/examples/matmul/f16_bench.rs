@@ -61,12 +61,12 @@ struct Inputs {
     bt: Buffer<u16>,
 }
 
-/// `bits` (k×n row-major) stored n×k row-major.
-fn transposed(bits: &[u16], k: usize, n: usize) -> Vec<u16> {
-    let mut out = vec![0u16; bits.len()];
+/// `v` (k×n row-major) stored n×k row-major: B as nn.Linear keeps it.
+pub fn transposed<T: Copy + Default>(v: &[T], k: usize, n: usize) -> Vec<T> {
+    let mut out = vec![T::default(); v.len()];
     for r in 0..k {
         for c in 0..n {
-            out[c * k + r] = bits[r * n + c];
+            out[c * k + r] = v[r * n + c];
         }
     }
     out

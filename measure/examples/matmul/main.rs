@@ -539,13 +539,7 @@ fn main() -> Result<()> {
         } else {
             println!("skipped: the prefill rows need storageBuffer16BitAccess");
         }
-        if let Some(path) = json {
-            std::fs::write(path, rep.json(&device)).expect("write the JSON report");
-        }
-        if rep.failed {
-            std::process::exit(1);
-        }
-        return Ok(());
+        return finish(&gpu, rep, json, &device, rule_ok);
     }
     if !f16_only {
         rule_ok &= f32_rows(&gpu, &mut rep, quick)?;
@@ -699,8 +693,21 @@ fn main() -> Result<()> {
         );
     }
 
+    finish(&gpu, rep, json, &device, rule_ok)
+}
+
+/// Writes the JSON report where `--json` asked, prints the validation
+/// messages, and exits with 1 when a check (or validation) failed, 2 when
+/// only the choice rule is broken.
+fn finish(
+    gpu: &Device,
+    mut rep: Report,
+    json: Option<&String>,
+    device: &str,
+    rule_ok: bool,
+) -> Result<()> {
     if let Some(path) = json {
-        match std::fs::write(path, rep.json(&device)) {
+        match std::fs::write(path, rep.json(device)) {
             Ok(()) => println!("wrote {path}"),
             Err(e) => {
                 eprintln!("could not write {path}: {e}");

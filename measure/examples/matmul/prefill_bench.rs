@@ -14,7 +14,7 @@ use std::time::Duration;
 use vkcompute::ops::{self, BatchedShape, MatmulCaps};
 use vkcompute::{Batch, Device, Result};
 
-use crate::f16_bench::{abs_error, error_bound, f16_inputs, profiled_rounds};
+use crate::f16_bench::{abs_error, error_bound, f16_inputs, profiled_rounds, transposed};
 use crate::Report;
 
 /// The projections of the prefill: name, K, N (M is the prompt's 512).
@@ -42,13 +42,10 @@ pub fn bench_prefill_shapes(
         let (abits, a) = f16_inputs(u64::from(k) * 3 + 1, mu * ku);
         let (bbits, b) = f16_inputs(u64::from(n) * 5 + 2, ku * nu);
         // B stored N×K: the bound and the check read it as K×N.
-        let mut bt = vec![0u16; bbits.len()];
-        for r in 0..ku {
-            for c in 0..nu {
-                bt[c * ku + r] = bbits[r * nu + c];
-            }
-        }
-        let (ga, gb) = (gpu.upload(&abits)?, gpu.upload(&bt)?);
+        let (ga, gb) = (
+            gpu.upload(&abits)?,
+            gpu.upload(&transposed(&bbits, ku, nu))?,
+        );
         let gc = gpu.alloc::<f32>(mu * nu)?;
         let shape = BatchedShape::packed(1, m, k, n).with_b_transposed();
         let tile = ops::batched_tile(&shape, &caps);
