@@ -17,20 +17,26 @@ const REGISTRY_LIMIT: u64 = 10 * 1000 * 1000;
 /// Files cargo writes into every package beside the listed ones.
 const GENERATED: [&str; 3] = [".cargo_vcs_info.json", "Cargo.lock", "Cargo.toml.orig"];
 
-fn package_list() -> Vec<String> {
-    let root = env!("CARGO_MANIFEST_DIR");
+/// Runs `cargo package --allow-dirty --offline` with `args` in the crate's
+/// root; its standard output.
+fn cargo_package(args: &[&std::ffi::OsStr]) -> Vec<u8> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = Command::new(cargo)
-        .args(["package", "--list", "--allow-dirty", "--offline"])
-        .current_dir(root)
+        .args(["package", "--allow-dirty", "--offline"])
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .expect("cargo runs");
     assert!(
         out.status.success(),
-        "cargo package --list failed:\n{}",
+        "cargo package {args:?} failed:\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    String::from_utf8(out.stdout)
+    out.stdout
+}
+
+fn package_list() -> Vec<String> {
+    String::from_utf8(cargo_package(&["--list".as_ref()]))
         .expect("file names are UTF-8")
         .lines()
         .map(str::to_owned)
@@ -106,19 +112,11 @@ fn the_package_fits_the_registry_limit() {
     // tests build the crate already) into a directory of its own, so that
     // the running build's target directory is not touched.
     let scratch = Path::new(env!("CARGO_TARGET_TMPDIR")).join("package");
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let out = Command::new(cargo)
-        .args(["package", "--no-verify", "--offline", "--allow-dirty"])
-        .arg("--target-dir")
-        .arg(&scratch)
-        .current_dir(root)
-        .output()
-        .expect("cargo runs");
-    assert!(
-        out.status.success(),
-        "cargo package failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    cargo_package(&[
+        "--no-verify".as_ref(),
+        "--target-dir".as_ref(),
+        scratch.as_os_str(),
+    ]);
     let name = format!(
         "{}-{}.crate",
         env!("CARGO_PKG_NAME"),
