@@ -8,6 +8,10 @@ comma-free strings), and writes it to --out when given.
         [--persist PATH]   # a built scripts/cuda_reference_persist.cu binary,
                            # or the .cu file itself (built with nvcc when present)
         [--matmul]         # only the matmul references (below), as JSON
+        [--prefill-linear] # only cuBLAS at the Qwen3-4B prefill's projections
+        [--prefill-attention]
+                           # only causal attention at the Qwen3-4B prefill's
+                           # shape (below)
 
 `--matmul` measures what the f16 benchmark of measure/examples/matmul compares
 with, and only that: cuBLAS f16 and bf16 (f32 accumulation, as torch.matmul
@@ -289,6 +293,40 @@ def prefill_linear_refs(res, quick):
         del x, w
 
 
+def prefill_attention_refs(res, quick):
+    """Causal attention of one sequence of 512 tokens at Qwen3-4B's heads
+    (32 query heads over 8 kv heads of 128), f16 and bf16, through
+    F.scaled_dot_product_attention(is_causal=True, enable_gqa=True) (its
+    flash kernel): the figures beside attn_probe's `--prefill` rows
+    (`prefill512_attention_sdpa_<dtype>_us_min/_med/_max`, GPU µs per call).
+    FLOPs counted as the Vulkan side counts them: 4 · heads · dim · the
+    query-key pairs the causal mask keeps."""
+    d = torch.device("cuda")
+    g = torch.Generator(device=d).manual_seed(13)
+    t = 128 if quick else 512
+    hq, hkv, dim = 32, 8, 128
+    q = torch.randn(1, hq, t, dim, device=d, generator=g)
+    k = torch.randn(1, hkv, t, dim, device=d, generator=g)
+    v = torch.randn(1, hkv, t, dim, device=d, generator=g)
+    pairs = t * (t + 1) // 2
+    flops = 4 * hq * dim * pairs
+    res[f"prefill{t}_attention_flops"] = flops
+    for tag, dt, tol in (("f16", torch.float16, 1e-2), ("bf16", torch.bfloat16, 3e-2)):
+        qh, kh, vh = q.to(dt), k.to(dt), v.to(dt)
+        run = lambda: F.scaled_dot_product_attention(qh, kh, vh, is_causal=True, enable_gqa=True)
+        kr = kh.double().repeat_interleave(hq // hkv, dim=1)
+        vr = vh.double().repeat_interleave(hq // hkv, dim=1)
+        sc = (qh.double() @ kr.transpose(-1, -2)) / dim ** 0.5
+        mask = torch.ones(t, t, device=d, dtype=torch.bool).tril()
+        want = torch.softmax(sc.masked_fill(~mask, float("-inf")), dim=-1) @ vr
+        check(f"sdpa {tag}", run(), want, tol)
+        lo, med, hi = stats_time(run, reps=15, warm_s=0.05 if quick else 0.5)
+        for key, x in (("min", lo), ("med", med), ("max", hi)):
+            res[f"prefill{t}_attention_sdpa_{tag}_us_{key}"] = x * 1e6
+        res[f"prefill{t}_attention_sdpa_{tag}_TFLOPs_med"] = flops / med / 1e12
+        del qh, kh, vh, kr, vr, sc, want
+
+
 def transfers(res, quick):
     d = torch.device("cuda")
     nb = (64 if quick else 256) * MIB
@@ -407,6 +445,8 @@ def main():
     ap.add_argument("--matmul", action="store_true", help="only the matmul references")
     ap.add_argument("--prefill-linear", action="store_true",
                     help="only the Qwen3-4B prefill projections (with --matmul: both)")
+    ap.add_argument("--prefill-attention", action="store_true",
+                    help="only the Qwen3-4B prefill's causal attention (with the others: all)")
     a = ap.parse_args()
     torch.manual_seed(0)
     res = {
@@ -415,11 +455,13 @@ def main():
         "cuda": clean(torch.version.cuda),
     }
     t0 = time.time()
-    if a.matmul or a.prefill_linear:
+    if a.matmul or a.prefill_linear or a.prefill_attention:
         if a.matmul:
             matmul_refs(res, a.quick)
         if a.prefill_linear:
             prefill_linear_refs(res, a.quick)
+        if a.prefill_attention:
+            prefill_attention_refs(res, a.quick)
         res["seconds"] = round(time.time() - t0, 1)
         text = json.dumps(res, indent=1)
         print(text)

@@ -330,6 +330,7 @@ mod tests {
                 || name.starts_with("matmul_bf16w_cm2")
                 || name.starts_with("linear_cm2")
                 || name.starts_with("linear_tc_")
+                || name.starts_with("nn_attn_prefill_tc")
                 || *name == "matmul_cm2_decode";
             if !(name.starts_with("matmul_f16_khr") || cm2) {
                 continue;

@@ -6,7 +6,11 @@
 //! Bounds. Prefill: each output is a convex combination of value rows;
 //! f32 scores of at most 256 products and online sums over at most 257
 //! keys keep the error under 1e-4 of the largest |v| seen, plus one
-//! rounding to the element type. Causal softmax: as `ops::softmax` (1e-5
+//! rounding to the element type. On the tensor-core kernel (f16 where the
+//! adapter has it) the probabilities weighting the values are rounded to
+//! f16 (relative 2^-11 each, and the sum divided by is the sum of those
+//! rounded values), which moves a weighted mean by at most 2^-11 · 2 of
+//! the largest |v|: 2^-10 · max|v| more. Causal softmax: as `ops::softmax` (1e-5
 //! relative for rows this short) plus one rounding.
 
 mod common;
@@ -14,6 +18,7 @@ mod nn_support;
 
 use nn_support::*;
 use vkcompute::ops::nn::{self, PrefillShape};
+use vkcompute::ops::{Bf16, F16};
 use vkcompute::Device;
 
 /// Prefill attention in f64, with the largest |v| each output mixes.
@@ -87,6 +92,9 @@ fn prefill_at<T: TestElem>(gpu: &Device) {
         (2, 19, 2, 1, 5),
         (1, 45, 8, 2, 130),
         (2, 40, 4, 2, 128),
+        // Several 64-query tiles at a head width of exactly 64, three
+        // sequences (the tensor-core kernel's tiles and batch offsets).
+        (3, 150, 4, 2, 64),
     ];
     for (bsz, tokens, hq, hkv, d) in cases {
         let shape = PrefillShape {
@@ -113,12 +121,17 @@ fn prefill_at<T: TestElem>(gpu: &Device) {
         nn::attention_prefill(&mut b, &qs, &ks, &vs, &out, shape, scale).unwrap();
         b.submit().unwrap();
         let (want, vmax) = prefill_ref(&qf, &kf, &vf, shape, scale);
+        let p16 = if nn::attention_prefill_on_tensor_cores::<T>(gpu.info(), d) {
+            1.0 / 1024.0
+        } else {
+            0.0
+        };
         let what = format!(
             "attention_prefill {} {bsz}x{tokens}x{hq}/{hkv}x{d}",
             T::NAME
         );
         assert_within(&what, &download(&out), &want, T::U, &|i| {
-            1e-4 * vmax[i] + T::TINY
+            (1e-4 + p16) * vmax[i] + T::TINY
         });
         // The check can fail: attention over every key (no causal mask)
         // disagrees.
@@ -178,6 +191,29 @@ fn prefill_attention_matches_the_reference() {
     let gpu = common::gpu();
     each_dtype!(&gpu, prefill_at);
     common::assert_clean(&gpu);
+}
+
+/// Which kernel the f16 cases above ran: where the adapter has the
+/// tensor-core prefill, it takes f16 heads up to 128 wide and nothing else.
+#[test]
+fn f16_prefill_takes_the_tensor_cores_where_the_adapter_has_them() {
+    let gpu = common::gpu();
+    let info = gpu.info();
+    if !nn::attention_prefill_on_tensor_cores::<F16>(info, 128) {
+        common::skipped(
+            "tensor-core prefill attention: the adapter lacks VK_NV_cooperative_matrix2's \
+             workgroup-scope f16 products with reductions, conversions and per-element \
+             operations (the f16 cases ran the f32-arithmetic kernel)",
+        );
+        return;
+    }
+    println!("f16 prefill attention: the tensor-core kernel (nn_attn_prefill_tc)");
+    for d in [1, 5, 64, 65, 128] {
+        assert!(nn::attention_prefill_on_tensor_cores::<F16>(info, d), "{d}");
+    }
+    assert!(!nn::attention_prefill_on_tensor_cores::<F16>(info, 129));
+    assert!(!nn::attention_prefill_on_tensor_cores::<f32>(info, 128));
+    assert!(!nn::attention_prefill_on_tensor_cores::<Bf16>(info, 128));
 }
 
 fn causal_softmax_at<T: TestElem>(gpu: &Device) {

@@ -11,7 +11,8 @@
 //!
 //! On the f16 path ([`crate::model::PrefillMatmul`], `prefill16.rs`) the
 //! projections and MLP are f16 products over all prompt rows at once: the
-//! whole prompt is one chunk.
+//! whole prompt is one chunk; attention runs on f16 copies of q, k and v
+//! where the adapter runs f16 prefill attention on its tensor cores.
 
 use vkcompute::ops::nn::{self, PrefillShape};
 use vkcompute::ops::{self, Epilogue};
@@ -158,7 +159,10 @@ impl Model {
                 }
             }
             let (q, k, v) = (all.q()?, all.k()?, all.v()?);
-            nn::attention_prefill(&mut b, &q, &k, &v, &all.ao, ps, self.scale())?;
+            match half {
+                Some(h) => h.attend(&mut b, [&q, &k, &v], &all.ao, ps, self.scale())?,
+                None => nn::attention_prefill(&mut b, &q, &k, &v, &all.ao, ps, self.scale())?,
+            }
             for c in &chunks {
                 let r = c.rows.unwrap_or(&all);
                 if c.rows.is_some() {

@@ -7,10 +7,15 @@
 //! `VK_NV_cooperative_matrix2` where the adapter has them, a portable
 //! kernel elsewhere). The epilogues run as their own ops on the f32
 //! product: the residual add in f32, SiLU·mul on the gate|up halves.
+//!
+//! Where `nn::attention_prefill` runs f16 heads on the tensor cores
+//! ([`nn::attention_prefill_on_tensor_cores`]), the f16 path's attention
+//! does too: q, k and v are converted to f16 copies, and the output back
+//! to f32 ([`Half::attend`]).
 
-use vkcompute::ops::nn;
+use vkcompute::ops::nn::{self, PrefillShape};
 use vkcompute::ops::{self, BatchedShape, Epilogue, MatmulCaps, F16};
-use vkcompute::{AdapterInfo, Batch, Buffer, Device};
+use vkcompute::{AdapterInfo, Batch, Buffer, BufferSlice, Device};
 
 use crate::buffers::{Dims, WBuf};
 use crate::config::WeightDtype;
@@ -27,8 +32,10 @@ use crate::model::{ModelError, Result};
 /// weights past ±65504 would overflow and ones below 2^-14 in magnitude
 /// lose bits (f16 subnormals), so this path is for checkpoints whose
 /// weights and activations stay within f16's range. Accumulation and
-/// everything outside the projections (norms, rotary, attention, the KV
-/// cache, residuals) stay in f32.
+/// everything outside the projections (norms, rotary, the KV cache,
+/// residuals) stay in f32; so does attention, except where it runs on the
+/// tensor cores: there q, k and v are rounded to f16 as well, and the
+/// probabilities weighting the values (`nn::attention_prefill`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum PrefillMatmul {
     /// [`PrefillMatmul::F16`] for prompts of more than
@@ -109,6 +116,9 @@ pub(crate) struct Half {
     a_bits: Buffer<u16>,
     /// `[n, width]` f32 products ahead of an epilogue.
     c: Buffer<f32>,
+    /// f16 q, k, v and attention output, where attention runs on the
+    /// tensor cores.
+    attn: Option<[Buffer<F16>; 4]>,
 }
 
 fn bits(b: &Buffer<F16>) -> Result<Buffer<u16>> {
@@ -126,13 +136,47 @@ impl Half {
         let widest_in = d.hidden.max(d.qw()).max(d.inter) as usize;
         let widest_out = d.hidden.max(2 * d.inter) as usize;
         let a = gpu.alloc::<F16>(n * widest_in)?;
+        let attn = if nn::attention_prefill_on_tensor_cores::<F16>(gpu.info(), d.head_dim) {
+            let (q, kv) = (n * d.qw() as usize, n * d.kvw() as usize);
+            Some([
+                gpu.alloc::<F16>(q)?,
+                gpu.alloc::<F16>(kv)?,
+                gpu.alloc::<F16>(kv)?,
+                gpu.alloc::<F16>(q)?,
+            ])
+        } else {
+            None
+        };
         Ok(Half {
             w_bits: bits(&w)?,
             w,
             a_bits: bits(&a)?,
             a,
             c: gpu.alloc::<f32>(n * widest_out)?,
+            attn,
         })
+    }
+
+    /// Records causal attention of the prompt's f32 `q`, `k`, `v` into
+    /// `out`: on the tensor cores through f16 copies where
+    /// `nn::attention_prefill` runs f16 heads there, else in f32.
+    pub(crate) fn attend(
+        &self,
+        b: &mut Batch,
+        [q, k, v]: [&BufferSlice<'_, f32>; 3],
+        out: &Buffer<f32>,
+        shape: PrefillShape,
+        scale: f32,
+    ) -> Result<()> {
+        let Some([q16, k16, v16, o16]) = &self.attn else {
+            return Ok(nn::attention_prefill(b, q, k, v, out, shape, scale)?);
+        };
+        ops::convert(b, q, q16)?;
+        ops::convert(b, k, k16)?;
+        ops::convert(b, v, v16)?;
+        nn::attention_prefill(b, q16, k16, v16, o16, shape, scale)?;
+        ops::convert(b, o16, out)?;
+        Ok(())
     }
 
     /// Records `out = epilogue(x·Wᵀ)` for `x` `[m, k]` (f32) and the

@@ -8,7 +8,7 @@
 //! | activation | [`silu_mul`], [`silu_mul_halves`] |
 //! | positions | [`rotary`] with [`rope_inv_freq`] (Llama 3 [`RopeScaling`]) |
 //! | tokens | [`embedding`], [`argmax`], [`sample`] |
-//! | attention | [`kv_append`], [`attention_decode`], [`attention_prefill`], [`causal_softmax`] |
+//! | attention | [`kv_append`], [`attention_decode`], [`attention_prefill`] (f16 on tensor cores: [`attention_prefill_on_tensor_cores`]), [`causal_softmax`] |
 //! | fused | [`qk_norm_rope_append`]: q/k norms, rotary and the KV append in one dispatch |
 //!
 //! ```
@@ -34,7 +34,10 @@
 //! or [`Bf16`] ([`NnElement`]); one op's tensors share one type, so a
 //! mismatch does not compile. 16-bit types need the adapter's 16-bit storage
 //! (`storageBuffer16BitAccess`). Arithmetic is f32 throughout; a 16-bit
-//! result is rounded once, to nearest even.
+//! result is rounded once, to nearest even. The one exception is
+//! [`attention_prefill`] on f16 tensors where it runs on tensor cores
+//! ([`attention_prefill_on_tensor_cores`]): its probabilities are rounded
+//! to f16 before they weight the values.
 //!
 //! **Bad input** (a shape that does not fit, a zero dimension, head counts
 //! that do not divide, a parameter out of range) is an
@@ -79,7 +82,7 @@ pub use decode_qk::{attention_decode_qk, attention_decode_qkv};
 pub use gather::embedding;
 pub use kv::{kv_append, KvShape};
 pub use norm::{layer_norm, rms_norm};
-pub use prefill::{attention_prefill, PrefillShape};
+pub use prefill::{attention_prefill, attention_prefill_on_tensor_cores, PrefillShape};
 pub use qk::{qk_norm_rope_append, QkNorm, QkShape};
 pub use rope::{rope_inv_freq, rotary, RopeScaling, MAX_ROTARY_HEAD_DIM};
 pub use sample::{sample, sample_uniform, SampleParams, MAX_VOCAB};

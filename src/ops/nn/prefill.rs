@@ -12,13 +12,25 @@
 //! 100 at 32 KiB) the tiles hold 16 rows, and where not even those fit the
 //! narrow kernel (`nn_attn_prefill_small.comp`, 16 queries against key
 //! tiles of up to 16) runs.
+//!
+//! f16 tensors of head_dim up to 128, on an adapter with
+//! `VK_NV_cooperative_matrix2`'s workgroup scope, reductions, conversions
+//! and per-element operations, run on the tensor cores instead
+//! (`nn_attn_prefill_tc.comp`): 64 queries per workgroup against key tiles
+//! of 64, both products as f16 cooperative-matrix products with f32
+//! accumulation, flash-attention style. Its probabilities enter the second
+//! product rounded to f16 (and the row sums add those rounded values), so
+//! each output may differ from the f32-arithmetic kernels by up to about
+//! 2^-10 of the largest |v| it mixes, besides the final rounding to f16
+//! ([`attention_prefill_on_tensor_cores`] says which kernel runs).
 
+use crate::adapter::AdapterInfo;
 use crate::batch::Batch;
 use crate::error::Result;
 
 use super::{
     check_disjoint, check_elems, check_heads, check_nonzero, device_for, kernel_name, product,
-    shape_err, NnElement, NnOperand,
+    shape_err, NnDtype, NnElement, NnOperand,
 };
 
 /// Threads of a workgroup, as `LOCAL` in the shaders.
@@ -51,6 +63,79 @@ fn plan(head_dim: u32, max_shared: u32) -> Plan {
     Plan::Small
 }
 
+/// Threads of a workgroup of the tensor-core kernel.
+const TC_LOCAL: u32 = 128;
+/// Queries per workgroup and keys per step of the tensor-core kernel.
+const TC_TILE: u32 = 64;
+
+/// The padded head width (64 or 128) the tensor-core kernel runs
+/// `head_dim` at, where the adapter's workgroup-scope f16 granularity
+/// `(M, N, K)` divides the kernel's three products (BR×D by D×BC, BR×BC by
+/// BC×BC, BR×BC by BC×D, with BR = BC = 64); `None` past 128 or where it
+/// does not divide. Pure.
+fn tc_width(head_dim: u32, granularity: Option<[u32; 3]>, max_dimension: u32) -> Option<u32> {
+    let [gm, gn, gk] = granularity?;
+    let d = [64, 128].into_iter().find(|&d| head_dim <= d)?;
+    let divides = |g: u32, x: u32| g > 0 && x % g == 0;
+    let fits = divides(gm, TC_TILE)
+        && divides(gn, TC_TILE)
+        && divides(gn, d)
+        && divides(gk, TC_TILE)
+        && divides(gk, d)
+        && d.max(TC_TILE) <= max_dimension;
+    fits.then_some(d)
+}
+
+/// The finest workgroup-scope f16 · f16 + f32 shape (M, N, K granularity)
+/// for workgroups of the tensor-core kernel's size, and the largest
+/// flexible dimension, where the adapter has every `VK_NV_cooperative_matrix2`
+/// feature the kernel uses (workgroup scope, flexible dimensions, tensor
+/// addressing, reductions, conversions, per-element operations) and f16
+/// arithmetic and storage.
+fn tc_granularity(info: &AdapterInfo) -> (Option<[u32; 3]>, u32) {
+    let Some(v) = info.cooperative_matrix_features.nv2.as_ref() else {
+        return (None, 0);
+    };
+    let usable = v.workgroup_scope
+        && v.flexible_dimensions
+        && v.tensor_addressing
+        && v.reductions
+        && v.conversions
+        && v.per_element_operations
+        && v.workgroup_scope_max_workgroup_size >= TC_LOCAL
+        && info.float16
+        && info.storage_buffer16;
+    if !usable {
+        return (None, 0);
+    }
+    let g = v
+        .flexible_shapes
+        .iter()
+        .filter(|s| s.is_f16_f32_workgroup(TC_LOCAL))
+        .map(|s| [s.m_granularity, s.n_granularity, s.k_granularity])
+        .min_by_key(|g| u64::from(g[0]) * u64::from(g[1]) * u64::from(g[2]));
+    (g, v.flexible_dimensions_max_dimension)
+}
+
+/// The tensor-core kernel's padded head width for `T` tensors of
+/// `head_dim` on the adapter of `info`, or `None` where another kernel runs.
+fn tc_plan<T: NnElement>(info: &AdapterInfo, head_dim: u32) -> Option<u32> {
+    if T::NN != NnDtype::F16 {
+        return None;
+    }
+    let (g, max_dimension) = tc_granularity(info);
+    tc_width(head_dim, g, max_dimension)
+}
+
+/// Whether [`attention_prefill`] on `T` tensors with heads of `head_dim`
+/// runs on the tensor cores on the adapter of `info`: f16 tensors, a
+/// head_dim of at most 128, and `VK_NV_cooperative_matrix2` with workgroup
+/// scope, reductions, conversions and per-element operations (see the
+/// module docs for what changes in the arithmetic).
+pub fn attention_prefill_on_tensor_cores<T: NnElement>(info: &AdapterInfo, head_dim: u32) -> bool {
+    tc_plan::<T>(info, head_dim).is_some()
+}
+
 /// The shapes of an [`attention_prefill`]: queries and output `[batch,
 /// tokens, q_heads, head_dim]`, keys and values `[batch, tokens, kv_heads,
 /// head_dim]` (token-major, as the projections write them).
@@ -72,6 +157,11 @@ pub struct PrefillShape {
 /// head `h` attends to keys `0..=i` of kv head `h / (q_heads / kv_heads)`,
 /// `out = softmax(scale * q · kᵀ) · v`. `scale` is usually
 /// `1 / sqrt(head_dim)`. `out` must not overlap `q`, `k` or `v`.
+///
+/// f16 tensors run on the tensor cores where
+/// [`attention_prefill_on_tensor_cores`] says so, with probabilities
+/// rounded to f16 before they weight the values (the module docs give the
+/// bound); elsewhere every kernel computes in f32.
 #[allow(clippy::too_many_arguments)]
 pub fn attention_prefill<T: NnElement>(
     batch: &mut Batch,
@@ -95,20 +185,32 @@ pub fn attention_prefill<T: NnElement>(
     check_disjoint(OP, "out", out, "k", k)?;
     check_disjoint(OP, "out", out, "v", v)?;
     let gpu = device_for::<T>(OP, q)?;
+    let ys = b * q_heads; // <= n_q, so it fits
+    let max = gpu.info().max_workgroup_count;
+    if let Some(width) = tc_plan::<T>(gpu.info(), head_dim) {
+        let tiles = tokens.div_ceil(TC_TILE);
+        if tiles > max[0] || ys > max[1] {
+            return Err(grid_err(tiles, ys, max));
+        }
+        let name = if width == 64 {
+            "nn_attn_prefill_tc_d64"
+        } else {
+            "nn_attn_prefill_tc"
+        };
+        let kernel = crate::builtins::get(&gpu.inner, name, &[])?;
+        let pc = [tokens, q_heads, kv_heads, head_dim, scale.to_bits()];
+        let pc = crate::ops::words(&pc);
+        batch.run_configured(&kernel, &[q, k, v, out], [tiles, ys, 1], Some(&pc))?;
+        return Ok(());
+    }
     let plan = plan(head_dim, gpu.info().max_shared_memory);
     let qt = match plan {
         Plan::Tiled { qt, .. } => qt,
         Plan::Small => 16,
     };
     let tiles = tokens.div_ceil(qt);
-    let ys = b * q_heads; // <= n_q, so it fits
-    let max = gpu.info().max_workgroup_count;
     if tiles > max[0] || ys > max[1] {
-        return Err(shape_err(
-            OP,
-            "q",
-            format!("{tiles} query tiles x {ys} heads exceed the adapter's workgroup grid {max:?}"),
-        ));
+        return Err(grid_err(tiles, ys, max));
     }
     let (kernel, pc) = match plan {
         Plan::Tiled { qt, tile4 } => {
@@ -140,6 +242,16 @@ pub fn attention_prefill<T: NnElement>(
     let pc = crate::ops::words(&pc);
     batch.run_configured(&kernel, &[q, k, v, out], [tiles, ys, 1], Some(&pc))?;
     Ok(())
+}
+
+/// The error of a grid of `tiles` query tiles by `ys` heads past the
+/// adapter's `max`.
+fn grid_err(tiles: u32, ys: u32, max: [u32; 3]) -> crate::error::Error {
+    shape_err(
+        "ops::nn::attention_prefill",
+        "q",
+        format!("{tiles} query tiles x {ys} heads exceed the adapter's workgroup grid {max:?}"),
+    )
 }
 
 /// The checks of [`attention_prefill`] on its shape, scale and the element
@@ -205,6 +317,25 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn tensor_core_widths_pad_to_64_or_128() {
+        let g = Some([32, 32, 16]);
+        assert_eq!(tc_width(1, g, 256), Some(64));
+        assert_eq!(tc_width(64, g, 256), Some(64));
+        assert_eq!(tc_width(65, g, 256), Some(128));
+        assert_eq!(tc_width(128, g, 256), Some(128));
+        assert_eq!(tc_width(129, g, 256), None);
+        assert_eq!(tc_width(256, g, 256), None);
+        // No workgroup-scope shape, or one that does not divide the tiles.
+        assert_eq!(tc_width(128, None, 256), None);
+        assert_eq!(tc_width(128, Some([48, 32, 16]), 256), None);
+        assert_eq!(tc_width(64, Some([32, 128, 16]), 256), None);
+        assert_eq!(tc_width(64, Some([32, 32, 128]), 256), None);
+        // Dimensions past the adapter's largest flexible one.
+        assert_eq!(tc_width(128, g, 64), None);
+        assert_eq!(tc_width(64, g, 64), Some(64));
     }
 
     #[test]
