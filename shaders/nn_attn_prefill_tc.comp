@@ -31,6 +31,8 @@
 //
 // target-env: vulkan1.3
 // variant: nn_attn_prefill_tc_d64 HEAD_D=64
+// variant: nn_attn_prefill_tc_t256 THREADS=256
+// variant: nn_attn_prefill_tc_bc32 BC_KEYS=32
 #extension GL_KHR_cooperative_matrix : require
 #extension GL_NV_cooperative_matrix2 : require
 #extension GL_KHR_memory_scope_semantics : require
@@ -41,11 +43,17 @@
 #ifndef HEAD_D
 #define HEAD_D 128
 #endif
+#ifndef THREADS
+#define THREADS 128
+#endif
+#ifndef BC_KEYS
+#define BC_KEYS 64
+#endif
 const uint D = HEAD_D;
-const uint BR = 64;  // queries per workgroup
-const uint BC = 64;  // keys per step
+const uint BR = 64;       // queries per workgroup
+const uint BC = BC_KEYS;  // keys per step
 
-layout(local_size_x = 128, local_size_y = 1, local_size_z = 1) in;
+layout(local_size_x = THREADS, local_size_y = 1, local_size_z = 1) in;
 layout(std430, set = 0, binding = 0) readonly buffer Q { float16_t q[]; };
 layout(std430, set = 0, binding = 1) readonly buffer K { float16_t k[]; };
 layout(std430, set = 0, binding = 2) readonly buffer V { float16_t v[]; };

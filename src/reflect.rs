@@ -215,6 +215,20 @@ pub(crate) fn check_structure(words: &[u32]) -> Result<()> {
     Ok(())
 }
 
+/// `words` with what the reflection parser cannot read made opaque
+/// (cooperative-matrix types, [`without_coopmat_types`]; the instructions it
+/// does not know, [`without_unknown_ops`]), or `None` when it has none.
+fn opaque_to_parser(words: &[u32]) -> Option<Vec<u32>> {
+    let coop = without_coopmat_types(words);
+    match without_unknown_ops(coop.as_deref().unwrap_or(words)) {
+        Some(known) => Some(known),
+        None => coop,
+    }
+}
+
+/// The reason [`parse`] gives when the parser panicked.
+const PARSER_PANICKED: &str = "the reflection parser rejected the module";
+
 /// Runs spirq over `words`, turning its errors and panics into `InvalidSpirv`.
 fn parse(words: &[u32]) -> Result<Vec<spirq::prelude::EntryPoint>> {
     // spirq is not hardened against hostile input; a panic inside it must not
@@ -231,7 +245,7 @@ fn parse(words: &[u32]) -> Result<Vec<spirq::prelude::EntryPoint>> {
             reason: e.to_string(),
         }),
         Err(_) => Err(Error::InvalidSpirv {
-            reason: "the reflection parser rejected the module".into(),
+            reason: PARSER_PANICKED.into(),
         }),
     }
 }
@@ -256,27 +270,22 @@ pub(crate) fn reflect_with_elements(
     if !declares_unknown_to_validator(words) {
         spirv_tools::validate(words).map_err(|reason| Error::InvalidSpirv { reason })?;
     }
-    // spirq cannot evaluate some specialization-constant expressions (any
-    // that read a component of a composite, such as `gl_WorkGroupSize.x`
-    // under `local_size_x_id`). None of them decides what is reflected here,
-    // so when parsing fails, parse again with them replaced by plain constants.
-    // It cannot parse cooperative-matrix types either (which never hold
-    // a binding): those are replaced by an opaque type it knows.
-    let entry_points = match parse(words) {
+    // spirq cannot parse cooperative-matrix types (which never hold a
+    // binding) nor the instructions of SPV_NV_cooperative_matrix2 and
+    // SPV_NV_tensor_addressing (some of which make it panic): a module with
+    // any of them is parsed with those made opaque from the start. Nor can
+    // it evaluate some specialization-constant expressions (any that read a
+    // component of a composite, such as `gl_WorkGroupSize.x` under
+    // `local_size_x_id`). None of them decides what is reflected here, so
+    // when parsing fails, parse again with them replaced by plain constants.
+    let coop = opaque_to_parser(words);
+    let base = coop.as_deref().unwrap_or(words);
+    let entry_points = match parse(base) {
         Ok(eps) => eps,
-        Err(e) => {
-            let coop = without_coopmat_types(words);
-            let coop = match without_unknown_ops(coop.as_deref().unwrap_or(words)) {
-                Some(known) => Some(known),
-                None => coop,
-            };
-            let base = coop.as_deref().unwrap_or(words);
-            match (without_spec_ops(base), coop.is_some()) {
-                (Some(plain), _) => parse(&plain).map_err(|_| e)?,
-                (None, true) => parse(base).map_err(|_| e)?,
-                (None, false) => return Err(e),
-            }
-        }
+        Err(e) => match without_spec_ops(base) {
+            Some(plain) => parse(&plain).map_err(|_| e)?,
+            None => return Err(e),
+        },
     };
     let compute: Vec<_> = entry_points
         .iter()

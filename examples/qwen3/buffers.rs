@@ -9,7 +9,9 @@ use crate::checkpoint::HostTensor;
 use crate::config::{Arch, Config, WeightDtype};
 use crate::model::Result;
 
-/// A weight matrix on the device in its stored dtype.
+/// A weight matrix on the device in its stored dtype (a clone shares the
+/// device buffer).
+#[derive(Clone)]
 pub enum WBuf {
     /// f32.
     F32(Buffer<f32>),
@@ -25,6 +27,15 @@ impl WBuf {
             WBuf::F32(b) => b.into(),
             WBuf::F16(b) => b.into(),
             WBuf::Bf16(b) => b.into(),
+        }
+    }
+
+    /// Elements of the matrix.
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            WBuf::F32(b) => b.len(),
+            WBuf::F16(b) => b.len(),
+            WBuf::Bf16(b) => b.len(),
         }
     }
 

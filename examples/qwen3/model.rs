@@ -217,9 +217,9 @@ pub struct Model {
     /// Tokens that end a sequence (the config's `eos_token_id`).
     pub(crate) eos: Vec<u32>,
     pub(crate) load_stats: LoadStats,
-    /// The f16 prefill's weight scratch (its largest layer weight),
-    /// allocated at its first use.
-    pub(crate) w16: Option<Buffer<F16>>,
+    /// The f16 prefill's two weight slots (each of its largest layer
+    /// weight), allocated at their first use.
+    pub(crate) w16: Option<[Buffer<F16>; 2]>,
 }
 
 fn host_f32(t: &HostTensor<'_>) -> Vec<f32> {
@@ -457,14 +457,18 @@ impl Model {
         let w = match &self.w16 {
             Some(w) => w.clone(),
             None => {
-                let w = self
-                    .gpu
-                    .alloc::<F16>(prefill16::largest_weight(&self.dims))?;
+                let most = prefill16::largest_weight(&self.dims);
+                let w = [self.gpu.alloc::<F16>(most)?, self.gpu.alloc::<F16>(most)?];
                 self.w16 = Some(w.clone());
                 w
             }
         };
-        Ok(Some(Half::new(&self.gpu, &self.dims, w, n)?))
+        let order = self
+            .layers
+            .iter()
+            .flat_map(|l| [&l.qkv, &l.o, &l.gate_up, &l.down])
+            .filter(|w| !matches!(w, WBuf::F32(_)));
+        Ok(Some(Half::new(&self.gpu, &self.dims, w, order, n)?))
     }
 
     /// The device.

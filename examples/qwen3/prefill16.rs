@@ -1,17 +1,26 @@
 //! The prefill's projections as f16 matrix products over the whole prompt
 //! ([`PrefillMatmul`]): per projection, the layer's 16-bit weight is
-//! converted to f16 into one scratch buffer (reused by every projection of
-//! every layer), the f32 activations to f16, and one
+//! converted to f16 into one of two scratch slots (reused by every
+//! projection of every layer), the f32 activations to f16, and one
 //! `ops::matmul_f16_batched` with B stored `[out, in]` computes all prompt
 //! rows at once with f32 accumulation (tensor cores through
 //! `VK_NV_cooperative_matrix2` where the adapter has them, a portable
 //! kernel elsewhere). The epilogues run as their own ops on the f32
 //! product: the residual add in f32, SiLU·mul on the gate|up halves.
 //!
+//! The weights' conversions overlap the products: right after a
+//! projection's product is recorded, the next projection's weight (in the
+//! model's order: q|k|v, o, gate|up, down, then the next layer's) is
+//! converted into the other slot. The two share the batch's barrier
+//! interval (the conversion touches nothing the product does), so the GPU
+//! runs the memory-bound conversion beside the compute-bound product.
+//!
 //! Where `nn::attention_prefill` runs f16 heads on the tensor cores
 //! ([`nn::attention_prefill_on_tensor_cores`]), the f16 path's attention
 //! does too: q, k and v are converted to f16 copies, and the output back
 //! to f32 ([`Half::attend`]).
+
+use std::cell::Cell;
 
 use vkcompute::ops::nn::{self, PrefillShape};
 use vkcompute::ops::{self, BatchedShape, Epilogue, MatmulCaps, F16};
@@ -108,9 +117,17 @@ pub(crate) fn largest_weight(d: &Dims) -> usize {
 
 /// The scratch of the f16 projections of `n` prompt rows.
 pub(crate) struct Half {
-    /// One layer weight in f16 (sized for the largest), and its bits.
-    w: Buffer<F16>,
-    w_bits: Buffer<u16>,
+    /// Two slots of one layer weight in f16 (sized for the largest), and
+    /// their bits.
+    w: [Buffer<F16>; 2],
+    w_bits: [Buffer<u16>; 2],
+    /// The model's 16-bit weights in the order the prefill projects with
+    /// them, each with the address of the model's own [`WBuf`] (to know
+    /// it again when a projection names it; never dereferenced).
+    order: Vec<(*const WBuf, WBuf)>,
+    /// The weight already converted into a slot: its index in `order`
+    /// and the slot.
+    staged: Cell<Option<(usize, usize)>>,
     /// `[n, k]` activations in f16 (k up to the widest input), and bits.
     a: Buffer<F16>,
     a_bits: Buffer<u16>,
@@ -129,9 +146,16 @@ fn bits(b: &Buffer<F16>) -> Result<Buffer<u16>> {
 }
 
 impl Half {
-    /// Scratch for `n` rows; `w` is the model's f16 weight scratch (of
-    /// [`largest_weight`] elements).
-    pub(crate) fn new(gpu: &Device, d: &Dims, w: Buffer<F16>, n: u32) -> Result<Half> {
+    /// Scratch for `n` rows; `w` is the model's two f16 weight slots (each
+    /// of [`largest_weight`] elements) and `order` its 16-bit weights in
+    /// the order the prefill's projections take them.
+    pub(crate) fn new<'a>(
+        gpu: &Device,
+        d: &Dims,
+        w: [Buffer<F16>; 2],
+        order: impl Iterator<Item = &'a WBuf>,
+        n: u32,
+    ) -> Result<Half> {
         let n = n as usize;
         let widest_in = d.hidden.max(d.qw()).max(d.inter) as usize;
         let widest_out = d.hidden.max(2 * d.inter) as usize;
@@ -148,8 +172,10 @@ impl Half {
             None
         };
         Ok(Half {
-            w_bits: bits(&w)?,
+            w_bits: [bits(&w[0])?, bits(&w[1])?],
             w,
+            order: order.map(|x| (x as *const WBuf, x.clone())).collect(),
+            staged: Cell::new(None),
             a_bits: bits(&a)?,
             a,
             c: gpu.alloc::<f32>(n * widest_out)?,
@@ -195,31 +221,60 @@ impl Half {
         n: u32,
         epilogue: Epilogue<'_>,
     ) -> Result<()> {
-        let wn = k as usize * n as usize;
-        let wdst = self.w.slice(0..wn)?;
-        match w {
-            WBuf::F16(src) => ops::convert(b, src, &wdst)?,
-            WBuf::Bf16(src) => ops::convert(b, src, &wdst)?,
-            WBuf::F32(_) => {
-                return Err(ModelError::Input {
-                    what: "f16 projection",
-                    detail: "the weight is f32; f32 weights take ops::linear".into(),
-                })
-            }
+        if matches!(w, WBuf::F32(_)) {
+            return Err(ModelError::Input {
+                what: "f16 projection",
+                detail: "the weight is f32; f32 weights take ops::linear".into(),
+            });
         }
+        let want = k as usize * n as usize;
+        if w.len() != want {
+            return Err(ModelError::Input {
+                what: "f16 projection",
+                detail: format!(
+                    "the weight has {} elements; [n, k] = [{n}, {k}] needs {want}",
+                    w.len()
+                ),
+            });
+        }
+        let at = self.order.iter().position(|(p, _)| std::ptr::eq(*p, w));
+        let slot = match (self.staged.take(), at) {
+            (Some((i, slot)), Some(j)) if i == j => slot,
+            (staged, _) => {
+                // Not converted ahead: into the slot no staged weight holds.
+                let slot = staged.map_or(0, |(_, s)| 1 - s);
+                self.convert_weight(b, w, slot)?;
+                slot
+            }
+        };
         ops::convert(b, x, &self.a.slice(0..m as usize * k as usize)?)?;
         let shape = BatchedShape::packed(1, m, k, n).with_b_transposed();
         let mn = m as usize * n as usize;
+        let (wb, c) = (&self.w_bits[slot], &self.c);
         match epilogue {
-            Epilogue::None => ops::matmul_f16_batched(b, &self.a_bits, &self.w_bits, out, shape)?,
-            Epilogue::Residual(r) => {
-                ops::matmul_f16_batched(b, &self.a_bits, &self.w_bits, &self.c, shape)?;
-                ops::add(b, r, &self.c.slice(0..mn)?, out)?;
-            }
-            Epilogue::SiluMul => {
-                ops::matmul_f16_batched(b, &self.a_bits, &self.w_bits, &self.c, shape)?;
-                nn::silu_mul_halves(b, &self.c.slice(0..mn)?, out, m, n / 2)?;
-            }
+            Epilogue::None => ops::matmul_f16_batched(b, &self.a_bits, wb, out, shape)?,
+            _ => ops::matmul_f16_batched(b, &self.a_bits, wb, c, shape)?,
+        }
+        // The next weight, into the other slot, beside this product.
+        if let Some((_, next)) = at.and_then(|i| self.order.get(i + 1)) {
+            self.convert_weight(b, next, 1 - slot)?;
+            self.staged.set(at.map(|i| (i + 1, 1 - slot)));
+        }
+        match epilogue {
+            Epilogue::None => {}
+            Epilogue::Residual(r) => ops::add(b, r, &c.slice(0..mn)?, out)?,
+            Epilogue::SiluMul => nn::silu_mul_halves(b, &c.slice(0..mn)?, out, m, n / 2)?,
+        }
+        Ok(())
+    }
+
+    /// Records the conversion of the 16-bit weight `w` to f16 into `slot`.
+    fn convert_weight(&self, b: &mut Batch, w: &WBuf, slot: usize) -> Result<()> {
+        let dst = self.w[slot].slice(0..w.len())?;
+        match w {
+            WBuf::F16(src) => ops::convert(b, src, &dst)?,
+            WBuf::Bf16(src) => ops::convert(b, src, &dst)?,
+            WBuf::F32(_) => {}
         }
         Ok(())
     }

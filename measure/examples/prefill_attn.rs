@@ -12,13 +12,16 @@
 //! the same shape.
 //!
 //! `--statistics` then prints the driver's pipeline statistics (registers,
-//! local and shared memory) of the prefill kernels that ran.
+//! local and shared memory) of the prefill kernels that ran. `--kernel
+//! NAME` adds an f16 row for built-in NAME, another build of the
+//! tensor-core kernel (64 queries per workgroup), run directly with the
+//! op's push constants and grid, checked and timed the same way.
 //!
-//! `cargo run --release -p vkcompute-measure --example prefill_attn [-- --tokens T --rounds R --calls C --statistics]`
+//! `cargo run --release -p vkcompute-measure --example prefill_attn [-- --tokens T --rounds R --calls C --statistics --kernel NAME]`
 
 use vkcompute::ops::nn::{self, NnElement, PrefillShape};
 use vkcompute::ops::F16;
-use vkcompute::{BatchOptions, Device, Profiling};
+use vkcompute::{Batch, BatchOptions, Buffer, Device, Profiling};
 
 const Q_HEADS: u32 = 32;
 const KV_HEADS: u32 = 8;
@@ -101,7 +104,44 @@ impl Elem for F16 {
     }
 }
 
-fn run<T: Elem>(gpu: &Device, tokens: u32, rounds: usize, calls: usize) -> vkcompute::Result<()> {
+/// Records one call: the op, or built-in `kernel` with the op's push
+/// constants and grid (64-query tiles by heads).
+#[allow(clippy::too_many_arguments)]
+fn record<T: Elem>(
+    b: &mut Batch,
+    kernel: Option<&str>,
+    [q, k, v, out]: [&Buffer<T>; 4],
+    shape: PrefillShape,
+    scale: f32,
+) -> vkcompute::Result<()> {
+    let Some(name) = kernel else {
+        return nn::attention_prefill(b, q, k, v, out, shape, scale);
+    };
+    let kernel = vkcompute::ops::builtin_kernel(&q.device(), name, &[])?;
+    let pc = [
+        shape.tokens,
+        shape.q_heads,
+        shape.kv_heads,
+        shape.head_dim,
+        scale.to_bits(),
+    ];
+    let grid = [shape.tokens.div_ceil(64), shape.batch * shape.q_heads, 1];
+    b.run_configured(
+        &kernel,
+        &[q, k, v, out],
+        grid,
+        Some(bytemuck::cast_slice(&pc)),
+    )?;
+    Ok(())
+}
+
+fn run<T: Elem>(
+    gpu: &Device,
+    kernel: Option<&str>,
+    tokens: u32,
+    rounds: usize,
+    calls: usize,
+) -> vkcompute::Result<()> {
     let shape = PrefillShape {
         batch: 1,
         tokens,
@@ -124,7 +164,7 @@ fn run<T: Elem>(gpu: &Device, tokens: u32, rounds: usize, calls: usize) -> vkcom
     let out = gpu.alloc::<T>((tokens * Q_HEADS * DIM) as usize)?;
     let scale = 1.0 / (DIM as f32).sqrt();
     let mut b = gpu.batch()?;
-    nn::attention_prefill(&mut b, &q, &k, &v, &out, shape, scale)?;
+    record(&mut b, kernel, [&q, &k, &v, &out], shape, scale)?;
     b.submit()?;
     let got = out.download()?;
     let dec = |x: &[T]| x.iter().map(|&e| e.dec()).collect::<Vec<f32>>();
@@ -153,7 +193,7 @@ fn run<T: Elem>(gpu: &Device, tokens: u32, rounds: usize, calls: usize) -> vkcom
     for r in 0..rounds + 1 {
         let mut b = gpu.batch_with(BatchOptions::default().with_profiling(Profiling::Commands))?;
         for _ in 0..calls {
-            nn::attention_prefill(&mut b, &q, &k, &v, &out, shape, scale)?;
+            record(&mut b, kernel, [&q, &k, &v, &out], shape, scale)?;
             b.barrier();
         }
         let p = b.submit_async()?.profile()?;
@@ -196,11 +236,16 @@ fn main() -> vkcompute::Result<()> {
         "f16 on tensor cores: {}",
         nn::attention_prefill_on_tensor_cores::<F16>(info, DIM)
     );
-    run::<f32>(&gpu, tokens, rounds, calls)?;
+    run::<f32>(&gpu, None, tokens, rounds, calls)?;
     if info.storage_buffer16 {
-        run::<F16>(&gpu, tokens, rounds, calls)?;
+        run::<F16>(&gpu, None, tokens, rounds, calls)?;
     } else {
         println!("f16: skipped: the adapter lacks storageBuffer16BitAccess");
+    }
+    let args: Vec<String> = std::env::args().collect();
+    for (i, _) in args.iter().enumerate().filter(|(_, a)| *a == "--kernel") {
+        let name = args.get(i + 1).map(String::as_str).unwrap_or("");
+        run::<F16>(&gpu, Some(name), tokens, rounds, calls)?;
     }
     if stats {
         for name in vkcompute::ops::builtin_names()
