@@ -2,11 +2,11 @@
 //! ([`PrefillMatmul`]): per projection, the layer's 16-bit weight is
 //! converted to f16 into one of two scratch slots (reused by every
 //! projection of every layer), the f32 activations to f16, and one
-//! `ops::matmul_f16_batched` with B stored `[out, in]` computes all prompt
-//! rows at once with f32 accumulation (tensor cores through
-//! `VK_NV_cooperative_matrix2` where the adapter has them, a portable
-//! kernel elsewhere). The epilogues run as their own ops on the f32
-//! product: the residual add in f32, SiLU·mul on the gate|up halves.
+//! `ops::linear_f16` computes all prompt rows at once with f32
+//! accumulation and the layer's epilogue (the residual add, SiLU·mul of
+//! the gate|up halves): on the tensor cores through
+//! `VK_NV_cooperative_matrix2` with the epilogue fused where the adapter
+//! has them, a portable kernel and the epilogue op elsewhere.
 //!
 //! The weights' conversions overlap the products: right after a
 //! projection's product is recorded, the next projection's weight (in the
@@ -17,13 +17,13 @@
 //!
 //! Where `nn::attention_prefill` runs f16 heads on the tensor cores
 //! ([`nn::attention_prefill_on_tensor_cores`]), the f16 path's attention
-//! does too: q, k and v are converted to f16 copies, and the output back
-//! to f32 ([`Half::attend`]).
+//! does too, on f16 copies of q, k and v; its f16 output is the o
+//! projection's input as it is ([`Half::attend`]).
 
 use std::cell::Cell;
 
 use vkcompute::ops::nn::{self, PrefillShape};
-use vkcompute::ops::{self, BatchedShape, Epilogue, MatmulCaps, F16};
+use vkcompute::ops::{self, Epilogue, MatmulCaps, F16};
 use vkcompute::{AdapterInfo, Batch, Buffer, BufferSlice, Device};
 
 use crate::buffers::{Dims, WBuf};
@@ -131,11 +131,13 @@ pub(crate) struct Half {
     /// `[n, k]` activations in f16 (k up to the widest input), and bits.
     a: Buffer<F16>,
     a_bits: Buffer<u16>,
-    /// `[n, width]` f32 products ahead of an epilogue.
-    c: Buffer<f32>,
     /// f16 q, k, v and attention output, where attention runs on the
     /// tensor cores.
     attn: Option<[Buffer<F16>; 4]>,
+    /// The f32 buffer whose values the f16 attention output stands for
+    /// ([`Half::attend`]; its address, never dereferenced): a projection
+    /// of it reads the f16 output directly.
+    attn_out: Cell<Option<*const Buffer<f32>>>,
 }
 
 fn bits(b: &Buffer<F16>) -> Result<Buffer<u16>> {
@@ -158,7 +160,6 @@ impl Half {
     ) -> Result<Half> {
         let n = n as usize;
         let widest_in = d.hidden.max(d.qw()).max(d.inter) as usize;
-        let widest_out = d.hidden.max(2 * d.inter) as usize;
         let a = gpu.alloc::<F16>(n * widest_in)?;
         let attn = if nn::attention_prefill_on_tensor_cores::<F16>(gpu.info(), d.head_dim) {
             let (q, kv) = (n * d.qw() as usize, n * d.kvw() as usize);
@@ -178,14 +179,17 @@ impl Half {
             staged: Cell::new(None),
             a_bits: bits(&a)?,
             a,
-            c: gpu.alloc::<f32>(n * widest_out)?,
             attn,
+            attn_out: Cell::new(None),
         })
     }
 
-    /// Records causal attention of the prompt's f32 `q`, `k`, `v` into
-    /// `out`: on the tensor cores through f16 copies where
-    /// `nn::attention_prefill` runs f16 heads there, else in f32.
+    /// Records causal attention of the prompt's f32 `q`, `k`, `v` for
+    /// `out`: in f32 into `out`, or where `nn::attention_prefill` runs f16
+    /// heads on the tensor cores, there through f16 copies of q, k and v.
+    /// On that route the output stays in f16 and `out` is not written:
+    /// [`Half::project`] of `out` (the o projection) reads the f16 output
+    /// in its place, with no conversion to f32 and back.
     pub(crate) fn attend(
         &self,
         b: &mut Batch,
@@ -201,7 +205,7 @@ impl Half {
         ops::convert(b, k, k16)?;
         ops::convert(b, v, v16)?;
         nn::attention_prefill(b, q16, k16, v16, o16, shape, scale)?;
-        ops::convert(b, o16, out)?;
+        self.attn_out.set(Some(out as *const Buffer<f32>));
         Ok(())
     }
 
@@ -247,23 +251,23 @@ impl Half {
                 slot
             }
         };
-        ops::convert(b, x, &self.a.slice(0..m as usize * k as usize)?)?;
-        let shape = BatchedShape::packed(1, m, k, n).with_b_transposed();
-        let mn = m as usize * n as usize;
-        let (wb, c) = (&self.w_bits[slot], &self.c);
-        match epilogue {
-            Epilogue::None => ops::matmul_f16_batched(b, &self.a_bits, wb, out, shape)?,
-            _ => ops::matmul_f16_batched(b, &self.a_bits, wb, c, shape)?,
-        }
+        // x in f16: the attention output as it is, else converted.
+        let a = match (&self.attn, self.attn_out.get()) {
+            (Some([.., o16]), Some(p))
+                if std::ptr::eq(p, x) && o16.len() == m as usize * k as usize =>
+            {
+                bits(o16)?
+            }
+            _ => {
+                ops::convert(b, x, &self.a.slice(0..m as usize * k as usize)?)?;
+                self.a_bits.clone()
+            }
+        };
+        ops::linear_f16(b, &a, &self.w_bits[slot], out, m, k, n, epilogue)?;
         // The next weight, into the other slot, beside this product.
         if let Some((_, next)) = at.and_then(|i| self.order.get(i + 1)) {
             self.convert_weight(b, next, 1 - slot)?;
             self.staged.set(at.map(|i| (i + 1, 1 - slot)));
-        }
-        match epilogue {
-            Epilogue::None => {}
-            Epilogue::Residual(r) => ops::add(b, r, &c.slice(0..mn)?, out)?,
-            Epilogue::SiluMul => nn::silu_mul_halves(b, &c.slice(0..mn)?, out, m, n / 2)?,
         }
         Ok(())
     }

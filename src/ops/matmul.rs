@@ -47,6 +47,7 @@ use crate::{Batch, Buffer, Device, Error, GpuBuf, Kernel, Result};
 
 mod batched;
 mod bf16w;
+mod linear_f16;
 mod plan;
 mod sgemm;
 mod skinny;
@@ -56,6 +57,8 @@ pub use bf16w::{
     bf16w_kernel_name, bf16w_tile, converts_first, matmul_bf16w, matmul_bf16w_with_tile,
     MatmulInput, BF16W_CONVERT_MIN_ROWS,
 };
+
+pub use linear_f16::{fused_tile, linear_f16, FusedTile};
 
 // The op batch's fused epilogues (built from GLSL at run time) use it.
 #[cfg(feature = "glsl")]

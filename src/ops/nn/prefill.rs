@@ -17,7 +17,7 @@
 //! `VK_NV_cooperative_matrix2`'s workgroup scope, reductions, conversions
 //! and per-element operations, run on the tensor cores instead
 //! (`nn_attn_prefill_tc.comp`): 64 queries per workgroup against key tiles
-//! of 64, both products as f16 cooperative-matrix products with f32
+//! of 32, both products as f16 cooperative-matrix products with f32
 //! accumulation, flash-attention style. Its probabilities enter the second
 //! product rounded to f16 (and the row sums add those rounded values), so
 //! each output may differ from the f32-arithmetic kernels by up to about
@@ -65,24 +65,27 @@ fn plan(head_dim: u32, max_shared: u32) -> Plan {
 
 /// Threads of a workgroup of the tensor-core kernel.
 const TC_LOCAL: u32 = 128;
-/// Queries per workgroup and keys per step of the tensor-core kernel.
-const TC_TILE: u32 = 64;
+/// Queries per workgroup of the tensor-core kernel (`BR`).
+const TC_QUERIES: u32 = 64;
+/// Keys per step of the tensor-core kernel (`BC`).
+const TC_KEYS: u32 = 32;
 
 /// The padded head width (64 or 128) the tensor-core kernel runs
 /// `head_dim` at, where the adapter's workgroup-scope f16 granularity
 /// `(M, N, K)` divides the kernel's three products (BR×D by D×BC, BR×BC by
-/// BC×BC, BR×BC by BC×D, with BR = BC = 64); `None` past 128 or where it
-/// does not divide. Pure.
+/// BC×BC, BR×BC by BC×D, with BR = 64 queries and BC = 32 keys) and no
+/// side exceeds the largest flexible dimension; `None` past 128 or where
+/// they do not fit. Pure.
 fn tc_width(head_dim: u32, granularity: Option<[u32; 3]>, max_dimension: u32) -> Option<u32> {
     let [gm, gn, gk] = granularity?;
     let d = [64, 128].into_iter().find(|&d| head_dim <= d)?;
     let divides = |g: u32, x: u32| g > 0 && x % g == 0;
-    let fits = divides(gm, TC_TILE)
-        && divides(gn, TC_TILE)
+    let fits = divides(gm, TC_QUERIES)
+        && divides(gn, TC_KEYS)
         && divides(gn, d)
-        && divides(gk, TC_TILE)
+        && divides(gk, TC_KEYS)
         && divides(gk, d)
-        && d.max(TC_TILE) <= max_dimension;
+        && d.max(TC_QUERIES) <= max_dimension;
     fits.then_some(d)
 }
 
@@ -188,7 +191,7 @@ pub fn attention_prefill<T: NnElement>(
     let ys = b * q_heads; // <= n_q, so it fits
     let max = gpu.info().max_workgroup_count;
     if let Some(width) = tc_plan::<T>(gpu.info(), head_dim) {
-        let tiles = tokens.div_ceil(TC_TILE);
+        let tiles = tokens.div_ceil(TC_QUERIES);
         if tiles > max[0] || ys > max[1] {
             return Err(grid_err(tiles, ys, max));
         }
@@ -331,8 +334,10 @@ mod tests {
         // No workgroup-scope shape, or one that does not divide the tiles.
         assert_eq!(tc_width(128, None, 256), None);
         assert_eq!(tc_width(128, Some([48, 32, 16]), 256), None);
-        assert_eq!(tc_width(64, Some([32, 128, 16]), 256), None);
-        assert_eq!(tc_width(64, Some([32, 32, 128]), 256), None);
+        assert_eq!(tc_width(128, Some([128, 32, 16]), 256), None);
+        assert_eq!(tc_width(64, Some([32, 64, 16]), 256), None);
+        assert_eq!(tc_width(64, Some([32, 32, 64]), 256), None);
+        assert_eq!(tc_width(128, Some([64, 32, 32]), 256), Some(128));
         // Dimensions past the adapter's largest flexible one.
         assert_eq!(tc_width(128, g, 64), None);
         assert_eq!(tc_width(64, g, 64), Some(64));
