@@ -21,8 +21,7 @@
 // f16's normal range lose bits as f16 subnormals and those under about 6e-8
 // become zero. Model weights and activations sit far inside that range.
 //
-// Epilogues (only with B_NK; with A_F32 for ops::linear, with f16 A and B,
-// no decoding, for ops::linear_f16):
+// Epilogues (only with A_F32, B_NK, for ops::linear):
 //   EPI_RESIDUAL  C = A·B + R: the accumulator starts from R's tile
 //                 (binding 3, f32 M×N; R may be C's buffer: each workgroup
 //                 reads its own tile before it writes it).
@@ -42,10 +41,8 @@
 // groups of GROUP_M block rows, column by column within a group; 0 or 1:
 // the grid's order).
 //
-// The builds that decode (A_F32, B_BF16) need cooperativeMatrixBlockLoads
-// (the decode functions), bufferDeviceAddress (their buffer_reference
-// argument) and shaderInt16 (bf16 words); the f16 builds (linear_cm2_h16_*)
-// none of them.
+// Needs cooperativeMatrixBlockLoads (the decode functions), bufferDeviceAddress
+// (their buffer_reference argument) and shaderInt16 (bf16 words).
 // Compiled for Vulkan 1.3 (SPIR-V 1.6) by a glslang that knows
 // GL_NV_cooperative_matrix2 (scripts/glslang_trixie.sh on Debian 12).
 //
@@ -75,10 +72,6 @@
 // variant: linear_cm2_f16_64x64x64_silu TILE_BM=64 TILE_BN=64 TILE_BK=64 A_F32=1 B_NK=1 EPI_SILU=1
 // variant: linear_cm2_bf16_128x64x64_silu TILE_BM=128 TILE_BN=64 TILE_BK=64 A_F32=1 B_NK=1 B_BF16=1 EPI_SILU=1
 // variant: linear_cm2_bf16_64x64x64_silu TILE_BM=64 TILE_BN=64 TILE_BK=64 A_F32=1 B_NK=1 B_BF16=1 EPI_SILU=1
-// variant: linear_cm2_h16_128x128x64_res TILE_BM=128 TILE_BN=128 TILE_BK=64 B_NK=1 EPI_RESIDUAL=1 THREADS=128
-// variant: linear_cm2_h16_64x128x64_res TILE_BM=64 TILE_BN=128 TILE_BK=64 B_NK=1 EPI_RESIDUAL=1
-// variant: linear_cm2_h16_128x64x64_silu TILE_BM=128 TILE_BN=64 TILE_BK=64 B_NK=1 EPI_SILU=1
-// variant: linear_cm2_h16_64x64x64_silu TILE_BM=64 TILE_BN=64 TILE_BK=64 B_NK=1 EPI_SILU=1
 #extension GL_KHR_cooperative_matrix : require
 #extension GL_NV_cooperative_matrix2 : require
 #extension GL_KHR_memory_scope_semantics : require

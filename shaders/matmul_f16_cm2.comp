@@ -25,6 +25,10 @@
 // BATCHED, `count` products in one launch: push constants M, K, N and the
 // element strides between consecutive A, B and C matrices; grid z = count.
 //
+// With EPI_RESIDUAL, C = A·B + R: the accumulator starts from R's tile
+// (binding 3, f32, laid out as C at C's offsets; R may be C's buffer: each
+// workgroup reads its own tile before it writes it).
+//
 // Specialization constant 0, GROUP_M: with 2 or more, the blocks are taken
 // in groups of GROUP_M block rows, column by column within a group (the
 // grid's linear order remapped), so the blocks running at one time share
@@ -46,6 +50,8 @@
 // variant: matmul_f16_cm2_64x128x64_batched_bt TILE_BM=64 TILE_BN=128 TILE_BK=64 BATCHED=1 B_NK=1
 // variant: matmul_f16_cm2_128x256x64_batched_bt TILE_BM=128 TILE_BN=256 TILE_BK=64 BATCHED=1 B_NK=1
 // variant: matmul_f16_cm2_128x256x64_batched_bt_u4 TILE_BM=128 TILE_BN=256 TILE_BK=64 BATCHED=1 B_NK=1 UNROLL4=1
+// variant: matmul_f16_cm2_batched_bt_res BATCHED=1 B_NK=1 EPI_RESIDUAL=1
+// variant: matmul_f16_cm2_64x128x64_batched_bt_res TILE_BM=64 TILE_BN=128 TILE_BK=64 BATCHED=1 B_NK=1 EPI_RESIDUAL=1
 #extension GL_KHR_cooperative_matrix : require
 #extension GL_NV_cooperative_matrix2 : require
 #extension GL_KHR_memory_scope_semantics : require
@@ -81,6 +87,9 @@ layout(local_size_x = THREADS, local_size_y = 1, local_size_z = 1) in;
 layout(std430, set = 0, binding = 0) readonly buffer MatA { float16_t a[]; };
 layout(std430, set = 0, binding = 1) readonly buffer MatB { float16_t b[]; };
 layout(std430, set = 0, binding = 2) writeonly buffer MatC { float c[]; };
+#ifdef EPI_RESIDUAL
+layout(std430, set = 0, binding = 3) readonly buffer MatR { float r[]; };
+#endif
 #ifdef BATCHED
 layout(push_constant) uniform Shape {
     uint M; uint K; uint N; uint strideA; uint strideB; uint strideC;
@@ -143,7 +152,12 @@ void main() {
     tensorViewNV<2, false, 1, 0> bt = createTensorViewNV(2, false, 1, 0);
 #endif
 
+#ifdef EPI_RESIDUAL
+    ACC acc;
+    coopMatLoadTensorNV(acc, r, oc, sliceTensorLayoutNV(lc, m0, BM, n0, BN));
+#else
     ACC acc = ACC(0.0);
+#endif
     uint k0 = 0;
     const bool interior = m0 + BM <= M && n0 + BN <= N && K % 8 == 0 && B_ROWS_ALIGNED
         && oa % 8 == 0 && ob % 8 == 0;

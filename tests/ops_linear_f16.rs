@@ -3,9 +3,9 @@
 //! residual from another buffer, a residual added in place, SiLU·mul of a
 //! merged gate|up weight; odd shapes (1, 3, 70 and 130 rows; K 5 to 200;
 //! outputs 6 to 256); and its typed errors. On an adapter with
-//! workgroup-scope cooperative matrices the epilogues run fused into the
+//! workgroup-scope cooperative matrices the residual runs fused into the
 //! tensor-core kernel (one test says which kernel each case took);
-//! elsewhere the product and the epilogue op.
+//! elsewhere, and for SiLU·mul, the product and the epilogue op.
 //!
 //! Bound: the inputs are multiples of 1/64 in [-1, 1), exact in f16, so
 //! every product is exact in f32 and only the f32 sums round: at most
@@ -14,7 +14,7 @@
 
 mod common;
 
-use vkcompute::ops::{self, Epilogue, MatmulCaps, F16};
+use vkcompute::ops::{self, BatchedShape, Epilogue, MatmulCaps, F16};
 use vkcompute::{Device, Error};
 
 /// Multiples of 1/64 in [-1, 1): exact in f16.
@@ -138,25 +138,25 @@ fn every_epilogue_matches_the_reference() {
     common::assert_clean(&gpu);
 }
 
-/// Which kernel each epilogue case took: the fused tensor-core kernels
-/// where the adapter has workgroup-scope cooperative matrices.
+/// Which kernel each residual case took: the residual fused into the
+/// tensor-core product where the adapter has workgroup-scope cooperative
+/// matrices (SiLU·mul runs as the product and a pass everywhere).
 #[test]
-fn epilogues_fuse_where_the_adapter_has_the_tensor_cores() {
+fn residuals_fuse_where_the_adapter_has_the_tensor_cores() {
     let gpu = common::gpu();
     let caps = MatmulCaps::of(gpu.info());
     if caps.coopmat2_granularity.is_none() {
         common::skipped(
-            "fused f16 epilogues: the adapter lacks VK_NV_cooperative_matrix2's \
-             workgroup-scope f16 shape (the cases ran the product, then the epilogue op)",
+            "fused f16 residuals: the adapter lacks VK_NV_cooperative_matrix2's \
+             workgroup-scope f16 shape (the cases ran the product, then the add)",
         );
         return;
     }
     for (m, k, n) in SHAPES {
-        for silu in [false, true] {
-            let t = ops::fused_tile(m, k, n, silu, &caps);
-            let t = t.unwrap_or_else(|| panic!("{m}x{k}x{n} silu {silu}: not fused"));
-            println!("linear_f16 {m}x{k}x{n} silu {silu}: {}", t.kernel);
-        }
+        let shape = BatchedShape::packed(1, m, k, n).with_b_transposed();
+        let name = ops::batched_tile(&shape, &caps).and_then(|t| ops::residual_kernel(&t));
+        let name = name.unwrap_or_else(|| panic!("{m}x{k}x{n}: the residual is not fused"));
+        println!("linear_f16 {m}x{k}x{n} residual: {name}");
     }
 }
 

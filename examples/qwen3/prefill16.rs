@@ -3,10 +3,10 @@
 //! converted to f16 into one of two scratch slots (reused by every
 //! projection of every layer), the f32 activations to f16, and one
 //! `ops::linear_f16` computes all prompt rows at once with f32
-//! accumulation and the layer's epilogue (the residual add, SiLU·mul of
-//! the gate|up halves): on the tensor cores through
-//! `VK_NV_cooperative_matrix2` with the epilogue fused where the adapter
-//! has them, a portable kernel and the epilogue op elsewhere.
+//! accumulation: on the tensor cores through `VK_NV_cooperative_matrix2`
+//! where the adapter has them, with the residual add fused into the
+//! product; a portable kernel and the add elsewhere. The gate|up product
+//! goes to a scratch buffer and SiLU·mul of its halves follows.
 //!
 //! The weights' conversions overlap the products: right after a
 //! projection's product is recorded, the next projection's weight (in the
@@ -23,7 +23,7 @@
 use std::cell::Cell;
 
 use vkcompute::ops::nn::{self, PrefillShape};
-use vkcompute::ops::{self, Epilogue, MatmulCaps, F16};
+use vkcompute::ops::{self, BatchedShape, Epilogue, MatmulCaps, F16};
 use vkcompute::{AdapterInfo, Batch, Buffer, BufferSlice, Device};
 
 use crate::buffers::{Dims, WBuf};
@@ -131,6 +131,8 @@ pub(crate) struct Half {
     /// `[n, k]` activations in f16 (k up to the widest input), and bits.
     a: Buffer<F16>,
     a_bits: Buffer<u16>,
+    /// `[n, 2 · inter]` f32 gate|up products ahead of SiLU·mul.
+    c: Buffer<f32>,
     /// f16 q, k, v and attention output, where attention runs on the
     /// tensor cores.
     attn: Option<[Buffer<F16>; 4]>,
@@ -172,7 +174,9 @@ impl Half {
         } else {
             None
         };
+        let c = gpu.alloc::<f32>(n * 2 * d.inter as usize)?;
         Ok(Half {
+            c,
             w_bits: [bits(&w[0])?, bits(&w[1])?],
             w,
             order: order.map(|x| (x as *const WBuf, x.clone())).collect(),
@@ -263,11 +267,23 @@ impl Half {
                 self.a_bits.clone()
             }
         };
-        ops::linear_f16(b, &a, &self.w_bits[slot], out, m, k, n, epilogue)?;
+        let wb = &self.w_bits[slot];
+        let mn = m as usize * n as usize;
+        match epilogue {
+            // The gate|up product into the scratch, SiLU·mul after it.
+            Epilogue::SiluMul => {
+                let shape = BatchedShape::packed(1, m, k, n).with_b_transposed();
+                ops::matmul_f16_batched(b, &a, wb, &self.c, shape)?;
+            }
+            _ => ops::linear_f16(b, &a, wb, out, m, k, n, epilogue)?,
+        }
         // The next weight, into the other slot, beside this product.
         if let Some((_, next)) = at.and_then(|i| self.order.get(i + 1)) {
             self.convert_weight(b, next, 1 - slot)?;
             self.staged.set(at.map(|i| (i + 1, 1 - slot)));
+        }
+        if let Epilogue::SiluMul = epilogue {
+            nn::silu_mul_halves(b, &self.c.slice(0..mn)?, out, m, n / 2)?;
         }
         Ok(())
     }

@@ -58,7 +58,7 @@ pub use bf16w::{
     MatmulInput, BF16W_CONVERT_MIN_ROWS,
 };
 
-pub use linear_f16::{fused_tile, linear_f16, FusedTile};
+pub use linear_f16::{linear_f16, residual_kernel};
 
 // The op batch's fused epilogues (built from GLSL at run time) use it.
 #[cfg(feature = "glsl")]

@@ -175,4 +175,4 @@ pub use matmul::{
     LINEAR_MAX_SPLITS, LINEAR_TENSOR_STREAM, LINEAR_TENSOR_TILES, LINEAR_TENSOR_WINDOW,
 };
 pub use matmul::{choose_mlp, swiglu_mlp, swiglu_mlp_with_plan, MlpPlan, MLP_FUSED_MAX_M};
-pub use matmul::{fused_tile, linear_f16, FusedTile};
+pub use matmul::{linear_f16, residual_kernel};

@@ -20,113 +20,30 @@
 //! # }
 //! ```
 //!
-//! Where the adapter has `VK_NV_cooperative_matrix2`'s workgroup-scope
-//! f16 shape, an epilogue is fused into the tensor-core product
-//! (`shaders/matmul_cm2_decode.comp`'s f16 builds, `linear_cm2_h16_*`):
-//! [`Epilogue::Residual`] starts the accumulator from the residual's tile,
-//! [`Epilogue::SiluMul`] computes a tile of the gate product and the
-//! matching tile of the up product in one workgroup and stores
-//! silu(gate)·up, so the product's f32 output is never stored and read
-//! back. Without an epilogue, and on other adapters, the layer is
-//! [`matmul_f16_batched`](super::matmul_f16_batched) (its tensor-core
-//! kernels or the portable one) followed, for an epilogue, by
-//! [`ops::add`](crate::ops::add) or
-//! [`nn::silu_mul_halves`](crate::ops::nn::silu_mul_halves) over a scratch
-//! product allocated for the call.
-//!
-//! [`fused_tile`] is the decision, pure.
+//! The layer is [`matmul_f16_batched`](super::matmul_f16_batched)'s
+//! product (its tensor-core kernels where the adapter has
+//! `VK_NV_cooperative_matrix2`'s workgroup-scope f16 shape, else the
+//! portable one). [`Epilogue::Residual`] is fused into the tensor-core
+//! product ([`residual_kernel`]: the accumulator starts from the
+//! residual's tile), so no f32 product is stored and read back; elsewhere,
+//! and for [`Epilogue::SiluMul`], the product goes to a scratch buffer
+//! allocated for the call and [`ops::add`](crate::ops::add) or
+//! [`nn::silu_mul_halves`](crate::ops::nn::silu_mul_halves) follows. (A
+//! SiLU·mul fused into the tensor-core kernel, `matmul_cm2_decode.comp`'s
+//! structure with f16 operands, ran ten times slower than the product and
+//! the separate pass on an H200: docs/runs/2026-11-27r-h200-r3.)
 
 use super::{batched_tile, same, shape_error, BatchedShape, Cm2Tile, Epilogue, MatmulCaps};
 use crate::{Batch, Buffer, Error, Result};
 
-/// A tensor-core block of the fused kernels: `bm` rows of x by `bn`
-/// outputs (with [`Epilogue::SiluMul`], `bn` gate and `bn` up rows of W),
-/// its kernel and its launch order (`group` block rows, 0: the grid's).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct FusedTile {
-    /// Rows of x per block.
-    pub bm: u32,
-    /// Outputs per block.
-    pub bn: u32,
-    /// Block rows per launch group (the kernels' `GROUP_M`).
-    pub group: u32,
-    /// The built-in kernel.
-    pub kernel: &'static str,
-}
-
-/// Depth of the fused kernels' K slices.
-const BK: u32 = 64;
-
-const SILU: FusedTile = FusedTile {
-    bm: 128,
-    bn: 64,
-    group: 0,
-    kernel: "linear_cm2_h16_128x64x64_silu",
-};
-const SILU_SMALL: FusedTile = FusedTile {
-    bm: 64,
-    bn: 64,
-    group: 0,
-    kernel: "linear_cm2_h16_64x64x64_silu",
-};
-
-impl FusedTile {
-    fn fits(&self, caps: &MatmulCaps) -> bool {
-        let Some([gm, gn, gk]) = caps.coopmat2_granularity else {
-            return false;
-        };
-        let divides = |g: u32, x: u32| g > 0 && x % g == 0;
-        divides(gm, self.bm)
-            && divides(gn, self.bn)
-            && divides(gk, BK)
-            && self.bm.max(self.bn).max(BK) <= caps.coopmat2_max_dimension
+/// The tensor-core kernel that adds a residual for the batched product's
+/// tile `t` (B stored N×K), or `None` where none is built. Pure.
+pub fn residual_kernel(t: &Cm2Tile) -> Option<&'static str> {
+    match t.batched_kernel_name(true)? {
+        "matmul_f16_cm2_batched_bt" => Some("matmul_f16_cm2_batched_bt_res"),
+        "matmul_f16_cm2_64x128x64_batched_bt" => Some("matmul_f16_cm2_64x128x64_batched_bt_res"),
+        _ => None,
     }
-}
-
-/// The fused kernel's block for a layer of `m` rows and `n` rows of W
-/// with `epilogue`, or `None` where the layer runs unfused (no epilogue,
-/// or no workgroup-scope shape for the blocks). A residual takes the
-/// batched product's tile ([`batched_tile`]: 128×128 in groups of 8 block
-/// rows where its blocks fill the GPU, else 64×128); SiLU·mul 128×64
-/// (past 64 rows) where its blocks over `n / 2` outputs reach nine tenths
-/// of the compute units (of 64 when the adapter does not say), else
-/// 64×64. Pure.
-pub fn fused_tile(m: u32, k: u32, n: u32, silu: bool, caps: &MatmulCaps) -> Option<FusedTile> {
-    if !silu {
-        let shape = BatchedShape::packed(1, m, k, n).with_b_transposed();
-        return match batched_tile(&shape, caps)? {
-            t if t == Cm2Tile::SQUARE_GROUPED || t == Cm2Tile::SQUARE => Some(FusedTile {
-                bm: 128,
-                bn: 128,
-                group: t.group,
-                kernel: "linear_cm2_h16_128x128x64_res",
-            }),
-            t if t == Cm2Tile::SMALL => Some(FusedTile {
-                bm: 64,
-                bn: 128,
-                group: 0,
-                kernel: "linear_cm2_h16_64x128x64_res",
-            }),
-            _ => None,
-        };
-    }
-    let outs = n / 2;
-    let units = if caps.compute_units > 0 {
-        u64::from(caps.compute_units)
-    } else {
-        64
-    };
-    let enough = (units * 9).div_ceil(10);
-    let blocks = |t: &FusedTile| u64::from(m.div_ceil(t.bm)) * u64::from(outs.div_ceil(t.bn));
-    let fitting: Vec<FusedTile> = [SILU, SILU_SMALL]
-        .into_iter()
-        .filter(|t| t.fits(caps) && (t.bm == 64 || m > 64))
-        .collect();
-    fitting
-        .iter()
-        .find(|t| blocks(t) >= enough)
-        .or(fitting.last())
-        .copied()
 }
 
 /// Records `y = epilogue(x·Wᵀ)` for f16 `x` `[m, k]` and f16 `w` `[n, k]`
@@ -191,24 +108,17 @@ pub fn linear_f16(
         });
     }
     let shape = BatchedShape::packed(1, m, k, n).with_b_transposed();
-    let caps = MatmulCaps::of(gpu.info());
-    let fused = match epilogue {
-        Epilogue::None => None,
-        _ => fused_tile(m, k, n, silu, &caps),
-    };
-    if let Some(t) = fused {
-        let grid = [outs.div_ceil(t.bn), m.div_ceil(t.bm), 1];
-        super::check_grid(&gpu, m, k, n, grid)?;
-        let kernel = crate::builtins::get(&gpu.inner, t.kernel, &[(0, t.group)])?;
-        let push: [u8; 28] = bytemuck::cast([m, k, n, 0u32, 0, 0, 0]);
-        return match epilogue {
-            Epilogue::Residual(r) => batch
-                .run_configured(&kernel, &[x, w, y, r], grid, Some(&push))
-                .map(|_| ()),
-            _ => batch
-                .run_configured(&kernel, &[x, w, y], grid, Some(&push))
-                .map(|_| ()),
-        };
+    if let Epilogue::Residual(r) = epilogue {
+        let caps = MatmulCaps::of(gpu.info());
+        let fused = batched_tile(&shape, &caps).and_then(|t| Some((t, residual_kernel(&t)?)));
+        if let Some((t, name)) = fused {
+            let grid = [n.div_ceil(t.bn), m.div_ceil(t.bm), 1];
+            super::check_grid(&gpu, m, k, n, grid)?;
+            let kernel = crate::builtins::get(&gpu.inner, name, &[(0, t.group)])?;
+            let push: [u8; 24] = bytemuck::cast([m, k, n, 0u32, 0, 0]);
+            batch.run_configured(&kernel, &[x, w, y, r], grid, Some(&push))?;
+            return Ok(());
+        }
     }
     match epilogue {
         Epilogue::None => super::matmul_f16_batched(batch, x, w, y, shape),
@@ -229,54 +139,28 @@ pub fn linear_f16(
 mod tests {
     use super::*;
 
-    fn h200() -> MatmulCaps {
-        MatmulCaps::new(32, 49152, 1024, 132).with_coopmat2(Some([16, 16, 16]), 256)
-    }
-
     #[test]
-    fn residual_tiles_follow_the_batched_product() {
-        let c = h200();
-        // Qwen3-4B's prefill of 512: o (2560 outputs from 4096) and down
-        // (2560 from 9728): 80 square blocks, too few: 64×128.
-        let o = fused_tile(512, 4096, 2560, false, &c).unwrap();
+    fn every_batched_tile_of_b_stored_n_by_k_has_its_residual_kernel() {
+        let c = MatmulCaps::new(32, 49152, 1024, 132).with_coopmat2(Some([16, 16, 16]), 256);
+        // The tiles the batched rule picks for B stored N×K, aligned or not.
+        for (m, k, n) in [
+            (512, 4096, 2560),
+            (4096, 4096, 4096),
+            (4096, 4097, 4096),
+            (256, 4097, 256),
+        ] {
+            let shape = BatchedShape::packed(1, m, k, n).with_b_transposed();
+            let t = batched_tile(&shape, &c).unwrap();
+            assert!(residual_kernel(&t).is_some(), "{m}x{k}x{n}: {t:?}");
+        }
         assert_eq!(
-            (o.bm, o.bn, o.kernel),
-            (64, 128, "linear_cm2_h16_64x128x64_res")
+            residual_kernel(&Cm2Tile::SMALL),
+            Some("matmul_f16_cm2_64x128x64_batched_bt_res")
         );
-        // 4096 rows × 4096: enough square blocks, in groups of 8.
-        let big = fused_tile(4096, 4096, 4096, false, &c).unwrap();
-        assert_eq!((big.bm, big.bn, big.group), (128, 128, 8));
-        // K not a multiple of 8: the small tile leads.
-        let odd = fused_tile(4096, 4097, 4096, false, &c).unwrap();
-        assert_eq!((odd.bm, odd.bn), (64, 128));
-        // No workgroup-scope shape: unfused.
         assert_eq!(
-            fused_tile(
-                512,
-                4096,
-                2560,
-                false,
-                &MatmulCaps::new(32, 49152, 1024, 132)
-            ),
-            None
+            residual_kernel(&Cm2Tile::SQUARE_GROUPED),
+            Some("matmul_f16_cm2_batched_bt_res")
         );
-    }
-
-    #[test]
-    fn silu_tiles_fill_the_gpu_or_are_the_smallest() {
-        let c = h200();
-        // gate|up at 512 rows: 4 × 152 blocks of 128×64.
-        assert_eq!(fused_tile(512, 2560, 19456, true, &c), Some(SILU));
-        // 64 rows: 128-row blocks would multiply zeros.
-        assert_eq!(fused_tile(64, 2560, 19456, true, &c), Some(SILU_SMALL));
-        // 200 rows × 512 outputs: 2 × 4 = 8 blocks of 128×64, 4 × 4 of
-        // 64×64: neither fills the GPU, the smallest.
-        assert_eq!(fused_tile(200, 64, 1024, true, &c), Some(SILU_SMALL));
-        // A granularity of 128 columns divides neither SiLU block.
-        let wide = c.with_coopmat2(Some([16, 128, 16]), 256);
-        assert_eq!(fused_tile(512, 2560, 19456, true, &wide), None);
-        // A flexible-dimension limit under 64.
-        let narrow = c.with_coopmat2(Some([16, 16, 16]), 32);
-        assert_eq!(fused_tile(512, 2560, 19456, true, &narrow), None);
+        assert_eq!(residual_kernel(&Cm2Tile::WIDE_U4), None);
     }
 }
