@@ -25,9 +25,9 @@
 // BATCHED, `count` products in one launch: push constants M, K, N and the
 // element strides between consecutive A, B and C matrices; grid z = count.
 //
-// With EPI_RESIDUAL, C = A·B + R: the accumulator starts from R's tile
-// (binding 3, f32, laid out as C at C's offsets; R may be C's buffer: each
-// workgroup reads its own tile before it writes it).
+// With EPI_RESIDUAL, C = A·B + R: R's tile (binding 3, f32, laid out as C
+// at C's offsets) is added to the accumulator before the store (R may be
+// C's buffer: each workgroup reads its own tile before it writes it).
 //
 // Specialization constant 0, GROUP_M: with 2 or more, the blocks are taken
 // in groups of GROUP_M block rows, column by column within a group (the
@@ -152,12 +152,7 @@ void main() {
     tensorViewNV<2, false, 1, 0> bt = createTensorViewNV(2, false, 1, 0);
 #endif
 
-#ifdef EPI_RESIDUAL
-    ACC acc;
-    coopMatLoadTensorNV(acc, r, oc, sliceTensorLayoutNV(lc, m0, BM, n0, BN));
-#else
     ACC acc = ACC(0.0);
-#endif
     uint k0 = 0;
     const bool interior = m0 + BM <= M && n0 + BN <= N && K % 8 == 0 && B_ROWS_ALIGNED
         && oa % 8 == 0 && ob % 8 == 0;
@@ -242,5 +237,18 @@ void main() {
         coopMatLoadTensorNV(mb, b, ob, B_SLICE(lb_edge, k0, n0));
         acc = coopMatMulAdd(ma, mb, acc);
     }
+#ifdef EPI_RESIDUAL
+    // The residual's tile, added after the last slice (an accumulator
+    // loaded before the loop ran the 64×128 build 1.5 times slower on an
+    // H200: docs/runs/2026-11-27r-h200-r4). Same type, same layout:
+    // element i of each is the same entry.
+    {
+        ACC res;
+        coopMatLoadTensorNV(res, r, oc, sliceTensorLayoutNV(lc, m0, BM, n0, BN));
+        for (int i = 0; i < acc.length(); ++i) {
+            acc[i] += res[i];
+        }
+    }
+#endif
     coopMatStoreTensorNV(acc, c, oc, sliceTensorLayoutNV(lc, m0, BM, n0, BN));
 }

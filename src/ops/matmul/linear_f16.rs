@@ -24,9 +24,9 @@
 //! product (its tensor-core kernels where the adapter has
 //! `VK_NV_cooperative_matrix2`'s workgroup-scope f16 shape, else the
 //! portable one). [`Epilogue::Residual`] is fused into the tensor-core
-//! product ([`residual_kernel`]: the accumulator starts from the
-//! residual's tile), so no f32 product is stored and read back; elsewhere,
-//! and for [`Epilogue::SiluMul`], the product goes to a scratch buffer
+//! product ([`residual_kernel`]: the residual's tile is added to the
+//! accumulator before the store), so no f32 product is stored and read
+//! back; elsewhere, and for [`Epilogue::SiluMul`], the product goes to a scratch buffer
 //! allocated for the call and [`ops::add`](crate::ops::add) or
 //! [`nn::silu_mul_halves`](crate::ops::nn::silu_mul_halves) follows. (A
 //! SiLU·mul fused into the tensor-core kernel, `matmul_cm2_decode.comp`'s
