@@ -30,6 +30,11 @@ impl WBuf {
         }
     }
 
+    /// Whether the matrix is f32.
+    pub(crate) fn is_f32(&self) -> bool {
+        matches!(self, WBuf::F32(_))
+    }
+
     /// Elements of the matrix.
     pub(crate) fn len(&self) -> usize {
         match self {
@@ -235,15 +240,26 @@ impl KvCache {
 }
 
 impl Rows {
+    /// Whether q's and k's offsets in the fused output (and those of
+    /// their transposed blocks) bind as views.
+    fn offsets_bind(gpu: &Device, d: &Dims) -> bool {
+        let (qw, kvw) = (d.qw() as usize, d.kvw() as usize);
+        let align = gpu.info().min_storage_buffer_offset_alignment.max(1) as usize;
+        qw * 4 % align == 0 && (qw + kvw) * 4 % align == 0
+    }
+
+    /// Whether rows of `m` tokens hold q, k and v apart (else views of
+    /// the fused output: one row, at offsets that bind).
+    pub(crate) fn apart_for(gpu: &Device, d: &Dims, m: u32) -> bool {
+        m != 1 || !Rows::offsets_bind(gpu, d)
+    }
+
     pub(crate) fn new(gpu: &Device, d: &Dims, m: u32) -> Result<Rows> {
         let a = |n: u32| gpu.alloc::<f32>((m * n) as usize);
         let n_emb = (m * d.hidden) as usize;
         let (qw, kvw) = (d.qw() as usize, d.kvw() as usize);
-        // q, k and v are views of the fused output where their offsets
-        // (and those of their transposed blocks) bind.
-        let align = gpu.info().min_storage_buffer_offset_alignment.max(1) as usize;
-        let binds = qw * 4 % align == 0 && (qw + kvw) * 4 % align == 0;
-        let apart = if m == 1 && binds {
+        let binds = Rows::offsets_bind(gpu, d);
+        let apart = if !Rows::apart_for(gpu, d, m) {
             None
         } else {
             Some(Apart {
@@ -307,6 +323,14 @@ impl Rows {
     /// The queries, `[m, qw]`.
     pub(crate) fn q(&self) -> Result<BufferSlice<'_, f32>> {
         self.part(0)
+    }
+
+    /// q, k and v where they are held apart (`[m, qw]`, `[m, kvw]`,
+    /// `[m, kvw]`).
+    pub(crate) fn parts(&self) -> Option<[&Buffer<f32>; 3]> {
+        self.apart
+            .as_ref()
+            .map(|a| [&a.parts[0], &a.parts[1], &a.parts[2]])
     }
 
     /// The keys, `[m, kvw]`.

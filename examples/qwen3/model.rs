@@ -29,7 +29,7 @@ use crate::attend::{self, Cursor};
 use crate::buffers::{Dims, Emb16, KvCache, Rows, WBuf};
 use crate::checkpoint::{device_limits, layer_name, Checkpoint, HostTensor, LoadError};
 pub use crate::prefill16::PrefillMatmul;
-use crate::prefill16::{self, Half};
+use crate::prefill16::{self, Half, Staged};
 pub use crate::project::DecodeMatmul;
 use crate::project::Products;
 use crate::state::State;
@@ -463,11 +463,23 @@ impl Model {
                 w
             }
         };
+        // q|k|v in parts where a prompt's q, k and v are apart.
+        let d = &self.dims;
+        let split = Rows::apart_for(&self.gpu, d, n).then_some([d.qw(), d.kvw(), d.kvw()]);
         let order = self
             .layers
             .iter()
-            .flat_map(|l| [&l.qkv, &l.o, &l.gate_up, &l.down])
-            .filter(|w| !matches!(w, WBuf::F32(_)));
+            .flat_map(|l| {
+                [
+                    (&l.qkv, split),
+                    (&l.o, None),
+                    (&l.gate_up, None),
+                    (&l.down, None),
+                ]
+            })
+            .filter(|(w, _)| !matches!(w, WBuf::F32(_)))
+            .map(|(w, parts)| Staged::new(w, parts))
+            .collect();
         Ok(Some(Half::new(&self.gpu, &self.dims, w, order, n)?))
     }
 
@@ -542,8 +554,16 @@ impl Model {
     }
 
     /// Records a layer's norm fused into the q|k|v projection, q, k and v
-    /// then views of its output or split out of it (the products `p`).
+    /// then views of its output or split out of it (the products `p`);
+    /// on the f16 path with q, k and v apart, three products into them
+    /// ([`Half::project_split`]), nothing to split.
     fn record_qkv(&self, b: &mut Batch, l: &Layer, r: &Rows, p: Products<'_>) -> Result<()> {
+        if let (Products::Half(h), Some(parts), false) = (p, r.parts(), l.qkv.is_f32()) {
+            let d = &self.dims;
+            nn::rms_norm(b, &r.h, &l.in_norm, &r.xn, r.m, d.hidden, d.eps)?;
+            let [q, k, v] = parts;
+            return h.project_split(b, &r.xn, &l.qkv, [q, k, v], r.m, d.hidden);
+        }
         self.project_qkv(b, l, r, p)?;
         r.split_qkv(b)
     }

@@ -122,9 +122,12 @@ pub(crate) struct Half {
     w: [Buffer<F16>; 2],
     w_bits: [Buffer<u16>; 2],
     /// The model's 16-bit weights in the order the prefill projects with
-    /// them, each with the address of the model's own [`WBuf`] (to know
-    /// it again when a projection names it; never dereferenced).
-    order: Vec<(*const WBuf, WBuf)>,
+    /// them ([`Staged`]).
+    order: Vec<Staged>,
+    /// The k and v parts of a q|k|v weight in f16 (its q part goes to a
+    /// slot), and their bits: [`Half::project_split`]'s products.
+    kv: [Buffer<F16>; 2],
+    kv_bits: [Buffer<u16>; 2],
     /// The weight already converted into a slot: its index in `order`
     /// and the slot.
     staged: Cell<Option<(usize, usize)>>,
@@ -149,15 +152,36 @@ fn bits(b: &Buffer<F16>) -> Result<Buffer<u16>> {
     })
 }
 
+/// A weight of the prefill's order: the address of the model's own
+/// [`WBuf`] (to know it again when a projection names it; never
+/// dereferenced), a handle on it, and for a q|k|v weight whose products go
+/// to three outputs the rows of its q, k and v parts.
+pub(crate) struct Staged {
+    at: *const WBuf,
+    w: WBuf,
+    parts: Option<[u32; 3]>,
+}
+
+impl Staged {
+    /// `w`, split into parts of `parts` rows where given.
+    pub(crate) fn new(w: &WBuf, parts: Option<[u32; 3]>) -> Staged {
+        Staged {
+            at: w as *const WBuf,
+            w: w.clone(),
+            parts,
+        }
+    }
+}
+
 impl Half {
     /// Scratch for `n` rows; `w` is the model's two f16 weight slots (each
     /// of [`largest_weight`] elements) and `order` its 16-bit weights in
     /// the order the prefill's projections take them.
-    pub(crate) fn new<'a>(
+    pub(crate) fn new(
         gpu: &Device,
         d: &Dims,
         w: [Buffer<F16>; 2],
-        order: impl Iterator<Item = &'a WBuf>,
+        order: Vec<Staged>,
         n: u32,
     ) -> Result<Half> {
         let n = n as usize;
@@ -175,11 +199,15 @@ impl Half {
             None
         };
         let c = gpu.alloc::<f32>(n * 2 * d.inter as usize)?;
+        let kv_len = (d.kvw() * d.hidden) as usize;
+        let kv = [gpu.alloc::<F16>(kv_len)?, gpu.alloc::<F16>(kv_len)?];
         Ok(Half {
             c,
             w_bits: [bits(&w[0])?, bits(&w[1])?],
             w,
-            order: order.map(|x| (x as *const WBuf, x.clone())).collect(),
+            order,
+            kv_bits: [bits(&kv[0])?, bits(&kv[1])?],
+            kv,
             staged: Cell::new(None),
             a_bits: bits(&a)?,
             a,
@@ -229,32 +257,13 @@ impl Half {
         n: u32,
         epilogue: Epilogue<'_>,
     ) -> Result<()> {
-        if matches!(w, WBuf::F32(_)) {
+        let (at, slot) = self.weight_slot(b, w, k, n)?;
+        if at.is_some_and(|i| self.order[i].parts.is_some()) {
             return Err(ModelError::Input {
                 what: "f16 projection",
-                detail: "the weight is f32; f32 weights take ops::linear".into(),
+                detail: "a q|k|v weight of split parts takes project_split".into(),
             });
         }
-        let want = k as usize * n as usize;
-        if w.len() != want {
-            return Err(ModelError::Input {
-                what: "f16 projection",
-                detail: format!(
-                    "the weight has {} elements; [n, k] = [{n}, {k}] needs {want}",
-                    w.len()
-                ),
-            });
-        }
-        let at = self.order.iter().position(|(p, _)| std::ptr::eq(*p, w));
-        let slot = match (self.staged.take(), at) {
-            (Some((i, slot)), Some(j)) if i == j => slot,
-            (staged, _) => {
-                // Not converted ahead: into the slot no staged weight holds.
-                let slot = staged.map_or(0, |(_, s)| 1 - s);
-                self.convert_weight(b, w, slot)?;
-                slot
-            }
-        };
         // x in f16: the attention output as it is, else converted.
         let a = match (&self.attn, self.attn_out.get()) {
             (Some([.., o16]), Some(p))
@@ -277,27 +286,135 @@ impl Half {
             }
             _ => ops::linear_f16(b, &a, wb, out, m, k, n, epilogue)?,
         }
-        // The next weight, into the other slot, beside this product.
-        if let Some((_, next)) = at.and_then(|i| self.order.get(i + 1)) {
-            self.convert_weight(b, next, 1 - slot)?;
-            self.staged.set(at.map(|i| (i + 1, 1 - slot)));
-        }
+        self.stage_next(b, at, slot)?;
         if let Epilogue::SiluMul = epilogue {
             nn::silu_mul_halves(b, &self.c.slice(0..mn)?, out, m, n / 2)?;
         }
         Ok(())
     }
 
-    /// Records the conversion of the 16-bit weight `w` to f16 into `slot`.
-    fn convert_weight(&self, b: &mut Batch, w: &WBuf, slot: usize) -> Result<()> {
-        let dst = self.w[slot].slice(0..w.len())?;
-        match w {
-            WBuf::F16(src) => ops::convert(b, src, &dst)?,
-            WBuf::Bf16(src) => ops::convert(b, src, &dst)?,
-            WBuf::F32(_) => {}
+    /// Records `outs[i] = x·W_iᵀ` for `x` `[m, k]` (f32) and the parts
+    /// W_0, W_1, W_2 of the 16-bit q|k|v weight `w` (its rows in the
+    /// prefill's order): three f16 products from one conversion of x, with
+    /// nothing between them, so they share a barrier interval, and no
+    /// split of a merged output afterwards.
+    pub(crate) fn project_split(
+        &self,
+        b: &mut Batch,
+        x: &Buffer<f32>,
+        w: &WBuf,
+        outs: [&Buffer<f32>; 3],
+        m: u32,
+        k: u32,
+    ) -> Result<()> {
+        let entry = self.order.iter().find(|e| std::ptr::eq(e.at, w));
+        let Some(parts) = entry.and_then(|e| e.parts) else {
+            return Err(ModelError::Input {
+                what: "f16 projection",
+                detail: "the weight is not a q|k|v weight of the prefill's order".into(),
+            });
+        };
+        let (at, slot) = self.weight_slot(b, w, k, parts.iter().sum())?;
+        ops::convert(b, x, &self.a.slice(0..m as usize * k as usize)?)?;
+        let bits = [&self.w_bits[slot], &self.kv_bits[0], &self.kv_bits[1]];
+        for ((out, wb), n) in outs.into_iter().zip(bits).zip(parts) {
+            let shape = BatchedShape::packed(1, m, k, n).with_b_transposed();
+            ops::matmul_f16_batched(b, &self.a_bits, wb, out, shape)?;
+        }
+        self.stage_next(b, at, slot)
+    }
+
+    /// The slot holding `w` (`[n, k]`) in f16, converted now unless it
+    /// was converted ahead, and `w`'s index in the prefill's order.
+    fn weight_slot(
+        &self,
+        b: &mut Batch,
+        w: &WBuf,
+        k: u32,
+        n: u32,
+    ) -> Result<(Option<usize>, usize)> {
+        if matches!(w, WBuf::F32(_)) {
+            return Err(ModelError::Input {
+                what: "f16 projection",
+                detail: "the weight is f32; f32 weights take ops::linear".into(),
+            });
+        }
+        let want = k as usize * n as usize;
+        if w.len() != want {
+            return Err(ModelError::Input {
+                what: "f16 projection",
+                detail: format!(
+                    "the weight has {} elements; [n, k] = [{n}, {k}] needs {want}",
+                    w.len()
+                ),
+            });
+        }
+        let at = self.order.iter().position(|e| std::ptr::eq(e.at, w));
+        let slot = match (self.staged.take(), at) {
+            (Some((i, slot)), Some(j)) if i == j => slot,
+            (staged, _) => {
+                // Not converted ahead: into the slot no staged weight holds.
+                let slot = staged.map_or(0, |(_, s)| 1 - s);
+                let parts = at.and_then(|i| self.order[i].parts);
+                self.convert_weight(b, w, parts, slot)?;
+                slot
+            }
+        };
+        Ok((at, slot))
+    }
+
+    /// Records the conversion of the weight after order index `at` into
+    /// the slot other than `slot`, beside the product just recorded.
+    fn stage_next(&self, b: &mut Batch, at: Option<usize>, slot: usize) -> Result<()> {
+        if let Some(next) = at.and_then(|i| self.order.get(i + 1)) {
+            self.convert_weight(b, &next.w, next.parts, 1 - slot)?;
+            self.staged.set(at.map(|i| (i + 1, 1 - slot)));
         }
         Ok(())
     }
+
+    /// Records the conversion of the 16-bit weight `w` to f16 into `slot`
+    /// (with `parts`, its first part there and the other two into the k
+    /// and v buffers).
+    fn convert_weight(
+        &self,
+        b: &mut Batch,
+        w: &WBuf,
+        parts: Option<[u32; 3]>,
+        slot: usize,
+    ) -> Result<()> {
+        let rows = parts.map_or(0, |p| p.iter().sum::<u32>() as usize);
+        let Some(p) = parts.filter(|_| rows > 0 && w.len() % rows == 0) else {
+            let dst = self.w[slot].slice(0..w.len())?;
+            return convert_range(b, w, 0..w.len(), &dst);
+        };
+        let k = w.len() / rows;
+        let (q, kv) = (p[0] as usize * k, p[1] as usize * k);
+        convert_range(b, w, 0..q, &self.w[slot].slice(0..q)?)?;
+        convert_range(b, w, q..q + kv, &self.kv[0].slice(0..kv)?)?;
+        convert_range(
+            b,
+            w,
+            q + kv..w.len(),
+            &self.kv[1].slice(0..w.len() - q - kv)?,
+        )
+    }
+}
+
+/// Records the conversion of elements `range` of the 16-bit weight `w`
+/// to f16 into `dst`.
+fn convert_range(
+    b: &mut Batch,
+    w: &WBuf,
+    range: std::ops::Range<usize>,
+    dst: &BufferSlice<'_, F16>,
+) -> Result<()> {
+    match w {
+        WBuf::F16(src) => ops::convert(b, &src.slice(range)?, dst)?,
+        WBuf::Bf16(src) => ops::convert(b, &src.slice(range)?, dst)?,
+        WBuf::F32(_) => {}
+    }
+    Ok(())
 }
 
 #[cfg(test)]
