@@ -2,11 +2,12 @@
 //! result checked against the CPU.
 //!
 //! ```text
-//! cargo run --release -p vkcompute-measure --example matmul [-- [--f16-only | --f32-only | --prefill-shapes] [--json PATH]]
+//! cargo run --release -p vkcompute-measure --example matmul [-- [--f16-only | --f32-only | --prefill-shapes [--prefill-tiles]] [--json PATH]]
 //! ```
 //!
 //! `--prefill-shapes` runs only the batched f16 product at the Qwen3-4B
-//! prefill's projections (`prefill_bench.rs`).
+//! prefill's projections (`prefill_bench.rs`); with `--prefill-tiles`,
+//! each batched N×K tile the adapter fits beside the default choice.
 //!
 //! `--f32-only` runs the adapter dump and the f32 rows only: checks, the
 //! default plan beside every candidate per shape (`f32_bench.rs`: each
@@ -485,6 +486,7 @@ fn main() -> Result<()> {
     let quick = std::env::var_os("VKCOMPUTE_QUICK").is_some();
     let f16_only = args.iter().any(|a| a == "--f16-only");
     let prefill_shapes = args.iter().any(|a| a == "--prefill-shapes");
+    let prefill_tiles = args.iter().any(|a| a == "--prefill-tiles");
     let f32_only = args.iter().any(|a| a == "--f32-only");
     if args.get(1).map(String::as_str) == Some(CM2_PEAK_CHILD) {
         let name = args.get(2).cloned().unwrap_or_default();
@@ -535,7 +537,14 @@ fn main() -> Result<()> {
             (15, f16_bench::WARM_FOR)
         };
         if info.storage_buffer16 {
-            prefill_bench::bench_prefill_shapes(&gpu, &mut rep, rounds, warm, quick)?;
+            prefill_bench::bench_prefill_shapes(
+                &gpu,
+                &mut rep,
+                rounds,
+                warm,
+                quick,
+                prefill_tiles,
+            )?;
         } else {
             println!("skipped: the prefill rows need storageBuffer16BitAccess");
         }

@@ -11,7 +11,7 @@
 
 use std::time::Duration;
 
-use vkcompute::ops::{self, BatchedShape, MatmulCaps};
+use vkcompute::ops::{self, BatchedShape, Cm2Tile, MatmulCaps};
 use vkcompute::{Batch, Device, Result};
 
 use crate::f16_bench::{abs_error, error_bound, f16_inputs, profiled_rounds, transposed};
@@ -25,14 +25,17 @@ const PROJECTIONS: [(&str, u32, u32); 4] = [
     ("down", 9728, 2560),
 ];
 
-/// Rows `prefill{m}_{name}_default` for every projection; `quick` uses 64
-/// rows and a quarter of K and N.
+/// Rows `prefill{m}_{name}_default` for every projection, and with
+/// `tiles` one per batched N×K tile the adapter fits
+/// (`prefill{m}_{name}_{bm}x{bn}g{group}`); `quick` uses 64 rows and a
+/// quarter of K and N.
 pub fn bench_prefill_shapes(
     gpu: &Device,
     rep: &mut Report,
     rounds: usize,
     warm_for: Duration,
     quick: bool,
+    tiles: bool,
 ) -> Result<()> {
     let caps = MatmulCaps::of(gpu.info());
     let m = if quick { 64 } else { 512 };
@@ -48,38 +51,59 @@ pub fn bench_prefill_shapes(
         );
         let gc = gpu.alloc::<f32>(mu * nu)?;
         let shape = BatchedShape::packed(1, m, k, n).with_b_transposed();
-        let tile = ops::batched_tile(&shape, &caps);
-        let key = format!("prefill{m}_{name}_default");
-        let record = |batch: &mut Batch| -> Result<()> {
-            ops::matmul_f16_batched(batch, &ga, &gb, &gc, shape)
-        };
-        let mut batch = gpu.batch()?;
-        record(&mut batch)?;
-        batch.submit()?;
-        let err = abs_error(&a, &b, &gc.download()?, (mu, ku, nu), false);
-        let bound = error_bound(&a, &b, k);
-        let (ns, labels) = profiled_rounds(gpu, rounds, warm_for, record)?;
-        let flops = 2.0 * f64::from(m) * f64::from(k) * f64::from(n);
-        let tf = |x: f64| flops / x / 1e3;
-        let (lo, med, hi) = (ns[0], ns[ns.len() / 2], ns[ns.len() - 1]);
-        rep.push(
-            &key,
-            tf(med),
-            "TFLOPs",
-            Some(err / bound),
-            1.0,
-            format!(
-                " {m}×{k}×{n}, B stored N×K; tile {tile:?}; min/med/max {:.1}/{:.1}/{:.1} \
-                 TFLOP/s, median {:.1} µs over {} rounds; ran {}; |err| {err:.2e} (bound \
-                 {bound:.2e})",
-                tf(hi),
+        // The default choice, then each batched N×K tile the adapter fits
+        // (`--prefill-tiles`).
+        let default = ops::batched_tile(&shape, &caps);
+        let mut choices = vec![("default".to_string(), default, false)];
+        if tiles {
+            for t in [
+                Cm2Tile::SQUARE_GROUPED,
+                Cm2Tile::SMALL,
+                Cm2Tile::QUARTER,
+                Cm2Tile::SLIM,
+            ] {
+                if t.fits(&caps) && t.batched_kernel_name(true).is_some() {
+                    choices.push((format!("{}x{}g{}", t.bm, t.bn, t.group), Some(t), true));
+                }
+            }
+        }
+        for (label, tile, explicit) in choices {
+            let key = format!("prefill{m}_{name}_{label}");
+            let record = |batch: &mut Batch| -> Result<()> {
+                if explicit {
+                    ops::matmul::matmul_f16_batched_with_tile(batch, &ga, &gb, &gc, shape, tile)
+                } else {
+                    ops::matmul_f16_batched(batch, &ga, &gb, &gc, shape)
+                }
+            };
+            let mut batch = gpu.batch()?;
+            record(&mut batch)?;
+            batch.submit()?;
+            let err = abs_error(&a, &b, &gc.download()?, (mu, ku, nu), false);
+            let bound = error_bound(&a, &b, k);
+            let (ns, labels) = profiled_rounds(gpu, rounds, warm_for, record)?;
+            let flops = 2.0 * f64::from(m) * f64::from(k) * f64::from(n);
+            let tf = |x: f64| flops / x / 1e3;
+            let (lo, med, hi) = (ns[0], ns[ns.len() / 2], ns[ns.len() - 1]);
+            rep.push(
+                &key,
                 tf(med),
-                tf(lo),
-                med / 1e3,
-                ns.len(),
-                labels.join(" + ")
-            ),
-        );
+                "TFLOPs",
+                Some(err / bound),
+                1.0,
+                format!(
+                    " {m}×{k}×{n}, B stored N×K; tile {tile:?}; min/med/max {:.1}/{:.1}/{:.1} \
+                     TFLOP/s, median {:.1} µs over {} rounds; ran {}; |err| {err:.2e} (bound \
+                     {bound:.2e})",
+                    tf(hi),
+                    tf(med),
+                    tf(lo),
+                    med / 1e3,
+                    ns.len(),
+                    labels.join(" + ")
+                ),
+            );
+        }
     }
     Ok(())
 }

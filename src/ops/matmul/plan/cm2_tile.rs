@@ -99,6 +99,24 @@ impl Cm2Tile {
         group: 8,
         unroll: 2,
     };
+    /// 64×64 blocks, 64-deep slices, 128 invocations: four times the
+    /// blocks of [`Cm2Tile::SQUARE`]; batched, B stored N×K only.
+    pub const QUARTER: Cm2Tile = Cm2Tile {
+        bm: 64,
+        bn: 64,
+        bk: 64,
+        group: 0,
+        unroll: 2,
+    };
+    /// 128×64 blocks, 64-deep slices, 128 invocations; batched, B stored
+    /// N×K only.
+    pub const SLIM: Cm2Tile = Cm2Tile {
+        bm: 128,
+        bn: 64,
+        bk: 64,
+        group: 0,
+        unroll: 2,
+    };
     /// Every compiled tile, and the launch orders and unrollings measured.
     pub const ALL: [Cm2Tile; 10] = [
         Cm2Tile::SQUARE,
@@ -141,6 +159,8 @@ impl Cm2Tile {
             (128, 256, 64, 2, false) => Some("matmul_f16_cm2_128x256x64_batched"),
             (128, 256, 64, 2, true) => Some("matmul_f16_cm2_128x256x64_batched_bt"),
             (128, 256, 64, 4, true) => Some("matmul_f16_cm2_128x256x64_batched_bt_u4"),
+            (64, 64, 64, 2, true) => Some("matmul_f16_cm2_64x64x64_batched_bt"),
+            (128, 64, 64, 2, true) => Some("matmul_f16_cm2_128x64x64_batched_bt"),
             _ => None,
         }
     }
