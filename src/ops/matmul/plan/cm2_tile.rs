@@ -165,7 +165,8 @@ impl Cm2Tile {
         }
     }
 
-    /// Whether the adapter's workgroup-scope f16 shapes allow this tile:
+    /// Whether the adapter's workgroup-scope f16 shapes allow this tile (a
+    /// tile with a compiled kernel, plain or batched):
     /// `caps.coopmat2_granularity` (M, N, K) divides `bm`, `bn`, `bk`, and
     /// no side exceeds `caps.coopmat2_max_dimension`. Pure.
     pub fn fits(&self, caps: &MatmulCaps) -> bool {
@@ -173,7 +174,7 @@ impl Cm2Tile {
             return false;
         };
         let divides = |g: u32, x: u32| g > 0 && x % g == 0;
-        self.kernel_name().is_some()
+        (self.kernel_name().is_some() || self.batched_kernel_name(true).is_some())
             && divides(gm, self.bm)
             && divides(gn, self.bn)
             && divides(gk, self.bk)
