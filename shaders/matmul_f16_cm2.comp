@@ -1,8 +1,8 @@
 #version 450
 // C = A·B with f16 A and B and f32 accumulation and result, on
 // workgroup-scope cooperative matrices (VK_NV_cooperative_matrix2): the
-// whole workgroup (THREADS invocations: 128 for the base 128×128 tile, 256
-// for the others) owns one BM×BN accumulator, and A's
+// whole workgroup (THREADS invocations: 128 for the base 128×128 tile and
+// the 64×64 one, 256 for the others) owns one BM×BN accumulator, and A's
 // BM×BK and B's BK×BN slices are loaded straight from global memory with
 // tensor layouts (coopMatLoadTensorNV); the driver stages them.
 //
@@ -52,7 +52,7 @@
 // variant: matmul_f16_cm2_128x256x64_batched_bt_u4 TILE_BM=128 TILE_BN=256 TILE_BK=64 BATCHED=1 B_NK=1 UNROLL4=1
 // variant: matmul_f16_cm2_batched_bt_res BATCHED=1 B_NK=1 EPI_RESIDUAL=1
 // variant: matmul_f16_cm2_64x64x64_batched_bt TILE_BM=64 TILE_BN=64 TILE_BK=64 BATCHED=1 B_NK=1 THREADS=128
-// variant: matmul_f16_cm2_128x64x64_batched_bt TILE_BM=128 TILE_BN=64 TILE_BK=64 BATCHED=1 B_NK=1 THREADS=128
+// variant: matmul_f16_cm2_64x64x64_batched_bt_res TILE_BM=64 TILE_BN=64 TILE_BK=64 BATCHED=1 B_NK=1 THREADS=128 EPI_RESIDUAL=1
 // variant: matmul_f16_cm2_64x128x64_batched_bt_res TILE_BM=64 TILE_BN=128 TILE_BK=64 BATCHED=1 B_NK=1 EPI_RESIDUAL=1
 #extension GL_KHR_cooperative_matrix : require
 #extension GL_NV_cooperative_matrix2 : require

@@ -181,6 +181,7 @@ fn batched_tiles_run_both_b_layouts() {
         Some(Cm2Tile::SQUARE),
         Some(Cm2Tile::SMALL),
         Some(Cm2Tile::WIDE_U4),
+        Some(Cm2Tile::QUARTER),
         None,
     ];
     for tile in tiles {
@@ -245,6 +246,7 @@ fn batched_bad_shapes_are_typed_errors() {
         (Cm2Tile::SHALLOW, false),
         (Cm2Tile::SHALLOW, true),
         (Cm2Tile::WIDE_U4, false),
+        (Cm2Tile::QUARTER, false),
     ] {
         let s = if bt { shape.with_b_transposed() } else { shape };
         let mut batch = gpu.batch().unwrap();

@@ -56,12 +56,7 @@ pub fn bench_prefill_shapes(
         let default = ops::batched_tile(&shape, &caps);
         let mut choices = vec![("default".to_string(), default, false)];
         if tiles {
-            for t in [
-                Cm2Tile::SQUARE_GROUPED,
-                Cm2Tile::SMALL,
-                Cm2Tile::QUARTER,
-                Cm2Tile::SLIM,
-            ] {
+            for t in [Cm2Tile::SQUARE_GROUPED, Cm2Tile::SMALL, Cm2Tile::QUARTER] {
                 if t.fits(&caps) && t.batched_kernel_name(true).is_some() {
                     choices.push((format!("{}x{}g{}", t.bm, t.bn, t.group), Some(t), true));
                 }

@@ -212,10 +212,16 @@ pub fn matmul_f16_batched_with_tile(
 /// [`super::choose_matmul`]'s f16 tiles, over the blocks of all `count`
 /// products: where K and N are multiples of 8 (16-byte rows), the larger
 /// of the square tile ([`Cm2Tile::SQUARE_GROUPED`], launched in groups of
-/// 8 block rows) and [`Cm2Tile::SMALL`] that fits the adapter and whose
-/// blocks reach nine tenths of the compute units (of 64 when the count is
-/// unknown), else the smallest that fits; otherwise [`Cm2Tile::SMALL`]
-/// first, then [`Cm2Tile::SQUARE`]. The same for B stored either way.
+/// 8 block rows) and a smaller one that fits the adapter and whose blocks
+/// reach nine tenths of the compute units (of 64 when the count is
+/// unknown), else the smallest that fits; the smaller tile is
+/// [`Cm2Tile::QUARTER`] for B stored N×K and [`Cm2Tile::SMALL`] for B
+/// stored K×N. Otherwise [`Cm2Tile::SMALL`] first, then
+/// [`Cm2Tile::SQUARE`]. On an H200 at the Qwen3-4B prefill's 512 rows
+/// (B stored N×K) the 64×64 tile ran o and down at 146.9 and 155.2
+/// TFLOP/s against 124.8 and 129.0 for 64×128 (whose 160 blocks are 1.2
+/// waves of 132 units), the square tile q|k|v and gate|up at 199.7 and
+/// 244.6 against 171.0 and 162.2 for 64×64 (docs/runs/2026-11-27r-h200-r7).
 /// Pure.
 pub fn batched_tile(shape: &BatchedShape, caps: &MatmulCaps) -> Option<Cm2Tile> {
     let blocks = |t: &Cm2Tile| {
@@ -229,7 +235,12 @@ pub fn batched_tile(shape: &BatchedShape, caps: &MatmulCaps) -> Option<Cm2Tile> 
         64
     };
     let enough = (want * 9).div_ceil(10);
-    let order = super::plan::cm2_order(shape.k % 8 == 0 && shape.n % 8 == 0, true);
+    let aligned = shape.k % 8 == 0 && shape.n % 8 == 0;
+    let order = if aligned && shape.b_transposed {
+        &[Cm2Tile::SQUARE_GROUPED, Cm2Tile::QUARTER]
+    } else {
+        super::plan::cm2_order(aligned, true)
+    };
     let fitting: Vec<Cm2Tile> = order.iter().copied().filter(|t| t.fits(caps)).collect();
     fitting
         .iter()
@@ -300,6 +311,21 @@ mod tests {
         assert_eq!(batched_tile(&big, &caps), Some(Cm2Tile::SQUARE_GROUPED));
         let smaller = BatchedShape::packed(1, 1536, 1536, 1536).with_b_transposed();
         assert_eq!(batched_tile(&smaller, &caps), Some(Cm2Tile::SQUARE_GROUPED));
+        // B stored N×K with too few square blocks: 64×64. The Qwen3-4B
+        // prefill's o and down (80 square blocks of 512 × 2560) and its k
+        // and v (512 × 1024: 32).
+        for (k, n) in [(4096, 2560), (9728, 2560), (2560, 1024)] {
+            let s = BatchedShape::packed(1, 512, k, n).with_b_transposed();
+            assert_eq!(batched_tile(&s, &caps), Some(Cm2Tile::QUARTER), "{k} {n}");
+            // Stored K×N: no 64×64 build, 64×128.
+            let kn = BatchedShape::packed(1, 512, k, n);
+            assert_eq!(batched_tile(&kn, &caps), Some(Cm2Tile::SMALL), "{k} {n}");
+        }
+        // Its q|k|v and gate|up: enough square blocks.
+        for n in [6144, 19456] {
+            let s = BatchedShape::packed(1, 512, 2560, n).with_b_transposed();
+            assert_eq!(batched_tile(&s, &caps), Some(Cm2Tile::SQUARE_GROUPED));
+        }
         // K or N not a multiple of 8: the small tile leads.
         let odd_k = BatchedShape::packed(1, 4096, 4097, 4096).with_b_transposed();
         assert_eq!(batched_tile(&odd_k, &caps), Some(Cm2Tile::SMALL));

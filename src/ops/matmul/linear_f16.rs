@@ -42,6 +42,7 @@ pub fn residual_kernel(t: &Cm2Tile) -> Option<&'static str> {
     match t.batched_kernel_name(true)? {
         "matmul_f16_cm2_batched_bt" => Some("matmul_f16_cm2_batched_bt_res"),
         "matmul_f16_cm2_64x128x64_batched_bt" => Some("matmul_f16_cm2_64x128x64_batched_bt_res"),
+        "matmul_f16_cm2_64x64x64_batched_bt" => Some("matmul_f16_cm2_64x64x64_batched_bt_res"),
         _ => None,
     }
 }
@@ -160,6 +161,10 @@ mod tests {
         assert_eq!(
             residual_kernel(&Cm2Tile::SQUARE_GROUPED),
             Some("matmul_f16_cm2_batched_bt_res")
+        );
+        assert_eq!(
+            residual_kernel(&Cm2Tile::QUARTER),
+            Some("matmul_f16_cm2_64x64x64_batched_bt_res")
         );
         assert_eq!(residual_kernel(&Cm2Tile::WIDE_U4), None);
     }

@@ -100,18 +100,10 @@ impl Cm2Tile {
         unroll: 2,
     };
     /// 64×64 blocks, 64-deep slices, 128 invocations: four times the
-    /// blocks of [`Cm2Tile::SQUARE`]; batched, B stored N×K only.
+    /// blocks of [`Cm2Tile::SQUARE`]; batched with B stored N×K only (the
+    /// batched rule's second choice there).
     pub const QUARTER: Cm2Tile = Cm2Tile {
         bm: 64,
-        bn: 64,
-        bk: 64,
-        group: 0,
-        unroll: 2,
-    };
-    /// 128×64 blocks, 64-deep slices, 128 invocations; batched, B stored
-    /// N×K only.
-    pub const SLIM: Cm2Tile = Cm2Tile {
-        bm: 128,
         bn: 64,
         bk: 64,
         group: 0,
@@ -149,7 +141,7 @@ impl Cm2Tile {
     /// with `b_nk` the one reading B stored N×K (`_batched_bt`), or `None`
     /// where none is compiled: [`Cm2Tile::SQUARE`], [`Cm2Tile::SMALL`] and
     /// [`Cm2Tile::WIDE`] in any launch order, and [`Cm2Tile::WIDE_U4`]
-    /// with `b_nk`. Pure.
+    /// and [`Cm2Tile::QUARTER`] with `b_nk`. Pure.
     pub fn batched_kernel_name(&self, b_nk: bool) -> Option<&'static str> {
         match (self.bm, self.bn, self.bk, self.unroll, b_nk) {
             (128, 128, 64, 2, false) => Some("matmul_f16_cm2_batched"),
@@ -160,7 +152,6 @@ impl Cm2Tile {
             (128, 256, 64, 2, true) => Some("matmul_f16_cm2_128x256x64_batched_bt"),
             (128, 256, 64, 4, true) => Some("matmul_f16_cm2_128x256x64_batched_bt_u4"),
             (64, 64, 64, 2, true) => Some("matmul_f16_cm2_64x64x64_batched_bt"),
-            (128, 64, 64, 2, true) => Some("matmul_f16_cm2_128x64x64_batched_bt"),
             _ => None,
         }
     }
