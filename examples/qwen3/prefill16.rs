@@ -257,13 +257,17 @@ impl Half {
         n: u32,
         epilogue: Epilogue<'_>,
     ) -> Result<()> {
-        let (at, slot) = self.weight_slot(b, w, k, n)?;
-        if at.is_some_and(|i| self.order[i].parts.is_some()) {
+        if self
+            .order
+            .iter()
+            .any(|e| std::ptr::eq(e.at, w) && e.parts.is_some())
+        {
             return Err(ModelError::Input {
                 what: "f16 projection",
                 detail: "a q|k|v weight of split parts takes project_split".into(),
             });
         }
+        let (at, slot) = self.weight_slot(b, w, k, n)?;
         // x in f16: the attention output as it is, else converted.
         let a = match (&self.attn, self.attn_out.get()) {
             (Some([.., o16]), Some(p))
