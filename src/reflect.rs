@@ -229,6 +229,18 @@ fn opaque_to_parser(words: &[u32]) -> Option<Vec<u32>> {
 /// The reason [`parse`] gives when the parser panicked.
 const PARSER_PANICKED: &str = "the reflection parser rejected the module";
 
+/// Whether the reflection parser panics on `words` as reflection first
+/// hands it to it (what it cannot read made opaque): the panic is caught,
+/// but the default hook prints its message.
+#[cfg(test)]
+pub(crate) fn parser_panics(words: &[u32]) -> bool {
+    let opaque = opaque_to_parser(words);
+    matches!(
+        parse(opaque.as_deref().unwrap_or(words)),
+        Err(Error::InvalidSpirv { reason }) if reason == PARSER_PANICKED
+    )
+}
+
 /// Runs spirq over `words`, turning its errors and panics into `InvalidSpirv`.
 fn parse(words: &[u32]) -> Result<Vec<spirq::prelude::EntryPoint>> {
     // spirq is not hardened against hostile input; a panic inside it must not
