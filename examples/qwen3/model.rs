@@ -28,8 +28,8 @@ use vkcompute::{Batch, Buffer, Device, Graph, Profiling, Ticket};
 use crate::attend::{self, Cursor};
 use crate::buffers::{Dims, Emb16, KvCache, Rows, WBuf};
 use crate::checkpoint::{device_limits, layer_name, Checkpoint, HostTensor, LoadError};
+use crate::prefill16;
 pub use crate::prefill16::PrefillMatmul;
-use crate::prefill16::{self, Half, Staged};
 pub use crate::project::DecodeMatmul;
 use crate::project::Products;
 use crate::state::State;
@@ -446,41 +446,6 @@ impl Model {
             (true, true) => "f16 (tensor cores, all prompt rows per product)",
             (true, false) => "f16 (portable kernel, all prompt rows per product)",
         }
-    }
-
-    /// The f16 prefill's scratch for `n` rows (the weight scratch made at
-    /// its first use), or `None` on the exact path.
-    pub(crate) fn half(&mut self, n: u32) -> Result<Option<Half>> {
-        if !self.prefill_uses_f16(n) {
-            return Ok(None);
-        }
-        let w = match &self.w16 {
-            Some(w) => w.clone(),
-            None => {
-                let most = prefill16::largest_weight(&self.dims);
-                let w = [self.gpu.alloc::<F16>(most)?, self.gpu.alloc::<F16>(most)?];
-                self.w16 = Some(w.clone());
-                w
-            }
-        };
-        // q|k|v in parts where a prompt's q, k and v are apart.
-        let d = &self.dims;
-        let split = Rows::apart_for(&self.gpu, d, n).then_some([d.qw(), d.kvw(), d.kvw()]);
-        let order = self
-            .layers
-            .iter()
-            .flat_map(|l| {
-                [
-                    (&l.qkv, split),
-                    (&l.o, None),
-                    (&l.gate_up, None),
-                    (&l.down, None),
-                ]
-            })
-            .filter(|(w, _)| !matches!(w, WBuf::F32(_)))
-            .map(|(w, parts)| Staged::new(w, parts))
-            .collect();
-        Ok(Some(Half::new(&self.gpu, &self.dims, w, order, n)?))
     }
 
     /// The device.

@@ -26,9 +26,10 @@ use vkcompute::ops::nn::{self, PrefillShape};
 use vkcompute::ops::{self, BatchedShape, Epilogue, MatmulCaps, F16};
 use vkcompute::{AdapterInfo, Batch, Buffer, BufferSlice, Device};
 
+use crate::buffers::Rows;
 use crate::buffers::{Dims, WBuf};
 use crate::config::WeightDtype;
-use crate::model::{ModelError, Result};
+use crate::model::{Model, ModelError, Result};
 
 /// How the prefill computes its projections and MLP.
 ///
@@ -113,6 +114,43 @@ pub(crate) fn largest_weight(d: &Dims) -> usize {
         .into_iter()
         .max()
         .unwrap_or(0)
+}
+
+impl Model {
+    /// The f16 prefill's scratch for `n` rows (the weight scratch made at
+    /// its first use), or `None` on the exact path.
+    pub(crate) fn half(&mut self, n: u32) -> Result<Option<Half>> {
+        if !self.prefill_uses_f16(n) {
+            return Ok(None);
+        }
+        let w = match &self.w16 {
+            Some(w) => w.clone(),
+            None => {
+                let most = largest_weight(&self.dims);
+                let w = [self.gpu.alloc::<F16>(most)?, self.gpu.alloc::<F16>(most)?];
+                self.w16 = Some(w.clone());
+                w
+            }
+        };
+        // q|k|v in parts where a prompt's q, k and v are apart.
+        let d = &self.dims;
+        let split = Rows::apart_for(&self.gpu, d, n).then_some([d.qw(), d.kvw(), d.kvw()]);
+        let order = self
+            .layers
+            .iter()
+            .flat_map(|l| {
+                [
+                    (&l.qkv, split),
+                    (&l.o, None),
+                    (&l.gate_up, None),
+                    (&l.down, None),
+                ]
+            })
+            .filter(|(w, _)| !matches!(w, WBuf::F32(_)))
+            .map(|(w, parts)| Staged::new(w, parts))
+            .collect();
+        Ok(Some(Half::new(&self.gpu, &self.dims, w, order, n)?))
+    }
 }
 
 /// The scratch of the f16 projections of `n` prompt rows.

@@ -155,20 +155,10 @@ fn main() -> vkcompute::Result<()> {
                     vkcompute::ops::builtin_kernel(&gpu, name, &[(0, g)])?;
                 }
             }
-            for p in vkcompute::ops::builtin_statistics(&gpu, name)? {
-                for e in p.executables {
-                    let st: Vec<String> = e
-                        .statistics
-                        .iter()
-                        .map(|x| format!("{}={}", x.name, x.value))
-                        .collect();
-                    println!(
-                        "statistics {name} {:?} {}: {}",
-                        p.spec,
-                        e.name,
-                        st.join(", ")
-                    );
-                }
+            // The tensor-core prefill kernel builds only where the adapter
+            // has VK_NV_cooperative_matrix2: say so and go on.
+            if let Err(e) = vkcompute_measure::probe::print_statistics(&gpu, name) {
+                println!("statistics {name}: none ({e})");
             }
         }
     }

@@ -1,7 +1,8 @@
 //! Pieces the kernel probes share (`measure/examples/cm2_probe`,
-//! `linear_probe`, `matmul`): deterministic inputs, the distance of a
-//! variant's output from the default's, and the timing of rows warmed one
-//! by one and then interleaved round by round.
+//! `linear_probe`, `matmul`, `attn_probe`, `prefill_attn`): deterministic
+//! inputs, the distance of a variant's output from the default's, the
+//! timing of rows warmed one by one and then interleaved round by round,
+//! and the driver's statistics of a built-in's pipelines.
 
 use std::time::{Duration, Instant};
 
@@ -100,6 +101,30 @@ pub fn min_median_max(sorted: &[f64]) -> (f64, f64, f64) {
         [] => (f64::NAN, f64::NAN, f64::NAN),
         s => (s[0], s[s.len() / 2], s[s.len() - 1]),
     }
+}
+
+/// Prints the driver's pipeline statistics of every pipeline of built-in
+/// `name` the device has built (the one without specialization where it
+/// has built none), one line per executable: `statistics NAME SPEC
+/// EXECUTABLE: name=value, ...`. Needs a device created with
+/// `DeviceOptions::pipeline_statistics`.
+pub fn print_statistics(gpu: &vkcompute::Device, name: &str) -> vkcompute::Result<()> {
+    for p in vkcompute::ops::builtin_statistics(gpu, name)? {
+        for e in p.executables {
+            let st: Vec<String> = e
+                .statistics
+                .iter()
+                .map(|x| format!("{}={}", x.name, x.value))
+                .collect();
+            println!(
+                "statistics {name} {:?} {}: {}",
+                p.spec,
+                e.name,
+                st.join(", ")
+            );
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
