@@ -15,12 +15,12 @@
 //
 // Each row's m, l and e are held smeared across a BR×BC accumulator (every
 // column the row's value); a row sum is P times a matrix of ones, so l sums
-// the f16 probabilities that P·V weights. Workgroup of 128 invocations
-// (x = tile of BR queries,
-// the last tiles (most key tiles) first; y = (b, query head)). HEAD_D is
-// the padded head width (64 or 128): q, k and v are read through clamped
-// tensor layouts of `dim` columns, so columns past dim read zero, and the
-// store writes only the first dim columns of the first `tokens` rows.
+// the f16 probabilities that P·V weights. Workgroups of 128 invocations:
+// x = tile of BR queries (the last tiles, with the most key tiles, first),
+// y = (b, query head). HEAD_D is the padded head width (64 or 128): q, k
+// and v are read through clamped tensor layouts of `dim` columns, so
+// columns past dim read zero, and the store writes only the first dim
+// columns of the first `tokens` rows.
 //
 // Push constants: tokens, q_heads, kv_heads, dim, scale. Grid:
 // (ceil(tokens / BR), batch · q_heads).

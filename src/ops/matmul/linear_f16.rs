@@ -26,9 +26,9 @@
 //! portable one). [`Epilogue::Residual`] is fused into the tensor-core
 //! product ([`residual_kernel`]: the residual's tile is added to the
 //! accumulator before the store), so no f32 product is stored and read
-//! back; elsewhere, and for [`Epilogue::SiluMul`], the product goes to a scratch buffer
-//! allocated for the call and [`ops::add`](crate::ops::add) or
-//! [`nn::silu_mul_halves`](crate::ops::nn::silu_mul_halves) follows. (A
+//! back; elsewhere, and for [`Epilogue::SiluMul`], the product goes to a
+//! scratch buffer allocated for the call and [`ops::add`](crate::ops::add)
+//! or [`nn::silu_mul_halves`](crate::ops::nn::silu_mul_halves) follows. (A
 //! SiLU·mul fused into the tensor-core kernel, `matmul_cm2_decode.comp`'s
 //! structure with f16 operands, ran ten times slower than the product and
 //! the separate pass on an H200: docs/runs/2026-11-27r-h200-r3.)
@@ -54,9 +54,9 @@ pub fn residual_kernel(t: &Cm2Tile) -> Option<&'static str> {
 /// be `y` (added in place). Any m, k, n; see the module for the kernels.
 ///
 /// Errors: [`Error::MatmulShape`] for a zero size, an odd `n` with
-/// SiLU·mul, a buffer shorter than its shape, `y` being `x`'s or `w`'s
-/// buffer, or a grid past the adapter's; [`Error::Unsupported`] without
-/// `storageBuffer16BitAccess`.
+/// SiLU·mul, a buffer shorter than its shape, indices past 32 bits, `y`
+/// being `x`'s or `w`'s buffer, or a grid past the adapter's;
+/// [`Error::Unsupported`] without `storageBuffer16BitAccess`.
 #[allow(clippy::too_many_arguments)]
 pub fn linear_f16(
     batch: &mut Batch,
@@ -77,6 +77,10 @@ pub fn linear_f16(
         return Err(err(format!(
             "SiLU·mul takes a merged gate|up weight of an even n, not {n}"
         )));
+    }
+    let shape = BatchedShape::packed(1, m, k, n).with_b_transposed();
+    if let Some(p) = shape.problem() {
+        return Err(err(p));
     }
     let outs = if silu { n / 2 } else { n };
     let (m64, k64) = (u64::from(m), u64::from(k));
@@ -108,7 +112,6 @@ pub fn linear_f16(
             adapter: gpu.info().name.clone(),
         });
     }
-    let shape = BatchedShape::packed(1, m, k, n).with_b_transposed();
     if let Epilogue::Residual(r) = epilogue {
         let caps = MatmulCaps::of(gpu.info());
         let fused = batched_tile(&shape, &caps).and_then(|t| Some((t, residual_kernel(&t)?)));
