@@ -10,8 +10,8 @@
 //! adapter has it) the probabilities weighting the values are rounded to
 //! f16 (relative 2^-11 each, and the sum divided by is the sum of those
 //! rounded values), which moves a weighted mean by at most 2^-11 · 2 of
-//! the largest |v|: 2^-10 · max|v| more. Causal softmax: as `ops::softmax` (1e-5
-//! relative for rows this short) plus one rounding.
+//! the largest |v|: 2^-10 · max|v| more. Causal softmax: as
+//! `ops::softmax` (1e-5 relative for rows this short) plus one rounding.
 
 mod common;
 mod nn_support;
