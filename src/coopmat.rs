@@ -166,6 +166,19 @@ pub struct CoopMat2Info {
     pub flexible_shapes: Vec<CoopMatFlexibleShape>,
 }
 
+impl CoopMat2Info {
+    /// The finest (M, N, K) granularity (the smallest product) among the
+    /// flexible workgroup-scope f16 · f16 + f32 → f32 shapes for
+    /// workgroups of `invocations`, or `None` where none is listed.
+    pub(crate) fn f16_workgroup_granularity(&self, invocations: u32) -> Option<[u32; 3]> {
+        self.flexible_shapes
+            .iter()
+            .filter(|s| s.is_f16_f32_workgroup(invocations))
+            .map(|s| [s.m_granularity, s.n_granularity, s.k_granularity])
+            .min_by_key(|g| u64::from(g[0]) * u64::from(g[1]) * u64::from(g[2]))
+    }
+}
+
 /// The cooperative-matrix feature structures of a created device: what
 /// each extension reported (and was enabled with).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

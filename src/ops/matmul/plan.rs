@@ -418,13 +418,7 @@ impl MatmulCaps {
                 && info.float16
                 && info.storage_buffer16
         });
-        let granularity = coopmat2.and_then(|v| {
-            v.flexible_shapes
-                .iter()
-                .filter(|s| s.is_f16_f32_workgroup(256))
-                .map(|s| [s.m_granularity, s.n_granularity, s.k_granularity])
-                .min_by_key(|g| u64::from(g[0]) * u64::from(g[1]) * u64::from(g[2]))
-        });
+        let granularity = coopmat2.and_then(|v| v.f16_workgroup_granularity(256));
         MatmulCaps {
             subgroup_size: info.subgroup_size,
             max_shared_memory: info.max_shared_memory,

@@ -111,13 +111,10 @@ fn tc_granularity(info: &AdapterInfo) -> (Option<[u32; 3]>, u32) {
     if !usable {
         return (None, 0);
     }
-    let g = v
-        .flexible_shapes
-        .iter()
-        .filter(|s| s.is_f16_f32_workgroup(TC_LOCAL))
-        .map(|s| [s.m_granularity, s.n_granularity, s.k_granularity])
-        .min_by_key(|g| u64::from(g[0]) * u64::from(g[1]) * u64::from(g[2]));
-    (g, v.flexible_dimensions_max_dimension)
+    (
+        v.f16_workgroup_granularity(TC_LOCAL),
+        v.flexible_dimensions_max_dimension,
+    )
 }
 
 /// The tensor-core kernel's padded head width for `T` tensors of
