@@ -16,7 +16,7 @@
 
 use vkcompute::ops::nn::{self, DecodeShape};
 use vkcompute::ops::Bf16;
-use vkcompute::{BatchOptions, Device, Profiling};
+use vkcompute::Device;
 
 const Q_HEADS: u32 = 32;
 const KV_HEADS: u32 = 8;
@@ -114,25 +114,10 @@ fn main() -> vkcompute::Result<()> {
             err <= 1e-2 * peak.max(1e-3),
             "attention at {len} positions: max error {err:.3e} of {peak:.3e}"
         );
-        let mut times = Vec::new();
-        let mut label = String::new();
-        for r in 0..rounds + 1 {
-            let mut b =
-                gpu.batch_with(BatchOptions::default().with_profiling(Profiling::Commands))?;
-            for _ in 0..calls {
-                nn::attention_decode(&mut b, &q, &k, &v, &lens, &out, shape, scale)?;
-                b.barrier();
-            }
-            let p = b.submit_async()?.profile()?;
-            if r == 0 {
-                continue; // warm-up
-            }
-            for c in p.commands.iter().filter(|c| c.label.contains("attn")) {
-                label.clone_from(&c.label);
-                times.push(c.gpu_ns / 1e3);
-            }
-        }
-        times.sort_by(f64::total_cmp);
+        let (label, times) =
+            vkcompute_measure::probe::profiled_calls(&gpu, rounds, calls, "attn", |b| {
+                nn::attention_decode(b, &q, &k, &v, &lens, &out, shape, scale)
+            })?;
         let med = times[times.len() / 2];
         let bytes = 2.0 * f64::from(KV_HEADS * len * DIM) * 2.0;
         println!(

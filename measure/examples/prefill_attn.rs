@@ -21,7 +21,7 @@
 
 use vkcompute::ops::nn::{self, NnElement, PrefillShape};
 use vkcompute::ops::F16;
-use vkcompute::{Batch, BatchOptions, Buffer, Device, Profiling};
+use vkcompute::{Batch, Buffer, Device};
 
 const Q_HEADS: u32 = 32;
 const KV_HEADS: u32 = 8;
@@ -188,24 +188,10 @@ fn run<T: Elem>(
         "{} prefill attention: max error {err:.3e} of {peak:.3e}",
         T::NAME
     );
-    let mut times = Vec::new();
-    let mut label = String::new();
-    for r in 0..rounds + 1 {
-        let mut b = gpu.batch_with(BatchOptions::default().with_profiling(Profiling::Commands))?;
-        for _ in 0..calls {
-            record(&mut b, kernel, [&q, &k, &v, &out], shape, scale)?;
-            b.barrier();
-        }
-        let p = b.submit_async()?.profile()?;
-        if r == 0 {
-            continue; // warm-up
-        }
-        for c in p.commands.iter().filter(|c| c.label.contains("attn")) {
-            label.clone_from(&c.label);
-            times.push(c.gpu_ns / 1e3);
-        }
-    }
-    times.sort_by(f64::total_cmp);
+    let (label, times) =
+        vkcompute_measure::probe::profiled_calls(gpu, rounds, calls, "attn", |b| {
+            record(b, kernel, [&q, &k, &v, &out], shape, scale)
+        })?;
     let med = times[times.len() / 2];
     let pairs = f64::from(tokens) * f64::from(tokens + 1) / 2.0;
     let flops = 4.0 * f64::from(Q_HEADS * DIM) * pairs;

@@ -127,6 +127,40 @@ pub fn print_statistics(gpu: &vkcompute::Device, name: &str) -> vkcompute::Resul
     Ok(())
 }
 
+/// GPU time of one call that `record` records: `rounds` batches of
+/// `calls` calls after one batch of warm-up, a barrier after each call,
+/// each command whose label contains `label_part` timed by GPU timestamps
+/// (`Profiling::Commands`). Returns the label of the command timed and
+/// the times in µs, sorted.
+pub fn profiled_calls(
+    gpu: &vkcompute::Device,
+    rounds: usize,
+    calls: usize,
+    label_part: &str,
+    mut record: impl FnMut(&mut vkcompute::Batch) -> vkcompute::Result<()>,
+) -> vkcompute::Result<(String, Vec<f64>)> {
+    use vkcompute::{BatchOptions, Profiling};
+    let mut times = Vec::new();
+    let mut label = String::new();
+    for r in 0..rounds + 1 {
+        let mut b = gpu.batch_with(BatchOptions::default().with_profiling(Profiling::Commands))?;
+        for _ in 0..calls {
+            record(&mut b)?;
+            b.barrier();
+        }
+        let p = b.submit_async()?.profile()?;
+        if r == 0 {
+            continue; // warm-up
+        }
+        for c in p.commands.iter().filter(|c| c.label.contains(label_part)) {
+            label.clone_from(&c.label);
+            times.push(c.gpu_ns / 1e3);
+        }
+    }
+    times.sort_by(f64::total_cmp);
+    Ok((label, times))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
