@@ -425,11 +425,20 @@ impl Half {
         parts: Option<[u32; 3]>,
         slot: usize,
     ) -> Result<()> {
-        let rows = parts.map_or(0, |p| p.iter().sum::<u32>() as usize);
-        let Some(p) = parts.filter(|_| rows > 0 && w.len() % rows == 0) else {
+        let Some(p) = parts else {
             let dst = self.w[slot].slice(0..w.len())?;
             return convert_range(b, w, 0..w.len(), &dst);
         };
+        let rows = p.iter().sum::<u32>() as usize;
+        if rows == 0 || w.len() % rows != 0 {
+            return Err(ModelError::Input {
+                what: "f16 projection",
+                detail: format!(
+                    "a weight of {} elements does not split into q, k and v parts of {p:?} rows",
+                    w.len()
+                ),
+            });
+        }
         let k = w.len() / rows;
         let (q, kv) = (p[0] as usize * k, p[1] as usize * k);
         convert_range(b, w, 0..q, &self.w[slot].slice(0..q)?)?;
