@@ -14,18 +14,8 @@
 
 mod common;
 
-use vkcompute::ops::{self, BatchedShape, Epilogue, MatmulCaps, F16};
+use vkcompute::ops::{self, BatchedShape, Epilogue, MatmulCaps};
 use vkcompute::{Device, Error};
-
-/// Multiples of 1/64 in [-1, 1): exact in f16.
-fn inputs(rng: &mut common::Rng, len: usize) -> (Vec<u16>, Vec<f64>) {
-    (0..len)
-        .map(|_| {
-            let x = (rng.below(128) as f32 - 64.0) / 64.0;
-            (F16::from_f32(x).0, f64::from(x))
-        })
-        .unzip()
-}
 
 /// x·Wᵀ in f64, and the sums of |x·w| (the bound's scale), `[m, n]`.
 fn product(x: &[f64], w: &[f64], m: usize, k: usize, n: usize) -> (Vec<f64>, Vec<f64>) {
@@ -65,8 +55,8 @@ fn check(what: &str, got: &[f32], want: &[f64], scale: &[f64]) {
 fn run_case(gpu: &Device, (m, k, n): (u32, u32, u32), epi: Epi) {
     let (mu, ku, nu) = (m as usize, k as usize, n as usize);
     let mut rng = common::Rng::new(u64::from(m * 31 + k * 7 + n));
-    let (xb, x) = inputs(&mut rng, mu * ku);
-    let (wb, w) = inputs(&mut rng, nu * ku);
+    let (xb, x) = rng.exact_f16(mu * ku);
+    let (wb, w) = rng.exact_f16(nu * ku);
     let (p, s) = product(&x, &w, mu, ku, nu);
     let r: Vec<f32> = (0..mu * nu).map(|i| (i % 13) as f32 - 6.0).collect();
     let (gx, gw) = (gpu.upload(&xb).unwrap(), gpu.upload(&wb).unwrap());

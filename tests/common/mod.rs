@@ -235,4 +235,14 @@ impl Rng {
     pub fn vec_f32(&mut self, n: usize) -> Vec<f32> {
         (0..n).map(|_| self.f32()).collect()
     }
+    /// `len` multiples of 1/64 in [-1, 1), exact in f16: their IEEE
+    /// binary16 bits and their values.
+    pub fn exact_f16(&mut self, len: usize) -> (Vec<u16>, Vec<f64>) {
+        (0..len)
+            .map(|_| {
+                let x = (self.below(128) as f32 - 64.0) / 64.0;
+                (vkcompute::ops::F16::from_f32(x).0, f64::from(x))
+            })
+            .unzip()
+    }
 }
