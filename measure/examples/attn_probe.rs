@@ -17,20 +17,12 @@
 use vkcompute::ops::nn::{self, DecodeShape};
 use vkcompute::ops::Bf16;
 use vkcompute::Device;
+use vkcompute_measure::probe::arg;
 
 const Q_HEADS: u32 = 32;
 const KV_HEADS: u32 = 8;
 const DIM: u32 = 128;
 const MAX_SEQ: u32 = 4104;
-
-fn arg(name: &str, default: usize) -> usize {
-    let a: Vec<String> = std::env::args().collect();
-    a.iter()
-        .position(|x| x == name)
-        .and_then(|i| a.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 /// `probe::values` of `seed`, rounded to bf16.
 fn values(n: usize, seed: u64) -> Vec<Bf16> {

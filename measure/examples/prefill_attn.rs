@@ -22,19 +22,11 @@
 use vkcompute::ops::nn::{self, NnElement, PrefillShape};
 use vkcompute::ops::F16;
 use vkcompute::{Batch, Buffer, Device};
+use vkcompute_measure::probe::arg;
 
 const Q_HEADS: u32 = 32;
 const KV_HEADS: u32 = 8;
 const DIM: u32 = 128;
-
-fn arg(name: &str, default: usize) -> usize {
-    let a: Vec<String> = std::env::args().collect();
-    a.iter()
-        .position(|x| x == name)
-        .and_then(|i| a.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 /// The checked query rows: every seventh and the last three.
 fn checked_rows(tokens: usize) -> Vec<usize> {

@@ -127,6 +127,16 @@ pub fn print_statistics(gpu: &vkcompute::Device, name: &str) -> vkcompute::Resul
     Ok(())
 }
 
+/// The value after `--name` on the command line, parsed, else `default`.
+pub fn arg(name: &str, default: usize) -> usize {
+    let a: Vec<String> = std::env::args().collect();
+    a.iter()
+        .position(|x| x == name)
+        .and_then(|i| a.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
 /// GPU time of one call that `record` records: `rounds` batches of
 /// `calls` calls after one batch of warm-up, a barrier after each call,
 /// each command whose label contains `label_part` timed by GPU timestamps
