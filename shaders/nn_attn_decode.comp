@@ -165,6 +165,9 @@ layout(set = 0, binding = 16) readonly buffer PW { vec4 pw4[]; };
 layout(set = 0, binding = 16) readonly buffer PW { uvec4 pw4[]; };
 #endif
 layout(set = 0, binding = 17) buffer PY { float py[]; };
+// The attention output o again, 16 bytes at a time (o starts on a
+// 16-byte boundary and its rows are a multiple of 4 floats).
+layout(set = 0, binding = 18) coherent buffer O4 { vec4 o4[]; };
 #endif
 layout(push_constant) uniform P {
     uint q_heads; uint kv_heads; uint dim; uint max_seq;

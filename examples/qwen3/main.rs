@@ -37,6 +37,9 @@
 //! weight-streaming floor at the copy bandwidth measured in the same run,
 //! after the timed runs (which stay unprofiled: before 2026-11-27 they
 //! ran the profiled graph, 8 % slower on an H200).
+//! `--statistics` prints, at the end, what the driver made of the decode
+//! attention kernels the run built (registers, spills: the statistics of
+//! `vkcompute::ops::builtin_statistics`).
 //! `--wait-spin-us N` sets how long a wait spins before it blocks
 //! (`DeviceOptions::wait_spin`; the default is the crate's).
 //! `--two-op-attention` records each decode layer's q/k norms, rotary and
@@ -102,13 +105,16 @@ struct Args {
     decode_matmul: DecodeMatmul,
     /// `DeviceOptions::wait_spin` when given (`--wait-spin-us`).
     wait_spin: Option<std::time::Duration>,
+    /// `--statistics`: the driver's statistics of the decode step's
+    /// attention kernels at the end.
+    statistics: bool,
 }
 
 const USAGE: &str =
     "usage: qwen3 DIR | --tiny OUTDIR [--prompt 1,2,3 | --prompt-len N] [--decode N] [--batch B] \
                      [--sample T,K,P,SEED] [--reference FILE] [--kv-16] [--profile] \
                      [--prefill exact|f16|auto] [--decode-matmul exact|auto] [--wait-spin-us N] \
-                     [--two-op-attention] [--unfused-o] [--fused-mlp]";
+                     [--two-op-attention] [--unfused-o] [--fused-mlp] [--statistics]";
 
 fn parse_list<T: std::str::FromStr>(s: &str, what: &str) -> Result<Vec<T>, String> {
     s.split(',')
@@ -138,6 +144,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
         prefill: PrefillMatmul::Auto,
         decode_matmul: DecodeMatmul::Auto,
         wait_spin: None,
+        statistics: false,
     };
     let mut dir = None;
     let mut it = args.iter();
@@ -192,6 +199,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
             }
             "--reference" => a.reference = Some(PathBuf::from(val("--reference")?)),
             "--profile" => a.profile = true,
+            "--statistics" => a.statistics = true,
             "--kv-16" => a.kv_f32 = false,
             "--two-op-attention" => a.fused_qk = false,
             "--fused-mlp" => a.fused_mlp = true,
@@ -245,6 +253,7 @@ fn run(args: &[String]) -> Result<bool, Box<dyn std::error::Error>> {
     if let Some(spin) = a.wait_spin {
         options.wait_spin = spin;
     }
+    options.pipeline_statistics = a.statistics;
     let gpu = Device::with_options(options)?;
     println!(
         "device: {}; waits spin {} µs before blocking",
@@ -332,6 +341,9 @@ fn run(args: &[String]) -> Result<bool, Box<dyn std::error::Error>> {
     if a.profile {
         m.start_profiling()?;
         report::profile(&mut m, &a.prompt)?;
+    }
+    if a.statistics {
+        report::statistics(&gpu, "nn_attn_decode1_qk")?;
     }
     peaks.reserved = peaks.reserved.max(gpu.stats().allocator_reserved_bytes);
     peaks.print(&m, ls.weight_bytes);

@@ -404,3 +404,25 @@ pub fn profile(m: &mut Model, prompt: &[u32]) -> ModelResult<()> {
     );
     Ok(())
 }
+
+/// Prints the driver's statistics (`ops::builtin_statistics`) of every
+/// built-in whose name starts with `prefix` (the pipelines this process
+/// built, else the unspecialized one, built now).
+pub(crate) fn statistics(gpu: &vkcompute::Device, prefix: &str) -> ModelResult<()> {
+    for name in vkcompute::ops::builtin_names() {
+        if !name.starts_with(prefix) {
+            continue;
+        }
+        for p in vkcompute::ops::builtin_statistics(gpu, name)? {
+            for e in p.executables {
+                let st: Vec<String> = e
+                    .statistics
+                    .iter()
+                    .map(|x| format!("{}={}", x.name, x.value))
+                    .collect();
+                println!("statistics {name} {:?}: {}", p.spec, st.join(", "));
+            }
+        }
+    }
+    Ok(())
+}

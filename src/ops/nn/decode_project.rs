@@ -41,8 +41,8 @@ pub const DECODE_PROJECT_MAX_BATCH: u32 = 4;
 
 /// Rows of W per unit (`PR` in `shaders/nn_attn_oproj.glsl`).
 const UNIT_ROWS: u32 = 4;
-/// 16-byte chunks per lane and row in a step (`PRE`): the first step is
-/// loaded before the wait.
+/// 16-byte chunks per lane and row a part of K takes: two of the kernel's
+/// steps (`STEP`), the first loaded before the wait.
 const STEP_CHUNKS: u32 = 4;
 /// Work items (unit parts) per workgroup at most (its shared sums).
 const MAX_ITEMS: u32 = 64;
@@ -259,6 +259,7 @@ pub fn attention_decode_project(
                 kernel: kernel(dtype),
                 w: weight.bind(),
                 y,
+                o: out,
                 push: [p.wgs, hidden, k as u32, shape.batch, p.upw, p.ksub, p.kspan],
                 rows: shape.batch,
             };

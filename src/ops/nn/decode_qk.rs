@@ -197,6 +197,8 @@ pub(super) struct Proj<'a> {
     pub(super) kernel: &'static str,
     pub(super) w: &'a dyn GpuBuf,
     pub(super) y: &'a dyn GpuBuf,
+    /// The attention output again (its 16-byte view).
+    pub(super) o: &'a dyn GpuBuf,
     /// The push constants after `proj_y0`: workgroups, W's rows and
     /// columns, rows of o, units per workgroup, parts per unit, chunks
     /// per part.
@@ -379,7 +381,7 @@ pub(super) fn record_named<C: NnElement>(
         pc.extend(p.push);
         grid[1] = y as u32;
         spec.push((1, p.rows));
-        extra_bufs.extend([p.w, p.y]);
+        extra_bufs.extend([p.w, p.y, p.o]);
         name = p.kernel;
     }
     let mut bufs: Vec<&dyn GpuBuf> = vec![
