@@ -137,7 +137,7 @@ pub fn attention_decode<T: NnElement>(
     ];
     check_args(shape, scale, elems)?;
     let gpu = device_for::<T>(OP, q)?;
-    let f = Fused::new(OP, &gpu, shape, 0)?;
+    let f = Fused::new(OP, &gpu, shape)?;
     launch_pass1(
         batch,
         &gpu,
@@ -156,7 +156,6 @@ pub fn attention_decode<T: NnElement>(
         ],
         f.grid,
         &pass1_push(shape, f.plan, scale, k_cache, v_cache),
-        &[],
     )
 }
 
@@ -171,18 +170,16 @@ pub(super) struct Fused {
 }
 
 impl Fused {
-    /// Allocates for `shape` (after [`check_args`]; `op` names the errors),
-    /// with `extra` more counters after the head groups' (zeroed too).
+    /// Allocates for `shape` (after [`check_args`]; `op` names the errors).
     pub(super) fn new(
         op: &'static str,
         gpu: &crate::device::Device,
         shape: DecodeShape,
-        extra: u32,
     ) -> Result<Fused> {
         let part = gpu.alloc::<f32>(scratch_len(op, gpu, shape)?)?;
         let plan = plan_for(gpu, shape);
         let ys = grid(gpu, plan, shape.batch, shape.kv_heads)?;
-        let counters = gpu.upload(&vec![0u32; (ys + extra) as usize])?;
+        let counters = gpu.upload(&vec![0u32; ys as usize])?;
         Ok(Fused {
             plan,
             grid: [plan.chunks, ys, 1],
@@ -241,9 +238,7 @@ pub(super) fn pass1_push(
 }
 
 /// Records the first pass (fused or not) with specialization constant 0
-/// (`GROUP`, the size of its per-head registers) set to the plan's group,
-/// and `spec`'s constants after it.
-#[allow(clippy::too_many_arguments)]
+/// (`GROUP`, the size of its per-head registers) set to the plan's group.
 pub(super) fn launch_pass1(
     batch: &mut Batch,
     gpu: &crate::device::Device,
@@ -252,11 +247,8 @@ pub(super) fn launch_pass1(
     bufs: &[&dyn GpuBuf],
     grid: [u32; 3],
     pc: &[u32],
-    spec: &[(u32, u32)],
 ) -> Result<()> {
-    let mut all = vec![(0, plan.group)];
-    all.extend_from_slice(spec);
-    let k = crate::builtins::get(&gpu.inner, name, &all)?;
+    let k = crate::builtins::get(&gpu.inner, name, &[(0, plan.group)])?;
     batch.run_configured(&k, bufs, grid, Some(&crate::ops::words(pc)))?;
     Ok(())
 }
@@ -373,7 +365,6 @@ pub(in crate::ops) fn record<T: NnElement>(
         &[q, k_cache, v_cache, lens, part, k_cache, v_cache],
         [plan.chunks, ys, 1],
         &pass1_push(shape, plan, scale, k_cache, v_cache),
-        &[],
     )?;
     batch.barrier();
     let pass2 = kernel_name::<T>([
