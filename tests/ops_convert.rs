@@ -131,9 +131,23 @@ fn all_nine_pairs_match_the_host_bit_for_bit() {
     common::assert_clean(&gpu);
 }
 
-/// Every 16-bit pattern of `S` (element i has bits i) converted to `D`.
+/// The elements past which `ops::convert` takes 16-byte groups: one per
+/// invocation the adapter holds at once (compute units × invocations per
+/// unit, 65,536 where the adapter does not say).
+fn wave(gpu: &Device) -> usize {
+    let i = gpu.info();
+    match i.compute_units as usize * i.max_threads_per_compute_unit as usize {
+        0 => 65_536,
+        w => w,
+    }
+}
+
+/// Every 16-bit pattern of `S` (element i has bits i % 65,536) converted to
+/// `D`, the patterns repeated past [`wave`] so that the conversion takes
+/// its 16-byte groups.
 fn every_pattern<S: Host, D: Host>(gpu: &Device, from_bits: impl Fn(u16) -> S) {
-    let xs: Vec<S> = (0..=u16::MAX).map(from_bits).collect();
+    let reps = wave(gpu) / 65_536 + 1;
+    let xs: Vec<S> = (0..reps * 65_536).map(|i| from_bits(i as u16)).collect();
     converts_as_the_host::<S, D>(gpu, &xs);
 }
 
@@ -194,22 +208,25 @@ fn slices_with_tails_past_the_groups_of_eight() {
     // Slices start 16 to 64 bytes in (at multiples of the adapter's offset
     // alignment, 16 bytes or more on every adapter this runs on, for both
     // element sizes); lengths with no group of 8, whole groups, and
-    // groups with a tail of 1 to 7.
-    let lens = [1usize, 5, 8, 16, 17, 23, 1003];
+    // groups with a tail of 1 to 7: past the adapter's wave (16-byte
+    // groups), and short ones (element by element).
+    let w = wave(&gpu);
+    let lens = [1usize, 5, 23, 1003, w + 1, w + 7, w + 8, w + 16, w + 23];
+    let total = w + 1100;
     for len in lens {
-        slice_case::<f32, f32>(&gpu, 1100, 4, len);
+        slice_case::<f32, f32>(&gpu, total, 4, len);
     }
     if !gpu.info().storage_buffer16 {
         common::skipped("16-bit slices need storageBuffer16BitAccess");
         return;
     }
     for len in lens {
-        slice_case::<f32, F16>(&gpu, 1100, 8, len);
-        slice_case::<f32, Bf16>(&gpu, 1100, 16, len);
-        slice_case::<F16, f32>(&gpu, 1100, 8, len);
-        slice_case::<Bf16, F16>(&gpu, 1100, 16, len);
-        slice_case::<Bf16, f32>(&gpu, 1100, 8, len);
-        slice_case::<F16, Bf16>(&gpu, 1100, 16, len);
+        slice_case::<f32, F16>(&gpu, total, 8, len);
+        slice_case::<f32, Bf16>(&gpu, total, 16, len);
+        slice_case::<F16, f32>(&gpu, total, 8, len);
+        slice_case::<Bf16, F16>(&gpu, total, 16, len);
+        slice_case::<Bf16, f32>(&gpu, total, 8, len);
+        slice_case::<F16, Bf16>(&gpu, total, 16, len);
     }
     common::assert_clean(&gpu);
 }

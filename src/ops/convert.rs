@@ -87,14 +87,29 @@ pub fn convert<S: NnElement, D: NnElement>(
         });
     }
     let k = crate::builtins::get(&gpu.inner, kernel_name(S::NN, D::NN), &[])?;
-    let (n8, items) = groups_of_eight(n, aligned16(&[xv, yv]));
+    let grouped = aligned16(&[xv, yv]) && more_than_a_wave(n, info);
+    let (n8, items) = groups_of_eight(n, grouped);
     let groups = elementwise_groups(items, info.max_workgroup_count[0]);
     batch.run_configured(&k, &[x, x, y, y], [groups, 1, 1], Some(&words(&[n, n8])))?;
     Ok(())
 }
 
+/// Whether `n` elements, one per invocation, fill more than the invocations
+/// the adapter holds at once (compute units × invocations per unit; when
+/// the adapter does not say, 65,536): only then does the conversion take
+/// 16-byte groups. A smaller one finishes in one wave either way, and on
+/// an H200 the groups' path cost the Qwen3-4B decode step 0.2 ms when it
+/// converted the step's 2,560-element embedding row (3.21-3.23 against
+/// 3.01-3.02 ms, calls s6 and s7, 2026-11-27), though its own GPU time was
+/// the same 3.6 µs; why was not found. Pure.
+fn more_than_a_wave(n: u32, info: &crate::adapter::AdapterInfo) -> bool {
+    let wave = u64::from(info.compute_units) * u64::from(info.max_threads_per_compute_unit);
+    let wave = if wave == 0 { 65_536 } else { wave };
+    u64::from(n) > wave
+}
+
 /// The groups of 8 elements the kernel converts with 16-byte accesses (none
-/// where a range is not 16-byte aligned), and the work items: one per group,
+/// where a range is not 16-byte aligned or the conversion is small), and the work items: one per group,
 /// or per element of the tail past them, whichever is more.
 fn groups_of_eight(n: u32, aligned: bool) -> (u32, u64) {
     let n8 = if aligned { n / 8 } else { 0 };
@@ -120,6 +135,24 @@ mod tests {
                 assert!(items >= u64::from(n8) && items >= tail, "n {n}");
             }
         }
+    }
+
+    #[test]
+    fn only_conversions_past_a_wave_take_groups_of_eight() {
+        let mut info = crate::adapter::fake(0, "gpu", crate::adapter::AdapterType::Discrete, 1);
+        info.compute_units = 132;
+        info.max_threads_per_compute_unit = 2048;
+        // A decode step's embedding row, and 16 of them: one wave.
+        assert!(!more_than_a_wave(2560, &info));
+        assert!(!more_than_a_wave(16 * 2560, &info));
+        assert!(!more_than_a_wave(132 * 2048, &info));
+        // A prefill's activations and a layer's weight.
+        assert!(more_than_a_wave(132 * 2048 + 1, &info));
+        assert!(more_than_a_wave(2560 * 9728, &info));
+        // An adapter that does not say: 65,536.
+        info.compute_units = 0;
+        assert!(!more_than_a_wave(65_536, &info));
+        assert!(more_than_a_wave(65_537, &info));
     }
 
     #[test]
