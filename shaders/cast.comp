@@ -9,7 +9,8 @@
 // The first 8·n8 elements go in groups of 8 per invocation and step: one
 // 16-byte load of 16-bit values (two for f32) and one 16-byte store (two
 // for f32), through the bindings X8 and Y8 (n8 = 0 where the ranges are
-// not 16-byte aligned); the rest, one element at a time through X1 and Y1.
+// not 16-byte aligned, and where the op finds the conversion within one
+// wave of the adapter); the rest, one element at a time through X1 and Y1.
 // Both loops stride over the whole grid, so any grid size is correct.
 // bf16 to f16 takes a shortcut where the value lies in f16's normal range:
 // the bits move, nothing rounds (bf16's 8 significant bits fit f16's 11),

@@ -109,10 +109,11 @@ fn more_than_a_wave(n: u32, info: &crate::adapter::AdapterInfo) -> bool {
 }
 
 /// The groups of 8 elements the kernel converts with 16-byte accesses (none
-/// where a range is not 16-byte aligned or the conversion is small), and the work items: one per group,
+/// where `grouped` is false: a range not 16-byte aligned, or a conversion
+/// within one wave), and the work items: one per group,
 /// or per element of the tail past them, whichever is more.
-fn groups_of_eight(n: u32, aligned: bool) -> (u32, u64) {
-    let n8 = if aligned { n / 8 } else { 0 };
+fn groups_of_eight(n: u32, grouped: bool) -> (u32, u64) {
+    let n8 = if grouped { n / 8 } else { 0 };
     (n8, u64::from(n8).max(u64::from(n - 8 * n8)))
 }
 
