@@ -146,7 +146,7 @@ impl Model {
                     (&l.down, None),
                 ]
             })
-            .filter(|(w, _)| !matches!(w, WBuf::F32(_)))
+            .filter(|(w, _)| !w.is_f32())
             .map(|(w, parts)| Staged::new(w, parts))
             .collect();
         Ok(Some(Half::new(&self.gpu, &self.dims, w, order, n)?))
@@ -375,7 +375,7 @@ impl Half {
         k: u32,
         n: u32,
     ) -> Result<(Option<usize>, usize)> {
-        if matches!(w, WBuf::F32(_)) {
+        if w.is_f32() {
             return Err(ModelError::Input {
                 what: "f16 projection",
                 detail: "the weight is f32; f32 weights take ops::linear".into(),

@@ -75,9 +75,7 @@ impl Model {
         epilogue: Epilogue<'_>,
     ) -> Result<()> {
         match p {
-            Products::Half(h) if !matches!(w, WBuf::F32(_)) => {
-                h.project(b, x, w, out, m, k, n, epilogue)
-            }
+            Products::Half(h) if !w.is_f32() => h.project(b, x, w, out, m, k, n, epilogue),
             _ => {
                 let silu = matches!(epilogue, Epilogue::SiluMul);
                 let plan = self.plan(p, w.weights().dtype(), (m, k, n), silu);
@@ -122,7 +120,7 @@ impl Model {
         let plan = self.plan(p, w.weights().dtype(), (m, k, n), silu);
         let fused = plan.rows_per_pass <= 16;
         match p {
-            Products::Half(h) if !matches!(w, WBuf::F32(_)) => {
+            Products::Half(h) if !w.is_f32() => {
                 nn::rms_norm(b, x, g, xn, m, k, eps)?;
                 h.project(b, xn, w, out, m, k, n, epilogue)
             }
