@@ -1,7 +1,8 @@
 // Alternatives to two pieces of the skinny linear kernel (linear.glsl),
 // chosen by macros. The built-in `_sg32` variants (16-bit weights on
 // adapters whose subgroups have 32 lanes) use both: 1 row per pass with
-// CPS_LOOP CPS=4 and BUTTERFLY, 4 rows with CPS_LOOP CPS=1 and BUTTERFLY.
+// CPS_LOOP CPS=4 (CPS=2 in the `_c2` builds, for narrower workgroups) and
+// BUTTERFLY, 4 rows with CPS_LOOP CPS=1 and BUTTERFLY.
 // measure/examples/linear_probe times other combinations (PREFETCH,
 // other CPS and UNIT_ROWS) from builds of the same source.
 //

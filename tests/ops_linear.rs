@@ -348,8 +348,9 @@ fn narrow_workgroups_share_k_and_match_the_cpu() {
 
 #[test]
 fn subgroup_32_kernels_match_the_cpu() {
-    // 16-bit weights at 4 rows per pass (narrowed too), and at 1 row where
-    // not narrowed, take the `_sg32` kernels (CPS loop, butterfly finish)
+    // 16-bit weights at 4 rows per pass and at 1 row (narrowed too: at 1
+    // row with two chunks per step) take the `_sg32` kernels (CPS loop,
+    // butterfly finish)
     // where subgroups have 32 lanes: Qwen3-4B's down projection (9728 →
     // 2560) and a merged gate|up, every row count they serve.
     let gpu = common::gpu();

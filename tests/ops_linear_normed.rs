@@ -329,6 +329,40 @@ fn narrow_workgroups_with_the_norm_match_the_cpu() {
     common::assert_clean(&gpu);
 }
 
+/// Normed 1-row layers whose workgroups number one to two per compute
+/// unit run them unnarrowed on the normed subgroup-32 kernel (as
+/// Qwen3-4B's q|k|v does on an H200) where subgroups have 32 lanes and the
+/// adapter says its unit count: N sized to 1.5 workgroups (of 32 outputs,
+/// 16 SiLU·mul pairs) per unit, 16-bit weights, every epilogue.
+#[test]
+fn one_wave_normed_layers_match_the_cpu() {
+    let gpu = common::gpu();
+    let (lanes, units) = (gpu.info().subgroup_size, gpu.info().compute_units);
+    if lanes != 32 || units == 0 {
+        common::skipped(format!(
+            "the normed _sg32 kernel needs subgroups of 32 lanes ({lanes} here) and a compute \
+             unit count (the adapter says {units})"
+        ));
+        return;
+    }
+    let n = 32 * (3 * units as usize / 2);
+    for dt in [Dt::F16, Dt::Bf16] {
+        let mut batch = gpu.batch().unwrap();
+        let mut runs = Vec::new();
+        for epi in [Epi::None, Epi::ResidualInPlace, Epi::SiluMul] {
+            let c = Case::new(1, 2056, n, epi, n as u64 + epi as u64);
+            let gw = upload_w(&gpu, dt, &c.w);
+            let r = record(&gpu, &mut batch, &c, &gw, None);
+            runs.push((c, r, gw));
+        }
+        batch.submit().unwrap();
+        for (c, r, _gw) in &runs {
+            check(c, dt, &r.y.download().unwrap(), &r.what, r.x16);
+        }
+    }
+    common::assert_clean(&gpu);
+}
+
 /// The fused layer beside `nn::rms_norm` then `ops::linear` (two
 /// dispatches and a barrier), both against the reference, and within the
 /// sum of their bounds of each other: Qwen3-like shapes at a reduced

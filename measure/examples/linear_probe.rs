@@ -29,8 +29,21 @@
 //! read copy i mod C: with C × |W| well past the L2 cache, a launch reads
 //! its weights from memory, as each layer of a model does.
 //!
+//! `--before KIND` puts a command before every launch (a barrier on each
+//! side), as a model's layer has one before it, to see what the layer
+//! costs after it: `none` (the default), `copy` (the element-wise copy
+//! kernel writes x from a constant copy of it: x is written by the
+//! command before, as in a model), `o` (a skinny linear layer of
+//! Qwen3-4B's o projection shape, [K × 4096] bf16 weights with C copies,
+//! writes x = a·Woᵀ + x₀ through its residual epilogue, x₀ a constant
+//! buffer: the command a model's gate|up follows) or `o-other` (the same
+//! layer writing another buffer: no read of its output). The command
+//! before is the same for every row, so the rows' outputs still compare;
+//! its own median time per row is printed beside the layer's.
+//!
 //! ```text
-//! cargo run --release -p vkcompute-measure --example linear_probe -- [--copies 4] [--norm] a.spv:4:4 b.spv:8:4:5
+//! cargo run --release -p vkcompute-measure --example linear_probe -- [--copies 4] [--norm]
+//!     [--before none|copy|o|o-other] a.spv:4:4 b.spv:8:4:5
 //! ```
 
 use std::time::Duration;
@@ -73,14 +86,72 @@ struct Shape {
 /// The RMSNorm's epsilon of `--norm` runs.
 const EPS: f32 = 1e-6;
 
+/// The K of `--before o`'s layer (Qwen3-4B's o projection: 32 heads of 128).
+const O_K: u32 = 4096;
+
+/// The command `--before` puts ahead of each launch.
+#[derive(Clone, Copy, PartialEq)]
+enum Before {
+    None,
+    Copy,
+    O,
+    OOther,
+}
+
+/// What the command before each launch reads and writes.
+struct Pre<'a> {
+    kind: Before,
+    /// The constant x₀ (copied into x, or the o layer's residual).
+    x0: &'a Buffer<f32>,
+    /// The o layer's input `[M, O_K]` and its weight copies `[K, O_K]`.
+    a: &'a Buffer<f32>,
+    wo: &'a [Buffer<Bf16>],
+    /// `o-other`'s output `[M, K]`.
+    other: &'a Buffer<f32>,
+}
+
+impl Pre<'_> {
+    /// Records the command before launch `i` (nothing for `none`).
+    fn record(
+        &self,
+        batch: &mut vkcompute::Batch,
+        s: &Shape,
+        x: &Buffer<f32>,
+        i: usize,
+    ) -> Result<()> {
+        let wo = || &self.wo[i % self.wo.len()];
+        match self.kind {
+            Before::None => Ok(()),
+            Before::Copy => ops::copy(batch, self.x0, x),
+            Before::O => ops::linear(
+                batch,
+                self.a,
+                wo(),
+                x,
+                s.m,
+                O_K,
+                s.k,
+                Epilogue::Residual(self.x0),
+            ),
+            Before::OOther => {
+                let res = Epilogue::Residual(self.x0);
+                ops::linear(batch, self.a, wo(), self.other, s.m, O_K, s.k, res)
+            }
+        }
+    }
+}
+
+/// Records `reps` launches of `row`'s layer, each after `pre`'s command;
+/// the GPU time of each launch and of each command before it.
 fn record(
     gpu: &Device,
     row: &Row,
     s: &Shape,
     (x, ws, y): (&Buffer<f32>, &[Buffer<Bf16>], &Buffer<f32>),
     g: Option<&Buffer<f32>>,
+    pre: &Pre<'_>,
     reps: usize,
-) -> Result<Vec<f64>> {
+) -> Result<(Vec<f64>, Vec<f64>)> {
     let opts = BatchOptions::single_submit().with_profiling(Profiling::Commands);
     let mut batch = gpu.batch_with(opts)?;
     let epi = || {
@@ -91,8 +162,17 @@ fn record(
         }
     };
     let mut spans = Vec::new();
+    let mut pre_spans = Vec::new();
     for i in 0..reps {
-        if i > 0 {
+        if pre.kind != Before::None {
+            if i > 0 {
+                batch.barrier();
+            }
+            let first = batch.len() as usize;
+            pre.record(&mut batch, s, x, i)?;
+            pre_spans.push((first, batch.len() as usize));
+        }
+        if i > 0 || pre.kind != Before::None {
             batch.barrier();
         }
         let first = batch.len() as usize;
@@ -175,15 +255,18 @@ fn record(
     let t = batch.submit_async()?;
     let profile = t.profile()?;
     let len = profile.commands.len();
-    Ok(spans
-        .iter()
-        .map(|&(a, b)| {
-            profile.commands[a.min(len)..b.min(len)]
-                .iter()
-                .map(|c| c.gpu_ns)
-                .sum()
-        })
-        .collect())
+    let sum = |spans: &[(usize, usize)]| -> Vec<f64> {
+        spans
+            .iter()
+            .map(|&(a, b)| {
+                profile.commands[a.min(len)..b.min(len)]
+                    .iter()
+                    .map(|c| c.gpu_ns)
+                    .sum()
+            })
+            .collect()
+    };
+    Ok((sum(&spans), sum(&pre_spans)))
 }
 
 fn parse_shapes(list: &str) -> Vec<Shape> {
@@ -227,12 +310,24 @@ fn main() -> Result<()> {
     let mut variants = Vec::new();
     let mut copies = 1usize;
     let mut norm = false;
+    let mut before = Before::None;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         if a == "--shapes" {
             shapes = it.next().cloned().unwrap_or_default();
         } else if a == "--norm" {
             norm = true;
+        } else if a == "--before" {
+            before = match it.next().map(String::as_str) {
+                Some("none") => Before::None,
+                Some("copy") => Before::Copy,
+                Some("o") => Before::O,
+                Some("o-other") => Before::OOther,
+                v => {
+                    eprintln!("--before: expected none, copy, o or o-other, got {v:?}");
+                    std::process::exit(2);
+                }
+            };
         } else if a == "--copies" {
             copies = match it.next().and_then(|v| v.parse().ok()) {
                 Some(c) if c >= 1 => c,
@@ -324,10 +419,35 @@ fn main() -> Result<()> {
             .map(|_| gpu.upload(&wv))
             .collect::<Result<Vec<_>>>()?;
         let y = gpu.alloc::<f32>((s.m * outs) as usize)?;
+        let x0 = gpu.upload(&xv)?;
+        let (a, wo) = if matches!(before, Before::O | Before::OOther) {
+            let av: Vec<f32> = values(4, (s.m * O_K) as usize)
+                .iter()
+                .map(|v| v * 0.1)
+                .collect();
+            let wov: Vec<Bf16> = values(5, (s.k * O_K) as usize)
+                .into_iter()
+                .map(|v| Bf16::from_f32(v * 0.05))
+                .collect();
+            let wo = (0..copies)
+                .map(|_| gpu.upload(&wov))
+                .collect::<Result<Vec<_>>>()?;
+            (gpu.upload(&av)?, wo)
+        } else {
+            (gpu.alloc::<f32>(1)?, Vec::new())
+        };
+        let other = gpu.alloc::<f32>((s.m * s.k) as usize)?;
+        let pre = Pre {
+            kind: before,
+            x0: &x0,
+            a: &a,
+            wo: &wo,
+            other: &other,
+        };
         let mut reference = Vec::new();
         for (i, row) in rows.iter().enumerate() {
             y.write(0, &vec![f32::NAN; (s.m * outs) as usize])?;
-            record(&gpu, row, s, (&x, &ws, &y), g.as_ref(), 1)?;
+            record(&gpu, row, s, (&x, &ws, &y), g.as_ref(), &pre, 1)?;
             let got = y.download()?;
             if i == 0 {
                 reference = got;
@@ -341,8 +461,14 @@ fn main() -> Result<()> {
                 if d > 1e-5 { "  FAIL" } else { "" }
             );
         }
+        let mut pre_times = vec![Vec::new(); rows.len()];
         let times = interleaved_rounds(rows.len(), Duration::from_millis(300), 15, |i| {
-            record(&gpu, &rows[i], s, (&x, &ws, &y), g.as_ref(), 5)
+            let (t, mut p) = record(&gpu, &rows[i], s, (&x, &ws, &y), g.as_ref(), &pre, 5)?;
+            p.sort_by(f64::total_cmp);
+            if let Some(&m) = p.get(p.len() / 2) {
+                pre_times[i].push(m);
+            }
+            Ok::<_, vkcompute::Error>(t)
         })?;
         let bytes = f64::from(s.n) * f64::from(s.k) * 2.0;
         for (row, t) in rows.iter().zip(&times) {
@@ -355,6 +481,19 @@ fn main() -> Result<()> {
                 hi / 1e3,
                 bytes / med
             );
+        }
+        if before != Before::None {
+            for (row, p) in rows.iter().zip(&mut pre_times) {
+                p.sort_by(f64::total_cmp);
+                let (lo, med, hi) = min_median_max(p);
+                println!(
+                    "  the command before, with {:<46} µs min {:.1} / median {:.1} / max {:.1}",
+                    row.name,
+                    lo / 1e3,
+                    med / 1e3,
+                    hi / 1e3
+                );
+            }
         }
     }
     Ok(())

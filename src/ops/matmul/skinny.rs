@@ -26,12 +26,13 @@
 //! (outputs), each subgroup reads 4 of them with 16-byte loads spread over
 //! its lanes along K, multiplies them with the chunk's rows of x (read
 //! through the cache: every subgroup reads the same x) and finishes each
-//! sum with a subgroup reduction. With 16-bit weights at 4 rows, or at 1
-//! row without the norm prologue and narrowing, on adapters whose
-//! subgroups have 32 lanes, the `_sg32` kernels
-//! (`shaders/linear_loops.glsl`) read four (1 row) or one (4 rows) 16-byte
-//! chunks per lane and step and finish the sums by halving exchanges
-//! between lanes. When that gives fewer workgroups than
+//! sum with a subgroup reduction. With 16-bit weights at 4 rows or at 1
+//! row, on adapters whose subgroups have 32 lanes, the `_sg32` kernels
+//! (`shaders/linear_loops.glsl`) read four (1 row; two under narrower
+//! workgroups) or one (4 rows) 16-byte chunks per lane and step and finish
+//! the sums by halving exchanges between lanes; at 1 row with the norm
+//! prologue only a layer of one to two workgroups per compute unit takes
+//! one, its workgroups not narrowed (`skinny/sg32.rs`). When that gives fewer workgroups than
 //! twice the compute units, up to 2 rows (4 with the `_sg32` kernels) take narrower workgroups first
 //! (fewer units each, several subgroups sharing a unit's K and adding
 //! their parts in shared memory); where that cannot reach the count, K is
@@ -502,7 +503,16 @@ fn record(
         return tiled(batch, x, w, y, (m, k, n), epilogue, plan);
     }
     let caps = MatmulCaps::of(info);
-    let l = launch_narrowed(m, k, n, w.dtype(), silu, &caps, plan);
+    let plain = launch(m, k, n, w.dtype(), silu, caps.subgroup_size, plan);
+    let groups = u64::from(plain.groups) * u64::from(plain.mchunks);
+    let one_wave = norm.is_some()
+        && plan.splits == 1
+        && sg32::normed_one_wave(w.dtype(), plan.rows_per_pass, groups, &caps);
+    let l = if one_wave {
+        plain
+    } else {
+        launch_narrowed(m, k, n, w.dtype(), silu, &caps, plan)
+    };
     let grid = [l.groups * l.mchunks, plan.splits, 1];
     if u64::from(l.groups) * u64::from(l.mchunks) > u64::from(limit[0]) || plan.splits > limit[1] {
         return Err(shape(format!(
@@ -511,8 +521,14 @@ fn record(
             plan.splits
         )));
     }
-    let sg32 = sg32::kernel_applies(w.dtype(), plan.rows_per_pass, norm.is_some(), l.ksub, &caps);
-    let name = kernel_name(w.dtype(), plan.rows_per_pass, norm.is_some(), sg32);
+    let sg32 = sg32::kernel_applies(
+        w.dtype(),
+        plan.rows_per_pass,
+        norm.is_some(),
+        one_wave,
+        &caps,
+    );
+    let name = kernel_name(w.dtype(), plan.rows_per_pass, norm.is_some(), sg32, l.ksub);
     let kernel = crate::builtins::get(&gpu.inner, name, &[])?;
     let push = |mode: u32| {
         let mut p = vec![
@@ -623,9 +639,9 @@ fn tiled_kernel_name(dtype: DType, rows: u32) -> &'static str {
 /// The built-in kernel for `dtype` weights and `rows` rows per pass (with
 /// `norm`, its RMSNorm-prologue variant; with `sg32`, the `_sg32` kernel
 /// where there is one: `sg32::kernel_applies`).
-fn kernel_name(dtype: DType, rows: u32, norm: bool, sg32: bool) -> &'static str {
-    if let Some(name) = sg32.then(|| sg32::kernel_name(dtype, rows, norm)).flatten() {
-        return name;
+fn kernel_name(dtype: DType, rows: u32, norm: bool, sg32: bool, ksub: u32) -> &'static str {
+    if sg32 {
+        return sg32::kernel_name(dtype, rows, norm, ksub);
     }
     if norm {
         return normed::kernel_name(dtype, rows);

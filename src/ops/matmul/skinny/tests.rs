@@ -238,12 +238,14 @@ fn kernel_names_exist_for_every_plan() {
     for dtype in [DType::F32, DType::F16, DType::Bf16] {
         for rows in [1, 2, 4, 8, 16] {
             for norm in [false, true] {
-                let name = kernel_name(dtype, rows, norm, false);
+                let name = kernel_name(dtype, rows, norm, false, 1);
                 assert!(crate::builtins::builtin_names().contains(&name), "{name}");
-                let sg32 = sg32::kernel_applies(dtype, rows, norm, 1, &h100());
-                let name = kernel_name(dtype, rows, norm, sg32);
-                assert!(crate::builtins::builtin_names().contains(&name), "{name}");
-                assert_eq!(name.ends_with("_sg32"), sg32, "{name}");
+                for (one_wave, ksub) in [(false, 1), (true, 1), (false, 2)] {
+                    let sg32 = sg32::kernel_applies(dtype, rows, norm, one_wave, &h100());
+                    let name = kernel_name(dtype, rows, norm, sg32, ksub);
+                    assert!(crate::builtins::builtin_names().contains(&name), "{name}");
+                    assert_eq!(name.contains("_sg32"), sg32, "{name}");
+                }
             }
         }
     }
@@ -254,23 +256,24 @@ fn kernel_names_exist_for_every_plan() {
         }
     }
     assert_eq!(tiled_kernel_name(DType::Bf16, 32), "linear_bf16_tiled_m32");
-    assert_eq!(kernel_name(DType::Bf16, 4, false, false), "linear_bf16");
-    assert_eq!(kernel_name(DType::F32, 16, false, false), "linear_f32_m16");
+    let name = |d, rows, norm, sg32| kernel_name(d, rows, norm, sg32, 1);
+    assert_eq!(name(DType::Bf16, 4, false, false), "linear_bf16");
+    assert_eq!(name(DType::F32, 16, false, false), "linear_f32_m16");
+    assert_eq!(name(DType::Bf16, 1, true, false), "linear_bf16_m1_norm");
+    assert_eq!(name(DType::F16, 4, true, false), "linear_f16_norm");
+    assert_eq!(name(DType::Bf16, 1, true, true), "linear_bf16_m1_norm_sg32");
+    assert_eq!(name(DType::F16, 1, true, true), "linear_f16_m1_norm_sg32");
+    assert_eq!(name(DType::Bf16, 4, true, true), "linear_bf16_norm_sg32");
+    assert_eq!(name(DType::F16, 4, false, true), "linear_f16_sg32");
+    // Narrower workgroups at 1 row: two chunks per lane and step.
+    assert_eq!(name(DType::Bf16, 1, false, true), "linear_bf16_m1_sg32");
+    let narrowed = |d| kernel_name(d, 1, false, true, 4);
+    assert_eq!(narrowed(DType::Bf16), "linear_bf16_m1_sg32_c2");
+    assert_eq!(narrowed(DType::F16), "linear_f16_m1_sg32_c2");
     assert_eq!(
-        kernel_name(DType::Bf16, 1, true, false),
-        "linear_bf16_m1_norm"
+        kernel_name(DType::Bf16, 4, false, true, 4),
+        "linear_bf16_sg32"
     );
-    assert_eq!(kernel_name(DType::F16, 4, true, false), "linear_f16_norm");
-    // No 1-row `_sg32` kernel with the norm prologue: the subgroupAdd one.
-    assert_eq!(
-        kernel_name(DType::Bf16, 1, true, true),
-        "linear_bf16_m1_norm"
-    );
-    assert_eq!(
-        kernel_name(DType::Bf16, 4, true, true),
-        "linear_bf16_norm_sg32"
-    );
-    assert_eq!(kernel_name(DType::F16, 4, false, true), "linear_f16_sg32");
 }
 
 #[test]
@@ -281,11 +284,12 @@ fn subgroup_32_kernels_take_16_bit_weights_at_1_and_4_rows() {
     assert!(!uses_sg32(DType::F32, 1, &c));
     assert!(!uses_sg32(DType::Bf16, 2, &c));
     assert!(!uses_sg32(DType::Bf16, 8, &c));
-    // One row: not with the norm prologue, not narrowed; four rows: both.
-    assert!(sg32::kernel_applies(DType::Bf16, 1, false, 1, &c));
-    assert!(!sg32::kernel_applies(DType::Bf16, 1, true, 1, &c));
-    assert!(!sg32::kernel_applies(DType::Bf16, 1, false, 4, &c));
-    assert!(sg32::kernel_applies(DType::Bf16, 4, true, 4, &c));
+    // One row: with the norm prologue only in one wave; four rows: always.
+    assert!(sg32::kernel_applies(DType::Bf16, 1, false, false, &c));
+    assert!(!sg32::kernel_applies(DType::Bf16, 1, true, false, &c));
+    assert!(sg32::kernel_applies(DType::Bf16, 1, true, true, &c));
+    assert!(sg32::kernel_applies(DType::Bf16, 4, true, false, &c));
+    assert!(!sg32::kernel_applies(DType::F32, 1, false, false, &c));
     // Other subgroup sizes (lavapipe's 8, 64-lane waves) keep the
     // subgroupAdd kernels.
     for lanes in [4, 8, 16, 64] {
@@ -471,4 +475,76 @@ fn the_normed_narrow_test_shapes_share_k_on_lavapipe() {
     let c = h100();
     let p = choose_linear(1, 2560, 6144, DType::Bf16, false, &c);
     assert!(launch_narrowed(1, 2560, 6144, DType::Bf16, false, &c, p).ksub > 1);
+}
+
+#[test]
+fn normed_one_row_layers_of_one_wave_keep_their_workgroups() {
+    // Qwen3-4B at 1 row on 132 compute units: q|k|v (6144 outputs) has 192
+    // workgroups of 8 units, gate|up (2 × 9728, SiLU·mul pairs) 608, the
+    // LM head (151,936) 4748, o and down (2560) 80.
+    let c = h100();
+    let groups = |n: u32, silu: bool| {
+        let p = LinearPlan {
+            rows_per_pass: 1,
+            splits: 1,
+        };
+        let l = launch(1, 2560, n, DType::Bf16, silu, c.subgroup_size, p);
+        u64::from(l.groups) * u64::from(l.mchunks)
+    };
+    assert_eq!(groups(6144, false), 192);
+    assert!(sg32::normed_one_wave(
+        DType::Bf16,
+        1,
+        groups(6144, false),
+        &c
+    ));
+    assert!(sg32::normed_one_wave(
+        DType::F16,
+        1,
+        groups(6144, false),
+        &c
+    ));
+    assert!(!sg32::normed_one_wave(
+        DType::F32,
+        1,
+        groups(6144, false),
+        &c
+    ));
+    assert!(!sg32::normed_one_wave(
+        DType::Bf16,
+        2,
+        groups(6144, false),
+        &c
+    ));
+    assert_eq!(groups(19456, true), 608);
+    assert!(!sg32::normed_one_wave(
+        DType::Bf16,
+        1,
+        groups(19456, true),
+        &c
+    ));
+    assert!(!sg32::normed_one_wave(
+        DType::Bf16,
+        1,
+        groups(151936, false),
+        &c
+    ));
+    assert_eq!(groups(2560, false), 80);
+    assert!(!sg32::normed_one_wave(
+        DType::Bf16,
+        1,
+        groups(2560, false),
+        &c
+    ));
+    // The bounds: one and two workgroups per compute unit; none where the
+    // adapter does not say its units.
+    assert!(sg32::normed_one_wave(DType::Bf16, 1, 132, &c));
+    assert!(sg32::normed_one_wave(DType::Bf16, 1, 264, &c));
+    assert!(!sg32::normed_one_wave(DType::Bf16, 1, 131, &c));
+    assert!(!sg32::normed_one_wave(DType::Bf16, 1, 265, &c));
+    let unknown = MatmulCaps {
+        compute_units: 0,
+        ..c
+    };
+    assert!(!sg32::normed_one_wave(DType::Bf16, 1, 192, &unknown));
 }
