@@ -32,12 +32,13 @@
 //! workgroups) or one (4 rows) 16-byte chunks per lane and step and finish
 //! the sums by halving exchanges between lanes; at 1 row with the norm
 //! prologue only a layer of one to two workgroups per compute unit takes
-//! one, its workgroups not narrowed (`skinny/sg32.rs`). When that gives fewer workgroups than
-//! twice the compute units, up to 2 rows (4 with the `_sg32` kernels) take narrower workgroups first
-//! (fewer units each, several subgroups sharing a unit's K and adding
-//! their parts in shared memory); where that cannot reach the count, K is
-//! split over workgroups (split-K): each slice writes its partial sums and
-//! a second pass adds them in slice order and applies the epilogue.
+//! one, its workgroups not narrowed (`skinny/sg32.rs`). When that gives
+//! fewer workgroups than twice the compute units, up to 2 rows (4 with the
+//! `_sg32` kernels) take narrower workgroups first (fewer units each,
+//! several subgroups sharing a unit's K and adding their parts in shared
+//! memory); where that cannot reach the count, K is split over workgroups
+//! (split-K): each slice writes its partial sums and a second pass adds
+//! them in slice order and applies the epilogue.
 //!
 //! Past 16 rows that kernel is bound by its re-reads of x, not by memory:
 //! there a register-tiled kernel (`shaders/linear_tiled.glsl`) takes over,
