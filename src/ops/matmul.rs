@@ -76,7 +76,8 @@ pub use skinny::{
     stream_applies, stream_chosen, stream_rows, stream_span, stream_splits, tensor_applies,
     tensor_splits, tensor_tile, window_applies, window_splits, Epilogue, LinearPlan, TensorTile,
     Weights, LINEAR_MAX_M, LINEAR_MAX_SPLITS, LINEAR_TENSOR_STREAM, LINEAR_TENSOR_TILES,
-    LINEAR_TENSOR_WINDOW, NORM_FUSED_MAX_ROWS, STREAM_MAX_ROWS, STREAM_MIN_ROWS, WINDOW_MIN_ROWS,
+    LINEAR_TENSOR_WINDOW, NORM_FUSED_MAX_ROWS, NORM_FUSED_WIDE_MAX_BYTES, STREAM_MAX_ROWS,
+    STREAM_MIN_ROWS, WINDOW_MIN_ROWS,
 };
 pub use skinny::{choose_mlp, swiglu_mlp, swiglu_mlp_with_plan, MlpPlan, MLP_FUSED_MAX_M};
 

@@ -643,7 +643,9 @@ pub use tc_stream::{
 mod mlp;
 mod sg32;
 pub use mlp::{choose_mlp, swiglu_mlp, swiglu_mlp_with_plan, MlpPlan, MLP_FUSED_MAX_M};
-pub use normed::{linear_normed, linear_normed_with_plan, NORM_FUSED_MAX_ROWS};
+pub use normed::{
+    linear_normed, linear_normed_with_plan, NORM_FUSED_MAX_ROWS, NORM_FUSED_WIDE_MAX_BYTES,
+};
 use sg32::narrow_max_rows;
 
 #[cfg(test)]

@@ -5,7 +5,9 @@
 //!
 //! Up to [`NORM_FUSED_MAX_ROWS`] rows per pass the norm runs inside the
 //! layer (`NORM` in `shaders/linear.glsl`, the `_norm` kernels), with no
-//! extra dispatch. With one K slice the scale comes last: each work item
+//! extra dispatch; at 3 or 4 rows (one pass of 4) too on the subgroup-32
+//! kernels where the weights hold at most [`NORM_FUSED_WIDE_MAX_BYTES`]
+//! ([`fuses_norm`]). With one K slice the scale comes last: each work item
 //! sums the squares of the x values its loop reads anyway (x times g
 //! enters the products), the sums are finished with the products' (added
 //! over the parts of K where narrower workgroups share a unit), and the
@@ -32,6 +34,31 @@ const OP_NORMED: &str = "ops::linear_normed";
 /// decode: at 1 row the fused norm took the step from 5.86 to 5.05 ms.
 pub const NORM_FUSED_MAX_ROWS: u32 = 2;
 
+/// The most bytes of weights whose layer computes the norm itself at 3 or
+/// 4 rows of x (one pass of 4 rows) on the subgroup-32 kernels. The
+/// norm's loads and scale cost the fused kernel time per byte of W, the
+/// separate norm a launch: H200, bf16, four rows, `linear_probe --norm
+/// --copies 4` (docs/runs/2026-11-27t-h200-t9): Qwen3-4B's q|k|v (31.5
+/// MB) 19.5 µs fused against 22.1 with the norm apart, its gate|up (99.6
+/// MB) 46.1 against 43.6.
+pub const NORM_FUSED_WIDE_MAX_BYTES: u64 = 64 << 20;
+
+/// Whether a layer of `rows_per_pass` rows and `w_bytes` of `dtype`
+/// weights computes its norm itself: up to [`NORM_FUSED_MAX_ROWS`] rows
+/// always, and a pass of 4 rows on the subgroup-32 kernels (16-bit weights,
+/// 32-lane subgroups) up to [`NORM_FUSED_WIDE_MAX_BYTES`]. Pure.
+pub(super) fn fuses_norm(
+    rows_per_pass: u32,
+    w_bytes: u64,
+    dtype: DType,
+    caps: &MatmulCaps,
+) -> bool {
+    rows_per_pass <= NORM_FUSED_MAX_ROWS
+        || (rows_per_pass == 4
+            && super::sg32::uses_sg32(dtype, 4, caps)
+            && w_bytes <= NORM_FUSED_WIDE_MAX_BYTES)
+}
+
 /// The RMSNorm prologue of the streaming kernels (the `_norm` variants):
 /// the norm weight (`[k]` f32) and epsilon.
 #[derive(Clone, Copy)]
@@ -44,7 +71,7 @@ pub(super) struct Norm<'a> {
 /// first normalised per row with the norm weight `norm_weight` (`[k]` f32)
 /// and `eps` (finite, above 0), as [`crate::ops::nn::rms_norm`] does,
 /// without a separate dispatch for rows per pass up to
-/// [`NORM_FUSED_MAX_ROWS`] (see the module). Shapes, buffers and epilogues as [`linear`]; `y` may not be
+/// [`NORM_FUSED_MAX_ROWS`], and for small layers at 4 (see the module). Shapes, buffers and epilogues as [`linear`]; `y` may not be
 /// the norm weight.
 ///
 /// ```
@@ -85,8 +112,8 @@ pub fn linear_normed<'w>(
 
 /// [`linear_normed`] with an explicit plan ([`LinearPlan::is_valid`]):
 /// rows per pass up to [`NORM_FUSED_MAX_ROWS`] fuse the norm (the `_norm`
-/// kernels exist for 1 to 16), more record [`crate::ops::nn::rms_norm`]
-/// then the layer.
+/// kernels exist for 1 to 16), and 4 where [`fuses_norm`] says; others
+/// record [`crate::ops::nn::rms_norm`] then the layer.
 #[allow(clippy::too_many_arguments)]
 pub fn linear_normed_with_plan<'w>(
     batch: &mut Batch,
@@ -105,7 +132,9 @@ pub fn linear_normed_with_plan<'w>(
     let gpu = x.device();
     check(&gpu, x, &w, y, m, k, n, &epilogue, plan)?;
     check_norm(norm_weight, eps, y, k)?;
-    if plan.rows_per_pass <= NORM_FUSED_MAX_ROWS {
+    let w_bytes = w.len() as u64 * w.dtype().size();
+    let caps = MatmulCaps::of(gpu.info());
+    if fuses_norm(plan.rows_per_pass, w_bytes, w.dtype(), &caps) {
         let norm = Norm {
             weight: norm_weight,
             eps,

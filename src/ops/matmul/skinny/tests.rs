@@ -548,3 +548,36 @@ fn normed_one_row_layers_of_one_wave_keep_their_workgroups() {
     };
     assert!(!sg32::normed_one_wave(DType::Bf16, 1, 192, &unknown));
 }
+
+#[test]
+fn the_norm_is_fused_at_four_rows_only_for_small_layers() {
+    use super::normed::fuses_norm;
+    let c = h100();
+    let qkv = 6144 * 2560 * 2;
+    let gate_up = 19456 * 2560 * 2;
+    for rows in [1, 2] {
+        assert!(fuses_norm(rows, gate_up, DType::Bf16, &c));
+        assert!(fuses_norm(rows, gate_up, DType::F32, &c));
+    }
+    assert!(fuses_norm(4, qkv, DType::Bf16, &c));
+    assert!(fuses_norm(4, qkv, DType::F16, &c));
+    assert!(!fuses_norm(4, gate_up, DType::Bf16, &c));
+    assert!(fuses_norm(4, NORM_FUSED_WIDE_MAX_BYTES, DType::Bf16, &c));
+    assert!(!fuses_norm(
+        4,
+        NORM_FUSED_WIDE_MAX_BYTES + 1,
+        DType::Bf16,
+        &c
+    ));
+    // f32 weights and other subgroup sizes keep the norm apart past 2 rows,
+    // and so do 8 and 16 rows per pass.
+    assert!(!fuses_norm(4, qkv, DType::F32, &c));
+    let lavapipe = MatmulCaps {
+        subgroup_size: 8,
+        compute_units: 0,
+        ..c
+    };
+    assert!(!fuses_norm(4, qkv, DType::Bf16, &lavapipe));
+    assert!(!fuses_norm(8, qkv, DType::Bf16, &c));
+    assert!(!fuses_norm(16, 1024, DType::Bf16, &c));
+}
