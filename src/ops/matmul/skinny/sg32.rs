@@ -12,8 +12,8 @@ use super::NARROW_MAX_ROWS;
 pub(super) const SG32_NARROW_MAX_ROWS: u32 = 4;
 
 /// Whether `dtype` weights at `rows` rows per pass can take an `_sg32`
-/// kernel (`shaders/linear_loops.glsl`: four or one 16-byte chunks per
-/// lane and step and the butterfly finish of the lanes' sums, which needs
+/// kernel (`shaders/linear_loops.glsl`: four (two in the `_c2` builds) or
+/// one 16-byte chunks per lane and step and the butterfly finish of the lanes' sums, which needs
 /// subgroups of exactly 32 lanes): 16-bit weights, 1 or 4 rows. Pure.
 pub(in crate::ops::matmul) fn uses_sg32(dtype: DType, rows: u32, caps: &MatmulCaps) -> bool {
     caps.subgroup_size == 32 && matches!(dtype, DType::F16 | DType::Bf16) && matches!(rows, 1 | 4)
