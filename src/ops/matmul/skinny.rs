@@ -346,16 +346,7 @@ fn record(
         return tiled(batch, x, w, y, (m, k, n), epilogue, plan);
     }
     let caps = MatmulCaps::of(info);
-    let plain = launch(m, k, n, w.dtype(), silu, caps.subgroup_size, plan);
-    let groups = u64::from(plain.groups) * u64::from(plain.mchunks);
-    let one_wave = norm.is_some()
-        && plan.splits == 1
-        && sg32::normed_one_wave(w.dtype(), plan.rows_per_pass, groups, &caps);
-    let l = if one_wave {
-        plain
-    } else {
-        launch_narrowed(m, k, n, w.dtype(), silu, &caps, plan)
-    };
+    let (l, one_wave) = layer_launch((m, k, n), w.dtype(), silu, norm.is_some(), &caps, plan);
     let grid = [l.groups * l.mchunks, plan.splits, 1];
     if u64::from(l.groups) * u64::from(l.mchunks) > u64::from(limit[0]) || plan.splits > limit[1] {
         return Err(shape(format!(
@@ -622,7 +613,8 @@ fn check(
 
 mod launch;
 use launch::{
-    fill_rounds, launch, launch_narrowed, per_load, tiled_launch, wanted_groups, NARROW_MAX_ROWS,
+    fill_rounds, launch_narrowed, layer_launch, per_load, tiled_launch, wanted_groups,
+    NARROW_MAX_ROWS,
 };
 mod lengths;
 use lengths::check_lengths;

@@ -131,6 +131,29 @@ pub(super) fn launch_narrowed(
     l
 }
 
+/// The launch of a skinny layer (`norm`: with the RMSNorm inside) and
+/// whether it is a normed layer's one wave ([`sg32::normed_one_wave`]:
+/// its workgroups kept as they are, for the normed subgroup-32 kernel);
+/// else [`launch_narrowed`]. Pure.
+pub(super) fn layer_launch(
+    (m, k, n): (u32, u32, u32),
+    dtype: DType,
+    silu: bool,
+    norm: bool,
+    caps: &MatmulCaps,
+    p: LinearPlan,
+) -> (Launch, bool) {
+    let plain = launch(m, k, n, dtype, silu, caps.subgroup_size, p);
+    let groups = u64::from(plain.groups) * u64::from(plain.mchunks);
+    let one_wave =
+        norm && p.splits == 1 && sg32::normed_one_wave(dtype, p.rows_per_pass, groups, caps);
+    if one_wave {
+        (plain, true)
+    } else {
+        (launch_narrowed(m, k, n, dtype, silu, caps, p), false)
+    }
+}
+
 /// More K slices for `tiles` column tiles split `splits` ways, up to
 /// `most`, while the workgroups per compute unit (rounded up) stay as
 /// they are: each unit runs as many workgroups as before, each over a

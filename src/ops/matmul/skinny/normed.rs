@@ -71,8 +71,9 @@ pub(super) struct Norm<'a> {
 /// first normalised per row with the norm weight `norm_weight` (`[k]` f32)
 /// and `eps` (finite, above 0), as [`crate::ops::nn::rms_norm`] does,
 /// without a separate dispatch for rows per pass up to
-/// [`NORM_FUSED_MAX_ROWS`], and for small layers at 4 (see the module). Shapes, buffers and epilogues as [`linear`]; `y` may not be
-/// the norm weight.
+/// [`NORM_FUSED_MAX_ROWS`], and for small layers at 4 (see the module).
+/// Shapes, buffers and epilogues as [`linear`]; `y` may not be the norm
+/// weight.
 ///
 /// ```
 /// # fn main() -> vkcompute::Result<()> {

@@ -1,3 +1,4 @@
+use super::launch::launch;
 use super::sg32::uses_sg32;
 use super::*;
 
@@ -580,4 +581,32 @@ fn the_norm_is_fused_at_four_rows_only_for_small_layers() {
     assert!(!fuses_norm(4, qkv, DType::Bf16, &lavapipe));
     assert!(!fuses_norm(8, qkv, DType::Bf16, &c));
     assert!(!fuses_norm(16, 1024, DType::Bf16, &c));
+}
+
+#[test]
+fn a_normed_layer_of_one_wave_keeps_its_workgroups() {
+    // Qwen3-4B's q|k|v at 1 row: narrowed to 384 workgroups of 4 units
+    // (2 subgroups each) without the norm, its 192 whole ones with it.
+    let c = h100();
+    let p = LinearPlan {
+        rows_per_pass: 1,
+        splits: 1,
+    };
+    let (l, one_wave) = layer_launch((1, 2560, 6144), DType::Bf16, false, false, &c, p);
+    assert!(!one_wave);
+    assert_eq!((l.groups, l.upw, l.ksub), (384, 4, 2));
+    let (l, one_wave) = layer_launch((1, 2560, 6144), DType::Bf16, false, true, &c, p);
+    assert!(one_wave);
+    assert_eq!((l.groups, l.upw, l.ksub), (192, 8, 1));
+    // Split over K, or past two workgroups per unit (gate|up), as before.
+    let split = LinearPlan { splits: 2, ..p };
+    let (l, one_wave) = layer_launch((1, 2560, 6144), DType::Bf16, false, true, &c, split);
+    assert!(!one_wave);
+    assert_eq!(
+        l,
+        launch_narrowed(1, 2560, 6144, DType::Bf16, false, &c, split)
+    );
+    let (l, one_wave) = layer_launch((1, 2560, 19456), DType::Bf16, true, true, &c, p);
+    assert!(!one_wave);
+    assert_eq!(l, launch_narrowed(1, 2560, 19456, DType::Bf16, true, &c, p));
 }
