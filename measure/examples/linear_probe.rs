@@ -86,6 +86,9 @@ struct Shape {
 /// The RMSNorm's epsilon of `--norm` runs.
 const EPS: f32 = 1e-6;
 
+/// Timed rounds per row (each the median of 5 launches).
+const ROUNDS: usize = 15;
+
 /// The K of `--before o`'s layer (Qwen3-4B's o projection: 32 heads of 128).
 const O_K: u32 = 4096;
 
@@ -461,8 +464,11 @@ fn main() -> Result<()> {
                 if d > 1e-5 { "  FAIL" } else { "" }
             );
         }
+        // The command before: its median per call, kept from the timed
+        // rounds only (`interleaved_rounds` warms every row first, so those
+        // are each row's last ROUNDS calls).
         let mut pre_times = vec![Vec::new(); rows.len()];
-        let times = interleaved_rounds(rows.len(), Duration::from_millis(300), 15, |i| {
+        let times = interleaved_rounds(rows.len(), Duration::from_millis(300), ROUNDS, |i| {
             let (t, mut p) = record(&gpu, &rows[i], s, (&x, &ws, &y), g.as_ref(), &pre, 5)?;
             p.sort_by(f64::total_cmp);
             if let Some(&m) = p.get(p.len() / 2) {
@@ -483,9 +489,10 @@ fn main() -> Result<()> {
             );
         }
         if before != Before::None {
-            for (row, p) in rows.iter().zip(&mut pre_times) {
+            for (row, p) in rows.iter().zip(&pre_times) {
+                let mut p = p[p.len().saturating_sub(ROUNDS)..].to_vec();
                 p.sort_by(f64::total_cmp);
-                let (lo, med, hi) = min_median_max(p);
+                let (lo, med, hi) = min_median_max(&p);
                 println!(
                     "  the command before, with {:<46} µs min {:.1} / median {:.1} / max {:.1}",
                     row.name,
