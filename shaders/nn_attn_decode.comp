@@ -69,20 +69,7 @@
 // past max_seq, adds 1 to flag[0] and writes nothing. The prologue's
 // inputs are loaded together, and each invocation's first key and value
 // items of the first tile before the prologue (they do not depend on it).
-//
-// With OPROJ (the nn_attn_decode1_qko variants, QK over an f32 cache, one
-// sequence) the dispatch also runs the attention block's output
-// projection with 16-bit weights, added into the residual in place:
-// y += o·Wᵀ (nn_attn_oproj.glsl). Its workgroups come after the
-// attention's in the grid (rows proj_y0.. of y), load all of their rows
-// of W onto the chip while the attention runs, wait for every head
-// group's output (a counter that the workgroup writing a group's output
-// adds 1 to after a release fence) and then multiply.
 // variant: nn_attn_decode1_qk FUSED=1 QK=1
-// variant: nn_attn_decode1_qko_f16w FUSED=1 QK=1 OPROJ=1 PW_F16=1
-// variant: nn_attn_decode1_qko_bf16w FUSED=1 QK=1 OPROJ=1
-// variant: nn_attn_decode1_qko_bf16w_r11 FUSED=1 QK=1 OPROJ=1 REG_SLOTS=11 SMEM_SLOTS=0
-// variant: nn_attn_decode1_qko_bf16w_tf FUSED=1 QK=1 OPROJ=1 TEMP_FIRST=1
 // variant: nn_attn_decode1_qk_f16 FUSED=1 QK=1 DTYPE_F16=1
 // variant: nn_attn_decode1_qk_bf16 FUSED=1 QK=1 DTYPE_BF16=1
 // variant: nn_attn_decode_f16 DTYPE_F16=1
@@ -129,12 +116,7 @@ layout(set = 0, binding = 3) readonly buffer L { uint lens[]; };
 #endif
 #ifdef FUSED
 layout(set = 0, binding = 4) coherent buffer Part { float part[]; };
-#ifdef OPROJ
-// Read back by the projection's workgroups after the head groups' counter.
-layout(set = 0, binding = 5) coherent buffer O { ST o[]; };
-#else
 layout(set = 0, binding = 5) writeonly buffer O { ST o[]; };
-#endif
 layout(set = 0, binding = 6) coherent buffer Cnt { uint cnt[]; };
 layout(set = 0, binding = 7) readonly buffer K4 { VT k4[]; };
 layout(set = 0, binding = 8) readonly buffer V4 { VT v4[]; };
@@ -152,18 +134,6 @@ layout(set = 0, binding = 13) readonly buffer F { float inv_freq[]; };
 layout(set = 0, binding = 14) readonly buffer Pos { uint pos[]; };
 layout(set = 0, binding = 15) buffer Flag { uint flag[]; };
 #endif
-#ifdef OPROJ
-#if defined(DTYPE_F16) || defined(DTYPE_BF16) || !defined(USE_SUBGROUPS) || !defined(FUSED) || !defined(QK)
-#error "OPROJ: the fused q/k kernel over an f32 cache, with subgroups"
-#endif
-// The projection's weight W [pn, pk] row-major (16-bit elements), 16
-// bytes at a time, and y [pn] f32, read and written in place.
-layout(set = 0, binding = 16) readonly buffer PW { uvec4 pw4[]; };
-layout(set = 0, binding = 17) buffer PY { float py[]; };
-// The attention output o again, 16 bytes at a time (o starts on a
-// 16-byte boundary and its rows are a multiple of 4 floats).
-layout(set = 0, binding = 18) coherent buffer O4 { vec4 o4[]; };
-#endif
 layout(push_constant) uniform P {
     uint q_heads; uint kv_heads; uint dim; uint max_seq;
     uint chunks; uint group; float scale; uint vec;
@@ -176,14 +146,6 @@ layout(push_constant) uniform P {
     // projection's width twice and its k and v column offsets when the
     // three bindings are one q|k|v output.
     uint q_row; uint kv_row; uint k_off; uint v_off;
-#endif
-#ifdef OPROJ
-    // The projection (nn_attn_oproj.glsl): the first grid row of its
-    // workgroups (also the number of head groups, and the index of the
-    // counter they wait on), its workgroups, W's rows (y's width) and
-    // columns (q_heads * dim), W's rows per workgroup and each row's
-    // chunks per invocation.
-    uint proj_y0; uint proj_wgs; uint pn; uint pk; uint rw; uint cpt; uint pzero;
 #endif
 };
 
@@ -431,27 +393,7 @@ void put_o(uint at, vec4 a) {
     uint subsets = LOCAL / items; \
     uint r = t / items, d = t - (t / items) * items;
 
-#ifdef OPROJ
-#include "nn_attn_oproj.glsl"
-// This workgroup wrote its head group's output: a release fence for every
-// invocation's stores, then one count towards the projection's wait.
-#define HEAD_GROUP_DONE()                                    \
-    memoryBarrierBuffer();                                   \
-    barrier();                                               \
-    if (gl_LocalInvocationIndex == 0u) atomicAdd(cnt[proj_y0], 1u);
-#else
-#define HEAD_GROUP_DONE()
-#endif
-
 void main() {
-#ifdef OPROJ
-    if (gl_WorkGroupID.y >= proj_y0) {  // uniform: a projection workgroup
-        uint pw = (gl_WorkGroupID.y - proj_y0) * gl_NumWorkGroups.x + gl_WorkGroupID.x;
-        if (pw < proj_wgs && PGROUP != 97u) project(pw, gl_LocalInvocationIndex);
-        return;
-    }
-    if (PGROUP == 98u) return;
-#endif
     uint c = gl_WorkGroupID.x;
     uint ratio = q_heads / kv_heads;
     uint slices = (ratio + group - 1u) / group;
@@ -491,7 +433,6 @@ void main() {
 #ifdef FUSED
     if (len == 0u && c == 0u) {
         for (uint i = t; i < ng * dim; i += LOCAL) o[head0 * dim + i] = TO(0.0);
-        HEAD_GROUP_DONE()
         return;
     }
 #endif
@@ -671,7 +612,6 @@ void main() {
                 }
             }
         }
-        HEAD_GROUP_DONE()
         return;
     }
 #endif
@@ -744,6 +684,5 @@ void main() {
         }
         o[head0 * dim + i] = TO(val / sum);
     }
-    HEAD_GROUP_DONE()
 #endif
 }

@@ -47,9 +47,7 @@ struct Registry<'a>(&'a BuiltinStore);
 /// matmuls and the workgroup-scope linear kernels (`matmul_cm2_decode.comp`,
 /// `matmul_bf16w_batched.comp`), their f16 operands as `float16_t`, and the
 /// tensor-core streaming linear kernels (`linear_tc_stream.comp`) read
-/// weights as `float16_t` or `uint16_t` words, and decode attention with
-/// the output projection (`nn_attn_decode1_qko*`) reads its weight as
-/// `uvec4` words.
+/// weights as `float16_t` or `uint16_t` words.
 fn reads_raw_words(name: &str) -> bool {
     matches!(
         name,
@@ -66,7 +64,6 @@ fn reads_raw_words(name: &str) -> bool {
         || name.starts_with("linear_tc_")
         || name.starts_with("matmul_bf16w")
         || name == "matmul_cm2_decode"
-        || name.starts_with("nn_attn_decode1_qko")
         || is_bf16_words(name)
 }
 

@@ -9,7 +9,7 @@
 use std::ops::Range;
 
 use vkcompute::ops;
-use vkcompute::ops::nn::{self, DecodeShape, NnElement, OutProjection, QkNorm, QkShape};
+use vkcompute::ops::nn::{self, DecodeShape, NnElement, QkNorm, QkShape};
 use vkcompute::{Batch, Buffer, BufferSlice};
 
 use crate::buffers::{Kv16, KvCache, Rows, Rows16};
@@ -108,41 +108,6 @@ pub(crate) fn decode_qkv(
         _ => return Err(mismatch()),
     }
     Ok(())
-}
-
-/// [`decode_qkv`] and the layer's o projection added into `r.h` in one
-/// dispatch (`nn::attention_decode_project`), where `hidden` is given, the
-/// layer's cache is f32 and the op runs as one dispatch on this adapter;
-/// records nothing and returns false otherwise.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn decode_qkv_project(
-    b: &mut Batch,
-    r: &Rows,
-    l: &Layer,
-    c: &Cursor,
-    (inv_freq, eps): (&Buffer<f32>, f32),
-    ds: DecodeShape,
-    scale: f32,
-    hidden: Option<u32>,
-) -> Result<bool> {
-    let (Some(hidden), KvCache::F32(kc, vc)) = (hidden, &l.cache) else {
-        return Ok(false);
-    };
-    let weight = l.o.weights();
-    let info = r.h.device().info().clone();
-    if !nn::attention_decode_project_fuses(&info, ds, weight.dtype(), hidden) {
-        return Ok(false);
-    }
-    let proj = OutProjection {
-        weight,
-        y: &r.h,
-        hidden,
-    };
-    let norm = qk_norm(l, eps);
-    nn::attention_decode_project(
-        b, &r.qkv, norm, inv_freq, c.pos, kc, vc, c.lens, c.flag, &r.ao, proj, ds, scale,
-    )?;
-    Ok(true)
 }
 
 /// [`decode_qkv`] over a 16-bit cache: attention's output in the cache's

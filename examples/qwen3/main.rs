@@ -38,18 +38,15 @@
 //! after the timed runs (which stay unprofiled: before 2026-11-27 they
 //! ran the profiled graph, 8 % slower on an H200).
 //! `--statistics` prints, at the end, what the driver made of the decode
-//! attention kernels the run built (registers, spills: the statistics of
-//! `vkcompute::ops::builtin_statistics`).
+//! attention kernels (registers, shared memory: the statistics of
+//! `vkcompute::ops::builtin_statistics`, for the specializations the run
+//! built).
 //! `--wait-spin-us N` sets how long a wait spins before it blocks
 //! (`DeviceOptions::wait_spin`; the default is the crate's).
 //! `--two-op-attention` records each decode layer's q/k norms, rotary and
 //! KV append as a dispatch of its own before attention, instead of inside
 //! attention's dispatch (`nn::attention_decode_qkv`, the default where the
 //! adapter has subgroup arithmetic).
-//! `--unfused-o` records each decode layer's o projection as a dispatch
-//! of its own after attention, instead of inside attention's dispatch
-//! (`nn::attention_decode_project`, the default with an f32 cache where
-//! that op runs as one dispatch: a GPU, one sequence, 16-bit weights).
 //! `--fused-mlp` records each decode layer's MLP as one fused
 //! `ops::swiglu_mlp` dispatch (up to 4 sequences, on adapters with f32
 //! atomic adds) instead of the norm fused into gate|up, then down with the
@@ -97,8 +94,6 @@ struct Args {
     kv_f32: bool,
     /// `--two-op-attention`: the q/k op and attention as two dispatches.
     fused_qk: bool,
-    /// `--unfused-o`: the o projection as its own dispatch after attention.
-    fused_o: bool,
     /// `--fused-mlp`: the decode step's MLP as one fused dispatch.
     fused_mlp: bool,
     prefill: PrefillMatmul,
@@ -114,7 +109,7 @@ const USAGE: &str =
     "usage: qwen3 DIR | --tiny OUTDIR [--prompt 1,2,3 | --prompt-len N] [--decode N] [--batch B] \
                      [--sample T,K,P,SEED] [--reference FILE] [--kv-16] [--profile] \
                      [--prefill exact|f16|auto] [--decode-matmul exact|auto] [--wait-spin-us N] \
-                     [--two-op-attention] [--unfused-o] [--fused-mlp] [--statistics]";
+                     [--two-op-attention] [--fused-mlp] [--statistics]";
 
 fn parse_list<T: std::str::FromStr>(s: &str, what: &str) -> Result<Vec<T>, String> {
     s.split(',')
@@ -138,7 +133,6 @@ fn parse(args: &[String]) -> Result<Args, String> {
         profile: false,
         kv_f32: true,
         fused_qk: true,
-        fused_o: true,
         fused_mlp: false,
         prompt_len: false,
         prefill: PrefillMatmul::Auto,
@@ -203,7 +197,6 @@ fn parse(args: &[String]) -> Result<Args, String> {
             "--kv-16" => a.kv_f32 = false,
             "--two-op-attention" => a.fused_qk = false,
             "--fused-mlp" => a.fused_mlp = true,
-            "--unfused-o" => a.fused_o = false,
             "--prefill" => {
                 let v = val("--prefill")?;
                 a.prefill = PrefillMatmul::parse(&v)
@@ -292,7 +285,6 @@ fn run(args: &[String]) -> Result<bool, Box<dyn std::error::Error>> {
         profile: false,
         kv_f32: a.kv_f32,
         fused_qk: a.fused_qk,
-        fused_o: a.fused_o,
         fused_mlp: a.fused_mlp,
         // The reference is compared at f32 activations.
         decode_matmul: if refdata.is_some() {

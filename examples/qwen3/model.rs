@@ -75,12 +75,6 @@ pub struct ModelOptions {
     /// projection's output) where the adapter has subgroup arithmetic;
     /// else the two ops (`qk_norm_rope_append`, then `attention_decode`).
     pub fused_qk: bool,
-    /// With `fused_qk` and an f32 cache, record the o projection inside
-    /// the attention's dispatch too (`nn::attention_decode_project`: one
-    /// launch fewer per layer, the o weights read onto the chip while the
-    /// attention runs) where that op runs as one dispatch (a GPU, one
-    /// sequence, 16-bit weights).
-    pub fused_o: bool,
     /// Record each decode layer's MLP (RMSNorm, gate|up, SiLU·mul, down
     /// and the residual) as one fused `ops::swiglu_mlp` dispatch
     /// (`ops::MlpPlan::fused`; up to 4 sequences, on adapters with f32
@@ -106,7 +100,6 @@ impl Default for ModelOptions {
             profile: false,
             kv_f32: true,
             fused_qk: true,
-            fused_o: true,
             fused_mlp: false,
             decode_matmul: DecodeMatmul::Exact,
         }
@@ -549,6 +542,41 @@ impl Model {
         self.project_normed(b, p, &r.h, norm, &l.qkv, &r.qkv, shape, Epilogue::None)
     }
 
+    /// Records a layer from its attention output `r.ao`: o_proj with the
+    /// residual, then the MLP: with `fused_mlp` where the fused kernel
+    /// applies, one `ops::swiglu_mlp` dispatch; else the norm fused into
+    /// gate|up with SiLU·mul, down with the residual (the products `p`,
+    /// [`Model::project`]).
+    pub(crate) fn record_post_attn(
+        &self,
+        b: &mut Batch,
+        l: &Layer,
+        r: &Rows,
+        p: Products<'_>,
+        fused_mlp: bool,
+    ) -> Result<()> {
+        let d = &self.dims;
+        let m = r.m;
+        let res = Epilogue::Residual(&r.h);
+        self.project(b, p, &r.ao, &l.o, &r.h, (m, d.qw(), d.hidden), res)?;
+        let fuses = self.gpu.info().float32_atomic_add && m <= ops::MLP_FUSED_MAX_M;
+        if fused_mlp && fuses && !matches!(p, Products::Half(_)) {
+            let plan = ops::MlpPlan::fused(m);
+            let norm = Some((&l.post_norm, d.eps));
+            let (gu, dn) = (l.gate_up.weights(), l.down.weights());
+            let shape = (m, d.hidden, d.inter);
+            return Ok(ops::swiglu_mlp_with_plan(
+                b, &r.h, norm, gu, dn, &r.h, shape, plan,
+            )?);
+        }
+        let gu = (m, d.hidden, 2 * d.inter);
+        let norm = (&l.post_norm, &r.xn);
+        self.project_normed(b, p, &r.h, norm, &l.gate_up, &r.mlp, gu, Epilogue::SiluMul)?;
+        let res = Epilogue::Residual(&r.h);
+        self.project(b, p, &r.mlp, &l.down, &r.h, (m, d.inter, d.hidden), res)?;
+        Ok(())
+    }
+
     pub(crate) fn scale(&self) -> f32 {
         1.0 / (self.dims.head_dim as f32).sqrt()
     }
@@ -598,11 +626,6 @@ impl Model {
             if fused {
                 self.project_qkv(b, l, r, p)?;
                 let qk = (&self.inv_freq, d.eps);
-                let with_o = (self.opts.fused_o).then_some(d.hidden);
-                if attend::decode_qkv_project(b, r, l, &cursor, qk, ds, self.scale(), with_o)? {
-                    self.record_mlp(b, l, r, p, self.opts.fused_mlp)?;
-                    continue;
-                }
                 attend::decode_qkv(b, r, l, &cursor, qk, ds, self.scale())?;
             } else {
                 self.record_pre_attn(b, l, r, &cursor, all.clone(), bsz, p)?;

@@ -1,5 +1,4 @@
-//! The decoder's projections and what follows attention in a layer (the
-//! o projection and the MLP): `ops::linear` (with the RMSNorm before it
+//! The decoder's projections: `ops::linear` (with the RMSNorm before it
 //! fused in as its prologue, `ops::linear_normed`), or on the prefill's
 //! f16 path the f16 product of `prefill16.rs` ([`Products`] says which).
 //! The exact products keep f32 activations: the plan is
@@ -11,8 +10,8 @@ use vkcompute::ops::nn;
 use vkcompute::ops::{self, DType, Epilogue, LinearPlan, MatmulCaps};
 use vkcompute::{Batch, Buffer};
 
-use crate::buffers::{Rows, WBuf};
-use crate::model::{Layer, Model, Result};
+use crate::buffers::WBuf;
+use crate::model::{Model, Result};
 use crate::prefill16::Half;
 
 /// How the decode step computes its projections.
@@ -153,54 +152,6 @@ impl Model {
                 plan,
             )?),
         }
-    }
-
-    /// Records a layer from its attention output `r.ao`: o_proj with the
-    /// residual, then the MLP: with `fused_mlp` where the fused kernel
-    /// applies, one `ops::swiglu_mlp` dispatch; else the norm fused into
-    /// gate|up with SiLU·mul, down with the residual (the products `p`,
-    /// [`Model::project`]).
-    pub(crate) fn record_post_attn(
-        &self,
-        b: &mut Batch,
-        l: &Layer,
-        r: &Rows,
-        p: Products<'_>,
-        fused_mlp: bool,
-    ) -> Result<()> {
-        let d = &self.dims;
-        let res = Epilogue::Residual(&r.h);
-        self.project(b, p, &r.ao, &l.o, &r.h, (r.m, d.qw(), d.hidden), res)?;
-        self.record_mlp(b, l, r, p, fused_mlp)
-    }
-
-    /// [`Model::record_post_attn`] after the o projection: the MLP.
-    pub(crate) fn record_mlp(
-        &self,
-        b: &mut Batch,
-        l: &Layer,
-        r: &Rows,
-        p: Products<'_>,
-        fused_mlp: bool,
-    ) -> Result<()> {
-        let d = &self.dims;
-        let m = r.m;
-        let fuses = self.gpu.info().float32_atomic_add && m <= ops::MLP_FUSED_MAX_M;
-        if fused_mlp && fuses && !matches!(p, Products::Half(_)) {
-            let plan = ops::MlpPlan::fused(m);
-            let norm = Some((&l.post_norm, d.eps));
-            let (gu, dn) = (l.gate_up.weights(), l.down.weights());
-            let shape = (m, d.hidden, d.inter);
-            return Ok(ops::swiglu_mlp_with_plan(
-                b, &r.h, norm, gu, dn, &r.h, shape, plan,
-            )?);
-        }
-        let gu = (m, d.hidden, 2 * d.inter);
-        let norm = (&l.post_norm, &r.xn);
-        self.project_normed(b, p, &r.h, norm, &l.gate_up, &r.mlp, gu, Epilogue::SiluMul)?;
-        let res = Epilogue::Residual(&r.h);
-        self.project(b, p, &r.mlp, &l.down, &r.h, (m, d.inter, d.hidden), res)?;
-        Ok(())
     }
 }
 

@@ -137,7 +137,7 @@ pub fn attention_decode<T: NnElement>(
     ];
     check_args(shape, scale, elems)?;
     let gpu = device_for::<T>(OP, q)?;
-    let f = Fused::new(OP, &gpu, shape, 0)?;
+    let f = Fused::new(OP, &gpu, shape)?;
     launch_pass1(
         batch,
         &gpu,
@@ -170,18 +170,16 @@ pub(super) struct Fused {
 }
 
 impl Fused {
-    /// Allocates for `shape` (after [`check_args`]; `op` names the errors),
-    /// with `extra` more counters after the head groups' (zeroed too).
+    /// Allocates for `shape` (after [`check_args`]; `op` names the errors).
     pub(super) fn new(
         op: &'static str,
         gpu: &crate::device::Device,
         shape: DecodeShape,
-        extra: u32,
     ) -> Result<Fused> {
         let part = gpu.alloc::<f32>(scratch_len(op, gpu, shape)?)?;
         let plan = plan_for(gpu, shape);
         let ys = grid(gpu, plan, shape.batch, shape.kv_heads)?;
-        let counters = gpu.upload(&vec![0u32; (ys + extra) as usize])?;
+        let counters = gpu.upload(&vec![0u32; ys as usize])?;
         Ok(Fused {
             plan,
             grid: [plan.chunks, ys, 1],
@@ -389,7 +387,7 @@ pub(in crate::ops) fn record<T: NnElement>(
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Plan {
     /// Query heads per workgroup.
-    pub(super) group: u32,
+    group: u32,
     /// Workgroups per kv head (slices of its query heads).
     slices: u32,
     /// Sequence chunks (the grid's x extent).

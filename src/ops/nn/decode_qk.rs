@@ -158,10 +158,10 @@ pub fn attention_decode_qkv<C: NnElement>(
 }
 
 /// A tensor the recording reads, with its element count.
-pub(super) type Operand<'a> = (&'a dyn GpuBuf, u64);
+type Operand<'a> = (&'a dyn GpuBuf, u64);
 
 /// Where the new token's q, k and v are.
-pub(super) enum Source<'a> {
+enum Source<'a> {
     /// Three tensors: q `[batch, q_heads, head_dim]`, k and v `[batch,
     /// kv_heads, head_dim]`.
     Split {
@@ -190,30 +190,15 @@ impl Source<'_> {
     }
 }
 
-/// The output projection a one-dispatch form adds (the
-/// `nn_attn_decode1_qko` kernels, see `decode_project`).
-pub(super) struct Proj<'a> {
-    /// The kernel, by W's element type.
-    pub(super) kernel: &'static str,
-    pub(super) w: &'a dyn GpuBuf,
-    pub(super) y: &'a dyn GpuBuf,
-    /// The attention output again (its 16-byte view).
-    pub(super) o: &'a dyn GpuBuf,
-    /// The push constants after `proj_y0`: workgroups, W's rows and
-    /// columns, W's rows per workgroup, a row's chunks per invocation.
-    pub(super) push: [u32; 6],
-    pub(super) pgroup: u32,
-}
-
 /// The arguments both forms share, but the caches and `out`.
-pub(super) struct Rest<'a> {
-    pub(super) norm: Option<QkNorm<'a>>,
-    pub(super) inv_freq: Operand<'a>,
-    pub(super) positions: Operand<'a>,
-    pub(super) lens: Operand<'a>,
-    pub(super) flag: Operand<'a>,
-    pub(super) shape: DecodeShape,
-    pub(super) scale: f32,
+struct Rest<'a> {
+    norm: Option<QkNorm<'a>>,
+    inv_freq: Operand<'a>,
+    positions: Operand<'a>,
+    lens: Operand<'a>,
+    flag: Operand<'a>,
+    shape: DecodeShape,
+    scale: f32,
 }
 
 /// The push constants that place q, k and v (the shader's q_row, kv_row,
@@ -252,8 +237,6 @@ fn placement(layout: Layout, shape: DecodeShape) -> Result<([u32; 4], [u64; 3])>
     }
 }
 
-/// Records the one dispatch after the checks it makes, with errors
-/// naming the form's op.
 fn record<C: NnElement>(
     batch: &mut Batch,
     src: Source<'_>,
@@ -262,27 +245,10 @@ fn record<C: NnElement>(
     out: &impl NnOperand<C>,
     r: Rest<'_>,
 ) -> Result<()> {
-    let op = match src {
-        Source::Split { .. } => OP,
-        Source::Merged(_) => OP_QKV,
+    let (op, shape) = match src {
+        Source::Split { .. } => (OP, r.shape),
+        Source::Merged(_) => (OP_QKV, r.shape),
     };
-    record_named(op, batch, src, k_cache, v_cache, out, r, None)
-}
-
-/// [`record`] with errors naming `op`, and `proj`'s output projection in
-/// the same dispatch when given.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn record_named<C: NnElement>(
-    op: &'static str,
-    batch: &mut Batch,
-    src: Source<'_>,
-    k_cache: &impl NnOperand<C>,
-    v_cache: &impl NnOperand<C>,
-    out: &impl NnOperand<C>,
-    r: Rest<'_>,
-    proj: Option<Proj<'_>>,
-) -> Result<()> {
-    let shape = r.shape;
     let qs = QkShape {
         batch: shape.batch,
         steps: 1,
@@ -343,8 +309,7 @@ pub(super) fn record_named<C: NnElement>(
             adapter: gpu.info().name.clone(),
         });
     }
-    let extra = if proj.is_some() { 2 } else { 0 };
-    let f = attention::Fused::new(op, &gpu, shape, extra)?;
+    let f = attention::Fused::new(op, &gpu, shape)?;
     // Without a norm the weight bindings take inv_freq, which the kernel
     // then does not read.
     let inv_freq = r.inv_freq.0;
@@ -352,65 +317,43 @@ pub(super) fn record_named<C: NnElement>(
         Some(n) => (n.q_weight, n.k_weight, n.eps, 1),
         None => (inv_freq, inv_freq, 0.0, 0),
     };
-    let mut pc = attention::pass1_push(shape, f.plan, r.scale, k_cache, v_cache).to_vec();
-    pc.extend([eps.to_bits(), has_norm]);
-    pc.extend(place);
-    let mut name = kernel_name::<C>([
+    let base = attention::pass1_push(shape, f.plan, r.scale, k_cache, v_cache);
+    let mut pc = [0u32; 14];
+    pc[..8].copy_from_slice(&base);
+    pc[8] = eps.to_bits();
+    pc[9] = has_norm;
+    pc[10..].copy_from_slice(&place);
+    let name = kernel_name::<C>([
         "nn_attn_decode1_qk",
         "nn_attn_decode1_qk_f16",
         "nn_attn_decode1_qk_bf16",
     ]);
-    let (mut grid, mut extra_bufs, mut spec) = (f.grid, vec![], vec![(0, f.plan.group)]);
-    if let Some(p) = &proj {
-        // The projection's workgroups take grid rows after the head
-        // groups' (f.grid[1] of them, also the count the projection waits
-        // for).
-        let rows = p.push[0].div_ceil(grid[0]);
-        let y = u64::from(grid[1]) + u64::from(rows);
-        let max = gpu.info().max_workgroup_count;
-        if y > u64::from(max[1]) {
-            return Err(shape_err(
-                op,
-                "y",
-                format!("{y} grid rows exceed the adapter's workgroup grid {max:?}"),
-            ));
-        }
-        pc.push(grid[1]);
-        pc.extend(p.push);
-        grid[1] = y as u32;
-        extra_bufs.extend([p.w, p.y, p.o]);
-        spec.push((1, p.pgroup));
-        spec.push((
-            2,
-            std::env::var("VKCOMPUTE_QKO_GAP")
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(0),
-        ));
-        name = p.kernel;
-    }
-    let mut bufs: Vec<&dyn GpuBuf> = vec![
-        q,
-        k_cache,
-        v_cache,
-        r.lens.0,
-        &f.part,
-        out,
-        &f.counters,
-        k_cache,
-        v_cache,
-        k,
-        v,
-        qw,
-        kw,
-        inv_freq,
-        r.positions.0,
-        r.flag.0,
-    ];
-    bufs.extend(extra_bufs);
-    let k = crate::builtins::get(&gpu.inner, name, &spec)?;
-    batch.run_configured(&k, &bufs, grid, Some(&crate::ops::words(&pc)))?;
-    Ok(())
+    attention::launch_pass1(
+        batch,
+        &gpu,
+        name,
+        f.plan,
+        &[
+            q,
+            k_cache,
+            v_cache,
+            r.lens.0,
+            &f.part,
+            out,
+            &f.counters,
+            k_cache,
+            v_cache,
+            k,
+            v,
+            qw,
+            kw,
+            inv_freq,
+            r.positions.0,
+            r.flag.0,
+        ],
+        f.grid,
+        &pc,
+    )
 }
 
 #[cfg(test)]

@@ -65,7 +65,6 @@ use super::{Bf16, F16};
 mod act;
 mod argmax;
 pub(in crate::ops) mod attention;
-mod decode_project;
 mod decode_qk;
 pub(in crate::ops) mod gather;
 pub(in crate::ops) mod kv;
@@ -79,10 +78,6 @@ mod softmax;
 pub use act::{silu_mul, silu_mul_halves};
 pub use argmax::argmax;
 pub use attention::{attention_decode, DecodeShape, DECODE_CHUNK};
-pub use decode_project::{
-    attention_decode_project, attention_decode_project_fuses, OutProjection,
-    DECODE_PROJECT_MAX_BATCH,
-};
 pub use decode_qk::{attention_decode_qk, attention_decode_qkv};
 pub use gather::embedding;
 pub use kv::{kv_append, KvShape};

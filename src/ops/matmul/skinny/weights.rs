@@ -71,7 +71,7 @@ impl Weights<'_> {
         }
     }
 
-    pub(in crate::ops) fn bind(&self) -> &dyn crate::buffer::GpuBuf {
+    pub(super) fn bind(&self) -> &dyn crate::buffer::GpuBuf {
         match self {
             Weights::F32(b) => *b,
             Weights::F16(b) => *b,
