@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Call u4 (u3.sh's second form): where the one-dispatch attention + o projection's time goes:
-# the projection's wait removed (VKCOMPUTE_QKO_PGROUP=99: wrong results,
-# a measurement only), and polls spaced by dependent multiply-adds
-# (VKCOMPUTE_QKO_GAP), beside the two dispatches. Profiles only (the
-# kernel's per-launch GPU time), Qwen3-4B decode at B = 1.
+# Call u4: where the one-dispatch attention + o projection's time goes:
+# the whole dispatch (PGROUP 14), the projection's wait removed
+# (VKCOMPUTE_QKO_PGROUP=99), the projection part alone (98: the
+# attention's workgroups return at once) and the attention part alone
+# (97: the projection's return at once) — wrong results where a part is
+# skipped, measurements only — beside the two dispatches. Profiles only
+# (the kernel's per-launch GPU time), Qwen3-4B decode at B = 1.
 set -uo pipefail
 g=$(cd "$(dirname "$0")" && pwd)
 OUT=${OUT:-/tmp/out}

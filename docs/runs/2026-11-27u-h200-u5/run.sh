@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
-# Call u5 (u4 with 4 register and 7 shared slots: 5 rows a workgroup, 512 workgroups): where the one-dispatch attention + o projection's time goes:
-# the projection's wait removed (VKCOMPUTE_QKO_PGROUP=99: wrong results,
-# a measurement only), and polls spaced by dependent multiply-adds
-# (VKCOMPUTE_QKO_GAP), beside the two dispatches. Profiles only (the
-# kernel's per-launch GPU time), Qwen3-4B decode at B = 1.
+# Call u5: u4's rows with 4 register and 7 shared slots (5 rows a
+# workgroup, 512 workgroups; 70 registers), and the driver's statistics.
+# Profiles only (the kernel's per-launch GPU time), Qwen3-4B decode at
+# B = 1.
 set -uo pipefail
 g=$(cd "$(dirname "$0")" && pwd)
 OUT=${OUT:-/tmp/out}
