@@ -122,25 +122,15 @@ impl Pre<'_> {
         x: &Buffer<f32>,
         i: usize,
     ) -> Result<()> {
-        let wo = || &self.wo[i % self.wo.len()];
-        match self.kind {
-            Before::None => Ok(()),
-            Before::Copy => ops::copy(batch, self.x0, x),
-            Before::O => ops::linear(
-                batch,
-                self.a,
-                wo(),
-                x,
-                s.m,
-                O_K,
-                s.k,
-                Epilogue::Residual(self.x0),
-            ),
-            Before::OOther => {
-                let res = Epilogue::Residual(self.x0);
-                ops::linear(batch, self.a, wo(), self.other, s.m, O_K, s.k, res)
-            }
-        }
+        let out = match self.kind {
+            Before::None => return Ok(()),
+            Before::Copy => return ops::copy(batch, self.x0, x),
+            Before::O => x,
+            Before::OOther => self.other,
+        };
+        let wo = &self.wo[i % self.wo.len()];
+        let res = Epilogue::Residual(self.x0);
+        ops::linear(batch, self.a, wo, out, s.m, O_K, s.k, res)
     }
 }
 

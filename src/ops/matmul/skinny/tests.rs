@@ -492,57 +492,23 @@ fn normed_one_row_layers_of_one_wave_keep_their_workgroups() {
         let l = launch(1, 2560, n, DType::Bf16, silu, c.subgroup_size, p);
         u64::from(l.groups) * u64::from(l.mchunks)
     };
+    let one_wave = |dtype, rows, groups| sg32::normed_one_wave(dtype, rows, groups, &c);
     assert_eq!(groups(6144, false), 192);
-    assert!(sg32::normed_one_wave(
-        DType::Bf16,
-        1,
-        groups(6144, false),
-        &c
-    ));
-    assert!(sg32::normed_one_wave(
-        DType::F16,
-        1,
-        groups(6144, false),
-        &c
-    ));
-    assert!(!sg32::normed_one_wave(
-        DType::F32,
-        1,
-        groups(6144, false),
-        &c
-    ));
-    assert!(!sg32::normed_one_wave(
-        DType::Bf16,
-        2,
-        groups(6144, false),
-        &c
-    ));
+    assert!(one_wave(DType::Bf16, 1, groups(6144, false)));
+    assert!(one_wave(DType::F16, 1, groups(6144, false)));
+    assert!(!one_wave(DType::F32, 1, groups(6144, false)));
+    assert!(!one_wave(DType::Bf16, 2, groups(6144, false)));
     assert_eq!(groups(19456, true), 608);
-    assert!(!sg32::normed_one_wave(
-        DType::Bf16,
-        1,
-        groups(19456, true),
-        &c
-    ));
-    assert!(!sg32::normed_one_wave(
-        DType::Bf16,
-        1,
-        groups(151936, false),
-        &c
-    ));
+    assert!(!one_wave(DType::Bf16, 1, groups(19456, true)));
+    assert!(!one_wave(DType::Bf16, 1, groups(151936, false)));
     assert_eq!(groups(2560, false), 80);
-    assert!(!sg32::normed_one_wave(
-        DType::Bf16,
-        1,
-        groups(2560, false),
-        &c
-    ));
+    assert!(!one_wave(DType::Bf16, 1, groups(2560, false)));
     // The bounds: one and two workgroups per compute unit; none where the
     // adapter does not say its units.
-    assert!(sg32::normed_one_wave(DType::Bf16, 1, 132, &c));
-    assert!(sg32::normed_one_wave(DType::Bf16, 1, 264, &c));
-    assert!(!sg32::normed_one_wave(DType::Bf16, 1, 131, &c));
-    assert!(!sg32::normed_one_wave(DType::Bf16, 1, 265, &c));
+    assert!(one_wave(DType::Bf16, 1, 132));
+    assert!(one_wave(DType::Bf16, 1, 264));
+    assert!(!one_wave(DType::Bf16, 1, 131));
+    assert!(!one_wave(DType::Bf16, 1, 265));
     let unknown = MatmulCaps {
         compute_units: 0,
         ..c
