@@ -16,11 +16,14 @@
 //!
 //! `--only PREFIX` lists only the built-ins whose names start with PREFIX
 //! and runs no matmul plan (building every pipeline takes minutes).
+//! `--spv FILE...` (the arguments after it) adds rows for SPIR-V files,
+//! such as `linear_probe`'s builds of the skinny kernel, and with no
+//! `--only` lists nothing else.
 
 use vkcompute::ops::{
     self, Cm2Tile, CoopTile, MatmulKernel, MatmulPlan, SgemmTile, TileConfig, F16,
 };
-use vkcompute::{Buffer, Device, DeviceOptions, Result};
+use vkcompute::{Buffer, Device, DeviceOptions, Kernel, Result};
 
 fn main() -> Result<()> {
     let gpu = Device::with_options(DeviceOptions {
@@ -59,12 +62,16 @@ fn main() -> Result<()> {
         .iter()
         .flat_map(|&t| [MatmulKernel::CoopMatF16(t), MatmulKernel::CoopMatKhrF16(t)])
         .chain(Cm2Tile::ALL.iter().map(|&t| MatmulKernel::CoopMat2F16(t)));
-    let args: Vec<String> = std::env::args().collect();
+    let mut args: Vec<String> = std::env::args().collect();
+    let spv: Vec<String> = match args.iter().position(|a| a == "--spv") {
+        Some(i) => args.split_off(i).into_iter().skip(1).collect(),
+        None => Vec::new(),
+    };
     let only = match args.iter().position(|a| a == "--only") {
         Some(i) => match args.get(i + 1) {
             Some(p) => Some(p.clone()),
             None => {
-                eprintln!("usage: kernel_statistics [--only PREFIX]");
+                eprintln!("usage: kernel_statistics [--only PREFIX] [--spv FILE...]");
                 std::process::exit(2);
             }
         },
@@ -73,8 +80,9 @@ fn main() -> Result<()> {
     let mut not_run = Vec::new();
     let mut batch = gpu.batch()?;
     let m = 16u32;
-    let f32_plans = f32_plans.filter(|_| only.is_none());
-    let f16_plans = f16_plans.filter(|_| only.is_none());
+    let listing = only.is_none() && spv.is_empty();
+    let f32_plans = f32_plans.filter(|_| listing);
+    let f16_plans = f16_plans.filter(|_| listing);
     for kernel in f32_plans {
         for kn in [64u32, 63] {
             let a = gpu.alloc::<f32>((m * kn) as usize)?;
@@ -112,6 +120,7 @@ fn main() -> Result<()> {
             .into_iter()
             .filter(|n| n.starts_with(p.as_str()))
             .collect(),
+        None if !spv.is_empty() => Vec::new(),
         None => {
             let sgemm = SgemmTile::ALL
                 .iter()
@@ -140,6 +149,23 @@ fn main() -> Result<()> {
     // Rows: (kernel, spec, executable, its statistics); columns: every
     // statistic name any row reports, in the order first seen.
     let mut rows = Vec::new();
+    for file in &spv {
+        let built = std::fs::read(file)
+            .map_err(|e| format!("{e}"))
+            .and_then(|bytes| {
+                let kernel =
+                    Kernel::from_spirv(&gpu, bytes.as_slice()).map_err(|e| format!("{e}"))?;
+                kernel.statistics().map_err(|e| format!("{e}"))
+            });
+        match built {
+            Ok(executables) => {
+                for e in executables {
+                    rows.push((file.as_str(), "file".to_string(), e));
+                }
+            }
+            Err(e) => not_run.push(format!("{file}: {e}")),
+        }
+    }
     for name in names {
         match ops::builtin_statistics(&gpu, name) {
             Ok(pipelines) => {

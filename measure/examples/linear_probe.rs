@@ -1,7 +1,10 @@
 //! Probe of compiled variants of the skinny linear kernel
-//! (`shaders/linear.glsl` with the experimental macros of
-//! `shaders/linear_exp.glsl`) that are not built in, beside the built-in
-//! kernels, on bf16 weights stored [N, K] as `ops::linear` takes them.
+//! (`shaders/linear.glsl` with the measurement macros of
+//! `shaders/linear_loops.glsl`, or a scratch copy with macros of its own)
+//! that are not built in, beside the built-in kernels, on bf16 weights
+//! stored [N, K] as `ops::linear` takes them. `kernel_statistics --spv`
+//! prints what the driver made of the same builds (registers, shared
+//! memory).
 //!
 //! Each argument `FILE.spv:R:MT[:UPW]` is a SPIR-V build of `shaders/linear_bf16.comp`
 //! whose units are R rows of W and whose passes hold MT rows of x; it is
