@@ -35,6 +35,7 @@ rm -f .gpu/debs/libvulkan1_*.deb; cp "$layer"/debs/libvulkan1_*.deb .gpu/debs/
 tar -C "$stage" -cf - bin layer | xz -T0 -6 > .gpu/bundle.tar.xz
 rm -rf "$stage"
 cp scripts/gpu_session/*.sh .gpu/
+mkdir -p .gpu/cuda && cp scripts/cuda/*.cu .gpu/cuda/
 cp scripts/compare_dispatch.py scripts/ffn_reference.py scripts/qwen3_reference.py .gpu/
 cp scripts/cuda_reference.py .gpu/cuda_reference_mm.py
 git rev-parse --short HEAD > .gpu/REV
