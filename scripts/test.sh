@@ -74,8 +74,9 @@ step "the published crate builds on its own (cargo package, verify build)"
 # the package on purpose.
 cargo package --allow-dirty --offline 2>&1 |
   { grep -v "is not included in the published package" || true; }
-step "docs as docs.rs builds them (DOCS_RS=1, every feature, no shader compiler needed)"
-PATH="$PWD/target/no-shader-compiler/stubs:$PATH" DOCS_RS=1 cargo doc --all-features --no-deps
+step "docs as docs.rs builds them (DOCS_RS=1, every feature, no shader compiler needed; a warning fails)"
+PATH="$PWD/target/no-shader-compiler/stubs:$PATH" DOCS_RS=1 RUSTDOCFLAGS="-D warnings" \
+  cargo doc --all-features --no-deps
 step "WGSL kernels (feature wgsl, off by default: naga's front end)"
 cargo test --features wgsl --lib wgsl -- --test-threads=1
 cargo test --features wgsl --test wgsl -- --test-threads=1

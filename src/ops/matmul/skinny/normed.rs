@@ -113,8 +113,10 @@ pub fn linear_normed<'w>(
 
 /// [`linear_normed`] with an explicit plan ([`LinearPlan::is_valid`]):
 /// rows per pass up to [`NORM_FUSED_MAX_ROWS`] fuse the norm (the `_norm`
-/// kernels exist for 1 to 16), and 4 where [`fuses_norm`] says; others
-/// record [`crate::ops::nn::rms_norm`] then the layer.
+/// kernels exist for 1 to 16), and a pass of 4 rows on the subgroup-32
+/// kernels (16-bit weights, 32-lane subgroups) where the weights hold at
+/// most [`NORM_FUSED_WIDE_MAX_BYTES`]; others record
+/// [`crate::ops::nn::rms_norm`] then the layer.
 #[allow(clippy::too_many_arguments)]
 pub fn linear_normed_with_plan<'w>(
     batch: &mut Batch,
