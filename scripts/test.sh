@@ -127,6 +127,9 @@ for ex in 01_saxpy 02_batch 03_async 04_pipeline_overlap; do
 done
 # Two devices on the one adapter: exercises the sharding, threads and checks.
 cargo run --quiet -p vkcompute-measure --example multi_gpu -- --per-adapter 2
+# The floor's chain under each form of dependency (hand-written ash, the
+# validation layer on): every form's values checked.
+cargo run --quiet -p vkcompute-measure --example barrier_floor -- --lengths 20 --reps 2
 # The FFN stack at a small width (the GPU machine runs Qwen3-4B's shape):
 # each forward checked against the f64 reference, then timed in a graph.
 cargo run --quiet -p vkcompute-measure --example ffn_stack -- --hidden 64 --inter 96 --layers 3 \

@@ -23,6 +23,9 @@
 //! and arrives itself when done: what a consumer that fetches its weights
 //! before its input is ready could save against the barrier's drain.
 //!
+//! `--restrict` declares the read buffer `restrict readonly` (the
+//! compiler may assume nothing else writes it) instead of `readonly`.
+//!
 //! `--spin-wait` waits for each launch by polling its ticket instead of
 //! `Ticket::wait` (which blocks, paced by the launches it has seen).
 //!
@@ -43,7 +46,7 @@
 //!
 //! ```text
 //! cargo run --release -p vkcompute-measure --example stream_floor -- [--sizes-mb 25,50,100] [--launches 72] [--reps 20] [--ilp 4]
-//!     [--pattern 99.6,49.8 [--overlap]] [--kernels 2] [--total-gb 2] [--spin-wait]
+//!     [--pattern 99.6,49.8 [--overlap]] [--kernels 2] [--total-gb 2] [--spin-wait] [--restrict]
 //! ```
 
 use std::time::{Duration, Instant};
@@ -73,6 +76,16 @@ fn read_rest(ilp: u32, first: &str) -> String {
     uint x = subgroupXor(acc.x ^ acc.y ^ acc.z ^ acc.w);
     if (subgroupElect()) atomicXor(d[1u + gl_WorkGroupID.x], x);"#
     )
+}
+
+/// `src` with its read buffer declared `restrict` when `restrict` is set
+/// (the compiler may then assume nothing else writes it).
+fn restricted(src: &str, restrict: bool) -> String {
+    if restrict {
+        src.replace("readonly buffer W", "restrict readonly buffer W")
+    } else {
+        src.to_string()
+    }
 }
 
 /// The read kernel with `ilp` loads in flight per invocation; `variant`
@@ -162,6 +175,8 @@ struct Args {
     spin: bool,
     /// Also time the pattern with in-kernel waits and no barriers.
     overlap: bool,
+    /// Declare the read buffer `restrict` (`--restrict`).
+    restrict: bool,
 }
 
 fn args() -> Args {
@@ -196,6 +211,7 @@ fn args() -> Args {
         kernels: num("--kernels", 1).max(1) as u32,
         spin: argv.iter().any(|a| a == "--spin-wait"),
         overlap: argv.iter().any(|a| a == "--overlap"),
+        restrict: argv.iter().any(|a| a == "--restrict"),
         total: flag("--total-gb").map_or(2_000_000_000, |v| {
             (v.parse::<f64>().expect("--total-gb takes a number") * 1e9) as u64
         }),
@@ -327,7 +343,7 @@ fn overlap(
     let ks: Vec<Kernel> = (0..a.kernels)
         .map(|v| {
             Kernel::builder(gpu)
-                .glsl(&overlap_source(a.ilp, v))
+                .glsl(&restricted(&overlap_source(a.ilp, v), a.restrict))
                 .label(&format!("stream_read_overlap_{v}"))
                 .build()
         })
@@ -449,8 +465,18 @@ fn main() -> Result<()> {
     let gpu = Device::new()?;
     let info = gpu.info();
     println!(
-        "{} ({} compute units, {} threads each); {} launches per chain, {} reps, ILP {}",
-        info.name, info.compute_units, info.max_threads_per_compute_unit, a.launches, a.reps, a.ilp
+        "{} ({} compute units, {} threads each); {} launches per chain, {} reps, ILP {}{}",
+        info.name,
+        info.compute_units,
+        info.max_threads_per_compute_unit,
+        a.launches,
+        a.reps,
+        a.ilp,
+        if a.restrict {
+            ", read buffer restrict"
+        } else {
+            ""
+        }
     );
     let copy = {
         let c = bandwidth::Copy::new(&gpu, bandwidth::copy_bytes(info))?;
@@ -468,7 +494,7 @@ fn main() -> Result<()> {
     let ks: Vec<Kernel> = (0..a.kernels)
         .map(|v| {
             Kernel::builder(&gpu)
-                .glsl(&source(a.ilp, v))
+                .glsl(&restricted(&source(a.ilp, v), a.restrict))
                 .label(&format!("stream_read_{v}"))
                 .build()
         })

@@ -46,6 +46,7 @@ macro_rules! ok {
 }
 
 // After `ok!`, which it uses.
+pub mod barriers;
 pub mod diag;
 pub mod graph;
 pub mod mailbox;
@@ -118,6 +119,8 @@ pub struct Floor {
     /// One count per live `diag::FloorDiag` (which owns objects of `dev`):
     /// `Drop` refuses to destroy the device while there is one.
     diags: std::rc::Rc<()>,
+    /// Whether `synchronization2` is enabled (`floor/barriers.rs`).
+    sync2: bool,
     /// Adapter, buffer memory type, timestamp resolution and validation, for
     /// the bench's header line.
     pub description: String,
@@ -196,9 +199,22 @@ impl Floor {
             .queue_family_index(family)
             .queue_priorities(&priorities)];
         let mut f12 = vk::PhysicalDeviceVulkan12Features::default().timeline_semaphore(true);
-        let dinfo = vk::DeviceCreateInfo::default()
+        // synchronization2 where the adapter has it (Vulkan 1.3), for the
+        // barrier kinds of `floor/barriers.rs`.
+        let sync2 = props.api_version >= vk::API_VERSION_1_3 && {
+            let mut q13 = vk::PhysicalDeviceVulkan13Features::default();
+            let mut q = vk::PhysicalDeviceFeatures2::default().push_next(&mut q13);
+            // SAFETY: `pd` is from this instance, which is Vulkan 1.3.
+            unsafe { instance.get_physical_device_features2(pd, &mut q) };
+            q13.synchronization2 == vk::TRUE
+        };
+        let mut f13 = vk::PhysicalDeviceVulkan13Features::default().synchronization2(sync2);
+        let mut dinfo = vk::DeviceCreateInfo::default()
             .queue_create_infos(&queue_info)
             .push_next(&mut f12);
+        if sync2 {
+            dinfo = dinfo.push_next(&mut f13);
+        }
         // SAFETY: `pd` is from this instance; `dinfo` points at live locals.
         let dev = ok!(unsafe { instance.create_device(pd, &dinfo, None) });
         let d = &dev;
@@ -344,6 +360,7 @@ impl Floor {
             layout,
             pipeline,
             diags: std::rc::Rc::new(()),
+            sync2,
             description,
         };
         // One tiny dispatch (a = 1, b = 0 leaves the buffer as is), recorded once.
