@@ -535,8 +535,26 @@ impl Floor {
         flags: vk::CommandBufferUsageFlags,
     ) -> (Duration, Duration) {
         assert!(n > 0, "floor: at least one dispatch");
+        let pc = push(1.0, 1.0);
+        self.timed_record(flags, |fl, cb| {
+            for i in 0..n {
+                fl.step(cb, &pc, barrier && i + 1 < n);
+            }
+        })
+    }
+
+    /// Resets the buffer to `x[i]` = i, records `body` into the floor's
+    /// command buffer between two timestamps (begun with `flags`, the
+    /// pipeline and set bound), submits it and waits: (GPU time between
+    /// the timestamps, wall time from the start of recording to the end of
+    /// the wait).
+    fn timed_record(
+        &mut self,
+        flags: vk::CommandBufferUsageFlags,
+        body: impl FnOnce(&Floor, vk::CommandBuffer),
+    ) -> (Duration, Duration) {
         self.reset_buffer();
-        let (cb, pc, q) = (self.cb, push(1.0, 1.0), self.queries);
+        let (cb, q) = (self.cb, self.queries);
         let start = Instant::now();
         self.begin(cb, flags);
         // SAFETY: `cb` is recording; queries 0 and 1 exist and are reset
@@ -545,9 +563,7 @@ impl Floor {
             self.dev.cmd_reset_query_pool(cb, q, 0, 2);
             self.dev.cmd_write_timestamp(cb, S::TOP_OF_PIPE, q, 0);
         }
-        for i in 0..n {
-            self.step(cb, &pc, barrier && i + 1 < n);
-        }
+        body(self, cb);
         // SAFETY: `cb` is recording; query 1 was reset above.
         unsafe { self.dev.cmd_write_timestamp(cb, S::BOTTOM_OF_PIPE, q, 1) };
         self.host_barrier(cb);

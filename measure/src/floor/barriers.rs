@@ -9,7 +9,7 @@
 //! execution without making the writes visible: a measurement of what the
 //! memory half of a barrier costs, not a correct way to chain.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ash::vk;
 use vk::{
@@ -108,43 +108,20 @@ impl Floor {
                 0
             },
         );
-        self.reset_buffer();
-        let (cb, pc, q) = (self.cb, push(1.0, 1.0), self.queries);
-        let start = Instant::now();
-        self.begin(cb, vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
-        // SAFETY: `cb` is recording; queries 0 and 1 exist and are reset
-        // before either is written.
-        unsafe {
-            self.dev.cmd_reset_query_pool(cb, q, 0, 2);
-            self.dev.cmd_write_timestamp(cb, S::TOP_OF_PIPE, q, 0);
-        }
-        for i in 0..n {
-            self.step(cb, &pc, false);
-            if i + 1 < n {
-                self.order(cb, kind, events.get(i).copied());
+        let pc = push(1.0, 1.0);
+        let once = vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT;
+        let (gpu, wall) = self.timed_record(once, |fl, cb| {
+            for i in 0..n {
+                fl.step(cb, &pc, false);
+                if i + 1 < n {
+                    fl.order(cb, kind, events.get(i).copied());
+                }
             }
+        });
+        for e in events {
+            // SAFETY: the events' only submission has completed.
+            unsafe { self.dev.destroy_event(e, None) };
         }
-        // SAFETY: `cb` is recording; query 1 was reset above.
-        unsafe { self.dev.cmd_write_timestamp(cb, S::BOTTOM_OF_PIPE, q, 1) };
-        self.host_barrier(cb);
-        self.end(cb);
-        let v = self.submit(cb);
-        self.wait_blocking(v);
-        let wall = start.elapsed();
-        let mut ts = [0u64; 2];
-        let flags = vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WAIT;
-        let d = &self.dev;
-        // SAFETY: both queries were written by the completed submission;
-        // the output holds exactly two 64-bit results. The events' only
-        // submission has completed, so they can be destroyed.
-        unsafe {
-            ok!(d.get_query_pool_results(q, 0, &mut ts, flags));
-            for e in events {
-                d.destroy_event(e, None);
-            }
-        }
-        let ticks = ts[1].wrapping_sub(ts[0]) & self.timestamp_mask;
-        let ns = (ticks as f64 * self.timestamp_period_ns).round() as u64;
         let x = self.read();
         assert_eq!(x.len(), ELEMENTS);
         let right = x.iter().enumerate().all(|(i, &v)| v == (i + n) as f32);
@@ -153,7 +130,7 @@ impl Floor {
             "floor: chain of {n} ordered by {}: wrong values",
             kind.name()
         );
-        (Duration::from_nanos(ns), wall, right)
+        (gpu, wall, right)
     }
 
     /// `count` new (unsignaled) events, device-only.
