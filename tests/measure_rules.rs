@@ -1,5 +1,6 @@
 //! The report's pure rules (`measure/src/rules.rs`): chunking of a
-//! chained batch, and the saxpy launch shape from adapter limits.
+//! chained batch, and the saxpy launch shape from adapter limits; and the
+//! names of the floor's barrier kinds (`measure/src/floor/barriers.rs`).
 
 use vkcompute_measure::rules;
 
@@ -48,4 +49,19 @@ fn the_startup_floor_chooses_the_adapter_as_named() {
     assert_eq!(choose(Some("amd"), &names, &discrete), None);
     assert_eq!(choose(None, &names[..1], &[false]), Some(0));
     assert_eq!(choose(None, &[], &[]), None);
+}
+
+// The floor (and its barrier kinds) builds with the `glsl` feature only.
+#[cfg(feature = "glsl")]
+#[test]
+fn barrier_kinds_parse_back_and_name_their_needs() {
+    use vkcompute_measure::floor::barriers::BarrierKind;
+    for k in BarrierKind::ALL {
+        assert_eq!(BarrierKind::parse(k.name()), Some(k), "{k:?}");
+        let sync2 = matches!(k, BarrierKind::Sync2 | BarrierKind::Event2);
+        assert_eq!(k.needs_sync2(), sync2, "{k:?}");
+        assert_eq!(k.orders_memory(), k != BarrierKind::ExecOnly, "{k:?}");
+    }
+    assert_eq!(BarrierKind::parse("none"), None);
+    assert_eq!(BarrierKind::parse("Global"), None);
 }
