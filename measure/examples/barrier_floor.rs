@@ -88,20 +88,21 @@ fn main() {
                 }
             }
         }
+        let stats: Vec<(f64, f64, f64)> = times
+            .iter_mut()
+            .map(|t| {
+                t.sort_by(f64::total_cmp);
+                min_median_max(t)
+            })
+            .collect();
         let base = rows
             .iter()
             .position(|r| *r == Some(BarrierKind::Global))
-            .map(|i| {
-                let mut t = times[i].clone();
-                t.sort_by(f64::total_cmp);
-                min_median_max(&t).1
-            });
+            .map(|i| stats[i].1);
         println!("chain of {n} dispatches, {reps} rounds: GPU µs per dispatch");
         println!("  kind        min     median  max     /global  values");
         for (i, &r) in rows.iter().enumerate() {
-            let mut t = times[i].clone();
-            t.sort_by(f64::total_cmp);
-            let (lo, med, hi) = min_median_max(&t);
+            let (lo, med, hi) = stats[i];
             let ratio = base.map_or("-".into(), |b| format!("{:.2}", med / b));
             let values = match r {
                 None => "unordered (not checked)",

@@ -82,7 +82,12 @@ fn read_rest(ilp: u32, first: &str) -> String {
 /// (the compiler may then assume nothing else writes it).
 fn restricted(src: &str, restrict: bool) -> String {
     if restrict {
-        src.replace("readonly buffer W", "restrict readonly buffer W")
+        let out = src.replace("readonly buffer W", "restrict readonly buffer W");
+        assert!(
+            out != src,
+            "stream_floor: no read buffer W to declare restrict"
+        );
+        out
     } else {
         src.to_string()
     }
