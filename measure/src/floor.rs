@@ -13,6 +13,9 @@
 //! validation layer, and `Drop` panics if it reported a warning or error.
 //! `diag` (`floor/diag.rs`) adds variants that record the way vkcompute
 //! does, for the report's diagnostics.
+//! `barriers` (`floor/barriers.rs`) times the dependent chain under each
+//! form of dependency Vulkan has (`synchronization2` is enabled where the
+//! adapter has it).
 #![allow(dead_code)]
 
 use std::ffi::{c_void, CStr};

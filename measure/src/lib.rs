@@ -37,7 +37,8 @@
 //! | `cm2_probe` | SPIR-V builds of the coopmat2 f16 matmul kernel (other blocks, invocations, launch orders) beside the built-in default |
 //! | `linear_probe` | SPIR-V builds of the skinny linear kernel (rows per unit and pass, chunks per step, prefetch, butterfly, narrowed launches) beside the built-in kernels |
 //! | `stream_floor` | the simplest read kernel streaming buffers through a chain of dependent launches: the floor of a model's layers, per size or in a layer's pattern |
-//! | `kernel_statistics` | the driver's pipeline statistics (registers, spills, occupancy) of the built-in matmul and linear kernels |
+//! | `barrier_floor` | the floor's chain of tiny dependent dispatches under each form of dependency (pipeline barriers, synchronization2, buffer barrier, by-region, events), beside no dependency |
+//! | `kernel_statistics` | the driver's pipeline statistics (registers, spills, occupancy) of the built-in matmul and linear kernels, or of SPIR-V files |
 //! | `attn_probe` | decode attention at Qwen3-4B's shapes and the lengths a decode meets |
 //! | `prefill_attn` | causal prefill attention at Qwen3-4B's shape, f32 and f16 (the tensor-core kernel), beside PyTorch's SDPA |
 //! | `roundtrip_profile` | one-dispatch round trips through named functions, a target for callgrind |
